@@ -1,0 +1,278 @@
+/*
+ * A channel: the read end and the write end corral holds for one peer (an
+ * agent's stdout and stdin, or corral serve's own stdin and stdout), with
+ * framing on the way in and a queue on the way out.
+ *
+ * Writes are queued and flushed once per loop iteration from the
+ * supervisor's prepare watcher, so a burst of lines to one peer becomes one
+ * write(2).  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
+ * line went to a writer above its high watermark stops reading (chan_block)
+ * and waits on that writer; when the writer drains to its low watermark,
+ * every reader waiting on it reads again.  Readers finish the chunk they
+ * have, so a reader overshoots the high watermark by at most one read.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define CHAN_READ_SIZE	(256 * 1024)
+#define CHAN_LOW	(256 * 1024)
+#define CHAN_HIGH	(1024 * 1024)
+
+static char	chan_buf[CHAN_READ_SIZE];
+
+static void	chan_read_cb(struct ev_loop *, ev_io *, int);
+static void	chan_write_cb(struct ev_loop *, ev_io *, int);
+
+/* Return the shared read buffer (for readers that are not channels). */
+char *
+chan_read_buffer(size_t *len)
+{
+	*len = sizeof chan_buf;
+	return chan_buf;
+}
+
+/*
+ * Set up a channel on descriptors rfd (or -1) and wfd (or -1), framing
+ * lines of at most max bytes.
+ */
+void
+chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
+    void *owner)
+{
+	size_t	high = CHAN_HIGH;
+
+	memset(c, 0, sizeof *c);
+	c->name = name;
+	c->rfd = rfd;
+	c->wfd = wfd;
+	c->owner = owner;
+	ndjson_reader_init(&c->rd, max, 0);
+	/* A writer must hold at least one maximal line above its mark. */
+	if (max > high)
+		high = max;
+	ndjson_writer_init(&c->wr, CHAN_LOW, high);
+	TAILQ_INIT(&c->waiters);
+	if (rfd != -1) {
+		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
+		c->rw.data = c;
+	}
+	if (wfd != -1) {
+		ev_io_init(&c->ww, chan_write_cb, wfd, EV_WRITE);
+		c->ww.data = c;
+	}
+}
+
+/* Start reading. */
+void
+chan_start(struct chan *c)
+{
+	if (c->rfd != -1 && !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
+		ev_io_start(cr->loop, &c->rw);
+}
+
+/* Deliver one framed line to the owner. */
+static void
+chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct chan	*c = arg;
+
+	c->on_line(c, kind, line, len, extra);
+}
+
+/* Read what the descriptor has and hand out its lines. */
+static void
+chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct chan	*c = w->data;
+	ssize_t		 n;
+
+	n = read(c->rfd, chan_buf, sizeof chan_buf);
+	if (n == -1) {
+		if (errno == EINTR || errno == EAGAIN)
+			return;
+		log_debug("%s: read: %s", c->name, strerror(errno));
+		n = 0;	/* treat like EOF: nothing more will come */
+	}
+	if (n == 0) {
+		ev_io_stop(loop, &c->rw);
+		c->flags |= CHAN_REOF;
+		ndjson_finish(&c->rd, chan_line, c);
+		if (c->on_eof != NULL)
+			c->on_eof(c, 0);
+		return;
+	}
+	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+	if (c->blocked_on != NULL && ev_is_active(&c->rw)) {
+		ev_io_stop(loop, &c->rw);
+		c->flags |= CHAN_RPAUSED;
+	}
+}
+
+/* Stop reading until chan_resume_reading (the owner's decision). */
+void
+chan_stop_reading(struct chan *c)
+{
+	c->flags |= CHAN_RSTOPPED;
+	if (c->rfd != -1)
+		ev_io_stop(cr->loop, &c->rw);
+}
+
+/* Undo chan_stop_reading. */
+void
+chan_resume_reading(struct chan *c)
+{
+	c->flags &= ~CHAN_RSTOPPED;
+	if (c->rfd != -1 && c->blocked_on == NULL &&
+	    !(c->flags & CHAN_REOF))
+		ev_io_start(cr->loop, &c->rw);
+}
+
+/* Wake every reader that waits for this writer. */
+static void
+chan_wake(struct chan *c)
+{
+	struct chan	*r;
+
+	c->flags &= ~CHAN_WFULL;
+	while ((r = TAILQ_FIRST(&c->waiters)) != NULL) {
+		TAILQ_REMOVE(&c->waiters, r, wait_entry);
+		r->blocked_on = NULL;
+		r->flags &= ~CHAN_RPAUSED;
+		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
+			ev_io_start(cr->loop, &r->rw);
+	}
+	if (c->on_drain != NULL)
+		c->on_drain(c, 0);
+}
+
+/*
+ * Make reader r wait for writer w: called by whoever just queued a line
+ * from r to w and found w full.
+ */
+void
+chan_block(struct chan *r, struct chan *w)
+{
+	if (r == NULL || r == w || r->blocked_on != NULL || r->rfd == -1)
+		return;
+	r->blocked_on = w;
+	TAILQ_INSERT_TAIL(&w->waiters, r, wait_entry);
+}
+
+/* Return nonzero if the channel's writer is above its high watermark. */
+int
+chan_full(const struct chan *c)
+{
+	return (c->flags & CHAN_WFULL) != 0;
+}
+
+/* Queue one line for the peer; the flush happens before the loop blocks. */
+void
+chan_write_line(struct chan *c, const char *line, size_t len)
+{
+	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
+		return;
+	ndjson_writer_line(&c->wr, line, len);
+	if (!(c->flags & CHAN_DIRTY)) {
+		c->flags |= CHAN_DIRTY;
+		TAILQ_INSERT_TAIL(&cr->dirty, c, dirty_entry);
+	}
+	if (ndjson_writer_full(&c->wr))
+		c->flags |= CHAN_WFULL;
+}
+
+/* Write what the descriptor takes; arm the write watcher for the rest. */
+static void
+chan_flush(struct chan *c)
+{
+	int	rc, saved;
+
+	if (c->wfd == -1)
+		return;
+	rc = ndjson_writer_flush(&c->wr, c->wfd);
+	if (rc == 1) {
+		if (!ev_is_active(&c->ww))
+			ev_io_start(cr->loop, &c->ww);
+	} else {
+		if (ev_is_active(&c->ww))
+			ev_io_stop(cr->loop, &c->ww);
+		if (rc == -1) {
+			saved = errno;
+			ndjson_writer_free(&c->wr);
+			c->flags |= CHAN_WCLOSED;
+			if (c->on_werror != NULL)
+				c->on_werror(c, saved);
+		}
+	}
+	if ((c->flags & CHAN_WFULL) == 0 && !TAILQ_EMPTY(&c->waiters) &&
+	    ndjson_writer_drained(&c->wr))
+		chan_wake(c);
+	else if ((c->flags & CHAN_WFULL) && ndjson_writer_drained(&c->wr))
+		chan_wake(c);
+}
+
+/* The descriptor can take more. */
+static void
+chan_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	chan_flush(w->data);
+}
+
+/* Flush every channel written to in this loop iteration. */
+void
+chan_flush_all(void)
+{
+	struct chan	*c;
+
+	while ((c = TAILQ_FIRST(&cr->dirty)) != NULL) {
+		TAILQ_REMOVE(&cr->dirty, c, dirty_entry);
+		c->flags &= ~CHAN_DIRTY;
+		chan_flush(c);
+	}
+}
+
+/*
+ * Close the write side once what is queued is written: the peer sees EOF
+ * on its stdin.  Queued bytes are written first only if the descriptor
+ * takes them now; a stuck peer does not hold up its own shutdown.
+ */
+void
+chan_close_write(struct chan *c)
+{
+	if (c->wfd == -1)
+		return;
+	if (c->flags & CHAN_DIRTY) {
+		TAILQ_REMOVE(&cr->dirty, c, dirty_entry);
+		c->flags &= ~CHAN_DIRTY;
+	}
+	(void)ndjson_writer_flush(&c->wr, c->wfd);
+	ev_io_stop(cr->loop, &c->ww);
+	close(c->wfd);
+	c->wfd = -1;
+	c->flags |= CHAN_WCLOSED;
+	ndjson_writer_free(&c->wr);
+	if (!TAILQ_EMPTY(&c->waiters))
+		chan_wake(c);
+}
+
+/* Close both sides and detach from every list. */
+void
+chan_close(struct chan *c)
+{
+	chan_close_write(c);
+	if (c->rfd != -1) {
+		ev_io_stop(cr->loop, &c->rw);
+		close(c->rfd);
+		c->rfd = -1;
+	}
+	if (c->blocked_on != NULL) {
+		TAILQ_REMOVE(&c->blocked_on->waiters, c, wait_entry);
+		c->blocked_on = NULL;
+	}
+	ndjson_reader_free(&c->rd);
+}

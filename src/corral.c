@@ -1,0 +1,298 @@
+/*
+ * corral: run a team of agent processes from one command.
+ *
+ * main() parses the command line and hands over to the command: run and
+ * serve start the supervisor, check validates a workflow file, tree
+ * renders the agent tree recorded in an audit log.
+ */
+
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+struct cmd {
+	const char	*name;
+	const char	*usage;
+	int		(*exec)(int, char **);
+};
+
+static int	cmd_run(int, char **);
+static int	cmd_serve(int, char **);
+static int	cmd_check(int, char **);
+static int	cmd_tree(int, char **);
+
+static const struct cmd cmds[] = {
+	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] [-v]",
+	    cmd_run },
+	{ "serve", "serve FILE [--log FILE] [-v]", cmd_serve },
+	{ "check", "check FILE", cmd_check },
+	{ "tree", "tree --log FILE [--format text|dot|mermaid]", cmd_tree },
+	{ NULL, NULL, NULL }
+};
+
+static int	verbose;
+
+/* Print the usage summary. */
+static void
+usage(FILE *f)
+{
+	const struct cmd	*c;
+
+	fprintf(f, "usage: corral [-v] [--help] [--version] COMMAND ...\n\n");
+	for (c = cmds; c->name != NULL; c++)
+		fprintf(f, "  corral %s\n", c->usage);
+	fprintf(f, "\n"
+	    "  run     start the workflow's agents, send the goal, print the "
+	    "result\n"
+	    "  serve   route envelopes from stdin, one result line each on "
+	    "stdout\n"
+	    "  check   validate a workflow file and print it normalized\n"
+	    "  tree    render the agent tree from an audit log\n\n"
+	    "Exit status: 0 success, 1 the workflow failed, 2 usage or "
+	    "configuration error,\n130 interrupted (SIGINT), 143 terminated "
+	    "(SIGTERM).  See corral(1).\n");
+}
+
+/* Load a workflow file or exit with the error and its position. */
+static struct workflow *
+load_or_exit(const char *path)
+{
+	struct workflow		*wf;
+	struct config_error	 ce;
+
+	if ((wf = config_load(path, &ce)) == NULL) {
+		if (ce.line > 0)
+			fprintf(stderr, "corral: %s:%d:%d: %s\n", path, ce.line,
+			    ce.column, ce.msg);
+		else
+			fprintf(stderr, "corral: %s: %s\n", path, ce.msg);
+		exit(EXIT_USAGE);
+	}
+	return wf;
+}
+
+/* Options shared by run and serve. */
+static const struct option run_opts[] = {
+	{ "goal", required_argument, NULL, 'g' },
+	{ "log", required_argument, NULL, 'l' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* corral run and corral serve. */
+static int
+cmd_start(int argc, char **argv, int mode)
+{
+	struct workflow	*wf;
+	const char	*goal = NULL, *logpath = NULL;
+	char		*logabs = NULL;
+	int		 ch, text = 0, rc;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "g:l:o:vh", run_opts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'g':
+			goal = optarg;
+			break;
+		case 'l':
+			logpath = optarg;
+			break;
+		case 'o':
+			if (strcmp(optarg, "text") == 0)
+				text = 1;
+			else if (strcmp(optarg, "json") == 0)
+				text = 0;
+			else
+				errx(EXIT_USAGE, "--output must be json or "
+				    "text");
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (mode == MODE_RUN && goal == NULL)
+		errx(EXIT_USAGE, "run: --goal TEXT is required");
+	if (mode == MODE_SERVE && goal != NULL)
+		errx(EXIT_USAGE, "serve: --goal does not apply; envelopes come "
+		    "on stdin");
+	log_init(verbose);
+	wf = load_or_exit(argv[0]);
+	if (logpath != NULL && logpath[0] != '/') {
+		/* Keep relative to where the user stood. */
+		char *cwd = getcwd(NULL, 0);
+		if (cwd != NULL) {
+			xasprintf(&logabs, "%s/%s", cwd, logpath);
+			free(cwd);
+			logpath = logabs;
+		}
+	}
+	(void)pidns_enter();
+	rc = supervisor_run(wf, mode, goal, logpath, text);
+	config_free(wf);
+	free(logabs);
+	return rc;
+}
+
+/* corral run FILE --goal TEXT. */
+static int
+cmd_run(int argc, char **argv)
+{
+	return cmd_start(argc, argv, MODE_RUN);
+}
+
+/* corral serve FILE. */
+static int
+cmd_serve(int argc, char **argv)
+{
+	return cmd_start(argc, argv, MODE_SERVE);
+}
+
+/*
+ * Check that each agent's program can be found and run.  Returns the
+ * number of problems, reported on stderr.
+ */
+static int
+check_programs(const struct workflow *wf)
+{
+	const struct agent_conf	*ac;
+	char			*path;
+	size_t			 i;
+	int			 bad = 0;
+
+	for (i = 0; i < wf->nagents; i++) {
+		ac = &wf->agents[i];
+		if (ac->argv == NULL)
+			continue;
+		if (ac->argv[0][0] == '/')
+			path = xstrdup(ac->argv[0]);
+		else if (strchr(ac->argv[0], '/') != NULL)
+			xasprintf(&path, "%s/%s", wf->dir, ac->argv[0]);
+		else
+			continue;	/* found on PATH when it starts */
+		if (access(path, X_OK) != 0) {
+			fprintf(stderr, "corral: %s:%d:%d: agents.%s.cmd: %s: "
+			    "%s\n", wf->path, ac->line, ac->column, ac->name,
+			    ac->argv[0], strerror(errno));
+			bad++;
+		}
+		free(path);
+	}
+	return bad;
+}
+
+/* corral check FILE. */
+static int
+cmd_check(int argc, char **argv)
+{
+	struct workflow	*wf;
+	int		 bad;
+
+	if (argc != 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	wf = load_or_exit(argv[1]);
+	bad = check_programs(wf);
+	config_print(stdout, wf);
+	config_free(wf);
+	return bad ? EXIT_USAGE : 0;
+}
+
+/* corral tree --log FILE [--format text|dot|mermaid]. */
+static int
+cmd_tree(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "format", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char	*logpath = NULL, *format = "text";
+	int		 ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "l:f:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			logpath = optarg;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (logpath == NULL || optind != argc)
+		errx(EXIT_USAGE, "tree: --log FILE is required");
+	if (strcmp(format, "text") != 0 && strcmp(format, "dot") != 0 &&
+	    strcmp(format, "mermaid") != 0)
+		errx(EXIT_USAGE, "tree: --format must be text, dot or mermaid");
+	return tree_render(logpath, format, stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct cmd	*c;
+	int			 i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "-v") == 0 ||
+		    strcmp(argv[i], "--verbose") == 0)
+			verbose++;
+		else if (strcmp(argv[i], "-vv") == 0)
+			verbose += 2;
+		else if (strcmp(argv[i], "--version") == 0 ||
+		    strcmp(argv[i], "-V") == 0) {
+			printf("corral %s (protocol %d)\n", CORRAL_VERSION,
+			    CORRAL_PROTOCOL_VERSION);
+			return 0;
+		} else if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "corral: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	log_init(verbose);
+	for (c = cmds; c->name != NULL; c++) {
+		if (strcmp(c->name, argv[i]) == 0)
+			return c->exec(argc - i, argv + i);
+	}
+	fprintf(stderr, "corral: unknown command %s\n", argv[i]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

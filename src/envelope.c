@@ -1,0 +1,971 @@
+/*
+ * multiagent-1.0 envelopes (seed 000): validation, and the few envelopes
+ * corral writes itself.
+ *
+ * Validation walks the scanner's tape and checks every field seed 000
+ * defines: presence of the required ones, types, the intent, role and
+ * content.type enumerations, confidence.score in [0, 1], RFC 3339
+ * timestamps, the shapes of artifacts, next_actions, resources and trace.
+ * Members it does not know are left alone and passed on.  The first
+ * problem found is reported with its field path ("outputs.next_actions[1]
+ * .intent") and a sentence a person can act on.
+ *
+ * Changing an envelope (filling in trace.id, turning a weak reply into a
+ * reflect request) splices the original bytes: the parts that do not
+ * change are copied, never re-serialized.
+ */
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+static const char *role_names[] = { "agent", "user", "system", "tool", NULL };
+static const char *ctype_names[] = { "text", "code", "json", "tool_result",
+    "error", NULL };
+static const char *resource_types[] = { "url", "file", "db", "tool", NULL };
+static const char *prio_names[PRIO_COUNT] = { "batch", "low", "normal",
+    "high", "critical" };
+
+/* Record a validation failure. */
+static int __attribute__((format(printf, 3, 4)))
+env_fail(struct env_error *err, const char *path, const char *fmt, ...)
+{
+	va_list	ap;
+
+	err->code = "invalid_envelope";
+	snprintf(err->path, sizeof err->path, "%s", path);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Name a JSON type for messages. */
+static const char *
+env_type_name(int type)
+{
+	switch (type) {
+	case JT_OBJECT:
+		return "an object";
+	case JT_ARRAY:
+		return "an array";
+	case JT_STRING:
+		return "a string";
+	case JT_NUMBER:
+		return "a number";
+	case JT_TRUE:
+	case JT_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
+/* Check that token t has the given type. */
+static int
+env_want(struct jscan *js, int t, int type, struct env_error *err,
+    const char *path)
+{
+	if (js->tok[t].type == type)
+		return 0;
+	return env_fail(err, path, "%s must be %s, not %s", path,
+	    env_type_name(type), env_type_name(js->tok[t].type));
+}
+
+/* Return the index of a string token's value in a NULL-terminated list. */
+static int
+env_enum(struct jscan *js, const char *s, int t, const char *const *names)
+{
+	const char	*v;
+	size_t		 len;
+	int		 i;
+
+	v = jscan_text(js, s, t, &len);
+	for (i = 0; names[i] != NULL; i++)
+		if (strlen(names[i]) == len && memcmp(names[i], v, len) == 0)
+			return i;
+	return -1;
+}
+
+/* Return the intent index named by a string token, or -1. */
+static int
+env_intent(struct jscan *js, const char *s, int t)
+{
+	const char	*v;
+	size_t		 len;
+
+	v = jscan_text(js, s, t, &len);
+	return config_intent(v, len);
+}
+
+/* Return the intent index for a name, or -1. */
+int
+envelope_intent(const char *s, size_t n)
+{
+	return config_intent(s, n);
+}
+
+/* Name a priority. */
+const char *
+envelope_priority_name(int p)
+{
+	return p >= 0 && p < PRIO_COUNT ? prio_names[p] : "normal";
+}
+
+/* Check an array whose elements must all be strings. */
+static int
+env_strings(struct jscan *js, int arr, struct env_error *err,
+    const char *path)
+{
+	char	p[128];
+	int	e, i = 0;
+
+	if (env_want(js, arr, JT_ARRAY, err, path) != 0)
+		return -1;
+	for (e = jscan_first(js, arr); e != -1; e = jscan_next(js, arr, e), i++) {
+		if (js->tok[e].type != JT_STRING) {
+			snprintf(p, sizeof p, "%s[%d]", path, i);
+			return env_fail(err, p, "%s must be a string", p);
+		}
+	}
+	return 0;
+}
+
+/* Check an optional string member of an object. */
+static int
+env_opt_string(struct jscan *js, const char *s, int obj, const char *key,
+    struct env_error *err, const char *path)
+{
+	char	p[128];
+	int	t;
+
+	if ((t = jscan_get(js, s, obj, key)) == -1)
+		return 0;
+	snprintf(p, sizeof p, "%s.%s", path, key);
+	return env_want(js, t, JT_STRING, err, p);
+}
+
+/* Check a required string member of an object. */
+static int
+env_req_string(struct jscan *js, const char *s, int obj, const char *key,
+    struct env_error *err, const char *path)
+{
+	char	p[128];
+	int	t;
+
+	snprintf(p, sizeof p, "%s.%s", path, key);
+	if ((t = jscan_get(js, s, obj, key)) == -1)
+		return env_fail(err, p, "%s is required", p);
+	return env_want(js, t, JT_STRING, err, p);
+}
+
+/* Check "agent": {id, name, model, version?}. */
+static int
+env_agent(struct jscan *js, const char *s, int t, struct env_error *err)
+{
+	if (env_want(js, t, JT_OBJECT, err, "agent") != 0)
+		return -1;
+	if (env_req_string(js, s, t, "id", err, "agent") != 0 ||
+	    env_req_string(js, s, t, "name", err, "agent") != 0 ||
+	    env_req_string(js, s, t, "model", err, "agent") != 0 ||
+	    env_opt_string(js, s, t, "version", err, "agent") != 0)
+		return -1;
+	return 0;
+}
+
+/* Check "inputs": {context?, resources?, parameters?}. */
+static int
+env_inputs(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	char	p[128];
+	int	r, e, x, i = 0;
+
+	if (env_want(js, t, JT_OBJECT, err, "inputs") != 0)
+		return -1;
+	if (env_opt_string(js, s, t, "context", err, "inputs") != 0)
+		return -1;
+	if ((r = jscan_get(js, s, t, "resources")) != -1) {
+		if (env_want(js, r, JT_ARRAY, err, "inputs.resources") != 0)
+			return -1;
+		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
+		    i++) {
+			snprintf(p, sizeof p, "inputs.resources[%d]", i);
+			if (env_want(js, e, JT_OBJECT, err, p) != 0)
+				return -1;
+			if (env_req_string(js, s, e, "type", err, p) != 0 ||
+			    env_req_string(js, s, e, "id", err, p) != 0 ||
+			    env_opt_string(js, s, e, "hint", err, p) != 0)
+				return -1;
+			x = jscan_get(js, s, e, "type");
+			if (env_enum(js, s, x, resource_types) < 0) {
+				snprintf(p, sizeof p, "inputs.resources[%d].type",
+				    i);
+				return env_fail(err, p, "%s must be one of url, "
+				    "file, db, tool", p);
+			}
+		}
+	}
+	if ((r = jscan_get(js, s, t, "parameters")) != -1) {
+		if (env_want(js, r, JT_OBJECT, err, "inputs.parameters"))
+			return -1;
+		if ((x = jscan_get(js, s, r, "ttl_ms")) != -1) {
+			if (js->tok[x].type != JT_NUMBER ||
+			    jscan_number(js, s, x) < 0)
+				return env_fail(err, "inputs.parameters.ttl_ms",
+				    "inputs.parameters.ttl_ms must be a "
+				    "number of milliseconds, 0 or more");
+			env->ttl = jscan_number(js, s, x) / 1000.0;
+		}
+	}
+	return 0;
+}
+
+/* Check "content": {type, text?, data?}. */
+static int
+env_content(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	int	x;
+
+	if (env_want(js, t, JT_OBJECT, err, "content") != 0)
+		return -1;
+	if ((x = jscan_get(js, s, t, "type")) == -1)
+		return env_fail(err, "content.type", "content.type is required "
+		    "(text, code, json, tool_result or error)");
+	if (env_want(js, x, JT_STRING, err, "content.type") != 0)
+		return -1;
+	if ((env->ctype = env_enum(js, s, x, ctype_names)) < 0)
+		return env_fail(err, "content.type", "content.type must be one "
+		    "of text, code, json, tool_result, error");
+	if (env_opt_string(js, s, t, "text", err, "content") != 0)
+		return -1;
+	return 0;
+}
+
+/* Check "outputs": {artifacts?, next_actions?}. */
+static int
+env_outputs(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	char	p[128];
+	int	r, e, x, i;
+
+	if (env_want(js, t, JT_OBJECT, err, "outputs") != 0)
+		return -1;
+	if ((r = jscan_get(js, s, t, "artifacts")) != -1) {
+		if (env_want(js, r, JT_ARRAY, err, "outputs.artifacts") != 0)
+			return -1;
+		i = 0;
+		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
+		    i++) {
+			snprintf(p, sizeof p, "outputs.artifacts[%d]", i);
+			if (env_want(js, e, JT_OBJECT, err, p) != 0 ||
+			    env_req_string(js, s, e, "kind", err, p) != 0 ||
+			    env_req_string(js, s, e, "name", err, p) != 0 ||
+			    env_opt_string(js, s, e, "inline", err, p) != 0)
+				return -1;
+			if ((x = jscan_get(js, s, e, "uri")) != -1 &&
+			    js->tok[x].type != JT_STRING &&
+			    js->tok[x].type != JT_NULL) {
+				snprintf(p, sizeof p, "outputs.artifacts[%d].uri",
+				    i);
+				return env_fail(err, p, "%s must be a string "
+				    "or null", p);
+			}
+		}
+	}
+	if ((r = jscan_get(js, s, t, "next_actions")) != -1) {
+		if (env_want(js, r, JT_ARRAY, err, "outputs.next_actions"))
+			return -1;
+		i = 0;
+		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
+		    i++) {
+			snprintf(p, sizeof p, "outputs.next_actions[%d]", i);
+			if (env_want(js, e, JT_OBJECT, err, p) != 0 ||
+			    env_req_string(js, s, e, "intent", err, p) != 0 ||
+			    env_req_string(js, s, e, "task", err, p) != 0)
+				return -1;
+			x = jscan_get(js, s, e, "intent");
+			if (env_intent(js, s, x) < 0) {
+				snprintf(p, sizeof p,
+				    "outputs.next_actions[%d].intent", i);
+				return env_fail(err, p, "%s is not an intent "
+				    "(plan, decompose, execute, route, "
+				    "retrieve, analyze, summarize, reflect, "
+				    "finalize, tool.call)", p);
+			}
+			if ((x = jscan_get(js, s, e, "args")) != -1 &&
+			    js->tok[x].type != JT_OBJECT) {
+				snprintf(p, sizeof p,
+				    "outputs.next_actions[%d].args", i);
+				return env_fail(err, p, "%s must be an object",
+				    p);
+			}
+		}
+		env->next_actions = r;
+	}
+	return 0;
+}
+
+/* Check "confidence": {score, rationale?, risks?}. */
+static int
+env_confidence(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	double	score;
+	int	x;
+
+	if (env_want(js, t, JT_OBJECT, err, "confidence") != 0)
+		return -1;
+	if ((x = jscan_get(js, s, t, "score")) == -1)
+		return env_fail(err, "confidence.score", "confidence.score is "
+		    "required when confidence is given");
+	if (env_want(js, x, JT_NUMBER, err, "confidence.score") != 0)
+		return -1;
+	score = jscan_number(js, s, x);
+	if (!(score >= 0.0 && score <= 1.0))
+		return env_fail(err, "confidence.score", "confidence.score must "
+		    "be between 0 and 1");
+	env->has_score = 1;
+	env->score = score;
+	if (env_opt_string(js, s, t, "rationale", err, "confidence") != 0)
+		return -1;
+	if ((x = jscan_get(js, s, t, "risks")) != -1 &&
+	    env_strings(js, x, err, "confidence.risks") != 0)
+		return -1;
+	return 0;
+}
+
+/* Check "trace": {parents?, id?, tags?, cost?}. */
+static int
+env_trace(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	size_t	len;
+	int	x, c;
+	char	p[64];
+
+	if (env_want(js, t, JT_OBJECT, err, "trace") != 0)
+		return -1;
+	env->trace = t;
+	if ((x = jscan_get(js, s, t, "id")) != -1) {
+		if (env_want(js, x, JT_STRING, err, "trace.id") != 0)
+			return -1;
+		(void)jscan_text(js, s, x, &len);
+		if (len == 0 || len >= CORRAL_ID_MAX)
+			return env_fail(err, "trace.id", "trace.id must be 1 to "
+			    "%d bytes long", CORRAL_ID_MAX - 1);
+		env->trace_id = x;
+	}
+	if ((x = jscan_get(js, s, t, "parents")) != -1) {
+		if (env_strings(js, x, err, "trace.parents") != 0)
+			return -1;
+		env->parents = x;
+	}
+	if ((x = jscan_get(js, s, t, "tags")) != -1 &&
+	    env_strings(js, x, err, "trace.tags") != 0)
+		return -1;
+	if ((x = jscan_get(js, s, t, "cost")) != -1) {
+		if (env_want(js, x, JT_OBJECT, err, "trace.cost") != 0)
+			return -1;
+		static const char *const fields[] = { "input_tokens",
+		    "output_tokens", "usd", NULL };
+		for (int i = 0; fields[i] != NULL; i++) {
+			if ((c = jscan_get(js, s, x, fields[i])) == -1)
+				continue;
+			snprintf(p, sizeof p, "trace.cost.%s", fields[i]);
+			if (js->tok[c].type != JT_NUMBER ||
+			    jscan_number(js, s, c) < 0)
+				return env_fail(err, p, "%s must be a number, "
+				    "0 or more", p);
+			if (i == 0)
+				env->tokens_in = jscan_number(js, s, c);
+			else if (i == 1)
+				env->tokens_out = jscan_number(js, s, c);
+			else
+				env->cost = jscan_number(js, s, c);
+		}
+	}
+	return 0;
+}
+
+/* Read the "priority" extension: a number 0-4 or a name. */
+static int
+env_priority(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
+{
+	static const char *const names[] = { "batch", "low", "normal", "high",
+	    "critical", "urgent", NULL };
+	double	d;
+	int	i;
+
+	if (js->tok[t].type == JT_NUMBER) {
+		d = jscan_number(js, s, t);
+		if (d >= 0 && d <= 4 && d == floor(d)) {
+			env->prio = (int)d;
+			return 0;
+		}
+	} else if (js->tok[t].type == JT_STRING &&
+	    (i = env_enum(js, s, t, names)) >= 0) {
+		env->prio = i == 5 ? PRIO_CRITICAL : i;
+		return 0;
+	}
+	return env_fail(err, "priority", "priority must be 0 to 4 or one of "
+	    "batch, low, normal, high, critical");
+}
+
+/*
+ * Validate a scanned line as a multiagent-1.0 envelope and extract what
+ * routing needs.  Returns 0, or -1 with err filled.
+ */
+int
+envelope_check(struct jscan *js, const char *s, size_t len,
+    struct env *env, struct env_error *err)
+{
+	const struct jtok	*k;
+	const char		*v;
+	size_t			 vl;
+	uint32_t		 i, end;
+	int			 t, have_task = 0, have_content = 0;
+	int			 have_protocol = 0, have_role = 0;
+
+	memset(env, 0, sizeof *env);
+	env->intent = -1;
+	env->trace = env->trace_id = env->parents = env->timestamp = -1;
+	env->next_actions = env->content = env->corral = -1;
+	env->prio = PRIO_NORMAL;
+	memset(err, 0, sizeof *err);
+	(void)len;
+
+	if (js->ntok == 0 || js->tok[0].type != JT_OBJECT)
+		return env_fail(err, "", "an envelope must be a JSON object");
+	end = js->tok[0].next;
+	for (i = 1; i < end; i = js->tok[i + 1].next) {
+		k = &js->tok[i];
+		t = (int)i + 1;
+		if (k->flags & JT_ESCAPED) {
+			v = jscan_text(js, s, (int)i, &vl);
+			/* Escaped keys are rare: copy out of the scratch. */
+			char *key = xmemdup0(v, vl);
+			int rc = 0;
+			/* Re-dispatch through json_get for exact matching. */
+			if (strcmp(key, "protocol") == 0 ||
+			    strcmp(key, "role") == 0 ||
+			    strcmp(key, "intent") == 0 ||
+			    strcmp(key, "task") == 0 ||
+			    strcmp(key, "content") == 0 ||
+			    strcmp(key, "timestamp") == 0)
+				rc = env_fail(err, key, "escaped key \"%s\" is "
+				    "not accepted; write it plainly", key);
+			free(key);
+			if (rc != 0)
+				return -1;
+			continue;
+		}
+		v = s + k->off + 1;
+		vl = k->len - 2;
+#define KEY(lit) (vl == sizeof(lit) - 1 && memcmp(v, lit, vl) == 0)
+		if (KEY("protocol")) {
+			if (env_want(js, t, JT_STRING, err, "protocol") != 0)
+				return -1;
+			if (!jscan_str_equal(js, s + js->tok[t].off,
+			    js->tok[t].len, js->tok[t].flags & JT_ESCAPED,
+			    CORRAL_ENVELOPE_PROTOCOL,
+			    strlen(CORRAL_ENVELOPE_PROTOCOL)))
+				return env_fail(err, "protocol", "protocol must "
+				    "be \"multiagent-1.0\"");
+			have_protocol = 1;
+		} else if (KEY("role")) {
+			if (env_want(js, t, JT_STRING, err, "role") != 0)
+				return -1;
+			if ((env->role = env_enum(js, s, t, role_names)) < 0)
+				return env_fail(err, "role", "role must be one of "
+				    "agent, user, system, tool");
+			have_role = 1;
+		} else if (KEY("agent")) {
+			if (env_agent(js, s, t, err) != 0)
+				return -1;
+		} else if (KEY("timestamp")) {
+			if (env_want(js, t, JT_STRING, err, "timestamp") != 0)
+				return -1;
+			v = jscan_text(js, s, t, &vl);
+			if (!util_rfc3339_valid(v, vl))
+				return env_fail(err, "timestamp", "timestamp must "
+				    "be an RFC 3339 date-time such as "
+				    "2025-10-10T12:34:56Z");
+			env->timestamp = t;
+		} else if (KEY("intent")) {
+			if (env_want(js, t, JT_STRING, err, "intent") != 0)
+				return -1;
+			if ((env->intent = env_intent(js, s, t)) < 0)
+				return env_fail(err, "intent", "intent must be "
+				    "one of plan, decompose, execute, route, "
+				    "retrieve, analyze, summarize, reflect, "
+				    "finalize, tool.call");
+		} else if (KEY("task")) {
+			if (env_want(js, t, JT_STRING, err, "task") != 0)
+				return -1;
+			have_task = 1;
+		} else if (KEY("inputs")) {
+			if (env_inputs(js, s, t, env, err) != 0)
+				return -1;
+		} else if (KEY("content")) {
+			if (env_content(js, s, t, env, err) != 0)
+				return -1;
+			env->content = t;
+			have_content = 1;
+		} else if (KEY("outputs")) {
+			if (env_outputs(js, s, t, env, err) != 0)
+				return -1;
+		} else if (KEY("confidence")) {
+			if (env_confidence(js, s, t, env, err) != 0)
+				return -1;
+		} else if (KEY("trace")) {
+			if (env_trace(js, s, t, env, err) != 0)
+				return -1;
+		} else if (KEY("priority")) {
+			if (env_priority(js, s, t, env, err) != 0)
+				return -1;
+		} else if (KEY("ttl_ms")) {
+			if (js->tok[t].type != JT_NUMBER ||
+			    jscan_number(js, s, t) < 0)
+				return env_fail(err, "ttl_ms", "ttl_ms must be a "
+				    "number of milliseconds, 0 or more");
+			env->ttl = jscan_number(js, s, t) / 1000.0;
+		} else if (KEY("corral")) {
+			if (env_want(js, t, JT_OBJECT, err, "corral") != 0)
+				return -1;
+			env->corral = t;
+		}
+#undef KEY
+	}
+	if (!have_protocol)
+		return env_fail(err, "protocol", "protocol is required "
+		    "(\"multiagent-1.0\")");
+	if (!have_role)
+		return env_fail(err, "role", "role is required (agent, user, "
+		    "system or tool)");
+	if (env->intent < 0)
+		return env_fail(err, "intent", "intent is required");
+	if (!have_task)
+		return env_fail(err, "task", "task is required: one sentence "
+		    "saying what the message is for");
+	if (!have_content)
+		return env_fail(err, "content", "content is required, with at "
+		    "least a type");
+	return 0;
+}
+
+/* Copy a trace id (trace.id) into buf; returns 0 when there is one. */
+int
+envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
+    char *buf, size_t len)
+{
+	const char	*v;
+	size_t		 vl;
+
+	if (env->trace_id == -1)
+		return -1;
+	v = jscan_text(js, s, env->trace_id, &vl);
+	if (vl >= len)
+		return -1;
+	memcpy(buf, v, vl);
+	buf[vl] = '\0';
+	return 0;
+}
+
+/* Return nonzero if trace.parents holds id. */
+int
+envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
+    const char *id)
+{
+	size_t	idlen = strlen(id);
+	int	e;
+
+	if (env->parents == -1)
+		return 0;
+	for (e = jscan_first(js, env->parents); e != -1;
+	    e = jscan_next(js, env->parents, e)) {
+		if (jscan_str_equal(js, s + js->tok[e].off, js->tok[e].len,
+		    js->tok[e].flags & JT_ESCAPED, id, idlen))
+			return 1;
+	}
+	return 0;
+}
+
+/* An edit for envelope_splice: replace del bytes at off with text. */
+struct splice {
+	size_t		 off;
+	size_t		 del;
+	const char	*text;
+	size_t		 len;
+};
+
+/* Order edits by offset. */
+static int
+splice_cmp(const void *a, const void *b)
+{
+	const struct splice	*x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return 0;
+}
+
+/* Apply edits to s; returns a new terminated buffer. */
+static char *
+envelope_splice(const char *s, size_t len, struct splice *ed, size_t ned,
+    size_t *outlen)
+{
+	size_t	i, total = len, pos = 0, o = 0;
+	char	*out;
+
+	qsort(ed, ned, sizeof *ed, splice_cmp);
+	for (i = 0; i < ned; i++)
+		total += ed[i].len - ed[i].del;
+	out = xmalloc(total + 1);
+	for (i = 0; i < ned; i++) {
+		memcpy(out + o, s + pos, ed[i].off - pos);
+		o += ed[i].off - pos;
+		memcpy(out + o, ed[i].text, ed[i].len);
+		o += ed[i].len;
+		pos = ed[i].off + ed[i].del;
+	}
+	memcpy(out + o, s + pos, len - pos);
+	o += len - pos;
+	out[o] = '\0';
+	*outlen = o;
+	return out;
+}
+
+/* Format "\"id\"" with JSON escaping of the id (ids we make are plain). */
+static void
+envelope_quote(char *buf, size_t len, const char *id)
+{
+	struct ndjson_writer	w;
+
+	ndjson_writer_init(&w, 0, 1);
+	util_json_string(&w, id, strlen(id));
+	snprintf(buf, len, "%.*s", (int)(w.tail - w.head), w.buf + w.head);
+	ndjson_writer_free(&w);
+}
+
+/*
+ * Fill what the producer left out: trace.id (id), trace.parents ([parent],
+ * when parent is given), timestamp.  Returns NULL when nothing was missing,
+ * else a new buffer.
+ */
+char *
+envelope_fill(struct jscan *js, const char *s, size_t len,
+    const struct env *env, const char *id, const char *parent, size_t *outlen)
+{
+	struct splice	 ed[4];
+	size_t		 ned = 0, tail;
+	char		 ts[40], qid[CORRAL_ID_MAX + 8], qp[CORRAL_ID_MAX + 8];
+	char		 tsbuf[64], trbuf[256], idbuf[CORRAL_ID_MAX + 16];
+	char		 pbuf[CORRAL_ID_MAX + 24];
+	int		 need_id = (env->trace_id == -1 && id != NULL);
+	int		 need_parents = (env->parents == -1 && parent != NULL);
+	const struct jtok *tr;
+
+	if (env->timestamp != -1 && !need_id && !need_parents)
+		return NULL;
+	tail = js->tok[0].off + js->tok[0].len - 1;	/* the final '}' */
+	if (env->timestamp == -1) {
+		util_rfc3339(ts, sizeof ts);
+		snprintf(tsbuf, sizeof tsbuf, ",\"timestamp\":\"%s\"", ts);
+		ed[ned++] = (struct splice){ tail, 0, tsbuf, strlen(tsbuf) };
+	}
+	if (id != NULL)
+		envelope_quote(qid, sizeof qid, id);
+	if (parent != NULL)
+		envelope_quote(qp, sizeof qp, parent);
+	if (env->trace == -1) {
+		if (need_id && need_parents)
+			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"id\":%s,"
+			    "\"parents\":[%s]}", qid, qp);
+		else if (need_id)
+			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"id\":%s}",
+			    qid);
+		else if (need_parents)
+			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"parents\":"
+			    "[%s]}", qp);
+		else
+			trbuf[0] = '\0';
+		if (trbuf[0] != '\0')
+			ed[ned++] = (struct splice){ tail, 0, trbuf,
+			    strlen(trbuf) };
+	} else {
+		tr = &js->tok[env->trace];
+		/* Insert right after the trace object's '{'. */
+		int empty = (jscan_count(js, env->trace) == 0);
+		if (need_id) {
+			snprintf(idbuf, sizeof idbuf, "\"id\":%s%s", qid,
+			    (empty && !need_parents) ? "" : ",");
+			ed[ned++] = (struct splice){ tr->off + 1, 0, idbuf,
+			    strlen(idbuf) };
+		}
+		if (need_parents) {
+			snprintf(pbuf, sizeof pbuf, "\"parents\":[%s]%s", qp,
+			    empty ? "" : ",");
+			ed[ned++] = (struct splice){ tr->off + 1, 0, pbuf,
+			    strlen(pbuf) };
+		}
+	}
+	/* Stable order for equal offsets: id before parents before tail. */
+	return envelope_splice(s, len, ed, ned, outlen);
+}
+
+/*
+ * Turn a weak reply into a reflect request: intent becomes "reflect",
+ * trace.id the new id and trace.parents [the reply's id]; everything else,
+ * the content and the proposed next actions included, is kept for the
+ * critic to judge.
+ */
+char *
+envelope_reflect(struct jscan *js, const char *s, size_t len,
+    const struct env *env, const char *id, const char *reply_id,
+    size_t *outlen)
+{
+	struct ndjson_writer	 w;
+	struct splice		 ed[2];
+	const struct jtok	*key, *val;
+	size_t			 ned = 0;
+	uint32_t		 i, end;
+	char			*out;
+
+	/* The new trace: our id and lineage, then the old tags and cost. */
+	ndjson_writer_init(&w, 0, 1);
+	ndjson_writer_add(&w, "{\"id\":", 6);
+	util_json_string(&w, id, strlen(id));
+	ndjson_writer_add(&w, ",\"parents\":[", 12);
+	util_json_string(&w, reply_id, strlen(reply_id));
+	ndjson_writer_add(&w, "]", 1);
+	if (env->trace != -1) {
+		end = js->tok[env->trace].next;
+		for (i = (uint32_t)env->trace + 1; i < end;
+		    i = js->tok[i + 1].next) {
+			key = &js->tok[i];
+			val = &js->tok[i + 1];
+			if (jscan_str_equal(js, s + key->off, key->len,
+			    key->flags & JT_ESCAPED, "id", 2) ||
+			    jscan_str_equal(js, s + key->off, key->len,
+			    key->flags & JT_ESCAPED, "parents", 7))
+				continue;
+			ndjson_writer_add(&w, ",", 1);
+			ndjson_writer_add(&w, s + key->off,
+			    val->off + val->len - key->off);
+		}
+	}
+	ndjson_writer_add(&w, "}", 1);
+
+	end = js->tok[0].next;
+	for (i = 1; i < end; i = js->tok[i + 1].next) {
+		key = &js->tok[i];
+		if (jscan_str_equal(js, s + key->off, key->len,
+		    key->flags & JT_ESCAPED, "intent", 6)) {
+			val = &js->tok[i + 1];
+			ed[ned++] = (struct splice){ val->off, val->len,
+			    "\"reflect\"", 9 };
+			break;
+		}
+	}
+	if (env->trace != -1) {
+		val = &js->tok[env->trace];
+		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail };
+	} else {
+		ndjson_writer_add(&w, "", 0);
+		/* Insert ,"trace":{...} before the final brace. */
+		char *t = xmalloc(w.tail + 10);
+		memcpy(t, ",\"trace\":", 9);
+		memcpy(t + 9, w.buf, w.tail);
+		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
+		    1, 0, t, w.tail + 9 };
+		out = envelope_splice(s, len, ed, ned, outlen);
+		free(t);
+		ndjson_writer_free(&w);
+		return out;
+	}
+	out = envelope_splice(s, len, ed, ned, outlen);
+	ndjson_writer_free(&w);
+	return out;
+}
+
+/* Return raw JSON for member key of object obj, or dflt. */
+static const char *
+env_raw(struct jscan *js, const char *s, int obj, const char *key,
+    const char *dflt, size_t *len)
+{
+	int	t;
+
+	if (obj != -1 && (t = jscan_get(js, s, obj, key)) != -1) {
+		*len = js->tok[t].len;
+		return s + js->tok[t].off;
+	}
+	*len = strlen(dflt);
+	return dflt;
+}
+
+/*
+ * Build a request from next_actions element act of the reply s: intent
+ * and task from the action, its args as inputs.parameters, the reply's
+ * content.text as inputs.context.
+ */
+char *
+envelope_action(struct jscan *js, const char *s, int act, const char *id,
+    const char *parent, const char *ctx, size_t ctxlen, size_t *outlen)
+{
+	struct ndjson_writer	 w;
+	const char		*intent, *task, *args;
+	size_t			 il, tl, al;
+	char			 ts[40];
+	char			*out;
+
+	intent = env_raw(js, s, act, "intent", "\"execute\"", &il);
+	task = env_raw(js, s, act, "task", "\"\"", &tl);
+	args = env_raw(js, s, act, "args", "{}", &al);
+	util_rfc3339(ts, sizeof ts);
+	ndjson_writer_init(&w, 0, 1);
+	ndjson_writer_add(&w, "{\"protocol\":\"multiagent-1.0\",\"role\":"
+	    "\"agent\",\"timestamp\":\"", 55);
+	ndjson_writer_add(&w, ts, strlen(ts));
+	ndjson_writer_add(&w, "\",\"intent\":", 11);
+	ndjson_writer_add(&w, intent, il);
+	ndjson_writer_add(&w, ",\"task\":", 8);
+	ndjson_writer_add(&w, task, tl);
+	ndjson_writer_add(&w, ",\"inputs\":{\"context\":", 21);
+	if (ctx != NULL)
+		ndjson_writer_add(&w, ctx, ctxlen);
+	else
+		ndjson_writer_add(&w, "\"\"", 2);
+	ndjson_writer_add(&w, ",\"parameters\":", 14);
+	ndjson_writer_add(&w, args, al);
+	ndjson_writer_add(&w, "},\"content\":{\"type\":\"text\",\"text\":", 34);
+	ndjson_writer_add(&w, task, tl);
+	ndjson_writer_add(&w, "},\"trace\":{\"id\":", 16);
+	util_json_string(&w, id, strlen(id));
+	ndjson_writer_add(&w, ",\"parents\":[", 12);
+	util_json_string(&w, parent, strlen(parent));
+	ndjson_writer_add(&w, "]}}", 3);
+	*outlen = w.tail;
+	out = xmemdup0(w.buf, w.tail);
+	ndjson_writer_free(&w);
+	return out;
+}
+
+/*
+ * Add or replace our "corral" member: {"kind":kind}.  Returns a new
+ * buffer.
+ */
+char *
+envelope_mark(struct jscan *js, const char *s, size_t len,
+    const char *member, size_t *outlen)
+{
+	struct splice	ed[1];
+	char		buf[512];
+	uint32_t	i, end;
+
+	end = js->tok[0].next;
+	for (i = 1; i < end; i = js->tok[i + 1].next) {
+		if (jscan_str_equal(js, s + js->tok[i].off, js->tok[i].len,
+		    js->tok[i].flags & JT_ESCAPED, "corral", 6)) {
+			const struct jtok *v = &js->tok[i + 1];
+			ed[0] = (struct splice){ v->off, v->len, member,
+			    strlen(member) };
+			return envelope_splice(s, len, ed, 1, outlen);
+		}
+	}
+	snprintf(buf, sizeof buf, ",\"corral\":%s", member);
+	ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0, buf,
+	    strlen(buf) };
+	return envelope_splice(s, len, ed, 1, outlen);
+}
+
+/* Serialize a jansson value compactly; 0.9 prints as 0.9. */
+static char *
+envelope_dump(json_t *j, size_t *outlen)
+{
+	char	*s;
+
+	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	if (s == NULL)
+		fatalx("json_dumps failed");
+	*outlen = strlen(s);
+	return s;
+}
+
+/*
+ * Build an error envelope: content.type "error", content.data with the
+ * code, the category (TIMEOUT, UNAVAILABLE, REJECTED, INTERNAL), the field
+ * path and the message; trace.parents [parent] when known.  When notice is
+ * set, the envelope carries {"corral":{"kind":"notice"}}: it tells an agent
+ * about its own bad output and must not be answered.
+ */
+char *
+envelope_error(const char *code, const char *category, const char *path,
+    const char *message, const char *parent, size_t *outlen)
+{
+	json_t	*j, *data, *trace;
+	char	 ts[40], id[CORRAL_ID_MAX];
+	char	*out;
+	int	 retryable;
+
+	util_rfc3339(ts, sizeof ts);
+	engine_new_id(id, sizeof id);
+	retryable = (strcmp(category, "TIMEOUT") == 0 ||
+	    strcmp(category, "UNAVAILABLE") == 0);
+	data = json_pack("{s:s, s:s, s:s, s:b}", "code", code, "category",
+	    category, "message", message, "retryable", retryable);
+	if (data == NULL)
+		data = json_pack("{s:s, s:s}", "code", code, "category",
+		    category);
+	if (path != NULL && *path != '\0')
+		json_object_set_new(data, "path", json_string(path));
+	trace = json_pack("{s:s}", "id", id);
+	if (parent != NULL && *parent != '\0')
+		json_object_set_new(trace, "parents", json_pack("[s]", parent));
+	j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
+	    "s:{s:s, s:s?, s:o}, s:o}",
+	    "protocol", CORRAL_ENVELOPE_PROTOCOL,
+	    "role", "system",
+	    "agent", "id", "corral", "name", "corral", "model", "n/a",
+	    "timestamp", ts,
+	    "intent", "route",
+	    "task", "Report an error",
+	    "content", "type", "error", "text", message, "data", data,
+	    "trace", trace);
+	if (j == NULL)
+		fatalx("envelope_error: json_pack failed");
+	out = envelope_dump(j, outlen);
+	json_decref(j);
+	return out;
+}
+
+/* Build corral run's first envelope from the goal. */
+char *
+envelope_goal(const char *goal, const char *intent, const char *id,
+    size_t *outlen)
+{
+	json_t	*j;
+	char	 ts[40];
+	char	*out;
+
+	util_rfc3339(ts, sizeof ts);
+	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s}}",
+	    "protocol", CORRAL_ENVELOPE_PROTOCOL,
+	    "role", "user",
+	    "timestamp", ts,
+	    "intent", intent,
+	    "task", goal,
+	    "content", "type", "text", "text", goal,
+	    "trace", "id", id);
+	if (j == NULL)
+		return NULL;	/* the goal is not valid UTF-8 */
+	out = envelope_dump(j, outlen);
+	json_decref(j);
+	return out;
+}

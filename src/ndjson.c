@@ -1,0 +1,292 @@
+/*
+ * Newline-delimited framing: a bounded line reader and a queued writer.
+ *
+ * The reader takes bytes in whatever chunks the pipe gives and hands out
+ * complete lines.  Lines that sit wholly inside a chunk are handed out in
+ * place; only the tail of a chunk is copied.  A line longer than the
+ * reader's maximum is never handed out: the reader drops what it holds,
+ * switches to discarding until the next newline (as tmux's input parser
+ * does), then reports the line's full size once.  Nothing here knows about
+ * libev, so the unit tests can feed it any chunking they like.
+ *
+ * The writer is a byte queue with high and low watermarks.  Its owner
+ * pauses producers when ndjson_writer_full() says so and resumes them when
+ * ndjson_writer_drained() does.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+/* Initialize a reader for lines of at most max bytes. */
+void
+ndjson_reader_init(struct ndjson_reader *r, size_t max, int truncate)
+{
+	memset(r, 0, sizeof *r);
+	r->max = max;
+	r->truncate = truncate;
+}
+
+/* Release a reader's buffer. */
+void
+ndjson_reader_free(struct ndjson_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->len = r->cap = 0;
+}
+
+/* Hand one complete line (without its newline) to the callback. */
+static void
+ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
+    ndjson_line_cb cb, void *arg)
+{
+	char	*nul;
+
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	r->lines++;
+	if (len == 0)
+		return;		/* empty lines are ignored */
+	if (len > r->max) {
+		if (r->truncate)
+			cb(arg, NDJSON_CUT, line, r->max, len - r->max);
+		else
+			cb(arg, NDJSON_TOOLONG, NULL, 0, len);
+		return;
+	}
+	if (!r->truncate && (nul = memchr(line, '\0', len)) != NULL) {
+		cb(arg, NDJSON_NUL, line, len, (size_t)(nul - line));
+		return;
+	}
+	cb(arg, NDJSON_LINE, line, len, 0);
+}
+
+/* Append bytes to the partial-line buffer, growing it geometrically. */
+static void
+ndjson_hold(struct ndjson_reader *r, const char *data, size_t n)
+{
+	size_t	need = r->len + n, cap;
+
+	if (need > r->cap) {
+		cap = r->cap != 0 ? r->cap : 256;
+		while (cap < need)
+			cap *= 2;
+		r->buf = xreallocarray(r->buf, cap, 1);
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, data, n);
+	r->len = need;
+}
+
+/* Drop the held partial line to bound memory. */
+static void
+ndjson_drop(struct ndjson_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->len = r->cap = 0;
+}
+
+/* Feed n bytes of a stream; complete lines go to cb. */
+void
+ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
+    void *arg)
+{
+	char	*nl, *end = data + n;
+	size_t	 chunk;
+
+	while (data < end) {
+		nl = memchr(data, '\n', (size_t)(end - data));
+		chunk = (nl != NULL ? (size_t)(nl - data) : (size_t)(end - data));
+
+		if (r->discarding) {
+			r->discarded += chunk;
+			if (nl == NULL)
+				return;
+			if (!r->truncate)
+				cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
+			r->discarding = 0;
+			r->discarded = 0;
+			r->lines++;
+			data = nl + 1;
+			continue;
+		}
+
+		if (r->len + chunk > r->max + 1) {
+			/*
+			 * Too long even allowing for a '\r': never forward
+			 * it.  stderr (truncate mode) still logs the start.
+			 */
+			if (r->truncate) {
+				if (r->len < r->max)
+					ndjson_hold(r, data, r->max - r->len);
+				cb(arg, NDJSON_CUT, r->buf, r->max, 0);
+			}
+			r->discarding = 1;
+			r->discarded = r->len;
+			ndjson_drop(r);
+			continue;	/* the discarding branch counts chunk */
+		}
+
+		if (nl == NULL) {
+			ndjson_hold(r, data, chunk);
+			return;
+		}
+		if (r->len == 0)
+			ndjson_emit(r, data, chunk, cb, arg);
+		else {
+			ndjson_hold(r, data, chunk);
+			ndjson_emit(r, r->buf, r->len, cb, arg);
+			r->len = 0;
+			if (r->cap > 65536)
+				ndjson_drop(r);
+		}
+		data = nl + 1;
+	}
+}
+
+/*
+ * At end of stream, hand out a last line that had no newline, or report a
+ * line that was being discarded.
+ */
+void
+ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
+{
+	if (r->discarding) {
+		if (!r->truncate)
+			cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
+		r->discarding = 0;
+		r->discarded = 0;
+	} else if (r->len > 0)
+		ndjson_emit(r, r->buf, r->len, cb, arg);
+	ndjson_drop(r);
+}
+
+/* Return nonzero if the reader holds a partial line. */
+int
+ndjson_reader_pending(const struct ndjson_reader *r)
+{
+	return r->len > 0 || r->discarding;
+}
+
+/* Initialize a writer with watermarks. */
+void
+ndjson_writer_init(struct ndjson_writer *w, size_t low, size_t high)
+{
+	memset(w, 0, sizeof *w);
+	w->low = low;
+	w->high = high;
+}
+
+/* Release a writer's buffer. */
+void
+ndjson_writer_free(struct ndjson_writer *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->head = w->tail = w->cap = 0;
+}
+
+/* Return the number of bytes queued. */
+size_t
+ndjson_writer_queued(const struct ndjson_writer *w)
+{
+	return w->tail - w->head;
+}
+
+/* Return nonzero when the queue is at or above its high watermark. */
+int
+ndjson_writer_full(const struct ndjson_writer *w)
+{
+	return w->tail - w->head >= w->high;
+}
+
+/* Return nonzero when the queue has drained to its low watermark. */
+int
+ndjson_writer_drained(const struct ndjson_writer *w)
+{
+	return w->tail - w->head <= w->low;
+}
+
+/* Make room for n more bytes at the tail. */
+static void
+ndjson_writer_reserve(struct ndjson_writer *w, size_t n)
+{
+	size_t	used = w->tail - w->head, cap;
+
+	if (w->tail + n <= w->cap)
+		return;
+	if (used + n <= w->cap && w->head >= used) {
+		/* Cheap to slide down: the live part is small. */
+		memmove(w->buf, w->buf + w->head, used);
+		w->head = 0;
+		w->tail = used;
+		return;
+	}
+	if (w->head > 0) {
+		memmove(w->buf, w->buf + w->head, used);
+		w->head = 0;
+		w->tail = used;
+		if (used + n <= w->cap)
+			return;
+	}
+	cap = w->cap != 0 ? w->cap : 4096;
+	while (cap < used + n)
+		cap *= 2;
+	w->buf = xreallocarray(w->buf, cap, 1);
+	w->cap = cap;
+}
+
+/* Queue bytes as they are. */
+void
+ndjson_writer_add(struct ndjson_writer *w, const void *data, size_t n)
+{
+	ndjson_writer_reserve(w, n);
+	memcpy(w->buf + w->tail, data, n);
+	w->tail += n;
+}
+
+/* Queue one line and its newline. */
+void
+ndjson_writer_line(struct ndjson_writer *w, const void *line, size_t n)
+{
+	ndjson_writer_reserve(w, n + 1);
+	memcpy(w->buf + w->tail, line, n);
+	w->tail += n;
+	w->buf[w->tail++] = '\n';
+}
+
+/*
+ * Write as much as the descriptor takes.  Returns 0 when the queue is
+ * empty, 1 when bytes remain (EAGAIN), -1 on a write error (errno set).
+ */
+int
+ndjson_writer_flush(struct ndjson_writer *w, int fd)
+{
+	ssize_t	n;
+
+	while (w->tail > w->head) {
+		n = write(fd, w->buf + w->head, w->tail - w->head);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 1;
+			return -1;
+		}
+		w->head += (size_t)n;
+		w->written += (size_t)n;
+	}
+	w->head = w->tail = 0;
+	if (w->cap > 1024 * 1024) {
+		/* Give back what a burst of big lines took. */
+		free(w->buf);
+		w->buf = NULL;
+		w->cap = 0;
+	}
+	return 0;
+}

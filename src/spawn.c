@@ -1,0 +1,482 @@
+/*
+ * Starting agent processes.
+ *
+ * Everything that can allocate or fail slowly happens in the parent: the
+ * executable is found, the environment (an allowlist plus the agent's own
+ * variables) and argv are built, the user is looked up.  The child is
+ * started with clone(CLONE_VM | CLONE_VFORK), as glibc's posix_spawn
+ * does, so it runs on a small private stack in corral's memory until it
+ * execs; it may only make system calls.  It reports a failure (and which
+ * step failed) through that shared memory, so an exec error reaches the
+ * log as "exec ./agent: No such file or directory" rather than as a
+ * mysterious exit status 127.
+ *
+ * In the child, in order: every signal back to its default disposition
+ * (a handler must never run on the borrowed stack), death signal SIGKILL
+ * and a check that corral did not die before that was set, a new session,
+ * the three pipes on 0, 1 and 2, every other descriptor closed, the
+ * working directory, resource limits, umask 077, no-new-privileges, the
+ * user, the signal mask cleared, exec.
+ */
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define SPAWN_STACK	(64 * 1024)
+
+extern char **environ;
+
+struct spawn_child {
+	const char		*path;
+	char *const		*argv;
+	char *const		*envp;
+	const char		*cwd;
+	int			 in;	/* child's ends */
+	int			 out;
+	int			 err;
+	pid_t			 parent;
+	int			 pidns;
+	const struct rlimit_conf *limits;
+	size_t			 nlimits;
+	int			 set_core;
+	uid_t			 uid;
+	gid_t			 gid;
+	const gid_t		*groups;
+	int			 ngroups;
+	int			 drop;
+	/* Written by the child. */
+	volatile int		 error;
+	volatile const char	*what;
+	volatile pid_t		 hostpid;
+};
+
+static int	spawn_pidns;
+static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
+
+/* Tell spawn whether corral runs as the init of its own pid namespace. */
+void
+spawn_set_pidns(int on)
+{
+	spawn_pidns = on;
+}
+
+/* Block every signal, saving the old mask. */
+void
+spawn_block_signals(sigset_t *old)
+{
+	sigset_t	all;
+
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, old);
+}
+
+/* Restore a saved signal mask. */
+void
+spawn_restore_signals(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Report a failed step from the child and exit. */
+static void __attribute__((noreturn))
+spawn_child_fail(struct spawn_child *sc, const char *what)
+{
+	sc->error = errno;
+	sc->what = what;
+	_exit(127);
+}
+
+/* Put fd on target in the child, clearing close-on-exec. */
+static int
+spawn_child_dup(int fd, int target)
+{
+	if (fd == target)
+		return fcntl(fd, F_SETFD, 0);
+	return dup2(fd, target) == -1 ? -1 : 0;
+}
+
+/*
+ * The child between clone and exec.  It shares corral's memory, so it is
+ * not instrumented by the sanitizers and calls only system calls.
+ */
+__attribute__((no_sanitize("address", "undefined")))
+static int
+spawn_child_main(void *arg)
+{
+	struct spawn_child	*sc = arg;
+	struct sigaction	 sa = { .sa_flags = 0 };
+	struct rlimit		 rl;
+	sigset_t		 none;
+	char			 self[32];
+	ssize_t			 n;
+	int			 sig, i;
+	pid_t			 hp = 0;
+
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		spawn_child_fail(sc, "prctl(PR_SET_PDEATHSIG)");
+	if (getppid() != sc->parent) {
+		errno = ESRCH;
+		spawn_child_fail(sc, "corral died during the spawn");
+	}
+	if (setsid() == -1)
+		spawn_child_fail(sc, "setsid");
+	if (sc->pidns) {
+		/* /proc is the host's: /proc/self names our host pid. */
+		n = readlink("/proc/self", self, sizeof self - 1);
+		if (n > 0) {
+			for (i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++)
+				hp = hp * 10 + (self[i] - '0');
+		}
+		sc->hostpid = hp;
+	}
+
+	if (spawn_child_dup(sc->in, 0) == -1 ||
+	    spawn_child_dup(sc->out, 1) == -1 ||
+	    spawn_child_dup(sc->err, 2) == -1)
+		spawn_child_fail(sc, "dup2");
+	closefrom(3);
+
+	if (sc->cwd != NULL && chdir(sc->cwd) == -1)
+		spawn_child_fail(sc, "chdir");
+	if (sc->set_core) {
+		rl.rlim_cur = rl.rlim_max = 0;
+		(void)setrlimit(RLIMIT_CORE, &rl);
+	}
+	for (i = 0; i < (int)sc->nlimits; i++) {
+		if (sc->limits[i].value < 0)
+			continue;
+		rl.rlim_cur = rl.rlim_max = (rlim_t)sc->limits[i].value;
+		if (setrlimit(sc->limits[i].resource, &rl) == -1)
+			spawn_child_fail(sc, "setrlimit");
+	}
+	umask(077);
+	if (sc->drop) {
+		if (setgroups((size_t)sc->ngroups, sc->groups) == -1)
+			spawn_child_fail(sc, "setgroups");
+		if (setresgid(sc->gid, sc->gid, sc->gid) == -1)
+			spawn_child_fail(sc, "setresgid");
+		if (setresuid(sc->uid, sc->uid, sc->uid) == -1)
+			spawn_child_fail(sc, "setresuid");
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		spawn_child_fail(sc, "prctl(PR_SET_NO_NEW_PRIVS)");
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(sc->path, sc->argv, sc->envp);
+	spawn_child_fail(sc, "exec");
+}
+
+/* Match a variable name against a pattern; a trailing '*' is a prefix. */
+static int
+spawn_env_match(const char *pat, const char *var, size_t len)
+{
+	size_t	pl = strlen(pat);
+
+	if (pl > 0 && pat[pl - 1] == '*')
+		return len >= pl - 1 && memcmp(var, pat, pl - 1) == 0;
+	return pl == len && memcmp(var, pat, len) == 0;
+}
+
+/* Return nonzero if a variable passes the environment allowlist. */
+static int
+spawn_env_allowed(const struct workflow *wf, const char *var, size_t len)
+{
+	static const char *const base[] = { "PATH", "HOME", "USER", "LOGNAME",
+	    "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "SHELL", "LC_*", NULL };
+	size_t	i;
+
+	for (i = 0; base[i] != NULL; i++)
+		if (spawn_env_match(base[i], var, len))
+			return 1;
+	for (i = 0; wf != NULL && i < wf->nenv_allow; i++)
+		if (spawn_env_match(wf->env_allow[i], var, len))
+			return 1;
+	return 0;
+}
+
+/* Add or replace NAME=value in an environment under construction. */
+static void
+spawn_env_set(char ***envp, size_t *n, size_t *cap, const char *key,
+    const char *value)
+{
+	size_t	i, kl = strlen(key);
+	char	*s;
+
+	xasprintf(&s, "%s=%s", key, value);
+	for (i = 0; i < *n; i++) {
+		if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
+			free((*envp)[i]);
+			(*envp)[i] = s;
+			return;
+		}
+	}
+	if (*n + 2 > *cap) {
+		*cap = *cap ? *cap * 2 : 32;
+		*envp = xreallocarray(*envp, *cap, sizeof **envp);
+	}
+	(*envp)[(*n)++] = s;
+	(*envp)[*n] = NULL;
+}
+
+/* Build the agent's environment: allowlist, then its own, then ours. */
+static char **
+spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
+    const char *id)
+{
+	char	**envp = NULL, **e, *eq, buf[32];
+	size_t	  n = 0, cap = 0, i;
+
+	for (e = environ; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) == NULL)
+			continue;
+		if (!spawn_env_allowed(wf, *e, (size_t)(eq - *e)))
+			continue;
+		*eq = '\0';
+		spawn_env_set(&envp, &n, &cap, *e, eq + 1);
+		*eq = '=';
+	}
+	for (i = 0; i < ac->nenv; i++)
+		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
+	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_ID", id);
+	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_NAME", ac->name);
+	if (cr != NULL)
+		spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", cr->run_id);
+	snprintf(buf, sizeof buf, "%d", CORRAL_PROTOCOL_VERSION);
+	spawn_env_set(&envp, &n, &cap, "CORRAL_PROTOCOL", buf);
+	if (wf != NULL && wf->workspace != NULL)
+		spawn_env_set(&envp, &n, &cap, "CORRAL_WORKSPACE", wf->workspace);
+	if (envp == NULL) {
+		envp = xcalloc(1, sizeof *envp);
+		envp[0] = NULL;
+	}
+	return envp;
+}
+
+/* Free a NULL-terminated array of strings. */
+static void
+spawn_free_strv(char **v)
+{
+	char	**p;
+
+	if (v == NULL)
+		return;
+	for (p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}
+
+/* Return the value of PATH in an environment array, or NULL. */
+static const char *
+spawn_env_path(char **envp)
+{
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, "PATH=", 5) == 0)
+			return *envp + 5;
+	return NULL;
+}
+
+/*
+ * Find the executable for argv[0]: absolute paths as they are, paths with
+ * a slash against the workflow's directory, bare names on the agent's PATH.
+ * Returns an allocated path, or NULL with errno set.
+ */
+static char *
+spawn_find(const char *cmd, const char *dir, const char *path)
+{
+	const char	*p, *colon;
+	char		*try;
+	size_t		 len;
+	int		 saved = ENOENT;
+
+	if (cmd[0] == '/')
+		return xstrdup(cmd);
+	if (strchr(cmd, '/') != NULL) {
+		if (dir == NULL)
+			return xstrdup(cmd);
+		xasprintf(&try, "%s/%s", dir, cmd);
+		return try;
+	}
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p = colon + 1) {
+		colon = strchr(p, ':');
+		len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+		if (len == 0)
+			xasprintf(&try, "./%s", cmd);
+		else
+			xasprintf(&try, "%.*s/%s", (int)len, p, cmd);
+		if (access(try, X_OK) == 0) {
+			struct stat	st;
+
+			if (stat(try, &st) == 0 && S_ISREG(st.st_mode))
+				return try;
+			saved = EACCES;
+		} else if (errno != ENOENT && errno != ENOTDIR)
+			saved = errno;
+		free(try);
+		if (colon == NULL)
+			break;
+	}
+	errno = saved;
+	return NULL;
+}
+
+/* Create a pipe with both ends close-on-exec. */
+static int
+spawn_pipe(int fds[2])
+{
+	return pipe2(fds, O_CLOEXEC);
+}
+
+/*
+ * Start one agent process with its three pipes.  On success fills sr (our
+ * ends are non-blocking and close-on-exec) and returns 0.  On failure
+ * returns -1 with sr->error and sr->what describing the failed step.
+ */
+int
+spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
+    const char *id, struct spawn_result *sr)
+{
+	struct spawn_child	 sc;
+	struct passwd		*pw = NULL;
+	gid_t			 groups[256];
+	int			 ngroups = 256;
+	int			 in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int			 err[2] = { -1, -1 };
+	char			**envp, *path = NULL, *cwd = NULL;
+	sigset_t		 old;
+	pid_t			 pid;
+	size_t			 i;
+
+	memset(sr, 0, sizeof *sr);
+	sr->in = sr->out = sr->err = -1;
+	memset(&sc, 0, sizeof sc);
+
+	envp = spawn_build_env(ac, wf, id);
+	if ((path = spawn_find(ac->argv[0], wf != NULL ? wf->dir : NULL,
+	    spawn_env_path(envp))) == NULL) {
+		sr->error = errno;
+		snprintf(sr->what, sizeof sr->what, "exec %s", ac->argv[0]);
+		spawn_free_strv(envp);
+		return -1;
+	}
+	if (ac->cwd != NULL) {
+		if (ac->cwd[0] == '/' || wf == NULL)
+			cwd = xstrdup(ac->cwd);
+		else
+			xasprintf(&cwd, "%s/%s", wf->dir, ac->cwd);
+	}
+	if (ac->user != NULL) {
+		if ((pw = getpwnam(ac->user)) == NULL) {
+			sr->error = ENOENT;
+			snprintf(sr->what, sizeof sr->what, "user %s", ac->user);
+			goto fail;
+		}
+		if (getuid() != 0 && pw->pw_uid != getuid()) {
+			sr->error = EPERM;
+			snprintf(sr->what, sizeof sr->what, "user %s (corral "
+			    "is not root)", ac->user);
+			goto fail;
+		}
+		if (getgrouplist(ac->user, pw->pw_gid, groups, &ngroups) == -1)
+			ngroups = 0;
+		sc.drop = (getuid() == 0);
+		sc.uid = pw->pw_uid;
+		sc.gid = pw->pw_gid;
+		sc.groups = groups;
+		sc.ngroups = ngroups;
+	}
+	if (spawn_pipe(in) == -1 || spawn_pipe(out) == -1 ||
+	    spawn_pipe(err) == -1) {
+		sr->error = errno;
+		snprintf(sr->what, sizeof sr->what, "pipe");
+		goto fail;
+	}
+
+	sc.path = path;
+	sc.argv = ac->argv;
+	sc.envp = envp;
+	sc.cwd = cwd;
+	sc.in = in[0];
+	sc.out = out[1];
+	sc.err = err[1];
+	sc.parent = getpid();
+	sc.pidns = spawn_pidns;
+	sc.limits = ac->limits;
+	sc.nlimits = ac->nlimits;
+	sc.set_core = 1;
+	for (i = 0; i < ac->nlimits; i++)
+		if (ac->limits[i].resource == RLIMIT_CORE)
+			sc.set_core = 0;
+
+	spawn_block_signals(&old);
+	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &sc);
+	spawn_restore_signals(&old);
+	if (pid == -1) {
+		sr->error = errno;
+		snprintf(sr->what, sizeof sr->what, "clone");
+		goto fail;
+	}
+	if (sc.error != 0) {
+		/* The child has exited; libev reaps it. */
+		sr->error = sc.error;
+		if (strcmp((const char *)sc.what, "exec") == 0)
+			snprintf(sr->what, sizeof sr->what, "exec %s",
+			    ac->argv[0]);
+		else
+			snprintf(sr->what, sizeof sr->what, "%s",
+			    (const char *)sc.what);
+		(void)waitpid(pid, NULL, WNOHANG);
+		goto fail;
+	}
+
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	util_set_nonblock(in[1], 1);
+	util_set_nonblock(out[0], 1);
+	util_set_nonblock(err[0], 1);
+	sr->pid = pid;
+	sr->hostpid = sc.hostpid != 0 ? sc.hostpid : pid;
+	sr->in = in[1];
+	sr->out = out[0];
+	sr->err = err[0];
+	free(path);
+	free(cwd);
+	spawn_free_strv(envp);
+	return 0;
+
+fail:
+	for (i = 0; i < 2; i++) {
+		if (in[i] != -1)
+			close(in[i]);
+		if (out[i] != -1)
+			close(out[i]);
+		if (err[i] != -1)
+			close(err[i]);
+	}
+	free(path);
+	free(cwd);
+	spawn_free_strv(envp);
+	return -1;
+}

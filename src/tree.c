@@ -1,0 +1,288 @@
+/*
+ * corral tree --log FILE: the agent tree of a run, rebuilt from its audit
+ * log, as indented text, Graphviz dot or Mermaid.  Each node shows the
+ * agent's last state, its depth, how long it lived, and the tokens and
+ * cost its replies reported.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+struct tnode {
+	char		*id;
+	char		*name;
+	char		*parent;
+	char		*state;
+	unsigned int	 depth;
+	double		 start;
+	double		 end;
+	double		 tokens;
+	double		 cost;
+	unsigned int	 restarts;
+	int		 external;	/* inside a wrapped CLI (adapters) */
+};
+
+struct tree {
+	struct tnode	*nodes;
+	size_t		 n;
+	size_t		 cap;
+	double		 last_t;
+};
+
+/* Find or add a node. */
+static struct tnode *
+tree_node(struct tree *t, const char *id)
+{
+	size_t	i;
+
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->nodes[i].id, id) == 0)
+			return &t->nodes[i];
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->nodes = xreallocarray(t->nodes, t->cap, sizeof *t->nodes);
+	}
+	memset(&t->nodes[t->n], 0, sizeof t->nodes[t->n]);
+	t->nodes[t->n].id = xstrdup(id);
+	t->nodes[t->n].start = -1;
+	t->nodes[t->n].end = -1;
+	return &t->nodes[t->n++];
+}
+
+/* Replace a string field. */
+static void
+tree_set(char **field, const char *v)
+{
+	free(*field);
+	*field = v != NULL ? xstrdup(v) : NULL;
+}
+
+/* Read one audit line into the tree. */
+static void
+tree_line(struct tree *t, json_t *j)
+{
+	const char	*ev, *agent, *s;
+	struct tnode	*n;
+	json_t		*cost, *v;
+	double		 at;
+
+	ev = json_string_value(json_object_get(j, "ev"));
+	agent = json_string_value(json_object_get(j, "agent"));
+	at = json_number_value(json_object_get(j, "t"));
+	if (at > t->last_t)
+		t->last_t = at;
+	if (ev == NULL || agent == NULL)
+		return;
+	if (strcmp(ev, "spawn") == 0) {
+		n = tree_node(t, agent);
+		if (n->start < 0)
+			n->start = at;
+		else
+			n->restarts++;
+		n->end = -1;
+		if ((s = json_string_value(json_object_get(j, "name"))) != NULL)
+			tree_set(&n->name, s);
+		if ((s = json_string_value(json_object_get(j, "parent"))) !=
+		    NULL && *s != '\0')
+			tree_set(&n->parent, s);
+	} else if (strcmp(ev, "edge") == 0) {
+		n = tree_node(t, agent);
+		if ((s = json_string_value(json_object_get(j, "parent"))) != NULL)
+			tree_set(&n->parent, s);
+		if ((s = json_string_value(json_object_get(j, "depth"))) != NULL)
+			n->depth = (unsigned int)atoi(s);
+	} else if (strcmp(ev, "external_agent") == 0) {
+		n = tree_node(t, agent);
+		n->external = 1;
+		if (n->start < 0)
+			n->start = at;
+		if ((s = json_string_value(json_object_get(j, "parent"))) != NULL)
+			tree_set(&n->parent, s);
+		if ((s = json_string_value(json_object_get(j, "name"))) != NULL)
+			tree_set(&n->name, s);
+		if ((s = json_string_value(json_object_get(j, "state"))) != NULL)
+			tree_set(&n->state, s);
+		if ((s = json_string_value(json_object_get(j, "state"))) !=
+		    NULL && (strcmp(s, "STOPPED") == 0 ||
+		    strcmp(s, "FAILED") == 0))
+			n->end = at;
+	} else if (strcmp(ev, "state") == 0) {
+		n = tree_node(t, agent);
+		if ((s = json_string_value(json_object_get(j, "to"))) != NULL) {
+			tree_set(&n->state, s);
+			if (strcmp(s, "STOPPED") == 0 || strcmp(s, "FAILED") == 0)
+				n->end = at;
+		}
+		if (n->start < 0)
+			n->start = at;
+	} else if (strcmp(ev, "reply") == 0) {
+		n = tree_node(t, agent);
+		cost = json_object_get(json_object_get(json_object_get(j, "env"),
+		    "trace"), "cost");
+		if ((v = json_object_get(cost, "input_tokens")) != NULL)
+			n->tokens += json_number_value(v);
+		if ((v = json_object_get(cost, "output_tokens")) != NULL)
+			n->tokens += json_number_value(v);
+		if ((v = json_object_get(cost, "usd")) != NULL)
+			n->cost += json_number_value(v);
+	}
+}
+
+/* Depth of a node, from its parent chain. */
+static unsigned int
+tree_depth(struct tree *t, struct tnode *n)
+{
+	unsigned int	d = 0;
+	size_t		i;
+	const char	*p = n->parent;
+
+	while (p != NULL && d < 1000) {
+		for (i = 0; i < t->n; i++)
+			if (strcmp(t->nodes[i].id, p) == 0)
+				break;
+		if (i == t->n)
+			break;
+		d++;
+		p = t->nodes[i].parent;
+	}
+	return d;
+}
+
+/* The label of a node: state, depth, duration, tokens, cost. */
+static void
+tree_label(struct tree *t, struct tnode *n, char *buf, size_t len,
+    const char *sep)
+{
+	double	end = n->end >= 0 ? n->end : t->last_t;
+	double	dur = n->start >= 0 ? end - n->start : 0;
+
+	snprintf(buf, len, "%s%s%s%sdepth %u, %.2fs, %.0f tokens, $%.4f%s%s",
+	    n->state != NULL ? n->state : "?", sep,
+	    n->external ? "inside its CLI" : "", n->external ? ", " : "",
+	    tree_depth(t, n), dur, n->tokens, n->cost,
+	    n->restarts ? ", restarts " : "", n->restarts ? "" : "");
+	if (n->restarts) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, len - l, "%u", n->restarts);
+	}
+}
+
+/* Print the subtree under parent (NULL: roots) as indented text. */
+static void
+tree_text(struct tree *t, const char *parent, const char *prefix, FILE *f)
+{
+	struct tnode	*n;
+	char		 label[256], pre[512];
+	size_t		 i, last = (size_t)-1;
+
+	for (i = 0; i < t->n; i++) {
+		n = &t->nodes[i];
+		if ((parent == NULL && n->parent == NULL) || (parent != NULL &&
+		    n->parent != NULL && strcmp(n->parent, parent) == 0))
+			last = i;
+	}
+	for (i = 0; i < t->n && last != (size_t)-1; i++) {
+		n = &t->nodes[i];
+		if (!((parent == NULL && n->parent == NULL) || (parent != NULL &&
+		    n->parent != NULL && strcmp(n->parent, parent) == 0)))
+			continue;
+		tree_label(t, n, label, sizeof label, ", ");
+		if (parent == NULL) {
+			fprintf(f, "%s [%s]\n", n->id, label);
+			tree_text(t, n->id, "", f);
+		} else {
+			fprintf(f, "%s%s %s [%s]\n", prefix, i == last ?
+			    "`--" : "|--", n->id, label);
+			snprintf(pre, sizeof pre, "%s%s", prefix, i == last ?
+			    "    " : "|   ");
+			tree_text(t, n->id, pre, f);
+		}
+	}
+}
+
+/* A Mermaid-safe node name. */
+static void
+tree_safe(const char *id, char *buf, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; id[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (id[i] == '-' || id[i] == '.') ? '_' : id[i];
+	buf[i] = '\0';
+}
+
+/* Render the tree recorded in an audit log.  Returns an exit status. */
+int
+tree_render(const char *path, const char *format, FILE *f)
+{
+	struct tree	 t;
+	json_error_t	 e;
+	json_t		*j;
+	FILE		*in;
+	char		*line = NULL, label[256], a[128], b[128];
+	size_t		 cap = 0, i, bad = 0;
+	ssize_t		 n;
+
+	if ((in = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "corral: %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	memset(&t, 0, sizeof t);
+	while ((n = getline(&line, &cap, in)) > 0) {
+		if ((j = json_loadb(line, (size_t)n, 0, &e)) == NULL) {
+			bad++;
+			continue;
+		}
+		tree_line(&t, j);
+		json_decref(j);
+	}
+	free(line);
+	fclose(in);
+	if (bad > 0)
+		fprintf(stderr, "corral: %s: %zu lines were not JSON\n", path,
+		    bad);
+
+	if (strcmp(format, "dot") == 0) {
+		fprintf(f, "digraph corral {\n  node [shape=box];\n");
+		for (i = 0; i < t.n; i++) {
+			tree_label(&t, &t.nodes[i], label, sizeof label, "\\n");
+			fprintf(f, "  \"%s\" [label=\"%s\\n%s\"];\n",
+			    t.nodes[i].id, t.nodes[i].id, label);
+		}
+		for (i = 0; i < t.n; i++)
+			if (t.nodes[i].parent != NULL)
+				fprintf(f, "  \"%s\" -> \"%s\";\n",
+				    t.nodes[i].parent, t.nodes[i].id);
+		fprintf(f, "}\n");
+	} else if (strcmp(format, "mermaid") == 0) {
+		fprintf(f, "graph TD\n");
+		for (i = 0; i < t.n; i++) {
+			tree_label(&t, &t.nodes[i], label, sizeof label,
+			    "<br/>");
+			tree_safe(t.nodes[i].id, a, sizeof a);
+			fprintf(f, "  %s[\"%s<br/>%s\"]\n", a, t.nodes[i].id,
+			    label);
+		}
+		for (i = 0; i < t.n; i++) {
+			if (t.nodes[i].parent == NULL)
+				continue;
+			tree_safe(t.nodes[i].parent, a, sizeof a);
+			tree_safe(t.nodes[i].id, b, sizeof b);
+			fprintf(f, "  %s --> %s\n", a, b);
+		}
+	} else
+		tree_text(&t, NULL, "", f);
+
+	for (i = 0; i < t.n; i++) {
+		free(t.nodes[i].id);
+		free(t.nodes[i].name);
+		free(t.nodes[i].parent);
+		free(t.nodes[i].state);
+	}
+	free(t.nodes);
+	return 0;
+}

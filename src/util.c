@@ -1,0 +1,305 @@
+/*
+ * Small helpers shared by several modules: durations and sizes as the
+ * workflow file writes them, timestamps, exit statuses, descriptors.
+ */
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+/*
+ * Parse a duration: a number of seconds, or a number with one of the units
+ * ms, s, m, h.  Returns 0 and sets *out, or -1.
+ */
+int
+util_parse_duration(const char *s, double *out)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno != 0 || v < 0 || !isfinite(v))
+		return -1;
+	while (*end == ' ')
+		end++;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		;
+	else if (strcmp(end, "ms") == 0)
+		v /= 1000.0;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		v *= 60.0;
+	else if (strcmp(end, "h") == 0)
+		v *= 3600.0;
+	else
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Parse a size: a number of bytes, or a number with one of the units
+ * KiB, MiB, GiB (also K, M, G, KB, MB, GB as binary multiples).
+ */
+int
+util_parse_size(const char *s, size_t *out)
+{
+	char			*end;
+	unsigned long long	 v, mult = 1;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	while (*end == ' ')
+		end++;
+	if (*end == '\0' || strcmp(end, "B") == 0)
+		mult = 1;
+	else if (strcasecmp(end, "k") == 0 || strcmp(end, "KiB") == 0 ||
+	    strcasecmp(end, "KB") == 0)
+		mult = 1024ULL;
+	else if (strcasecmp(end, "m") == 0 || strcmp(end, "MiB") == 0 ||
+	    strcasecmp(end, "MB") == 0)
+		mult = 1024ULL * 1024;
+	else if (strcasecmp(end, "g") == 0 || strcmp(end, "GiB") == 0 ||
+	    strcasecmp(end, "GB") == 0)
+		mult = 1024ULL * 1024 * 1024;
+	else
+		return -1;
+	if (v > SIZE_MAX / mult)
+		return -1;
+	*out = (size_t)(v * mult);
+	return 0;
+}
+
+/* Format a duration the way the workflow file would write it. */
+void
+util_format_duration(char *buf, size_t len, double d)
+{
+	if (d == 0)
+		snprintf(buf, len, "0s");
+	else if (d < 1 && fmod(d * 1000, 1) < 1e-9)
+		snprintf(buf, len, "%gms", d * 1000);
+	else if (d >= 3600 && fmod(d, 3600) == 0)
+		snprintf(buf, len, "%gh", d / 3600);
+	else if (d >= 60 && fmod(d, 60) == 0)
+		snprintf(buf, len, "%gm", d / 60);
+	else
+		snprintf(buf, len, "%gs", d);
+}
+
+/* Format a size with the largest binary unit that divides it. */
+void
+util_format_size(char *buf, size_t len, size_t n)
+{
+	if (n != 0 && n % (1024UL * 1024 * 1024) == 0)
+		snprintf(buf, len, "%zuGiB", n / (1024UL * 1024 * 1024));
+	else if (n != 0 && n % (1024UL * 1024) == 0)
+		snprintf(buf, len, "%zuMiB", n / (1024UL * 1024));
+	else if (n != 0 && n % 1024 == 0)
+		snprintf(buf, len, "%zuKiB", n / 1024);
+	else
+		snprintf(buf, len, "%zu", n);
+}
+
+/* Write the current UTC time as RFC 3339 with milliseconds. */
+void
+util_rfc3339(char *buf, size_t len)
+{
+	struct timespec	ts;
+	struct tm	tm;
+	char		tmp[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03ldZ", tmp, ts.tv_nsec / 1000000);
+}
+
+/* Return nonzero if n digits at s are all decimal digits. */
+static int
+util_digits(const char *s, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * Check an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM).
+ * 't' and 'z' are accepted too, as RFC 3339 allows.
+ */
+int
+util_rfc3339_valid(const char *s, size_t n)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+	    30, 31 };
+	int	year, mon, day, hh, mm, ss;
+	size_t	i;
+
+	if (n < 20 || !util_digits(s, 4) || s[4] != '-' ||
+	    !util_digits(s + 5, 2) || s[7] != '-' || !util_digits(s + 8, 2) ||
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !util_digits(s + 11, 2) || s[13] != ':' ||
+	    !util_digits(s + 14, 2) || s[16] != ':' || !util_digits(s + 17, 2))
+		return 0;
+	year = atoi(s);
+	mon = (s[5] - '0') * 10 + (s[6] - '0');
+	day = (s[8] - '0') * 10 + (s[9] - '0');
+	hh = (s[11] - '0') * 10 + (s[12] - '0');
+	mm = (s[14] - '0') * 10 + (s[15] - '0');
+	ss = (s[17] - '0') * 10 + (s[18] - '0');
+	if (mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1] ||
+	    hh > 23 || mm > 59 || ss > 60)
+		return 0;
+	if (mon == 2 && day == 29 && !((year % 4 == 0 && year % 100 != 0) ||
+	    year % 400 == 0))
+		return 0;
+	i = 19;
+	if (i < n && s[i] == '.') {
+		i++;
+		if (i >= n || s[i] < '0' || s[i] > '9')
+			return 0;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+	}
+	if (i < n && (s[i] == 'Z' || s[i] == 'z'))
+		return i + 1 == n;
+	if (i < n && (s[i] == '+' || s[i] == '-')) {
+		if (n - i != 6 || !util_digits(s + i + 1, 2) ||
+		    s[i + 3] != ':' || !util_digits(s + i + 4, 2))
+			return 0;
+		return (s[i + 1] - '0') * 10 + (s[i + 2] - '0') <= 23 &&
+		    (s[i + 4] - '0') * 10 + (s[i + 5] - '0') <= 59;
+	}
+	return 0;
+}
+
+/* Seconds on the monotonic clock. */
+double
+util_mono(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Return d varied randomly by up to +/- fraction of itself. */
+double
+util_jitter(double d, double fraction)
+{
+	double	r = (double)arc4random_uniform(1000001) / 1000000.0;
+
+	return d * (1.0 - fraction + 2.0 * fraction * r);
+}
+
+/* Return a signal's name without the SIG prefix. */
+const char *
+util_signame(int sig)
+{
+	static char	buf[16];
+	const char	*s = sigabbrev_np(sig);
+
+	if (s != NULL)
+		return s;
+	snprintf(buf, sizeof buf, "%d", sig);
+	return buf;
+}
+
+/* Describe a wait status for a person: "exit status 1", "signal KILL". */
+void
+util_describe_status(char *buf, size_t len, int status)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %s%s",
+		    util_signame(WTERMSIG(status)),
+		    WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		snprintf(buf, len, "status 0x%x", status);
+}
+
+/* Set or clear O_NONBLOCK. */
+int
+util_set_nonblock(int fd, int on)
+{
+	int	fl;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		return -1;
+	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+	return fcntl(fd, F_SETFL, fl);
+}
+
+/* Set FD_CLOEXEC. */
+int
+util_set_cloexec(int fd)
+{
+	int	fl;
+
+	if ((fl = fcntl(fd, F_GETFD)) == -1)
+		return -1;
+	return fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+/* Raise the soft limit on open files to the hard limit: agents need three. */
+void
+util_raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Append s as a JSON string literal (quotes and escapes) to a writer. */
+void
+util_json_string(struct ndjson_writer *w, const char *s, size_t n)
+{
+	static const char	hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s;
+	char			 esc[6];
+	size_t			 i, run = 0;
+
+	ndjson_writer_add(w, "\"", 1);
+	for (i = 0; i < n; i++) {
+		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
+			continue;
+		ndjson_writer_add(w, s + run, i - run);
+		run = i + 1;
+		switch (p[i]) {
+		case '"':  ndjson_writer_add(w, "\\\"", 2); break;
+		case '\\': ndjson_writer_add(w, "\\\\", 2); break;
+		case '\n': ndjson_writer_add(w, "\\n", 2); break;
+		case '\r': ndjson_writer_add(w, "\\r", 2); break;
+		case '\t': ndjson_writer_add(w, "\\t", 2); break;
+		default:
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[p[i] >> 4];
+			esc[5] = hex[p[i] & 15];
+			ndjson_writer_add(w, esc, 6);
+		}
+	}
+	ndjson_writer_add(w, s + run, n - run);
+	ndjson_writer_add(w, "\"", 1);
+}

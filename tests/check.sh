@@ -1,0 +1,29 @@
+#!/bin/sh
+# Set up a fresh Debian 12 machine, build corral, and run every test through
+# ctest: once normally, once under AddressSanitizer and
+# UndefinedBehaviorSanitizer.  Exits non-zero if anything fails.
+#
+#   sh tests/check.sh
+set -eu
+cd "$(dirname "$0")/.."
+CORRAL_EXTRA_PACKAGES="clang valgrind jq bc sqlite3 ${CORRAL_EXTRA_PACKAGES:-}"
+. ./tests/setup.sh
+corral_setup_packages
+
+jobs=$(nproc 2>/dev/null || echo 2)
+start=$(date +%s)
+
+echo "== build (warnings are errors)"
+corral_build build -DCORRAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 300
+
+echo "== build with AddressSanitizer and UndefinedBehaviorSanitizer"
+corral_build build-asan -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=Debug
+echo "== tests under the sanitizers"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600
+
+echo "== all tests passed in $(( $(date +%s) - start ))s"
