@@ -143,7 +143,8 @@ subagent_inline_conf(struct agent *p, json_t *cmd)
  */
 static char *
 subagent_task_line(json_t *task, const char *id, const char *parent,
-    size_t *lenp, char *why, size_t whylen, int *intent, struct env *envp)
+    const char *from, size_t *lenp, char *why, size_t whylen, int *intent,
+    struct env *envp)
 {
 	struct env_error	 err;
 	json_t			*t, *trace;
@@ -174,6 +175,9 @@ subagent_task_line(json_t *task, const char *id, const char *parent,
 		json_object_set_new(trace, "parents", json_pack("[s]", parent));
 	if (json_object_get(t, "timestamp") == NULL)
 		json_object_set_new(t, "timestamp", json_string(ts));
+	/* Tell the child this is its task: it answers with finalize. */
+	json_object_set_new(t, "corral", json_pack("{s:s, s:s}", "kind", "task",
+	    "parent", from));
 	s = json_dumps(t, CORRAL_JSON_FLAGS);
 	json_decref(t);
 	if (s == NULL) {
@@ -311,8 +315,8 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 
 	cur = subagent_current(p);
 	engine_new_id(tid, sizeof tid);
-	line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL, &len,
-	    why, sizeof why, &intent, &env);
+	line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL, p->id,
+	    &len, why, sizeof why, &intent, &env);
 	if (line == NULL)
 		goto refuse_params;
 
