@@ -1044,7 +1044,7 @@ config_build(struct cload *cl, const struct cnode *root)
 {
 	static const char *const keys[] = { "name", "description", "start",
 	    "agents", "defaults", "routes", "reflection", "limits",
-	    "env_allow", "workspace", "retry", "inline_spawn", NULL };
+	    "env_allow", "workspace", "retry", "inline_spawn", "path", NULL };
 	static const char *const rkeys[] = { "below", "max_rounds",
 	    "missing", NULL };
 	static const char *const tkeys[] = { "max", "initial", "factor",
@@ -1146,6 +1146,9 @@ config_build(struct cload *cl, const struct cnode *root)
 		}
 	}
 	if ((r = cmap_get(root, "limits")) != NULL && config_limits(cl, r) != 0)
+		goto out;
+	if ((x = cmap_get(root, "path")) != NULL &&
+	    cget_strlist(cl, x, "path", &wf->path, &wf->npath) != 0)
 		goto out;
 	if ((x = cmap_get(root, "inline_spawn")) != NULL &&
 	    cget_bool(cl, x, "inline_spawn", &wf->inline_spawn) != 0)
@@ -1319,6 +1322,9 @@ config_free(struct workflow *wf)
 	for (i = 0; i < wf->nenv_allow; i++)
 		free(wf->env_allow[i]);
 	free(wf->env_allow);
+	for (i = 0; i < wf->npath; i++)
+		free(wf->path[i]);
+	free(wf->path);
 	free(wf->workspace);
 	free(wf->path);
 	free(wf->dir);
@@ -1514,6 +1520,15 @@ config_print(FILE *f, const struct workflow *wf)
 	util_format_duration(buf, sizeof buf, wf->retry_max);
 	fprintf(f, "max_delay: %s}\n", buf);
 	fprintf(f, "inline_spawn: %s\n", wf->inline_spawn ? "true" : "false");
+	if (wf->npath > 0) {
+		fprintf(f, "path: [");
+		for (i = 0; i < wf->npath; i++) {
+			if (i > 0)
+				fprintf(f, ", ");
+			config_print_str(f, wf->path[i]);
+		}
+		fprintf(f, "]\n");
+	}
 	if (wf->nenv_allow > 0) {
 		fprintf(f, "env_allow: [");
 		for (i = 0; i < wf->nenv_allow; i++)

@@ -187,19 +187,15 @@ check_programs(const struct workflow *wf)
 		ac = &wf->agents[i];
 		if (ac->argv == NULL)
 			continue;
-		if (ac->argv[0][0] == '/')
-			path = xstrdup(ac->argv[0]);
-		else if (strchr(ac->argv[0], '/') != NULL)
-			xasprintf(&path, "%s/%s", wf->dir, ac->argv[0]);
-		else
-			continue;	/* found on PATH when it starts */
-		if (access(path, X_OK) != 0) {
+		path = spawn_find(ac->argv[0], wf, getenv("PATH"));
+		if (path == NULL || access(path, X_OK) != 0) {
 			fprintf(stderr, "corral: %s:%d:%d: agents.%s.cmd: %s: "
 			    "%s\n", wf->path, ac->line, ac->column, ac->name,
 			    ac->argv[0], strerror(errno));
 			bad++;
 		}
 		free(path);
+		errno = 0;
 	}
 	return bad;
 }

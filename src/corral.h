@@ -284,6 +284,8 @@ struct workflow {
 	double			 budget_cost;
 	double			 budget_time;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
+	char			**path;		/* where bare commands are found */
+	size_t			 npath;
 	char			**env_allow;
 	size_t			 nenv_allow;
 	char			*workspace;
@@ -710,6 +712,7 @@ struct spawn_result {
 int	 spawn_agent(const struct agent_conf *, const struct workflow *,
 	    const char *, struct spawn_result *);
 void	 spawn_set_pidns(int);
+char	*spawn_find(const char *, const struct workflow *, const char *);
 void	 spawn_block_signals(sigset_t *);
 void	 spawn_restore_signals(const sigset_t *);
 

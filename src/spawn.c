@@ -294,17 +294,61 @@ spawn_env_path(char **envp)
 	return NULL;
 }
 
-/*
- * Find the executable for argv[0]: absolute paths as they are, paths with
- * a slash against the workflow's directory, bare names on the agent's PATH.
- * Returns an allocated path, or NULL with errno set.
- */
+/* Return an allocated path to an executable regular file, or NULL. */
 static char *
-spawn_find(const char *cmd, const char *dir, const char *path)
+spawn_try(const char *dir, size_t dirlen, const char *wfdir, const char *cmd,
+    int *saved)
+{
+	struct stat	 st;
+	char		*try;
+
+	if (dirlen == 0)
+		xasprintf(&try, "./%s", cmd);
+	else if (dir[0] != '/' && wfdir != NULL)
+		xasprintf(&try, "%s/%.*s/%s", wfdir, (int)dirlen, dir, cmd);
+	else
+		xasprintf(&try, "%.*s/%s", (int)dirlen, dir, cmd);
+	if (access(try, X_OK) == 0) {
+		if (stat(try, &st) == 0 && S_ISREG(st.st_mode))
+			return try;
+		*saved = EACCES;
+	} else if (errno != ENOENT && errno != ENOTDIR)
+		*saved = errno;
+	free(try);
+	return NULL;
+}
+
+/* Search a colon-separated list of directories for cmd. */
+static char *
+spawn_search(const char *list, const char *wfdir, const char *cmd, int *saved)
 {
 	const char	*p, *colon;
-	char		*try;
+	char		*found;
 	size_t		 len;
+
+	for (p = list;; p = colon + 1) {
+		colon = strchr(p, ':');
+		len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+		if ((found = spawn_try(p, len, wfdir, cmd, saved)) != NULL)
+			return found;
+		if (colon == NULL)
+			return NULL;
+	}
+}
+
+/*
+ * Find the executable for argv[0]: absolute paths as they are, paths with
+ * a slash against the workflow's directory, bare names in
+ * $CORRAL_AGENT_PATH, then the workflow's path: (relative to its
+ * directory), then the agent's PATH.  Returns an allocated path, or NULL
+ * with errno set.
+ */
+char *
+spawn_find(const char *cmd, const struct workflow *wf, const char *path)
+{
+	const char	*dir = wf != NULL ? wf->dir : NULL, *ep;
+	char		*try;
+	size_t		 i;
 	int		 saved = ENOENT;
 
 	if (cmd[0] == '/')
@@ -315,27 +359,17 @@ spawn_find(const char *cmd, const char *dir, const char *path)
 		xasprintf(&try, "%s/%s", dir, cmd);
 		return try;
 	}
+	if ((ep = getenv("CORRAL_AGENT_PATH")) != NULL && *ep != '\0' &&
+	    (try = spawn_search(ep, NULL, cmd, &saved)) != NULL)
+		return try;
+	for (i = 0; wf != NULL && i < wf->npath; i++)
+		if ((try = spawn_try(wf->path[i], strlen(wf->path[i]), dir, cmd,
+		    &saved)) != NULL)
+			return try;
 	if (path == NULL)
 		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path;; p = colon + 1) {
-		colon = strchr(p, ':');
-		len = colon != NULL ? (size_t)(colon - p) : strlen(p);
-		if (len == 0)
-			xasprintf(&try, "./%s", cmd);
-		else
-			xasprintf(&try, "%.*s/%s", (int)len, p, cmd);
-		if (access(try, X_OK) == 0) {
-			struct stat	st;
-
-			if (stat(try, &st) == 0 && S_ISREG(st.st_mode))
-				return try;
-			saved = EACCES;
-		} else if (errno != ENOENT && errno != ENOTDIR)
-			saved = errno;
-		free(try);
-		if (colon == NULL)
-			break;
-	}
+	if ((try = spawn_search(path, NULL, cmd, &saved)) != NULL)
+		return try;
 	errno = saved;
 	return NULL;
 }
@@ -372,8 +406,7 @@ spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
 	memset(&sc, 0, sizeof sc);
 
 	envp = spawn_build_env(ac, wf, id);
-	if ((path = spawn_find(ac->argv[0], wf != NULL ? wf->dir : NULL,
-	    spawn_env_path(envp))) == NULL) {
+	if ((path = spawn_find(ac->argv[0], wf, spawn_env_path(envp))) == NULL) {
 		sr->error = errno;
 		snprintf(sr->what, sizeof sr->what, "exec %s", ac->argv[0]);
 		spawn_free_strv(envp);
