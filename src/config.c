@@ -1148,7 +1148,7 @@ config_build(struct cload *cl, const struct cnode *root)
 	if ((r = cmap_get(root, "limits")) != NULL && config_limits(cl, r) != 0)
 		goto out;
 	if ((x = cmap_get(root, "path")) != NULL &&
-	    cget_strlist(cl, x, "path", &wf->path, &wf->npath) != 0)
+	    cget_strlist(cl, x, "path", &wf->agent_path, &wf->npath) != 0)
 		goto out;
 	if ((x = cmap_get(root, "inline_spawn")) != NULL &&
 	    cget_bool(cl, x, "inline_spawn", &wf->inline_spawn) != 0)
@@ -1323,8 +1323,8 @@ config_free(struct workflow *wf)
 		free(wf->env_allow[i]);
 	free(wf->env_allow);
 	for (i = 0; i < wf->npath; i++)
-		free(wf->path[i]);
-	free(wf->path);
+		free(wf->agent_path[i]);
+	free(wf->agent_path);
 	free(wf->workspace);
 	free(wf->path);
 	free(wf->dir);
@@ -1525,7 +1525,7 @@ config_print(FILE *f, const struct workflow *wf)
 		for (i = 0; i < wf->npath; i++) {
 			if (i > 0)
 				fprintf(f, ", ");
-			config_print_str(f, wf->path[i]);
+			config_print_str(f, wf->agent_path[i]);
 		}
 		fprintf(f, "]\n");
 	}

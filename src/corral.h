@@ -284,7 +284,7 @@ struct workflow {
 	double			 budget_cost;
 	double			 budget_time;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
-	char			**path;		/* where bare commands are found */
+	char			**agent_path;	/* where bare commands are found */
 	size_t			 npath;
 	char			**env_allow;
 	size_t			 nenv_allow;

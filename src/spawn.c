@@ -363,7 +363,7 @@ spawn_find(const char *cmd, const struct workflow *wf, const char *path)
 	    (try = spawn_search(ep, NULL, cmd, &saved)) != NULL)
 		return try;
 	for (i = 0; wf != NULL && i < wf->npath; i++)
-		if ((try = spawn_try(wf->path[i], strlen(wf->path[i]), dir, cmd,
+		if ((try = spawn_try(wf->agent_path[i], strlen(wf->agent_path[i]), dir, cmd,
 		    &saved)) != NULL)
 			return try;
 	if (path == NULL)
