@@ -76,6 +76,7 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	else
 		a->id = xstrdup(ac->name);
 	lifecycle_init(a);
+	adapter_create(a);
 	if (parent != NULL) {
 		a->parent = parent;
 		a->depth = parent->depth + 1;
@@ -95,6 +96,17 @@ agent_start(struct agent *a)
 
 	a->flags &= ~(AGENT_EXITED | AGENT_OUT_EOF | AGENT_ERR_EOF |
 	    AGENT_STOPPED_SIG | AGENT_MISSED | AGENT_TIMEDOUT);
+	if (adapter_per_call(a)) {
+		/* No process of its own: one per request, later. */
+		a->start_seq = ++cr->start_seq;
+		a->spawned_at = a->last_activity = ev_now(cr->loop);
+		cr->nagents++;
+		lifecycle_event(a, AE_SPAWNED, "%s adapter, a process per "
+		    "request", a->conf->adapter);
+		(void)adapter_start(a);
+		lifecycle_event(a, AE_HANDSHAKE, "ready");
+		return 0;
+	}
 	if (spawn_agent(a->conf, cr->wf, a->id, &sr) != 0) {
 		lifecycle_spawn_failed(a, sr.what, sr.error);
 		return -1;
@@ -136,6 +148,8 @@ agent_start(struct agent *a)
 	}
 	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->hostpid);
 	lifecycle_heartbeat_start(a);
+	if (adapter_start(a) != 0)
+		return 0;	/* the adapter says when it is ready */
 	if (a->conf->ready == READY_SPAWN) {
 		a->flags &= ~AGENT_NOT_READY;
 		lifecycle_event(a, AE_HANDSHAKE, "ready at spawn");
@@ -172,10 +186,54 @@ agent_check_stopped(struct agent *a)
 }
 
 /*
- * The agent's stdout reached EOF.  If the process is still running it can
- * no longer answer anything: its work fails now and it is terminated, which
- * counts as a crash for its restart policy.
+ * The agent can no longer talk to us (it closed stdout, or its stdin broke)
+ * while its process runs on: its work fails now and it is terminated,
+ * which counts as a crash for its restart policy.
  */
+static void
+agent_broken(struct agent *a, const char *what)
+{
+	log_warnx("agent %s: %s but is still running; terminating it", a->id,
+	    what);
+	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
+	    what, NULL);
+	engine_agent_gone(a, what);
+	if (a->state == AS_STOPPING)
+		return;
+	lifecycle_kill(a, SIGTERM);
+	lifecycle_kill(a, SIGCONT);
+	ev_timer_stop(cr->loop, &a->life_w);
+	a->life_step = 2;
+	ev_timer_set(&a->life_w, a->conf->stop_timeout, 0);
+	ev_timer_start(cr->loop, &a->life_w);
+}
+
+/*
+ * Decide, a moment after a pipe closed, whether the process is exiting
+ * (its status is about to arrive) or really runs on without the pipe.
+ * EOF on a pipe usually comes just before the exit status.
+ */
+static void
+agent_pipe_check(struct agent *a, const char *what)
+{
+	siginfo_t	si;
+
+	if (a->flags & AGENT_EXITED)
+		return;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)a->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	    si.si_pid == a->pid)
+		return;		/* a zombie: libev reaps it right away */
+	if (a->life_step == 0) {
+		/* Not exiting yet: look again shortly before judging. */
+		a->life_step = 5;
+		a->pipe_what = what;
+		ev_timer_set(&a->life_w, 0.2, 0);
+		ev_timer_start(cr->loop, &a->life_w);
+	}
+}
+
+/* The agent's stdout reached EOF. */
 static void
 agent_out_eof(struct chan *c, int arg)
 {
@@ -186,23 +244,12 @@ agent_out_eof(struct chan *c, int arg)
 		close(a->io.rfd);
 		a->io.rfd = -1;
 	}
-	if (!(a->flags & AGENT_EXITED) && a->state != AS_STOPPING) {
-		log_warnx("agent %s: closed its stdout but is still running; "
-		    "terminating it", a->id);
-		auditlog_event("error", a->id, NULL, "code", "stdout_closed",
-		    NULL);
-		engine_agent_gone(a, "closed its stdout");
-		lifecycle_kill(a, SIGTERM);
-		lifecycle_kill(a, SIGCONT);
-		ev_timer_stop(cr->loop, &a->life_w);
-		a->life_step = 2;
-		ev_timer_set(&a->life_w, a->conf->stop_timeout, 0);
-		ev_timer_start(cr->loop, &a->life_w);
-	}
+	if (a->state != AS_STOPPING)
+		agent_pipe_check(a, "closed its stdout");
 	agent_check_stopped(a);
 }
 
-/* Writing to the agent's stdin failed: it closed it, or died. */
+/* Writing to the agent's stdin failed: it closed it, or is exiting. */
 static void
 agent_in_error(struct chan *c, int error)
 {
@@ -210,17 +257,20 @@ agent_in_error(struct chan *c, int error)
 
 	if (a->flags & AGENT_EXITED)
 		return;
-	log_warnx("agent %s: writing to its stdin: %s", a->id, strerror(error));
-	auditlog_event("error", a->id, NULL, "code", "stdin_closed", NULL);
-	engine_agent_gone(a, "closed its stdin");
-	if (a->state != AS_STOPPING) {
-		lifecycle_kill(a, SIGTERM);
-		lifecycle_kill(a, SIGCONT);
-		ev_timer_stop(cr->loop, &a->life_w);
-		a->life_step = 2;
-		ev_timer_set(&a->life_w, a->conf->stop_timeout, 0);
-		ev_timer_start(cr->loop, &a->life_w);
-	}
+	log_info("agent %s: writing to its stdin: %s", a->id, strerror(error));
+	if (a->state != AS_STOPPING)
+		agent_pipe_check(a, "closed its stdin");
+}
+
+/* The grace after a pipe closed ran out and the process still runs. */
+void
+agent_pipe_timeout(struct agent *a)
+{
+	a->life_step = 0;
+	if (a->flags & AGENT_EXITED)
+		return;
+	agent_broken(a, a->pipe_what != NULL ? a->pipe_what :
+	    "closed a pipe");
 }
 
 /* Log one stderr line with the agent's name. */
@@ -386,6 +436,7 @@ agent_free(struct agent *a)
 	ev_child_stop(cr->loop, &a->child_w);
 	agent_close_output(a);
 	chan_close(&a->io);
+	adapter_free(a);
 	free(a->restarts);
 	free(a->spawn_id);
 	free(a->last_reply);

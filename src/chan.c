@@ -209,10 +209,8 @@ chan_flush(struct chan *c)
 				c->on_werror(c, saved);
 		}
 	}
-	if ((c->flags & CHAN_WFULL) == 0 && !TAILQ_EMPTY(&c->waiters) &&
+	if (((c->flags & CHAN_WFULL) || !TAILQ_EMPTY(&c->waiters)) &&
 	    ndjson_writer_drained(&c->wr))
-		chan_wake(c);
-	else if ((c->flags & CHAN_WFULL) && ndjson_writer_drained(&c->wr))
 		chan_wake(c);
 }
 

@@ -818,15 +818,7 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 				ac->adapter = xstrdup(x->str);
 				ac->adapter_conf = cnode_json(v);
 			}
-			if (strcmp(ac->adapter, "exec") != 0 &&
-			    strcmp(ac->adapter, "claude") != 0 &&
-			    strcmp(ac->adapter, "codex") != 0 &&
-			    strcmp(ac->adapter, "gemini") != 0 &&
-			    strcmp(ac->adapter, "mcp") != 0 &&
-			    strcmp(ac->adapter, "ndjson") != 0)
-				return cerr(cl, v, "%s: unknown adapter '%s' "
-				    "(one of ndjson, exec, claude, codex, "
-				    "gemini, mcp)", p, ac->adapter);
+
 		}
 	}
 	free(s);
@@ -1114,6 +1106,16 @@ config_build(struct cload *cl, const struct cnode *root)
 		    strcmp(ac->adapter, "exec") != 0)) {
 			cerr(cl, agents->kids[i + 1], "%s: no cmd: given", p);
 			goto out;
+		}
+		if (ac->adapter != NULL) {
+			char why[256];
+
+			x = cmap_get(agents->kids[i + 1], "adapter");
+			if (adapter_check(ac, why, sizeof why) != 0) {
+				cerr(cl, x != NULL ? x : agents->kids[i + 1],
+				    "%s.adapter: %s", p, why);
+				goto out;
+			}
 		}
 	}
 

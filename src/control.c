@@ -73,8 +73,8 @@ control_ping(struct agent *a)
 	char	buf[96];
 	int	n;
 
-	if (a->io.wfd == -1)
-		return;
+	if (a->io.wfd == -1 || a->adapter != NULL)
+		return;		/* an adapted tool would not understand */
 	n = snprintf(buf, sizeof buf, "{\"jsonrpc\":\"2.0\",\"id\":%llu,"
 	    "\"method\":\"ping\"}", (unsigned long long)++a->hb_seq);
 	agent_send(a, buf, (size_t)n);

@@ -368,6 +368,7 @@ struct agent {
 	ev_timer		 hb_w;		/* heartbeats */
 	ev_timer		 life_w;	/* stop escalation, restart */
 	int			 life_step;
+	const char		*pipe_what;	/* which pipe closed early */
 	ev_tstamp		 spawned_at;
 	ev_tstamp		 last_activity;
 	ev_tstamp		 exited_at;
@@ -524,16 +525,73 @@ struct env_error {
 	char		 msg[256];
 };
 
+/* proc.c: a short-lived process run for one request. */
+struct proc {
+	struct agent		*agent;
+	struct msg		*msg;		/* NULL once cancelled */
+	pid_t			 pid;
+	pid_t			 hostpid;
+	int			 in;
+	int			 out;
+	int			 err;
+	ev_io			 in_w;
+	ev_io			 out_w;
+	ev_io			 err_w;
+	ev_child		 child_w;
+	ev_timer		 kill_w;
+	int			 kill_step;
+	struct ndjson_reader	 err_rd;
+	char			*stdin_data;
+	size_t			 stdin_len;
+	size_t			 stdin_off;
+	char			*out_buf;
+	size_t			 out_len;
+	size_t			 out_cap;
+	size_t			 out_max;
+	size_t			 out_dropped;
+	char			 err_tail[2048];
+	size_t			 err_len;
+	int			 status;
+	int			 quiet_stderr;
+	int			 flags;
+#define PROC_EXITED	0x01
+#define PROC_OUT_EOF	0x02
+#define PROC_ERR_EOF	0x04
+#define PROC_DONE	0x08
+#define PROC_KILLED	0x10
+	ev_tstamp		 started;
+	void			(*done)(struct proc *);
+	void			(*line_cb)(struct proc *, const char *, size_t);
+	void			*arg;
+	TAILQ_ENTRY(proc)	 entry;
+};
+TAILQ_HEAD(procs, proc);
+
 /* adapter.c: the operations of one adapter (docs/adapters.md). */
 struct adapter_ops {
 	const char	*name;
+	int		 per_call;	/* a process per request, none between */
+	/* Check the adapter: settings at load time; 0 or -1 with a message. */
+	int		(*check)(const struct agent_conf *, char *, size_t);
+	/* After the agent's process started (long-lived) or at start. */
+	int		(*start)(struct agent *);
+	/* Give the tool one request (already counted as in flight). */
+	void		(*request)(struct agent *, struct msg *);
+	/* A line from a long-lived tool; 0 when the adapter took it. */
 	int		(*line)(struct agent *, const char *, size_t);
-	void		(*response)(struct agent *, json_t *);
+	/* A request expired or is being given up: stop working on it. */
+	void		(*cancel)(struct agent *, struct msg *);
+	/* Stop every call (per-call adapters); returns how many still run. */
+	int		(*stop)(struct agent *);
+	/* Free the adapter's state. */
+	void		(*free)(struct agent *);
 };
 
 struct adapter {
 	const struct adapter_ops	*ops;
 	void				*state;
+	struct procs			 procs;		/* per-call processes */
+	unsigned int			 nprocs;
 };
 
 TAILQ_HEAD(agentpool, agent);
@@ -642,6 +700,7 @@ int	 util_set_nonblock(int, int);
 int	 util_set_cloexec(int);
 void	 util_raise_nofile(void);
 void	 util_json_string(struct ndjson_writer *, const char *, size_t);
+json_t	*util_json_text(const char *, size_t);
 
 /* jscan.c */
 struct jscan *jscan_create(unsigned int);
@@ -711,6 +770,8 @@ struct spawn_result {
 };
 int	 spawn_agent(const struct agent_conf *, const struct workflow *,
 	    const char *, struct spawn_result *);
+int	 spawn_argv(const struct agent_conf *, char *const *,
+	    const struct workflow *, const char *, struct spawn_result *);
 void	 spawn_set_pidns(int);
 char	*spawn_find(const char *, const struct workflow *, const char *);
 void	 spawn_block_signals(sigset_t *);
@@ -721,6 +782,7 @@ void	 lifecycle_init(struct agent *);
 void	 lifecycle_spawn_failed(struct agent *, const char *, int);
 int	 lifecycle_will_restart(const struct agent *);
 void	 lifecycle_restart(struct agent *, const char *);
+void	 lifecycle_percall_stopped(struct agent *);
 const char *lifecycle_state_name(enum agent_state);
 const char *lifecycle_map_state(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
@@ -747,6 +809,7 @@ void	 agent_send(struct agent *, const char *, size_t);
 void	 agent_send_notice(struct agent *, const char *, size_t);
 void	 agent_reap_dead(void);
 void	 agent_close_output(struct agent *);
+void	 agent_pipe_timeout(struct agent *);
 void	 agent_exited_cleanup(struct agent *);
 int	 agent_parent_gone(const struct agent *);
 void	 agent_escalate(struct agent *, const char *);
@@ -809,6 +872,8 @@ void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_request_done(struct msg *, const char *, size_t, int);
 void	 engine_account(struct agent *, const struct env *);
+void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
+	    size_t);
 void	 engine_agent_gone(struct agent *, const char *);
 void	 engine_agent_failed(struct agent *, const char *);
 int	 engine_idle(void);
@@ -848,10 +913,39 @@ int	 subagent_over_budget(struct agent *, char *, size_t);
 void	 subagent_check_budget(struct agent *);
 void	 subagent_check_run_budget(void);
 
+/* proc.c */
+int	 proc_start(struct proc *, struct agent *, char *const *, const char *,
+	    size_t, size_t, char *, size_t);
+void	 proc_append(struct proc *, const char *, size_t);
+void	 proc_kill(struct proc *);
+int	 proc_write(struct proc *, const char *, size_t);
+void	 proc_free(struct proc *);
+
 /* adapter.c */
 const struct adapter_ops *adapter_find(const char *);
+int	 adapter_check(const struct agent_conf *, char *, size_t);
+void	 adapter_create(struct agent *);
+int	 adapter_per_call(const struct agent *);
+int	 adapter_start(struct agent *);
+void	 adapter_request(struct agent *, struct msg *);
 int	 adapter_line(struct agent *, const char *, size_t);
 void	 adapter_response(struct agent *, json_t *);
+void	 adapter_cancel(struct agent *, struct msg *);
+int	 adapter_stop(struct agent *);
+void	 adapter_free(struct agent *);
+void	 adapter_ready(struct agent *, const char *);
+void	 adapter_reply(struct agent *, struct msg *, json_t *);
+void	 adapter_reply_error(struct agent *, struct msg *, const char *,
+	    const char *, const char *, json_t *);
+json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
+char	*adapter_template(const char *, json_t *, const struct msg *);
+json_t	*adapter_request_json(struct msg *);
+struct proc *adapter_proc_new(struct agent *, struct msg *);
+void	 adapter_proc_done(struct proc *);
+void	 adapter_percall_check(struct agent *);
+
+/* adapter-exec.c */
+extern const struct adapter_ops adapter_exec_ops;
 
 /* supervisor.c */
 int	 supervisor_run(struct workflow *, int, const char *, const char *,

@@ -396,6 +396,8 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	case MSG_INFLIGHT:
 		a = m->agent;
+		if (a->adapter != NULL)
+			adapter_cancel(a, m);
 		engine_undispatch_static(m);
 		m->agent = a;
 		a->timeouts++;
@@ -743,6 +745,16 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 	char			 why[256], id[CORRAL_ID_MAX];
 
 	lifecycle_activity(a);
+	if (a->adapter != NULL) {
+		/* An adapted tool's lines belong to its adapter. */
+		if (kind == NDJSON_LINE)
+			(void)adapter_line(a, line, len);
+		else
+			log_warnx("agent %s: a bad line (%s, %zu) was dropped",
+			    a->id, kind == NDJSON_NUL ? "NUL byte" : "too long",
+			    extra);
+		return;
+	}
 	switch (kind) {
 	case NDJSON_TOOLONG:
 		snprintf(why, sizeof why, "a line of %zu bytes exceeds max_line "
@@ -771,8 +783,6 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 		control_agent_frame(a, line, len);
 		return;
 	}
-	if (a->adapter != NULL && adapter_line(a, line, len) == 0)
-		return;
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
 		id[0] = '\0';
 		if (cr->js->tok[0].type == JT_OBJECT) {
@@ -816,6 +826,28 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 		return;
 	}
 	engine_reply(a, req, line, len, &env);
+}
+
+/*
+ * A reply an adapter made for request m of agent a (a valid envelope,
+ * built with jansson).  Ignored if m was given up meanwhile.
+ */
+void
+engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
+    size_t len)
+{
+	struct env		env;
+	struct env_error	err;
+
+	if (m->where != MSG_INFLIGHT || m->agent != a)
+		return;
+	lifecycle_activity(a);
+	if (jscan_run(cr->js, line, len) != 0 ||
+	    envelope_check(cr->js, line, len, &env, &err) != 0)
+		fatalx("adapter %s built an invalid envelope: %s",
+		    a->conf->adapter, err.msg);
+	a->msgs_out++;
+	engine_reply(a, m, line, len, &env);
 }
 
 /* Answer a JSON-RPC frame that arrived on corral serve's stdin. */

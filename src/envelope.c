@@ -603,9 +603,10 @@ struct splice {
 	size_t		 del;
 	const char	*text;
 	size_t		 len;
+	int		 order;		/* ties keep the order edits were made */
 };
 
-/* Order edits by offset. */
+/* Order edits by offset, then by the order they were made. */
 static int
 splice_cmp(const void *a, const void *b)
 {
@@ -613,7 +614,7 @@ splice_cmp(const void *a, const void *b)
 
 	if (x->off != y->off)
 		return x->off < y->off ? -1 : 1;
-	return 0;
+	return x->order - y->order;
 }
 
 /* Apply edits to s; returns a new terminated buffer. */
@@ -624,6 +625,8 @@ envelope_splice(const char *s, size_t len, struct splice *ed, size_t ned,
 	size_t	i, total = len, pos = 0, o = 0;
 	char	*out;
 
+	for (i = 0; i < ned; i++)
+		ed[i].order = (int)i;
 	qsort(ed, ned, sizeof *ed, splice_cmp);
 	for (i = 0; i < ned; i++)
 		total += ed[i].len - ed[i].del;
@@ -678,7 +681,7 @@ envelope_fill(struct jscan *js, const char *s, size_t len,
 	if (env->timestamp == -1) {
 		util_rfc3339(ts, sizeof ts);
 		snprintf(tsbuf, sizeof tsbuf, ",\"timestamp\":\"%s\"", ts);
-		ed[ned++] = (struct splice){ tail, 0, tsbuf, strlen(tsbuf) };
+		ed[ned++] = (struct splice){ tail, 0, tsbuf, strlen(tsbuf), 0 };
 	}
 	if (id != NULL)
 		envelope_quote(qid, sizeof qid, id);
@@ -698,7 +701,7 @@ envelope_fill(struct jscan *js, const char *s, size_t len,
 			trbuf[0] = '\0';
 		if (trbuf[0] != '\0')
 			ed[ned++] = (struct splice){ tail, 0, trbuf,
-			    strlen(trbuf) };
+			    strlen(trbuf), 0 };
 	} else {
 		tr = &js->tok[env->trace];
 		/* Insert right after the trace object's '{'. */
@@ -707,13 +710,13 @@ envelope_fill(struct jscan *js, const char *s, size_t len,
 			snprintf(idbuf, sizeof idbuf, "\"id\":%s%s", qid,
 			    (empty && !need_parents) ? "" : ",");
 			ed[ned++] = (struct splice){ tr->off + 1, 0, idbuf,
-			    strlen(idbuf) };
+			    strlen(idbuf), 0 };
 		}
 		if (need_parents) {
 			snprintf(pbuf, sizeof pbuf, "\"parents\":[%s]%s", qp,
 			    empty ? "" : ",");
 			ed[ned++] = (struct splice){ tr->off + 1, 0, pbuf,
-			    strlen(pbuf) };
+			    strlen(pbuf), 0 };
 		}
 	}
 	/* Stable order for equal offsets: id before parents before tail. */
@@ -770,13 +773,13 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 		    key->flags & JT_ESCAPED, "intent", 6)) {
 			val = &js->tok[i + 1];
 			ed[ned++] = (struct splice){ val->off, val->len,
-			    "\"reflect\"", 9 };
+			    "\"reflect\"", 9, 0 };
 			break;
 		}
 	}
 	if (env->trace != -1) {
 		val = &js->tok[env->trace];
-		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail };
+		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail, 0 };
 	} else {
 		ndjson_writer_add(&w, "", 0);
 		/* Insert ,"trace":{...} before the final brace. */
@@ -784,7 +787,7 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 		memcpy(t, ",\"trace\":", 9);
 		memcpy(t + 9, w.buf, w.tail);
 		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
-		    1, 0, t, w.tail + 9 };
+		    1, 0, t, w.tail + 9, 0 };
 		out = envelope_splice(s, len, ed, ned, outlen);
 		free(t);
 		ndjson_writer_free(&w);
@@ -875,13 +878,13 @@ envelope_mark(struct jscan *js, const char *s, size_t len,
 		    js->tok[i].flags & JT_ESCAPED, "corral", 6)) {
 			const struct jtok *v = &js->tok[i + 1];
 			ed[0] = (struct splice){ v->off, v->len, member,
-			    strlen(member) };
+			    strlen(member), 0 };
 			return envelope_splice(s, len, ed, 1, outlen);
 		}
 	}
 	snprintf(buf, sizeof buf, ",\"corral\":%s", member);
 	ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0, buf,
-	    strlen(buf) };
+	    strlen(buf), 0 };
 	return envelope_splice(s, len, ed, 1, outlen);
 }
 

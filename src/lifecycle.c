@@ -275,6 +275,12 @@ lifecycle_stop(struct agent *a, const char *why)
 	}
 	if (a->state == AS_FAILED || a->state == AS_STOPPING)
 		return;
+	if (adapter_per_call(a)) {
+		lifecycle_event(a, AE_STOP, "%s", why);
+		if (adapter_stop(a) == 0)
+			lifecycle_percall_stopped(a);
+		return;
+	}
 	if (subagent_has_live_children(a)) {
 		a->flags |= AGENT_STOP_PENDING;
 		free(a->stop_why);
@@ -285,12 +291,26 @@ lifecycle_stop(struct agent *a, const char *why)
 	lifecycle_begin_stop(a, why);
 }
 
+/* A per-call agent is stopping and its last process has gone. */
+void
+lifecycle_percall_stopped(struct agent *a)
+{
+	if (a->state == AS_STOPPED || a->state == AS_FAILED)
+		return;
+	a->status = 0;
+	if (cr->nagents > 0)
+		cr->nagents--;
+	lifecycle_event(a, AE_EXITED, "no calls running");
+	engine_agent_gone(a, "stopped");
+	supervisor_agent_stopped(a);
+}
+
 /* Stop an agent so that it starts again (a restart strategy). */
 void
 lifecycle_restart(struct agent *a, const char *why)
 {
 	if (a->state == AS_STOPPED || a->state == AS_FAILED ||
-	    a->state == AS_STOPPING)
+	    a->state == AS_STOPPING || adapter_per_call(a))
 		return;
 	a->flags |= AGENT_RESTART_REQ;
 	lifecycle_begin_stop(a, why);
@@ -335,6 +355,9 @@ lifecycle_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			lifecycle_exited(a);
 		} else
 			lifecycle_life_arm(a, 3, 1.0);
+		break;
+	case 5:
+		agent_pipe_timeout(a);
 		break;
 	case 4:
 		a->life_step = 0;

@@ -125,6 +125,8 @@ static void	route_dispatch(struct msg *, struct agent *);
 static int
 route_ready(struct agent *a)
 {
+	if (adapter_per_call(a))
+		return lifecycle_routable(a) && route_breaker_allows(a);
 	return lifecycle_routable(a) && !(a->io.flags & CHAN_WCLOSED) &&
 	    a->io.wfd != -1 && route_breaker_allows(a);
 }
@@ -175,13 +177,18 @@ route_dispatch(struct msg *m, struct agent *a)
 	a->last_pick = ++route_pick_seq;
 	if (a->breaker == 2)
 		a->probes++;
-	agent_send(a, m->line, m->len);
 	engine_dispatched(m, a);
 	if (auditlog_enabled())
 		auditlog_event("route", a->id, m->id, "intent",
 		    config_intent_name(m->intent), "reason",
 		    m->exclude != NULL ? "reflection: fewest outstanding, not "
-		    "the author" : "fewest outstanding", NULL);
+		    "the author" : m->target != NULL ? "addressed" :
+		    "fewest outstanding", NULL);
+	if (a->adapter != NULL) {
+		adapter_request(a, m);
+		return;
+	}
+	agent_send(a, m->line, m->len);
 	if (chan_full(&a->io) && cr->source != NULL)
 		chan_block(cr->source, &a->io);
 }

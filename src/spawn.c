@@ -381,14 +381,23 @@ spawn_pipe(int fds[2])
 	return pipe2(fds, O_CLOEXEC);
 }
 
-/*
- * Start one agent process with its three pipes.  On success fills sr (our
- * ends are non-blocking and close-on-exec) and returns 0.  On failure
- * returns -1 with sr->error and sr->what describing the failed step.
- */
+/* Start one agent process with its three pipes; see spawn_argv. */
 int
 spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
     const char *id, struct spawn_result *sr)
+{
+	return spawn_argv(ac, ac->argv, wf, id, sr);
+}
+
+/*
+ * Start a process for an agent's settings (environment, directory, limits,
+ * user) running argv, with its three pipes.  On success fills sr (our ends
+ * are non-blocking and close-on-exec) and returns 0.  On failure returns -1
+ * with sr->error and sr->what describing the failed step.
+ */
+int
+spawn_argv(const struct agent_conf *ac, char *const *argv,
+    const struct workflow *wf, const char *id, struct spawn_result *sr)
 {
 	struct spawn_child	 sc;
 	struct passwd		*pw = NULL;
@@ -406,9 +415,9 @@ spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
 	memset(&sc, 0, sizeof sc);
 
 	envp = spawn_build_env(ac, wf, id);
-	if ((path = spawn_find(ac->argv[0], wf, spawn_env_path(envp))) == NULL) {
+	if ((path = spawn_find(argv[0], wf, spawn_env_path(envp))) == NULL) {
 		sr->error = errno;
-		snprintf(sr->what, sizeof sr->what, "exec %s", ac->argv[0]);
+		snprintf(sr->what, sizeof sr->what, "exec %s", argv[0]);
 		spawn_free_strv(envp);
 		return -1;
 	}
@@ -446,7 +455,7 @@ spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
 	}
 
 	sc.path = path;
-	sc.argv = ac->argv;
+	sc.argv = argv;
 	sc.envp = envp;
 	sc.cwd = cwd;
 	sc.in = in[0];
@@ -475,7 +484,7 @@ spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
 		sr->error = sc.error;
 		if (strcmp((const char *)sc.what, "exec") == 0)
 			snprintf(sr->what, sizeof sr->what, "exec %s",
-			    ac->argv[0]);
+			    argv[0]);
 		else
 			snprintf(sr->what, sizeof sr->what, "%s",
 			    (const char *)sc.what);

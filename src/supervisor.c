@@ -59,6 +59,10 @@ supervisor_kill_all(void)
 		if (a->state == AS_STOPPED || a->state == AS_FAILED)
 			continue;
 		a->flags |= AGENT_NORESTART;
+		if (adapter_per_call(a)) {
+			(void)adapter_stop(a);
+			continue;
+		}
 		lifecycle_kill(a, SIGKILL);
 		lifecycle_kill(a, SIGCONT);
 	}

@@ -303,3 +303,53 @@ util_json_string(struct ndjson_writer *w, const char *s, size_t n)
 	ndjson_writer_add(w, s + run, n - run);
 	ndjson_writer_add(w, "\"", 1);
 }
+
+/*
+ * Make a JSON string from bytes that may not be valid UTF-8 (a tool's
+ * output): invalid bytes become U+FFFD, so nothing is silently lost.
+ */
+json_t *
+util_json_text(const char *s, size_t n)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	struct ndjson_writer	 w;
+	json_t			*j;
+	size_t			 i = 0, k, len;
+	uint32_t		 v;
+
+	if ((j = json_stringn(s, n)) != NULL)
+		return j;
+	ndjson_writer_init(&w, 0, 1);
+	while (i < n) {
+		if (p[i] < 0x80) {
+			if (p[i] == 0)
+				ndjson_writer_add(&w, "\xef\xbf\xbd", 3);
+			else
+				ndjson_writer_add(&w, s + i, 1);
+			i++;
+			continue;
+		}
+		len = p[i] >= 0xF0 ? 4 : p[i] >= 0xE0 ? 3 : p[i] >= 0xC2 ? 2 : 0;
+		v = len == 4 ? (p[i] & 7u) : len == 3 ? (p[i] & 15u) :
+		    (p[i] & 31u);
+		for (k = 1; len != 0 && k < len; k++) {
+			if (i + k >= n || (p[i + k] & 0xC0) != 0x80) {
+				len = 0;
+				break;
+			}
+			v = (v << 6) | (p[i + k] & 0x3Fu);
+		}
+		if (len == 0 || p[i] > 0xF4 || v > 0x10FFFF ||
+		    (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) ||
+		    (len == 4 && v < 0x10000)) {
+			ndjson_writer_add(&w, "\xef\xbf\xbd", 3);
+			i++;
+			continue;
+		}
+		ndjson_writer_add(&w, s + i, len);
+		i += len;
+	}
+	j = json_stringn(w.buf != NULL ? w.buf : "", w.tail);
+	ndjson_writer_free(&w);
+	return j != NULL ? j : json_string("");
+}
