@@ -68,6 +68,7 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	TAILQ_INIT(&a->direct);
 	a->restart_override = -1;
 	ev_timer_init(&a->budget_w, NULL, 0, 0);
+	ev_timer_init(&a->breaker_w, NULL, 0, 0);
 	if (parent != NULL)
 		xasprintf(&a->id, "%s-%llu", ac->name,
 		    (unsigned long long)++agent_child_seq);
@@ -281,7 +282,7 @@ agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	struct agent	*a = arg;
 
 	if (kind == NDJSON_CUT)
-		log_agent_line(a->id, line, len, extra ? extra : 1);
+		log_agent_line(a->id, line, len, extra);
 	else if (kind == NDJSON_LINE || kind == NDJSON_NUL)
 		log_agent_line(a->id, line, len, 0);
 }
@@ -430,6 +431,7 @@ agent_free(struct agent *a)
 	RB_REMOVE(agent_tree, &cr->agent_tree, a);
 	TAILQ_REMOVE(&cr->agents, a, entry);
 	ev_timer_stop(cr->loop, &a->budget_w);
+	ev_timer_stop(cr->loop, &a->breaker_w);
 	free(a->stop_why);
 	ev_timer_stop(cr->loop, &a->life_w);
 	ev_timer_stop(cr->loop, &a->hb_w);

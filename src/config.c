@@ -138,8 +138,9 @@ cnode_parse(struct cload *cl, const char *text, size_t len)
 			break;
 		case FYET_ALIAS:
 			{
+				/* The mark is after the '*'. */
 				struct cnode where = { .line = m->line + 1,
-				    .column = m->column + 1 };
+				    .column = m->column > 0 ? m->column : 1 };
 				cerr(cl, &where, "YAML aliases are not "
 				    "supported");
 				failed = 1;
@@ -151,6 +152,13 @@ cnode_parse(struct cload *cl, const char *text, size_t len)
 			n = xcalloc(1, sizeof *n);
 			n->line = m != NULL ? m->line + 1 : 0;
 			n->column = m != NULL ? m->column + 1 : 0;
+			if (m == NULL && depth > 0 && stack[depth - 1]->nkids > 0) {
+				/* An empty value has no mark: use its key's. */
+				struct cnode *prev = stack[depth - 1]->kids[
+				    stack[depth - 1]->nkids - 1];
+				n->line = prev->line;
+				n->column = prev->column;
+			}
 			if (fye->type == FYET_SCALAR) {
 				n->type = CN_SCALAR;
 				t = fy_token_get_text(fye->scalar.value, &tl);
@@ -158,6 +166,12 @@ cnode_parse(struct cload *cl, const char *text, size_t len)
 				n->len = t != NULL ? tl : 0;
 				n->quoted = fy_token_scalar_style(
 				    fye->scalar.value) != FYSS_PLAIN;
+				/* libfyaml marks a quoted scalar after its quote. */
+				if ((fy_token_scalar_style(fye->scalar.value) ==
+				    FYSS_SINGLE_QUOTED || fy_token_scalar_style(
+				    fye->scalar.value) == FYSS_DOUBLE_QUOTED) &&
+				    n->column > 1)
+					n->column--;
 			} else
 				n->type = fye->type == FYET_MAPPING_START ?
 				    CN_MAP : CN_SEQ;
@@ -256,6 +270,16 @@ cmap_check(struct cload *cl, const struct cnode *map, const char *path,
 			return cerr(cl, k, "%s: unknown key '%s'", path, k->str);
 	}
 	return 0;
+}
+
+/* Return "path.key" in a buffer valid until the next call. */
+static const char *
+csub(const char *path, const char *key)
+{
+	static char	buf[300];
+
+	snprintf(buf, sizeof buf, "%s.%s", path, key);
+	return buf;
 }
 
 /* Read a string scalar. */
@@ -527,12 +551,14 @@ config_agent_limits(struct cload *cl, struct agent_conf *ac,
 {
 	const struct cnode	*k, *v;
 	char			 p[256];
-	size_t			 i, j, sz;
+	size_t			 i, j, sz, slot;
 	double			 d;
 
 	if (cmap_check(cl, n, path, NULL) != 0)
 		return -1;
-	ac->limits = xcalloc(n->nkids / 2 + 1, sizeof *ac->limits);
+	/* Merge over what defaults: gave; the same resource replaces. */
+	ac->limits = xreallocarray(ac->limits, ac->nlimits + n->nkids / 2 + 1,
+	    sizeof *ac->limits);
 	for (i = 0; i + 1 < n->nkids; i += 2) {
 		k = n->kids[i];
 		v = n->kids[i + 1];
@@ -545,6 +571,15 @@ config_agent_limits(struct cload *cl, struct agent_conf *ac,
 			return cerr(cl, k, "%s: unknown key '%s' (one of "
 			    "nofile, nproc, as, core, cpu, fsize, data, stack)",
 			    path, k->str);
+		for (slot = 0; slot < ac->nlimits; slot++)
+			if (ac->limits[slot].resource ==
+			    config_rlimits[j].resource)
+				break;
+		if (slot < ac->nlimits) {
+			/* Replace the default: move the last into its place. */
+			ac->limits[slot] = ac->limits[ac->nlimits - 1];
+			ac->nlimits--;
+		}
 		ac->limits[ac->nlimits].resource = config_rlimits[j].resource;
 		if (v->type == CN_SCALAR && strcmp(v->str, "unlimited") == 0)
 			ac->limits[ac->nlimits].value = (long long)RLIM_INFINITY;
@@ -640,7 +675,7 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			if (cmap_check(cl, v, p, hk) != 0)
 				return -1;
 			if ((x = cmap_get(v, "interval")) != NULL) {
-				if (cget_duration(cl, x, p, &ac->hb_interval))
+				if (cget_duration(cl, x, csub(p, "interval"), &ac->hb_interval))
 					return -1;
 				if (ac->hb_interval < 0.01)
 					return cerr(cl, x, "%s: the interval "
@@ -648,7 +683,7 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			} else if (ac->hb_interval == 0)
 				ac->hb_interval = 5;
 			if ((x = cmap_get(v, "misses")) != NULL &&
-			    cget_uint(cl, x, p, 1, 1000, &ac->hb_misses) != 0)
+			    cget_uint(cl, x, csub(p, "misses"), 1, 1000, &ac->hb_misses) != 0)
 				return -1;
 		} else if (strcmp(k->str, "restart") == 0) {
 			static const char *const rk[] = { "policy", "max",
@@ -659,18 +694,18 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 					return -1;
 				pol = cmap_get(v, "policy");
 				if ((x = cmap_get(v, "max")) != NULL &&
-				    cget_uint(cl, x, p, 0, 100000,
+				    cget_uint(cl, x, csub(p, "max"), 0, 100000,
 				    &ac->restart_max) != 0)
 					return -1;
 				if ((x = cmap_get(v, "within")) != NULL &&
-				    cget_duration(cl, x, p,
+				    cget_duration(cl, x, csub(p, "within"),
 				    &ac->restart_within) != 0)
 					return -1;
 				if ((x = cmap_get(v, "backoff")) != NULL &&
-				    cget_duration(cl, x, p, &ac->backoff_min))
+				    cget_duration(cl, x, csub(p, "backoff"), &ac->backoff_min))
 					return -1;
 				if ((x = cmap_get(v, "backoff_max")) != NULL &&
-				    cget_duration(cl, x, p, &ac->backoff_max))
+				    cget_duration(cl, x, csub(p, "backoff_max"), &ac->backoff_max))
 					return -1;
 				if (ac->backoff_min < 1)
 					ac->backoff_min = 1;
@@ -693,10 +728,12 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 				return cerr(cl, pol, "%s: expected permanent, "
 				    "transient or temporary", p);
 		} else if (strcmp(k->str, "env") == 0) {
-			size_t j;
+			size_t j, e;
 			if (cmap_check(cl, v, p, NULL) != 0)
 				return -1;
-			ac->env = xcalloc(v->nkids / 2 + 1, sizeof *ac->env);
+			/* Merge over what defaults: gave; same name replaces. */
+			ac->env = xreallocarray(ac->env, ac->nenv + v->nkids / 2 +
+			    1, sizeof *ac->env);
 			for (j = 0; j + 1 < v->nkids; j += 2) {
 				if (v->kids[j + 1]->type != CN_SCALAR)
 					return cerr(cl, v->kids[j + 1],
@@ -707,6 +744,16 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 					return cerr(cl, v->kids[j], "%s: '%s' is "
 					    "not a valid variable name", p,
 					    v->kids[j]->str);
+				for (e = 0; e < ac->nenv; e++)
+					if (strcmp(ac->env[e].key,
+					    v->kids[j]->str) == 0)
+						break;
+				if (e < ac->nenv) {
+					free(ac->env[e].value);
+					ac->env[e].value =
+					    xstrdup(v->kids[j + 1]->str);
+					continue;
+				}
 				ac->env[ac->nenv].key = xstrdup(v->kids[j]->str);
 				ac->env[ac->nenv].value =
 				    xstrdup(v->kids[j + 1]->str);
@@ -735,10 +782,10 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			if (cmap_check(cl, v, p, sk) != 0)
 				return -1;
 			if ((x = cmap_get(v, "grace")) != NULL &&
-			    cget_duration(cl, x, p, &ac->stop_grace) != 0)
+			    cget_duration(cl, x, csub(p, "grace"), &ac->stop_grace) != 0)
 				return -1;
 			if ((x = cmap_get(v, "timeout")) != NULL &&
-			    cget_duration(cl, x, p, &ac->stop_timeout) != 0)
+			    cget_duration(cl, x, csub(p, "timeout"), &ac->stop_timeout) != 0)
 				return -1;
 		} else if (strcmp(k->str, "children") == 0) {
 			static const char *const ck[] = { "max", "depth",
@@ -746,10 +793,10 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			if (cmap_check(cl, v, p, ck) != 0)
 				return -1;
 			if ((x = cmap_get(v, "max")) != NULL &&
-			    cget_uint(cl, x, p, 0, 100000, &ac->max_children))
+			    cget_uint(cl, x, csub(p, "max"), 0, 100000, &ac->max_children))
 				return -1;
 			if ((x = cmap_get(v, "depth")) != NULL &&
-			    cget_uint(cl, x, p, 0, 1000, &ac->max_depth))
+			    cget_uint(cl, x, csub(p, "depth"), 0, 1000, &ac->max_depth))
 				return -1;
 			if ((x = cmap_get(v, "strategy")) != NULL) {
 				if (x->type == CN_SCALAR &&
@@ -772,14 +819,14 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			if (cmap_check(cl, v, p, bk) != 0)
 				return -1;
 			if ((x = cmap_get(v, "failures")) != NULL &&
-			    cget_uint(cl, x, p, 1, 100000,
+			    cget_uint(cl, x, csub(p, "failures"), 1, 100000,
 			    &ac->breaker_failures) != 0)
 				return -1;
 			if ((x = cmap_get(v, "reset")) != NULL &&
-			    cget_duration(cl, x, p, &ac->breaker_reset) != 0)
+			    cget_duration(cl, x, csub(p, "reset"), &ac->breaker_reset) != 0)
 				return -1;
 			if ((x = cmap_get(v, "probes")) != NULL &&
-			    cget_uint(cl, x, p, 1, 1000, &ac->breaker_probes))
+			    cget_uint(cl, x, csub(p, "probes"), 1, 1000, &ac->breaker_probes))
 				return -1;
 		} else if (strcmp(k->str, "limits") == 0) {
 			if (config_agent_limits(cl, ac, v, p) != 0)
@@ -790,18 +837,21 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 			if (cmap_check(cl, v, p, bk) != 0)
 				return -1;
 			if ((x = cmap_get(v, "tokens")) != NULL &&
-			    cget_double(cl, x, p, 0, 1e18, &ac->budget_tokens))
+			    cget_double(cl, x, csub(p, "tokens"), 0, 1e18, &ac->budget_tokens))
 				return -1;
 			if ((x = cmap_get(v, "cost")) != NULL &&
-			    cget_double(cl, x, p, 0, 1e12, &ac->budget_cost))
+			    cget_double(cl, x, csub(p, "cost"), 0, 1e12, &ac->budget_cost))
 				return -1;
 			if ((x = cmap_get(v, "time")) != NULL &&
-			    cget_duration(cl, x, p, &ac->budget_time))
+			    cget_duration(cl, x, csub(p, "time"), &ac->budget_time))
 				return -1;
 		} else if (strcmp(k->str, "user") == 0) {
 			if (cget_str(cl, v, p, &ac->user) != 0)
 				return -1;
 		} else if (strcmp(k->str, "adapter") == 0) {
+			if (ac->adapter_conf != NULL)
+				json_decref(ac->adapter_conf);
+			ac->adapter_conf = NULL;
 			if (v->type == CN_SCALAR) {
 				if (cget_str(cl, v, p, &ac->adapter) != 0)
 					return -1;
@@ -815,6 +865,7 @@ config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
 					    "type:", p);
 				if (cmap_check(cl, v, p, NULL) != 0)
 					return -1;
+				free(ac->adapter);
 				ac->adapter = xstrdup(x->str);
 				ac->adapter_conf = cnode_json(v);
 			}
@@ -1249,6 +1300,29 @@ config_load_string(const char *text, size_t len, const char *name,
 		config_free(cl.wf);
 		return NULL;
 	}
+	{
+		/*
+		 * YAML is UTF-8 here; checking first also keeps libfyaml
+		 * 0.7.12 out of a loop it falls into on invalid UTF-8 in a
+		 * directive line.
+		 */
+		size_t	bad, i, line = 1, col = 1;
+
+		if (!util_utf8_valid(text, len, &bad)) {
+			for (i = 0; i < bad; i++) {
+				if (text[i] == '\n') {
+					line++;
+					col = 1;
+				} else
+					col++;
+			}
+			struct cnode where = { .line = (int)line,
+			    .column = (int)col };
+			cerr(&cl, &where, "the file is not valid UTF-8");
+			config_free(cl.wf);
+			return NULL;
+		}
+	}
 	if ((root = cnode_parse(&cl, text, len)) == NULL) {
 		config_free(cl.wf);
 		return NULL;
@@ -1397,16 +1471,18 @@ config_print(FILE *f, const struct workflow *wf)
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
 		fprintf(f, "  %s:\n", ac->name);
-		fprintf(f, "    cmd: [");
-		for (j = 0; j < ac->argc; j++) {
-			if (j > 0)
-				fprintf(f, ", ");
-			config_print_str(f, ac->argv[j]);
+		if (ac->argc > 0) {
+			fprintf(f, "    cmd: [");
+			for (j = 0; j < ac->argc; j++) {
+				if (j > 0)
+					fprintf(f, ", ");
+				config_print_str(f, ac->argv[j]);
+			}
+			fprintf(f, "]\n");
 		}
-		fprintf(f, "]\n");
 		if (ac->adapter != NULL) {
 			char *a = json_dumps(ac->adapter_conf,
-			    JSON_COMPACT | JSON_SORT_KEYS);
+			    CORRAL_JSON_FLAGS | JSON_SORT_KEYS);
 			fprintf(f, "    adapter: %s\n", a != NULL ? a : "{}");
 			free(a);
 		}
@@ -1488,7 +1564,7 @@ config_print(FILE *f, const struct workflow *wf)
 			fputc('\n', f);
 		}
 	}
-	fprintf(f, "routes:\n");
+	fprintf(f, "routes:%s\n", wf->nroutes == 0 ? " {}" : "");
 	for (i = 0; i < wf->nroutes; i++) {
 		rc = &wf->routes[i];
 		fprintf(f, "  ");

@@ -21,8 +21,11 @@ control_send(struct agent *a, json_t *frame)
 {
 	char	*s;
 
-	if ((s = json_dumps(frame, CORRAL_JSON_FLAGS)) == NULL)
-		fatalx("control_send: json_dumps");
+	if (frame == NULL || (s = json_dumps(frame, CORRAL_JSON_FLAGS)) == NULL) {
+		log_warnx("agent %s: a control frame could not be built",
+		    a->id);
+		return;
+	}
 	agent_send(a, s, strlen(s));
 	free(s);
 }
@@ -40,7 +43,8 @@ control_reply(struct agent *a, json_t *id, json_t *result)
 	f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
 	    result);
 	control_send(a, f);
-	json_decref(f);
+	if (f != NULL)
+		json_decref(f);
 }
 
 /*
@@ -58,12 +62,14 @@ control_reply_error(struct agent *a, json_t *id, int code, const char *msg,
 
 	if (id == NULL)
 		return;
-	f = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:s, s:b}}}", "jsonrpc",
-	    "2.0", "id", id, "error", "code", code, "message", msg, "data",
-	    "category", category != NULL ? category : "REJECTED",
-	    "retryable", retryable);
+	/* msg may quote the peer's bytes, cut anywhere: keep it valid. */
+	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:{s:s, s:b}}}", "jsonrpc",
+	    "2.0", "id", id, "error", "code", code, "message",
+	    util_json_text(msg, strlen(msg)), "data", "category",
+	    category != NULL ? category : "REJECTED", "retryable", retryable);
 	control_send(a, f);
-	json_decref(f);
+	if (f != NULL)
+		json_decref(f);
 }
 
 /* Send a heartbeat ping. */

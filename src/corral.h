@@ -179,6 +179,7 @@ struct ndjson_reader {
 	size_t	 max;
 	size_t	 discarded;
 	size_t	 lines;
+	int	 last_cr;	/* the last byte discarded was '\r' */
 	int	 discarding;
 	int	 truncate;
 };
@@ -387,7 +388,9 @@ struct agent {
 	int			 breaker;	/* 0 closed, 1 open, 2 half */
 	unsigned int		 failures;
 	unsigned int		 probes;
+	unsigned int		 breaker_opens;
 	ev_tstamp		 breaker_at;
+	ev_timer		 breaker_w;
 	/* The tree. */
 	struct agent		*parent;
 	unsigned int		 depth;
@@ -470,6 +473,7 @@ struct msg {
 #define MSG_REFLECT	3	/* a reflection on a weak reply */
 #define MSG_TASK	4	/* a spawned child's initial task */
 #define MSG_SEND	5	/* map/send between agents */
+	uint8_t			 orig_intent;	/* reflections: of the reply */
 	uint8_t			 where;
 #define MSG_NOWHERE	0
 #define MSG_QUEUED	1
@@ -701,6 +705,7 @@ int	 util_set_cloexec(int);
 void	 util_raise_nofile(void);
 void	 util_json_string(struct ndjson_writer *, const char *, size_t);
 json_t	*util_json_text(const char *, size_t);
+int	 util_utf8_valid(const char *, size_t, size_t *);
 
 /* jscan.c */
 struct jscan *jscan_create(unsigned int);
@@ -872,6 +877,7 @@ void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_request_done(struct msg *, const char *, size_t, int);
 void	 engine_account(struct agent *, const struct env *);
+int	 engine_transient(const char *);
 void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 void	 engine_agent_gone(struct agent *, const char *);
@@ -948,6 +954,7 @@ void	 adapter_percall_check(struct agent *);
 extern const struct adapter_ops adapter_exec_ops;
 
 /* supervisor.c */
+void	 supervisor_setup(struct workflow *, int);
 int	 supervisor_run(struct workflow *, int, const char *, const char *,
 	    int);
 void	 supervisor_shutdown(int);
@@ -955,6 +962,16 @@ void	 supervisor_check_done(void);
 void	 supervisor_agent_stopped(struct agent *);
 void	 supervisor_run_done(void);
 int	 supervisor_any_alive(void);
+
+/* workspace.c */
+int	 workspace_open(const struct workflow *);
+void	 workspace_close(void);
+int	 workspace_enabled(void);
+const char *workspace_path_problem(const char *, size_t);
+int	 workspace_write(const char *, size_t, const char *, const char *,
+	    size_t, char *, size_t);
+int	 workspace_artifacts(struct agent *, struct jscan *, const char *,
+	    const struct env *, char *, size_t);
 
 /* pidns.c */
 int	 pidns_enter(void);

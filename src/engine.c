@@ -30,6 +30,8 @@ static void	engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_branch_done(struct job *, const char *, size_t, int);
 static void	engine_undispatch_static(struct msg *);
+static void	engine_notice(struct agent *, const char *, const char *,
+		    const char *, const char *);
 
 /* Prepare the engine. */
 void
@@ -288,14 +290,27 @@ engine_retry(struct msg *m)
 }
 
 /*
+ * Return nonzero for failures that may pass: a timeout, a lost agent, an
+ * open circuit.  No agent at all, a full queue, a shutdown do not.
+ */
+int
+engine_transient(const char *code)
+{
+	return strcmp(code, "timeout") == 0 || strcmp(code, "agent_lost") == 0 ||
+	    strcmp(code, "circuit_open") == 0;
+}
+
+/*
  * Decide whether a failed request is tried again (docs/reliability.md):
  * only TIMEOUT and UNAVAILABLE; HIGH and CRITICAL requests always (at
  * least once), others only when no agent had been given them (at most
  * once).
  */
 static int
-engine_should_retry(struct msg *m, const char *category)
+engine_should_retry(struct msg *m, const char *category, const char *code)
 {
+	if (!engine_transient(code))
+		return 0;
 	if (cr->shutting_down || m->attempts > cr->wf->retries)
 		return 0;
 	if (m->retries >= cr->wf->retries)
@@ -357,7 +372,7 @@ engine_fail(struct msg *m, const char *category, const char *code,
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 
-	if (engine_should_retry(m, category)) {
+	if (engine_should_retry(m, category, code)) {
 		engine_schedule_retry(m, category, why);
 		return;
 	}
@@ -493,6 +508,24 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 		return -1;
 	engine_new_id(id, sizeof id);
 	rl = envelope_reflect(cr->js, line, len, env, id, reply_id, &rlen);
+	{
+		/* Tell the critic what it reflects on: "corral":{"reflect":..}. */
+		char		 member[256], *marked;
+		size_t		 mlen;
+		struct env	 renv;
+		struct env_error rerr;
+
+		snprintf(member, sizeof member, "{\"reflect\":{\"of\":\"%s\","
+		    "\"intent\":\"%s\",\"round\":%u}}", reply_id,
+		    config_intent_name(env->intent), req->round + 1);
+		if (jscan_run(cr->js, rl, rlen) != 0 ||
+		    envelope_check(cr->js, rl, rlen, &renv, &rerr) != 0)
+			fatalx("envelope_reflect produced an invalid envelope");
+		marked = envelope_mark(cr->js, rl, rlen, member, &mlen);
+		free(rl);
+		rl = marked;
+		rlen = mlen;
+	}
 	m = engine_msg_create(req->job, rl, rlen, MSG_REFLECT, INTENT_REFLECT);
 	snprintf(m->id, sizeof m->id, "%s", id);
 	m->round = req->round + 1;
@@ -500,7 +533,9 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 	m->prio = req->prio;
 	m->exclude = a;
 	m->parent_agent = req->parent_agent;
-	m->kind = req->kind == MSG_TASK ? MSG_TASK : MSG_REFLECT;
+	/* A reflection stands in for the reply it reflects on. */
+	m->orig_intent = (uint8_t)(req->kind == MSG_REFLECT ? req->orig_intent :
+	    env->intent);
 	cr->reflections++;
 	log_info("request %s: reply %s from %s has confidence %s; reflecting "
 	    "(round %u)", req->id, reply_id, a->id, env->has_score ? "below "
@@ -637,6 +672,14 @@ engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
 		    "reply", reply_id, NULL);
 	}
 	engine_account(a, env);
+	if (workspace_enabled()) {
+		char why[320];
+
+		if (workspace_artifacts(a, cr->js, line, env, why,
+		    sizeof why) >= 0 && why[0] != '\0')
+			engine_notice(a, "artifact_refused", "outputs.artifacts",
+			    why, reply_id);
+	}
 
 	if (j != NULL && j->done) {
 		/* The job already has its result; nothing follows. */
@@ -657,7 +700,8 @@ engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
 		free(filled);
 		return;
 	}
-	if (env->intent == INTENT_FINALIZE && env->ctype != CT_ERROR &&
+	if ((env->intent == INTENT_FINALIZE || (req->kind == MSG_REFLECT &&
+	    req->orig_intent == INTENT_FINALIZE)) && env->ctype != CT_ERROR &&
 	    j != NULL && req->kind != MSG_TASK) {
 		engine_job_finish(j, line, len, 0);
 		engine_request_done(req, line, len, 0);
@@ -905,8 +949,9 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	switch (kind) {
 	case NDJSON_TOOLONG:
 		snprintf(why, sizeof why, "a line of %zu bytes exceeds the "
-		    "maximum (%zu bytes) and was dropped", extra,
-		    (size_t)CORRAL_MAX_LINE_DEFAULT);
+		    "maximum (%zu bytes, the largest max_line of the "
+		    "workflow's agents) and was dropped", extra,
+		    cr->stdio.rd.max);
 		log_warnx("stdin: %s", why);
 		engine_notice(NULL, "line_too_long", NULL, why, NULL);
 		return;

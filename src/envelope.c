@@ -22,6 +22,9 @@
 
 #include "corral.h"
 
+/* Append a string literal to a writer. */
+#define ENV_LIT(w, lit)	ndjson_writer_add((w), (lit), sizeof(lit) - 1)
+
 static const char *role_names[] = { "agent", "user", "system", "tool", NULL };
 static const char *ctype_names[] = { "text", "code", "json", "tool_result",
     "error", NULL };
@@ -263,8 +266,29 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
 		    i++) {
 			snprintf(p, sizeof p, "outputs.artifacts[%d]", i);
-			if (env_want(js, e, JT_OBJECT, err, p) != 0 ||
-			    env_req_string(js, s, e, "kind", err, p) != 0 ||
+			if (env_want(js, e, JT_OBJECT, err, p) != 0)
+				return -1;
+			if (jscan_get(js, s, e, "path") != -1) {
+				/* Seed 002's form: a file for the workspace. */
+				if (env_req_string(js, s, e, "path", err, p) != 0 ||
+				    env_opt_string(js, s, e, "content", err,
+				    p) != 0 || env_opt_string(js, s, e, "kind",
+				    err, p) != 0 || env_opt_string(js, s, e,
+				    "name", err, p) != 0)
+					return -1;
+				if ((x = jscan_get(js, s, e, "operation")) != -1) {
+					static const char *const ops[] = {
+					    "create", "update", NULL };
+					snprintf(p, sizeof p,
+					    "outputs.artifacts[%d].operation", i);
+					if (js->tok[x].type != JT_STRING ||
+					    env_enum(js, s, x, ops) < 0)
+						return env_fail(err, p, "%s must "
+						    "be create or update", p);
+				}
+				continue;
+			}
+			if (env_req_string(js, s, e, "kind", err, p) != 0 ||
 			    env_req_string(js, s, e, "name", err, p) != 0 ||
 			    env_opt_string(js, s, e, "inline", err, p) != 0)
 				return -1;
@@ -428,6 +452,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 {
 	const struct jtok	*k;
 	const char		*v;
+	char			 keybuf[32];
 	size_t			 vl;
 	uint32_t		 i, end;
 	int			 t, have_task = 0, have_content = 0;
@@ -448,26 +473,19 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		k = &js->tok[i];
 		t = (int)i + 1;
 		if (k->flags & JT_ESCAPED) {
+			/*
+			 * "\u0074race" is "trace": decode, then check it like
+			 * any other spelling.  No known member is long.
+			 */
 			v = jscan_text(js, s, (int)i, &vl);
-			/* Escaped keys are rare: copy out of the scratch. */
-			char *key = xmemdup0(v, vl);
-			int rc = 0;
-			/* Re-dispatch through json_get for exact matching. */
-			if (strcmp(key, "protocol") == 0 ||
-			    strcmp(key, "role") == 0 ||
-			    strcmp(key, "intent") == 0 ||
-			    strcmp(key, "task") == 0 ||
-			    strcmp(key, "content") == 0 ||
-			    strcmp(key, "timestamp") == 0)
-				rc = env_fail(err, key, "escaped key \"%s\" is "
-				    "not accepted; write it plainly", key);
-			free(key);
-			if (rc != 0)
-				return -1;
-			continue;
+			if (vl >= sizeof keybuf)
+				continue;
+			memcpy(keybuf, v, vl);
+			v = keybuf;
+		} else {
+			v = s + k->off + 1;
+			vl = k->len - 2;
 		}
-		v = s + k->off + 1;
-		vl = k->len - 2;
 #define KEY(lit) (vl == sizeof(lit) - 1 && memcmp(v, lit, vl) == 0)
 		if (KEY("protocol")) {
 			if (env_want(js, t, JT_STRING, err, "protocol") != 0)
@@ -743,11 +761,11 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 
 	/* The new trace: our id and lineage, then the old tags and cost. */
 	ndjson_writer_init(&w, 0, 1);
-	ndjson_writer_add(&w, "{\"id\":", 6);
+	ENV_LIT(&w, "{\"id\":");
 	util_json_string(&w, id, strlen(id));
-	ndjson_writer_add(&w, ",\"parents\":[", 12);
+	ENV_LIT(&w, ",\"parents\":[");
 	util_json_string(&w, reply_id, strlen(reply_id));
-	ndjson_writer_add(&w, "]", 1);
+	ENV_LIT(&w, "]");
 	if (env->trace != -1) {
 		end = js->tok[env->trace].next;
 		for (i = (uint32_t)env->trace + 1; i < end;
@@ -759,12 +777,12 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 			    jscan_str_equal(js, s + key->off, key->len,
 			    key->flags & JT_ESCAPED, "parents", 7))
 				continue;
-			ndjson_writer_add(&w, ",", 1);
+			ENV_LIT(&w, ",");
 			ndjson_writer_add(&w, s + key->off,
 			    val->off + val->len - key->off);
 		}
 	}
-	ndjson_writer_add(&w, "}", 1);
+	ENV_LIT(&w, "}");
 
 	end = js->tok[0].next;
 	for (i = 1; i < end; i = js->tok[i + 1].next) {
@@ -781,7 +799,6 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 		val = &js->tok[env->trace];
 		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail, 0 };
 	} else {
-		ndjson_writer_add(&w, "", 0);
 		/* Insert ,"trace":{...} before the final brace. */
 		char *t = xmalloc(w.tail + 10);
 		memcpy(t, ",\"trace\":", 9);
@@ -833,27 +850,27 @@ envelope_action(struct jscan *js, const char *s, int act, const char *id,
 	args = env_raw(js, s, act, "args", "{}", &al);
 	util_rfc3339(ts, sizeof ts);
 	ndjson_writer_init(&w, 0, 1);
-	ndjson_writer_add(&w, "{\"protocol\":\"multiagent-1.0\",\"role\":"
-	    "\"agent\",\"timestamp\":\"", 55);
+	ENV_LIT(&w, "{\"protocol\":\"multiagent-1.0\",\"role\":"
+	    "\"agent\",\"timestamp\":\"");
 	ndjson_writer_add(&w, ts, strlen(ts));
-	ndjson_writer_add(&w, "\",\"intent\":", 11);
+	ENV_LIT(&w, "\",\"intent\":");
 	ndjson_writer_add(&w, intent, il);
-	ndjson_writer_add(&w, ",\"task\":", 8);
+	ENV_LIT(&w, ",\"task\":");
 	ndjson_writer_add(&w, task, tl);
-	ndjson_writer_add(&w, ",\"inputs\":{\"context\":", 21);
+	ENV_LIT(&w, ",\"inputs\":{\"context\":");
 	if (ctx != NULL)
 		ndjson_writer_add(&w, ctx, ctxlen);
 	else
-		ndjson_writer_add(&w, "\"\"", 2);
-	ndjson_writer_add(&w, ",\"parameters\":", 14);
+		ENV_LIT(&w, "\"\"");
+	ENV_LIT(&w, ",\"parameters\":");
 	ndjson_writer_add(&w, args, al);
-	ndjson_writer_add(&w, "},\"content\":{\"type\":\"text\",\"text\":", 34);
+	ENV_LIT(&w, "},\"content\":{\"type\":\"text\",\"text\":");
 	ndjson_writer_add(&w, task, tl);
-	ndjson_writer_add(&w, "},\"trace\":{\"id\":", 16);
+	ENV_LIT(&w, "},\"trace\":{\"id\":");
 	util_json_string(&w, id, strlen(id));
-	ndjson_writer_add(&w, ",\"parents\":[", 12);
+	ENV_LIT(&w, ",\"parents\":[");
 	util_json_string(&w, parent, strlen(parent));
-	ndjson_writer_add(&w, "]}}", 3);
+	ENV_LIT(&w, "]}}");
 	*outlen = w.tail;
 	out = xmemdup0(w.buf, w.tail);
 	ndjson_writer_free(&w);
@@ -920,7 +937,7 @@ envelope_error(const char *code, const char *category, const char *path,
 	util_rfc3339(ts, sizeof ts);
 	engine_new_id(id, sizeof id);
 	retryable = (strcmp(category, "TIMEOUT") == 0 ||
-	    strcmp(category, "UNAVAILABLE") == 0);
+	    strcmp(category, "UNAVAILABLE") == 0) && engine_transient(code);
 	data = json_pack("{s:s, s:s, s:s, s:b}", "code", code, "category",
 	    category, "message", message, "retryable", retryable);
 	if (data == NULL)

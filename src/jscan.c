@@ -280,9 +280,9 @@ jscan_string(struct jscan *js, const unsigned char *s, size_t n,
 static int
 jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 {
-	size_t	i = 0, lead = 0, intdigits = 0, fraczeros = 0;
-	int	nonzero = 0, in_frac = 0, expneg = 0;
-	long	exp = 0, mag;
+	size_t		i = 0, lead = 0, intdigits = 0, fraczeros = 0;
+	int		nonzero = 0, in_frac = 0, expneg = 0;
+	long long	exp = 0, mag;
 	char	*copy;
 	double	d;
 
@@ -315,7 +315,8 @@ jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 		if (s[i] == '-' || s[i] == '+')
 			expneg = (s[i++] == '-');
 		for (; i < len; i++) {
-			if (exp < 100000)
+			/* Saturate far beyond any digit count a line can hold. */
+			if (exp < 1000000000000000LL)
 				exp = exp * 10 + (s[i] - '0');
 		}
 		if (expneg)
@@ -323,9 +324,9 @@ jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 	}
 	/* The value lies in [10^mag, 10^(mag+1)). */
 	if (intdigits > 0)
-		mag = (long)intdigits - 1 + exp;
+		mag = (long long)intdigits - 1 + exp;
 	else
-		mag = -(long)fraczeros - 1 + exp;
+		mag = -(long long)fraczeros - 1 + exp;
 	(void)lead;
 	if (mag <= 307)
 		return 0;

@@ -67,7 +67,7 @@ log_write(const char *line, size_t len)
 }
 
 /* Format a message with an optional errno suffix and write it. */
-static void
+static void __attribute__((format(printf, 3, 0)))
 log_vemit(int with_errno, int saved_errno, const char *fmt, va_list ap)
 {
 	char	buf[4096];
@@ -185,11 +185,14 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t len)
 	return (size_t)n;
 }
 
-/* Log one line an agent wrote to its stderr, prefixed with its name. */
+/*
+ * Log one line an agent wrote to its stderr, prefixed with its name.  A
+ * line longer than 4096 bytes arrives cut (cut is nonzero) and says so.
+ */
 void
 log_agent_line(const char *name, const char *line, size_t len, size_t cut)
 {
-	char	esc[4096], buf[4400];
+	char	esc[4096 * 4 + 16], buf[sizeof esc + 256];
 	int	n;
 
 	log_escape(esc, sizeof esc, line, len);

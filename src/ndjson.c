@@ -105,13 +105,22 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 
 		if (r->discarding) {
 			r->discarded += chunk;
+			if (chunk > 0)
+				r->last_cr = (data[chunk - 1] == '\r');
 			if (nl == NULL)
 				return;
-			if (!r->truncate)
+			/* The '\r' of a "\r\n" ending does not count. */
+			if (r->last_cr && r->discarded > 0)
+				r->discarded--;
+			r->last_cr = 0;
+			if (r->truncate)
+				cb(arg, NDJSON_CUT, r->buf, r->len, r->discarded);
+			else
 				cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
 			r->discarding = 0;
 			r->discarded = 0;
 			r->lines++;
+			ndjson_drop(r);
 			data = nl + 1;
 			continue;
 		}
@@ -119,15 +128,26 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 		if (r->len + chunk > r->max + 1) {
 			/*
 			 * Too long even allowing for a '\r': never forward
-			 * it.  stderr (truncate mode) still logs the start.
+			 * it.  stderr (truncate mode) keeps the first max bytes
+			 * to log with the count of the rest; otherwise the
+			 * count is the whole line's size.
 			 */
 			if (r->truncate) {
-				if (r->len < r->max)
-					ndjson_hold(r, data, r->max - r->len);
-				cb(arg, NDJSON_CUT, r->buf, r->max, 0);
+				size_t keep = r->len < r->max ? r->max - r->len :
+				    0;
+
+				ndjson_hold(r, data, keep);
+				r->discarding = 1;
+				r->discarded = r->len - r->max;	/* 0 or 1 */
+				r->len = r->max;
+				r->last_cr = 0;
+				/* Count the rest of this chunk in the branch above. */
+				data += keep;
+				continue;
 			}
 			r->discarding = 1;
 			r->discarded = r->len;
+			r->last_cr = r->len > 0 && r->buf[r->len - 1] == '\r';
 			ndjson_drop(r);
 			continue;	/* the discarding branch counts chunk */
 		}
@@ -157,7 +177,9 @@ void
 ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
 {
 	if (r->discarding) {
-		if (!r->truncate)
+		if (r->truncate)
+			cb(arg, NDJSON_CUT, r->buf, r->len, r->discarded);
+		else
 			cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
 		r->discarding = 0;
 		r->discarded = 0;

@@ -213,7 +213,8 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 		log_debug("%s: %.*s", p->agent->id, (int)(len > 200 ? 200 :
 		    len), line);
 	else
-		log_agent_line(p->agent->id, line, len, kind == NDJSON_CUT);
+		log_agent_line(p->agent->id, line, len, kind == NDJSON_CUT ?
+		    extra : 0);
 	/* The tail: the last lines that fit in the buffer. */
 	keep = len + 1 > sizeof p->err_tail - 1 ? sizeof p->err_tail - 2 : len;
 	if (p->err_len + keep + 1 > sizeof p->err_tail - 1) {

@@ -92,12 +92,53 @@ route_potential(const struct agent *a)
 		return 0;
 	if (a->state == AS_FAILED)
 		return 0;
-	if (a->state == AS_STOPPED && ((a->flags & AGENT_NORESTART) ||
-	    a->life_step != 4))
+	if (a->state == AS_STOPPED && a->life_step != 4 &&
+	    !lifecycle_will_restart(a))
 		return 0;
 	if (a->state == AS_STOPPING)
 		return 0;
 	return 1;
+}
+
+/* Move an open circuit to half-open once its reset time has passed. */
+static void
+route_breaker_half(struct agent *a)
+{
+	a->breaker = 2;
+	a->probes = 0;
+	log_info("agent %s: circuit half-open after %gs; %u probes", a->id,
+	    a->conf->breaker_reset, a->conf->breaker_probes);
+	auditlog_event("breaker", a->id, NULL, "state", "half-open", NULL);
+}
+
+/* The reset time of an open circuit passed: let probes through. */
+static void
+route_breaker_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent	*a = w->data;
+
+	if (a->breaker == 1)
+		route_breaker_half(a);
+	route_kick(a);
+}
+
+/* Open an agent's circuit: no work for it until the reset time. */
+static void
+route_breaker_open(struct agent *a, const char *why)
+{
+	a->breaker = 1;
+	a->breaker_at = ev_now(cr->loop);
+	a->breaker_opens++;
+	cr->breaker_trips++;
+	log_warnx("agent %s: circuit open (%s); no work for %gs", a->id, why,
+	    a->conf->breaker_reset);
+	auditlog_event("breaker", a->id, NULL, "state", "open", "reason", why,
+	    NULL);
+	ev_timer_stop(cr->loop, &a->breaker_w);
+	ev_timer_init(&a->breaker_w, route_breaker_cb, a->conf->breaker_reset,
+	    0);
+	a->breaker_w.data = a;
+	ev_timer_start(cr->loop, &a->breaker_w);
 }
 
 /* Return nonzero if the circuit breaker lets a message through to a. */
@@ -109,14 +150,17 @@ route_breaker_allows(struct agent *a)
 	if (a->breaker == 1) {
 		if (ev_now(cr->loop) - a->breaker_at < a->conf->breaker_reset)
 			return 0;
-		a->breaker = 2;
-		a->probes = 0;
-		log_info("agent %s: circuit half-open after %gs", a->id,
-		    a->conf->breaker_reset);
-		auditlog_event("breaker", a->id, NULL, "state", "half-open",
-		    NULL);
+		route_breaker_half(a);
 	}
 	return a->probes < a->conf->breaker_probes;
+}
+
+/* Return nonzero if a's circuit is open (and not yet due to half-open). */
+static int
+route_breaker_open_now(const struct agent *a)
+{
+	return a->breaker == 1 &&
+	    ev_now(cr->loop) - a->breaker_at < a->conf->breaker_reset;
 }
 
 static void	route_dispatch(struct msg *, struct agent *);
@@ -135,6 +179,8 @@ route_ready(struct agent *a)
  * Choose an agent for m among the row's candidates.  *others is set to the
  * number of candidates (other than m->exclude) that exist at all.
  */
+static unsigned int	route_open_circuits;
+
 static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
     int *excluded_exists)
@@ -144,6 +190,7 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 
 	*others = 0;
 	*excluded_exists = 0;
+	route_open_circuits = 0;
 	for (i = 0; i < r->nconfs; i++) {
 		TAILQ_FOREACH(a, &cr->pools[r->confs[i]->index], pool_entry) {
 			if (!route_potential(a))
@@ -157,6 +204,8 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 				continue;
 			}
 			(*others)++;
+			if (route_breaker_open_now(a))
+				route_open_circuits++;
 			if (!route_ready(a))
 				continue;
 			if (best == NULL || a->outstanding < best->outstanding ||
@@ -294,6 +343,13 @@ route_submit(struct msg *m)
 		    "serve intent %s (route %s)", config_intent_name(m->intent),
 		    r->intent == ROUTE_FALLBACK ? "\"*\"" :
 		    config_intent_name(r->intent));
+		return -1;
+	}
+	if (others > 0 && route_open_circuits == others && !excluded) {
+		/* Every candidate's circuit is open: fail fast. */
+		engine_fail(m, "UNAVAILABLE", "circuit_open", "the circuit is "
+		    "open for every agent serving intent %s",
+		    config_intent_name(m->intent));
 		return -1;
 	}
 	if (r->queued >= cr->wf->max_queue) {
@@ -444,21 +500,15 @@ route_fail_all(const char *why)
 void
 route_breaker_failure(struct agent *a)
 {
+	char	why[64];
+
 	if (a->breaker == 2) {
-		a->breaker = 1;
-		a->breaker_at = ev_now(cr->loop);
-		log_warnx("agent %s: circuit open again (probe failed)", a->id);
-		auditlog_event("breaker", a->id, NULL, "state", "open", NULL);
-		cr->breaker_trips++;
+		route_breaker_open(a, "a probe failed");
 		return;
 	}
 	if (a->breaker == 0 && ++a->failures >= a->conf->breaker_failures) {
-		a->breaker = 1;
-		a->breaker_at = ev_now(cr->loop);
-		log_warnx("agent %s: circuit open after %u failures; no work "
-		    "for %gs", a->id, a->failures, a->conf->breaker_reset);
-		auditlog_event("breaker", a->id, NULL, "state", "open", NULL);
-		cr->breaker_trips++;
+		snprintf(why, sizeof why, "%u failures in a row", a->failures);
+		route_breaker_open(a, why);
 	}
 }
 
@@ -469,7 +519,8 @@ route_breaker_success(struct agent *a)
 	a->failures = 0;
 	if (a->breaker == 2) {
 		a->breaker = 0;
-		log_info("agent %s: circuit closed", a->id);
+		ev_timer_stop(cr->loop, &a->breaker_w);
+		log_info("agent %s: circuit closed (a probe succeeded)", a->id);
 		auditlog_event("breaker", a->id, NULL, "state", "closed", NULL);
 	}
 }

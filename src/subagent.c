@@ -93,16 +93,24 @@ subagent_may_reach(struct agent *from, struct agent *to)
 	return !(to->flags & AGENT_HIDDEN) && !(from->flags & AGENT_HIDDEN);
 }
 
-/* Count the alive children of an agent. */
+/*
+ * Count the children of an agent that still take a place under its
+ * fan-out limit: alive, and not already on their way out after
+ * delivering their result.
+ */
 static unsigned int
 subagent_alive_children(struct agent *p)
 {
 	struct agent	*c;
 	unsigned int	 n = 0;
 
-	TAILQ_FOREACH(c, &p->children, sibling)
-		if (lifecycle_alive(c) && !(c->flags & AGENT_DEAD))
-			n++;
+	TAILQ_FOREACH(c, &p->children, sibling) {
+		if (!lifecycle_alive(c) || (c->flags & AGENT_DEAD))
+			continue;
+		if (c->state == AS_STOPPING && c->spawn_task == NULL)
+			continue;
+		n++;
+	}
 	return n;
 }
 
@@ -578,8 +586,7 @@ subagent_method(struct agent *a, const char *m, json_t *id, json_t *params)
 		return 0;
 	}
 	if (strcmp(m, CORRAL_M_SEND) == 0) {
-		subagent_send(a, id, json_is_object(params) ? params :
-		    json_object());
+		subagent_send(a, id, params);
 		return 0;
 	}
 	if (strcmp(m, CORRAL_M_STOP) == 0) {

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corral.h"
@@ -218,6 +219,63 @@ supervisor_std_fds(void)
 		close(fd);
 }
 
+/* Collect the pids of our direct children from /proc. */
+static size_t
+supervisor_children(pid_t *out, size_t max)
+{
+	char		 path[64], buf[512], *p;
+	FILE		*f;
+	size_t		 n = 0;
+	long		 v;
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children",
+	    (long)getpid());
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (n < max && fgets(buf, sizeof buf, f) != NULL) {
+		for (p = buf; *p != '\0' && n < max;) {
+			v = strtol(p, &p, 10);
+			if (v > 0)
+				out[n++] = (pid_t)v;
+			while (*p == ' ' || *p == '\n')
+				p++;
+			if (*p != '\0' && (*p < '0' || *p > '9'))
+				break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Without a pid namespace corral is a child subreaper: descendants that
+ * detached from their agent were reparented to it.  Kill them, and any
+ * they leave behind, and reap them, so nothing outlives corral's exit.
+ */
+static void
+supervisor_sweep(void)
+{
+	pid_t		 kids[256];
+	size_t		 n, i;
+	int		 round, status;
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+
+	for (round = 0; round < 50; round++) {
+		while (waitpid(-1, &status, WNOHANG) > 0)
+			;
+		if ((n = supervisor_children(kids, 256)) == 0)
+			return;
+		for (i = 0; i < n; i++) {
+			if (round == 0)
+				log_info("killing pid %ld, left behind by an "
+				    "agent", (long)kids[i]);
+			(void)kill(kids[i], SIGKILL);
+		}
+		nanosleep(&ts, NULL);
+	}
+	log_warnx("processes left behind by agents could not all be reaped");
+}
+
 /* Write what is left for stdout, blocking: we are about to exit. */
 static void
 supervisor_drain_stdout(void)
@@ -263,23 +321,18 @@ supervisor_print_result(void)
 }
 
 /*
- * Run a workflow: corral run (goal given) or corral serve.  Returns the
- * exit status.
+ * Set up the supervisor's state, loop and modules for a workflow, without
+ * starting anything.  The fuzz targets use this too.
  */
-int
-supervisor_run(struct workflow *wf, int mode, const char *goal,
-    const char *logpath, int output_text)
+void
+supervisor_setup(struct workflow *wf, int mode)
 {
-	struct agent	*a;
-	size_t		 i;
-	unsigned int	 k;
-	uint32_t	 r;
+	uint32_t	r;
 
 	cr = &supervisor_state;
 	memset(cr, 0, sizeof *cr);
 	cr->wf = wf;
 	cr->mode = mode;
-	cr->output_text = output_text;
 	r = arc4random();
 	snprintf(cr->run_id, sizeof cr->run_id, "%06x", r & 0xffffff);
 	TAILQ_INIT(&cr->agents);
@@ -300,6 +353,25 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 	cr->started = ev_now(cr->loop);
 	ev_prepare_init(&cr->prepare_w, supervisor_prepare_cb);
 	ev_prepare_start(cr->loop, &cr->prepare_w);
+	engine_init();
+	route_init();
+	subagent_init();
+}
+
+/*
+ * Run a workflow: corral run (goal given) or corral serve.  Returns the
+ * exit status.
+ */
+int
+supervisor_run(struct workflow *wf, int mode, const char *goal,
+    const char *logpath, int output_text)
+{
+	struct agent	*a;
+	size_t		 i;
+	unsigned int	 k;
+
+	supervisor_setup(wf, mode);
+	cr->output_text = output_text;
 	ev_signal_init(&cr->sigint_w, supervisor_signal_cb, SIGINT);
 	ev_signal_start(cr->loop, &cr->sigint_w);
 	ev_signal_init(&cr->sigterm_w, supervisor_signal_cb, SIGTERM);
@@ -311,13 +383,19 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;
 	}
-	engine_init();
-	route_init();
-	subagent_init();
+	if (workspace_open(wf) != 0) {
+		log_warn("workspace %s", wf->workspace);
+		return EXIT_USAGE;
+	}
 
 	if (mode == MODE_SERVE) {
+		/* An input may be as long as the longest line an agent takes. */
+		size_t max = CORRAL_MAX_LINE_DEFAULT;
+		for (i = 0; i < wf->nagents; i++)
+			if (wf->agents[i].max_line > max)
+				max = wf->agents[i].max_line;
 		chan_init(&cr->stdio, "stdin", STDIN_FILENO, STDOUT_FILENO,
-		    CORRAL_MAX_LINE_DEFAULT, NULL);
+		    max, NULL);
 		cr->stdio.on_line = supervisor_stdin_line;
 		cr->stdio.on_eof = supervisor_stdin_eof;
 		cr->stdio.on_werror = supervisor_stdout_error;
@@ -348,6 +426,8 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 
 	ev_run(cr->loop, 0);
 
+	if (!cr->pidns)
+		supervisor_sweep();
 	progress_stop();
 	chan_flush_all();
 	if (mode == MODE_SERVE)
@@ -372,5 +452,6 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 	    (unsigned long long)cr->replied, (unsigned long long)cr->errored,
 	    (unsigned long long)cr->expired, (unsigned long long)cr->rejected);
 	auditlog_close();
+	workspace_close();
 	return supervisor_exit_status();
 }

@@ -28,6 +28,10 @@ util_parse_duration(const char *s, double *out)
 	char	*end;
 	double	 v;
 
+	if (strcmp(s, "none") == 0 || strcmp(s, "off") == 0) {
+		*out = 0;	/* no limit */
+		return 0;
+	}
 	errno = 0;
 	v = strtod(s, &end);
 	if (end == s || errno != 0 || v < 0 || !isfinite(v))
@@ -352,4 +356,38 @@ util_json_text(const char *s, size_t n)
 	j = json_stringn(w.buf != NULL ? w.buf : "", w.tail);
 	ndjson_writer_free(&w);
 	return j != NULL ? j : json_string("");
+}
+
+/* Return nonzero if n bytes at s are valid UTF-8; else set *bad. */
+int
+util_utf8_valid(const char *s, size_t n, size_t *bad)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 i = 0, k, len;
+	uint32_t		 v;
+
+	while (i < n) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		len = p[i] >= 0xF0 ? 4 : p[i] >= 0xE0 ? 3 : p[i] >= 0xC2 ? 2 : 0;
+		v = len == 4 ? (p[i] & 7u) : len == 3 ? (p[i] & 15u) :
+		    (p[i] & 31u);
+		for (k = 1; len != 0 && k < len; k++) {
+			if (i + k >= n || (p[i + k] & 0xC0) != 0x80) {
+				len = 0;
+				break;
+			}
+			v = (v << 6) | (p[i + k] & 0x3Fu);
+		}
+		if (len == 0 || p[i] > 0xF4 || v > 0x10FFFF ||
+		    (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) ||
+		    (len == 4 && v < 0x10000)) {
+			*bad = i;
+			return 0;
+		}
+		i += len;
+	}
+	return 1;
 }

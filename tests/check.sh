@@ -26,4 +26,23 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600
 
+echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=15}s each, over their seed corpora)"
+corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
+    -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
+work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+for t in framer jscan_diff envelope config control; do
+	mkdir -p "$work/$t"
+	if ! (cd "$work" && "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \
+	    -max_total_time="$CORRAL_FUZZ_SECONDS" -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=0 "$work/$t" \
+	    "$OLDPWD/tests/fuzz/corpus/$t" >"$work/$t.log" 2>&1); then
+		echo "fuzz_$t FAILED:" >&2
+		tail -n 40 "$work/$t.log" >&2
+		ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* 2>/dev/null >&2
+		exit 1
+	fi
+	echo "fuzz_$t: $(grep -E '^Done' "$work/$t.log")"
+done
+
 echo "== all tests passed in $(( $(date +%s) - start ))s"

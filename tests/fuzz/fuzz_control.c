@@ -1,0 +1,55 @@
+/*
+ * Fuzz the JSON-RPC control-frame handler as an agent would drive it: each
+ * input line that jscan accepts and that carries "jsonrpc" goes to
+ * control_agent_frame for an agent of a workflow with nothing to spawn.
+ * Every request must be answered (or refused) without crashing, leaking
+ * or spawning anything.
+ */
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+static struct agent	*fuzz_agent;
+
+/* Build a supervisor with one agent whose stdin goes to /dev/null. */
+static void
+fuzz_setup(void)
+{
+	struct workflow		*wf;
+	struct config_error	 err;
+	static const char	 text[] =
+	    "agents:\n  a:\n    cmd: [/nonexistent/agent]\n    autostart: false\n";
+
+	if ((wf = config_load_string(text, sizeof text - 1, "/fuzz/wf.yaml",
+	    &err)) == NULL)
+		abort();
+	supervisor_setup(wf, MODE_SERVE);
+	fuzz_agent = agent_create(&wf->agents[0], 1, NULL);
+	chan_init(&fuzz_agent->io, fuzz_agent->id, -1,
+	    open("/dev/null", O_WRONLY | O_CLOEXEC), 1 << 20, fuzz_agent);
+	fuzz_agent->state = AS_READY;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char	*s = (const char *)data;
+
+	if (fuzz_agent == NULL)
+		fuzz_setup();
+	if (size > 1 << 16)
+		return 0;
+	if (jscan_run(cr->js, s, size) != 0 || cr->js->tok[0].type !=
+	    JT_OBJECT || jscan_get(cr->js, s, 0, "jsonrpc") == -1)
+		return 0;
+	control_agent_frame(fuzz_agent, s, size);
+	chan_flush_all();
+	agent_reap_dead();
+	return 0;
+}

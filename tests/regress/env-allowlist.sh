@@ -1,0 +1,42 @@
+#!/bin/sh
+# An agent's environment is an allowlist: a secret in corral's environment
+# does not reach it; PATH does, so do the agent's own env: entries, and
+# corral's CORRAL_AGENT_ID, CORRAL_AGENT_NAME, CORRAL_RUN_ID and
+# CORRAL_PROTOCOL.  An env: entry overrides an inherited variable.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  envy:
+    cmd: [$TA, --env, $T/env]
+    env:
+      OWN_VAR: own-value
+      LANG: C.own
+routes:
+  "*": envy
+YAML
+
+export SECRET_TOKEN=hunter2 AWS_SECRET_ACCESS_KEY=xyz LANG=C.inherited
+# corral gets the secret (else this test would prove nothing).
+[ "$(sh -c 'echo $SECRET_TOKEN')" = hunter2 ] || fail "SECRET_TOKEN is not exported (test broken?)"
+corral_run 20 run "$T/wf.yaml" --goal go
+expect_rc 0
+[ -s "$T/env" ] || fail "the agent did not write its environment"
+grep -q '^SECRET_TOKEN=' "$T/env" && fail "SECRET_TOKEN reached the agent"
+grep -q '^AWS_SECRET_ACCESS_KEY=' "$T/env" && fail "AWS_SECRET_ACCESS_KEY reached the agent"
+grep -qx "PATH=$PATH" "$T/env" ||
+    fail "expected PATH=$PATH in the agent's environment, saw: $(grep '^PATH=' "$T/env")"
+grep -qx 'OWN_VAR=own-value' "$T/env" || fail "expected OWN_VAR=own-value from env:"
+grep -qx 'LANG=C.own' "$T/env" ||
+    fail "expected env: to override LANG (LANG=C.own), saw: $(grep '^LANG=' "$T/env")"
+[ "$(grep -c '^LANG=' "$T/env")" -eq 1 ] || fail "LANG is set twice: $(grep '^LANG=' "$T/env")"
+grep -qx 'CORRAL_AGENT_ID=envy' "$T/env" ||
+    fail "expected CORRAL_AGENT_ID=envy, saw: $(grep '^CORRAL_AGENT_ID' "$T/env")"
+grep -qx 'CORRAL_AGENT_NAME=envy' "$T/env" || fail "expected CORRAL_AGENT_NAME=envy"
+grep -qx 'CORRAL_PROTOCOL=1' "$T/env" || fail "expected CORRAL_PROTOCOL=1"
+grep -q '^CORRAL_RUN_ID=..*' "$T/env" || fail "expected CORRAL_RUN_ID"
+# Nothing outside the documented allowlist.
+extra=$(sed 's/=.*//' "$T/env" | grep -Ev '^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_.*|TZ|TERM|TMPDIR|SHELL|OWN_VAR|CORRAL_AGENT_ID|CORRAL_AGENT_NAME|CORRAL_RUN_ID|CORRAL_PROTOCOL)$' | tr '\n' ' ')
+[ -z "$extra" ] || fail "variables outside the allowlist reached the agent: $extra"
+expect_no_leftovers
+exit 0

@@ -1,0 +1,55 @@
+#!/bin/sh
+# An agent sees only descriptors 0, 1 and 2, even when corral inherits
+# extra ones (7 and 9 here) and holds its own (pipes to other agents, the
+# audit log); also after a restart, and with or without the pid namespace.
+# corral's own descriptor count does not grow across restarts.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  a:
+    cmd: [$TA, --fds, $T/a.fds]
+  b:
+    cmd: [$TA, --fds, $T/b.fds, --record, $T/b.rec, --die-after, "100"]
+    restart: {policy: permanent, max: 10, within: 60s, backoff: 1s, backoff_max: 1s}
+routes:
+  "*": a
+YAML
+
+exec 7</dev/null 9>"$T/nine"
+for mode in pidns nopidns; do
+	if [ $mode = nopidns ]; then
+		export CORRAL_NO_PIDNS=1
+	else
+		unset CORRAL_NO_PIDNS
+	fi
+	rm -f "$T"/*.fds "$T/b.rec"
+	serve_start "$T/wf.yaml" -v --log "$T/audit.ndjson"
+	wait_for '[ -s "$T/a.fds" ]' 10 || fail "$mode: agent a did not list its fds"
+	sup=$(supervisor_pid)
+	[ -e "/proc/$sup/fd/9" ] ||
+	    fail "$mode: corral (pid $sup) did not inherit fd 9 (test broken?)"
+	# Count corral's fds while b waits to restart (its pipes are closed),
+	# after its first and after its second crash.
+	wait_for '[ "$(log_count "corral: agent b: restarting in")" -ge 1 ]' 10 ||
+	    fail "$mode: agent b was not restarted"
+	n1=$(fd_count "$sup")
+	wait_for '[ "$(log_count "corral: agent b: restarting in")" -ge 2 ]' 10 ||
+	    fail "$mode: agent b was not restarted twice"
+	n2=$(fd_count "$sup")
+	wait_for '[ "$(grep -c "^start " "$T/b.rec")" -ge 3 ] && [ -s "$T/b.fds" ]' 10 ||
+	    fail "$mode: agent b did not start a third time"
+	for f in a b; do
+		got=$(sed 's/^fd \([0-9]*\) .*/\1/' "$T/$f.fds" | sort -n | tr '\n' ' ')
+		[ "$got" = "0 1 2 " ] ||
+		    fail "$mode: expected agent $f to have fds 0 1 2 only, it has: $(cat "$T/$f.fds")"
+	done
+	note "$mode: corral holds $n1 fds after b's first crash, $n2 after its second"
+	[ "$n2" -le "$n1" ] ||
+	    fail "$mode: corral's fds grew from $n1 to $n2 across a restart: $(ls -l /proc/$sup/fd)"
+	serve_eof
+	corral_wait 10
+	expect_rc 0
+done
+expect_no_leftovers
+exit 0

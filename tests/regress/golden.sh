@@ -1,0 +1,129 @@
+#!/bin/sh
+# Golden tests of `corral check` (as OpenBSD's bgpd config regress does):
+# every workflow in tests/golden/ is checked from its own directory.
+#
+#   NAME.yaml, NAME.json      must pass (exit 0, nothing on stderr) and print
+#                             exactly NAME.ok; run again from the parent
+#                             directory, the output must not change
+#   bad-NAME.yaml, .json      must fail with exit status 2 and print exactly
+#                             bad-NAME.err on stderr
+#
+# UPDATE=1 sh tests/regress/golden.sh rewrites the .ok and .err files from
+# what corral prints now; review the diff before keeping it.
+#
+# ctest sets CORRAL (the binary) and TESTDIR (the tests directory); run by
+# hand, CORRAL defaults to build/corral in the source tree.
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+: "${TESTDIR:=$(dirname "$here")}"
+: "${CORRAL:=$(dirname "$TESTDIR")/build/corral}"
+GOLDEN="$TESTDIR/golden"
+UPDATE="${UPDATE:-0}"
+
+[ -x "$CORRAL" ] || { echo "SKIPPED: no corral binary at $CORRAL"; exit 77; }
+[ -d "$GOLDEN" ] || { echo "golden: no directory $GOLDEN"; exit 1; }
+case "$CORRAL" in
+/*) ;;
+*) CORRAL="$(pwd)/$CORRAL" ;;
+esac
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/corral-golden.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+
+# Programs are looked up on a fixed PATH, and nothing else.
+PATH=/usr/local/bin:/usr/bin:/bin
+export PATH
+unset CORRAL_AGENT_PATH
+
+failed=0
+passed=0
+
+# Report one failure.
+fail() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+
+# Compare what corral printed with the expected file, or rewrite it.
+compare() {
+	want=$1 got=$2 what=$3
+	if [ "$UPDATE" = 1 ]; then
+		cp "$got" "$want"
+		return 0
+	fi
+	if [ ! -f "$want" ]; then
+		fail "$what: no expected file $(basename "$want") (UPDATE=1 makes it)"
+		return 1
+	fi
+	if ! diff -u "$want" "$got"; then
+		fail "$what: output differs from $(basename "$want")"
+		return 1
+	fi
+	return 0
+}
+
+# No output may name the checkout: it must read the same everywhere.
+no_checkout_paths() {
+	if grep -F -e "$GOLDEN" -e "$TESTDIR" "$1" >/dev/null; then
+		fail "$2: output holds an absolute path of this checkout:"
+		grep -F -e "$GOLDEN" -e "$TESTDIR" "$1"
+		return 1
+	fi
+	return 0
+}
+
+for f in "$GOLDEN"/*.yaml "$GOLDEN"/*.json; do
+	[ -f "$f" ] || continue
+	name=$(basename "$f")
+	base="${f%.*}"
+	case "$name" in
+	bad-*)
+		(cd "$GOLDEN" && "$CORRAL" check "$name") >"$T/out" 2>"$T/err"
+		rc=$?
+		ok=1
+		if [ "$UPDATE" != 1 ] && [ "$rc" -ne 2 ]; then
+			fail "$name: exit status $rc, expected 2"
+			ok=0
+		fi
+		compare "$base.err" "$T/err" "$name" || ok=0
+		no_checkout_paths "$T/err" "$name" || ok=0
+		;;
+	*)
+		(cd "$GOLDEN" && "$CORRAL" check "$name") >"$T/out" 2>"$T/err"
+		rc=$?
+		ok=1
+		if [ "$rc" -ne 0 ]; then
+			fail "$name: exit status $rc, expected 0"
+			ok=0
+		fi
+		if [ -s "$T/err" ]; then
+			fail "$name: unexpected output on stderr:"
+			cat "$T/err"
+			ok=0
+		fi
+		compare "$base.ok" "$T/out" "$name" || ok=0
+		no_checkout_paths "$T/out" "$name" || ok=0
+		# Relative commands resolve against the file, not the cwd.
+		(cd "$GOLDEN/.." && "$CORRAL" check "golden/$name") \
+		    >"$T/out2" 2>"$T/err2"
+		rc=$?
+		if [ "$rc" -ne 0 ] || ! cmp -s "$T/out" "$T/out2"; then
+			fail "$name: checked from the parent directory: exit" \
+			    "status $rc, or different output:"
+			cat "$T/err2"
+			diff -u "$T/out" "$T/out2"
+			ok=0
+		fi
+		;;
+	esac
+	[ "$ok" = 1 ] && passed=$((passed + 1))
+done
+
+if [ "$UPDATE" = 1 ]; then
+	echo "golden: rewrote the expected output of $passed fixtures"
+	exit 0
+fi
+echo "golden: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

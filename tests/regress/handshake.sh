@@ -1,0 +1,39 @@
+#!/bin/sh
+# ready: handshake -- an agent gets no work before its map/connect.  The
+# agent waits 500ms before it connects, counting every envelope that
+# arrives meanwhile; corral must hold the goal (queued) until the agent
+# is READY, then deliver it.  An agent with ready: spawn gets the goal at
+# once, which shows the agent would have seen an early envelope.
+. "$(dirname "$0")/lib.sh"
+
+for ready in handshake spawn; do
+	cat >"$T/wf.yaml" <<YAML
+agents:
+  hs:
+    cmd: [$TA, --record, $T/$ready.rec, --handshake, "500"]
+    ready: $ready
+routes:
+  "*": hs
+YAML
+	corral_run 20 run "$T/wf.yaml" --goal go -v
+	expect_rc 0
+	grep -q '"text":"ok hs"' "$OUT" || fail "ready: $ready: expected hs's reply on stdout"
+	early=$(sed -n 's/^early //p' "$T/$ready.rec")
+	note "ready: $ready: $early envelopes before map/connect"
+	if [ $ready = handshake ]; then
+		[ "$early" = 0 ] ||
+		    fail "ready: handshake: expected no envelope before map/connect, the agent got $early: $(grep '^recv {"protocol"' "$T/$ready.rec" | head -n 1 | cut -c1-200)"
+		log_has 'corral: agent hs: INITIALIZING -> READY (handshake)' ||
+		    fail "expected 'agent hs: INITIALIZING -> READY (handshake)' in the log"
+		# The map/connect response came back.
+		grep -q '^recv {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1' "$T/$ready.rec" ||
+		    fail "expected a map/connect result; the agent got: $(grep '^recv' "$T/$ready.rec" | cut -c1-200)"
+		log_has 'READY (ready at spawn)' &&
+		    fail "ready: handshake: the agent was READY at spawn"
+	else
+		[ "$early" = 1 ] ||
+		    fail "ready: spawn: expected the goal before map/connect, the agent got $early envelopes"
+	fi
+done
+expect_no_leftovers
+exit 0

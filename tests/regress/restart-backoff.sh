@@ -1,0 +1,42 @@
+#!/bin/sh
+# A crashing agent is restarted with backoff: at least 1 s between spawns
+# (the agent records its own start times), growing with each restart, and
+# the log says why it restarted.  The third incarnation answers the goal.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  crash:
+    cmd: [$TA, --record, $T/rec, --crash-first, "2", --handshake, "0"]
+    ready: handshake
+    restart: {policy: transient, max: 5, within: 60s, backoff: 1s, backoff_max: 30s}
+routes:
+  "*": crash
+YAML
+
+corral_run 20 run "$T/wf.yaml" --goal go -v
+expect_rc 0
+grep -q '"ok crash"' "$OUT" || fail "expected the third incarnation's reply on stdout"
+
+starts=$(grep -c '^start ' "$T/rec")
+[ "$starts" -eq 3 ] || fail "expected 3 spawns, the agent recorded $starts"
+[ "$(log_count 'corral: agent crash: spawned (pid ')" -eq 3 ] ||
+    fail "expected 3 'spawned' lines in the log, saw $(log_count 'spawned (pid')"
+
+# The restart reason: the exit status, in the transition and the restart line.
+[ "$(log_count 'corral: agent crash: INITIALIZING -> STOPPED (exit status 1)')" -eq 2 ] ||
+    fail "expected 2 'INITIALIZING -> STOPPED (exit status 1)' lines"
+[ "$(grep -c 'corral: agent crash: restarting in [0-9.]*s (exit status 1)' "$ERR")" -eq 2 ] ||
+    fail "expected 2 'restarting in Ns (exit status 1)' lines"
+
+# Gaps between the recorded start times (monotonic clock).
+gaps=$(awk '/^start / { if (n++) printf "%.3f ", $3 - prev; prev = $3 }' "$T/rec")
+note "gaps between spawns: $gaps"
+set -- $gaps
+# 1 s minimum; allow 50 ms for the loop's cached clock and exec latency.
+fcmp "$1" ">=" 0.95 || fail "expected >= 1s before the first restart, saw ${1}s"
+# backoff 1s doubles (with 20% jitter): the second wait is at least 1.6 s.
+fcmp "$2" ">=" 1.55 || fail "expected the backoff to grow to >= 1.6s, saw ${2}s"
+fcmp "$2" ">" "$1" || fail "expected the second gap ($2) above the first ($1)"
+expect_no_leftovers
+exit 0

@@ -1,0 +1,627 @@
+/*
+ * testagent: a configurable agent for the regress scripts.
+ *
+ * It answers every request envelope with a finalize reply whose
+ * trace.parents names the request, answers heartbeat pings, ignores
+ * notices and other kinds, and stops at EOF on stdin.  Options add the
+ * misbehaviour a script wants to see supervised:
+ *
+ *   --record FILE      append "start HOSTPID SECONDS" at start (monotonic
+ *                      clock), "recv LINE" for every line read, "early N"
+ *                      and "connect" around a handshake, "eof" at EOF
+ *   --pidfile FILE     write the host pid (not the namespace pid) to FILE
+ *   --exit N           exit with status N right after starting
+ *   --crash-first N    exit 1 at start while FILE (--record) holds at most
+ *                      N start lines, i.e. crash in the first N runs
+ *   --crash-after N    exit 3 on receiving the Nth request
+ *   --die-after MS     exit 1 MS milliseconds after starting
+ *   --ignore-term      ignore SIGTERM, and keep running after EOF
+ *   --linger           keep running after EOF (SIGTERM still kills)
+ *   --grandchild FILE  double-fork a grandchild that calls setsid(), puts
+ *                      /dev/null on 0-2, writes its host pid to FILE and
+ *                      sleeps (for --grandchild-life MS, else for ever)
+ *   --grandchild-keep  the grandchild keeps the agent's stdout and stderr
+ *   --stderr-bytes N   write N bytes to stderr, in 1 KiB lines
+ *                      "testagent-flood NNNNN xxx...", before each reply
+ *   --stderr-line N    write one N-byte line "testagent-long LLL..." to
+ *                      stderr before each reply (after --stderr-bytes)
+ *   --oversize N       write an N-byte line and the reply in one write
+ *   --fds FILE         list the open descriptors into FILE at start
+ *   --env FILE         write the environment into FILE at start
+ *   --no-pings         never answer pings
+ *   --pause-file FILE  do not answer pings while FILE exists
+ *   --handshake MS     wait MS milliseconds, record how many envelopes
+ *                      arrived meanwhile ("early N"), then send map/connect
+ *   --hang             read requests but never answer them
+ *   --reply-text TEXT  the reply's content.text (default "ok AGENT_ID")
+ *
+ * Pids are reported as host pids (readlink /proc/self), which is what a
+ * script outside corral's pid namespace can kill.
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* vasprintf */
+#endif
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char	*record_path;
+static const char	*pidfile;
+static const char	*grandchild_path;
+static const char	*fds_path;
+static const char	*env_path;
+static const char	*pause_path;
+static const char	*reply_text;
+static int		 exit_code = -1;
+static int		 crash_first = -1;
+static long		 crash_after = -1;
+static long		 die_after = -1;
+static int		 ignore_term;
+static int		 linger;
+static long		 grandchild_life;
+static int		 grandchild_keep;
+static long		 stderr_bytes;
+static long		 stderr_line;
+static long		 oversize;
+static int		 no_pings;
+static long		 handshake_ms = -1;
+static int		 hang;
+static long		 requests;
+static long		 early;
+static int		 connected;
+
+static char		*inbuf;
+static size_t		 inlen, incap;
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: testagent [--record FILE] [--pidfile FILE] "
+	    "[--exit N] [--crash-first N] [--crash-after N] [--die-after MS] "
+	    "[--ignore-term] [--linger] [--grandchild FILE] "
+	    "[--grandchild-life MS] [--grandchild-keep] [--stderr-bytes N] "
+	    "[--stderr-line N] [--oversize N] [--fds FILE] [--env FILE] [--no-pings] "
+	    "[--pause-file FILE] [--handshake MS] [--hang] "
+	    "[--reply-text TEXT]\n");
+	exit(64);
+}
+
+/* The host pid: /proc is the host's even inside corral's pid namespace. */
+static long
+host_pid(void)
+{
+	char	buf[32];
+	ssize_t	n;
+
+	n = readlink("/proc/self", buf, sizeof buf - 1);
+	if (n <= 0)
+		return (long)getpid();
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+static double
+mono(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Write all of buf to fd, blocking. */
+static int
+write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		n = write(fd, buf, len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Append one line to the record file with a single write. */
+static void __attribute__((format(printf, 1, 2)))
+record(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s = NULL, *t;
+	int	 n, fd;
+
+	if (record_path == NULL)
+		return;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	fd = open(record_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd != -1) {
+		if ((t = realloc(s, (size_t)n + 2)) != NULL) {
+			s = t;
+			s[n] = '\n';
+			(void)write_all(fd, s, (size_t)n + 1);
+		}
+		close(fd);
+	}
+	free(s);
+}
+
+/* Write "PID\n" to path atomically (through a temporary and rename). */
+static void
+write_pidfile(const char *path, long pid)
+{
+	char	tmp[4096], buf[32];
+	int	fd, n;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, pid);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+		return;
+	n = snprintf(buf, sizeof buf, "%ld\n", pid);
+	(void)write_all(fd, buf, (size_t)n);
+	close(fd);
+	(void)rename(tmp, path);
+}
+
+/* Count the "start" lines in the record file. */
+static int
+count_starts(void)
+{
+	FILE	*f;
+	char	 line[8192];
+	int	 n = 0;
+
+	if (record_path == NULL || (f = fopen(record_path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "start ", 6) == 0)
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void
+msleep(long ms)
+{
+	struct timespec	ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* List our open descriptors ("fd N -> target") into path. */
+static void
+list_fds(const char *path)
+{
+	DIR		*d;
+	struct dirent	*de;
+	FILE		*f;
+	char		 p[300], target[4096];
+	ssize_t		 n;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return;
+	if ((f = fopen(path, "w")) == NULL) {
+		closedir(d);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (atoi(de->d_name) == dirfd(d) || atoi(de->d_name) ==
+		    fileno(f))
+			continue;
+		snprintf(p, sizeof p, "/proc/self/fd/%s", de->d_name);
+		n = readlink(p, target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		fprintf(f, "fd %s -> %s\n", de->d_name, target);
+	}
+	fclose(f);
+	closedir(d);
+}
+
+/* Write the environment into path, one variable a line. */
+static void
+dump_env(const char *path)
+{
+	FILE	*f;
+	char	**e;
+
+	if ((f = fopen(path, "w")) == NULL)
+		return;
+	for (e = environ; *e != NULL; e++)
+		fprintf(f, "%s\n", *e);
+	fclose(f);
+}
+
+/* Start a detached grandchild in its own session. */
+static void
+spawn_grandchild(void)
+{
+	pid_t	pid, gc;
+	int	fd, st;
+
+	if ((pid = fork()) == -1)
+		return;
+	if (pid == 0) {
+		if (setsid() == -1)
+			_exit(1);
+		if ((gc = fork()) != 0)
+			_exit(gc == -1);
+		/* The grandchild. */
+		if ((fd = open("/dev/null", O_RDWR)) != -1) {
+			dup2(fd, 0);
+			if (!grandchild_keep) {
+				dup2(fd, 1);
+				dup2(fd, 2);
+			}
+			if (fd > 2)
+				close(fd);
+		}
+		write_pidfile(grandchild_path, host_pid());
+		if (grandchild_life > 0) {
+			msleep(grandchild_life);
+			_exit(0);
+		}
+		for (;;)
+			pause();
+	}
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+}
+
+/* Find the string value of "key":"..." after p, up to end; copy to out. */
+static int
+find_string(const char *p, const char *end, const char *key, char *out,
+    size_t outlen)
+{
+	size_t		 kl = strlen(key), i;
+	const char	*q;
+
+	for (q = p; q + kl < end; q++) {
+		if (memcmp(q, key, kl) != 0)
+			continue;
+		q += kl;
+		for (i = 0; q < end && *q != '"' && i + 1 < outlen; q++)
+			out[i++] = *q;
+		out[i] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
+/* The request's trace.id, or "" when it has none. */
+static void
+trace_id(const char *line, char *out, size_t outlen)
+{
+	const char	*t, *end;
+	int		 depth = 0;
+
+	out[0] = '\0';
+	if ((t = strstr(line, "\"trace\":{")) == NULL)
+		return;
+	/* The end of the trace object. */
+	for (end = t + 8; *end != '\0'; end++) {
+		if (*end == '{')
+			depth++;
+		else if (*end == '}' && --depth == 0)
+			break;
+	}
+	(void)find_string(t, end, "\"id\":\"", out, outlen);
+}
+
+/* Write the reply to a request, with whatever comes before it. */
+static void
+reply(const char *line)
+{
+	char	 id[128], text[256], *buf, *p;
+	size_t	 cap, len = 0;
+	long	 i, n;
+	const char *aid = getenv("CORRAL_AGENT_ID");
+
+	trace_id(line, id, sizeof id);
+	if (stderr_bytes > 0) {
+		char	l[1024];
+
+		/* 1 KiB lines: 22 bytes of header, padding, newline. */
+		for (i = 0, n = 0; n < stderr_bytes; i++) {
+			size_t ll = sizeof l;
+
+			if ((long)ll > stderr_bytes - n)
+				ll = (size_t)(stderr_bytes - n);
+			memset(l, 'x', ll);
+			snprintf(text, sizeof text, "testagent-flood %05ld ", i);
+			memcpy(l, text, strlen(text) < ll ? strlen(text) : ll);
+			l[ll - 1] = '\n';
+			if (write_all(2, l, ll) == -1)
+				break;
+			n += (long)ll;
+		}
+	}
+	if (stderr_line > 0) {
+		char	*l;
+
+		if ((l = malloc((size_t)stderr_line + 1)) == NULL)
+			exit(70);
+		memset(l, 'L', (size_t)stderr_line);
+		memcpy(l, "testagent-long ", stderr_line > 15 ? 15 :
+		    (size_t)stderr_line);
+		l[stderr_line] = '\n';
+		(void)write_all(2, l, (size_t)stderr_line + 1);
+		free(l);
+	}
+	snprintf(text, sizeof text, "%s", reply_text != NULL ? reply_text :
+	    "ok");
+	cap = 1024 + (oversize > 0 ? (size_t)oversize : 0);
+	if ((buf = malloc(cap)) == NULL)
+		exit(70);
+	if (oversize > 0) {
+		static const char head[] = "{\"protocol\":\"multiagent-1.0\","
+		    "\"role\":\"agent\",\"intent\":\"finalize\",\"task\":"
+		    "\"oversized\",\"content\":{\"type\":\"text\",\"text\":\"";
+		static const char tail[] = "\"}}\n";
+		long fill = oversize - (long)(sizeof head - 1) -
+		    (long)(sizeof tail - 2);
+
+		p = buf;
+		memcpy(p, head, sizeof head - 1);
+		p += sizeof head - 1;
+		if (fill > 0) {
+			memset(p, 'O', (size_t)fill);
+			p += fill;
+		}
+		memcpy(p, tail, sizeof tail - 1);
+		p += sizeof tail - 1;
+		len = (size_t)(p - buf);
+	}
+	n = snprintf(buf + len, cap - len, "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"finalize\",\"task\":\"reply\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"%s %s\"},"
+	    "\"confidence\":{\"score\":0.9}", text, aid != NULL ? aid : "?");
+	len += (size_t)n;
+	if (id[0] != '\0')
+		n = snprintf(buf + len, cap - len, ",\"trace\":{\"parents\":"
+		    "[\"%s\"]}}\n", id);
+	else
+		n = snprintf(buf + len, cap - len, "}\n");
+	len += (size_t)n;
+	if (write_all(1, buf, len) == -1)
+		exit(0);
+	free(buf);
+}
+
+/* Answer a JSON-RPC frame: pings only. */
+static void
+control(const char *line)
+{
+	const char	*p;
+	char		 id[64], out[160];
+	size_t		 i;
+	int		 n;
+
+	if (strstr(line, "\"method\":\"ping\"") == NULL)
+		return;
+	if (no_pings || (pause_path != NULL && access(pause_path, F_OK) == 0))
+		return;
+	if ((p = strstr(line, "\"id\":")) == NULL)
+		return;
+	p += 5;
+	for (i = 0; p[i] != '\0' && p[i] != ',' && p[i] != '}' &&
+	    i + 1 < sizeof id; i++)
+		id[i] = p[i];
+	id[i] = '\0';
+	n = snprintf(out, sizeof out, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+	    "\"result\":{}}\n", id);
+	if (write_all(1, out, (size_t)n) == -1)
+		exit(0);
+}
+
+/* Handle one line read on stdin. */
+static void
+handle(const char *line)
+{
+	record("recv %s", line);
+	if (*line == '\0')
+		return;
+	if (strstr(line, "\"jsonrpc\"") != NULL) {
+		control(line);
+		return;
+	}
+	if (!connected)
+		early++;
+	if (strstr(line, "\"kind\":\"") != NULL &&
+	    (strstr(line, "\"kind\":\"notice\"") != NULL ||
+	    strstr(line, "\"kind\":\"message\"") != NULL ||
+	    strstr(line, "\"kind\":\"child_result\"") != NULL))
+		return;
+	requests++;
+	if (crash_after > 0 && requests >= crash_after) {
+		record("crash");
+		exit(3);
+	}
+	if (hang)
+		return;
+	reply(line);
+}
+
+/* Read what is available on stdin and handle the complete lines. */
+static int
+read_some(void)
+{
+	ssize_t	 n;
+	char	*nl, *start;
+
+	if (incap - inlen < 65536) {
+		incap = incap ? incap * 2 : 131072;
+		if ((inbuf = realloc(inbuf, incap)) == NULL)
+			exit(70);
+	}
+	n = read(0, inbuf + inlen, incap - inlen - 1);
+	if (n == -1)
+		return errno == EINTR || errno == EAGAIN ? 1 : 0;
+	if (n == 0)
+		return 0;
+	inlen += (size_t)n;
+	start = inbuf;
+	while ((nl = memchr(start, '\n', inlen - (size_t)(start - inbuf))) !=
+	    NULL) {
+		*nl = '\0';
+		handle(start);
+		start = nl + 1;
+	}
+	inlen -= (size_t)(start - inbuf);
+	memmove(inbuf, start, inlen);
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct pollfd	 pfd;
+	double		 until;
+	long		 hp;
+	int		 i, left;
+	const char	*o;
+
+	for (i = 1; i < argc; i++) {
+		o = argv[i];
+#define ARG() (i + 1 < argc ? argv[++i] : (usage(), (char *)NULL))
+		if (strcmp(o, "--record") == 0)
+			record_path = ARG();
+		else if (strcmp(o, "--pidfile") == 0)
+			pidfile = ARG();
+		else if (strcmp(o, "--exit") == 0)
+			exit_code = atoi(ARG());
+		else if (strcmp(o, "--crash-first") == 0)
+			crash_first = atoi(ARG());
+		else if (strcmp(o, "--crash-after") == 0)
+			crash_after = atol(ARG());
+		else if (strcmp(o, "--die-after") == 0)
+			die_after = atol(ARG());
+		else if (strcmp(o, "--ignore-term") == 0)
+			ignore_term = 1;
+		else if (strcmp(o, "--linger") == 0)
+			linger = 1;
+		else if (strcmp(o, "--grandchild") == 0)
+			grandchild_path = ARG();
+		else if (strcmp(o, "--grandchild-life") == 0)
+			grandchild_life = atol(ARG());
+		else if (strcmp(o, "--grandchild-keep") == 0)
+			grandchild_keep = 1;
+		else if (strcmp(o, "--stderr-bytes") == 0)
+			stderr_bytes = atol(ARG());
+		else if (strcmp(o, "--stderr-line") == 0)
+			stderr_line = atol(ARG());
+		else if (strcmp(o, "--oversize") == 0)
+			oversize = atol(ARG());
+		else if (strcmp(o, "--fds") == 0)
+			fds_path = ARG();
+		else if (strcmp(o, "--env") == 0)
+			env_path = ARG();
+		else if (strcmp(o, "--no-pings") == 0)
+			no_pings = 1;
+		else if (strcmp(o, "--pause-file") == 0)
+			pause_path = ARG();
+		else if (strcmp(o, "--handshake") == 0)
+			handshake_ms = atol(ARG());
+		else if (strcmp(o, "--hang") == 0)
+			hang = 1;
+		else if (strcmp(o, "--reply-text") == 0)
+			reply_text = ARG();
+		else
+			usage();
+	}
+
+	/* Before anything else can open a descriptor. */
+	if (fds_path != NULL)
+		list_fds(fds_path);
+	hp = host_pid();
+	record("start %ld %.6f", hp, mono());
+	if (pidfile != NULL)
+		write_pidfile(pidfile, hp);
+	if (env_path != NULL)
+		dump_env(env_path);
+	if (ignore_term)
+		signal(SIGTERM, SIG_IGN);
+	if (exit_code >= 0)
+		exit(exit_code);
+	if (crash_first >= 0 && count_starts() <= crash_first) {
+		record("crash");
+		exit(1);
+	}
+	if (grandchild_path != NULL)
+		spawn_grandchild();
+
+	connected = handshake_ms < 0;
+	if (handshake_ms >= 0) {
+		/* Anything corral sends before our map/connect is early. */
+		until = mono() + (double)handshake_ms / 1000;
+		while ((left = (int)((until - mono()) * 1000)) > 0) {
+			pfd.fd = 0;
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, left) == 1 && !read_some())
+				break;
+		}
+		record("early %ld", early);
+		connected = 1;
+		record("connect");
+		if (write_all(1, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"map/connect\",\"params\":{\"name\":\"testagent\"}}\n",
+		    strlen("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"map/connect\",\"params\":{\"name\":\"testagent\"}}\n"))
+		    == -1)
+			exit(0);
+	}
+
+	until = die_after >= 0 ? mono() + (double)die_after / 1000 : 0;
+	for (;;) {
+		pfd.fd = 0;
+		pfd.events = POLLIN;
+		left = -1;
+		if (die_after >= 0) {
+			left = (int)((until - mono()) * 1000);
+			if (left <= 0) {
+				record("die");
+				exit(1);
+			}
+		}
+		if (poll(&pfd, 1, left) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd.revents == 0)
+			continue;
+		if (!read_some())
+			break;
+	}
+	record("eof");
+	if (ignore_term || linger)
+		for (;;)
+			pause();
+	return 0;
+}

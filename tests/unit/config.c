@@ -1,0 +1,997 @@
+/*
+ * Unit tests of the workflow-file loader (src/config.c).
+ *
+ * Good workflows, in YAML and JSON form, must load into exactly the
+ * settings they spell (and the documented defaults for the rest); bad ones
+ * must be refused with a message naming the key and the line and column
+ * where a text editor would show the problem.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "corral.h"
+
+/* Load a workflow that must be valid. */
+static struct workflow *
+load(const char *text)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+
+	wf = config_load_string(text, strlen(text), "test.yaml", &err);
+	if (wf == NULL)
+		fail_msg("valid workflow refused at %d:%d: %s\n%s", err.line,
+		    err.column, err.msg, text);
+	return wf;
+}
+
+/* Print a workflow as `corral check` does, into a new string. */
+static char *
+print_workflow(const struct workflow *wf)
+{
+	char	*out = NULL;
+	size_t	 len = 0;
+	FILE	*f;
+
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config_print(f, wf);
+	fclose(f);
+	return out;
+}
+
+/* Find an agent's environment variable, or NULL. */
+static const char *
+env_get(const struct agent_conf *ac, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < ac->nenv; i++)
+		if (ac->env[i].key != NULL && strcmp(ac->env[i].key, key) == 0)
+			return ac->env[i].value;
+	return NULL;
+}
+
+/* Find an agent's resource limit, or -2 when it sets none. */
+static long long
+limit_get(const struct agent_conf *ac, int resource)
+{
+	size_t	i;
+
+	for (i = 0; i < ac->nlimits; i++)
+		if (ac->limits[i].resource == resource)
+			return ac->limits[i].value;
+	return -2;
+}
+
+/* A workflow that sets every key (defaults: apart). */
+static const char full_yaml[] =
+	"# A workflow with every key.\n"
+	"name: full\n"
+	"description: \"Every key there is\"\n"
+	"start: decompose\n"
+	"defaults:\n"
+	"  timeout: 45s\n"
+	"  restart: permanent\n"
+	"  max_line: 64KiB\n"
+	"agents:\n"
+	"  planner:\n"
+	"    cmd: [/bin/cat, --flag, \"quoted arg\"]\n"
+	"    instances: 3\n"
+	"    autostart: false\n"
+	"    role: planning\n"
+	"    description: Plans things\n"
+	"    ready: handshake\n"
+	"    heartbeat: 2s\n"
+	"    restart: {policy: transient, max: 7, within: 2m, backoff: 3s,\n"
+	"        backoff_max: 1m}\n"
+	"    env: {A: x, B: \"2\", EMPTY: \"\"}\n"
+	"    cwd: /tmp\n"
+	"    max_line: 2MiB\n"
+	"    max_inflight: 4\n"
+	"    timeout: 1500ms\n"
+	"    stop: {grace: 3s, timeout: 10s}\n"
+	"    children: {max: 5, depth: 2, strategy: rest_for_one}\n"
+	"    breaker: {failures: 2, reset: 30s, probes: 1}\n"
+	"    limits: {nofile: 1024, core: unlimited, as: 1GiB, cpu: 1m,\n"
+	"        nproc: 64, fsize: 10MiB, data: 512MiB, stack: 8MiB}\n"
+	"    budget: {tokens: 100000, cost: 2.5, time: 10m}\n"
+	"    user: nobody\n"
+	"  worker:\n"
+	"    cmd:\n"
+	"      - sh\n"
+	"      - -c\n"
+	"      - 'exec cat # not a comment'\n"
+	"    heartbeat: {interval: 1s, misses: 5}\n"
+	"    restart: temporary\n"
+	"    children: {strategy: one_for_all}\n"
+	"  critic:\n"
+	"    cmd: [\"./critic\"]\n"
+	"    heartbeat: off\n"
+	"    adapter: {type: exec, output: json, confidence: 0.5, stdin: null}\n"
+	"  lazy:\n"
+	"    adapter: {type: exec, argv: [sort, -u]}\n"
+	"    heartbeat: {misses: 2}\n"
+	"routes:\n"
+	"  plan: planner\n"
+	"  decompose: [planner, worker]\n"
+	"  execute: [worker]\n"
+	"  reflect: critic\n"
+	"  tool.call: lazy\n"
+	"  \"*\": worker\n"
+	"reflection: {below: 0.7, max_rounds: 2, missing: reflect}\n"
+	"limits:\n"
+	"  max_steps: 50\n"
+	"  max_depth: 6\n"
+	"  deadline: 5m\n"
+	"  max_queue: 100\n"
+	"  max_inflight: 10\n"
+	"  max_agents: 20\n"
+	"  tree_depth: 3\n"
+	"  tree_children: 4\n"
+	"  budget: {tokens: 1000000, cost: 10, time: 1h}\n"
+	"retry: {max: 5, initial: 2s, factor: 1.5, max_delay: 30s}\n"
+	"path: [./agents, /opt/agents]\n"
+	"inline_spawn: yes\n"
+	"env_allow: [HTTP_PROXY, LANG]\n"
+	"workspace: ./work\n";
+
+/* Every key of a full workflow lands in the right field. */
+static void
+test_full_workflow(void **state)
+{
+	struct workflow		*wf = load(full_yaml);
+	struct agent_conf	*p, *w, *c, *l;
+	json_t			*want;
+
+	assert_string_equal(wf->name, "full");
+	assert_string_equal(wf->start, "decompose");
+	assert_int_equal(wf->nagents, 4);
+	p = &wf->agents[0];
+	w = &wf->agents[1];
+	c = &wf->agents[2];
+	l = &wf->agents[3];
+	assert_string_equal(p->name, "planner");
+	assert_string_equal(w->name, "worker");
+	assert_string_equal(c->name, "critic");
+	assert_string_equal(l->name, "lazy");
+	assert_ptr_equal(config_find_agent(wf, "critic"), c);
+	assert_null(config_find_agent(wf, "nobody"));
+	assert_int_equal(p->index, 0);
+	assert_int_equal(l->index, 3);
+	assert_int_equal(p->line, 10);
+	assert_int_equal(p->column, 3);
+	assert_int_equal(w->line, 32);
+
+	/* planner: every per-agent key. */
+	assert_int_equal(p->argc, 3);
+	assert_string_equal(p->argv[0], "/bin/cat");
+	assert_string_equal(p->argv[1], "--flag");
+	assert_string_equal(p->argv[2], "quoted arg");
+	assert_null(p->argv[3]);
+	assert_int_equal(p->instances, 3);
+	assert_int_equal(p->autostart, 0);
+	assert_string_equal(p->role, "planning");
+	assert_string_equal(p->description, "Plans things");
+	assert_int_equal(p->ready, READY_HANDSHAKE);
+	assert_true(p->hb_interval == 2);
+	assert_int_equal(p->hb_misses, 3);
+	assert_int_equal(p->restart, RESTART_TRANSIENT);
+	assert_true(p->restart_set);
+	assert_int_equal(p->restart_max, 7);
+	assert_true(p->restart_within == 120);
+	assert_true(p->backoff_min == 3);
+	assert_true(p->backoff_max == 60);
+	assert_int_equal(p->nenv, 3);
+	assert_string_equal(env_get(p, "A"), "x");
+	assert_string_equal(env_get(p, "B"), "2");
+	assert_string_equal(env_get(p, "EMPTY"), "");
+	assert_string_equal(p->cwd, "/tmp");
+	assert_int_equal(p->max_line, 2 * 1024 * 1024);
+	assert_int_equal(p->max_inflight, 4);
+	assert_true(p->timeout == 1.5);
+	assert_true(p->stop_grace == 3);
+	assert_true(p->stop_timeout == 10);
+	assert_int_equal(p->max_children, 5);
+	assert_int_equal(p->max_depth, 2);
+	assert_int_equal(p->strategy, STRATEGY_REST_FOR_ONE);
+	assert_int_equal(p->breaker_failures, 2);
+	assert_true(p->breaker_reset == 30);
+	assert_int_equal(p->breaker_probes, 1);
+	assert_int_equal(p->nlimits, 8);
+	assert_int_equal(limit_get(p, RLIMIT_NOFILE), 1024);
+	assert_true(limit_get(p, RLIMIT_CORE) == (long long)RLIM_INFINITY);
+	assert_int_equal(limit_get(p, RLIMIT_AS), 1024LL * 1024 * 1024);
+	assert_int_equal(limit_get(p, RLIMIT_CPU), 60);
+	assert_int_equal(limit_get(p, RLIMIT_NPROC), 64);
+	assert_int_equal(limit_get(p, RLIMIT_FSIZE), 10LL * 1024 * 1024);
+	assert_int_equal(limit_get(p, RLIMIT_DATA), 512LL * 1024 * 1024);
+	assert_int_equal(limit_get(p, RLIMIT_STACK), 8LL * 1024 * 1024);
+	assert_true(p->budget_tokens == 100000);
+	assert_true(p->budget_cost == 2.5);
+	assert_true(p->budget_time == 600);
+	assert_string_equal(p->user, "nobody");
+	assert_null(p->adapter);
+
+	/* worker: block-sequence cmd, heartbeat map, defaults applied. */
+	assert_int_equal(w->argc, 3);
+	assert_string_equal(w->argv[2], "exec cat # not a comment");
+	assert_true(w->hb_interval == 1);
+	assert_int_equal(w->hb_misses, 5);
+	assert_int_equal(w->restart, RESTART_TEMPORARY);
+	assert_int_equal(w->strategy, STRATEGY_ONE_FOR_ALL);
+	assert_true(w->timeout == 45);
+	assert_int_equal(w->max_line, 64 * 1024);
+	assert_int_equal(w->nlimits, 0);
+	assert_int_equal(w->nenv, 0);
+
+	/* critic: heartbeat off, adapter map kept as JSON. */
+	assert_string_equal(c->argv[0], "./critic");
+	assert_true(c->hb_interval == 0);
+	assert_int_equal(c->restart, RESTART_PERMANENT);
+	assert_string_equal(c->adapter, "exec");
+	want = json_pack("{s:s, s:s, s:f, s:n}", "type", "exec", "output",
+	    "json", "confidence", 0.5, "stdin");
+	assert_true(json_equal(c->adapter_conf, want));
+	json_decref(want);
+
+	/* lazy: the exec adapter needs no cmd; misses alone means 5s. */
+	assert_null(l->argv);
+	assert_int_equal(l->argc, 0);
+	assert_string_equal(l->adapter, "exec");
+	assert_int_equal(json_array_size(json_object_get(l->adapter_conf,
+	    "argv")), 2);
+	assert_true(l->hb_interval == 5);
+	assert_int_equal(l->hb_misses, 2);
+
+	/* Routes, in file order, pointing at the agents. */
+	assert_int_equal(wf->nroutes, 6);
+	assert_string_equal(wf->routes[0].intent, "plan");
+	assert_int_equal(wf->routes[0].nagents, 1);
+	assert_ptr_equal(wf->routes[0].agents[0], p);
+	assert_string_equal(wf->routes[1].intent, "decompose");
+	assert_int_equal(wf->routes[1].nagents, 2);
+	assert_ptr_equal(wf->routes[1].agents[0], p);
+	assert_ptr_equal(wf->routes[1].agents[1], w);
+	assert_ptr_equal(wf->routes[2].agents[0], w);
+	assert_ptr_equal(wf->routes[3].agents[0], c);
+	assert_string_equal(wf->routes[4].intent, "tool.call");
+	assert_ptr_equal(wf->routes[4].agents[0], l);
+	assert_string_equal(wf->routes[5].intent, "*");
+	assert_ptr_equal(wf->routes[5].agents[0], w);
+	assert_int_equal(wf->routes[0].line, 48);
+
+	assert_true(wf->refl_below == 0.7);
+	assert_int_equal(wf->refl_max_rounds, 2);
+	assert_int_equal(wf->refl_missing, MISSING_REFLECT);
+	assert_int_equal(wf->max_steps, 50);
+	assert_int_equal(wf->max_depth, 6);
+	assert_true(wf->deadline == 300);
+	assert_int_equal(wf->max_queue, 100);
+	assert_int_equal(wf->max_inflight, 10);
+	assert_int_equal(wf->max_agents, 20);
+	assert_int_equal(wf->tree_depth, 3);
+	assert_int_equal(wf->tree_children, 4);
+	assert_true(wf->budget_tokens == 1000000);
+	assert_true(wf->budget_cost == 10);
+	assert_true(wf->budget_time == 3600);
+	assert_int_equal(wf->retries, 5);
+	assert_true(wf->retry_initial == 2);
+	assert_true(wf->retry_factor == 1.5);
+	assert_true(wf->retry_max == 30);
+	assert_int_equal(wf->npath, 2);
+	assert_string_equal(wf->agent_path[0], "./agents");
+	assert_string_equal(wf->agent_path[1], "/opt/agents");
+	assert_int_equal(wf->inline_spawn, 1);
+	assert_int_equal(wf->nenv_allow, 2);
+	assert_string_equal(wf->env_allow[0], "HTTP_PROXY");
+	assert_string_equal(wf->env_allow[1], "LANG");
+	assert_string_equal(wf->workspace, "./work");
+	assert_string_equal(wf->path, "test.yaml");
+	assert_non_null(wf->dir);
+	assert_int_equal(wf->dir[0], '/');
+	config_free(wf);
+}
+
+/* A minimal workflow gets the documented defaults everywhere. */
+static void
+test_defaults_when_absent(void **state)
+{
+	struct workflow		*wf = load("agents:\n  a:\n    cmd: [cat]\n");
+	struct agent_conf	*a = &wf->agents[0];
+
+	assert_null(wf->name);
+	assert_string_equal(wf->start, "plan");
+	assert_int_equal(wf->nroutes, 0);
+	assert_int_equal(a->argc, 1);
+	assert_int_equal(a->instances, 1);
+	assert_int_equal(a->autostart, 1);
+	assert_int_equal(a->ready, READY_SPAWN);
+	assert_true(a->hb_interval == 0);
+	assert_int_equal(a->hb_misses, 3);
+	assert_int_equal(a->restart, RESTART_TRANSIENT);
+	assert_false(a->restart_set);
+	assert_int_equal(a->restart_max, 5);
+	assert_true(a->restart_within == 60);
+	assert_true(a->backoff_min == 1);
+	assert_true(a->backoff_max == 30);
+	assert_int_equal(a->max_line, CORRAL_MAX_LINE_DEFAULT);
+	assert_int_equal(a->max_inflight, 16);
+	assert_true(a->timeout == 30);
+	assert_true(a->stop_grace == 2);
+	assert_true(a->stop_timeout == 5);
+	assert_int_equal(a->max_children, 0);
+	assert_int_equal(a->max_depth, 0);
+	assert_int_equal(a->strategy, STRATEGY_ONE_FOR_ONE);
+	assert_int_equal(a->breaker_failures, 5);
+	assert_true(a->breaker_reset == 60);
+	assert_int_equal(a->breaker_probes, 3);
+	assert_int_equal(a->nlimits, 0);
+	assert_int_equal(a->nenv, 0);
+	assert_null(a->cwd);
+	assert_null(a->role);
+	assert_null(a->user);
+	assert_null(a->adapter);
+	assert_true(a->budget_tokens == 0 && a->budget_cost == 0 &&
+	    a->budget_time == 0);
+	assert_true(wf->refl_below == 0.5);
+	assert_int_equal(wf->refl_max_rounds, 1);
+	assert_int_equal(wf->refl_missing, MISSING_ACCEPT);
+	assert_int_equal(wf->max_steps, 1000);
+	assert_int_equal(wf->max_depth, 32);
+	assert_true(wf->deadline == 0);
+	assert_int_equal(wf->max_queue, 10000);
+	assert_int_equal(wf->max_inflight, 1024);
+	assert_int_equal(wf->max_agents, 1024);
+	assert_int_equal(wf->tree_depth, 8);
+	assert_int_equal(wf->tree_children, 128);
+	assert_int_equal(wf->retries, 3);
+	assert_true(wf->retry_initial == 1);
+	assert_true(wf->retry_factor == 2);
+	assert_true(wf->retry_max == 10);
+	assert_int_equal(wf->inline_spawn, 0);
+	assert_int_equal(wf->npath, 0);
+	assert_int_equal(wf->nenv_allow, 0);
+	assert_null(wf->workspace);
+	config_free(wf);
+}
+
+/* defaults: applies to every agent, and each agent may override it. */
+static void
+test_defaults_applied(void **state)
+{
+	struct workflow	*wf = load(
+	    "defaults:\n"
+	    "  instances: 2\n"
+	    "  timeout: 1m\n"
+	    "  role: helper\n"
+	    "  heartbeat: 3s\n"
+	    "  restart: {policy: permanent, max: 9}\n"
+	    "  cwd: /srv\n"
+	    "  user: daemon\n"
+	    "  adapter: ndjson\n"
+	    "  budget: {tokens: 50}\n"
+	    "agents:\n"
+	    "  a:\n"
+	    "    cmd: [cat]\n"
+	    "  b:\n"
+	    "    cmd: [cat]\n"
+	    "    instances: 1\n"
+	    "    timeout: 5s\n"
+	    "    role: boss\n"
+	    "    heartbeat: off\n"
+	    "    restart: temporary\n"
+	    "    cwd: /var\n");
+	struct agent_conf	*a = &wf->agents[0], *b = &wf->agents[1];
+
+	assert_int_equal(a->instances, 2);
+	assert_true(a->timeout == 60);
+	assert_string_equal(a->role, "helper");
+	assert_true(a->hb_interval == 3);
+	assert_int_equal(a->restart, RESTART_PERMANENT);
+	assert_int_equal(a->restart_max, 9);
+	assert_string_equal(a->cwd, "/srv");
+	assert_string_equal(a->user, "daemon");
+	assert_string_equal(a->adapter, "ndjson");
+	assert_true(a->budget_tokens == 50);
+	assert_int_equal(b->instances, 1);
+	assert_true(b->timeout == 5);
+	assert_string_equal(b->role, "boss");
+	assert_true(b->hb_interval == 0);
+	assert_int_equal(b->restart, RESTART_TEMPORARY);
+	assert_int_equal(b->restart_max, 9);
+	assert_string_equal(b->cwd, "/var");
+	assert_string_equal(b->user, "daemon");
+	config_free(wf);
+}
+
+/* Return 0 when the env: and limits: of agent b are well formed. */
+static int
+own_env_and_limits_ok(void)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	struct agent_conf	*a, *b;
+	const char		*text =
+	    "defaults:\n"
+	    "  env: {SHARED: s, OTHER: o}\n"
+	    "  limits: {nofile: 256, nproc: 32}\n"
+	    "agents:\n"
+	    "  a:\n"
+	    "    cmd: [cat]\n"
+	    "  b:\n"
+	    "    cmd: [cat]\n"
+	    "    env: {OWN: x}\n"
+	    "    limits: {core: 0}\n";
+	size_t			 i;
+	int			 ok = 1;
+
+	wf = config_load_string(text, strlen(text), "test.yaml", &err);
+	if (wf == NULL)
+		return 1;
+	a = &wf->agents[0];
+	b = &wf->agents[1];
+	/* The defaults alone. */
+	if (a->nenv != 2 || env_get(a, "SHARED") == NULL ||
+	    env_get(a, "OTHER") == NULL || a->nlimits != 2 ||
+	    limit_get(a, RLIMIT_NOFILE) != 256 || limit_get(a, RLIMIT_NPROC) != 32)
+		ok = 0;
+	/* Every variable has a name, and the agent's own one is there. */
+	for (i = 0; i < b->nenv; i++)
+		if (b->env[i].key == NULL || b->env[i].value == NULL)
+			ok = 0;
+	if (env_get(b, "OWN") == NULL || strcmp(env_get(b, "OWN"), "x") != 0)
+		ok = 0;
+	/* No limit appears that nobody wrote (a CPU limit of 0 kills). */
+	if (limit_get(b, RLIMIT_CORE) != 0)
+		ok = 0;
+	for (i = 0; i < b->nlimits; i++)
+		if (b->limits[i].resource != RLIMIT_CORE &&
+		    b->limits[i].resource != RLIMIT_NOFILE &&
+		    b->limits[i].resource != RLIMIT_NPROC)
+			ok = 0;
+	config_free(wf);
+	return ok ? 0 : 2;
+}
+
+/*
+ * An agent's own env: and limits: on top of defaults: give well-formed
+ * settings.  Runs in a child process: a loader that writes out of bounds
+ * must not take the rest of the suite down with it.
+ */
+static void
+test_defaults_env_and_limits_with_own(void **state)
+{
+	pid_t	pid;
+	int	status;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(own_env_and_limits_ok());
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fail_msg("loading defaults env/limits plus the agent's own "
+		    "crashed (signal %d)", WTERMSIG(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("defaults env/limits plus the agent's own load wrongly "
+		    "(status %d): unnamed variables or unwritten limits",
+		    WEXITSTATUS(status));
+}
+
+/* An adapter on top of a default adapter replaces it cleanly. */
+static void
+test_defaults_adapter_overridden(void **state)
+{
+	struct workflow	*wf = load(
+	    "defaults:\n"
+	    "  adapter: {type: exec, stdin: \"{{task}}\"}\n"
+	    "agents:\n"
+	    "  a:\n"
+	    "    cmd: [cat]\n"
+	    "  b:\n"
+	    "    cmd: [cat]\n"
+	    "    adapter: {type: exec, stdin: \"{{content.text}}\"}\n"
+	    "  c:\n"
+	    "    cmd: [cat]\n"
+	    "    adapter: ndjson\n");
+
+	assert_string_equal(wf->agents[0].adapter, "exec");
+	assert_string_equal(json_string_value(json_object_get(
+	    wf->agents[0].adapter_conf, "stdin")), "{{task}}");
+	assert_string_equal(wf->agents[1].adapter, "exec");
+	assert_string_equal(json_string_value(json_object_get(
+	    wf->agents[1].adapter_conf, "stdin")), "{{content.text}}");
+	assert_string_equal(wf->agents[2].adapter, "ndjson");
+	assert_null(json_object_get(wf->agents[2].adapter_conf, "stdin"));
+	config_free(wf);
+}
+
+/* The JSON spelling of a workflow means the same as the YAML one. */
+static void
+test_json_form(void **state)
+{
+	const char	*yaml =
+	    "name: j\n"
+	    "agents:\n"
+	    "  echo:\n"
+	    "    cmd: [cat, -u]\n"
+	    "    heartbeat: {interval: 2s, misses: 4}\n"
+	    "    restart: {policy: permanent, max: 2}\n"
+	    "    env: {K: v}\n"
+	    "    max_line: 4096\n"
+	    "routes:\n"
+	    "  plan: echo\n"
+	    "  \"*\": [echo]\n"
+	    "reflection: {below: 0.25}\n"
+	    "limits: {deadline: 90s, max_steps: 7}\n";
+	const char	*json =
+	    "{\"name\": \"j\",\n"
+	    " \"agents\": {\"echo\": {\"cmd\": [\"cat\", \"-u\"],\n"
+	    "   \"heartbeat\": {\"interval\": \"2s\", \"misses\": 4},\n"
+	    "   \"restart\": {\"policy\": \"permanent\", \"max\": 2},\n"
+	    "   \"env\": {\"K\": \"v\"}, \"max_line\": 4096}},\n"
+	    " \"routes\": {\"plan\": \"echo\", \"*\": [\"echo\"]},\n"
+	    " \"reflection\": {\"below\": 0.25},\n"
+	    " \"limits\": {\"deadline\": \"90s\", \"max_steps\": 7}}\n";
+	struct workflow	*a = load(yaml), *b = load(json);
+	char		*pa = print_workflow(a), *pb = print_workflow(b);
+
+	assert_string_equal(pa, pb);
+	assert_int_equal(b->agents[0].hb_misses, 4);
+	assert_int_equal(b->agents[0].max_line, 4096);
+	assert_true(b->refl_below == 0.25);
+	assert_true(b->deadline == 90);
+	free(pa);
+	free(pb);
+	config_free(a);
+	config_free(b);
+}
+
+/* Heartbeat forms: off, false, a duration, a number, a map. */
+static void
+test_heartbeat_forms(void **state)
+{
+	static const struct {
+		const char	*value;
+		double		 interval;
+		unsigned int	 misses;
+	} cases[] = {
+		{ "off", 0, 3 }, { "false", 0, 3 }, { "2s", 2, 3 },
+		{ "2", 2, 3 }, { "250ms", 0.25, 3 }, { "10ms", 0.01, 3 },
+		{ "{interval: 1m}", 60, 3 }, { "{misses: 7}", 5, 7 },
+		{ "{interval: 3s, misses: 1}", 3, 1 },
+	};
+	struct workflow	*wf;
+	char		 text[256];
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "agents:\n  a:\n    cmd: [cat]\n"
+		    "    heartbeat: %s\n", cases[i].value);
+		wf = load(text);
+		if (wf->agents[0].hb_interval != cases[i].interval ||
+		    wf->agents[0].hb_misses != cases[i].misses)
+			fail_msg("heartbeat: %s gives %g s, %u misses",
+			    cases[i].value, wf->agents[0].hb_interval,
+			    wf->agents[0].hb_misses);
+		config_free(wf);
+	}
+}
+
+/* Restart forms: a policy name, or a map with or without one. */
+static void
+test_restart_forms(void **state)
+{
+	static const struct {
+		const char		*value;
+		enum restart_policy	 policy;
+		int			 set;
+		unsigned int		 max;
+		double			 backoff;
+		double			 backoff_max;
+	} cases[] = {
+		{ "permanent", RESTART_PERMANENT, 1, 5, 1, 30 },
+		{ "transient", RESTART_TRANSIENT, 1, 5, 1, 30 },
+		{ "temporary", RESTART_TEMPORARY, 1, 5, 1, 30 },
+		{ "{policy: temporary}", RESTART_TEMPORARY, 1, 5, 1, 30 },
+		{ "{max: 0}", RESTART_TRANSIENT, 0, 0, 1, 30 },
+		{ "{backoff: 2s, backoff_max: 8s}", RESTART_TRANSIENT, 0, 5, 2,
+		    8 },
+		/* At least 1 s between restarts, and max never below min. */
+		{ "{backoff: 100ms}", RESTART_TRANSIENT, 0, 5, 1, 30 },
+		{ "{backoff: 40s}", RESTART_TRANSIENT, 0, 5, 40, 40 },
+	};
+	struct workflow	*wf;
+	char		 text[256];
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "agents:\n  a:\n    cmd: [cat]\n"
+		    "    restart: %s\n", cases[i].value);
+		wf = load(text);
+		if (wf->agents[0].restart != cases[i].policy ||
+		    wf->agents[0].restart_set != cases[i].set ||
+		    wf->agents[0].restart_max != cases[i].max ||
+		    wf->agents[0].backoff_min != cases[i].backoff ||
+		    wf->agents[0].backoff_max != cases[i].backoff_max)
+			fail_msg("restart: %s loads wrongly", cases[i].value);
+		config_free(wf);
+	}
+	assert_string_equal(config_restart_name(RESTART_PERMANENT),
+	    "permanent");
+	assert_string_equal(config_restart_name(RESTART_TRANSIENT),
+	    "transient");
+	assert_string_equal(config_restart_name(RESTART_TEMPORARY),
+	    "temporary");
+	assert_string_equal(config_strategy_name(STRATEGY_ONE_FOR_ONE),
+	    "one_for_one");
+	assert_string_equal(config_strategy_name(STRATEGY_ONE_FOR_ALL),
+	    "one_for_all");
+	assert_string_equal(config_strategy_name(STRATEGY_REST_FOR_ONE),
+	    "rest_for_one");
+}
+
+/* max_line: sizes from 64 bytes to 256MiB, in any unit. */
+static void
+test_max_line_sizes(void **state)
+{
+	static const struct {
+		const char	*value;
+		size_t		 bytes;
+	} cases[] = {
+		{ "64", 64 }, { "4096", 4096 }, { "64KiB", 65536 },
+		{ "1M", 1048576 }, { "1MiB", 1048576 }, { "256MiB", 268435456 },
+	};
+	struct workflow	*wf;
+	char		 text[256];
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "agents:\n  a:\n    cmd: [cat]\n"
+		    "    max_line: %s\n", cases[i].value);
+		wf = load(text);
+		assert_int_equal(wf->agents[0].max_line, cases[i].bytes);
+		config_free(wf);
+	}
+}
+
+/* Comments, quoting styles and flow/block forms load the same values. */
+static void
+test_quoting_and_comments(void **state)
+{
+	struct workflow	*wf = load(
+	    "# leading comment\n"
+	    "name: 'it''s \"quoted\"'   # trailing comment\n"
+	    "agents:\n"
+	    "  a:   # the agent\n"
+	    "    cmd:\n"
+	    "      - \"cat\"\n"
+	    "      - 'with space'\n"
+	    "      - \"tab\\there\"\n"
+	    "      - plain#hash\n"
+	    "    role: >-\n"
+	    "      folded\n"
+	    "      text\n"
+	    "    description: |\n"
+	    "      literal\n"
+	    "      block\n"
+	    "    env:\n"
+	    "      NUM: 42\n"
+	    "      YES: \"yes\"\n"
+	    "routes:\n"
+	    "  'plan': a\n");
+	struct agent_conf	*a = &wf->agents[0];
+
+	assert_string_equal(wf->name, "it's \"quoted\"");
+	assert_int_equal(a->argc, 4);
+	assert_string_equal(a->argv[0], "cat");
+	assert_string_equal(a->argv[1], "with space");
+	assert_string_equal(a->argv[2], "tab\there");
+	assert_string_equal(a->argv[3], "plain#hash");
+	assert_string_equal(a->role, "folded text");
+	assert_string_equal(a->description, "literal\nblock\n");
+	assert_string_equal(env_get(a, "NUM"), "42");
+	assert_string_equal(env_get(a, "YES"), "yes");
+	assert_int_equal(wf->nroutes, 1);
+	config_free(wf);
+}
+
+/* What `corral check` prints loads back into the same workflow. */
+static void
+test_print_is_reloadable(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf, *again;
+	char			*first, *second;
+	size_t			 i;
+	int			 bad = 0;
+	const char		*const texts[] = {
+		full_yaml,
+		"name: small\nagents:\n  a: {cmd: [cat]}\nlimits: {deadline: "
+		    "10m}\n",
+	};
+
+	for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		wf = load(texts[i]);
+		/* The exec adapter prints "cmd: []"; give lazy a command. */
+		if (texts[i] == full_yaml) {
+			free(wf->agents[3].argv);
+			wf->agents[3].argv = calloc(2, sizeof *wf->agents[3].argv);
+			wf->agents[3].argv[0] = strdup("cat");
+			wf->agents[3].argc = 1;
+		}
+		first = print_workflow(wf);
+		config_free(wf);
+		again = config_load_string(first, strlen(first), "test.yaml",
+		    &err);
+		if (again == NULL) {
+			print_message("printed workflow %zu does not load: "
+			    "%d:%d: %s\n%s", i, err.line, err.column, err.msg,
+			    first);
+			bad++;
+			free(first);
+			continue;
+		}
+		second = print_workflow(again);
+		if (strcmp(first, second) != 0) {
+			print_message("printed workflow %zu changes on reload:"
+			    "\n%s\n---\n%s", i, first, second);
+			bad++;
+		}
+		free(first);
+		free(second);
+		config_free(again);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * A refused workflow: the error's line, column (-1: any) and part of its
+ * message.  Columns point at the start of the token as written: the
+ * quote of a quoted scalar, the '*' of an alias.
+ */
+struct bad_conf {
+	const char	*text;
+	int		 line;
+	int		 column;
+	const char	*msg;
+};
+
+static const struct bad_conf bad_confs[] = {
+	{ "agents:\n  a:\n    cmd: [cat]\ncolour: red\n", 4, 1,
+	    "the workflow: unknown key 'colour'" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    instance: 2\n", 4, 5,
+	    "agents.a: unknown key 'instance'" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    restart: {policy: permanent, "
+	    "tries: 3}\n", 4, 34, "agents.a.restart: unknown key 'tries'" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    cmd: [sh]\n", 4, 5,
+	    "agents.a: duplicate key 'cmd'" },
+	{ "agents:\n  a: {cmd: [cat]}\n  a: {cmd: [sh]}\n", 3, 3,
+	    "agents: duplicate key 'a'" },
+	{ "name: x\nagents:\n  a: {cmd: [cat]}\nname: y\n", 4, 1,
+	    "duplicate key 'name'" },
+	/* Wrong types. */
+	{ "agents:\n  a:\n    cmd: [cat]\n    instances: many\n", 4, 16,
+	    "agents.a.instances: expected a whole number" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    instances: 1.5\n", 4, 16,
+	    "agents.a.instances: expected a whole number" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    env: [A]\n", 4, 10,
+	    "agents.a.env: expected a mapping" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    env: {A: [1]}\n", 4, 14,
+	    "agents.a.env.A: expected a string" },
+	{ "name: {x: 1}\nagents:\n  a: {cmd: [cat]}\n", 1, 7,
+	    "name: expected a string" },
+	{ "agents:\n  a:\n    cmd: cat\n", 3, 10,
+	    "agents.a.cmd: expected an argv list" },
+	{ "agents:\n  a:\n    cmd: [cat, [x]]\n", 3, 16,
+	    "agents.a.cmd[1]: expected a string" },
+	{ "agents:\n  a:\n    cmd: []\n", 3, 10,
+	    "agents.a.cmd: the command is empty" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    autostart: maybe\n", 4, 16,
+	    "agents.a.autostart: expected true or false" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    ready: soon\n", 4, 12,
+	    "agents.a.ready: expected spawn or handshake" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    restart: always\n", 4, 14,
+	    "agents.a.restart: expected permanent, transient or temporary" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    children: {strategy: all}\n", 4,
+	    26, "agents.a.children.strategy: expected one_for_one" },
+	{ "agents: [a, b]\n", 1, 9, "agents: expected a mapping" },
+	{ "- a\n- b\n", 1, 1, "the workflow: expected a mapping" },
+	{ "agents:\n  a: {cmd: [cat]}\nreflection: {below: \"0.5\"}\n", 3, 21,
+	    "reflection.below: expected a number" },
+	{ "agents:\n  a: {cmd: [cat]}\ninline_spawn: 1\n", 3, 15,
+	    "inline_spawn: expected true or false" },
+	/* Routes. */
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n  planning: a\n", 4, 3,
+	    "routes: 'planning' is not an intent" },
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n  plan: [a, b]\n", 4, 13,
+	    "routes.plan: no agent named 'b' in agents:" },
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n  plan: b\n", 4, 9,
+	    "routes.plan: no agent named 'b' in agents:" },
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n  plan: []\n", 4, 9,
+	    "routes.plan: names no agent" },
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n  plan: {a: 1}\n", 4, 9,
+	    "routes.plan: expected a list of strings" },
+	{ "agents:\n  a: {cmd: [cat]}\nstart: go\n", 3, 8,
+	    "start: 'go' is not an intent" },
+	/* Agents. */
+	{ "agents:\n  a:\n    instances: 2\n", 3, 5, "agents.a: no cmd: given" },
+	{ "agents:\n  a: {}\n", 2, 6, "agents.a: no cmd: given" },
+	{ "name: x\n", 1, 1, "the workflow has no agents: key" },
+	{ "agents: {}\n", 1, 9, "agents: names no agent" },
+	{ "agents:\n  \"bad name\": {cmd: [cat]}\n", 2, 3,
+	    "agents: 'bad name' is not a valid agent name" },
+	{ "agents:\n  a.b: {cmd: [cat]}\n", 2, 3,
+	    "agents: 'a.b' is not a valid agent name" },
+	{ "agents:\n  a123456789a123456789a123456789a123456789a12345678: "
+	    "{cmd: [cat]}\n", 2, 3, "is not a valid agent name" },
+	{ "agents:\n  \"\": {cmd: [cat]}\n", 2, 3,
+	    "is not a valid agent name" },
+	{ "defaults:\n  cmd: [cat]\nagents:\n  a: {cmd: [cat]}\n", 2, 3,
+	    "defaults: cmd cannot have a default" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    env: {\"A=B\": x}\n", 4, 11,
+	    "agents.a.env: 'A=B' is not a valid variable name" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    limits: {memory: 1}\n", 4, 14,
+	    "agents.a.limits: unknown key 'memory'" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: gpt\n", 4, 14,
+	    "agents.a.adapter: adapter 'gpt' is not available" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: {model: x}\n", 4, 14,
+	    "agents.a.adapter: expected an adapter name" },
+	/* Durations and sizes. */
+	{ "agents:\n  a:\n    cmd: [cat]\n    timeout: soon\n", 4, 14,
+	    "agents.a.timeout: expected a duration such as 30s, 500ms or 2m" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    stop: {grace: -1s}\n", 4, 19,
+	    "agents.a.stop.grace: expected a duration" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    heartbeat: 5ms\n", 4, 16,
+	    "agents.a.heartbeat: the interval must be at least 10ms" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    heartbeat: {interval: 1x}\n", 4,
+	    27, "agents.a.heartbeat.interval: expected a duration" },
+	{ "agents:\n  a: {cmd: [cat]}\nlimits: {deadline: tomorrow}\n", 3, 20,
+	    "limits.deadline: expected a duration" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    max_line: big\n", 4, 15,
+	    "agents.a.max_line: expected a size such as 65536, 64KiB or 1MiB" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    limits: {as: 1TiB}\n", 4, 18,
+	    "agents.a.limits.as: expected a size" },
+	/* Out-of-range numbers. */
+	{ "agents:\n  a:\n    cmd: [cat]\n    instances: 0\n", 4, 16,
+	    "agents.a.instances: 0 is out of range (1 to 10000)" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    instances: 10001\n", 4, 16,
+	    "agents.a.instances: 10001 is out of range (1 to 10000)" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    max_line: 63\n", 4, 15,
+	    "agents.a.max_line: must be between 64 bytes and 256MiB" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    max_line: 257MiB\n", 4, 15,
+	    "agents.a.max_line: must be between 64 bytes and 256MiB" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    heartbeat: {misses: 0}\n", 4, 25,
+	    "agents.a.heartbeat.misses: 0 is out of range (1 to 1000)" },
+	{ "agents:\n  a: {cmd: [cat]}\nreflection: {below: 1.5}\n", 3, 21,
+	    "reflection.below: 1.5 is out of range (0 to 1)" },
+	{ "agents:\n  a: {cmd: [cat]}\nreflection: {below: -0.1}\n", 3, 21,
+	    "reflection.below: -0.1 is out of range (0 to 1)" },
+	{ "agents:\n  a: {cmd: [cat]}\nretry: {max: 101}\n", 3, 14,
+	    "retry.max: 101 is out of range (0 to 100)" },
+	{ "agents:\n  a: {cmd: [cat]}\nretry: {factor: 0.5}\n", 3, 17,
+	    "retry.factor: 0.5 is out of range (1 to 100)" },
+	{ "agents:\n  a: {cmd: [cat]}\nlimits: {max_steps: 0}\n", 3, 21,
+	    "limits.max_steps: 0 is out of range" },
+	{ "agents:\n  a: {cmd: [cat]}\nlimits: {max_steps: 99999999999}\n", 3,
+	    21, "limits.max_steps: " },
+	{ "agents:\n  a: {cmd: [cat]}\nlimits: {max_steps: -1}\n", 3, 21,
+	    "limits.max_steps: expected a whole number" },
+	/* YAML itself. */
+	{ "name: x\nbad: a: b\n", 2, 7, "YAML syntax" },
+	{ "agents:\n  a: {cmd: [cat]}}\n", 2, 18, "YAML syntax" },
+	{ "a: [1, 2]]\n", 1, 10, "YAML syntax" },
+	{ "defaults: &d\n  timeout: 5s\nagents:\n  a: {cmd: [cat]}\n  b: *d\n",
+	    5, 6, "YAML aliases are not supported" },
+	{ "agents:\n  a: {cmd: [cat]}\n---\nagents:\n  b: {cmd: [cat]}\n", 3, 1,
+	    "only one YAML document is allowed" },
+	{ "agents:\n  a: {cmd: [cat]}\nroutes:\n", 3, -1,
+	    "routes: expected a mapping" },
+	{ "", 0, 0, "the file is empty" },
+	{ "# only a comment\n\n", 0, 0, "the file is empty" },
+};
+
+/* Each bad workflow is refused with its position and a clear message. */
+static void
+test_errors_with_positions(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	size_t			 i;
+	int			 bad = 0;
+
+	for (i = 0; i < sizeof bad_confs / sizeof bad_confs[0]; i++) {
+		const struct bad_conf *c = &bad_confs[i];
+
+		wf = config_load_string(c->text, strlen(c->text), "test.yaml",
+		    &err);
+		if (wf != NULL) {
+			print_message("accepted:\n%s", c->text);
+			config_free(wf);
+			bad++;
+			continue;
+		}
+		if (err.line != c->line || (c->column != -1 &&
+		    err.column != c->column) ||
+		    strstr(err.msg, c->msg) == NULL) {
+			print_message("got %d:%d \"%s\", want %d:%d \"%s\"\n%s",
+			    err.line, err.column, err.msg, c->line, c->column,
+			    c->msg, c->text);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* A NUL byte in the file is refused before YAML parsing. */
+static void
+test_nul_byte_refused(void **state)
+{
+	static const char text[] = "agents:\n  a: {cmd: [cat]}\0\n";
+	struct config_error	 err;
+
+	assert_null(config_load_string(text, sizeof text - 1, "test.yaml",
+	    &err));
+	assert_non_null(strstr(err.msg, "NUL"));
+}
+
+/* config_load reads a file and reports a missing one. */
+static void
+test_load_file(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 path[] = "/tmp/corral-unit-config-XXXXXX";
+	const char		*text = "agents:\n  a: {cmd: [cat]}\n";
+	FILE			*f;
+	int			 fd;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	wf = config_load(path, &err);
+	assert_non_null(wf);
+	assert_string_equal(wf->path, path);
+	assert_string_equal(wf->dir, "/tmp");
+	config_free(wf);
+	unlink(path);
+	assert_null(config_load(path, &err));
+	assert_int_equal(err.line, 0);
+	assert_non_null(strstr(err.msg, "No such file"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_workflow),
+		cmocka_unit_test(test_defaults_when_absent),
+		cmocka_unit_test(test_defaults_applied),
+		cmocka_unit_test(test_defaults_env_and_limits_with_own),
+		cmocka_unit_test(test_defaults_adapter_overridden),
+		cmocka_unit_test(test_json_form),
+		cmocka_unit_test(test_heartbeat_forms),
+		cmocka_unit_test(test_restart_forms),
+		cmocka_unit_test(test_max_line_sizes),
+		cmocka_unit_test(test_quoting_and_comments),
+		cmocka_unit_test(test_print_is_reloadable),
+		cmocka_unit_test(test_errors_with_positions),
+		cmocka_unit_test(test_nul_byte_refused),
+		cmocka_unit_test(test_load_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

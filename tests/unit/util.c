@@ -1,0 +1,339 @@
+/*
+ * Unit tests of the small helpers in src/util.c: the duration and size
+ * syntax of workflow files, RFC 3339 timestamps in envelopes, and JSON
+ * string escaping.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "corral.h"
+
+/* Durations in seconds, or with ms, s, m, min or h. */
+static void
+test_parse_duration_valid(void **state)
+{
+	static const struct {
+		const char	*text;
+		double		 secs;
+	} cases[] = {
+		{ "30", 30 }, { "30s", 30 }, { "500ms", 0.5 }, { "2m", 120 },
+		{ "2min", 120 }, { "1h", 3600 }, { "0", 0 }, { "0s", 0 },
+		{ "1.5s", 1.5 }, { "0.25", 0.25 }, { "10ms", 0.01 },
+		{ "1.5h", 5400 }, { "30 s", 30 }, { "86400", 86400 },
+	};
+	size_t	i;
+	double	d;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		d = -1;
+		if (util_parse_duration(cases[i].text, &d) != 0)
+			fail_msg("\"%s\" rejected", cases[i].text);
+		if (fabs(d - cases[i].secs) > 1e-9)
+			fail_msg("\"%s\" is %g s, expected %g", cases[i].text, d,
+			    cases[i].secs);
+	}
+}
+
+/* Malformed durations are refused and leave the output alone. */
+static void
+test_parse_duration_invalid(void **state)
+{
+	static const char *const bad[] = { "", "s", "ms", "abc", "-1", "-1s",
+	    "10x", "5 sec", "30ss", "1d", "nan", "inf", "1e400",
+	    "infinity", "2m30s", "1,5s", "s30" };
+	size_t	i;
+	double	d;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		d = 123;
+		if (util_parse_duration(bad[i], &d) == 0)
+			fail_msg("\"%s\" accepted as %g s", bad[i], d);
+		assert_true(d == 123);
+	}
+}
+
+/* Sizes in bytes or with binary units. */
+static void
+test_parse_size_valid(void **state)
+{
+	static const struct {
+		const char	*text;
+		size_t		 bytes;
+	} cases[] = {
+		{ "65536", 65536 }, { "0", 0 }, { "10B", 10 },
+		{ "64KiB", 65536 }, { "64K", 65536 }, { "64k", 65536 },
+		{ "64KB", 65536 }, { "1MiB", 1048576 }, { "1M", 1048576 },
+		{ "1m", 1048576 }, { "1MB", 1048576 }, { "256MiB", 268435456 },
+		{ "1GiB", 1073741824 }, { "2G", 2147483648UL },
+		{ "1 MiB", 1048576 },
+		{ "17179869183GiB", 17179869183UL * 1073741824UL },
+		{ "18446744073709551615", 18446744073709551615UL },
+	};
+	size_t	i, n;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		n = 1;
+		if (util_parse_size(cases[i].text, &n) != 0)
+			fail_msg("\"%s\" rejected", cases[i].text);
+		if (n != cases[i].bytes)
+			fail_msg("\"%s\" is %zu bytes, expected %zu",
+			    cases[i].text, n, cases[i].bytes);
+	}
+}
+
+/* Malformed and overflowing sizes are refused. */
+static void
+test_parse_size_invalid(void **state)
+{
+	static const char *const bad[] = { "", "KiB", "-1", "+1", " 1",
+	    "1.5M", "1TiB", "1T", "1 MiBx", "1Mi", "1KiBB", "0x10", "ten",
+	    "18446744073709551616", "99999999999999999999999",
+	    "18014398509481984KiB", "17179869184GiB", "17592186044416MiB" };
+	size_t	i, n;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		n = 123;
+		if (util_parse_size(bad[i], &n) == 0)
+			fail_msg("\"%s\" accepted as %zu bytes", bad[i], n);
+		assert_int_equal(n, 123);
+	}
+}
+
+/* What `corral check` prints for durations and sizes reads back the same. */
+static void
+test_format_round_trip(void **state)
+{
+	static const double durs[] = { 0, 0.001, 0.01, 0.1, 0.25, 0.5, 1, 1.5,
+	    2, 30, 59, 60, 90, 120, 3599, 3600, 5400, 7200, 86400 };
+	static const struct {
+		double		 secs;
+		const char	*text;
+	} dfmt[] = {
+		{ 0, "0s" }, { 0.5, "500ms" }, { 1, "1s" }, { 1.5, "1.5s" },
+		{ 60, "1m" }, { 90, "90s" }, { 3600, "1h" }, { 7200, "2h" },
+	};
+	static const size_t sizes[] = { 0, 1, 64, 1000, 1024, 65536, 65537,
+	    1048576, 268435456, 1073741824, 3221225472UL };
+	static const struct {
+		size_t		 bytes;
+		const char	*text;
+	} sfmt[] = {
+		{ 0, "0" }, { 100, "100" }, { 65536, "64KiB" },
+		{ 1048576, "1MiB" }, { 1073741824, "1GiB" }, { 1536, "1536" },
+	};
+	char	buf[64];
+	double	d;
+	size_t	i, n;
+
+	for (i = 0; i < sizeof durs / sizeof durs[0]; i++) {
+		util_format_duration(buf, sizeof buf, durs[i]);
+		assert_int_equal(util_parse_duration(buf, &d), 0);
+		if (fabs(d - durs[i]) > 1e-9 * (1 + durs[i]))
+			fail_msg("%g s prints as %s, which reads as %g", durs[i],
+			    buf, d);
+	}
+	for (i = 0; i < sizeof dfmt / sizeof dfmt[0]; i++) {
+		util_format_duration(buf, sizeof buf, dfmt[i].secs);
+		assert_string_equal(buf, dfmt[i].text);
+	}
+	for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		util_format_size(buf, sizeof buf, sizes[i]);
+		assert_int_equal(util_parse_size(buf, &n), 0);
+		assert_int_equal(n, sizes[i]);
+	}
+	for (i = 0; i < sizeof sfmt / sizeof sfmt[0]; i++) {
+		util_format_size(buf, sizeof buf, sfmt[i].bytes);
+		assert_string_equal(buf, sfmt[i].text);
+	}
+}
+
+/* Check one timestamp by its C string. */
+static int
+ts_valid(const char *s)
+{
+	return util_rfc3339_valid(s, strlen(s));
+}
+
+/* RFC 3339 date-times corral accepts in envelopes. */
+static void
+test_rfc3339_valid(void **state)
+{
+	static const char *const good[] = {
+		"2026-11-22T12:40:00Z",
+		"2025-10-10T12:34:56Z",
+		"2026-11-22T12:40:00.5+01:00",
+		"2026-11-22T12:40:00.123456789Z",
+		"2026-11-22T12:40:00-05:30",
+		"2026-11-22t12:40:00z",
+		"2026-11-22 12:40:00Z",
+		"2024-02-29T00:00:00Z",
+		"2000-02-29T00:00:00Z",
+		"1990-12-31T23:59:60Z",
+		"2026-01-31T23:59:59+23:59",
+		"0001-01-01T00:00:00Z",
+		"2026-04-30T00:00:00Z",
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++)
+		if (!ts_valid(good[i]))
+			fail_msg("\"%s\" rejected", good[i]);
+}
+
+/* Malformed and impossible date-times are refused. */
+static void
+test_rfc3339_invalid(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"2026-11-22",
+		"2026-11-22T12:40:00",			/* no zone */
+		"2026-11-22T12:40Z",
+		"2026-02-30T00:00:00Z",			/* Feb 30 */
+		"2023-02-29T00:00:00Z",			/* not a leap year */
+		"1900-02-29T00:00:00Z",			/* century */
+		"2026-04-31T00:00:00Z",
+		"2026-11-22T24:00:00Z",
+		"2026-11-22T12:60:00Z",
+		"2026-11-22T12:40:61Z",
+		"2026-13-01T00:00:00Z",
+		"2026-00-10T00:00:00Z",
+		"2026-11-00T00:00:00Z",
+		"2026-11-32T00:00:00Z",
+		"2026-11-22T12:40:00.Z",
+		"2026-11-22T12:40:00+0100",
+		"2026-11-22T12:40:00+01",
+		"2026-11-22T12:40:00+24:00",
+		"2026-11-22T12:40:00+01:60",
+		"2026-11-22T12:40:00Zjunk",
+		"2026-11-22T12:40:00Z ",
+		"2026-4-01T00:00:00Z",
+		"2026/11/22T12:40:00Z",
+		"2026-11-22X12:40:00Z",
+		"2026-11-22T12-40-00Z",
+		"26-11-22T12:40:00Z",
+		"2026-11-22T12:40:00UTC",
+		"2026-1a-22T12:40:00Z",
+		"+2026-11-22T12:40:00Z",
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (ts_valid(bad[i]))
+			fail_msg("\"%s\" accepted", bad[i]);
+}
+
+/* Only n bytes are read: the timestamp need not be NUL-terminated. */
+static void
+test_rfc3339_length(void **state)
+{
+	const char	*s = "2026-11-22T12:40:00Zxyz";
+
+	assert_true(util_rfc3339_valid(s, 20));
+	assert_false(util_rfc3339_valid(s, 19));
+	assert_false(util_rfc3339_valid(s, 21));
+	assert_false(util_rfc3339_valid(s, 5));
+}
+
+/* The timestamps corral writes are themselves valid. */
+static void
+test_rfc3339_now(void **state)
+{
+	char	buf[64];
+
+	util_rfc3339(buf, sizeof buf);
+	assert_true(ts_valid(buf));
+	assert_int_equal(buf[strlen(buf) - 1], 'Z');
+}
+
+/* Escape s with util_json_string, and parse it back with jansson. */
+static void
+assert_json_string_round_trip(const char *s, size_t n)
+{
+	struct ndjson_writer	 w;
+	json_error_t		 e;
+	json_t			*j;
+	char			*doc;
+	size_t			 len, i;
+
+	ndjson_writer_init(&w, 0, 1);
+	ndjson_writer_add(&w, "[", 1);
+	util_json_string(&w, s, n);
+	ndjson_writer_add(&w, "]", 1);
+	len = ndjson_writer_queued(&w);
+	doc = w.buf + w.head;
+	/* No raw control character survives. */
+	for (i = 0; i < len; i++)
+		if ((unsigned char)doc[i] < 0x20)
+			fail_msg("raw byte 0x%02x in output", doc[i]);
+	j = json_loadb(doc, len, JSON_ALLOW_NUL, &e);
+	if (j == NULL)
+		fail_msg("jansson rejects %.*s: %s", (int)len, doc, e.text);
+	assert_int_equal(json_string_length(json_array_get(j, 0)), n);
+	assert_memory_equal(json_string_value(json_array_get(j, 0)), s, n);
+	json_decref(j);
+	ndjson_writer_free(&w);
+}
+
+/* Quotes, backslashes and every control character are escaped. */
+static void
+test_json_string_escaping(void **state)
+{
+	char	all[32];
+	int	i;
+
+	assert_json_string_round_trip("", 0);
+	assert_json_string_round_trip("plain", 5);
+	assert_json_string_round_trip("say \"hi\"", 8);
+	assert_json_string_round_trip("C:\\path\\", 8);
+	assert_json_string_round_trip("\"\\\"\\", 4);
+	assert_json_string_round_trip("line\nbreak\r\ttab", 15);
+	assert_json_string_round_trip("\x01\x1f\x7f", 3);
+	assert_json_string_round_trip("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	    14);
+	assert_json_string_round_trip("a\0b", 3);
+	for (i = 0; i < 32; i++)
+		all[i] = (char)i;
+	assert_json_string_round_trip(all, 32);
+}
+
+/* The exact escapes: short forms for common ones, \u00XX for the rest. */
+static void
+test_json_string_exact_output(void **state)
+{
+	struct ndjson_writer	w;
+	const char		*want = "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001f\"";
+
+	ndjson_writer_init(&w, 0, 1);
+	util_json_string(&w, "a\"b\\c\nd\re\tf\x01g\x1f", 14);
+	assert_int_equal(ndjson_writer_queued(&w), strlen(want));
+	assert_memory_equal(w.buf + w.head, want, strlen(want));
+	ndjson_writer_free(&w);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_duration_valid),
+		cmocka_unit_test(test_parse_duration_invalid),
+		cmocka_unit_test(test_parse_size_valid),
+		cmocka_unit_test(test_parse_size_invalid),
+		cmocka_unit_test(test_format_round_trip),
+		cmocka_unit_test(test_rfc3339_valid),
+		cmocka_unit_test(test_rfc3339_invalid),
+		cmocka_unit_test(test_rfc3339_length),
+		cmocka_unit_test(test_rfc3339_now),
+		cmocka_unit_test(test_json_string_escaping),
+		cmocka_unit_test(test_json_string_exact_output),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
