@@ -361,3 +361,37 @@ adapter_percall_check(struct agent *a)
 	    a->adapter->nprocs == 0)
 		lifecycle_percall_stopped(a);
 }
+
+/* The argv to run for an adapted long-lived agent, or NULL for its cmd. */
+char **
+adapter_argv(struct agent *a)
+{
+	if (a->adapter == NULL || a->adapter->ops->argv == NULL)
+		return NULL;
+	return a->adapter->ops->argv(a);
+}
+
+/* Free an argv from adapter_argv. */
+void
+adapter_free_argv(char **argv)
+{
+	char	**p;
+
+	if (argv == NULL)
+		return;
+	for (p = argv; *p != NULL; p++)
+		free(*p);
+	free(argv);
+}
+
+/* How many requests an agent may have outstanding at once. */
+unsigned int
+adapter_inflight_cap(const struct agent *a)
+{
+	unsigned int	cap = a->conf->max_inflight;
+
+	if (a->adapter != NULL && a->adapter->ops->inflight_cap != 0 &&
+	    a->adapter->ops->inflight_cap < cap)
+		cap = a->adapter->ops->inflight_cap;
+	return cap;
+}

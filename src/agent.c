@@ -108,9 +108,17 @@ agent_start(struct agent *a)
 		lifecycle_event(a, AE_HANDSHAKE, "ready");
 		return 0;
 	}
-	if (spawn_agent(a->conf, cr->wf, a->id, &sr) != 0) {
-		lifecycle_spawn_failed(a, sr.what, sr.error);
-		return -1;
+	{
+		char	**argv = adapter_argv(a);
+		int	  rc;
+
+		rc = spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv,
+		    cr->wf, a->id, &sr);
+		adapter_free_argv(argv);
+		if (rc != 0) {
+			lifecycle_spawn_failed(a, sr.what, sr.error);
+			return -1;
+		}
 	}
 	a->pid = sr.pid;
 	a->hostpid = sr.hostpid;

@@ -79,8 +79,14 @@ control_ping(struct agent *a)
 	char	buf[96];
 	int	n;
 
-	if (a->io.wfd == -1 || a->adapter != NULL)
-		return;		/* an adapted tool would not understand */
+	if (a->io.wfd == -1)
+		return;
+	if (a->adapter != NULL) {
+		/* Only the adapter knows how its tool is pinged, if at all. */
+		if (a->adapter->ops->ping != NULL)
+			a->adapter->ops->ping(a);
+		return;
+	}
 	n = snprintf(buf, sizeof buf, "{\"jsonrpc\":\"2.0\",\"id\":%llu,"
 	    "\"method\":\"ping\"}", (unsigned long long)++a->hb_seq);
 	agent_send(a, buf, (size_t)n);

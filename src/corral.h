@@ -589,6 +589,15 @@ struct adapter_ops {
 	int		(*stop)(struct agent *);
 	/* Free the adapter's state. */
 	void		(*free)(struct agent *);
+	/*
+	 * Long-lived adapters: the argv to run instead of the entry's cmd
+	 * (NULL-terminated, freed by the caller with adapter_free_argv), a
+	 * ping for heartbeats, and how many requests the tool takes at once
+	 * (0: the entry's max_inflight).
+	 */
+	char		**(*argv)(struct agent *);
+	void		(*ping)(struct agent *);
+	unsigned int	 inflight_cap;
 };
 
 struct adapter {
@@ -949,6 +958,9 @@ json_t	*adapter_request_json(struct msg *);
 struct proc *adapter_proc_new(struct agent *, struct msg *);
 void	 adapter_proc_done(struct proc *);
 void	 adapter_percall_check(struct agent *);
+char	**adapter_argv(struct agent *);
+void	 adapter_free_argv(char **);
+unsigned int adapter_inflight_cap(const struct agent *);
 
 /* adapter-exec.c */
 extern const struct adapter_ops adapter_exec_ops;

@@ -166,7 +166,7 @@ int
 lifecycle_routable(const struct agent *a)
 {
 	return (a->state == AS_READY || a->state == AS_BUSY) &&
-	    a->outstanding < a->conf->max_inflight;
+	    a->outstanding < adapter_inflight_cap(a);
 }
 
 /* Return nonzero if the agent has a process (or is about to). */

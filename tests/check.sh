@@ -33,7 +33,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for t in framer jscan_diff envelope config control; do
 	mkdir -p "$work/$t"
-	if ! (cd "$work" && "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \
+	if ! (cd "$work" && LSAN_OPTIONS="suppressions=$OLDPWD/tests/fuzz/lsan.supp" \
+	    "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \
 	    -max_total_time="$CORRAL_FUZZ_SECONDS" -timeout=10 \
 	    -rss_limit_mb=2048 -print_final_stats=0 "$work/$t" \
 	    "$OLDPWD/tests/fuzz/corpus/$t" >"$work/$t.log" 2>&1); then
