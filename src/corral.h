@@ -725,6 +725,10 @@ size_t	 jscan_unescape(struct jscan *, const char *, size_t);
 int	 jscan_str_equal(struct jscan *, const char *, size_t, int,
 	    const char *, size_t);
 int	 jscan_get(struct jscan *, const char *, int, const char *);
+int	 jscan_getn(struct jscan *, const char *, int, const char *, size_t);
+/* jscan_get for a string literal key, without strlen. */
+#define JSCAN_GET(js, s, obj, lit) jscan_getn((js), (s), (obj), (lit), \
+	    sizeof(lit) - 1)
 size_t	 jscan_count(const struct jscan *, int);
 int	 jscan_first(const struct jscan *, int);
 int	 jscan_next(const struct jscan *, int, int);

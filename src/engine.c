@@ -527,7 +527,7 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 		rlen = mlen;
 	}
 	m = engine_msg_create(req->job, rl, rlen, MSG_REFLECT, INTENT_REFLECT);
-	snprintf(m->id, sizeof m->id, "%s", id);
+	strlcpy(m->id, id, sizeof m->id);
 	m->round = req->round + 1;
 	m->depth = req->depth;
 	m->prio = req->prio;
@@ -585,7 +585,7 @@ engine_actions(struct msg *req, const char *line, const struct env *env,
 			    "deeper than max_depth (%u)", cr->wf->max_depth);
 			return n;
 		}
-		t = jscan_get(cr->js, line, e, "intent");
+		t = JSCAN_GET(cr->js, line, e, "intent");
 		{
 			size_t il;
 			const char *iv = jscan_text(cr->js, line, t, &il);
@@ -595,7 +595,7 @@ engine_actions(struct msg *req, const char *line, const struct env *env,
 		al = envelope_action(cr->js, line, e, id, reply_id, ctx, ctxlen,
 		    &alen);
 		m = engine_msg_create(j, al, alen, MSG_ACTION, intent);
-		snprintf(m->id, sizeof m->id, "%s", id);
+		strlcpy(m->id, id, sizeof m->id);
 		m->depth = req->depth + 1;
 		m->prio = req->prio;
 		m->parent_agent = req->parent_agent;
@@ -823,15 +823,15 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 		return;
 	}
 	if (cr->js->tok[0].type == JT_OBJECT &&
-	    jscan_get(cr->js, line, 0, "jsonrpc") != -1) {
+	    JSCAN_GET(cr->js, line, 0, "jsonrpc") != -1) {
 		control_agent_frame(a, line, len);
 		return;
 	}
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
 		id[0] = '\0';
 		if (cr->js->tok[0].type == JT_OBJECT) {
-			int t = jscan_get(cr->js, line, 0, "trace");
-			int x = t != -1 ? jscan_get(cr->js, line, t, "id") : -1;
+			int t = JSCAN_GET(cr->js, line, 0, "trace");
+			int x = t != -1 ? JSCAN_GET(cr->js, line, t, "id") : -1;
 			if (x != -1 && cr->js->tok[x].type == JT_STRING) {
 				size_t l;
 				const char *v = jscan_text(cr->js, line, x, &l);
@@ -972,7 +972,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 		return;
 	}
 	if (cr->js->tok[0].type == JT_OBJECT &&
-	    jscan_get(cr->js, line, 0, "jsonrpc") != -1) {
+	    JSCAN_GET(cr->js, line, 0, "jsonrpc") != -1) {
 		engine_input_control(line, len);
 		return;
 	}
@@ -991,9 +991,9 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 		clen = len;
 	}
 	j = engine_job_create(JOB_SERVE);
-	snprintf(j->id, sizeof j->id, "%s", id);
+	strlcpy(j->id, id, sizeof j->id);
 	m = engine_msg_create(j, copy, clen, MSG_INPUT, env.intent);
-	snprintf(m->id, sizeof m->id, "%s", id);
+	strlcpy(m->id, id, sizeof m->id);
 	m->prio = (uint8_t)env.prio;
 	m->timeout = env.ttl;
 	if (auditlog_enabled())
@@ -1018,9 +1018,9 @@ engine_start_goal(const char *goal)
 	if ((line = envelope_goal(goal, cr->wf->start, id, &len)) == NULL)
 		return -1;
 	j = engine_job_create(JOB_RUN);
-	snprintf(j->id, sizeof j->id, "%s", id);
+	strlcpy(j->id, id, sizeof j->id);
 	m = engine_msg_create(j, line, len, MSG_GOAL, intent);
-	snprintf(m->id, sizeof m->id, "%s", id);
+	strlcpy(m->id, id, sizeof m->id);
 	if (auditlog_enabled())
 		auditlog_envelope("goal", NULL, id, line, len);
 	(void)route_submit(m);

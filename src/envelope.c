@@ -137,32 +137,60 @@ env_strings(struct jscan *js, int arr, struct env_error *err,
 	return 0;
 }
 
-/* Check an optional string member of an object. */
+/*
+ * Format a field path: base, with [idx] when idx >= 0, with .key when key
+ * is given.  Only ever done for an error: paths cost nothing on success.
+ */
+static const char *
+env_path(char *buf, size_t len, const char *base, int idx, const char *key)
+{
+	if (idx >= 0)
+		snprintf(buf, len, "%s[%d]%s%s", base, idx, key ? "." : "",
+		    key ? key : "");
+	else
+		snprintf(buf, len, "%s%s%s", base, key ? "." : "", key ? key :
+		    "");
+	return buf;
+}
+
+/* Check that token t is a string; the path is built only on failure. */
 static int
-env_opt_string(struct jscan *js, const char *s, int obj, const char *key,
-    struct env_error *err, const char *path)
+env_want_string(struct jscan *js, int t, struct env_error *err,
+    const char *base, int idx, const char *key)
 {
 	char	p[128];
+
+	if (js->tok[t].type == JT_STRING)
+		return 0;
+	return env_want(js, t, JT_STRING, err, env_path(p, sizeof p, base, idx,
+	    key));
+}
+
+/* Check an optional string member of an object (base[idx].key). */
+static int
+env_opt_string(struct jscan *js, const char *s, int obj, const char *key,
+    struct env_error *err, const char *base, int idx)
+{
 	int	t;
 
 	if ((t = jscan_get(js, s, obj, key)) == -1)
 		return 0;
-	snprintf(p, sizeof p, "%s.%s", path, key);
-	return env_want(js, t, JT_STRING, err, p);
+	return env_want_string(js, t, err, base, idx, key);
 }
 
-/* Check a required string member of an object. */
+/* Check a required string member of an object (base[idx].key). */
 static int
 env_req_string(struct jscan *js, const char *s, int obj, const char *key,
-    struct env_error *err, const char *path)
+    struct env_error *err, const char *base, int idx)
 {
 	char	p[128];
 	int	t;
 
-	snprintf(p, sizeof p, "%s.%s", path, key);
-	if ((t = jscan_get(js, s, obj, key)) == -1)
+	if ((t = jscan_get(js, s, obj, key)) == -1) {
+		env_path(p, sizeof p, base, idx, key);
 		return env_fail(err, p, "%s is required", p);
-	return env_want(js, t, JT_STRING, err, p);
+	}
+	return env_want_string(js, t, err, base, idx, key);
 }
 
 /* Check "agent": {id, name, model, version?}. */
@@ -171,10 +199,10 @@ env_agent(struct jscan *js, const char *s, int t, struct env_error *err)
 {
 	if (env_want(js, t, JT_OBJECT, err, "agent") != 0)
 		return -1;
-	if (env_req_string(js, s, t, "id", err, "agent") != 0 ||
-	    env_req_string(js, s, t, "name", err, "agent") != 0 ||
-	    env_req_string(js, s, t, "model", err, "agent") != 0 ||
-	    env_opt_string(js, s, t, "version", err, "agent") != 0)
+	if (env_req_string(js, s, t, "id", err, "agent", -1) != 0 ||
+	    env_req_string(js, s, t, "name", err, "agent", -1) != 0 ||
+	    env_req_string(js, s, t, "model", err, "agent", -1) != 0 ||
+	    env_opt_string(js, s, t, "version", err, "agent", -1) != 0)
 		return -1;
 	return 0;
 }
@@ -189,21 +217,25 @@ env_inputs(struct jscan *js, const char *s, int t, struct env *env,
 
 	if (env_want(js, t, JT_OBJECT, err, "inputs") != 0)
 		return -1;
-	if (env_opt_string(js, s, t, "context", err, "inputs") != 0)
+	if (env_opt_string(js, s, t, "context", err, "inputs", -1) != 0)
 		return -1;
-	if ((r = jscan_get(js, s, t, "resources")) != -1) {
+	if ((r = JSCAN_GET(js, s, t, "resources")) != -1) {
 		if (env_want(js, r, JT_ARRAY, err, "inputs.resources") != 0)
 			return -1;
 		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
 		    i++) {
-			snprintf(p, sizeof p, "inputs.resources[%d]", i);
-			if (env_want(js, e, JT_OBJECT, err, p) != 0)
+			if (js->tok[e].type != JT_OBJECT) {
+				env_path(p, sizeof p, "inputs.resources", i, NULL);
+				return env_want(js, e, JT_OBJECT, err, p);
+			}
+			if (env_req_string(js, s, e, "type", err,
+			    "inputs.resources", i) != 0 ||
+			    env_req_string(js, s, e, "id", err,
+			    "inputs.resources", i) != 0 ||
+			    env_opt_string(js, s, e, "hint", err,
+			    "inputs.resources", i) != 0)
 				return -1;
-			if (env_req_string(js, s, e, "type", err, p) != 0 ||
-			    env_req_string(js, s, e, "id", err, p) != 0 ||
-			    env_opt_string(js, s, e, "hint", err, p) != 0)
-				return -1;
-			x = jscan_get(js, s, e, "type");
+			x = JSCAN_GET(js, s, e, "type");
 			if (env_enum(js, s, x, resource_types) < 0) {
 				snprintf(p, sizeof p, "inputs.resources[%d].type",
 				    i);
@@ -212,10 +244,10 @@ env_inputs(struct jscan *js, const char *s, int t, struct env *env,
 			}
 		}
 	}
-	if ((r = jscan_get(js, s, t, "parameters")) != -1) {
+	if ((r = JSCAN_GET(js, s, t, "parameters")) != -1) {
 		if (env_want(js, r, JT_OBJECT, err, "inputs.parameters"))
 			return -1;
-		if ((x = jscan_get(js, s, r, "ttl_ms")) != -1) {
+		if ((x = JSCAN_GET(js, s, r, "ttl_ms")) != -1) {
 			if (js->tok[x].type != JT_NUMBER ||
 			    jscan_number(js, s, x) < 0)
 				return env_fail(err, "inputs.parameters.ttl_ms",
@@ -236,7 +268,7 @@ env_content(struct jscan *js, const char *s, int t, struct env *env,
 
 	if (env_want(js, t, JT_OBJECT, err, "content") != 0)
 		return -1;
-	if ((x = jscan_get(js, s, t, "type")) == -1)
+	if ((x = JSCAN_GET(js, s, t, "type")) == -1)
 		return env_fail(err, "content.type", "content.type is required "
 		    "(text, code, json, tool_result or error)");
 	if (env_want(js, x, JT_STRING, err, "content.type") != 0)
@@ -244,7 +276,7 @@ env_content(struct jscan *js, const char *s, int t, struct env *env,
 	if ((env->ctype = env_enum(js, s, x, ctype_names)) < 0)
 		return env_fail(err, "content.type", "content.type must be one "
 		    "of text, code, json, tool_result, error");
-	if (env_opt_string(js, s, t, "text", err, "content") != 0)
+	if (env_opt_string(js, s, t, "text", err, "content", -1) != 0)
 		return -1;
 	return 0;
 }
@@ -259,24 +291,28 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 
 	if (env_want(js, t, JT_OBJECT, err, "outputs") != 0)
 		return -1;
-	if ((r = jscan_get(js, s, t, "artifacts")) != -1) {
+	if ((r = JSCAN_GET(js, s, t, "artifacts")) != -1) {
 		if (env_want(js, r, JT_ARRAY, err, "outputs.artifacts") != 0)
 			return -1;
 		i = 0;
 		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
 		    i++) {
-			snprintf(p, sizeof p, "outputs.artifacts[%d]", i);
-			if (env_want(js, e, JT_OBJECT, err, p) != 0)
-				return -1;
-			if (jscan_get(js, s, e, "path") != -1) {
+			if (js->tok[e].type != JT_OBJECT) {
+				env_path(p, sizeof p, "outputs.artifacts", i, NULL);
+				return env_want(js, e, JT_OBJECT, err, p);
+			}
+			if (JSCAN_GET(js, s, e, "path") != -1) {
 				/* Seed 002's form: a file for the workspace. */
-				if (env_req_string(js, s, e, "path", err, p) != 0 ||
+				if (env_req_string(js, s, e, "path", err,
+				    "outputs.artifacts", i) != 0 ||
 				    env_opt_string(js, s, e, "content", err,
-				    p) != 0 || env_opt_string(js, s, e, "kind",
-				    err, p) != 0 || env_opt_string(js, s, e,
-				    "name", err, p) != 0)
+				    "outputs.artifacts", i) != 0 ||
+				    env_opt_string(js, s, e, "kind", err,
+				    "outputs.artifacts", i) != 0 ||
+				    env_opt_string(js, s, e, "name", err,
+				    "outputs.artifacts", i) != 0)
 					return -1;
-				if ((x = jscan_get(js, s, e, "operation")) != -1) {
+				if ((x = JSCAN_GET(js, s, e, "operation")) != -1) {
 					static const char *const ops[] = {
 					    "create", "update", NULL };
 					snprintf(p, sizeof p,
@@ -288,11 +324,14 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 				}
 				continue;
 			}
-			if (env_req_string(js, s, e, "kind", err, p) != 0 ||
-			    env_req_string(js, s, e, "name", err, p) != 0 ||
-			    env_opt_string(js, s, e, "inline", err, p) != 0)
+			if (env_req_string(js, s, e, "kind", err,
+			    "outputs.artifacts", i) != 0 ||
+			    env_req_string(js, s, e, "name", err,
+			    "outputs.artifacts", i) != 0 ||
+			    env_opt_string(js, s, e, "inline", err,
+			    "outputs.artifacts", i) != 0)
 				return -1;
-			if ((x = jscan_get(js, s, e, "uri")) != -1 &&
+			if ((x = JSCAN_GET(js, s, e, "uri")) != -1 &&
 			    js->tok[x].type != JT_STRING &&
 			    js->tok[x].type != JT_NULL) {
 				snprintf(p, sizeof p, "outputs.artifacts[%d].uri",
@@ -302,18 +341,23 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 			}
 		}
 	}
-	if ((r = jscan_get(js, s, t, "next_actions")) != -1) {
+	if ((r = JSCAN_GET(js, s, t, "next_actions")) != -1) {
 		if (env_want(js, r, JT_ARRAY, err, "outputs.next_actions"))
 			return -1;
 		i = 0;
 		for (e = jscan_first(js, r); e != -1; e = jscan_next(js, r, e),
 		    i++) {
-			snprintf(p, sizeof p, "outputs.next_actions[%d]", i);
-			if (env_want(js, e, JT_OBJECT, err, p) != 0 ||
-			    env_req_string(js, s, e, "intent", err, p) != 0 ||
-			    env_req_string(js, s, e, "task", err, p) != 0)
+			if (js->tok[e].type != JT_OBJECT) {
+				env_path(p, sizeof p, "outputs.next_actions", i,
+				    NULL);
+				return env_want(js, e, JT_OBJECT, err, p);
+			}
+			if (env_req_string(js, s, e, "intent", err,
+			    "outputs.next_actions", i) != 0 ||
+			    env_req_string(js, s, e, "task", err,
+			    "outputs.next_actions", i) != 0)
 				return -1;
-			x = jscan_get(js, s, e, "intent");
+			x = JSCAN_GET(js, s, e, "intent");
 			if (env_intent(js, s, x) < 0) {
 				snprintf(p, sizeof p,
 				    "outputs.next_actions[%d].intent", i);
@@ -322,7 +366,7 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 				    "retrieve, analyze, summarize, reflect, "
 				    "finalize, tool.call)", p);
 			}
-			if ((x = jscan_get(js, s, e, "args")) != -1 &&
+			if ((x = JSCAN_GET(js, s, e, "args")) != -1 &&
 			    js->tok[x].type != JT_OBJECT) {
 				snprintf(p, sizeof p,
 				    "outputs.next_actions[%d].args", i);
@@ -345,7 +389,7 @@ env_confidence(struct jscan *js, const char *s, int t, struct env *env,
 
 	if (env_want(js, t, JT_OBJECT, err, "confidence") != 0)
 		return -1;
-	if ((x = jscan_get(js, s, t, "score")) == -1)
+	if ((x = JSCAN_GET(js, s, t, "score")) == -1)
 		return env_fail(err, "confidence.score", "confidence.score is "
 		    "required when confidence is given");
 	if (env_want(js, x, JT_NUMBER, err, "confidence.score") != 0)
@@ -356,9 +400,9 @@ env_confidence(struct jscan *js, const char *s, int t, struct env *env,
 		    "be between 0 and 1");
 	env->has_score = 1;
 	env->score = score;
-	if (env_opt_string(js, s, t, "rationale", err, "confidence") != 0)
+	if (env_opt_string(js, s, t, "rationale", err, "confidence", -1) != 0)
 		return -1;
-	if ((x = jscan_get(js, s, t, "risks")) != -1 &&
+	if ((x = JSCAN_GET(js, s, t, "risks")) != -1 &&
 	    env_strings(js, x, err, "confidence.risks") != 0)
 		return -1;
 	return 0;
@@ -376,7 +420,7 @@ env_trace(struct jscan *js, const char *s, int t, struct env *env,
 	if (env_want(js, t, JT_OBJECT, err, "trace") != 0)
 		return -1;
 	env->trace = t;
-	if ((x = jscan_get(js, s, t, "id")) != -1) {
+	if ((x = JSCAN_GET(js, s, t, "id")) != -1) {
 		if (env_want(js, x, JT_STRING, err, "trace.id") != 0)
 			return -1;
 		(void)jscan_text(js, s, x, &len);
@@ -385,15 +429,15 @@ env_trace(struct jscan *js, const char *s, int t, struct env *env,
 			    "%d bytes long", CORRAL_ID_MAX - 1);
 		env->trace_id = x;
 	}
-	if ((x = jscan_get(js, s, t, "parents")) != -1) {
+	if ((x = JSCAN_GET(js, s, t, "parents")) != -1) {
 		if (env_strings(js, x, err, "trace.parents") != 0)
 			return -1;
 		env->parents = x;
 	}
-	if ((x = jscan_get(js, s, t, "tags")) != -1 &&
+	if ((x = JSCAN_GET(js, s, t, "tags")) != -1 &&
 	    env_strings(js, x, err, "trace.tags") != 0)
 		return -1;
-	if ((x = jscan_get(js, s, t, "cost")) != -1) {
+	if ((x = JSCAN_GET(js, s, t, "cost")) != -1) {
 		if (env_want(js, x, JT_OBJECT, err, "trace.cost") != 0)
 			return -1;
 		static const char *const fields[] = { "input_tokens",
@@ -401,11 +445,13 @@ env_trace(struct jscan *js, const char *s, int t, struct env *env,
 		for (int i = 0; fields[i] != NULL; i++) {
 			if ((c = jscan_get(js, s, x, fields[i])) == -1)
 				continue;
-			snprintf(p, sizeof p, "trace.cost.%s", fields[i]);
 			if (js->tok[c].type != JT_NUMBER ||
-			    jscan_number(js, s, c) < 0)
+			    jscan_number(js, s, c) < 0) {
+				snprintf(p, sizeof p, "trace.cost.%s",
+				    fields[i]);
 				return env_fail(err, p, "%s must be a number, "
 				    "0 or more", p);
+			}
 			if (i == 0)
 				env->tokens_in = jscan_number(js, s, c);
 			else if (i == 1)

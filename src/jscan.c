@@ -753,8 +753,15 @@ jscan_str_equal(struct jscan *js, const char *raw, size_t rawlen, int esc,
 int
 jscan_get(struct jscan *js, const char *s, int obj, const char *key)
 {
+	return jscan_getn(js, s, obj, key, strlen(key));
+}
+
+/* jscan_get with the key's length given (literals: sizeof - 1). */
+int
+jscan_getn(struct jscan *js, const char *s, int obj, const char *key,
+    size_t keylen)
+{
 	const struct jtok	*t;
-	size_t			 keylen = strlen(key);
 	uint32_t		 i, end;
 
 	if (obj < 0 || (uint32_t)obj >= js->ntok)
@@ -765,8 +772,14 @@ jscan_get(struct jscan *js, const char *s, int obj, const char *key)
 	end = t->next;
 	for (i = (uint32_t)obj + 1; i < end; i = js->tok[i + 1].next) {
 		t = &js->tok[i];
-		if (jscan_str_equal(js, s + t->off, t->len, t->flags &
-		    JT_ESCAPED, key, keylen))
+		/* Plain keys: compare the bytes directly, cheapest first. */
+		if (!(t->flags & JT_ESCAPED)) {
+			if (t->len == keylen + 2 &&
+			    memcmp(s + t->off + 1, key, keylen) == 0)
+				return (int)i + 1;
+			continue;
+		}
+		if (jscan_str_equal(js, s + t->off, t->len, 1, key, keylen))
 			return (int)i + 1;
 	}
 	return -1;
@@ -832,9 +845,39 @@ jscan_text(struct jscan *js, const char *s, int tok, size_t *lenp)
 double
 jscan_number(struct jscan *js, const char *s, int tok)
 {
+	static const double	 pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5,
+	    1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
 	const struct jtok	*t = &js->tok[tok];
+	const char		*p = s + t->off, *end = p + t->len;
 	char			 buf[64], *copy = buf;
+	uint64_t		 m = 0;
+	int			 neg = 0, digits = 0, frac = -1;
 	double			 d;
+
+	/*
+	 * The common case, a plain decimal such as 0.9 or 1234 with at most
+	 * 15 digits: m / 10^k is then exactly what strtod returns, since
+	 * both are exact doubles and the division rounds correctly.
+	 */
+	if (p < end && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	for (; p < end; p++) {
+		if (*p == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (*p < '0' || *p > '9' || ++digits > 15)
+			break;
+		m = m * 10 + (uint64_t)(*p - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	if (p == end) {
+		d = (double)m / pow10[frac > 0 ? frac : 0];
+		return neg ? -d : d;
+	}
 
 	if (t->len >= sizeof buf)
 		copy = xmalloc(t->len + 1);

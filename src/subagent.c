@@ -380,7 +380,7 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 
 	m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
 	    MSG_TASK, intent);
-	snprintf(m->id, sizeof m->id, "%s", tid);
+	strlcpy(m->id, tid, sizeof m->id);
 	m->target = c;
 	m->parent_agent = p;
 	m->timeout = c->task_timeout;

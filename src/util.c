@@ -163,7 +163,8 @@ util_rfc3339_valid(const char *s, size_t n)
 	    !util_digits(s + 11, 2) || s[13] != ':' ||
 	    !util_digits(s + 14, 2) || s[16] != ':' || !util_digits(s + 17, 2))
 		return 0;
-	year = atoi(s);
+	year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 +
+	    (s[3] - '0');
 	mon = (s[5] - '0') * 10 + (s[6] - '0');
 	day = (s[8] - '0') * 10 + (s[9] - '0');
 	hh = (s[11] - '0') * 10 + (s[12] - '0');

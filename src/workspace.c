@@ -227,12 +227,12 @@ workspace_artifacts(struct agent *a, struct jscan *js, const char *line,
 	int		 outs, arts, e, t, c, o, written = 0;
 
 	why[0] = '\0';
-	if (workspace_fd == -1 || (outs = jscan_get(js, line, 0, "outputs")) ==
-	    -1 || (arts = jscan_get(js, line, outs, "artifacts")) == -1)
+	if (workspace_fd == -1 || (outs = JSCAN_GET(js, line, 0, "outputs")) ==
+	    -1 || (arts = JSCAN_GET(js, line, outs, "artifacts")) == -1)
 		return 0;
 	for (e = jscan_first(js, arts); e != -1; e = jscan_next(js, arts, e)) {
-		if ((t = jscan_get(js, line, e, "path")) == -1 ||
-		    (c = jscan_get(js, line, e, "content")) == -1)
+		if ((t = JSCAN_GET(js, line, e, "path")) == -1 ||
+		    (c = JSCAN_GET(js, line, e, "content")) == -1)
 			continue;
 		if (js->tok[t].type != JT_STRING || js->tok[c].type != JT_STRING)
 			continue;
@@ -241,7 +241,7 @@ workspace_artifacts(struct agent *a, struct jscan *js, const char *line,
 		content = jscan_text(js, line, c, &clen);
 		ccopy = xmemdup0(content, clen);
 		op[0] = '\0';
-		if ((o = jscan_get(js, line, e, "operation")) != -1 &&
+		if ((o = JSCAN_GET(js, line, e, "operation")) != -1 &&
 		    js->tok[o].type == JT_STRING) {
 			opv = jscan_text(js, line, o, &olen);
 			snprintf(op, sizeof op, "%.*s", (int)olen, opv);
