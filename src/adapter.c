@@ -23,6 +23,10 @@
 
 static const struct adapter_ops *adapter_table[] = {
 	&adapter_exec_ops,
+	&adapter_claude_ops,
+	&adapter_codex_ops,
+	&adapter_gemini_ops,
+	&adapter_mcp_ops,
 	NULL
 };
 

@@ -104,6 +104,9 @@ agent_start(struct agent *a)
 		cr->nagents++;
 		lifecycle_event(a, AE_SPAWNED, "%s adapter, a process per "
 		    "request", a->conf->adapter);
+		auditlog_event("spawn", a->id, NULL, "name", a->conf->name,
+		    "adapter", a->conf->adapter, "parent", a->parent != NULL ?
+		    a->parent->id : NULL, NULL);
 		(void)adapter_start(a);
 		lifecycle_event(a, AE_HANDSHAKE, "ready");
 		return 0;
@@ -205,7 +208,7 @@ agent_broken(struct agent *a, const char *what)
 	log_warnx("agent %s: %s but is still running; terminating it", a->id,
 	    what);
 	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
-	    what, NULL);
+	    what, NULL);	/* the shape of every "error" event */
 	engine_agent_gone(a, what);
 	if (a->state == AS_STOPPING)
 		return;

@@ -81,8 +81,12 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
 	struct chan	*c = arg;
+	struct chan	*saved = cr->source;
 
+	/* Whatever this line makes corral write may block this reader. */
+	cr->source = c;
 	c->on_line(c, kind, line, len, extra);
+	cr->source = saved;
 }
 
 /* Read what the descriptor has and hand out its lines. */

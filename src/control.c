@@ -156,8 +156,11 @@ control_agent_frame(struct agent *a, const char *line, size_t len)
 	}
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
 	    !json_is_real(id) && !json_is_null(id)) {
-		control_reply_error(a, NULL, CORRAL_E_INVALID, "bad id",
-		    "REJECTED");
+		/* JSON-RPC: an id we cannot echo is answered with null. */
+		json_t *nul = json_null();
+		control_reply_error(a, nul, CORRAL_E_INVALID, "id must be a "
+		    "string, a number or null", "REJECTED");
+		json_decref(nul);
 		goto out;
 	}
 	if (params != NULL && !json_is_object(params) &&

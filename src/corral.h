@@ -377,6 +377,7 @@ struct agent {
 	unsigned int		 nrestarts;
 	unsigned int		 restart_count;
 	unsigned int		 hb_missed;
+	int			 hb_pinged;	/* a ping is unanswered */
 	uint64_t		 hb_seq;
 	unsigned int		 timeouts;	/* consecutive */
 	unsigned int		 outstanding;
@@ -627,6 +628,7 @@ struct corral {
 	unsigned int		 queued;	/* in route queues */
 	struct chan		*source;	/* whose line is being handled */
 	TAILQ_HEAD(, job)	 jobs;
+	struct msgq		 retrying;	/* waiting for their retry */
 	unsigned int		 njobs;
 	struct jscan	*js;
 	struct chan		 stdio;		/* serve: stdin, stdout */
@@ -637,6 +639,8 @@ struct corral {
 	ev_signal		 sigint_w;
 	ev_signal		 sigterm_w;
 	ev_signal		 sighup_w;
+	ev_signal		 sigquit_w;
+	ev_timer		 budget_w;
 	ev_timer		 shutdown_w;
 	int			 shutting_down;
 	int			 interrupted;	/* signal that stopped us, or 0 */
@@ -849,6 +853,10 @@ char	*envelope_action(struct jscan *, const char *, int, const char *,
 	    const char *, const char *, size_t, size_t *);
 char	*envelope_mark(struct jscan *, const char *, size_t,
 	    const char *, size_t *);
+char	*envelope_add_parent(struct jscan *, const char *, size_t,
+	    const struct env *, const char *, size_t *);
+char	*envelope_corral_set(struct jscan *, const char *, size_t,
+	    const struct env *, const char *, const char *, size_t *);
 int	 envelope_trace_id(struct jscan *, const char *,
 	    const struct env *, char *, size_t);
 int	 envelope_has_parent(struct jscan *, const char *,
@@ -895,6 +903,7 @@ void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 void	 engine_agent_gone(struct agent *, const char *);
 void	 engine_agent_failed(struct agent *, const char *);
+void	 engine_fail_retrying(const char *);
 int	 engine_idle(void);
 
 /* auditlog.c */
@@ -968,6 +977,10 @@ unsigned int adapter_inflight_cap(const struct agent *);
 
 /* adapter-exec.c */
 extern const struct adapter_ops adapter_exec_ops;
+extern const struct adapter_ops adapter_claude_ops;
+extern const struct adapter_ops adapter_codex_ops;
+extern const struct adapter_ops adapter_gemini_ops;
+extern const struct adapter_ops adapter_mcp_ops;
 
 /* supervisor.c */
 void	 supervisor_setup(struct workflow *, int);
@@ -983,6 +996,7 @@ int	 supervisor_any_alive(void);
 int	 workspace_open(const struct workflow *);
 void	 workspace_close(void);
 int	 workspace_enabled(void);
+const char *workspace_dir(void);
 const char *workspace_path_problem(const char *, size_t);
 int	 workspace_write(const char *, size_t, const char *, const char *,
 	    size_t, char *, size_t);

@@ -10,7 +10,7 @@
  * reply is its result) or when none of its requests is left (the latest
  * terminal envelope is its result), or when a limit stops it.
  *
- * The per-message path is: scan the line once (json.c), validate the tape
+ * The per-message path is: scan the line once (jscan.c), validate the tape
  * (envelope.c), match the reply to its request, and forward the bytes as
  * they came.  Only envelopes that lack trace.id, trace.parents or a
  * timestamp are copied, to splice those in.
@@ -38,6 +38,7 @@ void
 engine_init(void)
 {
 	TAILQ_INIT(&cr->jobs);
+	TAILQ_INIT(&cr->retrying);
 	cr->js = jscan_create(4);
 }
 
@@ -96,6 +97,9 @@ engine_job_release(struct job *j)
 static void
 engine_job_finish(struct job *j, const char *line, size_t len, int is_error)
 {
+	struct env		env;
+	struct env_error	err;
+
 	if (j->done)
 		return;
 	j->done = 1;
@@ -105,7 +109,25 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error)
 		auditlog_event("job_end", NULL, j->id, "status", is_error ?
 		    "failed" : "ok", NULL);
 	if (j->origin == JOB_SERVE) {
+		char	*linked = NULL;
+		size_t	 llen;
+
+		/*
+		 * The caller matches results to its inputs by trace.parents:
+		 * make sure the input's id is there, however many steps the
+		 * job took.
+		 */
+		if (jscan_run(cr->js, line, len) == 0 &&
+		    envelope_check(cr->js, line, len, &env, &err) == 0 &&
+		    !envelope_has_parent(cr->js, line, &env, j->id))
+			linked = envelope_add_parent(cr->js, line, len, &env,
+			    j->id, &llen);
+		if (linked != NULL) {
+			line = linked;
+			len = llen;
+		}
 		chan_write_line(&cr->stdio, line, len);
+		free(linked);
 		if (chan_full(&cr->stdio) && cr->source != NULL)
 			chan_block(cr->source, &cr->stdio);
 	} else {
@@ -130,6 +152,8 @@ engine_job_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	    cr->wf->deadline);
 	log_warnx("job %s: %s", j->id, msg);
 	e = envelope_error("deadline", "TIMEOUT", NULL, msg, j->id, &len);
+	if (auditlog_enabled())
+		auditlog_envelope("error", NULL, j->id, e, len);
 	engine_job_finish(j, e, len, 1);
 	free(e);
 }
@@ -174,9 +198,12 @@ engine_route_timeout(const struct route *r)
 	double	t = 0;
 	size_t	i;
 
-	for (i = 0; r != NULL && i < r->nconfs; i++)
+	for (i = 0; r != NULL && i < r->nconfs; i++) {
+		if (r->confs[i]->timeout == 0)
+			return 0;	/* one of them waits forever */
 		if (r->confs[i]->timeout > t)
 			t = r->confs[i]->timeout;
+	}
 	return t > 0 ? t : 30.0;
 }
 
@@ -280,6 +307,7 @@ engine_retry_delay(unsigned int n)
 static void
 engine_retry(struct msg *m)
 {
+	TAILQ_REMOVE(&cr->retrying, m, entry);
 	m->where = MSG_NOWHERE;
 	if (cr->shutting_down) {
 		engine_fail(m, "UNAVAILABLE", "shutdown", "corral is shutting "
@@ -335,10 +363,11 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why)
 
 	m->retries++;
 	delay = engine_retry_delay(m->retries);
-	snprintf(member, sizeof member, "{\"retry_count\":%u}", m->retries);
+	snprintf(member, sizeof member, "%u", m->retries);
 	if (jscan_run(cr->js, m->line, m->len) == 0 &&
 	    envelope_check(cr->js, m->line, m->len, &env, &err) == 0) {
-		line = envelope_mark(cr->js, m->line, m->len, member, &len);
+		line = envelope_corral_set(cr->js, m->line, m->len, &env,
+		    "retry_count", member, &len);
 		free(m->line);
 		m->line = line;
 		m->len = len;
@@ -349,6 +378,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why)
 	    "category", category, "reason", why, NULL);
 	cr->retried++;
 	m->where = MSG_RETRYING;
+	TAILQ_INSERT_TAIL(&cr->retrying, m, entry);
 	ev_timer_stop(cr->loop, &m->timer);
 	ev_timer_set(&m->timer, delay, 0);
 	ev_timer_start(cr->loop, &m->timer);
@@ -531,6 +561,7 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 	m->round = req->round + 1;
 	m->depth = req->depth;
 	m->prio = req->prio;
+	m->timeout = req->timeout;	/* the reflection serves the same need */
 	m->exclude = a;
 	m->parent_agent = req->parent_agent;
 	/* A reflection stands in for the reply it reflects on. */
@@ -599,6 +630,16 @@ engine_actions(struct msg *req, const char *line, const struct env *env,
 		m->depth = req->depth + 1;
 		m->prio = req->prio;
 		m->parent_agent = req->parent_agent;
+		{
+			/* args.ttl_ms becomes the new request's deadline. */
+			int args = JSCAN_GET(cr->js, line, e, "args"), ttl;
+
+			if (args != -1 && (ttl = JSCAN_GET(cr->js, line, args,
+			    "ttl_ms")) != -1 && cr->js->tok[ttl].type ==
+			    JT_NUMBER && jscan_number(cr->js, line, ttl) >= 0)
+				m->timeout = jscan_number(cr->js, line, ttl) /
+				    1000.0;
+		}
 		j->steps++;
 		cr->steps++;
 		n++;
@@ -625,6 +666,8 @@ engine_limit(struct job *j, const char *code, const char *fmt, ...)
 	log_warnx("job %s: %s", j->id, why);
 	auditlog_event("limit", NULL, j->id, "code", code, "reason", why, NULL);
 	e = envelope_error(code, "REJECTED", NULL, why, j->id, &len);
+	if (auditlog_enabled())
+		auditlog_envelope("error", NULL, j->id, e, len);
 	engine_job_finish(j, e, len, 1);
 	free(e);
 }
@@ -752,6 +795,31 @@ engine_notice(struct agent *a, const char *code, const char *path,
 	free(e);
 }
 
+/*
+ * The trace.id of a line that scanned but is not a valid envelope, if it
+ * has a usable one, so the error can name what it answers.
+ */
+static const char *
+engine_raw_trace_id(const char *line, char *buf, size_t len)
+{
+	const char	*v;
+	size_t		 l;
+	int		 t, x;
+
+	if (cr->js->tok[0].type != JT_OBJECT ||
+	    (t = JSCAN_GET(cr->js, line, 0, "trace")) == -1 ||
+	    cr->js->tok[t].type != JT_OBJECT ||
+	    (x = JSCAN_GET(cr->js, line, t, "id")) == -1 ||
+	    cr->js->tok[x].type != JT_STRING)
+		return NULL;
+	v = jscan_text(cr->js, line, x, &l);
+	if (l == 0 || l >= len)
+		return NULL;
+	memcpy(buf, v, l);
+	buf[l] = '\0';
+	return buf;
+}
+
 /* Describe a scan failure for a person. */
 static void
 engine_scan_error(char *buf, size_t len, const struct jscan *js)
@@ -828,21 +896,9 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 		return;
 	}
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
-		id[0] = '\0';
-		if (cr->js->tok[0].type == JT_OBJECT) {
-			int t = JSCAN_GET(cr->js, line, 0, "trace");
-			int x = t != -1 ? JSCAN_GET(cr->js, line, t, "id") : -1;
-			if (x != -1 && cr->js->tok[x].type == JT_STRING) {
-				size_t l;
-				const char *v = jscan_text(cr->js, line, x, &l);
-				if (l < sizeof id) {
-					memcpy(id, v, l);
-					id[l] = '\0';
-				}
-			}
-		}
 		log_warnx("agent %s: invalid envelope: %s", a->id, err.msg);
-		engine_notice(a, err.code, err.path, err.msg, id[0] ? id : NULL);
+		engine_notice(a, err.code, err.path, err.msg,
+		    engine_raw_trace_id(line, id, sizeof id));
 		return;
 	}
 	a->msgs_out++;
@@ -978,7 +1034,8 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	}
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
 		log_warnx("stdin: invalid envelope: %s", err.msg);
-		engine_notice(NULL, err.code, err.path, err.msg, NULL);
+		engine_notice(NULL, err.code, err.path, err.msg,
+		    engine_raw_trace_id(line, id, sizeof id));
 		return;
 	}
 	if (envelope_trace_id(cr->js, line, &env, id, sizeof id) != 0) {
@@ -1059,6 +1116,20 @@ engine_agent_failed(struct agent *a, const char *why)
 {
 	subagent_failed(a, why);
 	route_check_orphans();
+}
+
+/* Fail every request waiting for its retry (shutdown). */
+void
+engine_fail_retrying(const char *why)
+{
+	struct msg	*m;
+
+	while ((m = TAILQ_FIRST(&cr->retrying)) != NULL) {
+		TAILQ_REMOVE(&cr->retrying, m, entry);
+		m->where = MSG_NOWHERE;
+		ev_timer_stop(cr->loop, &m->timer);
+		engine_fail(m, "UNAVAILABLE", "shutdown", "%s", why);
+	}
 }
 
 /* Return nonzero when no job is left. */

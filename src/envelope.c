@@ -951,6 +951,90 @@ envelope_mark(struct jscan *js, const char *s, size_t len,
 	return envelope_splice(s, len, ed, 1, outlen);
 }
 
+/*
+ * Put id first in trace.parents (creating trace or parents as needed).
+ * Returns a new buffer.
+ */
+char *
+envelope_add_parent(struct jscan *js, const char *s, size_t len,
+    const struct env *env, const char *id, size_t *outlen)
+{
+	struct splice		 ed[1];
+	struct ndjson_writer	 w;
+	const struct jtok	*t;
+	char			*out;
+	int			 nonempty;
+
+	ndjson_writer_init(&w, 0, 1);
+	if (env->trace == -1) {
+		ENV_LIT(&w, ",\"trace\":{\"parents\":[");
+		util_json_string(&w, id, strlen(id));
+		ENV_LIT(&w, "]}");
+		ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0,
+		    w.buf, w.tail, 0 };
+	} else if (env->parents == -1) {
+		t = &js->tok[env->trace];
+		nonempty = jscan_count(js, env->trace) > 0;
+		ENV_LIT(&w, "\"parents\":[");
+		util_json_string(&w, id, strlen(id));
+		ENV_LIT(&w, "]");
+		if (nonempty)
+			ENV_LIT(&w, ",");
+		ed[0] = (struct splice){ t->off + 1, 0, w.buf, w.tail, 0 };
+	} else {
+		t = &js->tok[env->parents];
+		nonempty = jscan_count(js, env->parents) > 0;
+		util_json_string(&w, id, strlen(id));
+		if (nonempty)
+			ENV_LIT(&w, ",");
+		ed[0] = (struct splice){ t->off + 1, 0, w.buf, w.tail, 0 };
+	}
+	out = envelope_splice(s, len, ed, 1, outlen);
+	ndjson_writer_free(&w);
+	return out;
+}
+
+/*
+ * Set key to the raw JSON value inside our "corral" member, keeping what
+ * else it holds (a retry must not lose a task's kind).  Returns a new
+ * buffer.
+ */
+char *
+envelope_corral_set(struct jscan *js, const char *s, size_t len,
+    const struct env *env, const char *key, const char *raw, size_t *outlen)
+{
+	struct splice		 ed[1];
+	struct ndjson_writer	 w;
+	const struct jtok	*t;
+	char			*out;
+	int			 v;
+
+	ndjson_writer_init(&w, 0, 1);
+	if (env->corral == -1) {
+		ENV_LIT(&w, ",\"corral\":{");
+		util_json_string(&w, key, strlen(key));
+		ENV_LIT(&w, ":");
+		ndjson_writer_add(&w, raw, strlen(raw));
+		ENV_LIT(&w, "}");
+		ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0,
+		    w.buf, w.tail, 0 };
+	} else if ((v = jscan_get(js, s, env->corral, key)) != -1) {
+		t = &js->tok[v];
+		ed[0] = (struct splice){ t->off, t->len, raw, strlen(raw), 0 };
+	} else {
+		t = &js->tok[env->corral];
+		util_json_string(&w, key, strlen(key));
+		ENV_LIT(&w, ":");
+		ndjson_writer_add(&w, raw, strlen(raw));
+		if (jscan_count(js, env->corral) > 0)
+			ENV_LIT(&w, ",");
+		ed[0] = (struct splice){ t->off + 1, 0, w.buf, w.tail, 0 };
+	}
+	out = envelope_splice(s, len, ed, 1, outlen);
+	ndjson_writer_free(&w);
+	return out;
+}
+
 /* Serialize a jansson value compactly; 0.9 prints as 0.9. */
 static char *
 envelope_dump(json_t *j, size_t *outlen)

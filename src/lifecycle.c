@@ -201,9 +201,13 @@ lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	if (now - a->last_activity < a->conf->hb_interval * 0.999) {
 		a->hb_missed = 0;
+		a->hb_pinged = 0;
 		return;
 	}
-	a->hb_missed++;
+	/* Silence is a miss only when a ping went unanswered. */
+	if (a->hb_pinged)
+		a->hb_missed++;
+	a->hb_pinged = 1;
 	if (a->hb_missed >= a->conf->hb_misses && a->state != AS_UNAVAILABLE) {
 		a->flags |= AGENT_MISSED;
 		lifecycle_event(a, AE_MISSED, "%u missed heartbeats",
@@ -218,6 +222,7 @@ lifecycle_activity(struct agent *a)
 {
 	a->last_activity = ev_now(cr->loop);
 	a->hb_missed = 0;
+	a->hb_pinged = 0;
 	if (a->state == AS_UNAVAILABLE && (a->flags & (AGENT_MISSED |
 	    AGENT_TIMEDOUT)) && !(a->flags & AGENT_STOPPED_SIG)) {
 		a->flags &= ~(AGENT_MISSED | AGENT_TIMEDOUT);

@@ -262,8 +262,9 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 		spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", cr->run_id);
 	snprintf(buf, sizeof buf, "%d", CORRAL_PROTOCOL_VERSION);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_PROTOCOL", buf);
-	if (wf != NULL && wf->workspace != NULL)
-		spawn_env_set(&envp, &n, &cap, "CORRAL_WORKSPACE", wf->workspace);
+	if (workspace_dir() != NULL)
+		spawn_env_set(&envp, &n, &cap, "CORRAL_WORKSPACE",
+		    workspace_dir());
 	if (envp == NULL) {
 		envp = xcalloc(1, sizeof *envp);
 		envp[0] = NULL;
@@ -294,20 +295,27 @@ spawn_env_path(char **envp)
 	return NULL;
 }
 
-/* Return an allocated path to an executable regular file, or NULL. */
+/*
+ * Return an allocated absolute path to an executable regular file, or
+ * NULL.  Absolute, because the agent may chdir before it execs.
+ */
 static char *
 spawn_try(const char *dir, size_t dirlen, const char *wfdir, const char *cmd,
     int *saved)
 {
 	struct stat	 st;
-	char		*try;
+	char		*try, *cwd = NULL;
 
-	if (dirlen == 0)
-		xasprintf(&try, "./%s", cmd);
-	else if (dir[0] != '/' && wfdir != NULL)
-		xasprintf(&try, "%s/%.*s/%s", wfdir, (int)dirlen, dir, cmd);
-	else
+	if (dirlen > 0 && dir[0] == '/')
 		xasprintf(&try, "%.*s/%s", (int)dirlen, dir, cmd);
+	else if (wfdir != NULL)
+		xasprintf(&try, "%s/%.*s/%s", wfdir, (int)dirlen, dir, cmd);
+	else {
+		if ((cwd = getcwd(NULL, 0)) == NULL)
+			return NULL;
+		xasprintf(&try, "%s/%.*s/%s", cwd, (int)dirlen, dir, cmd);
+		free(cwd);
+	}
 	if (access(try, X_OK) == 0) {
 		if (stat(try, &st) == 0 && S_ISREG(st.st_mode))
 			return try;

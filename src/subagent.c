@@ -22,13 +22,14 @@
  */
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
 
-static struct agent_conf	*subagent_inline;	/* inline spawns */
-static size_t			 subagent_ninline;
+static struct agent_conf	**subagent_inline;	/* inline spawns */
+static size_t			  subagent_ninline;
 
 static void	subagent_budget_cb(struct ev_loop *, ev_timer *, int);
 static void	subagent_stop_tree(struct agent *, const char *, int);
@@ -114,7 +115,13 @@ subagent_alive_children(struct agent *p)
 	return n;
 }
 
-/* Build an agent entry for an inline command (when the workflow allows). */
+/*
+ * Build an agent entry for an inline command (when the workflow allows):
+ * the parent's settings with another argv.  Each entry is allocated on
+ * its own, since children point at it for their whole life; they live
+ * until corral exits.  An inline entry is in no route, so its children
+ * are never routable, visible or not.
+ */
 static struct agent_conf *
 subagent_inline_conf(struct agent *p, json_t *cmd)
 {
@@ -123,7 +130,6 @@ subagent_inline_conf(struct agent *p, json_t *cmd)
 
 	subagent_inline = xreallocarray(subagent_inline, subagent_ninline + 1,
 	    sizeof *subagent_inline);
-	/* Entries are never moved once handed out: allocate separately. */
 	ac = xcalloc(1, sizeof *ac);
 	*ac = *p->conf;
 	xasprintf(&ac->name, "%s-inline", p->conf->name);
@@ -135,13 +141,14 @@ subagent_inline_conf(struct agent *p, json_t *cmd)
 	ac->nenv = 0;
 	ac->limits = NULL;
 	ac->nlimits = 0;
-	ac->cwd = p->conf->cwd;
+	ac->role = NULL;
+	ac->description = NULL;
+	ac->user = NULL;
 	ac->adapter = NULL;
 	ac->adapter_conf = NULL;
 	ac->index = UINT32_MAX;
-	subagent_inline[subagent_ninline++] = *ac;
-	free(ac);
-	return &subagent_inline[subagent_ninline - 1];
+	subagent_inline[subagent_ninline++] = ac;
+	return ac;
 }
 
 /*
@@ -355,7 +362,7 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 	    "children", 0);
 	c->task_timeout = subagent_param_num(params, "timeout", 0);
 
-	if (visible)
+	if (visible && ac->index != UINT32_MAX)
 		route_add_agent(c);
 	if (agent_start(c) != 0) {
 		snprintf(why, sizeof why, "spawn failed: %s could not be "
@@ -500,6 +507,7 @@ subagent_send(struct agent *from, json_t *id, json_t *params)
 	struct env_error	 err;
 	json_t			*to, *envj, *ids, *res;
 	char			 why[256], member[160], *s, *line;
+	char			 msgid[CORRAL_ID_MAX];
 	size_t			 n, i, len, mlen;
 
 	to = json_object_get(params, "to");
@@ -541,14 +549,21 @@ subagent_send(struct agent *from, json_t *id, json_t *params)
 	}
 	snprintf(member, sizeof member, "{\"kind\":\"message\",\"from\":\"%s\"}",
 	    from->id);
-	line = envelope_mark(cr->js, s, len, member, &mlen);
+	{
+		char tid[CORRAL_ID_MAX];
+
+		if (envelope_trace_id(cr->js, s, &env, tid, sizeof tid) != 0)
+			tid[0] = '\0';
+		line = envelope_mark(cr->js, s, len, member, &mlen);
+		strlcpy(msgid, tid, sizeof msgid);
+	}
 	ids = json_array();
 	for (i = 0; i < n; i++) {
 		agent_send(targets[i], line, mlen);
 		json_array_append_new(ids, json_string(targets[i]->id));
 		if (auditlog_enabled())
-			auditlog_envelope("send", targets[i]->id, from->id, line,
-			    mlen);
+			auditlog_envelope("send", targets[i]->id, msgid[0] ?
+			    msgid : NULL, line, mlen);
 	}
 	cr->sent += n;
 	res = json_pack("{s:i, s:o}", "delivered", (int)n, "to", ids);
@@ -603,6 +618,34 @@ subagent_method(struct agent *a, const char *m, json_t *id, json_t *params)
 		subagent_stop_tree(t, "stopped by its parent", 1);
 		control_reply(a, id, json_pack("{s:b, s:s}", "stopping", 1,
 		    "agentId", t->id));
+		return 0;
+	}
+	if (strcmp(m, CORRAL_M_SUSPEND) == 0 || strcmp(m, CORRAL_M_RESUME) == 0) {
+		int suspend = strcmp(m, CORRAL_M_SUSPEND) == 0;
+
+		if ((t = subagent_param_agent(params)) == NULL) {
+			control_reply_error(a, id, CORRAL_E_NOTFOUND, "agent not "
+			    "found", "REJECTED");
+			return 0;
+		}
+		if (!agent_is_descendant(t, a)) {
+			control_reply_error(a, id, CORRAL_E_DENIED, "an agent may "
+			    "suspend or resume only its own descendants",
+			    "REJECTED");
+			return 0;
+		}
+		if (suspend && (t->state == AS_READY || t->state == AS_BUSY ||
+		    t->state == AS_UNAVAILABLE || t->state ==
+		    AS_INITIALIZING)) {
+			lifecycle_event(t, AE_SUSPEND, "suspended by %s", a->id);
+			lifecycle_kill(t, SIGSTOP);
+		} else if (!suspend && t->state == AS_SUSPENDED) {
+			lifecycle_kill(t, SIGCONT);
+			t->last_activity = ev_now(cr->loop);
+			lifecycle_event(t, AE_RESUME, "resumed by %s", a->id);
+		}
+		control_reply(a, id, json_pack("{s:s, s:s}", "agentId", t->id,
+		    "state", lifecycle_map_state(t->state)));
 		return 0;
 	}
 	if (strcmp(m, CORRAL_M_LIST) == 0) {

@@ -73,6 +73,14 @@ supervisor_kill_all(void)
 static void
 supervisor_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+	if (w->signum == SIGQUIT) {
+		/* Ctrl-\: no grace for anyone. */
+		log_warnx("QUIT: killing every agent now");
+		cr->interrupted = SIGQUIT;
+		supervisor_shutdown(SIGQUIT);
+		supervisor_kill_all();
+		return;
+	}
 	if (cr->shutting_down && cr->interrupted) {
 		log_warnx("second %s: killing every agent now",
 		    util_signame(w->signum));
@@ -108,6 +116,7 @@ supervisor_shutdown(int sig)
 	if (cr->mode == MODE_SERVE && cr->stdio.rfd != -1)
 		chan_stop_reading(&cr->stdio);
 	route_fail_all("corral is shutting down");
+	engine_fail_retrying("corral is shutting down");
 	progress_update();
 	supervisor_stop_next();
 }
@@ -168,6 +177,22 @@ supervisor_run_done(void)
 	if (cr->output_text) {
 		/* Printed after the agents stopped, in supervisor_run. */
 	}
+	supervisor_shutdown(0);
+}
+
+/* The run's time budget (limits.budget.time) is spent: every job ends. */
+static void
+supervisor_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct job	*j, *next;
+
+	ev_ref(loop);
+	log_warnx("the run's time budget of %gs is spent", cr->wf->budget_time);
+	cr->budget_hit = 1;
+	TAILQ_FOREACH_SAFE(j, &cr->jobs, entry, next)
+		engine_limit(j, "budget_exceeded", "the run's time budget of "
+		    "%gs is spent", cr->wf->budget_time);
+	cr->exit_status = EXIT_WORKFLOW;
 	supervisor_shutdown(0);
 }
 
@@ -378,6 +403,8 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 	ev_signal_start(cr->loop, &cr->sigterm_w);
 	ev_signal_init(&cr->sighup_w, supervisor_signal_cb, SIGHUP);
 	ev_signal_start(cr->loop, &cr->sighup_w);
+	ev_signal_init(&cr->sigquit_w, supervisor_signal_cb, SIGQUIT);
+	ev_signal_start(cr->loop, &cr->sigquit_w);
 
 	if (logpath != NULL && auditlog_open(logpath) != 0) {
 		log_warn("--log %s", logpath);
@@ -409,11 +436,20 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 			continue;
 		for (k = 1; k <= wf->agents[i].instances; k++) {
 			a = agent_create(&wf->agents[i], k, NULL);
+			a->budget_tokens = wf->agents[i].budget_tokens;
+			a->budget_cost = wf->agents[i].budget_cost;
+			a->budget_time = wf->agents[i].budget_time;
 			route_add_agent(a);
 			(void)agent_start(a);
 		}
 	}
 	progress_start();
+	if (wf->budget_time > 0) {
+		ev_timer_init(&cr->budget_w, supervisor_budget_cb,
+		    wf->budget_time, 0);
+		ev_timer_start(cr->loop, &cr->budget_w);
+		ev_unref(cr->loop);
+	}
 
 	if (mode == MODE_RUN) {
 		if (engine_start_goal(goal) != 0) {
@@ -435,7 +471,7 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 	else
 		supervisor_print_result();
 	if (auditlog_enabled()) {
-		char acc[32], rep[32], err[32], exp[32];
+		char acc[32], rep[32], err[32], exp[32], rej[32], late[32];
 		snprintf(acc, sizeof acc, "%llu",
 		    (unsigned long long)cr->accepted);
 		snprintf(rep, sizeof rep, "%llu",
@@ -444,8 +480,13 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		    (unsigned long long)cr->errored);
 		snprintf(exp, sizeof exp, "%llu",
 		    (unsigned long long)cr->expired);
+		snprintf(rej, sizeof rej, "%llu",
+		    (unsigned long long)cr->rejected);
+		snprintf(late, sizeof late, "%llu",
+		    (unsigned long long)cr->late);
 		auditlog_event("run_end", NULL, NULL, "accepted", acc,
-		    "replied", rep, "errored", err, "expired", exp, NULL);
+		    "replied", rep, "errored", err, "expired", exp,
+		    "rejected", rej, "late", late, NULL);
 	}
 	log_info("done: %llu accepted, %llu replied, %llu errored, %llu "
 	    "expired, %llu rejected", (unsigned long long)cr->accepted,

@@ -59,6 +59,14 @@ workspace_open(const struct workflow *wf)
 		free(path);
 		return -1;
 	}
+	{
+		char *real = realpath(path, NULL);
+
+		if (real != NULL) {
+			free(path);
+			path = real;
+		}
+	}
 	workspace_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (workspace_fd == -1) {
 		free(path);
@@ -77,6 +85,13 @@ workspace_close(void)
 	workspace_fd = -1;
 	free(workspace_path);
 	workspace_path = NULL;
+}
+
+/* The workspace's path, or NULL. */
+const char *
+workspace_dir(void)
+{
+	return workspace_path;
 }
 
 /* Return nonzero if a workspace is open. */

@@ -27,6 +27,8 @@
 #define CORRAL_M_SPAWN		"map/agents/spawn"
 #define CORRAL_M_SEND		"map/send"
 #define CORRAL_M_STOP		"map/agents/stop"
+#define CORRAL_M_SUSPEND	"map/agents/suspend"
+#define CORRAL_M_RESUME		"map/agents/resume"
 #define CORRAL_M_LIST		"map/agents/list"
 #define CORRAL_M_GET		"map/agents/get"
 

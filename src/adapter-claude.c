@@ -1,0 +1,1065 @@
+/*
+ * The claude adapter: Claude Code, headless, as one long-lived process per
+ * agent that speaks stream-json both ways (docs/adapters.md).
+ *
+ *   agents:
+ *     coder:
+ *       cmd: [claude, --dangerously-skip-permissions]
+ *       adapter:
+ *         type: claude
+ *         session: reuse          # or fresh: /clear before every request
+ *         prompt: "{{task}}"      # a template; default: built from the
+ *                                 # envelope (docs/adapters.md)
+ *         confidence: 0.9
+ *         intent: summarize       # the reply's intent (default: the
+ *                                 # request's)
+ *         then: [{intent: finalize, task: "..."}]
+ *         init_timeout: 60s       # for the initialize answer
+ *         interrupt_timeout: 10s  # for an interrupted turn to end
+ *
+ * The process is started as cmd plus -p --input-format stream-json
+ * --output-format stream-json --verbose.  The adapter sends an initialize
+ * control request and the agent is ready when it is answered.  Each request
+ * becomes one user message; the turn ends with its result line, unless
+ * background sub-agents were started: then Claude Code runs a follow-up
+ * turn for their notifications and prints a second result, and the turn is
+ * over only when no background task runs and none is left to report.
+ * total_cost_usd is cumulative over the process, so replies carry the
+ * difference since the previous result.  Sub-agents are recorded in the
+ * audit log as external_agent events, children of this agent.  A request
+ * that times out gets an interrupt control request; a turn that does not
+ * end within interrupt_timeout afterwards restarts the process.  Nothing
+ * but compact JSON is ever written to its stdin: a line that is not JSON
+ * makes Claude Code exit.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+#define CLAUDE_INIT_ID	"corral-init"
+#define CLAUDE_AUDIT_MAX 400	/* bytes of a text kept in an audit event */
+
+enum claude_phase {
+	CLAUDE_STARTING,	/* initialize sent, not yet answered */
+	CLAUDE_IDLE,
+	CLAUDE_CLEARING,	/* /clear sent before a fresh conversation */
+	CLAUDE_TURN,		/* a request's turn runs */
+	CLAUDE_DRAINING		/* an interrupted turn is still ending */
+};
+
+/* A request as the adapter remembers it: found again by id and attempt. */
+struct claude_ref {
+	char		 id[CORRAL_ID_MAX];
+	unsigned int	 attempts;
+	int		 set;
+};
+
+struct claude_state {
+	struct agent		*agent;
+	/* Settings. */
+	int			 fresh;
+	const char		*prompt;	/* a template, NULL: built in */
+	double			 confidence;
+	const char		*intent;	/* NULL: the request's */
+	json_t			*then;
+	double			 init_timeout;
+	double			 interrupt_timeout;
+	/* The process. */
+	enum claude_phase	 phase;
+	unsigned int		 turns;		/* user turns sent to it */
+	unsigned int		 ctl_seq;
+	double			 last_total;	/* its cumulative cost so far */
+	char			*model;
+	char			*session;
+	ev_timer		 timer;		/* initialize or interrupt */
+	json_t			*tasks;		/* task_id -> sub-agent record */
+	/* The request in its turn, and one held back meanwhile. */
+	struct claude_ref	 cur;
+	struct claude_ref	 pending;
+	/* The turn. */
+	int			 primary;	/* its own result came */
+	json_t			*result;	/* that result line */
+	char			*text;
+	unsigned int		 bg_running;	/* background tasks running */
+	unsigned int		 notes;		/* notifications to report */
+	/* Spending not yet put in a reply. */
+	double			 tokens_in;
+	double			 tokens_out;
+	double			 usd;
+};
+
+static void	adapter_claude_timer_cb(struct ev_loop *, ev_timer *, int);
+static void	adapter_claude_next(struct agent *);
+
+/* Return nonzero if a cmd flag sets a stream format other than ours. */
+static int
+adapter_claude_bad_format(char **argv, size_t argc, char *why, size_t len)
+{
+	const char	*f, *v;
+	size_t		 i, n;
+
+	for (i = 1; i < argc; i++) {
+		f = argv[i];
+		if (strncmp(f, "--output-format", 15) == 0)
+			n = 15;
+		else if (strncmp(f, "--input-format", 14) == 0)
+			n = 14;
+		else
+			continue;
+		if (f[n] == '=')
+			v = f + n + 1;
+		else if (f[n] == '\0' && i + 1 < argc)
+			v = argv[i + 1];
+		else
+			continue;
+		if (strcmp(v, "stream-json") != 0) {
+			snprintf(why, len, "cmd sets %.*s %s; the claude adapter "
+			    "needs stream-json (it adds the flags itself)",
+			    (int)n, f, v);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Check a duration setting: seconds as a number or a string like 30s. */
+static int
+adapter_claude_duration(json_t *v, double *out)
+{
+	if (json_is_number(v) && json_number_value(v) >= 0) {
+		*out = json_number_value(v);
+		return 0;
+	}
+	if (json_is_string(v))
+		return util_parse_duration(json_string_value(v), out);
+	return -1;
+}
+
+/* Check the claude settings at load time. */
+static int
+adapter_claude_check(const struct agent_conf *ac, char *why, size_t len)
+{
+	static const char *keys[] = { "type", "session", "prompt",
+	    "confidence", "intent", "then", "init_timeout",
+	    "interrupt_timeout", NULL };
+	json_t		*c = ac->adapter_conf, *v, *e;
+	const char	*k;
+	double		 d;
+	size_t		 i;
+
+	json_object_foreach(c, k, v) {
+		for (i = 0; keys[i] != NULL; i++)
+			if (strcmp(keys[i], k) == 0)
+				break;
+		if (keys[i] == NULL) {
+			snprintf(why, len, "unknown claude setting '%s' (session, "
+			    "prompt, confidence, intent, then, init_timeout, "
+			    "interrupt_timeout)", k);
+			return -1;
+		}
+	}
+	if (adapter_claude_bad_format(ac->argv, ac->argc, why, len))
+		return -1;
+	v = json_object_get(c, "session");
+	if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v),
+	    "reuse") != 0 && strcmp(json_string_value(v), "fresh") != 0))) {
+		snprintf(why, len, "adapter.session must be reuse (one "
+		    "conversation) or fresh (a new one per request)");
+		return -1;
+	}
+	v = json_object_get(c, "prompt");
+	if (v != NULL && !json_is_string(v)) {
+		snprintf(why, len, "adapter.prompt must be a template string");
+		return -1;
+	}
+	v = json_object_get(c, "confidence");
+	if (v != NULL && (!json_is_number(v) || json_number_value(v) < 0 ||
+	    json_number_value(v) > 1)) {
+		snprintf(why, len, "adapter.confidence must be a number between "
+		    "0 and 1");
+		return -1;
+	}
+	v = json_object_get(c, "intent");
+	if (v != NULL && (!json_is_string(v) || config_intent(
+	    json_string_value(v), json_string_length(v)) < 0)) {
+		snprintf(why, len, "adapter.intent must be an intent");
+		return -1;
+	}
+	v = json_object_get(c, "then");
+	if (v != NULL && !json_is_array(v)) {
+		snprintf(why, len, "adapter.then must be a list of {intent, "
+		    "task, args}");
+		return -1;
+	}
+	json_array_foreach(v, i, e) {
+		json_t *in = json_object_get(e, "intent");
+
+		if (!json_is_object(e) || !json_is_string(in) || config_intent(
+		    json_string_value(in), json_string_length(in)) < 0 ||
+		    !json_is_string(json_object_get(e, "task"))) {
+			snprintf(why, len, "adapter.then[%zu] needs an intent and "
+			    "a task", i);
+			return -1;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		k = i == 0 ? "init_timeout" : "interrupt_timeout";
+		if ((v = json_object_get(c, k)) != NULL &&
+		    (adapter_claude_duration(v, &d) != 0 || d <= 0)) {
+			snprintf(why, len, "adapter.%s must be a duration such as "
+			    "30s", k);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The command line: the entry's cmd plus the stream-json flags it lacks. */
+static char **
+adapter_claude_argv(struct agent *a)
+{
+	static const char *need[] = { "-p", "--input-format", "stream-json",
+	    "--output-format", "stream-json", "--verbose", NULL };
+	struct agent_conf	*ac = a->conf;
+	char			**argv;
+	size_t			 i, j, n = 0;
+	int			 has_p = 0, has_in = 0, has_out = 0, has_v = 0;
+
+	for (i = 1; i < ac->argc; i++) {
+		if (strcmp(ac->argv[i], "-p") == 0 ||
+		    strcmp(ac->argv[i], "--print") == 0)
+			has_p = 1;
+		else if (strncmp(ac->argv[i], "--input-format", 14) == 0)
+			has_in = 1;
+		else if (strncmp(ac->argv[i], "--output-format", 15) == 0)
+			has_out = 1;
+		else if (strcmp(ac->argv[i], "--verbose") == 0)
+			has_v = 1;
+	}
+	argv = xcalloc(ac->argc + 7, sizeof *argv);
+	argv[n++] = xstrdup(ac->argv[0]);
+	for (j = 0; need[j] != NULL; j++) {
+		if ((j == 0 && has_p) || ((j == 1 || j == 2) && has_in) ||
+		    ((j == 3 || j == 4) && has_out) || (j == 5 && has_v))
+			continue;
+		argv[n++] = xstrdup(need[j]);
+	}
+	for (i = 1; i < ac->argc; i++)
+		argv[n++] = xstrdup(ac->argv[i]);
+	argv[n] = NULL;
+	return argv;
+}
+
+/* Write one JSON object to the tool's stdin, as one compact line. */
+static void
+adapter_claude_send(struct agent *a, json_t *j)
+{
+	char	*s;
+
+	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	json_decref(j);
+	if (s == NULL) {
+		log_warnx("agent %s: a line for claude could not be encoded",
+		    a->id);
+		return;
+	}
+	agent_send(a, s, strlen(s));
+	free(s);
+}
+
+/* Remember a request so that it can be found again later. */
+static void
+adapter_claude_ref(struct claude_ref *r, const struct msg *m)
+{
+	strlcpy(r->id, m->id, sizeof r->id);
+	r->attempts = m->attempts;
+	r->set = 1;
+}
+
+/*
+ * The request a reference names, if it is still outstanding with this
+ * agent on the same attempt (it may have timed out, or come back as a
+ * retry, meanwhile).
+ */
+static struct msg *
+adapter_claude_find(struct agent *a, const struct claude_ref *r)
+{
+	struct msg	*m;
+
+	if (!r->set)
+		return NULL;
+	TAILQ_FOREACH(m, &a->inflight, entry)
+		if (strcmp(m->id, r->id) == 0 && m->attempts == r->attempts)
+			return m;
+	return NULL;
+}
+
+/* A JSON number: an integer when the value is whole (token counts). */
+static json_t *
+adapter_claude_num(double v)
+{
+	if (v == (double)(json_int_t)v && v < 9e15 && v > -9e15)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+/* Append a string to a growing text, with a separator between parts. */
+static void
+adapter_claude_append(char **text, const char *s, const char *sep)
+{
+	char	*n;
+
+	if (s == NULL || *s == '\0')
+		return;
+	if (*text == NULL) {
+		*text = xstrdup(s);
+		return;
+	}
+	xasprintf(&n, "%s%s%s", *text, sep, s);
+	free(*text);
+	*text = n;
+}
+
+/*
+ * The prompt for a request: the template if the entry has one, else the
+ * intent, the task, content.text, inputs.context, inputs.resources and
+ * content.data, each when present (docs/adapters.md).
+ */
+static char *
+adapter_claude_prompt(struct claude_state *st, json_t *req, struct msg *m)
+{
+	json_t		*task, *text, *ctx, *res, *data, *r;
+	char		*out = NULL, *s, *line;
+	size_t		 i;
+
+	if (st->prompt != NULL)
+		return adapter_template(st->prompt, req, m);
+	task = json_object_get(req, "task");
+	text = json_object_get(json_object_get(req, "content"), "text");
+	ctx = json_object_get(json_object_get(req, "inputs"), "context");
+	res = json_object_get(json_object_get(req, "inputs"), "resources");
+	data = json_object_get(json_object_get(req, "content"), "data");
+	xasprintf(&out, "Intent: %s", config_intent_name(m->intent));
+	adapter_claude_append(&out, json_string_value(task), "\n\n");
+	if (json_is_string(text) && !json_equal(text, task))
+		adapter_claude_append(&out, json_string_value(text), "\n\n");
+	if (json_is_string(ctx) && json_string_length(ctx) > 0) {
+		xasprintf(&s, "Context:\n%s", json_string_value(ctx));
+		adapter_claude_append(&out, s, "\n\n");
+		free(s);
+	}
+	if (json_array_size(res) > 0) {
+		adapter_claude_append(&out, "Resources:", "\n\n");
+		json_array_foreach(res, i, r) {
+			const char *h = json_string_value(json_object_get(r,
+			    "hint"));
+
+			xasprintf(&line, "- %s %s%s%s", json_string_value(
+			    json_object_get(r, "type")), json_string_value(
+			    json_object_get(r, "id")), h != NULL ? ": " : "",
+			    h != NULL ? h : "");
+			adapter_claude_append(&out, line, "\n");
+			free(line);
+		}
+	}
+	if (data != NULL && !json_is_null(data) &&
+	    (s = json_dumps(data, JSON_INDENT(1) | JSON_ENCODE_ANY)) != NULL) {
+		xasprintf(&line, "Data:\n%s", s);
+		adapter_claude_append(&out, line, "\n\n");
+		free(line);
+		free(s);
+	}
+	return out;
+}
+
+/* Forget the turn's collected output. */
+static void
+adapter_claude_reset_turn(struct claude_state *st)
+{
+	st->primary = 0;
+	if (st->result != NULL)
+		json_decref(st->result);
+	st->result = NULL;
+	free(st->text);
+	st->text = NULL;
+	st->notes = 0;
+}
+
+/* Send a control request (interrupt, initialize) with a fresh id. */
+static void
+adapter_claude_control(struct agent *a, const char *subtype, const char *id)
+{
+	struct claude_state	*st = a->adapter->state;
+	char			 buf[64];
+
+	if (id == NULL) {
+		snprintf(buf, sizeof buf, "corral-%s-%u", subtype,
+		    ++st->ctl_seq);
+		id = buf;
+	}
+	adapter_claude_send(a, json_pack("{s:s, s:s, s:{s:s}}", "type",
+	    "control_request", "request_id", id, "request", "subtype",
+	    subtype));
+}
+
+/* Send a user message line. */
+static void
+adapter_claude_user(struct agent *a, const char *text)
+{
+	adapter_claude_send(a, json_pack("{s:s, s:{s:s, s:o}}", "type", "user",
+	    "message", "role", "user", "content", util_json_text(text,
+	    strlen(text))));
+}
+
+/* Start a request's turn: its prompt as one user message. */
+static void
+adapter_claude_begin(struct agent *a, struct msg *m)
+{
+	struct claude_state	*st = a->adapter->state;
+	json_t			*req;
+	char			*prompt;
+
+	if ((req = adapter_request_json(m)) == NULL) {
+		adapter_reply_error(a, m, "bad_request", "INTERNAL", "the "
+		    "request is not JSON", NULL);
+		return;
+	}
+	prompt = adapter_claude_prompt(st, req, m);
+	json_decref(req);
+	adapter_claude_ref(&st->cur, m);
+	adapter_claude_reset_turn(st);
+	st->phase = CLAUDE_TURN;
+	st->turns++;
+	log_debug("agent %s: request %s: a turn of %zu bytes", a->id, m->id,
+	    strlen(prompt));
+	adapter_claude_user(a, prompt);
+	free(prompt);
+}
+
+/* Take a request: begin its turn, or hold it until the process is free. */
+static void
+adapter_claude_request(struct agent *a, struct msg *m)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (st->phase != CLAUDE_IDLE || st->pending.set) {
+		/* Only one request at a time (inflight_cap), so one waits. */
+		adapter_claude_ref(&st->pending, m);
+		return;
+	}
+	if (st->fresh && st->turns > 0) {
+		/* A new conversation: /clear, then the request. */
+		adapter_claude_ref(&st->pending, m);
+		st->phase = CLAUDE_CLEARING;
+		adapter_claude_reset_turn(st);
+		adapter_claude_user(a, "/clear");
+		return;
+	}
+	adapter_claude_begin(a, m);
+}
+
+/* The process is free: start the request held back, if it still waits. */
+static void
+adapter_claude_next(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+	struct msg		*m;
+
+	st->phase = CLAUDE_IDLE;
+	ev_timer_stop(cr->loop, &st->timer);
+	if (!st->pending.set)
+		return;
+	m = adapter_claude_find(a, &st->pending);
+	st->pending.set = 0;
+	if (m != NULL)
+		adapter_claude_request(a, m);
+}
+
+/* Add a result's spending to what the next reply reports. */
+static void
+adapter_claude_spent(struct claude_state *st, json_t *res)
+{
+	json_t		*mu, *u, *v;
+	const char	*k;
+	double		 total, in = 0, out = 0;
+
+	/* Per turn: model_usage_since_last_result, else usage. */
+	if ((mu = json_object_get(res, "model_usage_since_last_result")) !=
+	    NULL && json_is_object(mu) && json_object_size(mu) > 0) {
+		json_object_foreach(mu, k, u) {
+			in += json_number_value(json_object_get(u,
+			    "inputTokens")) + json_number_value(
+			    json_object_get(u, "cacheReadInputTokens")) +
+			    json_number_value(json_object_get(u,
+			    "cacheCreationInputTokens"));
+			out += json_number_value(json_object_get(u,
+			    "outputTokens"));
+		}
+	} else if ((u = json_object_get(res, "usage")) != NULL) {
+		in = json_number_value(json_object_get(u, "input_tokens")) +
+		    json_number_value(json_object_get(u,
+		    "cache_read_input_tokens")) + json_number_value(
+		    json_object_get(u, "cache_creation_input_tokens"));
+		out = json_number_value(json_object_get(u, "output_tokens"));
+	}
+	st->tokens_in += in;
+	st->tokens_out += out;
+	/* total_cost_usd is cumulative; /clear or a new process resets it. */
+	if ((v = json_object_get(res, "total_cost_usd")) != NULL &&
+	    json_is_number(v)) {
+		total = json_number_value(v);
+		st->usd += total >= st->last_total ? total - st->last_total :
+		    total;
+		st->last_total = total;
+	}
+}
+
+/* Put the collected spending into a reply and start counting afresh. */
+static void
+adapter_claude_cost(struct claude_state *st, json_t *env)
+{
+	json_t	*trace = json_object_get(env, "trace");
+
+	json_object_set_new(trace, "cost", json_pack("{s:o, s:o, s:o}",
+	    "input_tokens", adapter_claude_num(st->tokens_in), "output_tokens",
+	    adapter_claude_num(st->tokens_out), "usd", adapter_claude_num(
+	    st->usd)));
+	st->tokens_in = st->tokens_out = st->usd = 0;
+}
+
+/* Drop the members of an object that are null. */
+static void
+adapter_claude_prune(json_t *o)
+{
+	const char	*k;
+	json_t		*v;
+	void		*tmp;
+
+	json_object_foreach_safe(o, tmp, k, v)
+		if (json_is_null(v))
+			json_object_del(o, k);
+}
+
+/* Record an event of the tool in the audit log. */
+static void
+adapter_claude_audit(struct agent *a, const char *kind, json_t *fields)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (fields == NULL)
+		fields = json_object();
+	json_object_set_new(fields, "adapter", json_string("claude"));
+	json_object_set_new(fields, "kind", json_string(kind));
+	if (st->cur.set && st->phase == CLAUDE_TURN)
+		json_object_set_new(fields, "request", json_string(st->cur.id));
+	adapter_claude_prune(fields);
+	auditlog_json("adapter_event", a->id, fields);
+}
+
+/* A string cut to the size kept in audit events. */
+static json_t *
+adapter_claude_short(const char *s)
+{
+	size_t	n;
+
+	if (s == NULL)
+		return json_null();
+	n = strlen(s);
+	return util_json_text(s, n > CLAUDE_AUDIT_MAX ? CLAUDE_AUDIT_MAX : n);
+}
+
+/* Choose the error code and category of a failed turn's result. */
+static void
+adapter_claude_classify(json_t *res, const char **code, const char **cat)
+{
+	const char	*sub = json_string_value(json_object_get(res, "subtype"));
+	json_int_t	 status;
+
+	status = json_integer_value(json_object_get(res, "api_error_status"));
+	*code = "claude_error";
+	*cat = "INTERNAL";
+	if (status != 0) {
+		*code = "api_error";
+		*cat = status == 429 || status >= 500 ? "UNAVAILABLE" :
+		    "REJECTED";
+	} else if (sub != NULL && strcmp(sub, "error_max_turns") == 0) {
+		*code = "max_turns";
+		*cat = "REJECTED";
+	} else if (sub != NULL && strcmp(sub, "error_during_execution") == 0)
+		*code = "execution_error";
+}
+
+/* The turn is over: answer its request (unless it was given up). */
+static void
+adapter_claude_finish(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+	struct msg		*m;
+	json_t			*env, *content, *res = st->result, *data, *v;
+	const char		*code, *cat, *text;
+	int			 is_error;
+
+	m = adapter_claude_find(a, &st->cur);
+	st->cur.set = 0;
+	if (m == NULL) {
+		log_info("agent %s: a turn ended after its request was given "
+		    "up", a->id);
+		adapter_claude_reset_turn(st);
+		adapter_claude_next(a);
+		return;
+	}
+	is_error = json_is_true(json_object_get(res, "is_error"));
+	text = st->text != NULL ? st->text : "";
+	data = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+	    "session_id", json_object_get(res, "session_id"),
+	    "subtype", json_object_get(res, "subtype"),
+	    "num_turns", json_object_get(res, "num_turns"),
+	    "stop_reason", json_object_get(res, "stop_reason"),
+	    "terminal_reason", json_object_get(res, "terminal_reason"));
+	if (data == NULL)
+		data = json_object();
+	adapter_claude_prune(data);
+	if ((v = json_object_get(res, "permission_denials")) != NULL &&
+	    json_array_size(v) > 0)
+		json_object_set(data, "permission_denials", v);
+	if (is_error) {
+		adapter_claude_classify(res, &code, &cat);
+		if (*text == '\0')
+			text = "claude ended the turn with an error";
+		env = adapter_envelope(a, m, NULL, 2);
+		json_object_update_new(data, json_pack("{s:s, s:s, s:o, s:b}",
+		    "code", code, "category", cat, "message", util_json_text(
+		    text, strlen(text)), "retryable", strcmp(cat,
+		    "UNAVAILABLE") == 0));
+		if ((v = json_object_get(res, "api_error_status")) != NULL &&
+		    !json_is_null(v))
+			json_object_set(data, "api_error_status", v);
+		log_info("agent %s: request %s: claude error: %s", a->id, m->id,
+		    code);
+	} else {
+		env = adapter_envelope(a, m, st->intent, 0);
+		json_object_set_new(env, "confidence", json_pack("{s:f}",
+		    "score", st->confidence));
+		if (st->then != NULL && json_array_size(st->then) > 0)
+			json_object_set_new(env, "outputs", json_pack("{s:O}",
+			    "next_actions", st->then));
+	}
+	content = json_object_get(env, "content");
+	json_object_set_new(content, "text", util_json_text(text,
+	    strlen(text)));
+	json_object_set_new(content, "data", data);
+	if (st->model != NULL)
+		json_object_set_new(json_object_get(env, "agent"), "model",
+		    json_string(st->model));
+	adapter_claude_cost(st, env);
+	adapter_claude_reset_turn(st);
+	adapter_reply(a, m, env);
+	/* The reply may have stopped the agent; it is idle either way. */
+	if (a->adapter != NULL)
+		adapter_claude_next(a);
+}
+
+/* A result line: one turn of the CLI's ended. */
+static void
+adapter_claude_result(struct agent *a, json_t *j)
+{
+	struct claude_state	*st = a->adapter->state;
+	const char		*origin, *text;
+
+	adapter_claude_spent(st, j);
+	origin = json_string_value(json_object_get(json_object_get(j,
+	    "origin"), "kind"));
+	text = json_string_value(json_object_get(j, "result"));
+	if (origin != NULL && strcmp(origin, "task-notification") == 0) {
+		/*
+		 * A follow-up turn about background sub-agents: part of the
+		 * request whose own result came, else of an earlier one.
+		 */
+		st->notes = 0;
+		if (st->phase == CLAUDE_TURN && st->primary)
+			adapter_claude_append(&st->text, text, "\n\n");
+		else
+			log_debug("agent %s: a follow-up result outside its "
+			    "turn", a->id);
+	} else {
+		switch (st->phase) {
+		case CLAUDE_TURN:
+			if (st->primary)
+				break;
+			st->primary = 1;
+			st->result = json_incref(j);
+			adapter_claude_append(&st->text, text, "\n\n");
+			break;
+		case CLAUDE_CLEARING:
+			log_debug("agent %s: conversation cleared", a->id);
+			st->turns = 0;
+			adapter_claude_next(a);
+			return;
+		case CLAUDE_DRAINING:
+			log_info("agent %s: the interrupted turn ended (%s)",
+			    a->id, json_string_value(json_object_get(j,
+			    "subtype")));
+			adapter_claude_next(a);
+			return;
+		default:
+			log_debug("agent %s: a result with no turn running",
+			    a->id);
+			return;
+		}
+	}
+	if (st->phase == CLAUDE_TURN && st->primary && st->bg_running == 0 &&
+	    st->notes == 0)
+		adapter_claude_finish(a);
+}
+
+/* The external id of a sub-agent: this agent's id, a slash, the task's. */
+static const char *
+adapter_claude_task_id(struct agent *a, json_t *j, char *buf, size_t len)
+{
+	const char	*t = json_string_value(json_object_get(j, "task_id"));
+
+	if (t == NULL)
+		return NULL;
+	snprintf(buf, len, "%s/%s", a->id, t);
+	return buf;
+}
+
+/* A sub-agent's state changed: record it as an external agent. */
+static void
+adapter_claude_external(struct agent *a, const char *ext, const char *name,
+    const char *state)
+{
+	auditlog_event("external_agent", ext, NULL, "parent", a->id, "name",
+	    name, "state", state, NULL);
+}
+
+/* The background tasks' counters follow their starts and notifications. */
+static void
+adapter_claude_task(struct agent *a, const char *sub, json_t *j)
+{
+	struct claude_state	*st = a->adapter->state;
+	const char		*tid, *ext, *status, *desc;
+	json_t			*rec;
+	char			 buf[CORRAL_ID_MAX + 64];
+	int			 bg;
+
+	tid = json_string_value(json_object_get(j, "task_id"));
+	if (tid == NULL || (ext = adapter_claude_task_id(a, j, buf,
+	    sizeof buf)) == NULL)
+		return;
+	rec = json_object_get(st->tasks, tid);
+	if (strcmp(sub, "task_started") == 0) {
+		bg = json_is_true(json_object_get(j, "is_backgrounded"));
+		desc = json_string_value(json_object_get(j, "description"));
+		if (desc == NULL)
+			desc = json_string_value(json_object_get(j,
+			    "subagent_type"));
+		if (rec == NULL) {
+			rec = json_pack("{s:b, s:b}", "bg", bg, "done", 0);
+			json_object_set_new(st->tasks, tid, rec);
+			if (bg)
+				st->bg_running++;
+		}
+		log_info("agent %s: sub-agent %s started (%s%s)", a->id, ext,
+		    desc != NULL ? desc : "?", bg ? ", in the background" : "");
+		adapter_claude_external(a, ext, desc != NULL ? desc : "sub-agent",
+		    "BUSY");
+		return;
+	}
+	if (strcmp(sub, "task_updated") == 0)
+		status = json_string_value(json_object_get(json_object_get(j,
+		    "patch"), "status"));
+	else
+		status = json_string_value(json_object_get(j, "status"));
+	if (status == NULL || strcmp(status, "running") == 0 ||
+	    strcmp(status, "pending") == 0)
+		return;
+	if (rec != NULL && !json_is_true(json_object_get(rec, "done"))) {
+		json_object_set_new(rec, "done", json_true());
+		if (json_is_true(json_object_get(rec, "bg")) &&
+		    st->bg_running > 0)
+			st->bg_running--;
+		log_info("agent %s: sub-agent %s %s", a->id, ext, status);
+		adapter_claude_external(a, ext, NULL, strcmp(status,
+		    "completed") == 0 ? "STOPPED" : "FAILED");
+	}
+	if (strcmp(sub, "task_notification") == 0 && rec != NULL &&
+	    json_is_true(json_object_get(rec, "bg")))
+		st->notes++;	/* Claude Code will report on it in a turn */
+}
+
+/* A system line: init, sub-agent events, retries, denials. */
+static void
+adapter_claude_system(struct agent *a, json_t *j)
+{
+	struct claude_state	*st = a->adapter->state;
+	const char		*sub = json_string_value(json_object_get(j,
+				    "subtype"));
+	const char		*s;
+
+	if (sub == NULL)
+		return;
+	if (strcmp(sub, "init") == 0) {
+		if ((s = json_string_value(json_object_get(j, "model"))) !=
+		    NULL) {
+			free(st->model);
+			st->model = xstrdup(s);
+		}
+		if ((s = json_string_value(json_object_get(j,
+		    "session_id"))) != NULL && (st->session == NULL ||
+		    strcmp(st->session, s) != 0)) {
+			free(st->session);
+			st->session = xstrdup(s);
+			log_info("agent %s: claude session %s (%s)", a->id, s,
+			    st->model != NULL ? st->model : "?");
+		}
+	} else if (strncmp(sub, "task_", 5) == 0) {
+		adapter_claude_task(a, sub, j);
+		adapter_claude_audit(a, sub, json_pack("{s:O?, s:O?, s:O?}",
+		    "task_id", json_object_get(j, "task_id"), "status",
+		    json_object_get(j, "status"), "description",
+		    json_object_get(j, "description")));
+	} else if (strcmp(sub, "api_retry") == 0) {
+		log_warnx("agent %s: claude retries the API (attempt %lld of "
+		    "%lld, status %lld)", a->id, json_integer_value(
+		    json_object_get(j, "attempt")), json_integer_value(
+		    json_object_get(j, "max_retries")), json_integer_value(
+		    json_object_get(j, "error_status")));
+		adapter_claude_audit(a, sub, json_pack("{s:O?, s:O?}", "attempt",
+		    json_object_get(j, "attempt"), "error_status",
+		    json_object_get(j, "error_status")));
+	} else if (strcmp(sub, "permission_denied") == 0) {
+		s = json_string_value(json_object_get(j, "message"));
+		log_info("agent %s: claude was refused a tool: %s", a->id,
+		    s != NULL ? s : "?");
+		adapter_claude_audit(a, sub, json_pack("{s:O?, s:o}",
+		    "tool_name", json_object_get(j, "tool_name"), "message",
+		    adapter_claude_short(s)));
+	}
+}
+
+/* An assistant or user line: tool calls and sub-agent messages go on record. */
+static void
+adapter_claude_message(struct agent *a, const char *type, json_t *j)
+{
+	json_t		*content, *b, *parent;
+	const char	*bt;
+	char		*in;
+	size_t		 i;
+
+	parent = json_object_get(j, "parent_tool_use_id");
+	content = json_object_get(json_object_get(j, "message"), "content");
+	if (!json_is_array(content))
+		return;
+	json_array_foreach(content, i, b) {
+		bt = json_string_value(json_object_get(b, "type"));
+		if (bt == NULL)
+			continue;
+		if (strcmp(bt, "tool_use") == 0) {
+			in = json_dumps(json_object_get(b, "input"),
+			    CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
+			log_debug("agent %s: claude calls %s", a->id,
+			    json_string_value(json_object_get(b, "name")));
+			adapter_claude_audit(a, "tool_use", json_pack(
+			    "{s:O?, s:O?, s:o, s:O?}", "tool", json_object_get(b,
+			    "name"), "tool_use_id", json_object_get(b, "id"),
+			    "input", adapter_claude_short(in), "parent_tool_use_id",
+			    json_is_string(parent) ? parent : NULL));
+			free(in);
+		} else if (strcmp(bt, "tool_result") == 0)
+			adapter_claude_audit(a, "tool_result", json_pack(
+			    "{s:O?, s:b, s:O?}", "tool_use_id", json_object_get(b,
+			    "tool_use_id"), "is_error", json_is_true(
+			    json_object_get(b, "is_error")), "parent_tool_use_id",
+			    json_is_string(parent) ? parent : NULL));
+		else if (strcmp(bt, "text") == 0 && json_is_string(parent) &&
+		    strcmp(type, "assistant") == 0)
+			adapter_claude_audit(a, "subagent_text", json_pack(
+			    "{s:O, s:O?, s:o}", "parent_tool_use_id", parent,
+			    "agent_id", json_object_get(j, "agent_id"), "text",
+			    adapter_claude_short(json_string_value(
+			    json_object_get(b, "text")))));
+	}
+}
+
+/* Refuse a control request from the CLI (permission prompts and such). */
+static void
+adapter_claude_refuse(struct agent *a, json_t *j)
+{
+	json_t		*id = json_object_get(j, "request_id");
+	const char	*sub = json_string_value(json_object_get(json_object_get(
+			    j, "request"), "subtype"));
+
+	log_warnx("agent %s: claude asked for %s; corral does not answer such "
+	    "requests", a->id, sub != NULL ? sub : "?");
+	if (id == NULL)
+		return;
+	adapter_claude_send(a, json_pack("{s:s, s:{s:s, s:O, s:s}}", "type",
+	    "control_response", "response", "subtype", "error", "request_id",
+	    id, "error", "not supported by corral's claude adapter"));
+}
+
+/* A line from Claude Code's stdout. */
+static int
+adapter_claude_line(struct agent *a, const char *line, size_t len)
+{
+	struct claude_state	*st = a->adapter->state;
+	json_error_t		 e;
+	json_t			*j;
+	const char		*type, *rid;
+	char			 esc[256];
+
+	if ((j = json_loadb(line, len, 0, &e)) == NULL || !json_is_object(j)) {
+		log_escape(esc, sizeof esc, line, len);
+		log_warnx("agent %s: claude wrote a line that is not a JSON "
+		    "object, ignored: %s", a->id, esc);
+		if (j != NULL)
+			json_decref(j);
+		return 0;
+	}
+	type = json_string_value(json_object_get(j, "type"));
+	if (type == NULL)
+		type = "";
+	if (strcmp(type, "result") == 0)
+		adapter_claude_result(a, j);
+	else if (strcmp(type, "system") == 0)
+		adapter_claude_system(a, j);
+	else if (strcmp(type, "assistant") == 0 || strcmp(type, "user") == 0)
+		adapter_claude_message(a, type, j);
+	else if (strcmp(type, "control_response") == 0) {
+		rid = json_string_value(json_object_get(json_object_get(j,
+		    "response"), "request_id"));
+		if (rid != NULL && strcmp(rid, CLAUDE_INIT_ID) == 0 &&
+		    st->phase == CLAUDE_STARTING) {
+			adapter_claude_next(a);
+			adapter_ready(a, "claude answered initialize");
+		} else
+			log_debug("agent %s: claude answered %s", a->id,
+			    rid != NULL ? rid : "?");
+	} else if (strcmp(type, "control_request") == 0)
+		adapter_claude_refuse(a, j);
+	json_decref(j);
+	return 0;
+}
+
+/* The initialize answer or the end of an interrupted turn did not come. */
+static void
+adapter_claude_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct claude_state	*st = w->data;
+	struct agent		*a = st->agent;
+
+	if (st->phase == CLAUDE_STARTING) {
+		log_warnx("agent %s: claude did not answer initialize within "
+		    "%gs; restarting it", a->id, st->init_timeout);
+		lifecycle_restart(a, "no answer to initialize");
+	} else if (st->phase == CLAUDE_DRAINING) {
+		log_warnx("agent %s: the interrupted turn did not end within "
+		    "%gs; restarting claude", a->id, st->interrupt_timeout);
+		lifecycle_restart(a, "an interrupted turn did not end");
+	}
+}
+
+/* A request is given up: interrupt its turn, or forget it if it waits. */
+static void
+adapter_claude_cancel(struct agent *a, struct msg *m)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (st->pending.set && strcmp(st->pending.id, m->id) == 0) {
+		st->pending.set = 0;
+		return;
+	}
+	if (!st->cur.set || strcmp(st->cur.id, m->id) != 0 ||
+	    st->phase != CLAUDE_TURN)
+		return;
+	st->cur.set = 0;
+	st->phase = CLAUDE_DRAINING;
+	log_info("agent %s: interrupting claude (request %s given up)", a->id,
+	    m->id);
+	adapter_claude_audit(a, "interrupt", json_pack("{s:s}", "request",
+	    m->id));
+	adapter_claude_control(a, "interrupt", NULL);
+	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_set(&st->timer, st->interrupt_timeout, 0);
+	ev_timer_start(cr->loop, &st->timer);
+}
+
+/* The process (re)started: read the settings once, reset, initialize. */
+static int
+adapter_claude_start(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+	json_t			*c = a->conf->adapter_conf, *v;
+
+	if (st == NULL) {
+		st = xcalloc(1, sizeof *st);
+		st->agent = a;
+		v = json_object_get(c, "session");
+		st->fresh = v != NULL && strcmp(json_string_value(v), "fresh") ==
+		    0;
+		st->prompt = json_string_value(json_object_get(c, "prompt"));
+		v = json_object_get(c, "confidence");
+		st->confidence = v != NULL ? json_number_value(v) : 0.9;
+		st->intent = json_string_value(json_object_get(c, "intent"));
+		st->then = json_object_get(c, "then");
+		st->init_timeout = 60;
+		if ((v = json_object_get(c, "init_timeout")) != NULL)
+			(void)adapter_claude_duration(v, &st->init_timeout);
+		st->interrupt_timeout = 10;
+		if ((v = json_object_get(c, "interrupt_timeout")) != NULL)
+			(void)adapter_claude_duration(v,
+			    &st->interrupt_timeout);
+		ev_timer_init(&st->timer, adapter_claude_timer_cb, 0, 0);
+		st->timer.data = st;
+		a->adapter->state = st;
+	}
+	/* A new process: a new conversation and cost counter. */
+	adapter_claude_reset_turn(st);
+	st->cur.set = st->pending.set = 0;
+	st->turns = 0;
+	st->last_total = 0;
+	st->bg_running = 0;
+	if (st->tasks != NULL)
+		json_decref(st->tasks);
+	st->tasks = json_object();
+	st->phase = CLAUDE_STARTING;
+	adapter_claude_control(a, "initialize", CLAUDE_INIT_ID);
+	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_set(&st->timer, st->init_timeout, 0);
+	ev_timer_start(cr->loop, &st->timer);
+	return 1;
+}
+
+/* Free the state. */
+static void
+adapter_claude_free(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (st == NULL)
+		return;
+	ev_timer_stop(cr->loop, &st->timer);
+	adapter_claude_reset_turn(st);
+	if (st->tasks != NULL)
+		json_decref(st->tasks);
+	free(st->model);
+	free(st->session);
+	free(st);
+	a->adapter->state = NULL;
+}
+
+const struct adapter_ops adapter_claude_ops = {
+	.name = "claude",
+	.per_call = 0,
+	.check = adapter_claude_check,
+	.start = adapter_claude_start,
+	.request = adapter_claude_request,
+	.line = adapter_claude_line,
+	.cancel = adapter_claude_cancel,
+	.free = adapter_claude_free,
+	.argv = adapter_claude_argv,
+	.inflight_cap = 1,
+};
