@@ -976,6 +976,18 @@ adapter_claude_cancel(struct agent *a, struct msg *m)
 	    st->phase != CLAUDE_TURN)
 		return;
 	st->cur.set = 0;
+	if (st->primary) {
+		/*
+		 * The turn itself is over; only background sub-agents were
+		 * awaited.  Their follow-up result, when it comes, is known by
+		 * its origin and cannot be taken for the next request's.
+		 */
+		log_info("agent %s: request %s given up while its background "
+		    "sub-agents ran", a->id, m->id);
+		adapter_claude_reset_turn(st);
+		adapter_claude_next(a);
+		return;
+	}
 	st->phase = CLAUDE_DRAINING;
 	log_info("agent %s: interrupting claude (request %s given up)", a->id,
 	    m->id);

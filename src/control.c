@@ -109,9 +109,10 @@ control_connect(struct agent *a, json_t *id, json_t *params)
 	    "agentName", a->conf->name);
 	control_reply(a, id, res);
 	if (a->flags & AGENT_NOT_READY) {
+		/* Recorded first: becoming ready dispatches queued work. */
+		auditlog_event("handshake", a->id, NULL, NULL);
 		a->flags &= ~AGENT_NOT_READY;
 		lifecycle_event(a, AE_HANDSHAKE, "handshake");
-		auditlog_event("handshake", a->id, NULL, NULL);
 	}
 }
 

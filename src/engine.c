@@ -29,7 +29,7 @@ static uint64_t	engine_job_seq;
 static void	engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_branch_done(struct job *, const char *, size_t, int);
-static void	engine_undispatch_static(struct msg *);
+static struct agent *engine_undispatch_static(struct msg *, int);
 static void	engine_notice(struct agent *, const char *, const char *,
 		    const char *, const char *);
 
@@ -269,26 +269,31 @@ engine_redirect(struct msg *m)
 {
 	struct agent	*a = m->agent;
 
-	engine_undispatch_static(m);
+	engine_undispatch_static(m, 0);
 	m->target = a;
 	route_direct(m);
 }
 
-/* Take a request off its agent's outstanding list. */
-static void
-engine_undispatch_static(struct msg *m)
+/*
+ * Take a request off its agent's outstanding list; with kick, give the
+ * freed slot the most urgent waiting message.  Callers that still have an
+ * outcome to record kick afterwards, so the audit log stays in order.
+ */
+static struct agent *
+engine_undispatch_static(struct msg *m, int kick)
 {
 	struct agent	*a = m->agent;
 
 	if (m->where != MSG_INFLIGHT)
-		return;
+		return NULL;
 	TAILQ_REMOVE(&a->inflight, m, entry);
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
 	if (--a->outstanding == 0)
 		lifecycle_event(a, AE_IDLE, NULL);
-	/* A slot is free: give it the most urgent waiting message. */
-	route_kick(a);
+	if (kick)
+		route_kick(a);
+	return a;
 }
 
 /* Return the retry delay before attempt n (1-based). */
@@ -443,7 +448,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		a = m->agent;
 		if (a->adapter != NULL)
 			adapter_cancel(a, m);
-		engine_undispatch_static(m);
+		engine_undispatch_static(m, 0);
 		m->agent = a;
 		a->timeouts++;
 		route_breaker_failure(a);
@@ -453,8 +458,9 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			    "timeouts", a->timeouts);
 		}
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
-		    "within %.3gs", a->id, ev_now(loop) - m->deadline +
-		    (m->timeout > 0 ? m->timeout : a->conf->timeout));
+		    "within %.3gs", a->id, m->timeout > 0 ? m->timeout :
+		    a->conf->timeout);
+		route_kick(a);
 		return;
 	default:
 		return;
@@ -515,7 +521,7 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
 	if (m->where == MSG_INFLIGHT)
-		engine_undispatch_static(m);
+		(void)engine_undispatch_static(m, 1);
 	subagent_request_done(m, line, len, is_error);
 	m->job = NULL;
 	engine_msg_free(m);
@@ -677,15 +683,14 @@ engine_limit(struct job *j, const char *code, const char *fmt, ...)
  * reflect, finish the job, or follow its next_actions.
  */
 static void
-engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
-    struct env *env)
+engine_reply_body(struct agent *a, struct msg *req, const char *line,
+    size_t len, struct env *env)
 {
 	struct job	*j = req->job;
 	char		 reply_id[CORRAL_ID_MAX], *filled = NULL;
 	size_t		 flen;
 	int		 weak;
 
-	engine_undispatch_static(req);
 	a->timeouts = 0;
 	a->flags &= ~AGENT_TIMEDOUT;
 	route_breaker_success(a);
@@ -714,6 +719,8 @@ engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
 		auditlog_event("outcome", a->id, req->id, "outcome", "replied",
 		    "reply", reply_id, NULL);
 	}
+	/* Only now may the freed slot take other work (engine_reply). */
+	(void)engine_undispatch_static(req, 0);
 	engine_account(a, env);
 	if (workspace_enabled()) {
 		char why[320];
@@ -767,6 +774,18 @@ engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
 	}
 	engine_request_done(req, line, len, env->ctype == CT_ERROR);
 	free(filled);
+}
+
+/*
+ * Handle a valid reply from agent a to request req, then give the slot
+ * it freed to the most urgent waiting message.
+ */
+static void
+engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
+    struct env *env)
+{
+	engine_reply_body(a, req, line, len, env);
+	route_kick(a);
 }
 
 /* Send an agent an error notice about its own output. */
@@ -1100,8 +1119,14 @@ engine_agent_gone(struct agent *a, const char *why)
 		    a->id, why);
 	}
 	while ((m = TAILQ_FIRST(&a->inflight)) != NULL) {
-		engine_undispatch_static(m);
+		engine_undispatch_static(m, 0);
 		m->agent = a;
+		if (cr->shutting_down) {
+			/* We stopped it: not the agent's failure. */
+			engine_fail(m, "UNAVAILABLE", "shutdown", "corral shut "
+			    "down before agent %s replied", a->id);
+			continue;
+		}
 		route_breaker_failure(a);
 		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s before "
 		    "replying", a->id, why);

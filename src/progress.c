@@ -22,6 +22,7 @@ static int	progress_tty;
 static int	progress_on;
 static int	progress_lines;	/* lines drawn now */
 static int	progress_dirty;
+static int	progress_ticks;
 
 /* Erase the block (before) or draw it again (after) around a log line. */
 static void
@@ -97,8 +98,11 @@ static void
 progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	if (progress_tty) {
-		if (progress_dirty)
+		/* Changes at once; otherwise once a second, for the clock. */
+		if (progress_dirty || ++progress_ticks >= 10) {
+			progress_ticks = 0;
 			progress_draw();
+		}
 		return;
 	}
 	log_info("progress: %.1fs, steps %llu, in flight %u, queued %u, "

@@ -1,0 +1,158 @@
+#!/bin/sh
+# corral serve and corral run's exit statuses.
+#   - serve writes results in completion order, not input order, and each
+#     result's trace.parents names its input's trace.id;
+#   - every invalid line on stdin gets exactly one error line (empty lines
+#     none), and serving goes on;
+#   - a JSON-RPC ping on stdin is answered (a notification is not);
+#   - EOF on stdin drains the work in flight, then corral exits 0;
+#   - run exits 0 on success, 1 when the workflow fails, 2 for a bad
+#     workflow file or command line, 130 on SIGINT.
+. "$(dirname "$0")/lib.sh"
+. "$TESTDIR/tools/wflib.sh"
+
+LOG="$T/audit.ndjson"
+
+# input ID INTENT: one request envelope.
+input() {
+	printf '{"protocol":"multiagent-1.0","role":"user","intent":"%s","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"%s"}}\n' "$2" "$1"
+}
+
+# analyze requests are slow (300 ms), execute requests fast.
+cat >"$T/wf.yaml" <<YAML
+agents:
+  slow:
+    cmd: [$WA, --delay, "300", --intent, finalize]
+  fast:
+    cmd: [$WA, --intent, finalize]
+routes:
+  analyze: slow
+  execute: fast
+YAML
+
+# 1. Completion order, and trace.parents.
+serve_start "$T/wf.yaml" --log "$LOG"
+i=1
+while [ $i -le 8 ]; do
+	if [ $((i % 2)) -eq 1 ]; then input "in-$i" analyze; else input "in-$i" execute; fi >&8
+	i=$((i + 1))
+done
+# The fast ones are answered while the first slow one is still running.
+wait_for '[ "$(wc -l <"$OUT")" -ge 4 ]' 5 || fail "expected the 4 fast results first, got $(wc -l <"$OUT") lines"
+got=$(jq -r '.trace.parents[0]' "$OUT" | tr '\n' ' ')
+[ "$got" = "in-2 in-4 in-6 in-8 " ] ||
+    fail "expected the fast results (in-2 in-4 in-6 in-8) before any slow one, got: $got"
+serve_eof
+corral_wait 20
+expect_rc 0
+[ "$(wc -l <"$OUT")" -eq 8 ] || fail "expected 8 results, got $(wc -l <"$OUT")"
+jq -r '.trace.parents | join(",")' "$OUT" >"$T/parents"
+want=$(jq -r 'select(.ev == "outcome") | .id' "$LOG")
+[ "$(cat "$T/parents")" = "$want" ] ||
+    fail "results are not in completion order: stdout answers $(tr '\n' ' ' <"$T/parents"), the outcomes came $(printf '%s' "$want" | tr '\n' ' ')"
+i=1
+while [ $i -le 8 ]; do
+	n=$(grep -cx "in-$i" "$T/parents")
+	[ "$n" -eq 1 ] || fail "expected one result with trace.parents [in-$i], got $n"
+	i=$((i + 1))
+done
+audit_all "$OUT" '.content.text == "\(.task) by \(if .task == "analyze" then "slow" else "fast" end)"' ||
+    fail "a result came from the wrong agent: $(cat "$OUT")"
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+# 2. Invalid lines, an empty line, pings, then a valid request.
+serve_start "$T/wf.yaml" --log "$LOG"
+{
+	echo 'this is not JSON'
+	echo '[1,2,3]'
+	echo '{"protocol":"multiagent-1.0"}'
+	echo '{"protocol":"multiagent-1.0","role":"user","intent":"bogus","task":"t","content":{"type":"text"},"trace":{"id":"bad-intent"}}'
+	echo '{"protocol":"multiagent-1.0","role":"user","intent":"execute","task":"t","content":{"type":"text"},"confidence":{"score":7}}'
+	echo ''
+	echo '{"jsonrpc":"2.0","id":7,"method":"ping"}'
+	echo '{"jsonrpc":"2.0","id":"p-2","method":"ping"}'
+	echo '{"jsonrpc":"2.0","method":"ping"}'
+	input ok-1 execute
+} >&8
+wait_for '[ "$(wc -l <"$OUT")" -ge 8 ]' 5 || fail "expected 8 lines (5 errors, 2 pongs, 1 result), got $(wc -l <"$OUT")"
+serve_eof
+corral_wait 10
+expect_rc 0
+[ "$(wc -l <"$OUT")" -eq 8 ] || fail "expected exactly 8 lines (5 errors, 2 pongs, 1 result), got $(wc -l <"$OUT"): $(cut -c1-150 "$OUT")"
+grep -qxF '{"jsonrpc":"2.0","id":7,"result":{}}' "$OUT" ||
+    fail "expected the answer to ping id 7: $(grep jsonrpc "$OUT")"
+grep -qxF '{"jsonrpc":"2.0","id":"p-2","result":{}}' "$OUT" ||
+    fail "expected the answer to ping id \"p-2\" (a string id stays a string): $(grep jsonrpc "$OUT")"
+errs=$(grep -v '"jsonrpc"' "$OUT" | jq -r 'select(.content.type == "error") | "\(.content.data.code)/\(.content.data.path // "-")"' | tr '\n' ' ')
+[ "$errs" = "invalid_json/- invalid_envelope/- invalid_envelope/role invalid_envelope/intent invalid_envelope/confidence.score " ] ||
+    fail "expected one error line per invalid line (invalid_json, then invalid_envelope for the array, no role, intent, confidence.score), got: $errs"
+audit_all "$OUT" 'select(.content.type == "error") | .protocol == "multiagent-1.0" and .role == "system" and .content.data.category == "REJECTED"' ||
+    fail "the error lines are not multiagent-1.0 error envelopes: $(grep -m1 error "$OUT")"
+audit_all "$OUT" 'select(.trace.parents == ["ok-1"]) | .content.text == "execute by fast"' ||
+    fail "expected the valid request served after the invalid lines"
+n=$(jq -r 'select(.ev == "rejected" and .agent == "stdin") | .code' "$LOG" | wc -l)
+[ "$n" -eq 5 ] || fail "expected 5 rejected events for stdin in the audit log, got $n"
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+# 3. EOF drains the work in flight.
+serve_start "$T/wf.yaml" --log "$LOG"
+input s-1 analyze >&8
+input s-2 analyze >&8
+serve_eof
+s=$(now)
+corral_wait 10
+expect_rc 0
+t=$(elapsed "$s")
+[ "$(wc -l <"$OUT")" -eq 2 ] || fail "EOF: expected both slow results before exit, got $(wc -l <"$OUT")"
+audit_all "$OUT" '.content.type == "text"' || fail "EOF: expected answers, not errors: $(cat "$OUT")"
+fcmp "$t" ">=" 0.5 || fail "EOF: corral exited after ${t}s, before two 300ms requests could finish"
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+# 4. corral run's exit statuses.
+corral_run 10 run "$T/wf.yaml" --goal go
+expect_rc 1	# start is plan, and plan has no route
+expect_error_result "$OUT" no_route
+cat >"$T/ok.yaml" <<YAML
+agents:
+  a:
+    cmd: [$WA, --intent, finalize]
+routes:
+  "*": a
+YAML
+corral_run 10 run "$T/ok.yaml" --goal go
+expect_rc 0
+cat >"$T/err.yaml" <<YAML
+agents:
+  a:
+    cmd: [$WA, --intent, finalize, --error]
+routes:
+  "*": a
+YAML
+corral_run 10 run "$T/err.yaml" --goal go
+expect_rc 1
+[ "$(result_field "$OUT" .content.type)" = error ] || fail "expected the agent's error reply as the result: $(cat "$OUT")"
+printf 'agents:\n  a:\n    cmd: [%s]\n    instances: many\nroutes:\n  "*": a\n' "$WA" >"$T/bad.yaml"
+corral_run 10 run "$T/bad.yaml" --goal go
+expect_rc 2
+grep -qF "$T/bad.yaml:4:" "$ERR" || fail "bad file: expected $T/bad.yaml:4:COLUMN on stderr: $(cat "$ERR")"
+corral_run 10 run "$T/missing.yaml" --goal go
+expect_rc 2
+corral_run 10 run "$T/ok.yaml"
+expect_rc 2	# no --goal
+cat >"$T/hang.yaml" <<YAML
+agents:
+  a:
+    cmd: [$WA, --record, $T/hang.rec, --hang]
+routes:
+  "*": a
+YAML
+corral_start run "$T/hang.yaml" --goal go
+wait_for 'grep -q "^recv {\"protocol\"" "$T/hang.rec" 2>/dev/null' 10 || fail "SIGINT: the agent never got the goal"
+kill -INT "$CORRAL_PID"
+corral_wait 10
+expect_rc 130
+expect_no_leftovers
+exit 0
