@@ -323,6 +323,25 @@ adapter_claude_append(char **text, const char *s, const char *sep)
 }
 
 /*
+ * adapter_template over the request, with a leading byte added to the
+ * template and dropped from the result: an empty first write (a template
+ * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
+ * which the sanitizer build aborts on.
+ */
+static char *
+adapter_claude_template(const char *tmpl, json_t *req, const struct msg *m)
+{
+	char	*t, *out, *r;
+
+	xasprintf(&t, "-%s", tmpl);
+	out = adapter_template(t, req, m);
+	free(t);
+	r = xstrdup(out + 1);
+	free(out);
+	return r;
+}
+
+/*
  * The prompt for a request: the template if the entry has one, else the
  * intent, the task, content.text, inputs.context, inputs.resources and
  * content.data, each when present (docs/adapters.md).
@@ -335,7 +354,7 @@ adapter_claude_prompt(struct claude_state *st, json_t *req, struct msg *m)
 	size_t		 i;
 
 	if (st->prompt != NULL)
-		return adapter_template(st->prompt, req, m);
+		return adapter_claude_template(st->prompt, req, m);
 	task = json_object_get(req, "task");
 	text = json_object_get(json_object_get(req, "content"), "text");
 	ctx = json_object_get(json_object_get(req, "inputs"), "context");
@@ -999,6 +1018,17 @@ adapter_claude_cancel(struct agent *a, struct msg *m)
 	ev_timer_start(cr->loop, &st->timer);
 }
 
+/*
+ * A heartbeat: a control request Claude Code does not know, which it
+ * answers at once with an error response, even mid-turn, and which
+ * changes nothing; the answer is the sign of life.
+ */
+static void
+adapter_claude_ping(struct agent *a)
+{
+	adapter_claude_control(a, "ping", NULL);
+}
+
 /* The process (re)started: read the settings once, reset, initialize. */
 static int
 adapter_claude_start(struct agent *a)
@@ -1073,5 +1103,6 @@ const struct adapter_ops adapter_claude_ops = {
 	.cancel = adapter_claude_cancel,
 	.free = adapter_claude_free,
 	.argv = adapter_claude_argv,
+	.ping = adapter_claude_ping,
 	.inflight_cap = 1,
 };

@@ -223,6 +223,25 @@ adapter_codex_append(char **text, const char *s, const char *sep)
 }
 
 /*
+ * adapter_template over the request, with a leading byte added to the
+ * template and dropped from the result: an empty first write (a template
+ * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
+ * which the sanitizer build aborts on.
+ */
+static char *
+adapter_codex_template(const char *tmpl, json_t *req, const struct msg *m)
+{
+	char	*t, *out, *r;
+
+	xasprintf(&t, "-%s", tmpl);
+	out = adapter_template(t, req, m);
+	free(t);
+	r = xstrdup(out + 1);
+	free(out);
+	return r;
+}
+
+/*
  * The prompt for a request: the template if the entry has one, else the
  * intent, the task, content.text, inputs.context, inputs.resources and
  * content.data, each when present (docs/adapters.md).
@@ -235,7 +254,7 @@ adapter_codex_prompt(struct codex_state *st, json_t *req, struct msg *m)
 	size_t		 i;
 
 	if (st->prompt != NULL)
-		return adapter_template(st->prompt, req, m);
+		return adapter_codex_template(st->prompt, req, m);
 	task = json_object_get(req, "task");
 	text = json_object_get(json_object_get(req, "content"), "text");
 	ctx = json_object_get(json_object_get(req, "inputs"), "context");
@@ -424,7 +443,7 @@ adapter_codex_answer(struct agent *a, struct proc *p, struct codex_call *c)
 	struct msg		*m = p->msg;
 	json_t			*env, *content, *extra;
 	char			 why[768], status[64];
-	const char		*last;
+	const char		*last, *s;
 	double			 in, out;
 	size_t			 n;
 
@@ -470,7 +489,10 @@ adapter_codex_answer(struct agent *a, struct proc *p, struct codex_call *c)
 		    "thread_id", c->thread));
 		return;
 	}
-	/* It ended without saying how the turn went. */
+	/*
+	 * It ended without saying how the turn went.  Its stderr ends with
+	 * a backtrace after the "Error: " line that says why, if any.
+	 */
 	util_describe_status(status, sizeof status, p->status);
 	n = p->err_len;
 	while (n > 0 && p->err_tail[n - 1] == '\n')
@@ -478,6 +500,12 @@ adapter_codex_answer(struct agent *a, struct proc *p, struct codex_call *c)
 	last = p->err_tail + n;
 	while (last > p->err_tail && last[-1] != '\n')
 		last--;
+	for (s = p->err_tail; (s = strstr(s, "Error: ")) != NULL; s++) {
+		if (s == p->err_tail || s[-1] == '\n') {
+			last = s;
+			n = (size_t)(strchrnul(s, '\n') - p->err_tail);
+		}
+	}
 	snprintf(why, sizeof why, "codex %s without finishing the turn%s%.*s",
 	    status, last < p->err_tail + n ? ": " : "",
 	    (int)(p->err_tail + n - last), last);
@@ -516,6 +544,12 @@ adapter_codex_done(struct proc *p)
 		adapter_codex_set(&st->thread, c->thread);
 		st->seen_in = st->seen_out = 0;
 		log_info("agent %s: codex thread %s", a->id, c->thread);
+	} else if (c->resumed && c->thread == NULL && p->msg != NULL) {
+		/* It could not resume the thread: start a new one next. */
+		log_warnx("agent %s: codex could not resume thread %s; the "
+		    "next request starts a new one", a->id, st->thread);
+		adapter_codex_set(&st->thread, NULL);
+		st->seen_in = st->seen_out = 0;
 	}
 	if (p->msg != NULL)
 		adapter_codex_answer(a, p, c);

@@ -72,6 +72,7 @@ struct gemini_call {
 	char		*doc;		/* lines of a multi-line JSON object */
 	size_t		 doclen;
 	int		 result;	/* 1 success, -1 error, 0 none yet */
+	int		 resumed;	/* ran with --resume */
 	int		 junk;
 	double		 in;
 	double		 out;
@@ -239,6 +240,25 @@ adapter_gemini_append(char **text, const char *s, const char *sep)
 }
 
 /*
+ * adapter_template over the request, with a leading byte added to the
+ * template and dropped from the result: an empty first write (a template
+ * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
+ * which the sanitizer build aborts on.
+ */
+static char *
+adapter_gemini_template(const char *tmpl, json_t *req, const struct msg *m)
+{
+	char	*t, *out, *r;
+
+	xasprintf(&t, "-%s", tmpl);
+	out = adapter_template(t, req, m);
+	free(t);
+	r = xstrdup(out + 1);
+	free(out);
+	return r;
+}
+
+/*
  * The prompt for a request: the template if the entry has one, else the
  * intent, the task, content.text, inputs.context, inputs.resources and
  * content.data, each when present (docs/adapters.md).
@@ -251,7 +271,7 @@ adapter_gemini_prompt(struct gemini_state *st, json_t *req, struct msg *m)
 	size_t		 i;
 
 	if (st->prompt != NULL)
-		return adapter_template(st->prompt, req, m);
+		return adapter_gemini_template(st->prompt, req, m);
 	task = json_object_get(req, "task");
 	text = json_object_get(json_object_get(req, "content"), "text");
 	ctx = json_object_get(json_object_get(req, "inputs"), "context");
@@ -649,6 +669,14 @@ adapter_gemini_done(struct proc *p)
 	    strcmp(st->session, c->session) != 0)) {
 		adapter_gemini_set(&st->session, c->session);
 		log_info("agent %s: gemini session %s", a->id, c->session);
+	} else if (c->resumed && c->session == NULL && p->msg != NULL) {
+		/*
+		 * It could not even resume (exit 42, "Error resuming
+		 * session"): the session is gone, so start a new one next.
+		 */
+		log_warnx("agent %s: gemini could not resume session %s; the "
+		    "next request starts a new one", a->id, st->session);
+		adapter_gemini_set(&st->session, NULL);
 	}
 	if (p->msg != NULL)
 		adapter_gemini_answer(a, p, c);
@@ -686,13 +714,14 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 	argv[n++] = "";		/* the prompt comes on stdin */
 	argv[n++] = "--output-format";
 	argv[n++] = st->json ? "json" : "stream-json";
+	c = xcalloc(1, sizeof *c);
 	if (st->one && st->session != NULL) {
 		argv[n++] = "--resume";
 		argv[n++] = st->session;
+		c->resumed = 1;
 	}
 	argv[n] = NULL;
 
-	c = xcalloc(1, sizeof *c);
 	p = adapter_proc_new(a, m);
 	p->done = adapter_gemini_done;
 	p->line_cb = adapter_gemini_line;

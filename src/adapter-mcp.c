@@ -582,6 +582,25 @@ adapter_mcp_line(struct agent *a, const char *line, size_t len)
 }
 
 /*
+ * adapter_template over the request, with a leading byte added to the
+ * template and dropped from the result: an empty first write (a template
+ * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
+ * which the sanitizer build aborts on.
+ */
+static char *
+adapter_mcp_template(const char *tmpl, json_t *req, const struct msg *m)
+{
+	char	*t, *out, *r;
+
+	xasprintf(&t, "-%s", tmpl);
+	out = adapter_template(t, req, m);
+	free(t);
+	r = xstrdup(out + 1);
+	free(out);
+	return r;
+}
+
+/*
  * Expand the {{...}} templates in the string values of a tool's
  * arguments, at any depth, over the request (a new reference).
  */
@@ -594,7 +613,7 @@ adapter_mcp_expand(json_t *v, json_t *req, const struct msg *m)
 	size_t		 i;
 
 	if (json_is_string(v) && strstr(json_string_value(v), "{{") != NULL) {
-		s = adapter_template(json_string_value(v), req, m);
+		s = adapter_mcp_template(json_string_value(v), req, m);
 		out = util_json_text(s, strlen(s));
 		free(s);
 		return out;

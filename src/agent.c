@@ -96,7 +96,8 @@ agent_start(struct agent *a)
 	struct spawn_result	sr;
 
 	a->flags &= ~(AGENT_EXITED | AGENT_OUT_EOF | AGENT_ERR_EOF |
-	    AGENT_STOPPED_SIG | AGENT_MISSED | AGENT_TIMEDOUT);
+	    AGENT_STOPPED_SIG | AGENT_MISSED | AGENT_TIMEDOUT |
+	    AGENT_STOP_ASKED);
 	if (adapter_per_call(a)) {
 		/* No process of its own: one per request, later. */
 		a->start_seq = ++cr->start_seq;

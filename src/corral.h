@@ -358,6 +358,7 @@ struct agent {
 #define AGENT_IN_POOL	0x400	/* routable through its workflow entry */
 #define AGENT_STOP_PENDING 0x800 /* stops once its children have */
 #define AGENT_RESTART_REQ 0x1000 /* restart after this exit, whatever it is */
+#define AGENT_STOP_ASKED 0x2000	/* corral began stopping this process */
 	pid_t			 pid;		/* as corral sees it */
 	pid_t			 hostpid;	/* as the user's shell sees it */
 	int			 status;	/* from waitpid */
@@ -940,6 +941,7 @@ void	 subagent_child_restarting(struct agent *);
 int	 subagent_over_budget(struct agent *, char *, size_t);
 void	 subagent_check_budget(struct agent *);
 void	 subagent_check_run_budget(void);
+void	 subagent_budget_start(struct agent *);
 
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *, const char *,

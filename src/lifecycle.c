@@ -236,7 +236,13 @@ lifecycle_kill(struct agent *a, int sig)
 {
 	if (a->pid <= 0)
 		return;
-	if (kill(-a->pid, sig) == -1 && errno == ESRCH)
+	/*
+	 * The group outlives its leader while members remain, and its id is
+	 * not reused meanwhile.  The pid alone is used only before the
+	 * leader is reaped: after that it may name another process.
+	 */
+	if (kill(-a->pid, sig) == -1 && errno == ESRCH &&
+	    !(a->flags & AGENT_EXITED))
 		(void)kill(a->pid, sig);
 }
 
@@ -254,6 +260,7 @@ lifecycle_life_arm(struct agent *a, int step, double after)
 static void
 lifecycle_begin_stop(struct agent *a, const char *why)
 {
+	a->flags |= AGENT_STOP_ASKED;
 	lifecycle_event(a, AE_STOP, "%s", why);
 	chan_close_write(&a->io);
 	lifecycle_life_arm(a, 1, a->conf->stop_grace);
@@ -528,6 +535,11 @@ lifecycle_exited(struct agent *a)
 	ev_timer_stop(cr->loop, &a->hb_w);
 	a->life_step = 0;
 	util_describe_status(st, sizeof st, a->status);
+	/*
+	 * What the agent left running in its process group goes with it
+	 * (a detached session is beyond reach until corral exits).
+	 */
+	lifecycle_kill(a, SIGKILL);
 	agent_exited_cleanup(a);
 	lifecycle_event(a, AE_EXITED, "%s", st);
 	engine_agent_gone(a, st);

@@ -32,6 +32,7 @@ static struct agent_conf	**subagent_inline;	/* inline spawns */
 static size_t			  subagent_ninline;
 
 static void	subagent_budget_cb(struct ev_loop *, ev_timer *, int);
+static double	subagent_narrow(double, double);
 static void	subagent_stop_tree(struct agent *, const char *, int);
 
 /* Prepare the module. */
@@ -91,6 +92,7 @@ subagent_may_reach(struct agent *from, struct agent *to)
 		return 1;
 	if (from->parent == to->parent)
 		return 1;	/* siblings (root agents are siblings too) */
+	/* A hidden agent is reached only by its family, and reaches only it. */
 	return !(to->flags & AGENT_HIDDEN) && !(from->flags & AGENT_HIDDEN);
 }
 
@@ -108,7 +110,11 @@ subagent_alive_children(struct agent *p)
 	TAILQ_FOREACH(c, &p->children, sibling) {
 		if (!lifecycle_alive(c) || (c->flags & AGENT_DEAD))
 			continue;
-		if (c->state == AS_STOPPING && c->spawn_task == NULL)
+		/* Done with its task and on its way out (maybe via its own
+		 * children first): it no longer holds a place. */
+		if (c->spawn_task == NULL && !c->keep &&
+		    (c->state == AS_STOPPING || (c->flags & (AGENT_NORESTART |
+		    AGENT_STOP_PENDING))))
 			continue;
 		n++;
 	}
@@ -211,6 +217,17 @@ subagent_task_line(json_t *task, const char *id, const char *parent,
 	return s;
 }
 
+/* The smaller of two budgets, where 0 means none: a spawn only narrows. */
+static double
+subagent_narrow(double entry, double spawn)
+{
+	if (entry <= 0)
+		return spawn;
+	if (spawn <= 0)
+		return entry;
+	return spawn < entry ? spawn : entry;
+}
+
 /* Read a limit from params.limits (number >= 0), or keep dflt. */
 static double
 subagent_param_num(json_t *obj, const char *key, double dflt)
@@ -229,8 +246,8 @@ subagent_current(struct agent *a)
 	return TAILQ_FIRST(&a->inflight);
 }
 
-/* Start the child's budget clock, when it has a time budget. */
-static void
+/* Start an agent's budget clock, when it has a time budget. */
+void
 subagent_budget_start(struct agent *c)
 {
 	if (c->budget_time <= 0)
@@ -302,13 +319,31 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 
 	/* Limits: depth, children of this parent, agents alive. */
 	depth = p->depth + 1;
-	maxdepth = subagent_min(cr->wf->tree_depth, p->conf->max_depth);
-	if (p->limit_depth != 0)
-		maxdepth = subagent_min(maxdepth, p->limit_depth);
-	if (maxdepth == 0 || depth > maxdepth) {
+	if (cr->wf->tree_depth == 0 || depth > cr->wf->tree_depth) {
 		snprintf(why, sizeof why, "depth limit: a child of %s would be "
-		    "at depth %u, the limit is %u", p->id, depth, maxdepth);
+		    "at depth %u, the limit is %u", p->id, depth,
+		    cr->wf->tree_depth);
 		goto refuse_limit;
+	}
+	{
+		/*
+		 * Every ancestor's own limits bound its whole subtree: its
+		 * entry's children.depth and its spawn's limits.depth count
+		 * levels below it.
+		 */
+		struct agent	*x;
+
+		for (x = p; x != NULL; x = x->parent) {
+			maxdepth = subagent_min(x->conf->max_depth,
+			    x->limit_depth);
+			if (maxdepth != 0 && depth > maxdepth) {
+				snprintf(why, sizeof why, "depth limit: a child "
+				    "of %s would be at depth %u, the limit is "
+				    "%u%s%s", p->id, depth, maxdepth, x != p ?
+				    ", set on " : "", x != p ? x->id : "");
+				goto refuse_limit;
+			}
+		}
 	}
 	maxkids = subagent_min(cr->wf->tree_children, p->conf->max_children);
 	if (p->limit_children != 0)
@@ -353,10 +388,12 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 	}
 	/* Budgets: the agent's own, narrowed by the spawn's, and inherited. */
 	budget = json_object_get(limits, "budget");
-	c->budget_tokens = subagent_param_num(budget, "tokens",
-	    ac->budget_tokens);
-	c->budget_cost = subagent_param_num(budget, "cost", ac->budget_cost);
-	c->budget_time = subagent_param_num(budget, "time", ac->budget_time);
+	c->budget_tokens = subagent_narrow(ac->budget_tokens,
+	    subagent_param_num(budget, "tokens", 0));
+	c->budget_cost = subagent_narrow(ac->budget_cost,
+	    subagent_param_num(budget, "cost", 0));
+	c->budget_time = subagent_narrow(ac->budget_time,
+	    subagent_param_num(budget, "time", 0));
 	c->limit_depth = (unsigned int)subagent_param_num(limits, "depth", 0);
 	c->limit_children = (unsigned int)subagent_param_num(limits,
 	    "children", 0);
@@ -448,6 +485,7 @@ subagent_resolve(struct agent *from, json_t *to, struct agent **out,
 		json_t	*v;
 		size_t	 i;
 
+		snprintf(why, whylen, "none of the addressed agents exists");
 		json_array_foreach(json_object_get(to, "agents"), i, v) {
 			if (!json_is_string(v) ||
 			    (t = agent_find(json_string_value(v))) == NULL)
@@ -758,6 +796,11 @@ subagent_task_envelope(struct agent *c, struct msg *task, const char *line,
 			fatalx("envelope_fill produced an invalid envelope");
 	}
 	engine_account(c, env);
+	if (c->spawn_task != task) {
+		/* Its budget ran out on this very envelope: the task is over. */
+		free(filled);
+		return 0;
+	}
 	free(c->last_reply);
 	c->last_reply = xmemdup0(line, len);
 	c->last_reply_len = len;
@@ -796,7 +839,8 @@ subagent_agent_gone(struct agent *c, const char *why)
 		    task->id);
 		return;
 	}
-	clean = WIFEXITED_OK(c->status);
+	/* Its own clean exit counts; being stopped by corral does not. */
+	clean = WIFEXITED_OK(c->status) && !(c->flags & AGENT_STOP_ASKED);
 	if (clean && c->last_reply != NULL) {
 		cr->replied++;
 		auditlog_event("outcome", c->id, task->id, "outcome", "replied",
@@ -832,7 +876,13 @@ subagent_failed(struct agent *c, const char *why)
 		    c->parent->id);
 	if (task == NULL)
 		return;
-	snprintf(msg, sizeof msg, "child %s failed: %s", c->id, why);
+	{
+		char st[64];
+
+		util_describe_status(st, sizeof st, c->status);
+		snprintf(msg, sizeof msg, "child %s failed: %s (its last exit: "
+		    "%s)", c->id, why, st);
+	}
 	if (task->where == MSG_QUEUED)
 		route_dequeue(task);
 	cr->errored++;

@@ -440,7 +440,8 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 			a->budget_cost = wf->agents[i].budget_cost;
 			a->budget_time = wf->agents[i].budget_time;
 			route_add_agent(a);
-			(void)agent_start(a);
+			if (agent_start(a) == 0)
+				subagent_budget_start(a);
 		}
 	}
 	progress_start();

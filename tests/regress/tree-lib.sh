@@ -1,0 +1,150 @@
+# Shared helpers for the sub-agent tree regress scripts (tree-*.sh).
+#
+# Source it first thing:  . "$(dirname "$0")/tree-lib.sh"
+#
+# It sources lib.sh (the test directory $T, cleanup, wait_for, fail, ...)
+# and adds:
+#   TR      the scriptable tree agent (tests/tools/treeagent.c)
+#   Q       the NDJSON picker (tests/tools/treeq.c)
+#   REC     the record file every treeagent of the test appends to
+#   LOG     the audit log (pass --log "$LOG" to corral)
+#
+# Every agent of a test is "$TR --record $REC ...", so its argv names $T
+# and lib.sh's marker search (marker_procs) finds it, and so do the
+# grandchildren it forks.  The record file has one line per event (see
+# treeagent.c): "start ID NAME HOSTPID" gives each agent's host pid.
+
+. "$(dirname "$0")/lib.sh"
+
+TR="$TOOLS/treeagent"
+Q="$TOOLS/treeq"
+[ -x "$TR" ] || skip "no tree agent at $TR"
+[ -x "$Q" ] || skip "no treeq at $Q"
+REC="$T/rec"
+LOG="$T/audit.ndjson"
+SUP=
+
+# Is this exact line in the record file?
+rec_has() {
+	grep -qxF -- "$1" "$REC" 2>/dev/null
+}
+
+# Record lines starting with this fixed string.
+rec_lines() {
+	P="$1" awk 'index($0, ENVIRON["P"]) == 1' "$REC" 2>/dev/null
+}
+
+# Number of record lines starting with this fixed string.
+rec_count() {
+	rec_lines "$1" | grep -c . || true
+}
+
+# wait_rec LINE [TIMEOUT]: wait for an exact line in the record, or fail.
+wait_rec() {
+	_wr=$1
+	wait_for 'rec_has "$_wr"' "${2:-10}" ||
+	    fail "expected the record line '$1' within ${2:-10}s (x$SLOW); record:
+$(cat "$REC" 2>/dev/null)"
+}
+
+# wait_rec_count PREFIX N [TIMEOUT]: wait for N record lines with PREFIX.
+wait_rec_count() {
+	_wp=$1 _wn=$2
+	wait_for '[ "$(rec_count "$_wp")" -ge "$_wn" ]' "${3:-10}" ||
+	    fail "expected $2 record lines '$1...' within ${3:-10}s (x$SLOW), got $(rec_count "$1"); record:
+$(cat "$REC" 2>/dev/null)"
+}
+
+# rec_pid ID: the host pid of the latest start of agent ID.
+rec_pid() {
+	awk -v id="$1" '$1 == "start" && $2 == id { p = $4 } END { print p }' \
+	    "$REC" 2>/dev/null
+}
+
+# rec_children PARENT: the ids PARENT spawned, in order.
+rec_children() {
+	awk -v p="$1" '$1 == "spawned" && $2 == p { print $3 }' "$REC" \
+	    2>/dev/null
+}
+
+# rec_id NAME: the id of the first agent of workflow entry NAME.
+rec_id() {
+	awk -v n="$1" '$1 == "start" && $3 == n { print $2; exit }' "$REC" \
+	    2>/dev/null
+}
+
+# Every host pid the tree reported: agents (each start), grandchildren
+# and workers.
+tree_pids() {
+	awk '$1 == "start" || $1 == "grandchild" || $1 == "worker" { print $NF }' "$REC" \
+	    2>/dev/null | sort -u
+}
+
+# alive_of PID...: those of the pids that are live processes (not zombies).
+alive_of() {
+	[ $# -gt 0 ] || return 0
+	ps -o pid=,stat= -p "$(echo "$@" | tr ' ' ',')" 2>/dev/null |
+	    awk '$2 !~ /^Z/ { print $1 }'
+}
+
+# expect_gone PID... : each pid is gone (or a zombie) within 5 s.
+expect_gone() {
+	_eg=$*
+	wait_for '[ -z "$(alive_of $_eg)" ]' 5 ||
+	    fail "processes should be gone: $(ps -o pid=,stat=,args= -p "$(alive_of $_eg | tr '\n' ',' | sed 's/,$//')")"
+}
+
+# Remember corral's supervisor pid (call while corral runs).
+note_supervisor() {
+	SUP=$(supervisor_pid)
+}
+
+# No zombie child of the supervisor (while corral runs), or of this shell.
+expect_no_zombies() {
+	wait_for '[ -z "$(zombies_of $$ $SUP $CORRAL_PID)" ]' 5 ||
+	    fail "zombies left: $(zombies_of $$ $SUP $CORRAL_PID)"
+}
+
+# The end of every tree test: every process the tree reported is gone,
+# nothing that names $T runs, and no zombie is left.
+expect_clean() {
+	expect_gone $(tree_pids)
+	expect_no_leftovers 5
+	expect_no_zombies
+}
+
+# write_wf FILE: the workflow on stdin, with @TR@, @REC@ and @T@ filled in.
+write_wf() {
+	sed -e "s|@TR@|$TR|g" -e "s|@REC@|$REC|g" -e "s|@T@|$T|g" >"$1"
+}
+
+# out_get PATH: a value of corral's result (the first line of $OUT).
+out_get() {
+	head -n 1 "$OUT" | "$Q" -p "$1" -
+}
+
+# audit_get [-w COND]... -p PATH...: values from the audit log.
+audit_get() {
+	"$Q" "$@" "$LOG"
+}
+
+# audit_count [-w COND]...: how many audit lines match.
+audit_count() {
+	"$Q" -c "$@" "$LOG"
+}
+
+# Run as a script (ctest runs every *.sh), this file checks its tools.
+if [ "$(basename "$0")" = tree-lib.sh ]; then
+	printf '%s\n' '{"ev":"a","x":{"y":[1,"two"]}}' 'junk' '{"ev":"b"}' >"$T/q"
+	[ "$("$Q" -w ev=a -p x.y.1 -p x.y.0 -p nope "$T/q")" = "two	1	-" ] ||
+	    fail "treeq picks wrongly: $("$Q" -w ev=a -p x.y.1 -p x.y.0 -p nope "$T/q")"
+	[ "$("$Q" -c "$T/q")" = 2 ] || fail "treeq -c counts wrongly"
+	"$Q" -w ev=c "$T/q" >/dev/null && fail "treeq selected nothing but exited 0"
+	r=$(printf '%s\n' '{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"t","content":{"type":"text"},"trace":{"id":"x-1"}}' |
+	    CORRAL_AGENT_ID=self CORRAL_AGENT_NAME=me "$TR" --record "$REC")
+	printf '%s\n' "$r" | "$Q" -w intent=finalize -w trace.parents.0=x-1 \
+	    -w content.text=self - >/dev/null || fail "treeagent did not finalize the request: $r"
+	rec_has "start self me $(rec_pid self)" || fail "treeagent did not record its start: $(cat "$REC")"
+	rec_has "eof self" || fail "treeagent did not record EOF: $(cat "$REC")"
+	exit 0
+fi

@@ -1,0 +1,49 @@
+#!/bin/sh
+# A child that has delivered its result no longer takes a place under its
+# parent's fan-out limit, even while its own subtree is still stopping.
+#
+# root (children: {max: 1}) spawns done-1, which spawns slow-2 (it ignores
+# EOF and SIGTERM, so stopping it takes stop.grace + stop.timeout, 1.5 s)
+# and finalizes at once.  As soon as root has done-1's result it spawns
+# again: that spawn must succeed.
+#
+# KNOWN BUG (reported): subagent_alive_children() skips a finished child
+# only once it is STOPPING; a finished child whose children are still
+# alive waits in its old state with AGENT_STOP_PENDING (subagent_stop_tree)
+# and keeps its place, so the spawn is refused with "fan-out limit: root
+# already has 1 children alive, the limit is 1".
+. "$(dirname "$0")/tree-lib.sh"
+
+write_wf "$T/wf.yaml" <<'YAML'
+agents:
+  root:
+    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
+    children: {max: 1}
+  done:
+    cmd: [@TR@, --record, @REC@]
+    autostart: false
+  slow:
+    cmd: [@TR@, --record, @REC@]
+    autostart: false
+    stop: {grace: 500ms, timeout: 1s}
+routes:
+  "*": root
+YAML
+cat >"$T/root.json" <<'JSON'
+{"steps": [
+  {"spawn": {"agent": "done", "plan": {"steps": [
+    {"spawn": {"agent": "slow", "plan": {"steps": [{"deaf": true}]}}},
+    {"finalize": {"text": "done"}}]}}},
+  {"await": true},
+  {"spawn": {"agent": "done"}},
+  {"await": true}]}
+JSON
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
+expect_rc 0
+rec_has "result root done-1 ok - done" || fail "root should get done-1's result"
+[ -z "$(rec_lines "spawn_error root ")" ] ||
+    fail "root's spawn after done-1's result should succeed; got: $(rec_lines "spawn_error root ")"
+[ "$(out_get content.data.results.1.ok)" = true ] ||
+    fail "root should finish with two results: $(out_get content.text)"
+expect_clean
+exit 0
