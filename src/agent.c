@@ -460,15 +460,29 @@ agent_free(struct agent *a)
 	free(a);
 }
 
+/* Mark an agent to be freed once it is stopped. */
+void
+agent_mark_dead(struct agent *a)
+{
+	if (a->flags & AGENT_DEAD)
+		return;
+	a->flags |= AGENT_DEAD;
+	cr->ndead++;
+}
+
 /* Free every agent marked dead; called outside their callbacks. */
 void
 agent_reap_dead(void)
 {
 	struct agent	*a, *next;
 
+	if (cr->ndead == 0)
+		return;
 	TAILQ_FOREACH_SAFE(a, &cr->agents, entry, next) {
 		if ((a->flags & AGENT_DEAD) && (a->state == AS_STOPPED ||
-		    a->state == AS_FAILED))
+		    a->state == AS_FAILED)) {
 			agent_free(a);
+			cr->ndead--;
+		}
 	}
 }

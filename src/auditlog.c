@@ -88,24 +88,96 @@ auditlog_close(void)
 	ndjson_writer_free(&audit_w);
 }
 
-/* Start a line: sequence, monotonic time, event, agent, id. */
+/*
+ * Reserve room for n more bytes at the end of the queue and return where
+ * they go; the caller commits what it wrote with audit_commit.
+ */
+static char *
+audit_room(size_t n)
+{
+	if (audit_w.tail + n > audit_w.cap) {
+		ndjson_writer_add(&audit_w, "", 0);	/* compacts first */
+		if (audit_w.tail + n > audit_w.cap) {
+			size_t cap = audit_w.cap ? audit_w.cap : 65536;
+
+			while (cap < audit_w.tail + n)
+				cap *= 2;
+			audit_w.buf = xreallocarray(audit_w.buf, cap, 1);
+			audit_w.cap = cap;
+		}
+	}
+	return audit_w.buf + audit_w.tail;
+}
+
+/* Append a string we trust to need no escaping (names, literals). */
+static char *
+audit_plain(char *p, const char *s)
+{
+	size_t	n = strlen(s);
+
+	*p++ = '"';
+	memcpy(p, s, n);
+	p += n;
+	*p++ = '"';
+	return p;
+}
+
+/* Return nonzero if s can go into JSON between quotes as it is. */
+static int
+audit_safe(const char *s, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\')
+			return 0;
+	return 1;
+}
+
+/*
+ * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
+ * hand into the queue: this runs several times for every envelope.
+ */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	char	buf[96];
-	int	n;
+	size_t		 al = agent != NULL ? strlen(agent) : 0;
+	size_t		 il = id != NULL ? strlen(id) : 0;
+	char		*p, *start;
+	uint64_t	 us;
 
-	n = snprintf(buf, sizeof buf, "{\"seq\":%llu,\"t\":%.6f,\"ev\":",
-	    (unsigned long long)++audit_seq, util_mono() - audit_t0);
-	ndjson_writer_add(&audit_w, buf, (size_t)n);
-	util_json_string(&audit_w, ev, strlen(ev));
+	start = p = audit_room(96 + strlen(ev) + al + il);
+	memcpy(p, "{\"seq\":", 7);
+	p += 7;
+	p += util_u64(p, ++audit_seq);
+	memcpy(p, ",\"t\":", 5);
+	p += 5;
+	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
+	p += util_u64(p, us / 1000000);
+	*p++ = '.';
+	us %= 1000000;
+	p[0] = (char)('0' + us / 100000);
+	p[1] = (char)('0' + us / 10000 % 10);
+	p[2] = (char)('0' + us / 1000 % 10);
+	p[3] = (char)('0' + us / 100 % 10);
+	p[4] = (char)('0' + us / 10 % 10);
+	p[5] = (char)('0' + us % 10);
+	p += 6;
+	memcpy(p, ",\"ev\":", 6);
+	p = audit_plain(p + 6, ev);
 	if (agent != NULL) {
-		ndjson_writer_add(&audit_w, ",\"agent\":", 9);
-		util_json_string(&audit_w, agent, strlen(agent));
+		/* Agent ids are names and numbers: nothing to escape. */
+		memcpy(p, ",\"agent\":", 9);
+		p = audit_plain(p + 9, agent);
 	}
-	if (id != NULL) {
+	if (id != NULL && audit_safe(id, il)) {
+		memcpy(p, ",\"id\":", 6);
+		p = audit_plain(p + 6, id);
+	}
+	audit_w.tail += (size_t)(p - start);
+	if (id != NULL && !audit_safe(id, il)) {
 		ndjson_writer_add(&audit_w, ",\"id\":", 6);
-		util_json_string(&audit_w, id, strlen(id));
+		util_json_string(&audit_w, id, il);
 	}
 }
 
@@ -120,26 +192,42 @@ auditlog_end(void)
 
 /*
  * Record an event with string fields given as key, value pairs ending
- * with NULL.  A NULL value is skipped.
+ * with NULL.  Keys are literals; a NULL value is skipped.
  */
 void
 auditlog_event(const char *ev, const char *agent, const char *id, ...)
 {
 	va_list		 ap;
 	const char	*k, *v;
+	size_t		 kl, vl;
+	char		*p;
 
 	if (audit_fd == -1)
 		return;
 	auditlog_begin(ev, agent, id);
 	va_start(ap, id);
 	while ((k = va_arg(ap, const char *)) != NULL) {
-		v = va_arg(ap, const char *);
-		if (v == NULL)
+		if ((v = va_arg(ap, const char *)) == NULL)
 			continue;
-		ndjson_writer_add(&audit_w, ",", 1);
-		util_json_string(&audit_w, k, strlen(k));
-		ndjson_writer_add(&audit_w, ":", 1);
-		util_json_string(&audit_w, v, strlen(v));
+		kl = strlen(k);
+		vl = strlen(v);
+		if (audit_safe(v, vl)) {
+			p = audit_room(kl + vl + 6);
+			*p++ = ',';
+			p = audit_plain(p, k);
+			*p++ = ':';
+			*p++ = '"';
+			memcpy(p, v, vl);
+			audit_w.tail += kl + vl + 6;
+			audit_w.buf[audit_w.tail - 1] = '"';
+			continue;
+		}
+		p = audit_room(kl + 4);
+		*p++ = ',';
+		p = audit_plain(p, k);
+		*p = ':';
+		audit_w.tail += kl + 4;
+		util_json_string(&audit_w, v, vl);
 	}
 	va_end(ap);
 	auditlog_end();

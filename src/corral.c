@@ -32,7 +32,8 @@ static int	cmd_tree(int, char **);
 static const struct cmd cmds[] = {
 	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] [-v]",
 	    cmd_run },
-	{ "serve", "serve FILE [--log FILE] [-v]", cmd_serve },
+	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] [-v]",
+	    cmd_serve },
 	{ "check", "check FILE", cmd_check },
 	{ "tree", "tree --log FILE [--format text|dot|mermaid]", cmd_tree },
 	{ NULL, NULL, NULL }
@@ -84,6 +85,7 @@ static const struct option run_opts[] = {
 	{ "goal", required_argument, NULL, 'g' },
 	{ "log", required_argument, NULL, 'l' },
 	{ "output", required_argument, NULL, 'o' },
+	{ "max-line", required_argument, NULL, 'm' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -96,12 +98,19 @@ cmd_start(int argc, char **argv, int mode)
 	struct workflow	*wf;
 	const char	*goal = NULL, *logpath = NULL;
 	char		*logabs = NULL;
+	size_t		 maxline = 0;
 	int		 ch, text = 0, rc;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "g:l:o:vh", run_opts,
+	while ((ch = getopt_long(argc, argv, "g:l:o:m:vh", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'm':
+			if (util_parse_size(optarg, &maxline) != 0 ||
+			    maxline < 64 || maxline > CORRAL_MAX_LINE_LIMIT)
+				errx(EXIT_USAGE, "--max-line: expected a size "
+				    "from 64 bytes to 256MiB, such as 64MiB");
+			break;
 		case 'g':
 			goal = optarg;
 			break;
@@ -150,6 +159,7 @@ cmd_start(int argc, char **argv, int mode)
 			logpath = logabs;
 		}
 	}
+	wf->stdin_max_line = maxline;
 	(void)pidns_enter();
 	rc = supervisor_run(wf, mode, goal, logpath, text);
 	config_free(wf);

@@ -285,6 +285,7 @@ struct workflow {
 	double			 budget_cost;
 	double			 budget_time;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
+	size_t			 stdin_max_line; /* serve --max-line, 0: auto */
 	char			**agent_path;	/* where bare commands are found */
 	size_t			 npath;
 	char			**env_allow;
@@ -456,6 +457,7 @@ struct job {
 	char			*last;		/* the latest terminal envelope */
 	size_t			 lastlen;
 	int			 last_error;
+	int			 last_linked;	/* last names the job's input */
 	ev_tstamp		 started;
 	ev_timer		 deadline_w;
 	TAILQ_ENTRY(job)	 entry;
@@ -667,6 +669,7 @@ struct corral {
 	uint64_t		 breaker_trips;
 	uint64_t		 sent;		/* map/send deliveries */
 	uint64_t		 live_msgs;
+	unsigned int		 ndead;		/* agents marked to be freed */
 	int			 budget_hit;
 	uint64_t		 steps;
 	double			 tokens_in;
@@ -719,6 +722,7 @@ int	 util_set_cloexec(int);
 void	 util_raise_nofile(void);
 void	 util_json_string(struct ndjson_writer *, const char *, size_t);
 json_t	*util_json_text(const char *, size_t);
+size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 
 /* jscan.c */
@@ -831,6 +835,7 @@ struct agent *agent_find(const char *);
 void	 agent_send(struct agent *, const char *, size_t);
 void	 agent_send_notice(struct agent *, const char *, size_t);
 void	 agent_reap_dead(void);
+void	 agent_mark_dead(struct agent *);
 void	 agent_close_output(struct agent *);
 void	 agent_pipe_timeout(struct agent *);
 void	 agent_exited_cleanup(struct agent *);

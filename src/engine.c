@@ -28,7 +28,8 @@ static uint64_t	engine_job_seq;
 
 static void	engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
-static void	engine_branch_done(struct job *, const char *, size_t, int);
+static void	engine_branch_done(struct job *, const char *, size_t, int,
+		    int);
 static struct agent *engine_undispatch_static(struct msg *, int);
 static void	engine_notice(struct agent *, const char *, const char *,
 		    const char *, const char *);
@@ -95,7 +96,8 @@ engine_job_release(struct job *j)
  * print, and stop whatever of the job is still waiting.
  */
 static void
-engine_job_finish(struct job *j, const char *line, size_t len, int is_error)
+engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
+    int linked)
 {
 	struct env		env;
 	struct env_error	err;
@@ -109,25 +111,26 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error)
 		auditlog_event("job_end", NULL, j->id, "status", is_error ?
 		    "failed" : "ok", NULL);
 	if (j->origin == JOB_SERVE) {
-		char	*linked = NULL;
+		char	*relinked = NULL;
 		size_t	 llen;
 
 		/*
 		 * The caller matches results to its inputs by trace.parents:
 		 * make sure the input's id is there, however many steps the
-		 * job took.
+		 * job took.  A direct answer to the input has it already
+		 * (linked), and costs no second scan.
 		 */
-		if (jscan_run(cr->js, line, len) == 0 &&
+		if (!linked && jscan_run(cr->js, line, len) == 0 &&
 		    envelope_check(cr->js, line, len, &env, &err) == 0 &&
 		    !envelope_has_parent(cr->js, line, &env, j->id))
-			linked = envelope_add_parent(cr->js, line, len, &env,
+			relinked = envelope_add_parent(cr->js, line, len, &env,
 			    j->id, &llen);
-		if (linked != NULL) {
-			line = linked;
+		if (relinked != NULL) {
+			line = relinked;
 			len = llen;
 		}
 		chan_write_line(&cr->stdio, line, len);
-		free(linked);
+		free(relinked);
 		if (chan_full(&cr->stdio) && cr->source != NULL)
 			chan_block(cr->source, &cr->stdio);
 	} else {
@@ -154,7 +157,7 @@ engine_job_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	e = envelope_error("deadline", "TIMEOUT", NULL, msg, j->id, &len);
 	if (auditlog_enabled())
 		auditlog_envelope("error", NULL, j->id, e, len);
-	engine_job_finish(j, e, len, 1);
+	engine_job_finish(j, e, len, 1, 1);
 	free(e);
 }
 
@@ -491,20 +494,24 @@ engine_account(struct agent *a, const struct env *env)
  * job's latest, and end the job when nothing of it is left.
  */
 static void
-engine_branch_done(struct job *j, const char *line, size_t len, int is_error)
+engine_branch_done(struct job *j, const char *line, size_t len, int is_error,
+    int linked)
 {
 	if (j == NULL)
 		return;
-	if (!j->done) {
-		free(j->last);
-		j->last = xmemdup0(line, len);
-		j->lastlen = len;
-		j->last_error = is_error;
-	}
 	if (j->pending > 0)
 		j->pending--;
-	if (j->pending == 0 && !j->done)
-		engine_job_finish(j, j->last, j->lastlen, j->last_error);
+	if (!j->done) {
+		if (j->pending == 0)
+			engine_job_finish(j, line, len, is_error, linked);
+		else {
+			free(j->last);
+			j->last = xmemdup0(line, len);
+			j->lastlen = len;
+			j->last_error = is_error;
+			j->last_linked = linked;
+		}
+	}
 	engine_job_release(j);
 }
 
@@ -518,14 +525,17 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct job	*j = m->job;
 
+	/* The answer to the job's own input names that input already. */
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
 	if (m->where == MSG_INFLIGHT)
 		(void)engine_undispatch_static(m, 1);
+	int		 linked = (m->kind == MSG_INPUT || m->kind == MSG_GOAL);
+
 	subagent_request_done(m, line, len, is_error);
 	m->job = NULL;
 	engine_msg_free(m);
-	engine_branch_done(j, line, len, is_error);
+	engine_branch_done(j, line, len, is_error, linked);
 }
 
 /* Ask for a reflection on a weak reply.  Returns 0 if one was sent. */
@@ -674,7 +684,7 @@ engine_limit(struct job *j, const char *code, const char *fmt, ...)
 	e = envelope_error(code, "REJECTED", NULL, why, j->id, &len);
 	if (auditlog_enabled())
 		auditlog_envelope("error", NULL, j->id, e, len);
-	engine_job_finish(j, e, len, 1);
+	engine_job_finish(j, e, len, 1, 1);
 	free(e);
 }
 
@@ -753,7 +763,7 @@ engine_reply_body(struct agent *a, struct msg *req, const char *line,
 	if ((env->intent == INTENT_FINALIZE || (req->kind == MSG_REFLECT &&
 	    req->orig_intent == INTENT_FINALIZE)) && env->ctype != CT_ERROR &&
 	    j != NULL && req->kind != MSG_TASK) {
-		engine_job_finish(j, line, len, 0);
+		engine_job_finish(j, line, len, 0, req->kind == MSG_INPUT);
 		engine_request_done(req, line, len, 0);
 		free(filled);
 		return;
@@ -767,6 +777,7 @@ engine_reply_body(struct agent *a, struct msg *req, const char *line,
 			j->last = xmemdup0(line, len);
 			j->lastlen = len;
 			j->last_error = 0;
+			j->last_linked = (req->kind == MSG_INPUT);
 		}
 		engine_request_done(req, line, len, 0);
 		free(filled);

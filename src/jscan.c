@@ -35,6 +35,7 @@ struct jscan_frame {
 struct jscan_key {
 	uint32_t	off;	/* offset of the opening quote */
 	uint32_t	len;	/* raw length, quotes included */
+	uint32_t	tag;	/* length and end bytes; 0 when escaped */
 	uint8_t		esc;
 };
 
@@ -105,7 +106,7 @@ jscan_fail(struct jscan *js, size_t off, const char *msg)
 }
 
 /* Append a token to the tape and return its index. */
-static uint32_t
+static inline uint32_t
 jscan_push_tok(struct jscan *js, uint8_t type, size_t off)
 {
 	struct jtok	*t;
@@ -194,7 +195,7 @@ jscan_utf8(const unsigned char *p, size_t n)
  * Scan a string whose opening quote is at *posp; leave *posp after the
  * closing quote.  Sets *esc when the string holds escapes.
  */
-static int
+static inline __attribute__((always_inline)) int
 jscan_string(struct jscan *js, const unsigned char *s, size_t n,
     size_t *posp, uint8_t *esc)
 {
@@ -453,7 +454,7 @@ jscan_check_keys(struct jscan *js, const char *s, uint32_t first)
 	if (nkeys <= 12) {
 		for (i = 1; i < nkeys; i++) {
 			for (j = 0; j < i; j++) {
-				if (k[i].len != k[j].len && !k[i].esc &&
+				if (k[i].tag != k[j].tag && !k[i].esc &&
 				    !k[j].esc)
 					continue;
 				if (jscan_key_equal(js, s, &k[i], &k[j]))
@@ -492,6 +493,9 @@ jscan_check_keys(struct jscan *js, const char *s, uint32_t first)
 static inline size_t
 jscan_ws(const unsigned char *s, size_t n, size_t pos)
 {
+	/* Compact JSON has none: one comparison decides. */
+	if (pos < n && s[pos] > ' ')
+		return pos;
 	while (pos < n && (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\t' ||
 	    s[pos] == '\r'))
 		pos++;
@@ -661,6 +665,9 @@ key:
 	js->keys[js->nkeys].off = (uint32_t)start;
 	js->keys[js->nkeys].len = (uint32_t)(pos - start);
 	js->keys[js->nkeys].esc = flag;
+	/* Two plain keys can be equal only if their tags are. */
+	js->keys[js->nkeys].tag = flag ? 0 : ((uint32_t)(pos - start) << 16) ^
+	    ((uint32_t)s[start + 1] << 8) ^ s[pos - 2];
 	js->nkeys++;
 	if (f->tok != UINT32_MAX && !(js->tok[f->tok].flags & JT_OPAQUE)) {
 		t = jscan_push_tok(js, JT_STRING, start);

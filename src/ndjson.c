@@ -72,7 +72,8 @@ ndjson_hold(struct ndjson_reader *r, const char *data, size_t n)
 	size_t	need = r->len + n, cap;
 
 	if (need > r->cap) {
-		cap = r->cap != 0 ? r->cap : 256;
+		/* Start big enough for typical lines; double from there. */
+		cap = r->cap != 0 ? r->cap : (need > 4096 ? 65536 : 256);
 		while (cap < need)
 			cap *= 2;
 		r->buf = xreallocarray(r->buf, cap, 1);

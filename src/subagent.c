@@ -405,7 +405,8 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 		snprintf(why, sizeof why, "spawn failed: %s could not be "
 		    "started (see the log)", c->id);
 		free(line);
-		c->flags |= AGENT_DEAD | AGENT_NORESTART;
+		c->flags |= AGENT_NORESTART;
+		agent_mark_dead(c);
 		route_remove_agent(c);
 		control_reply_error(p, id, CORRAL_E_SPAWN, why, "INTERNAL");
 		return;
@@ -972,7 +973,7 @@ subagent_stopped(struct agent *a)
 	}
 	if (p != NULL && !lifecycle_alive(a) && !subagent_has_live_children(a) &&
 	    a->spawn_task == NULL && a->life_step != 4)
-		a->flags |= AGENT_DEAD;
+		agent_mark_dead(a);
 }
 
 /*

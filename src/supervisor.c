@@ -421,6 +421,8 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		for (i = 0; i < wf->nagents; i++)
 			if (wf->agents[i].max_line > max)
 				max = wf->agents[i].max_line;
+		if (wf->stdin_max_line != 0)
+			max = wf->stdin_max_line;
 		chan_init(&cr->stdio, "stdin", STDIN_FILENO, STDOUT_FILENO,
 		    max, NULL);
 		cr->stdio.on_line = supervisor_stdin_line;

@@ -277,6 +277,22 @@ util_raise_nofile(void)
 	}
 }
 
+/* Write v in decimal at p; returns the number of digits. */
+size_t
+util_u64(char *p, uint64_t v)
+{
+	char	tmp[24];
+	size_t	n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
 /* Append s as a JSON string literal (quotes and escapes) to a writer. */
 void
 util_json_string(struct ndjson_writer *w, const char *s, size_t n)
@@ -286,6 +302,16 @@ util_json_string(struct ndjson_writer *w, const char *s, size_t n)
 	char			 esc[6];
 	size_t			 i, run = 0;
 
+	/* Most strings need no escape: one copy. */
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
+			break;
+	if (i == n) {
+		ndjson_writer_add(w, "\"", 1);
+		ndjson_writer_add(w, s, n);
+		ndjson_writer_add(w, "\"", 1);
+		return;
+	}
 	ndjson_writer_add(w, "\"", 1);
 	for (i = 0; i < n; i++) {
 		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
