@@ -240,25 +240,6 @@ adapter_gemini_append(char **text, const char *s, const char *sep)
 }
 
 /*
- * adapter_template over the request, with a leading byte added to the
- * template and dropped from the result: an empty first write (a template
- * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
- * which the sanitizer build aborts on.
- */
-static char *
-adapter_gemini_template(const char *tmpl, json_t *req, const struct msg *m)
-{
-	char	*t, *out, *r;
-
-	xasprintf(&t, "-%s", tmpl);
-	out = adapter_template(t, req, m);
-	free(t);
-	r = xstrdup(out + 1);
-	free(out);
-	return r;
-}
-
-/*
  * The prompt for a request: the template if the entry has one, else the
  * intent, the task, content.text, inputs.context, inputs.resources and
  * content.data, each when present (docs/adapters.md).
@@ -271,7 +252,7 @@ adapter_gemini_prompt(struct gemini_state *st, json_t *req, struct msg *m)
 	size_t		 i;
 
 	if (st->prompt != NULL)
-		return adapter_gemini_template(st->prompt, req, m);
+		return adapter_template(st->prompt, req, m);
 	task = json_object_get(req, "task");
 	text = json_object_get(json_object_get(req, "content"), "text");
 	ctx = json_object_get(json_object_get(req, "inputs"), "context");

@@ -440,8 +440,8 @@ adapter_mcp_result(struct agent *a, struct mcp_call *c, json_t *j)
 		extra = json_pack("{s:s, s:O*}", "tool", tool, "result", res);
 		if (!adapter_mcp_known(st, tool)) {
 			names = adapter_mcp_names(st);
-			json_object_set_new(extra, "available", json_string(
-			    names));
+			json_object_set_new(extra, "available", util_json_text(
+			    names, strlen(names)));
 			free(names);
 		}
 		adapter_reply_error(a, m, "tool_error", "REJECTED", why, extra);
@@ -582,25 +582,6 @@ adapter_mcp_line(struct agent *a, const char *line, size_t len)
 }
 
 /*
- * adapter_template over the request, with a leading byte added to the
- * template and dropped from the result: an empty first write (a template
- * that starts with {{) makes ndjson_writer_add hand memcpy a NULL buffer,
- * which the sanitizer build aborts on.
- */
-static char *
-adapter_mcp_template(const char *tmpl, json_t *req, const struct msg *m)
-{
-	char	*t, *out, *r;
-
-	xasprintf(&t, "-%s", tmpl);
-	out = adapter_template(t, req, m);
-	free(t);
-	r = xstrdup(out + 1);
-	free(out);
-	return r;
-}
-
-/*
  * Expand the {{...}} templates in the string values of a tool's
  * arguments, at any depth, over the request (a new reference).
  */
@@ -613,7 +594,7 @@ adapter_mcp_expand(json_t *v, json_t *req, const struct msg *m)
 	size_t		 i;
 
 	if (json_is_string(v) && strstr(json_string_value(v), "{{") != NULL) {
-		s = adapter_mcp_template(json_string_value(v), req, m);
+		s = adapter_template(json_string_value(v), req, m);
 		out = util_json_text(s, strlen(s));
 		free(s);
 		return out;
@@ -830,6 +811,26 @@ adapter_mcp_free(struct agent *a)
 	a->adapter->state = NULL;
 }
 
+/* The server and its tools, for map/agents/get and list. */
+static json_t *
+adapter_mcp_metadata(struct agent *a)
+{
+	struct mcp_state	*st = a->adapter->state;
+	json_t			*md, *names, *t;
+	size_t			 i;
+
+	if (st == NULL || st->tools == NULL)
+		return NULL;
+	names = json_array();
+	json_array_foreach(st->tools, i, t)
+		if (json_is_string(json_object_get(t, "name")))
+			json_array_append(names, json_object_get(t, "name"));
+	md = json_pack("{s:o}", "tools", names);
+	if (st->server != NULL)
+		json_object_set(md, "server", st->server);
+	return md;
+}
+
 const struct adapter_ops adapter_mcp_ops = {
 	.name = "mcp",
 	.per_call = 0,
@@ -840,4 +841,5 @@ const struct adapter_ops adapter_mcp_ops = {
 	.cancel = adapter_mcp_cancel,
 	.free = adapter_mcp_free,
 	.ping = adapter_mcp_ping,
+	.metadata = adapter_mcp_metadata,
 };

@@ -101,6 +101,7 @@ adapter_ready(struct agent *a, const char *why)
 		return;
 	a->flags &= ~AGENT_NOT_READY;
 	lifecycle_event(a, AE_HANDSHAKE, "%s", why);
+	lifecycle_heartbeat_start(a);
 }
 
 /* Give the tool a request. */

@@ -160,12 +160,12 @@ agent_start(struct agent *a)
 		    a->parent->id : NULL, NULL);
 	}
 	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->hostpid);
-	lifecycle_heartbeat_start(a);
 	if (adapter_start(a) != 0)
 		return 0;	/* the adapter says when it is ready */
 	if (a->conf->ready == READY_SPAWN) {
 		a->flags &= ~AGENT_NOT_READY;
 		lifecycle_event(a, AE_HANDSHAKE, "ready at spawn");
+		lifecycle_heartbeat_start(a);
 	}
 	return 0;
 }

@@ -95,17 +95,7 @@ auditlog_close(void)
 static char *
 audit_room(size_t n)
 {
-	if (audit_w.tail + n > audit_w.cap) {
-		ndjson_writer_add(&audit_w, "", 0);	/* compacts first */
-		if (audit_w.tail + n > audit_w.cap) {
-			size_t cap = audit_w.cap ? audit_w.cap : 65536;
-
-			while (cap < audit_w.tail + n)
-				cap *= 2;
-			audit_w.buf = xreallocarray(audit_w.buf, cap, 1);
-			audit_w.cap = cap;
-		}
-	}
+	ndjson_writer_reserve(&audit_w, n);
 	return audit_w.buf + audit_w.tail;
 }
 

@@ -113,6 +113,8 @@ control_connect(struct agent *a, json_t *id, json_t *params)
 		auditlog_event("handshake", a->id, NULL, NULL);
 		a->flags &= ~AGENT_NOT_READY;
 		lifecycle_event(a, AE_HANDSHAKE, "handshake");
+		/* Heartbeats count from readiness: a slow start is no miss. */
+		lifecycle_heartbeat_start(a);
 	}
 }
 

@@ -602,6 +602,8 @@ struct adapter_ops {
 	char		**(*argv)(struct agent *);
 	void		(*ping)(struct agent *);
 	unsigned int	 inflight_cap;
+	/* What the adapter knows of its tool, for map/agents/get (new ref). */
+	json_t		*(*metadata)(struct agent *);
 };
 
 struct adapter {
@@ -756,6 +758,7 @@ void	 ndjson_writer_free(struct ndjson_writer *);
 size_t	 ndjson_writer_queued(const struct ndjson_writer *);
 int	 ndjson_writer_full(const struct ndjson_writer *);
 int	 ndjson_writer_drained(const struct ndjson_writer *);
+void	 ndjson_writer_reserve(struct ndjson_writer *, size_t);
 void	 ndjson_writer_add(struct ndjson_writer *, const void *, size_t);
 void	 ndjson_writer_line(struct ndjson_writer *, const void *, size_t);
 int	 ndjson_writer_flush(struct ndjson_writer *, int);

@@ -184,6 +184,8 @@ lifecycle_heartbeat_start(struct agent *a)
 
 	if (iv <= 0)
 		return;
+	ev_timer_stop(cr->loop, &a->hb_w);
+	a->last_activity = ev_now(cr->loop);
 	ev_timer_init(&a->hb_w, lifecycle_hb_cb, iv, iv);
 	a->hb_w.data = a;
 	ev_timer_start(cr->loop, &a->hb_w);

@@ -235,8 +235,8 @@ ndjson_writer_drained(const struct ndjson_writer *w)
 	return w->tail - w->head <= w->low;
 }
 
-/* Make room for n more bytes at the tail. */
-static void
+/* Make room for n more bytes at the tail (moving or growing the buffer). */
+void
 ndjson_writer_reserve(struct ndjson_writer *w, size_t n)
 {
 	size_t	used = w->tail - w->head, cap;
@@ -268,6 +268,8 @@ ndjson_writer_reserve(struct ndjson_writer *w, size_t n)
 void
 ndjson_writer_add(struct ndjson_writer *w, const void *data, size_t n)
 {
+	if (n == 0)
+		return;
 	ndjson_writer_reserve(w, n);
 	memcpy(w->buf + w->tail, data, n);
 	w->tail += n;

@@ -77,6 +77,14 @@ subagent_describe(struct agent *a)
 		json_object_set_new(j, "parent", json_string(a->parent->id));
 	if (a->conf->role != NULL)
 		json_object_set_new(j, "role", json_string(a->conf->role));
+	if (a->adapter != NULL && a->adapter->ops->metadata != NULL) {
+		json_t *md = a->adapter->ops->metadata(a);
+
+		if (md != NULL) {
+			json_object_update(json_object_get(j, "metadata"), md);
+			json_decref(md);
+		}
+	}
 	return j;
 }
 
