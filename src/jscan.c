@@ -155,43 +155,6 @@ jscan_hex4(const unsigned char *p, size_t n)
 }
 
 /*
- * Check one UTF-8 sequence starting at p; return its length, or 0 if it is
- * not valid (overlong, surrogate, beyond U+10FFFF, truncated).
- */
-static size_t
-jscan_utf8(const unsigned char *p, size_t n)
-{
-	unsigned char	c = p[0];
-	uint32_t	v;
-	size_t		len, i;
-
-	if (c < 0xC2 || c > 0xF4)
-		return 0;
-	if (c <= 0xDF) {
-		len = 2;
-		v = c & 0x1F;
-	} else if (c <= 0xEF) {
-		len = 3;
-		v = c & 0x0F;
-	} else {
-		len = 4;
-		v = c & 0x07;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		v = (v << 6) | (p[i] & 0x3F);
-	}
-	if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-		return 0;
-	if ((len == 3 && v < 0x800) || (len == 4 && v < 0x10000))
-		return 0;
-	return len;
-}
-
-/*
  * Scan a string whose opening quote is at *posp; leave *posp after the
  * closing quote.  Sets *esc when the string holds escapes.
  */
@@ -230,7 +193,7 @@ jscan_string(struct jscan *js, const unsigned char *s, size_t n,
 			return 0;
 		}
 		if (s[pos] >= 0x80) {
-			if ((k = jscan_utf8(s + pos, n - pos)) == 0)
+			if ((k = util_utf8_len(s + pos, n - pos)) == 0)
 				return jscan_fail(js, pos, "invalid UTF-8");
 			pos += k;
 			continue;

@@ -345,34 +345,14 @@ util_json_text(const char *s, size_t n)
 	const unsigned char	*p = (const unsigned char *)s;
 	struct ndjson_writer	 w;
 	json_t			*j;
-	size_t			 i = 0, k, len;
-	uint32_t		 v;
+	size_t			 i = 0, len;
 
 	if ((j = json_stringn(s, n)) != NULL)
 		return j;
 	ndjson_writer_init(&w, 0, 1);
 	while (i < n) {
-		if (p[i] < 0x80) {
-			if (p[i] == 0)
-				ndjson_writer_add(&w, "\xef\xbf\xbd", 3);
-			else
-				ndjson_writer_add(&w, s + i, 1);
-			i++;
-			continue;
-		}
-		len = p[i] >= 0xF0 ? 4 : p[i] >= 0xE0 ? 3 : p[i] >= 0xC2 ? 2 : 0;
-		v = len == 4 ? (p[i] & 7u) : len == 3 ? (p[i] & 15u) :
-		    (p[i] & 31u);
-		for (k = 1; len != 0 && k < len; k++) {
-			if (i + k >= n || (p[i + k] & 0xC0) != 0x80) {
-				len = 0;
-				break;
-			}
-			v = (v << 6) | (p[i + k] & 0x3Fu);
-		}
-		if (len == 0 || p[i] > 0xF4 || v > 0x10FFFF ||
-		    (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) ||
-		    (len == 4 && v < 0x10000)) {
+		len = p[i] == 0 ? 0 : util_utf8_len(p + i, n - i);
+		if (len == 0) {
 			ndjson_writer_add(&w, "\xef\xbf\xbd", 3);
 			i++;
 			continue;
@@ -385,32 +365,53 @@ util_json_text(const char *s, size_t n)
 	return j != NULL ? j : json_string("");
 }
 
+/*
+ * Return the length of the valid UTF-8 character at p (n bytes there), or
+ * 0 when it is not one: overlong, a surrogate, beyond U+10FFFF, cut short.
+ */
+size_t
+util_utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned char	c = p[0];
+	uint32_t	v;
+	size_t		len, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c < 0xC2 || c > 0xF4)
+		return 0;
+	if (c <= 0xDF) {
+		len = 2;
+		v = c & 0x1F;
+	} else if (c <= 0xEF) {
+		len = 3;
+		v = c & 0x0F;
+	} else {
+		len = 4;
+		v = c & 0x07;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3F);
+	}
+	if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) ||
+	    (len == 3 && v < 0x800) || (len == 4 && v < 0x10000))
+		return 0;
+	return len;
+}
+
 /* Return nonzero if n bytes at s are valid UTF-8; else set *bad. */
 int
 util_utf8_valid(const char *s, size_t n, size_t *bad)
 {
 	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 i = 0, k, len;
-	uint32_t		 v;
+	size_t			 i = 0, len;
 
 	while (i < n) {
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		len = p[i] >= 0xF0 ? 4 : p[i] >= 0xE0 ? 3 : p[i] >= 0xC2 ? 2 : 0;
-		v = len == 4 ? (p[i] & 7u) : len == 3 ? (p[i] & 15u) :
-		    (p[i] & 31u);
-		for (k = 1; len != 0 && k < len; k++) {
-			if (i + k >= n || (p[i + k] & 0xC0) != 0x80) {
-				len = 0;
-				break;
-			}
-			v = (v << 6) | (p[i + k] & 0x3Fu);
-		}
-		if (len == 0 || p[i] > 0xF4 || v > 0x10FFFF ||
-		    (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) ||
-		    (len == 4 && v < 0x10000)) {
+		if ((len = util_utf8_len(p + i, n - i)) == 0) {
 			*bad = i;
 			return 0;
 		}
