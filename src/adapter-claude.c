@@ -59,11 +59,8 @@ struct claude_ref {
 struct claude_state {
 	struct agent		*agent;
 	/* Settings. */
+	struct adapter_settings	 settings;
 	int			 fresh;
-	const char		*prompt;	/* a template, NULL: built in */
-	double			 confidence;
-	const char		*intent;	/* NULL: the request's */
-	json_t			*then;
 	double			 init_timeout;
 	double			 interrupt_timeout;
 	/* The process. */
@@ -124,90 +121,28 @@ adapter_claude_bad_format(char **argv, size_t argc, char *why, size_t len)
 	return 0;
 }
 
-/* Check a duration setting: seconds as a number or a string like 30s. */
-static int
-adapter_claude_duration(json_t *v, double *out)
-{
-	if (json_is_number(v) && json_number_value(v) >= 0) {
-		*out = json_number_value(v);
-		return 0;
-	}
-	if (json_is_string(v))
-		return util_parse_duration(json_string_value(v), out);
-	return -1;
-}
-
 /* Check the claude settings at load time. */
 static int
 adapter_claude_check(const struct agent_conf *ac, char *why, size_t len)
 {
-	static const char *keys[] = { "type", "session", "prompt",
-	    "confidence", "intent", "then", "init_timeout",
-	    "interrupt_timeout", NULL };
-	json_t		*c = ac->adapter_conf, *v, *e;
+	static const char *keys[] = { "session", "prompt", "confidence",
+	    "intent", "then", "init_timeout", "interrupt_timeout", NULL };
+	json_t		*c = ac->adapter_conf, *v;
 	const char	*k;
 	double		 d;
 	size_t		 i;
 
-	json_object_foreach(c, k, v) {
-		for (i = 0; keys[i] != NULL; i++)
-			if (strcmp(keys[i], k) == 0)
-				break;
-		if (keys[i] == NULL) {
-			snprintf(why, len, "unknown claude setting '%s' (session, "
-			    "prompt, confidence, intent, then, init_timeout, "
-			    "interrupt_timeout)", k);
-			return -1;
-		}
-	}
-	if (adapter_claude_bad_format(ac->argv, ac->argc, why, len))
+	if (adapter_check_keys(c, "claude", keys, why, len) != 0 ||
+	    adapter_claude_bad_format(ac->argv, ac->argc, why, len) ||
+	    adapter_check_word(c, "session", "reuse", "fresh",
+	    "adapter.session must be reuse (one conversation) or fresh (a new "
+	    "one per request)", why, len) != 0 ||
+	    adapter_check_common(c, why, len) != 0)
 		return -1;
-	v = json_object_get(c, "session");
-	if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v),
-	    "reuse") != 0 && strcmp(json_string_value(v), "fresh") != 0))) {
-		snprintf(why, len, "adapter.session must be reuse (one "
-		    "conversation) or fresh (a new one per request)");
-		return -1;
-	}
-	v = json_object_get(c, "prompt");
-	if (v != NULL && !json_is_string(v)) {
-		snprintf(why, len, "adapter.prompt must be a template string");
-		return -1;
-	}
-	v = json_object_get(c, "confidence");
-	if (v != NULL && (!json_is_number(v) || json_number_value(v) < 0 ||
-	    json_number_value(v) > 1)) {
-		snprintf(why, len, "adapter.confidence must be a number between "
-		    "0 and 1");
-		return -1;
-	}
-	v = json_object_get(c, "intent");
-	if (v != NULL && (!json_is_string(v) || config_intent(
-	    json_string_value(v), json_string_length(v)) < 0)) {
-		snprintf(why, len, "adapter.intent must be an intent");
-		return -1;
-	}
-	v = json_object_get(c, "then");
-	if (v != NULL && !json_is_array(v)) {
-		snprintf(why, len, "adapter.then must be a list of {intent, "
-		    "task, args}");
-		return -1;
-	}
-	json_array_foreach(v, i, e) {
-		json_t *in = json_object_get(e, "intent");
-
-		if (!json_is_object(e) || !json_is_string(in) || config_intent(
-		    json_string_value(in), json_string_length(in)) < 0 ||
-		    !json_is_string(json_object_get(e, "task"))) {
-			snprintf(why, len, "adapter.then[%zu] needs an intent and "
-			    "a task", i);
-			return -1;
-		}
-	}
 	for (i = 0; i < 2; i++) {
 		k = i == 0 ? "init_timeout" : "interrupt_timeout";
 		if ((v = json_object_get(c, k)) != NULL &&
-		    (adapter_claude_duration(v, &d) != 0 || d <= 0)) {
+		    (adapter_duration(v, &d) != 0 || d <= 0)) {
 			snprintf(why, len, "adapter.%s must be a duration such as "
 			    "30s", k);
 			return -1;
@@ -296,84 +231,6 @@ adapter_claude_find(struct agent *a, const struct claude_ref *r)
 	return NULL;
 }
 
-/* A JSON number: an integer when the value is whole (token counts). */
-static json_t *
-adapter_claude_num(double v)
-{
-	if (v == (double)(json_int_t)v && v < 9e15 && v > -9e15)
-		return json_integer((json_int_t)v);
-	return json_real(v);
-}
-
-/* Append a string to a growing text, with a separator between parts. */
-static void
-adapter_claude_append(char **text, const char *s, const char *sep)
-{
-	char	*n;
-
-	if (s == NULL || *s == '\0')
-		return;
-	if (*text == NULL) {
-		*text = xstrdup(s);
-		return;
-	}
-	xasprintf(&n, "%s%s%s", *text, sep, s);
-	free(*text);
-	*text = n;
-}
-
-/*
- * The prompt for a request: the template if the entry has one, else the
- * intent, the task, content.text, inputs.context, inputs.resources and
- * content.data, each when present (docs/adapters.md).
- */
-static char *
-adapter_claude_prompt(struct claude_state *st, json_t *req, struct msg *m)
-{
-	json_t		*task, *text, *ctx, *res, *data, *r;
-	char		*out = NULL, *s, *line;
-	size_t		 i;
-
-	if (st->prompt != NULL)
-		return adapter_template(st->prompt, req, m);
-	task = json_object_get(req, "task");
-	text = json_object_get(json_object_get(req, "content"), "text");
-	ctx = json_object_get(json_object_get(req, "inputs"), "context");
-	res = json_object_get(json_object_get(req, "inputs"), "resources");
-	data = json_object_get(json_object_get(req, "content"), "data");
-	xasprintf(&out, "Intent: %s", config_intent_name(m->intent));
-	adapter_claude_append(&out, json_string_value(task), "\n\n");
-	if (json_is_string(text) && !json_equal(text, task))
-		adapter_claude_append(&out, json_string_value(text), "\n\n");
-	if (json_is_string(ctx) && json_string_length(ctx) > 0) {
-		xasprintf(&s, "Context:\n%s", json_string_value(ctx));
-		adapter_claude_append(&out, s, "\n\n");
-		free(s);
-	}
-	if (json_array_size(res) > 0) {
-		adapter_claude_append(&out, "Resources:", "\n\n");
-		json_array_foreach(res, i, r) {
-			const char *h = json_string_value(json_object_get(r,
-			    "hint"));
-
-			xasprintf(&line, "- %s %s%s%s", json_string_value(
-			    json_object_get(r, "type")), json_string_value(
-			    json_object_get(r, "id")), h != NULL ? ": " : "",
-			    h != NULL ? h : "");
-			adapter_claude_append(&out, line, "\n");
-			free(line);
-		}
-	}
-	if (data != NULL && !json_is_null(data) &&
-	    (s = json_dumps(data, JSON_INDENT(1) | JSON_ENCODE_ANY)) != NULL) {
-		xasprintf(&line, "Data:\n%s", s);
-		adapter_claude_append(&out, line, "\n\n");
-		free(line);
-		free(s);
-	}
-	return out;
-}
-
 /* Forget the turn's collected output. */
 static void
 adapter_claude_reset_turn(struct claude_state *st)
@@ -418,16 +275,10 @@ static void
 adapter_claude_begin(struct agent *a, struct msg *m)
 {
 	struct claude_state	*st = a->adapter->state;
-	json_t			*req;
 	char			*prompt;
 
-	if ((req = adapter_request_json(m)) == NULL) {
-		adapter_reply_error(a, m, "bad_request", "INTERNAL", "the "
-		    "request is not JSON", NULL);
+	if ((prompt = adapter_prompt(a, m, st->settings.prompt)) == NULL)
 		return;
-	}
-	prompt = adapter_claude_prompt(st, req, m);
-	json_decref(req);
 	adapter_claude_ref(&st->cur, m);
 	adapter_claude_reset_turn(st);
 	st->phase = CLAUDE_TURN;
@@ -523,8 +374,8 @@ adapter_claude_cost(struct claude_state *st, json_t *env)
 	json_t	*trace = json_object_get(env, "trace");
 
 	json_object_set_new(trace, "cost", json_pack("{s:o, s:o, s:o}",
-	    "input_tokens", adapter_claude_num(st->tokens_in), "output_tokens",
-	    adapter_claude_num(st->tokens_out), "usd", adapter_claude_num(
+	    "input_tokens", adapter_number(st->tokens_in), "output_tokens",
+	    adapter_number(st->tokens_out), "usd", adapter_number(
 	    st->usd)));
 	st->tokens_in = st->tokens_out = st->usd = 0;
 }
@@ -638,14 +489,8 @@ adapter_claude_finish(struct agent *a)
 			json_object_set(data, "api_error_status", v);
 		log_info("agent %s: request %s: claude error: %s", a->id, m->id,
 		    code);
-	} else {
-		env = adapter_envelope(a, m, st->intent, 0);
-		json_object_set_new(env, "confidence", json_pack("{s:f}",
-		    "score", st->confidence));
-		if (st->then != NULL && json_array_size(st->then) > 0)
-			json_object_set_new(env, "outputs", json_pack("{s:O}",
-			    "next_actions", st->then));
-	}
+	} else
+		env = adapter_envelope_ok(a, m, &st->settings, 0);
 	content = json_object_get(env, "content");
 	json_object_set_new(content, "text", util_json_text(text,
 	    strlen(text)));
@@ -679,7 +524,7 @@ adapter_claude_result(struct agent *a, json_t *j)
 		 */
 		st->notes = 0;
 		if (st->phase == CLAUDE_TURN && st->primary)
-			adapter_claude_append(&st->text, text, "\n\n");
+			adapter_append(&st->text, text, "\n\n");
 		else
 			log_debug("agent %s: a follow-up result outside its "
 			    "turn", a->id);
@@ -690,7 +535,7 @@ adapter_claude_result(struct agent *a, json_t *j)
 				break;
 			st->primary = 1;
 			st->result = json_incref(j);
-			adapter_claude_append(&st->text, text, "\n\n");
+			adapter_append(&st->text, text, "\n\n");
 			break;
 		case CLAUDE_CLEARING:
 			log_debug("agent %s: conversation cleared", a->id);
@@ -1023,18 +868,13 @@ adapter_claude_start(struct agent *a)
 		v = json_object_get(c, "session");
 		st->fresh = v != NULL && strcmp(json_string_value(v), "fresh") ==
 		    0;
-		st->prompt = json_string_value(json_object_get(c, "prompt"));
-		v = json_object_get(c, "confidence");
-		st->confidence = v != NULL ? json_number_value(v) : 0.9;
-		st->intent = json_string_value(json_object_get(c, "intent"));
-		st->then = json_object_get(c, "then");
+		adapter_settings(&st->settings, c);
 		st->init_timeout = 60;
 		if ((v = json_object_get(c, "init_timeout")) != NULL)
-			(void)adapter_claude_duration(v, &st->init_timeout);
+			(void)adapter_duration(v, &st->init_timeout);
 		st->interrupt_timeout = 10;
 		if ((v = json_object_get(c, "interrupt_timeout")) != NULL)
-			(void)adapter_claude_duration(v,
-			    &st->interrupt_timeout);
+			(void)adapter_duration(v, &st->interrupt_timeout);
 		ev_timer_init(&st->timer, adapter_claude_timer_cb, 0, 0);
 		st->timer.data = st;
 		a->adapter->state = st;

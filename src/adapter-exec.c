@@ -27,34 +27,23 @@
 #include "corral.h"
 
 struct exec_state {
-	json_t		*argv;		/* array of template strings */
-	const char	*stdin_tmpl;	/* NULL: no input */
-	int		 output_json;
-	double		 confidence;
-	const char	*intent;	/* NULL: the request's */
-	json_t		*then;
+	json_t			*argv;		/* array of template strings */
+	const char		*stdin_tmpl;	/* NULL: no input */
+	int			 output_json;
+	struct adapter_settings	 settings;
 };
 
 /* Check the exec settings. */
 static int
 adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 {
-	static const char *keys[] = { "type", "argv", "stdin", "output",
-	    "confidence", "intent", "then", NULL };
+	static const char *keys[] = { "argv", "stdin", "output", "confidence",
+	    "intent", "then", NULL };
 	json_t		*c = ac->adapter_conf, *v, *e;
-	const char	*k;
 	size_t		 i;
 
-	json_object_foreach(c, k, v) {
-		for (i = 0; keys[i] != NULL; i++)
-			if (strcmp(keys[i], k) == 0)
-				break;
-		if (keys[i] == NULL) {
-			snprintf(why, len, "adapter: unknown exec setting '%s' "
-			    "(argv, stdin, output, confidence, intent, then)", k);
-			return -1;
-		}
-	}
+	if (adapter_check_keys(c, "exec", keys, why, len) != 0)
+		return -1;
 	v = json_object_get(c, "argv");
 	if (v == NULL && ac->argv == NULL) {
 		snprintf(why, len, "adapter: exec needs argv: (or cmd:)");
@@ -81,45 +70,10 @@ adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 		    "null");
 		return -1;
 	}
-	v = json_object_get(c, "output");
-	if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v),
-	    "text") != 0 && strcmp(json_string_value(v), "json") != 0))) {
-		snprintf(why, len, "adapter.output must be text or json");
+	if (adapter_check_word(c, "output", "text", "json",
+	    "adapter.output must be text or json", why, len) != 0)
 		return -1;
-	}
-	v = json_object_get(c, "confidence");
-	if (v != NULL && (!json_is_number(v) || json_number_value(v) < 0 ||
-	    json_number_value(v) > 1)) {
-		snprintf(why, len, "adapter.confidence must be a number between "
-		    "0 and 1");
-		return -1;
-	}
-	v = json_object_get(c, "intent");
-	if (v != NULL && (!json_is_string(v) || config_intent(
-	    json_string_value(v), json_string_length(v)) < 0)) {
-		snprintf(why, len, "adapter.intent must be an intent");
-		return -1;
-	}
-	v = json_object_get(c, "then");
-	if (v != NULL) {
-		if (!json_is_array(v)) {
-			snprintf(why, len, "adapter.then must be a list of "
-			    "{intent, task, args}");
-			return -1;
-		}
-		json_array_foreach(v, i, e) {
-			json_t *in = json_object_get(e, "intent");
-			if (!json_is_object(e) || !json_is_string(in) ||
-			    config_intent(json_string_value(in),
-			    json_string_length(in)) < 0 ||
-			    !json_is_string(json_object_get(e, "task"))) {
-				snprintf(why, len, "adapter.then[%zu] needs an "
-				    "intent and a task", i);
-				return -1;
-			}
-		}
-	}
-	return 0;
+	return adapter_check_common(c, why, len);
 }
 
 /* Read the settings into the agent's state. */
@@ -147,11 +101,7 @@ adapter_exec_start(struct agent *a)
 	st->output_json = json_is_string(json_object_get(c, "output")) &&
 	    strcmp(json_string_value(json_object_get(c, "output")), "json") ==
 	    0;
-	v = json_object_get(c, "confidence");
-	st->confidence = v != NULL ? json_number_value(v) : 0.9;
-	v = json_object_get(c, "intent");
-	st->intent = v != NULL ? json_string_value(v) : NULL;
-	st->then = json_object_get(c, "then");
+	adapter_settings(&st->settings, c);
 	a->adapter->state = st;
 	return 0;
 }
@@ -168,6 +118,7 @@ adapter_exec_done(struct proc *p)
 	char			 why[512], status[64];
 	const char		*last;
 	size_t			 n;
+	int			 len;
 
 	if (m == NULL) {
 		/* Cancelled (timeout or stop): its outcome is recorded. */
@@ -177,16 +128,10 @@ adapter_exec_done(struct proc *p)
 	if (!WIFEXITED_OK(p->status)) {
 		util_describe_status(status, sizeof status, p->status);
 		/* The last stderr line says most; the data has the tail. */
-		n = p->err_len;
-		while (n > 0 && p->err_tail[n - 1] == '\n')
-			n--;
-		last = p->err_tail + n;
-		while (last > p->err_tail && last[-1] != '\n')
-			last--;
+		last = adapter_stderr_line(p, &len);
 		snprintf(why, sizeof why, "%s: %s%s%.*s",
 		    json_string_value(json_array_get(st->argv, 0)), status,
-		    last < p->err_tail + n ? ": " : "",
-		    (int)(p->err_tail + n - last), last);
+		    len > 0 ? ": " : "", len, last);
 		extra = json_pack("{s:i, s:o}", "status", WIFEXITED(p->status) ?
 		    WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status),
 		    "stderr", util_json_text(p->err_tail, p->err_len));
@@ -203,7 +148,8 @@ adapter_exec_done(struct proc *p)
 		adapter_proc_done(p);
 		return;
 	}
-	env = adapter_envelope(a, m, st->intent, st->output_json ? 1 : 0);
+	env = adapter_envelope_ok(a, m, &st->settings, st->output_json ? 1 :
+	    0);
 	content = json_object_get(env, "content");
 	if (st->output_json) {
 		data = json_loadb(p->out_buf != NULL ? p->out_buf : "",
@@ -227,11 +173,6 @@ adapter_exec_done(struct proc *p)
 		json_object_set_new(content, "text", util_json_text(
 		    p->out_buf != NULL ? p->out_buf : "", n));
 	}
-	json_object_set_new(env, "confidence", json_pack("{s:f}", "score",
-	    st->confidence));
-	if (st->then != NULL && json_array_size(st->then) > 0)
-		json_object_set_new(env, "outputs", json_pack("{s:O}",
-		    "next_actions", st->then));
 	adapter_reply(a, m, env);
 	adapter_proc_done(p);
 }

@@ -57,9 +57,7 @@ struct mcp_state {
 	json_t			*allow;		/* tool names, NULL: all */
 	const char		*version;
 	double			 init_timeout;
-	double			 confidence;
-	const char		*intent;
-	json_t			*then;
+	struct adapter_settings	 settings;
 	/* The session. */
 	enum mcp_phase		 phase;
 	json_int_t		 seq;
@@ -76,41 +74,18 @@ struct mcp_state {
 
 static void	adapter_mcp_timer_cb(struct ev_loop *, ev_timer *, int);
 
-/* Check a duration setting: seconds as a number or a string like 30s. */
-static int
-adapter_mcp_duration(json_t *v, double *out)
-{
-	if (json_is_number(v) && json_number_value(v) >= 0) {
-		*out = json_number_value(v);
-		return 0;
-	}
-	if (json_is_string(v))
-		return util_parse_duration(json_string_value(v), out);
-	return -1;
-}
-
 /* Check the mcp settings at load time. */
 static int
 adapter_mcp_check(const struct agent_conf *ac, char *why, size_t len)
 {
-	static const char *keys[] = { "type", "tools", "protocol_version",
+	static const char *keys[] = { "tools", "protocol_version",
 	    "init_timeout", "confidence", "intent", "then", NULL };
 	json_t		*c = ac->adapter_conf, *v, *e;
-	const char	*k;
 	double		 d;
 	size_t		 i;
 
-	json_object_foreach(c, k, v) {
-		for (i = 0; keys[i] != NULL; i++)
-			if (strcmp(keys[i], k) == 0)
-				break;
-		if (keys[i] == NULL) {
-			snprintf(why, len, "unknown mcp setting '%s' (tools, "
-			    "protocol_version, init_timeout, confidence, intent, "
-			    "then)", k);
-			return -1;
-		}
-	}
+	if (adapter_check_keys(c, "mcp", keys, why, len) != 0)
+		return -1;
 	v = json_object_get(c, "tools");
 	if (v != NULL && !json_is_array(v)) {
 		snprintf(why, len, "adapter.tools must be a list of tool names");
@@ -130,42 +105,12 @@ adapter_mcp_check(const struct agent_conf *ac, char *why, size_t len)
 		return -1;
 	}
 	v = json_object_get(c, "init_timeout");
-	if (v != NULL && (adapter_mcp_duration(v, &d) != 0 || d <= 0)) {
+	if (v != NULL && (adapter_duration(v, &d) != 0 || d <= 0)) {
 		snprintf(why, len, "adapter.init_timeout must be a duration such "
 		    "as 30s");
 		return -1;
 	}
-	v = json_object_get(c, "confidence");
-	if (v != NULL && (!json_is_number(v) || json_number_value(v) < 0 ||
-	    json_number_value(v) > 1)) {
-		snprintf(why, len, "adapter.confidence must be a number between "
-		    "0 and 1");
-		return -1;
-	}
-	v = json_object_get(c, "intent");
-	if (v != NULL && (!json_is_string(v) || config_intent(
-	    json_string_value(v), json_string_length(v)) < 0)) {
-		snprintf(why, len, "adapter.intent must be an intent");
-		return -1;
-	}
-	v = json_object_get(c, "then");
-	if (v != NULL && !json_is_array(v)) {
-		snprintf(why, len, "adapter.then must be a list of {intent, "
-		    "task, args}");
-		return -1;
-	}
-	json_array_foreach(v, i, e) {
-		json_t *in = json_object_get(e, "intent");
-
-		if (!json_is_object(e) || !json_is_string(in) || config_intent(
-		    json_string_value(in), json_string_length(in)) < 0 ||
-		    !json_is_string(json_object_get(e, "task"))) {
-			snprintf(why, len, "adapter.then[%zu] needs an intent and "
-			    "a task", i);
-			return -1;
-		}
-	}
-	return 0;
+	return adapter_check_common(c, why, len);
 }
 
 /* Write one JSON-RPC frame (a stolen reference) to the server's stdin. */
@@ -448,17 +393,12 @@ adapter_mcp_result(struct agent *a, struct mcp_call *c, json_t *j)
 		free(text);
 		return;
 	}
-	env = adapter_envelope(a, m, st->intent, 3);
+	env = adapter_envelope_ok(a, m, &st->settings, 3);
 	content = json_object_get(env, "content");
 	if (text != NULL)
 		json_object_set_new(content, "text", util_json_text(text,
 		    strlen(text)));
 	json_object_set(content, "data", res != NULL ? res : json_null());
-	json_object_set_new(env, "confidence", json_pack("{s:f}", "score",
-	    st->confidence));
-	if (st->then != NULL && json_array_size(st->then) > 0)
-		json_object_set_new(env, "outputs", json_pack("{s:O}",
-		    "next_actions", st->then));
 	free(text);
 	adapter_reply(a, m, env);
 }
@@ -767,11 +707,8 @@ adapter_mcp_start(struct agent *a)
 		st->version = v != NULL ? json_string_value(v) : MCP_PROTOCOL;
 		st->init_timeout = 30;
 		if ((v = json_object_get(c, "init_timeout")) != NULL)
-			(void)adapter_mcp_duration(v, &st->init_timeout);
-		v = json_object_get(c, "confidence");
-		st->confidence = v != NULL ? json_number_value(v) : 0.9;
-		st->intent = json_string_value(json_object_get(c, "intent"));
-		st->then = json_object_get(c, "then");
+			(void)adapter_duration(v, &st->init_timeout);
+		adapter_settings(&st->settings, c);
 		ev_timer_init(&st->timer, adapter_mcp_timer_cb, 0, 0);
 		st->timer.data = st;
 		a->adapter->state = st;

@@ -12,8 +12,10 @@
  * request (proc.c) and none in between: their agent has no process of its
  * own, is ready at once, and takes up to max_inflight requests at a time.
  *
- * This file holds the dispatch table and what adapters share: building
+ * This file holds the dispatch table and what adapters share: checking
+ * and reading the settings they have in common, building prompts and
  * reply envelopes, templates over the request, per-call bookkeeping.
+ * What the CLI-per-request adapters share besides is in adapter-cli.c.
  */
 
 #include <stdlib.h>
@@ -56,6 +58,127 @@ adapter_check(const struct agent_conf *ac, char *why, size_t len)
 		return -1;
 	}
 	return ops->check != NULL ? ops->check(ac, why, len) : 0;
+}
+
+/*
+ * Refuse a setting the adapter does not know: keys lists them (besides
+ * "type"), and the message lists them too, so that a typo shows its fix.
+ */
+int
+adapter_check_keys(json_t *c, const char *name, const char *const *keys,
+    char *why, size_t len)
+{
+	json_t		*v;
+	const char	*k;
+	char		 list[256];
+	size_t		 i;
+
+	json_object_foreach(c, k, v) {
+		if (strcmp(k, "type") == 0)
+			continue;
+		for (i = 0; keys[i] != NULL; i++)
+			if (strcmp(keys[i], k) == 0)
+				break;
+		if (keys[i] != NULL)
+			continue;
+		list[0] = '\0';
+		for (i = 0; keys[i] != NULL; i++) {
+			if (i > 0)
+				strlcat(list, ", ", sizeof list);
+			strlcat(list, keys[i], sizeof list);
+		}
+		snprintf(why, len, "unknown %s setting '%s' (%s)", name, k, list);
+		return -1;
+	}
+	return 0;
+}
+
+/* Check that a setting, if given, is one of two words; else say msg. */
+int
+adapter_check_word(json_t *c, const char *key, const char *w1,
+    const char *w2, const char *msg, char *why, size_t len)
+{
+	json_t	*v = json_object_get(c, key);
+
+	if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v),
+	    w1) != 0 && strcmp(json_string_value(v), w2) != 0))) {
+		snprintf(why, len, "%s", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Check the settings of adapter_settings: prompt, confidence, intent and
+ * then.  An adapter without a prompt refuses it as an unknown key first.
+ */
+int
+adapter_check_common(json_t *c, char *why, size_t len)
+{
+	json_t	*v, *e, *in;
+	size_t	 i;
+
+	v = json_object_get(c, "prompt");
+	if (v != NULL && !json_is_string(v)) {
+		snprintf(why, len, "adapter.prompt must be a template string");
+		return -1;
+	}
+	v = json_object_get(c, "confidence");
+	if (v != NULL && (!json_is_number(v) || json_number_value(v) < 0 ||
+	    json_number_value(v) > 1)) {
+		snprintf(why, len, "adapter.confidence must be a number between "
+		    "0 and 1");
+		return -1;
+	}
+	v = json_object_get(c, "intent");
+	if (v != NULL && (!json_is_string(v) || config_intent(
+	    json_string_value(v), json_string_length(v)) < 0)) {
+		snprintf(why, len, "adapter.intent must be an intent");
+		return -1;
+	}
+	v = json_object_get(c, "then");
+	if (v != NULL && !json_is_array(v)) {
+		snprintf(why, len, "adapter.then must be a list of {intent, "
+		    "task, args}");
+		return -1;
+	}
+	json_array_foreach(v, i, e) {
+		in = json_object_get(e, "intent");
+		if (!json_is_object(e) || !json_is_string(in) || config_intent(
+		    json_string_value(in), json_string_length(in)) < 0 ||
+		    !json_is_string(json_object_get(e, "task"))) {
+			snprintf(why, len, "adapter.then[%zu] needs an intent and "
+			    "a task", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Read a duration setting: seconds as a number or a string like 30s. */
+int
+adapter_duration(json_t *v, double *out)
+{
+	if (json_is_number(v) && json_number_value(v) >= 0) {
+		*out = json_number_value(v);
+		return 0;
+	}
+	if (json_is_string(v))
+		return util_parse_duration(json_string_value(v), out);
+	return -1;
+}
+
+/* Read the checked settings every adapter has (adapter_check_common). */
+void
+adapter_settings(struct adapter_settings *s, json_t *c)
+{
+	json_t	*v;
+
+	s->prompt = json_string_value(json_object_get(c, "prompt"));
+	v = json_object_get(c, "confidence");
+	s->confidence = v != NULL ? json_number_value(v) : 0.9;
+	s->intent = json_string_value(json_object_get(c, "intent"));
+	s->then = json_object_get(c, "then");
 }
 
 /* Attach the adapter named by the agent's entry, if any. */
@@ -146,7 +269,7 @@ adapter_stop(struct agent *a)
 	if (a->adapter == NULL)
 		return 0;
 	if (a->adapter->ops->stop != NULL)
-		return a->adapter->ops->stop(a);
+		a->adapter->ops->stop(a);
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		p->msg = NULL;
 		proc_kill(p);
@@ -216,6 +339,141 @@ adapter_envelope(struct agent *a, struct msg *m, const char *intent,
 	if (env == NULL)
 		fatalx("adapter_envelope: json_pack");
 	return env;
+}
+
+/*
+ * The start of a successful reply to m: adapter_envelope with the
+ * settings' intent, confidence and, if any, next_actions.
+ */
+json_t *
+adapter_envelope_ok(struct agent *a, struct msg *m,
+    const struct adapter_settings *s, int ctype)
+{
+	json_t	*env;
+
+	env = adapter_envelope(a, m, s->intent, ctype);
+	json_object_set_new(env, "confidence", json_pack("{s:f}", "score",
+	    s->confidence));
+	if (s->then != NULL && json_array_size(s->then) > 0)
+		json_object_set_new(env, "outputs", json_pack("{s:O}",
+		    "next_actions", s->then));
+	return env;
+}
+
+/* A JSON number: an integer when the value is whole (token counts). */
+json_t *
+adapter_number(double v)
+{
+	if (v == (double)(json_int_t)v && v < 9e15 && v > -9e15)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+/* Append a string to a growing text, with a separator between parts. */
+void
+adapter_append(char **text, const char *s, const char *sep)
+{
+	char	*n;
+
+	if (s == NULL || *s == '\0')
+		return;
+	if (*text == NULL) {
+		*text = xstrdup(s);
+		return;
+	}
+	xasprintf(&n, "%s%s%s", *text, sep, s);
+	free(*text);
+	*text = n;
+}
+
+/* The prompt built from a request, when the entry has no template. */
+static char *
+adapter_prompt_build(json_t *req, struct msg *m)
+{
+	json_t		*task, *text, *ctx, *res, *data, *r;
+	char		*out = NULL, *s, *line;
+	const char	*h;
+	size_t		 i;
+
+	task = json_object_get(req, "task");
+	text = json_object_get(json_object_get(req, "content"), "text");
+	ctx = json_object_get(json_object_get(req, "inputs"), "context");
+	res = json_object_get(json_object_get(req, "inputs"), "resources");
+	data = json_object_get(json_object_get(req, "content"), "data");
+	xasprintf(&out, "Intent: %s", config_intent_name(m->intent));
+	adapter_append(&out, json_string_value(task), "\n\n");
+	if (json_is_string(text) && !json_equal(text, task))
+		adapter_append(&out, json_string_value(text), "\n\n");
+	if (json_is_string(ctx) && json_string_length(ctx) > 0) {
+		xasprintf(&s, "Context:\n%s", json_string_value(ctx));
+		adapter_append(&out, s, "\n\n");
+		free(s);
+	}
+	if (json_array_size(res) > 0) {
+		adapter_append(&out, "Resources:", "\n\n");
+		json_array_foreach(res, i, r) {
+			h = json_string_value(json_object_get(r, "hint"));
+			xasprintf(&line, "- %s %s%s%s", json_string_value(
+			    json_object_get(r, "type")), json_string_value(
+			    json_object_get(r, "id")), h != NULL ? ": " : "",
+			    h != NULL ? h : "");
+			adapter_append(&out, line, "\n");
+			free(line);
+		}
+	}
+	if (data != NULL && !json_is_null(data) &&
+	    (s = json_dumps(data, JSON_INDENT(1) | JSON_ENCODE_ANY)) != NULL) {
+		xasprintf(&line, "Data:\n%s", s);
+		adapter_append(&out, line, "\n\n");
+		free(line);
+		free(s);
+	}
+	return out;
+}
+
+/*
+ * The prompt for a request to an AI CLI: the template if the entry has
+ * one, else the intent, the task, content.text, inputs.context,
+ * inputs.resources and content.data, each when present (docs/adapters.md).
+ * NULL when the request is not JSON: it has been answered with an error.
+ */
+char *
+adapter_prompt(struct agent *a, struct msg *m, const char *tmpl)
+{
+	json_t	*req;
+	char	*prompt;
+
+	if ((req = adapter_request_json(m)) == NULL) {
+		adapter_reply_error(a, m, "bad_request", "INTERNAL", "the "
+		    "request is not JSON", NULL);
+		return NULL;
+	}
+	if (tmpl != NULL)
+		prompt = adapter_template(tmpl, req, m);
+	else
+		prompt = adapter_prompt_build(req, m);
+	json_decref(req);
+	return prompt;
+}
+
+/*
+ * The last line of what a process wrote on stderr, which says most about
+ * why it failed: its start, and its length in *len (0: none).
+ */
+const char *
+adapter_stderr_line(const struct proc *p, int *len)
+{
+	const char	*last;
+	size_t		 n;
+
+	n = p->err_len;
+	while (n > 0 && p->err_tail[n - 1] == '\n')
+		n--;
+	last = p->err_tail + n;
+	while (last > p->err_tail && last[-1] != '\n')
+		last--;
+	*len = (int)(p->err_tail + n - last);
+	return last;
 }
 
 /* Hand a reply envelope (a stolen reference) to the engine. */

@@ -589,8 +589,8 @@ struct adapter_ops {
 	int		(*line)(struct agent *, const char *, size_t);
 	/* A request expired or is being given up: stop working on it. */
 	void		(*cancel)(struct agent *, struct msg *);
-	/* Stop every call (per-call adapters); returns how many still run. */
-	int		(*stop)(struct agent *);
+	/* Stopping: forget requests not yet running (adapter_stop kills). */
+	void		(*stop)(struct agent *);
 	/* Free the adapter's state. */
 	void		(*free)(struct agent *);
 	/*
@@ -611,6 +611,42 @@ struct adapter {
 	void				*state;
 	struct procs			 procs;		/* per-call processes */
 	unsigned int			 nprocs;
+};
+
+/* adapter.c: the settings every adapter has (adapter_check_common). */
+struct adapter_settings {
+	const char	*prompt;	/* a template, NULL: built in */
+	double		 confidence;
+	const char	*intent;	/* the reply's, NULL: the request's */
+	json_t		*then;		/* next_actions of replies */
+};
+
+/* adapter-cli.c: what a CLI-per-request adapter tells the shared code. */
+struct adapter_cli_tool {
+	const char	*name;		/* the tool, in messages */
+	const char	*conversation;	/* what it resumes: thread, session */
+	const char	*key;		/* its id in a reply's data */
+	/* Run the tool for one request (adapter_cli_spawn). */
+	void		 (*run)(struct agent *, struct msg *);
+	/* A call's stdout lines, its end, and freeing what it collected. */
+	void		 (*line)(struct proc *, const char *, size_t);
+	void		 (*done)(struct proc *);
+	void		 (*call_free)(void *);
+};
+
+TAILQ_HEAD(adapter_cli_waitq, adapter_cli_wait);
+
+/* The first member of a CLI-per-request adapter's state. */
+struct adapter_cli {
+	const struct adapter_cli_tool	*tool;
+	struct adapter_settings		 settings;
+	int				 one;		/* conversation: one */
+	double				 price_in;	/* USD per million */
+	double				 price_out;	/* tokens */
+	int				 quiet;		/* stderr: debug */
+	char				*conversation;	/* to resume */
+	int				 busy;		/* a call of it runs */
+	struct adapter_cli_waitq	 waitq;
 };
 
 TAILQ_HEAD(agentpool, agent);
@@ -985,6 +1021,38 @@ void	 adapter_percall_check(struct agent *);
 char	**adapter_argv(struct agent *);
 void	 adapter_free_argv(char **);
 unsigned int adapter_inflight_cap(const struct agent *);
+int	 adapter_check_keys(json_t *, const char *, const char *const *,
+	    char *, size_t);
+int	 adapter_check_word(json_t *, const char *, const char *,
+	    const char *, const char *, char *, size_t);
+int	 adapter_check_common(json_t *, char *, size_t);
+int	 adapter_duration(json_t *, double *);
+void	 adapter_settings(struct adapter_settings *, json_t *);
+json_t	*adapter_envelope_ok(struct agent *, struct msg *,
+	    const struct adapter_settings *, int);
+json_t	*adapter_number(double);
+void	 adapter_append(char **, const char *, const char *);
+char	*adapter_prompt(struct agent *, struct msg *, const char *);
+const char *adapter_stderr_line(const struct proc *, int *);
+
+/* adapter-cli.c */
+int	 adapter_cli_check(json_t *, char *, size_t);
+void	*adapter_cli_start(struct agent *, const struct adapter_cli_tool *,
+	    size_t);
+void	 adapter_cli_set(char **, const char *);
+void	 adapter_cli_request(struct agent *, struct msg *);
+void	 adapter_cli_cancel(struct agent *, struct msg *);
+void	 adapter_cli_stop(struct agent *);
+void	 adapter_cli_free(struct agent *);
+void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
+	    const char *, void *);
+int	 adapter_cli_conversation(struct proc *, const char *, int);
+void	 adapter_cli_done(struct proc *);
+void	 adapter_cli_reply(struct proc *, const char *, const char *, double,
+	    double);
+void	 adapter_cli_fail(struct proc *, const char *, const char *,
+	    const char *, const char *);
+void	 adapter_cli_exited(struct proc *, const char *, const char *, int);
 
 /* adapter-exec.c */
 extern const struct adapter_ops adapter_exec_ops;
