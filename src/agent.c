@@ -24,6 +24,7 @@ static void	agent_line_cb(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
 static void	agent_out_eof(struct chan *, int);
 static void	agent_in_error(struct chan *, int);
+static void	agent_in_drained(struct chan *, int);
 static void	agent_err_cb(struct ev_loop *, ev_io *, int);
 static void	agent_child_cb(struct ev_loop *, ev_child *, int);
 
@@ -69,6 +70,7 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a->restart_override = -1;
 	ev_timer_init(&a->budget_w, NULL, 0, 0);
 	ev_timer_init(&a->breaker_w, NULL, 0, 0);
+	ev_timer_init(&a->recover_w, NULL, 0, 0);
 	if (parent != NULL)
 		xasprintf(&a->id, "%s-%llu", ac->name,
 		    (unsigned long long)++agent_child_seq);
@@ -137,6 +139,7 @@ agent_start(struct agent *a)
 	a->io.on_line = agent_line_cb;
 	a->io.on_eof = agent_out_eof;
 	a->io.on_werror = agent_in_error;
+	a->io.on_drain = agent_in_drained;
 	chan_start(&a->io);
 
 	a->errfd = sr.err;
@@ -260,6 +263,13 @@ agent_out_eof(struct chan *c, int arg)
 	if (a->state != AS_STOPPING)
 		agent_pipe_check(a, "closed its stdout");
 	agent_check_stopped(a);
+}
+
+/* The agent's stdin queue drained below its low watermark. */
+static void
+agent_in_drained(struct chan *c, int arg)
+{
+	engine_agent_drained(c->owner);
 }
 
 /* Writing to the agent's stdin failed: it closed it, or is exiting. */
@@ -444,6 +454,7 @@ agent_free(struct agent *a)
 	TAILQ_REMOVE(&cr->agents, a, entry);
 	ev_timer_stop(cr->loop, &a->budget_w);
 	ev_timer_stop(cr->loop, &a->breaker_w);
+	ev_timer_stop(cr->loop, &a->recover_w);
 	free(a->stop_why);
 	ev_timer_stop(cr->loop, &a->life_w);
 	ev_timer_stop(cr->loop, &a->hb_w);

@@ -156,6 +156,25 @@ chan_wake(struct chan *c)
 }
 
 /*
+ * Let every reader waiting on this writer go, drained or not: its peer
+ * will get no more work (it stopped answering, or is stopping), so
+ * waiting on it would wait forever.
+ */
+void
+chan_release_waiters(struct chan *c)
+{
+	struct chan	*r;
+
+	while ((r = TAILQ_FIRST(&c->waiters)) != NULL) {
+		TAILQ_REMOVE(&c->waiters, r, wait_entry);
+		r->blocked_on = NULL;
+		r->flags &= ~CHAN_RPAUSED;
+		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
+			ev_io_start(cr->loop, &r->rw);
+	}
+}
+
+/*
  * Make reader r wait for writer w: called by whoever just queued a line
  * from r to w and found w full.
  */

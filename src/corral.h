@@ -394,6 +394,7 @@ struct agent {
 	unsigned int		 breaker_opens;
 	ev_tstamp		 breaker_at;
 	ev_timer		 breaker_w;
+	ev_timer		 recover_w;	/* unavailable from timeouts */
 	/* The tree. */
 	struct agent		*parent;
 	unsigned int		 depth;
@@ -418,6 +419,11 @@ struct agent {
 	char			*last_reply;	/* a child's latest reply */
 	size_t			 last_reply_len;
 	int			 last_reply_error;
+	/* Rate limit of warnings about its output. */
+	ev_tstamp		 warn_at;
+	unsigned int		 warn_count;
+	unsigned int		 warn_dropped;
+	unsigned int		 notices_dropped;
 	/* Statistics. */
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
@@ -675,6 +681,11 @@ struct corral {
 	struct chan		 stdio;		/* serve: stdin, stdout */
 	int			 stdio_open;
 	int			 stdin_eof;
+	int			 stdin_pause;	/* reasons to stop reading it */
+#define STDIN_P_JOBS		0x01	/* max_inflight jobs */
+#define STDIN_P_QUEUE		0x02	/* route queues half full */
+#define STDIN_P_STDOUT		0x04	/* stdout above its high mark */
+#define STDIN_P_SHUTDOWN	0x08
 	TAILQ_HEAD(, chan)	 dirty;
 	ev_prepare		 prepare_w;
 	ev_signal		 sigint_w;
@@ -707,6 +718,7 @@ struct corral {
 	uint64_t		 breaker_trips;
 	uint64_t		 sent;		/* map/send deliveries */
 	uint64_t		 live_msgs;
+	uint64_t		 notices_dropped;
 	unsigned int		 ndead;		/* agents marked to be freed */
 	int			 budget_hit;
 	uint64_t		 steps;
@@ -810,6 +822,7 @@ void	 chan_block(struct chan *, struct chan *);
 int	 chan_full(const struct chan *);
 void	 chan_flush_all(void);
 void	 chan_stop_reading(struct chan *);
+void	 chan_release_waiters(struct chan *);
 void	 chan_resume_reading(struct chan *);
 char	*chan_read_buffer(size_t *);
 
@@ -850,6 +863,7 @@ void	 lifecycle_spawn_failed(struct agent *, const char *, int);
 int	 lifecycle_will_restart(const struct agent *);
 void	 lifecycle_restart(struct agent *, const char *);
 void	 lifecycle_percall_stopped(struct agent *);
+void	 lifecycle_probation(struct agent *);
 const char *lifecycle_state_name(enum agent_state);
 const char *lifecycle_map_state(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
@@ -951,6 +965,8 @@ void	 engine_agent_gone(struct agent *, const char *);
 void	 engine_agent_failed(struct agent *, const char *);
 void	 engine_fail_retrying(const char *);
 int	 engine_idle(void);
+void	 engine_stdout(const char *, size_t);
+void	 engine_agent_drained(struct agent *);
 
 /* auditlog.c */
 int	 auditlog_open(const char *);
@@ -1063,6 +1079,7 @@ extern const struct adapter_ops adapter_mcp_ops;
 
 /* supervisor.c */
 void	 supervisor_setup(struct workflow *, int);
+void	 supervisor_stdin_pause(int, int);
 int	 supervisor_run(struct workflow *, int, const char *, const char *,
 	    int);
 void	 supervisor_shutdown(int);

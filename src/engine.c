@@ -73,6 +73,23 @@ engine_job_create(int origin)
 	return j;
 }
 
+/*
+ * Write one line on corral serve's stdout.  When stdout is full, whoever
+ * produced the line stops: an agent until stdout drains, stdin likewise
+ * (stdin and stdout are one channel, so it pauses itself).
+ */
+void
+engine_stdout(const char *line, size_t len)
+{
+	chan_write_line(&cr->stdio, line, len);
+	if (!chan_full(&cr->stdio))
+		return;
+	if (cr->source != NULL && cr->source != &cr->stdio)
+		chan_block(cr->source, &cr->stdio);
+	else
+		supervisor_stdin_pause(STDIN_P_STDOUT, 1);
+}
+
 /* Free a job once it is done and nothing of it is outstanding. */
 static void
 engine_job_release(struct job *j)
@@ -85,9 +102,8 @@ engine_job_release(struct job *j)
 	free(j->result);
 	free(j->last);
 	free(j);
-	if (cr->mode == MODE_SERVE && (cr->stdio.flags & CHAN_RSTOPPED) &&
-	    cr->njobs < cr->wf->max_inflight && !cr->shutting_down)
-		chan_resume_reading(&cr->stdio);
+	if (cr->njobs < cr->wf->max_inflight)
+		supervisor_stdin_pause(STDIN_P_JOBS, 0);
 	supervisor_check_done();
 }
 
@@ -129,10 +145,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 			line = relinked;
 			len = llen;
 		}
-		chan_write_line(&cr->stdio, line, len);
+		engine_stdout(line, len);
 		free(relinked);
-		if (chan_full(&cr->stdio) && cr->source != NULL)
-			chan_block(cr->source, &cr->stdio);
 	} else {
 		free(cr->result);
 		cr->result = xmemdup0(line, len);
@@ -233,20 +247,16 @@ void
 engine_queued(struct msg *m)
 {
 	engine_msg_arm(m, engine_route_timeout(m->route));
-	if (cr->mode == MODE_SERVE && cr->queued >= cr->wf->max_queue / 2 &&
-	    cr->source == &cr->stdio)
-		chan_stop_reading(&cr->stdio);
+	if (cr->queued >= cr->wf->max_queue / 2 && cr->source == &cr->stdio)
+		supervisor_stdin_pause(STDIN_P_QUEUE, 1);
 }
 
 /* A request left a queue. */
 void
 engine_unqueued(void)
 {
-	if (cr->mode == MODE_SERVE && (cr->stdio.flags & CHAN_RSTOPPED) &&
-	    cr->queued < cr->wf->max_queue / 4 &&
-	    cr->njobs < cr->wf->max_inflight && !cr->shutting_down &&
-	    !cr->stdin_eof)
-		chan_resume_reading(&cr->stdio);
+	if (cr->queued < cr->wf->max_queue / 4)
+		supervisor_stdin_pause(STDIN_P_QUEUE, 0);
 }
 
 /* A request was written to agent a: it is outstanding there. */
@@ -337,6 +347,16 @@ engine_transient(const char *code)
 }
 
 /*
+ * Return nonzero for failures corral itself tries again.  An open circuit
+ * is transient too, but its point is to fail fast: the caller may retry.
+ */
+static int
+engine_retried(const char *code)
+{
+	return strcmp(code, "timeout") == 0 || strcmp(code, "agent_lost") == 0;
+}
+
+/*
  * Decide whether a failed request is tried again (docs/reliability.md):
  * only TIMEOUT and UNAVAILABLE; HIGH and CRITICAL requests always (at
  * least once), others only when no agent had been given them (at most
@@ -345,7 +365,7 @@ engine_transient(const char *code)
 static int
 engine_should_retry(struct msg *m, const char *category, const char *code)
 {
-	if (!engine_transient(code))
+	if (!engine_retried(code))
 		return 0;
 	if (cr->shutting_down || m->attempts > cr->wf->retries)
 		return 0;
@@ -459,6 +479,12 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			a->flags |= AGENT_TIMEDOUT;
 			lifecycle_event(a, AE_TIMEOUTS, "%u consecutive "
 			    "timeouts", a->timeouts);
+			/*
+			 * It gets no work now, and maybe no pings: without a
+			 * way back it would stay out for good.  After the
+			 * circuit's reset time it is given work again.
+			 */
+			lifecycle_probation(a);
 		}
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
 		    "within %.3gs", a->id, m->timeout > 0 ? m->timeout :
@@ -813,7 +839,18 @@ engine_notice(struct agent *a, const char *code, const char *path,
 	e = envelope_error(code, "REJECTED", path, message, parent, &len);
 	if (a == NULL) {
 		/* corral serve: the error is that input's one result. */
-		chan_write_line(&cr->stdio, e, len);
+		engine_stdout(e, len);
+		free(e);
+		return;
+	}
+	if (chan_full(&a->io)) {
+		/*
+		 * It does not read what we send: more notices would only
+		 * grow our memory.  The line is still counted and audited,
+		 * and one summary follows once it reads again.
+		 */
+		cr->notices_dropped++;
+		a->notices_dropped++;
 		free(e);
 		return;
 	}
@@ -848,6 +885,64 @@ engine_raw_trace_id(const char *line, char *buf, size_t len)
 	memcpy(buf, v, l);
 	buf[l] = '\0';
 	return buf;
+}
+
+/*
+ * Log a warning about an agent's bad output, at most ten a second per
+ * agent: a flood of bad lines must not turn into a flood of log lines.
+ * Every line is still counted and recorded in the audit log.
+ */
+static void __attribute__((format(printf, 2, 3)))
+engine_warn_agent(struct agent *a, const char *fmt, ...)
+{
+	static ev_tstamp	 stdin_at;
+	static unsigned int	 stdin_count, stdin_dropped;
+	ev_tstamp		 now = ev_now(cr->loop), *at;
+	unsigned int		*count, *dropped;
+	va_list			 ap;
+	char			 buf[512], who[96];
+
+	/* NULL: corral serve's stdin, limited the same way. */
+	at = a != NULL ? &a->warn_at : &stdin_at;
+	count = a != NULL ? &a->warn_count : &stdin_count;
+	dropped = a != NULL ? &a->warn_dropped : &stdin_dropped;
+	snprintf(who, sizeof who, a != NULL ? "agent %s" : "stdin",
+	    a != NULL ? a->id : "");
+	if (now - *at >= 1.0) {
+		if (*dropped > 0)
+			log_warnx("%s: %u more warnings like these were not "
+			    "logged", who, *dropped);
+		*at = now;
+		*count = 0;
+		*dropped = 0;
+	}
+	if (++*count > 10) {
+		++*dropped;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_warnx("%s: %s", who, buf);
+}
+
+/*
+ * An agent's stdin drained: if notices were dropped while it did not
+ * read, tell it how many, once.
+ */
+void
+engine_agent_drained(struct agent *a)
+{
+	char		 why[160];
+	unsigned int	 n = a->notices_dropped;
+
+	if (n == 0)
+		return;
+	a->notices_dropped = 0;
+	snprintf(why, sizeof why, "%u notices about your output were not sent "
+	    "while you were not reading your stdin", n);
+	engine_notice(a, "notices_dropped", NULL, why, NULL);
+	cr->rejected--;		/* the summary is not a rejected line */
 }
 
 /* Describe a scan failure for a person. */
@@ -901,13 +996,14 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 	case NDJSON_TOOLONG:
 		snprintf(why, sizeof why, "a line of %zu bytes exceeds max_line "
 		    "(%zu bytes) and was dropped", extra, a->conf->max_line);
+		/* Not rate-limited: each costs max_line bytes to send. */
 		log_warnx("agent %s: %s", a->id, why);
 		engine_notice(a, "line_too_long", NULL, why, NULL);
 		return;
 	case NDJSON_NUL:
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
-		log_warnx("agent %s: %s", a->id, why);
+		engine_warn_agent(a, "%s", why);
 		engine_notice(a, "nul_byte", NULL, why, NULL);
 		return;
 	default:
@@ -915,7 +1011,7 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 	}
 	if (jscan_run(cr->js, line, len) != 0) {
 		engine_scan_error(why, sizeof why, cr->js);
-		log_warnx("agent %s: %s", a->id, why);
+		engine_warn_agent(a, "%s", why);
 		engine_notice(a, "invalid_json", NULL, why, NULL);
 		jscan_trim(cr->js);
 		return;
@@ -926,7 +1022,7 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 		return;
 	}
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
-		log_warnx("agent %s: invalid envelope: %s", a->id, err.msg);
+		engine_warn_agent(a, "invalid envelope: %s", err.msg);
 		engine_notice(a, err.code, err.path, err.msg,
 		    engine_raw_trace_id(line, id, sizeof id));
 		return;
@@ -1012,7 +1108,7 @@ engine_input_control(char *line, size_t len)
 		    "id", id, "error", "code", CORRAL_E_NOMETHOD, "message",
 		    "method not found");
 	out = json_dumps(res, CORRAL_JSON_FLAGS);
-	chan_write_line(&cr->stdio, out, strlen(out));
+	engine_stdout(out, strlen(out));
 	free(out);
 	json_decref(res);
 	json_decref(j);
@@ -1044,7 +1140,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	case NDJSON_NUL:
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
-		log_warnx("stdin: %s", why);
+		engine_warn_agent(NULL, "%s", why);
 		engine_notice(NULL, "nul_byte", NULL, why, NULL);
 		return;
 	default:
@@ -1052,7 +1148,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	}
 	if (jscan_run(cr->js, line, len) != 0) {
 		engine_scan_error(why, sizeof why, cr->js);
-		log_warnx("stdin: %s", why);
+		engine_warn_agent(NULL, "%s", why);
 		engine_notice(NULL, "invalid_json", NULL, why, NULL);
 		jscan_trim(cr->js);
 		return;
@@ -1063,7 +1159,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 		return;
 	}
 	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
-		log_warnx("stdin: invalid envelope: %s", err.msg);
+		engine_warn_agent(NULL, "invalid envelope: %s", err.msg);
 		engine_notice(NULL, err.code, err.path, err.msg,
 		    engine_raw_trace_id(line, id, sizeof id));
 		return;
@@ -1086,7 +1182,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	if (auditlog_enabled())
 		auditlog_envelope("input", NULL, id, copy, clen);
 	if (cr->njobs >= cr->wf->max_inflight)
-		chan_stop_reading(&cr->stdio);
+		supervisor_stdin_pause(STDIN_P_JOBS, 1);
 	(void)route_submit(m);
 }
 

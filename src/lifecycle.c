@@ -140,6 +140,9 @@ lifecycle_event(struct agent *a, enum agent_event ev, const char *fmt, ...)
 		va_end(ap);
 	}
 	a->state = to;
+	if (to == AS_UNAVAILABLE || to == AS_SUSPENDED || to == AS_STOPPING ||
+	    to == AS_STOPPED || to == AS_FAILED)
+		chan_release_waiters(&a->io);	/* no more work goes there */
 	if ((from == AS_READY && to == AS_BUSY) ||
 	    (from == AS_BUSY && to == AS_READY)) {
 		log_debug("agent %s: %s -> %s", a->id, lifecycle_states[from],
@@ -303,6 +306,36 @@ lifecycle_stop(struct agent *a, const char *why)
 		return;
 	}
 	lifecycle_begin_stop(a, why);
+}
+
+/* The probation time of an agent made unavailable by timeouts is over. */
+static void
+lifecycle_recover_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent	*a = w->data;
+
+	if (a->state != AS_UNAVAILABLE || !(a->flags & AGENT_TIMEDOUT))
+		return;
+	a->flags &= ~AGENT_TIMEDOUT;
+	a->timeouts = 0;
+	lifecycle_event(a, AE_ALIVE, "given work again after %gs",
+	    a->conf->breaker_reset);
+}
+
+/*
+ * An agent became unavailable from timeouts: it gets no work, and maybe
+ * no pings, so it would stay out for good.  After the circuit reset time
+ * (breaker.reset) it is given work again; three more timeouts send it
+ * back.  Any line it writes meanwhile brings it back at once.
+ */
+void
+lifecycle_probation(struct agent *a)
+{
+	ev_timer_stop(cr->loop, &a->recover_w);
+	ev_timer_init(&a->recover_w, lifecycle_recover_cb,
+	    a->conf->breaker_reset, 0);
+	a->recover_w.data = a;
+	ev_timer_start(cr->loop, &a->recover_w);
 }
 
 /* A per-call agent is stopping and its last process has gone. */
@@ -535,6 +568,7 @@ lifecycle_exited(struct agent *a)
 		return;
 	ev_timer_stop(cr->loop, &a->life_w);
 	ev_timer_stop(cr->loop, &a->hb_w);
+	ev_timer_stop(cr->loop, &a->recover_w);
 	a->life_step = 0;
 	util_describe_status(st, sizeof st, a->status);
 	/*

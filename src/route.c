@@ -132,6 +132,7 @@ route_breaker_open(struct agent *a, const char *why)
 	cr->breaker_trips++;
 	log_warnx("agent %s: circuit open (%s); no work for %gs", a->id, why,
 	    a->conf->breaker_reset);
+	chan_release_waiters(&a->io);
 	auditlog_event("breaker", a->id, NULL, "state", "open", "reason", why,
 	    NULL);
 	ev_timer_stop(cr->loop, &a->breaker_w);

@@ -285,6 +285,27 @@ spawn_free_strv(char **v)
 	free(v);
 }
 
+/* Set HOME, USER and LOGNAME for an agent run as another user. */
+static void
+spawn_env_user(char ***envp, const struct agent_conf *ac,
+    const struct passwd *pw)
+{
+	static const char *const keys[] = { "HOME", "USER", "LOGNAME" };
+	const char	*vals[3] = { pw->pw_dir, pw->pw_name, pw->pw_name };
+	size_t		 n, cap, i, j;
+
+	for (n = 0; (*envp)[n] != NULL; n++)
+		;
+	cap = n + 1;
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < ac->nenv; j++)
+			if (strcmp(ac->env[j].key, keys[i]) == 0)
+				break;
+		if (j == ac->nenv)
+			spawn_env_set(envp, &n, &cap, keys[i], vals[i]);
+	}
+}
+
 /* Return the value of PATH in an environment array, or NULL. */
 static const char *
 spawn_env_path(char **envp)
@@ -450,6 +471,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv,
 		if (getgrouplist(ac->user, pw->pw_gid, groups, &ngroups) == -1)
 			ngroups = 0;
 		sc.drop = (getuid() == 0);
+		/* The user's own HOME and names, unless env: says otherwise. */
+		spawn_env_user(&envp, ac, pw);
 		sc.uid = pw->pw_uid;
 		sc.gid = pw->pw_gid;
 		sc.groups = groups;

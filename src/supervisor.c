@@ -113,8 +113,7 @@ supervisor_shutdown(int sig)
 	if (cr->shutting_down)
 		return;
 	cr->shutting_down = 1;
-	if (cr->mode == MODE_SERVE && cr->stdio.rfd != -1)
-		chan_stop_reading(&cr->stdio);
+	supervisor_stdin_pause(STDIN_P_SHUTDOWN, 1);
 	route_fail_all("corral is shutting down");
 	engine_fail_retrying("corral is shutting down");
 	progress_update();
@@ -203,6 +202,32 @@ supervisor_check_done(void)
 	if (cr->mode == MODE_SERVE && cr->stdin_eof && cr->njobs == 0 &&
 	    !cr->shutting_down)
 		supervisor_shutdown(0);
+}
+
+/*
+ * Pause or resume reading corral serve's stdin for one reason; it reads
+ * only when no reason is left.
+ */
+void
+supervisor_stdin_pause(int reason, int on)
+{
+	if (cr->mode != MODE_SERVE || cr->stdio.rfd == -1)
+		return;
+	if (on)
+		cr->stdin_pause |= reason;
+	else
+		cr->stdin_pause &= ~reason;
+	if (cr->stdin_pause != 0)
+		chan_stop_reading(&cr->stdio);
+	else
+		chan_resume_reading(&cr->stdio);
+}
+
+/* corral serve's stdout drained below its low watermark. */
+static void
+supervisor_stdout_drained(struct chan *c, int arg)
+{
+	supervisor_stdin_pause(STDIN_P_STDOUT, 0);
 }
 
 /* corral serve's stdin reached EOF. */
@@ -428,6 +453,7 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		cr->stdio.on_line = supervisor_stdin_line;
 		cr->stdio.on_eof = supervisor_stdin_eof;
 		cr->stdio.on_werror = supervisor_stdout_error;
+		cr->stdio.on_drain = supervisor_stdout_drained;
 		stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
 		util_set_nonblock(STDOUT_FILENO, 1);
 	}

@@ -1,0 +1,94 @@
+#!/bin/sh
+# Per-message deadlines, consecutive timeouts, late and duplicate replies.
+#   - inputs.parameters.ttl_ms and top-level ttl_ms: a request its agent
+#     does not answer in time ends in a TIMEOUT error envelope (code
+#     timeout) and an audit outcome "expired"; a NORMAL request that was
+#     delivered is not sent again (at most once)
+#   - the third consecutive timeout makes the agent UNAVAILABLE; a late
+#     reply (after the deadline) is dropped and counted, and makes the
+#     agent READY again ("answering again")
+#   - a duplicate reply is dropped and counted: one result per request
+#   - accounting: accepted = replied + errored + expired
+. "$(dirname "$0")/rel-lib.sh"
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  s:
+    cmd: [$RA, --record, $T/rec]
+    timeout: 20s
+routes:
+  "*": s
+YAML
+
+env_with() {	# ID TASK EXTRA-MEMBERS: an envelope with extra top-level members
+	printf '{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"%s","content":{"type":"text"},"trace":{"id":"%s"}%s}\n' "$2" "$1" "$3"
+}
+result_wait() {	# ID SECONDS
+	_id=$1
+	wait_for '[ -n "$(result_of "$_id")" ]' "$2" || fail "no result for $1 within $2s (x$SLOW)"
+}
+
+serve_start "$T/wf.yaml" --log "$AUD" -v
+wait_log 'corral: agent s: INITIALIZING -> READY'
+
+s=$(now)
+env_with t-1 hang ',"inputs":{"parameters":{"ttl_ms":300}}' >&8
+result_wait t-1 5
+t=$(elapsed "$s")
+[ "$(code_of t-1)" = timeout ] || fail "t-1: expected a timeout error, got: $(result_of t-1 | cut -c1-300)"
+result_of t-1 | grep -q '"category":"TIMEOUT"' || fail "t-1: expected category TIMEOUT"
+note "t-1 (inputs.parameters.ttl_ms 300) expired after ${t}s"
+fcmp "$t" ">=" 0.29 || fail "t-1 expired after ${t}s, before its 300 ms deadline"
+[ $SLOW -gt 1 ] || fcmp "$t" "<" 2 || fail "t-1 expired after ${t}s, long after its 300 ms deadline"
+s=$(now)
+env_with t-2 hang ',"ttl_ms":300' >&8
+result_wait t-2 5
+t=$(elapsed "$s")
+[ "$(code_of t-2)" = timeout ] || fail "t-2: expected a timeout error, got: $(result_of t-2 | cut -c1-300)"
+note "t-2 (top-level ttl_ms 300) expired after ${t}s"
+[ $SLOW -gt 1 ] || fcmp "$t" "<" 2 || fail "t-2 expired after ${t}s, long after its 300 ms deadline"
+log_has 'UNAVAILABLE' && fail "s is UNAVAILABLE after 2 timeouts: $(grep UNAVAILABLE "$ERR")"
+
+# The third timeout in a row: UNAVAILABLE.  The reply comes at 800 ms:
+# late, dropped, and a sign of life.
+env_with t-3 sleep:800 ',"ttl_ms":300' >&8
+result_wait t-3 5
+[ "$(code_of t-3)" = timeout ] || fail "t-3: expected a timeout error"
+wait_for 'grep -q "corral: agent s: [A-Z]* -> UNAVAILABLE (3 consecutive timeouts)" "$ERR"' 5 ||
+    fail "s did not become UNAVAILABLE after 3 consecutive timeouts"
+wait_log 'corral: agent s: late or duplicate reply dropped' 5
+wait_log 'corral: agent s: UNAVAILABLE -> READY (answering again)' 5
+[ "$(grep -c '"parents":\["t-3"\]' "$OUT")" -eq 1 ] ||
+    fail "t-3 has $(grep -c '"parents":\["t-3"\]' "$OUT") results; the late reply must be dropped"
+
+env_with t-4 ok '' >&8
+result_wait t-4 5
+result_of t-4 | grep -q '"text":"ok s"' || fail "t-4: expected s's reply after it recovered"
+
+# A duplicate reply: one result, the second reply dropped and counted.
+env_with t-5 dup '' >&8
+result_wait t-5 5
+wait_for '[ "$(log_count "late or duplicate reply dropped")" -ge 2 ]' 5 ||
+    fail "the duplicate reply to t-5 was not dropped and counted"
+serve_eof
+corral_wait 10
+expect_rc 0
+
+for id in t-1 t-2 t-3 t-4 t-5; do
+	[ "$(grep -c "\"parents\":\[\"$id\"\]" "$OUT")" -eq 1 ] ||
+	    fail "$id has $(grep -c "\"parents\":\[\"$id\"\]" "$OUT") results, expected 1"
+	[ "$(aud_count outcome id "$id")" -eq 1 ] ||
+	    fail "$id has $(aud_count outcome id "$id") outcome events, expected 1"
+	[ "$(grep -c "^req s $id " "$T/rec")" -eq 1 ] ||
+	    fail "$id was delivered $(grep -c "^req s $id " "$T/rec") times, expected once (NORMAL: at most once)"
+done
+[ "$(aud_count outcome outcome expired)" -eq 3 ] ||
+    fail "expected 3 expired outcomes, got $(aud_count outcome outcome expired)"
+[ "$(aud_count late)" -eq 2 ] || fail "expected 2 late events (t-3's late reply, t-5's duplicate), got $(aud_count late)"
+[ "$(run_end_get late)" = 2 ] || fail "expected run_end late 2, got '$(run_end_get late)'"
+[ "$(aud_count retry)" -eq 0 ] || fail "NORMAL requests were retried: $(grep -F '"ev":"retry"' "$AUD")"
+set -- $(run_end_check)
+[ "$1" -eq 5 ] && [ "$2" -eq 2 ] && [ "$3" -eq 0 ] && [ "$4" -eq 3 ] ||
+    fail "expected accepted 5, replied 2, errored 0, expired 3; run_end says $*"
+expect_no_leftovers
+exit 0
