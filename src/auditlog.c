@@ -5,11 +5,17 @@
  * envelope as your only audit format").  docs/auditlog.md has the format.
  *
  * Lines are built by hand, not with jansson: the log is on the message
- * path.  They are queued and written once per loop iteration, and at exit.
+ * path.  They are queued in one buffer while a writer thread writes the
+ * other: the loop never waits for the disk unless the writer falls a
+ * whole buffer behind (then it waits: the log is never cut short).  A
+ * line waits at most AUDIT_LINGER before it is handed over, and
+ * everything is written at exit.
  */
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +23,27 @@
 
 #include "corral.h"
 
-#define AUDIT_FLUSH	(1024 * 1024)
+#define AUDIT_FLUSH	(1024 * 1024)	/* written at once beyond this */
+#define AUDIT_BATCH	(256 * 1024)	/* written before the loop blocks */
+#define AUDIT_LINGER	0.1		/* the longest a line waits */
 
 static int			audit_fd = -1;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
 static double			audit_t0;
+static ev_timer			audit_timer;
+
+/* The writer thread and the buffer it owns while it writes. */
+static pthread_t		audit_thread;
+static pthread_mutex_t		audit_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t		audit_cv = PTHREAD_COND_INITIALIZER;
+static struct ndjson_writer	audit_out;
+static int			audit_busy;	/* audit_out is being written */
+static int			audit_quit;
+static int			audit_threaded;
+
+static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
+static void	*auditlog_thread(void *);
 
 /* Open the audit log for appending; returns -1 with errno set. */
 int
@@ -34,6 +55,9 @@ auditlog_open(const char *path)
 	if (audit_fd == -1)
 		return -1;
 	ndjson_writer_init(&audit_w, 0, AUDIT_FLUSH);
+	ndjson_writer_init(&audit_out, 0, AUDIT_FLUSH);
+	audit_threaded = pthread_create(&audit_thread, NULL, auditlog_thread,
+	    NULL) == 0;
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
 	auditlog_event("run_start", NULL, NULL, "run", cr != NULL ?
@@ -50,30 +74,120 @@ auditlog_enabled(void)
 	return audit_fd != -1;
 }
 
-/* Write everything queued. */
-void
-auditlog_flush(void)
+/* Write a whole buffer to the log (either thread). */
+static void
+auditlog_write(const char *p, size_t left)
 {
-	size_t	 left;
-	ssize_t	 n;
-	char	*p;
+	ssize_t	n;
 
-	if (audit_fd == -1)
-		return;
-	p = audit_w.buf + audit_w.head;
-	left = audit_w.tail - audit_w.head;
 	while (left > 0) {
 		n = write(audit_fd, p, left);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			log_warn("audit log write");
-			break;
+			return;
 		}
 		p += n;
 		left -= (size_t)n;
 	}
+}
+
+/* The writer thread: write each buffer handed over, until told to quit. */
+static void *
+auditlog_thread(void *arg)
+{
+	sigset_t	all;
+
+	/* Signals are the loop's business, never this thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	pthread_mutex_lock(&audit_mu);
+	for (;;) {
+		while (!audit_busy && !audit_quit)
+			pthread_cond_wait(&audit_cv, &audit_mu);
+		if (!audit_busy && audit_quit)
+			break;
+		pthread_mutex_unlock(&audit_mu);
+		auditlog_write(audit_out.buf + audit_out.head,
+		    audit_out.tail - audit_out.head);
+		pthread_mutex_lock(&audit_mu);
+		audit_out.head = audit_out.tail = 0;
+		audit_busy = 0;
+		pthread_cond_broadcast(&audit_cv);
+	}
+	pthread_mutex_unlock(&audit_mu);
+	return NULL;
+}
+
+/*
+ * Hand what is queued to the writer thread: swap buffers once it is free
+ * (waiting for it only if it still writes the previous batch).
+ */
+static void
+auditlog_handover(void)
+{
+	struct ndjson_writer	tmp;
+
+	if (audit_w.tail == audit_w.head)
+		return;
+	if (!audit_threaded) {
+		auditlog_write(audit_w.buf + audit_w.head,
+		    audit_w.tail - audit_w.head);
+		audit_w.head = audit_w.tail = 0;
+		return;
+	}
+	pthread_mutex_lock(&audit_mu);
+	while (audit_busy)
+		pthread_cond_wait(&audit_cv, &audit_mu);
+	tmp = audit_out;
+	audit_out = audit_w;
+	audit_w = tmp;
 	audit_w.head = audit_w.tail = 0;
+	audit_busy = 1;
+	pthread_cond_broadcast(&audit_cv);
+	pthread_mutex_unlock(&audit_mu);
+}
+
+/*
+ * Before the loop blocks: hand the queue over when a batch is full, else
+ * make sure it is handed over within AUDIT_LINGER.
+ */
+void
+auditlog_tick(void)
+{
+	if (audit_fd == -1 || audit_w.tail == audit_w.head)
+		return;
+	if (audit_w.tail - audit_w.head >= AUDIT_BATCH) {
+		auditlog_handover();
+		return;
+	}
+	if (cr != NULL && !ev_is_active(&audit_timer)) {
+		ev_timer_init(&audit_timer, auditlog_timer_cb, AUDIT_LINGER, 0);
+		ev_timer_start(cr->loop, &audit_timer);
+	}
+}
+
+/* The linger time is over: hand over what is queued. */
+static void
+auditlog_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	auditlog_handover();
+}
+
+/* Write everything queued, and wait until it is written. */
+void
+auditlog_flush(void)
+{
+	if (audit_fd == -1)
+		return;
+	auditlog_handover();
+	if (!audit_threaded)
+		return;
+	pthread_mutex_lock(&audit_mu);
+	while (audit_busy)
+		pthread_cond_wait(&audit_cv, &audit_mu);
+	pthread_mutex_unlock(&audit_mu);
 }
 
 /* Close the audit log. */
@@ -82,10 +196,22 @@ auditlog_close(void)
 {
 	if (audit_fd == -1)
 		return;
+	if (cr != NULL)
+		ev_timer_stop(cr->loop, &audit_timer);
 	auditlog_flush();
+	if (audit_threaded) {
+		pthread_mutex_lock(&audit_mu);
+		audit_quit = 1;
+		pthread_cond_broadcast(&audit_cv);
+		pthread_mutex_unlock(&audit_mu);
+		pthread_join(audit_thread, NULL);
+		audit_threaded = 0;
+		audit_quit = 0;
+	}
 	close(audit_fd);
 	audit_fd = -1;
 	ndjson_writer_free(&audit_w);
+	ndjson_writer_free(&audit_out);
 }
 
 /*
@@ -177,7 +303,7 @@ auditlog_end(void)
 {
 	ndjson_writer_add(&audit_w, "}\n", 2);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
-		auditlog_flush();
+		auditlog_handover();
 }
 
 /*

@@ -1087,7 +1087,8 @@ config_build(struct cload *cl, const struct cnode *root)
 {
 	static const char *const keys[] = { "name", "description", "start",
 	    "agents", "defaults", "routes", "reflection", "limits",
-	    "env_allow", "workspace", "retry", "inline_spawn", "path", NULL };
+	    "env_allow", "workspace", "retry", "inline_spawn", "path",
+	    "shutdown", NULL };
 	static const char *const rkeys[] = { "below", "max_rounds",
 	    "missing", NULL };
 	static const char *const tkeys[] = { "max", "initial", "factor",
@@ -1200,6 +1201,16 @@ config_build(struct cload *cl, const struct cnode *root)
 	}
 	if ((r = cmap_get(root, "limits")) != NULL && config_limits(cl, r) != 0)
 		goto out;
+	if ((x = cmap_get(root, "shutdown")) != NULL) {
+		if (x->type == CN_SCALAR && strcmp(x->str, "sequential") == 0)
+			wf->shutdown_parallel = 0;
+		else if (x->type == CN_SCALAR && strcmp(x->str, "parallel") == 0)
+			wf->shutdown_parallel = 1;
+		else {
+			cerr(cl, x, "shutdown: expected sequential or parallel");
+			goto out;
+		}
+	}
 	if ((x = cmap_get(root, "path")) != NULL &&
 	    cget_strlist(cl, x, "path", &wf->agent_path, &wf->npath) != 0)
 		goto out;
@@ -1598,6 +1609,8 @@ config_print(FILE *f, const struct workflow *wf)
 	util_format_duration(buf, sizeof buf, wf->retry_max);
 	fprintf(f, "max_delay: %s}\n", buf);
 	fprintf(f, "inline_spawn: %s\n", wf->inline_spawn ? "true" : "false");
+	fprintf(f, "shutdown: %s\n", wf->shutdown_parallel ? "parallel" :
+	    "sequential");
 	if (wf->npath > 0) {
 		fprintf(f, "path: [");
 		for (i = 0; i < wf->npath; i++) {

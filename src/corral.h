@@ -285,6 +285,7 @@ struct workflow {
 	double			 budget_cost;
 	double			 budget_time;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
+	int			 shutdown_parallel; /* stop all at once */
 	size_t			 stdin_max_line; /* serve --max-line, 0: auto */
 	char			**agent_path;	/* where bare commands are found */
 	size_t			 npath;
@@ -973,6 +974,7 @@ int	 auditlog_open(const char *);
 void	 auditlog_close(void);
 int	 auditlog_enabled(void);
 void	 auditlog_flush(void);
+void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
 void	 auditlog_envelope(const char *, const char *, const char *,
 	    const char *, size_t);

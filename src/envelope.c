@@ -118,6 +118,42 @@ envelope_priority_name(int p)
 	return p >= 0 && p < PRIO_COUNT ? prio_names[p] : "normal";
 }
 
+/*
+ * Find several members of an object in one pass: out[i] is the value
+ * token of names[i], or -1.  Escaped keys are decoded first.
+ */
+static void
+env_members(struct jscan *js, const char *s, int obj, const char *const *names,
+    int *out, size_t n)
+{
+	const struct jtok	*k;
+	const char		*v;
+	size_t			 i, vl;
+	uint32_t		 m, end;
+
+	for (i = 0; i < n; i++)
+		out[i] = -1;
+	if (js->tok[obj].flags & JT_OPAQUE)
+		return;
+	end = js->tok[obj].next;
+	for (m = (uint32_t)obj + 1; m < end; m = js->tok[m + 1].next) {
+		k = &js->tok[m];
+		if (k->flags & JT_ESCAPED)
+			v = jscan_text(js, s, (int)m, &vl);
+		else {
+			v = s + k->off + 1;
+			vl = k->len - 2;
+		}
+		for (i = 0; i < n; i++) {
+			if (out[i] == -1 && strlen(names[i]) == vl &&
+			    memcmp(names[i], v, vl) == 0) {
+				out[i] = (int)m + 1;
+				break;
+			}
+		}
+	}
+}
+
 /* Check an array whose elements must all be strings. */
 static int
 env_strings(struct jscan *js, int arr, struct env_error *err,
@@ -264,19 +300,22 @@ static int
 env_content(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	int	x;
+	static const char *const names[] = { "type", "text" };
+	int	f[2];
 
 	if (env_want(js, t, JT_OBJECT, err, "content") != 0)
 		return -1;
-	if ((x = JSCAN_GET(js, s, t, "type")) == -1)
+	env_members(js, s, t, names, f, 2);
+	if (f[0] == -1)
 		return env_fail(err, "content.type", "content.type is required "
 		    "(text, code, json, tool_result or error)");
-	if (env_want(js, x, JT_STRING, err, "content.type") != 0)
+	if (env_want(js, f[0], JT_STRING, err, "content.type") != 0)
 		return -1;
-	if ((env->ctype = env_enum(js, s, x, ctype_names)) < 0)
+	if ((env->ctype = env_enum(js, s, f[0], ctype_names)) < 0)
 		return env_fail(err, "content.type", "content.type must be one "
 		    "of text, code, json, tool_result, error");
-	if (env_opt_string(js, s, t, "text", err, "content", -1) != 0)
+	if (f[1] != -1 && env_want_string(js, f[1], err, "content", -1,
+	    "text") != 0)
 		return -1;
 	return 0;
 }
@@ -384,26 +423,28 @@ static int
 env_confidence(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
+	static const char *const names[] = { "score", "rationale", "risks" };
 	double	score;
-	int	x;
+	int	f[3];
 
 	if (env_want(js, t, JT_OBJECT, err, "confidence") != 0)
 		return -1;
-	if ((x = JSCAN_GET(js, s, t, "score")) == -1)
+	env_members(js, s, t, names, f, 3);
+	if (f[0] == -1)
 		return env_fail(err, "confidence.score", "confidence.score is "
 		    "required when confidence is given");
-	if (env_want(js, x, JT_NUMBER, err, "confidence.score") != 0)
+	if (env_want(js, f[0], JT_NUMBER, err, "confidence.score") != 0)
 		return -1;
-	score = jscan_number(js, s, x);
+	score = jscan_number(js, s, f[0]);
 	if (!(score >= 0.0 && score <= 1.0))
 		return env_fail(err, "confidence.score", "confidence.score must "
 		    "be between 0 and 1");
 	env->has_score = 1;
 	env->score = score;
-	if (env_opt_string(js, s, t, "rationale", err, "confidence", -1) != 0)
+	if (f[1] != -1 && env_want_string(js, f[1], err, "confidence", -1,
+	    "rationale") != 0)
 		return -1;
-	if ((x = JSCAN_GET(js, s, t, "risks")) != -1 &&
-	    env_strings(js, x, err, "confidence.risks") != 0)
+	if (f[2] != -1 && env_strings(js, f[2], err, "confidence.risks") != 0)
 		return -1;
 	return 0;
 }
@@ -413,14 +454,18 @@ static int
 env_trace(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
+	static const char *const names[] = { "id", "parents", "tags", "cost" };
+	static const char *const fields[] = { "input_tokens", "output_tokens",
+	    "usd" };
 	size_t	len;
-	int	x, c;
+	int	x, c, f[4], cf[3], i;
 	char	p[64];
 
 	if (env_want(js, t, JT_OBJECT, err, "trace") != 0)
 		return -1;
 	env->trace = t;
-	if ((x = JSCAN_GET(js, s, t, "id")) != -1) {
+	env_members(js, s, t, names, f, 4);
+	if ((x = f[0]) != -1) {
 		if (env_want(js, x, JT_STRING, err, "trace.id") != 0)
 			return -1;
 		(void)jscan_text(js, s, x, &len);
@@ -429,21 +474,19 @@ env_trace(struct jscan *js, const char *s, int t, struct env *env,
 			    "%d bytes long", CORRAL_ID_MAX - 1);
 		env->trace_id = x;
 	}
-	if ((x = JSCAN_GET(js, s, t, "parents")) != -1) {
+	if ((x = f[1]) != -1) {
 		if (env_strings(js, x, err, "trace.parents") != 0)
 			return -1;
 		env->parents = x;
 	}
-	if ((x = JSCAN_GET(js, s, t, "tags")) != -1 &&
-	    env_strings(js, x, err, "trace.tags") != 0)
+	if ((x = f[2]) != -1 && env_strings(js, x, err, "trace.tags") != 0)
 		return -1;
-	if ((x = JSCAN_GET(js, s, t, "cost")) != -1) {
+	if ((x = f[3]) != -1) {
 		if (env_want(js, x, JT_OBJECT, err, "trace.cost") != 0)
 			return -1;
-		static const char *const fields[] = { "input_tokens",
-		    "output_tokens", "usd", NULL };
-		for (int i = 0; fields[i] != NULL; i++) {
-			if ((c = jscan_get(js, s, x, fields[i])) == -1)
+		env_members(js, s, x, fields, cf, 3);
+		for (i = 0; i < 3; i++) {
+			if ((c = cf[i]) == -1)
 				continue;
 			if (js->tok[c].type != JT_NUMBER ||
 			    jscan_number(js, s, c) < 0) {

@@ -30,7 +30,7 @@ static void
 supervisor_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	chan_flush_all();
-	auditlog_flush();
+	auditlog_tick();
 	agent_reap_dead();
 	if (cr->shutting_down == 2 && cr->nagents == 0 &&
 	    !supervisor_any_alive())
@@ -121,6 +121,31 @@ supervisor_shutdown(int sig)
 }
 
 /*
+ * shutdown: parallel: begin every agent's stop sequence at once, the
+ * most recently started first; each parent still waits for its children.
+ */
+static void
+supervisor_stop_all(void)
+{
+	struct agent	*a, *prev;
+
+	for (a = TAILQ_LAST(&cr->agents, agents); a != NULL; a = prev) {
+		prev = TAILQ_PREV(a, agents, entry);
+		if (a->state == AS_STOPPED && a->life_step == 4) {
+			ev_timer_stop(cr->loop, &a->life_w);
+			a->life_step = 0;
+			a->flags |= AGENT_NORESTART;
+		}
+		if (lifecycle_alive(a) && a->state != AS_STOPPING)
+			lifecycle_stop(a, "shutdown");
+	}
+	if (!supervisor_any_alive()) {
+		cr->shutting_down = 2;
+		ev_break(cr->loop, EVBREAK_ALL);
+	}
+}
+
+/*
  * Stop the next agent: the most recently started one with a process,
  * descendants before their ancestors.
  */
@@ -128,6 +153,11 @@ static void
 supervisor_stop_next(void)
 {
 	struct agent	*a, *pick = NULL;
+
+	if (cr->wf->shutdown_parallel) {
+		supervisor_stop_all();
+		return;
+	}
 
 	TAILQ_FOREACH(a, &cr->agents, entry) {
 		if (a->state == AS_FAILED)
@@ -163,6 +193,13 @@ supervisor_agent_stopped(struct agent *a)
 	subagent_stopped(a);
 	if (!cr->shutting_down)
 		return;
+	if (cr->wf->shutdown_parallel) {
+		if (!supervisor_any_alive()) {
+			cr->shutting_down = 2;
+			ev_break(cr->loop, EVBREAK_ALL);
+		}
+		return;
+	}
 	if (cr->stopping == NULL || cr->stopping == a ||
 	    !lifecycle_alive(cr->stopping))
 		supervisor_stop_next();
