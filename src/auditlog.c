@@ -6,10 +6,11 @@
  *
  * Lines are built by hand, not with jansson: the log is on the message
  * path.  They are queued in one buffer while a writer thread writes the
- * other: the loop never waits for the disk unless the writer falls a
- * whole buffer behind (then it waits: the log is never cut short).  A
- * line waits at most AUDIT_LINGER before it is handed over, and
- * everything is written at exit.
+ * other.  Each loop iteration hands the queue over if the writer is idle,
+ * so a calm corral's log is current at once; under load lines gather
+ * while the writer is busy, and one write takes them all.  The loop waits
+ * for the writer only when 1 MiB has piled up (the log is never cut
+ * short), and everything is written at exit.
  */
 
 #include <errno.h>
@@ -23,15 +24,16 @@
 
 #include "corral.h"
 
-#define AUDIT_FLUSH	(1024 * 1024)	/* written at once beyond this */
-#define AUDIT_BATCH	(256 * 1024)	/* written before the loop blocks */
-#define AUDIT_LINGER	0.1		/* the longest a line waits */
+#define AUDIT_FLUSH	(1024 * 1024)	/* the loop waits beyond this */
+#define AUDIT_BATCH	(256 * 1024)	/* handed over at once beyond this */
+#define AUDIT_LINGER	0.001		/* the longest a line waits */
 
 static int			audit_fd = -1;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
 static double			audit_t0;
 static ev_timer			audit_timer;
+static double			audit_last;	/* the last handover */
 
 /* The writer thread and the buffer it owns while it writes. */
 static pthread_t		audit_thread;
@@ -121,23 +123,28 @@ auditlog_thread(void *arg)
 }
 
 /*
- * Hand what is queued to the writer thread: swap buffers once it is free
- * (waiting for it only if it still writes the previous batch).
+ * Hand what is queued to the writer thread.  With wait, wait for it to
+ * finish its previous batch; without, give up when it is busy.  Returns
+ * nonzero when the queue was handed over.
  */
-static void
-auditlog_handover(void)
+static int
+auditlog_handover(int wait)
 {
 	struct ndjson_writer	tmp;
 
 	if (audit_w.tail == audit_w.head)
-		return;
+		return 1;
 	if (!audit_threaded) {
 		auditlog_write(audit_w.buf + audit_w.head,
 		    audit_w.tail - audit_w.head);
 		audit_w.head = audit_w.tail = 0;
-		return;
+		return 1;
 	}
 	pthread_mutex_lock(&audit_mu);
+	if (audit_busy && !wait) {
+		pthread_mutex_unlock(&audit_mu);
+		return 0;
+	}
 	while (audit_busy)
 		pthread_cond_wait(&audit_cv, &audit_mu);
 	tmp = audit_out;
@@ -145,34 +152,37 @@ auditlog_handover(void)
 	audit_w = tmp;
 	audit_w.head = audit_w.tail = 0;
 	audit_busy = 1;
+	audit_last = util_mono();
 	pthread_cond_broadcast(&audit_cv);
 	pthread_mutex_unlock(&audit_mu);
+	return 1;
 }
 
 /*
- * Before the loop blocks: hand the queue over when a batch is full, else
- * make sure it is handed over within AUDIT_LINGER.
+ * Before the loop blocks: hand the queue over if the writer is free and a
+ * batch is full or AUDIT_LINGER has passed since the last handover; else
+ * look again after AUDIT_LINGER.  A calm corral's log is behind by at
+ * most that; under load, one handover takes many iterations' lines.
  */
 void
 auditlog_tick(void)
 {
 	if (audit_fd == -1 || audit_w.tail == audit_w.head)
 		return;
-	if (audit_w.tail - audit_w.head >= AUDIT_BATCH) {
-		auditlog_handover();
+	if ((audit_w.tail - audit_w.head >= AUDIT_BATCH ||
+	    util_mono() - audit_last >= AUDIT_LINGER) && auditlog_handover(0))
 		return;
-	}
 	if (cr != NULL && !ev_is_active(&audit_timer)) {
 		ev_timer_init(&audit_timer, auditlog_timer_cb, AUDIT_LINGER, 0);
 		ev_timer_start(cr->loop, &audit_timer);
 	}
 }
 
-/* The linger time is over: hand over what is queued. */
+/* The writer may be free now: try again. */
 static void
 auditlog_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	auditlog_handover();
+	auditlog_tick();
 }
 
 /* Write everything queued, and wait until it is written. */
@@ -181,7 +191,7 @@ auditlog_flush(void)
 {
 	if (audit_fd == -1)
 		return;
-	auditlog_handover();
+	(void)auditlog_handover(1);
 	if (!audit_threaded)
 		return;
 	pthread_mutex_lock(&audit_mu);
@@ -303,7 +313,7 @@ auditlog_end(void)
 {
 	ndjson_writer_add(&audit_w, "}\n", 2);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
-		auditlog_handover();
+		(void)auditlog_handover(1);
 }
 
 /*
