@@ -252,12 +252,7 @@ audit_plain(char *p, const char *s)
 static int
 audit_safe(const char *s, size_t n)
 {
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\')
-			return 0;
-	return 1;
+	return util_json_plain(s, n) == n;
 }
 
 /*

@@ -774,6 +774,7 @@ void	 util_raise_nofile(void);
 void	 util_json_string(struct ndjson_writer *, const char *, size_t);
 json_t	*util_json_text(const char *, size_t);
 size_t	 util_u64(char *, uint64_t);
+size_t	 util_json_plain(const char *, size_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 

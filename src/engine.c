@@ -47,8 +47,15 @@ engine_init(void)
 const char *
 engine_new_id(char *buf, size_t len)
 {
-	snprintf(buf, len, "%s-%llu", cr != NULL ? cr->run_id : "corral",
-	    (unsigned long long)(cr != NULL ? ++cr->id_seq : 0));
+	char	num[24];
+	size_t	n;
+
+	/* Formatted by hand: one for every reflection and next action. */
+	n = strlcpy(buf, cr != NULL ? cr->run_id : "corral", len);
+	num[0] = '-';
+	num[util_u64(num + 1, cr != NULL ? ++cr->id_seq : 0) + 1] = '\0';
+	if (n < len)
+		strlcpy(buf + n, num, len - n);
 	return buf;
 }
 

@@ -411,14 +411,18 @@ jscan_check_keys(struct jscan *js, const char *s, uint32_t first)
 {
 	uint32_t	 nkeys = js->nkeys - first, i, j, mask, h, slot;
 	struct jscan_key	*k = js->keys + first;
+	uint8_t		 esc;
 
 	if (nkeys < 2)
 		return 0;
 	if (nkeys <= 12) {
+		for (i = 0, esc = 0; i < nkeys; i++)
+			esc |= k[i].esc;
 		for (i = 1; i < nkeys; i++) {
 			for (j = 0; j < i; j++) {
-				if (k[i].tag != k[j].tag && !k[i].esc &&
-				    !k[j].esc)
+				/* Plain keys: equal tags first, then bytes. */
+				if (k[i].tag != k[j].tag && (!esc ||
+				    (!k[i].esc && !k[j].esc)))
 					continue;
 				if (jscan_key_equal(js, s, &k[i], &k[j]))
 					return jscan_fail(js, k[i].off,

@@ -281,16 +281,82 @@ util_raise_nofile(void)
 size_t
 util_u64(char *p, uint64_t v)
 {
-	char	tmp[24];
-	size_t	n = 0, i;
+	static const char	pairs[] =
+	    "00010203040506070809101112131415161718192021222324252627282930"
+	    "31323334353637383940414243444546474849505152535455565758596061"
+	    "62636465666768697071727374757677787980818283848586878889909192"
+	    "93949596979899";
+	char			tmp[24], *e = tmp + sizeof tmp, *q = e;
+	size_t			n, i;
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
+	/* Two digits per division: sequence numbers go on every record. */
+	while (v >= 100) {
+		q -= 2;
+		memcpy(q, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		q -= 2;
+		memcpy(q, pairs + 2 * v, 2);
+	} else
+		*--q = (char)('0' + v);
+	n = (size_t)(e - q);
 	for (i = 0; i < n; i++)
-		p[i] = tmp[n - 1 - i];
+		p[i] = q[i];
 	return n;
+}
+
+/* Bytes that need an escape inside a JSON string. */
+static const unsigned char util_json_escape[256] = {
+	[0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1,
+	[0x05] = 1, [0x06] = 1, [0x07] = 1, [0x08] = 1, [0x09] = 1,
+	[0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1, [0x0e] = 1,
+	[0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1,
+	[0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1,
+	[0x19] = 1, [0x1a] = 1, [0x1b] = 1, [0x1c] = 1, [0x1d] = 1,
+	[0x1e] = 1, [0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+/* Return nonzero if one of the eight bytes in x needs an escape. */
+static inline int
+util_json_special8(uint64_t x)
+{
+	const uint64_t	ones = 0x0101010101010101ULL;
+	uint64_t	q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+	/* Below 0x20, or equal to '"' or '\\': the byte's top bit is set. */
+	return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) |
+	    ((b - ones) & ~b)) & 0x8080808080808080ULL) != 0;
+}
+
+/*
+ * Return how many bytes at the start of s need no escape inside a JSON
+ * string.  Eight bytes at a time: every audit record and every string
+ * corral writes passes through here.
+ */
+size_t
+util_json_plain(const char *s, size_t n)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	uint64_t		 x;
+	size_t			 i = 0;
+
+	if (n >= 8) {
+		for (; i + 8 <= n; i += 8) {
+			memcpy(&x, p + i, 8);
+			if (util_json_special8(x))
+				goto bytes;
+		}
+		/* The last eight bytes, overlapping those already seen. */
+		memcpy(&x, p + n - 8, 8);
+		if (!util_json_special8(x))
+			return n;
+	}
+bytes:
+	for (; i < n; i++)
+		if (util_json_escape[p[i]])
+			break;
+	return i;
 }
 
 /* Append s as a JSON string literal (quotes and escapes) to a writer. */
@@ -303,10 +369,7 @@ util_json_string(struct ndjson_writer *w, const char *s, size_t n)
 	size_t			 i, run = 0;
 
 	/* Most strings need no escape: one copy. */
-	for (i = 0; i < n; i++)
-		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
-			break;
-	if (i == n) {
+	if ((i = util_json_plain(s, n)) == n) {
 		ndjson_writer_add(w, "\"", 1);
 		ndjson_writer_add(w, s, n);
 		ndjson_writer_add(w, "\"", 1);

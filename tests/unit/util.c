@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -318,6 +319,76 @@ test_json_string_exact_output(void **state)
 	ndjson_writer_free(&w);
 }
 
+/* util_u64 writes the same digits as printf for every width. */
+static void
+test_u64_digits(void **state)
+{
+	char		 got[32], want[32];
+	uint64_t	 v, p10 = 1;
+	size_t		 n;
+	int		 k, d;
+
+	(void)state;
+	for (k = 0; k < 20; k++) {
+		for (d = -1; d <= 1; d++) {
+			v = p10 + (uint64_t)d;
+			if (k == 0 && d == -1)
+				v = 0;
+			n = util_u64(got, v);
+			got[n] = '\0';
+			snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+			assert_string_equal(got, want);
+		}
+		if (k < 19)
+			p10 *= 10;
+	}
+	n = util_u64(got, UINT64_MAX);
+	got[n] = '\0';
+	assert_string_equal(got, "18446744073709551615");
+	for (v = 0; v < 100000; v += 7) {
+		n = util_u64(got, v);
+		got[n] = '\0';
+		snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+		assert_string_equal(got, want);
+	}
+}
+
+/*
+ * util_json_plain finds the first byte that needs an escape wherever it
+ * sits: the eight-byte steps must not miss one or stop early.
+ */
+static void
+test_json_plain_every_byte(void **state)
+{
+	char	buf[24];
+	size_t	pos, len;
+	int	c, needs;
+
+	(void)state;
+	for (len = 0; len <= sizeof buf; len++) {
+		memset(buf, 'a', sizeof buf);
+		assert_int_equal(util_json_plain(buf, len), len);
+	}
+	for (c = 0; c < 256; c++) {
+		needs = (c < 0x20 || c == '"' || c == '\\');
+		for (pos = 0; pos < sizeof buf; pos++) {
+			/* Bytes around it that come close to the special ones. */
+			memset(buf, 0x20, sizeof buf);
+			buf[sizeof buf - 1] = (char)0xff;
+			buf[pos] = (char)c;
+			if (pos == sizeof buf - 1 && !needs) {
+				assert_int_equal(util_json_plain(buf,
+				    sizeof buf), sizeof buf);
+				continue;
+			}
+			assert_int_equal(util_json_plain(buf, sizeof buf),
+			    needs ? pos : sizeof buf);
+			/* A shorter length stops before it. */
+			assert_int_equal(util_json_plain(buf, pos), pos);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -333,6 +404,8 @@ main(void)
 		cmocka_unit_test(test_rfc3339_now),
 		cmocka_unit_test(test_json_string_escaping),
 		cmocka_unit_test(test_json_string_exact_output),
+		cmocka_unit_test(test_json_plain_every_byte),
+		cmocka_unit_test(test_u64_digits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
