@@ -1277,7 +1277,6 @@ config_new(const char *path)
 	wf->start = xstrdup("plan");
 	wf->refl_below = 0.5;
 	wf->refl_max_rounds = 1;
-	wf->shutdown_parallel = 1;	/* a hung agent must not hold up the rest */
 	wf->refl_missing = MISSING_ACCEPT;
 	wf->max_steps = 1000;
 	wf->max_depth = 32;

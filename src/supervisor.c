@@ -2,9 +2,8 @@
  * The supervisor: the event loop, signals, starting the workflow's agents
  * and shutting everything down.
  *
- * Shutdown (end of work, SIGINT, SIGTERM) stops every agent at once, each
- * parent after its children (shutdown: parallel, the default), or one at a
- * time in reverse start order (sequential): each gets EOF on its
+ * Shutdown (end of work, SIGINT, SIGTERM) stops agents one at a time in
+ * reverse start order, children before their parents: each gets EOF on its
  * stdin, SIGTERM and SIGCONT to its process group after its grace period,
  * SIGKILL after its stop timeout.  A second SIGINT (or SIGTERM) kills every
  * process group at once.  The loop ends when no agent has a process left.
@@ -105,8 +104,8 @@ supervisor_exit_status(void)
 }
 
 /*
- * Begin the shutdown: no new work, queued work fails, agents stop all at
- * once or one by one, as the workflow's shutdown: says.
+ * Begin the shutdown: no new work, queued work fails, agents stop one by
+ * one in reverse start order.
  */
 void
 supervisor_shutdown(int sig)

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The default shutdown (parallel) begins every agent's stop at once, but a
-# parent still stops only after its sub-agents:
+# shutdown: parallel begins every agent's stop at once, but a parent still
+# stops only after its sub-agents:
 #
 #   a, b     two plain agents, no children
 #   root     spawns node-1 (keep), which spawns node-2 (it hangs), and
@@ -24,6 +24,7 @@ agents:
     autostart: false
 routes:
   "*": root
+shutdown: parallel
 YAML
 cat >"$T/root.json" <<'JSON'
 {"steps": [
