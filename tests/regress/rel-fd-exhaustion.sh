@@ -72,7 +72,8 @@ failed=$(grep -F ': spawn failed: ' "$ERR" | head -n 1)
 printf '%s\n' "$failed" | grep -q '^corral: agent echo\.[2-6]: spawn failed: .*: Too many open files$' ||
     fail "expected 'agent echo.N: spawn failed: ...: Too many open files', saw: $failed"
 note "first failure: $failed"
-grep -F '"ev":"spawn_failed"' "$AUD" | grep -q 'Too many open files' ||
+# The audit log's writer thread may write it a little after stderr.
+wait_for 'grep -F "\"ev\":\"spawn_failed\"" "$AUD" | grep -q "Too many open files"' 5 ||
     fail "no audit spawn_failed event naming 'Too many open files'"
 
 # Still serving, with the agent it has.
