@@ -62,6 +62,8 @@
 
 #include "relcat.h"
 
+#include "tool.h"
+
 extern char **environ;
 
 struct chunk {
@@ -104,28 +106,6 @@ usage(void)
 	    "[--script FILE] [--deaf] [--read-rate BYTES] [--linger] "
 	    "[--no-pings]\n");
 	exit(64);
-}
-
-static double
-mono(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long
-host_pid(void)
-{
-	char	buf[32];
-	ssize_t	n;
-
-	n = readlink("/proc/self", buf, sizeof buf - 1);
-	if (n <= 0)
-		return (long)getpid();
-	buf[n] = '\0';
-	return strtol(buf, NULL, 10);
 }
 
 /*
@@ -408,7 +388,7 @@ add_timer(double after, const char *id)
 {
 	if (ntimers == sizeof timers / sizeof timers[0])
 		return;
-	timers[ntimers].due = mono() + after;
+	timers[ntimers].due = tool_mono() + after;
 	snprintf(timers[ntimers].id, sizeof timers[ntimers].id, "%s", id);
 	ntimers++;
 }
@@ -417,23 +397,11 @@ add_timer(double after, const char *id)
 static void
 control(const char *line)
 {
-	const char	*p;
-	char		 id[64], out[160];
-	size_t		 i;
-	int		 n;
+	char	out[160];
+	int	n;
 
-	if (no_pings || strstr(line, "\"method\":\"ping\"") == NULL)
-		return;
-	if ((p = strstr(line, "\"id\":")) == NULL)
-		return;
-	p += 5;
-	for (i = 0; p[i] != '\0' && p[i] != ',' && p[i] != '}' &&
-	    i + 1 < sizeof id; i++)
-		id[i] = p[i];
-	id[i] = '\0';
-	n = snprintf(out, sizeof out, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
-	    "\"result\":{}}\n", id);
-	queue_bytes(out, (size_t)n);
+	if (!no_pings && (n = tool_ping_response(line, out, sizeof out)) > 0)
+		queue_bytes(out, (size_t)n);
 }
 
 /* Handle one request according to its task. */
@@ -568,7 +536,7 @@ read_some(void)
 		/* At most 16 KiB a read, no faster than read_rate on average. */
 		double	due = read_start + read_total / read_rate, d;
 
-		if ((d = due - mono()) > 0) {
+		if ((d = due - tool_mono()) > 0) {
 			struct timespec ts = { (time_t)d,
 			    (long)((d - (double)(time_t)d) * 1e9) };
 			nanosleep(&ts, NULL);
@@ -627,8 +595,8 @@ main(int argc, char **argv)
 	}
 	if ((e = getenv("CORRAL_AGENT_ID")) != NULL)
 		aid = e;
-	hostpid = host_pid();
-	read_start = mono();
+	hostpid = tool_host_pid();
+	read_start = tool_mono();
 	if (dump_dir != NULL)
 		dump();
 	atexit(record_flush);
@@ -637,7 +605,7 @@ main(int argc, char **argv)
 	(void)fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
 
 	for (;;) {
-		now = mono();
+		now = tool_mono();
 		for (i = 0; i < ntimers;) {
 			if (timers[i].due <= now) {
 				reply(timers[i].id);

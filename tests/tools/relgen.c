@@ -33,6 +33,8 @@
 
 #include "relcat.h"
 
+#include "tool.h"
+
 static void
 usage(void)
 {
@@ -64,19 +66,10 @@ out(const void *buf, size_t len)
 	}
 }
 
-static double
-mono(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 sleep_until(double t)
 {
-	double		d = t - mono();
+	double		d = t - tool_mono();
 	struct timespec	ts;
 
 	if (d <= 0)
@@ -131,7 +124,7 @@ gen_env(int argc, char **argv)
 			return 1;
 		memset(pad, 'x', padlen);
 	}
-	t0 = mono();
+	t0 = tool_mono();
 	for (k = start; k < start + n; k++) {
 		const char *tk = every > 0 && k % every == 0 ? every_task : task;
 

@@ -59,9 +59,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tool.h"
+
+/* The handshake frame of --handshake. */
+#define CONNECT	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"map/connect\"," \
+		"\"params\":{\"name\":\"testagent\"}}\n"
+
 extern char **environ;
 
 static const char	*record_path;
+#define record(...)	tool_record(record_path, __VA_ARGS__)
 static const char	*pidfile;
 static const char	*grandchild_path;
 static const char	*fds_path;
@@ -102,75 +109,6 @@ usage(void)
 	exit(64);
 }
 
-/* The host pid: /proc is the host's even inside corral's pid namespace. */
-static long
-host_pid(void)
-{
-	char	buf[32];
-	ssize_t	n;
-
-	n = readlink("/proc/self", buf, sizeof buf - 1);
-	if (n <= 0)
-		return (long)getpid();
-	buf[n] = '\0';
-	return strtol(buf, NULL, 10);
-}
-
-static double
-mono(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Write all of buf to fd, blocking. */
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Append one line to the record file with a single write. */
-static void __attribute__((format(printf, 1, 2)))
-record(const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*s = NULL, *t;
-	int	 n, fd;
-
-	if (record_path == NULL)
-		return;
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	fd = open(record_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd != -1) {
-		if ((t = realloc(s, (size_t)n + 2)) != NULL) {
-			s = t;
-			s[n] = '\n';
-			(void)write_all(fd, s, (size_t)n + 1);
-		}
-		close(fd);
-	}
-	free(s);
-}
-
 /* Write "PID\n" to path atomically (through a temporary and rename). */
 static void
 write_pidfile(const char *path, long pid)
@@ -182,7 +120,7 @@ write_pidfile(const char *path, long pid)
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
 		return;
 	n = snprintf(buf, sizeof buf, "%ld\n", pid);
-	(void)write_all(fd, buf, (size_t)n);
+	(void)tool_write_all(fd, buf, (size_t)n);
 	close(fd);
 	(void)rename(tmp, path);
 }
@@ -202,15 +140,6 @@ count_starts(void)
 			n++;
 	fclose(f);
 	return n;
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
 }
 
 /* List our open descriptors ("fd N -> target") into path. */
@@ -282,9 +211,9 @@ spawn_grandchild(void)
 			if (fd > 2)
 				close(fd);
 		}
-		write_pidfile(grandchild_path, host_pid());
+		write_pidfile(grandchild_path, tool_host_pid());
 		if (grandchild_life > 0) {
-			msleep(grandchild_life);
+			tool_msleep(grandchild_life);
 			_exit(0);
 		}
 		for (;;)
@@ -357,7 +286,7 @@ reply(const char *line)
 			snprintf(text, sizeof text, "testagent-flood %05ld ", i);
 			memcpy(l, text, strlen(text) < ll ? strlen(text) : ll);
 			l[ll - 1] = '\n';
-			if (write_all(2, l, ll) == -1)
+			if (tool_write_all(2, l, ll) == -1)
 				break;
 			n += (long)ll;
 		}
@@ -371,7 +300,7 @@ reply(const char *line)
 		memcpy(l, "testagent-long ", stderr_line > 15 ? 15 :
 		    (size_t)stderr_line);
 		l[stderr_line] = '\n';
-		(void)write_all(2, l, (size_t)stderr_line + 1);
+		(void)tool_write_all(2, l, (size_t)stderr_line + 1);
 		free(l);
 	}
 	snprintf(text, sizeof text, "%s", reply_text != NULL ? reply_text :
@@ -409,34 +338,22 @@ reply(const char *line)
 	else
 		n = snprintf(buf + len, cap - len, "}\n");
 	len += (size_t)n;
-	if (write_all(1, buf, len) == -1)
+	if (tool_write_all(1, buf, len) == -1)
 		exit(0);
 	free(buf);
 }
 
-/* Answer a JSON-RPC frame: pings only. */
+/* Answer a JSON-RPC frame: pings only, unless paused or told not to. */
 static void
 control(const char *line)
 {
-	const char	*p;
-	char		 id[64], out[160];
-	size_t		 i;
-	int		 n;
+	char	out[160];
+	int	n;
 
-	if (strstr(line, "\"method\":\"ping\"") == NULL)
-		return;
 	if (no_pings || (pause_path != NULL && access(pause_path, F_OK) == 0))
 		return;
-	if ((p = strstr(line, "\"id\":")) == NULL)
-		return;
-	p += 5;
-	for (i = 0; p[i] != '\0' && p[i] != ',' && p[i] != '}' &&
-	    i + 1 < sizeof id; i++)
-		id[i] = p[i];
-	id[i] = '\0';
-	n = snprintf(out, sizeof out, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
-	    "\"result\":{}}\n", id);
-	if (write_all(1, out, (size_t)n) == -1)
+	if ((n = tool_ping_response(line, out, sizeof out)) > 0 &&
+	    tool_write_all(1, out, (size_t)n) == -1)
 		exit(0);
 }
 
@@ -559,8 +476,8 @@ main(int argc, char **argv)
 	/* Before anything else can open a descriptor. */
 	if (fds_path != NULL)
 		list_fds(fds_path);
-	hp = host_pid();
-	record("start %ld %.6f", hp, mono());
+	hp = tool_host_pid();
+	record("start %ld %.6f", hp, tool_mono());
 	if (pidfile != NULL)
 		write_pidfile(pidfile, hp);
 	if (env_path != NULL)
@@ -579,8 +496,8 @@ main(int argc, char **argv)
 	connected = handshake_ms < 0;
 	if (handshake_ms >= 0) {
 		/* Anything corral sends before our map/connect is early. */
-		until = mono() + (double)handshake_ms / 1000;
-		while ((left = (int)((until - mono()) * 1000)) > 0) {
+		until = tool_mono() + (double)handshake_ms / 1000;
+		while ((left = (int)((until - tool_mono()) * 1000)) > 0) {
 			pfd.fd = 0;
 			pfd.events = POLLIN;
 			if (poll(&pfd, 1, left) == 1 && !read_some())
@@ -589,21 +506,17 @@ main(int argc, char **argv)
 		record("early %ld", early);
 		connected = 1;
 		record("connect");
-		if (write_all(1, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
-		    "\"map/connect\",\"params\":{\"name\":\"testagent\"}}\n",
-		    strlen("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
-		    "\"map/connect\",\"params\":{\"name\":\"testagent\"}}\n"))
-		    == -1)
+		if (tool_write_all(1, CONNECT, sizeof CONNECT - 1) == -1)
 			exit(0);
 	}
 
-	until = die_after >= 0 ? mono() + (double)die_after / 1000 : 0;
+	until = die_after >= 0 ? tool_mono() + (double)die_after / 1000 : 0;
 	for (;;) {
 		pfd.fd = 0;
 		pfd.events = POLLIN;
 		left = -1;
 		if (die_after >= 0) {
-			left = (int)((until - mono()) * 1000);
+			left = (int)((until - tool_mono()) * 1000);
 			if (left <= 0) {
 				record("die");
 				exit(1);

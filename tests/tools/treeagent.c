@@ -90,9 +90,12 @@
 
 #include <jansson.h>
 
+#include "tool.h"
+
 #define MAXQ	4096
 
 static const char	*record_path;
+#define record(...)	tool_record(record_path, __VA_ARGS__)
 static const char	*plan_path;
 static const char	*boot_path;
 static const char	*self_id = "?";
@@ -113,76 +116,6 @@ static json_t		*responses;
 static long		 next_call = 1;
 static long		 seq;
 
-static long
-host_pid(void)
-{
-	char	buf[32];
-	ssize_t	n;
-
-	n = readlink("/proc/self", buf, sizeof buf - 1);
-	if (n <= 0)
-		return (long)getpid();
-	buf[n] = '\0';
-	return strtol(buf, NULL, 10);
-}
-
-static double
-mono(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Append one line to the record file with a single write. */
-static void __attribute__((format(printf, 1, 2)))
-record(const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*s, *p;
-	int	 fd, n;
-
-	if (record_path == NULL)
-		return;
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	for (p = s; *p != '\0'; p++)
-		if (*p == '\n')
-			*p = ' ';
-	s = realloc(s, (size_t)n + 2);
-	if (s == NULL)
-		return;
-	s[n] = '\n';
-	if ((fd = open(record_path, O_WRONLY | O_APPEND | O_CREAT, 0600)) !=
-	    -1) {
-		(void)write_all(fd, s, (size_t)n + 1);
-		close(fd);
-	}
-	free(s);
-}
-
 /* Write one JSON value as a line on stdout, and steal it. */
 static void
 emit(json_t *j)
@@ -199,7 +132,7 @@ emit(json_t *j)
 	if (s == NULL)
 		exit(70);
 	s[len] = '\n';
-	if (write_all(1, s, len + 1) == -1)
+	if (tool_write_all(1, s, len + 1) == -1)
 		_exit(0);	/* corral closed our stdout: we are done */
 	free(s);
 }
@@ -321,9 +254,9 @@ pump(int ms)
 static void
 pump_for(double ms)
 {
-	double	end = mono() + ms / 1000.0, left;
+	double	end = tool_mono() + ms / 1000.0, left;
 
-	while ((left = end - mono()) > 0)
+	while ((left = end - tool_mono()) > 0)
 		pump((int)(left * 1000) + 1);
 }
 
@@ -351,9 +284,9 @@ lookup(const char *name)
 {
 	char	 line[1024], id[256], nm[256];
 	FILE	*f;
-	double	 end = mono() + 10;
+	double	 end = tool_mono() + 10;
 
-	while (mono() < end) {
+	while (tool_mono() < end) {
 		if (record_path != NULL && (f = fopen(record_path, "r")) !=
 		    NULL) {
 			while (fgets(line, sizeof line, f) != NULL)
@@ -432,31 +365,65 @@ set_cost(json_t *env, double tokens, double usd)
 	    "output_tokens", 0.0, "usd", usd));
 }
 
+/*
+ * Fork, with stdio on /dev/null in the child.  The child closes sync[1]
+ * once it has written its record line, and the parent waits for that in
+ * fork_wait: a kill right after the plan step must not lose the line.
+ */
+static pid_t
+fork_quiet(int *sync)
+{
+	pid_t	pid;
+	int	fd;
+
+	if (pipe(sync) == -1)
+		return -1;
+	if ((pid = fork()) != 0) {
+		close(sync[1]);
+		return pid;
+	}
+	close(sync[0]);
+	if ((fd = open("/dev/null", O_RDWR)) != -1) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	return 0;
+}
+
+/* The parent's half of fork_quiet: wait until every child recorded. */
+static void
+fork_wait(int *sync)
+{
+	char	c;
+
+	while (read(sync[0], &c, 1) == -1 && errno == EINTR)
+		;
+	close(sync[0]);
+}
+
 /* Start a detached grandchild in its own session. */
 static void
 grandchild(void)
 {
 	pid_t	pid, gc;
-	int	fd, st;
+	int	sync[2], st;
 
-	if ((pid = fork()) == -1)
+	if ((pid = fork_quiet(sync)) == -1)
 		return;
 	if (pid == 0) {
 		if (setsid() == -1)
 			_exit(1);
 		if ((gc = fork()) != 0)
 			_exit(gc == -1);
-		if ((fd = open("/dev/null", O_RDWR)) != -1) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-			if (fd > 2)
-				close(fd);
-		}
-		record("grandchild %s %ld", self_id, host_pid());
+		record("grandchild %s %ld", self_id, tool_host_pid());
+		close(sync[1]);
 		for (;;)
 			pause();
 	}
+	fork_wait(sync);
 	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
 		;
 }
@@ -465,21 +432,18 @@ grandchild(void)
 static void
 worker(void)
 {
+	int	sync[2];
 	pid_t	pid;
-	int	fd;
 
-	if ((pid = fork()) != 0)
+	if ((pid = fork_quiet(sync)) == -1)
 		return;
-	if ((fd = open("/dev/null", O_RDWR)) != -1) {
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (fd > 2)
-			close(fd);
+	if (pid == 0) {
+		record("worker %s %ld", self_id, tool_host_pid());
+		close(sync[1]);
+		for (;;)
+			pause();
 	}
-	record("worker %s %ld", self_id, host_pid());
-	for (;;)
-		pause();
+	fork_wait(sync);
 }
 
 /* The state of one plan run. */
@@ -521,11 +485,11 @@ do_spawn(struct run *r, json_t *s)
 				json_object_set(params, k, v);
 		/* call() steals a reference each time. */
 		res = call("map/agents/spawn", json_incref(params));
-		end = mono() + json_number_value(json_object_get(s,
+		end = tool_mono() + json_number_value(json_object_get(s,
 		    "retry_ms")) / 1000.0;
 		while ((err = json_object_get(res, "error")) != NULL &&
 		    json_integer_value(json_object_get(err, "code")) == 2003 &&
-		    mono() < end) {
+		    tool_mono() < end) {
 			json_decref(res);
 			pump_for(20);
 			res = call("map/agents/spawn", json_incref(params));
@@ -758,14 +722,14 @@ run_plan(json_t *req, json_t *plan)
 		else if ((v = json_object_get(s, "send")) != NULL)
 			do_send(&r, v);
 		else if (json_object_get(s, "await") != NULL) {
-			end = mono() + 60;
+			end = tool_mono() + 60;
 			while (run_results(&r) < json_array_size(r.kids) &&
-			    mono() < end)
+			    tool_mono() < end)
 				pump(100);
 		} else if ((v = json_object_get(s, "wait_msg")) != NULL) {
-			end = mono() + 60;
+			end = tool_mono() + 60;
 			while (json_array_size(messages) <
-			    (size_t)json_integer_value(v) && mono() < end)
+			    (size_t)json_integer_value(v) && tool_mono() < end)
 				pump(100);
 		} else if ((v = json_object_get(s, "progress")) != NULL) {
 			long k, n = json_is_integer(json_object_get(v,
@@ -787,8 +751,9 @@ run_plan(json_t *req, json_t *plan)
 				    v, "gap")) : 0);
 			}
 		} else if ((v = json_object_get(s, "wait_text")) != NULL) {
-			end = mono() + 60;
-			while (!have_text(json_string_value(v)) && mono() < end)
+			end = tool_mono() + 60;
+			while (!have_text(json_string_value(v)) &&
+			    tool_mono() < end)
 				pump(100);
 		} else if ((v = json_object_get(s, "wait_file")) != NULL) {
 			while (access(json_string_value(v), F_OK) != 0)
@@ -879,7 +844,7 @@ main(int argc, char **argv)
 	messages = json_array();
 	responses = json_object();
 	dflt = load_plan(plan_path);
-	record("start %s %s %ld", self_id, self_name, host_pid());
+	record("start %s %s %ld", self_id, self_name, tool_host_pid());
 	if (boot_path != NULL) {
 		plan = load_plan(boot_path);
 		run_plan(NULL, plan);

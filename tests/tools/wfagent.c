@@ -45,6 +45,8 @@
 
 #include <jansson.h>
 
+#include "tool.h"
+
 #define NEXT_MAX	16
 #define NSECT		12	/* general + 10 intents + spare */
 
@@ -71,6 +73,7 @@ struct rule {
 
 static struct rule	 rules[NSECT];	/* [0] general, [1 + i] intents[i] */
 static const char	*record_path;
+#define record(...)	tool_record(record_path, __VA_ARGS__)
 static long		 handshake_ms = -1;
 static int		 unsolicited;
 static const char	*agent_id = "?";
@@ -100,57 +103,6 @@ intent_index(const char *s)
 	return -1;
 }
 
-/* Write all of buf to fd. */
-static void
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			exit(0);	/* corral went away */
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
-/* Append one line to the record file with a single write. */
-static void __attribute__((format(printf, 1, 2)))
-record(const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*s = NULL;
-	int	 n, fd;
-
-	if (record_path == NULL)
-		return;
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((fd = open(record_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0600)) != -1) {
-		s[n] = '\n';	/* vasprintf left room for the NUL */
-		(void)write(fd, s, (size_t)n + 1);
-		close(fd);
-	}
-	free(s);
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 /* Write a JSON value as one line on stdout. */
 static void
 emit(json_t *j)
@@ -160,8 +112,8 @@ emit(json_t *j)
 	s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (s == NULL)
 		exit(70);
-	write_all(1, s, strlen(s));
-	write_all(1, "\n", 1);
+	tool_write_all(1, s, strlen(s));
+	tool_write_all(1, "\n", 1);
 	free(s);
 }
 
@@ -189,14 +141,14 @@ answer(json_t *req)
 	if (PICK(sect, hang, -1) > 0)
 		return;
 	if (PICK(sect, delay, -1) > 0 || PICK(sect, slower, -1) > 0)
-		msleep((PICK(sect, delay, -1) > 0 ? PICK(sect, delay, -1) : 0) +
-		    (instance - 1) * (PICK(sect, slower, -1) > 0 ?
-		    PICK(sect, slower, -1) : 0));
+		tool_msleep((PICK(sect, delay, -1) > 0 ?
+		    PICK(sect, delay, -1) : 0) + (instance - 1) *
+		    (PICK(sect, slower, -1) > 0 ? PICK(sect, slower, -1) : 0));
 	n = PICK(sect, garbage, -1);
 	for (i = 0; i < n; i++) {
 		snprintf(buf, sizeof buf, "garbage line %d from %s, not JSON\n",
 		    i + 1, agent_id);
-		write_all(1, buf, strlen(buf));
+		tool_write_all(1, buf, strlen(buf));
 	}
 	bad = PICK(sect, bad, NULL);
 	if (bad != NULL) {
@@ -295,8 +247,8 @@ handle(const char *line)
 			json_t *r = json_pack("{s:s, s:O, s:{}}", "jsonrpc",
 			    "2.0", "id", id, "result");
 			s = json_dumps(r, JSON_COMPACT);
-			write_all(1, s, strlen(s));
-			write_all(1, "\n", 1);
+			tool_write_all(1, s, strlen(s));
+			tool_write_all(1, "\n", 1);
 			free(s);
 			json_decref(r);
 		}
@@ -400,12 +352,12 @@ main(int argc, char **argv)
 	record("start %ld", (long)getpid());
 
 	if (handshake_ms >= 0) {
-		msleep(handshake_ms);
+		tool_msleep(handshake_ms);
 		record("connect");
 		static const char hs[] = "{\"jsonrpc\":\"2.0\",\"id\":1,"
 		    "\"method\":\"map/connect\",\"params\":{\"name\":"
 		    "\"wfagent\"}}\n";
-		write_all(1, hs, sizeof hs - 1);
+		tool_write_all(1, hs, sizeof hs - 1);
 	}
 	if (unsolicited) {
 		json_t *u = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}",
