@@ -7,12 +7,6 @@
 #   fin   finalizes reporting 150 tokens
 #   err   sends an error envelope reporting 150 tokens
 #   usd   finalizes reporting $0.02
-#
-# KNOWN BUG (reported): subagent_task_envelope() calls engine_account()
-# first; the budget check inside it ends the task (engine_request_done
-# frees it) and subagent_task_envelope then uses and ends the freed task
-# again: corral dies with "double free detected" / SIGSEGV (ASan:
-# heap-use-after-free).
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'

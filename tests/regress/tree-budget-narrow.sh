@@ -4,12 +4,6 @@
 # {tokens: 1000}} and it reports 40 + 40 tokens.  The entry's 50 still
 # applies: its task ends with budget_exceeded.  (limits.depth and
 # limits.children already work this way: the smaller value wins.)
-#
-# KNOWN BUG (reported): subagent_spawn() sets c->budget_tokens (cost,
-# time) to the spawn's value when there is one, else the entry's, so a
-# parent can lift a child's budget above what its workflow entry allows.
-# docs/workflow.md ("a spawn request can narrow it") and the comment in
-# subagent_spawn ("narrowed by the spawn's") say otherwise.
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'

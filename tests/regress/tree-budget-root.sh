@@ -11,11 +11,6 @@
 #    is only a backstop).
 # 3. budget: {time: 1s} on root's entry, the same tree: root's subtree is
 #    stopped for its budget (audit budget_exceeded for root).
-#
-# KNOWN BUG (reported): a workflow agent gets its entry's budget_time
-# (supervisor_run) but its budget timer is started only for spawned
-# children (subagent_budget_start in subagent_spawn), so 3 fails: the run
-# goes on until the deadline.  (1 and 2 failed too before f8f2505.)
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'

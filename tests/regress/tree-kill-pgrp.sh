@@ -9,11 +9,6 @@
 # Both workers must be gone within a few seconds, before corral exits.
 # (A descendant that leaves the process group with setsid() is out of
 # reach until corral exits: tree-cleanup.sh checks that it dies then.)
-#
-# KNOWN BUG (reported): corral signals an agent's process group only
-# while the agent itself still runs (the stop sequence's SIGTERM and
-# SIGKILL); once the agent has exited, nothing kills what is left of its
-# group, so both workers live on until corral exits.
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'

@@ -11,11 +11,6 @@
 #    children are of another entry (examples/research-tree relies on it:
 #    coordinator children: {depth: 2}).
 # The global tree_depth (default 8) is far away.
-#
-# KNOWN BUG (reported): subagent_spawn compares only the spawning agent's
-# own limit_depth and conf->max_depth; neither is passed on to children,
-# so a grandchild spawns without limit (cagent.h even documents
-# "depth: 0: inherit").
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'

@@ -6,12 +6,6 @@
 # EOF and SIGTERM, so stopping it takes stop.grace + stop.timeout, 1.5 s)
 # and finalizes at once.  As soon as root has done-1's result it spawns
 # again: that spawn must succeed.
-#
-# KNOWN BUG (reported): subagent_alive_children() skips a finished child
-# only once it is STOPPING; a finished child whose children are still
-# alive waits in its old state with AGENT_STOP_PENDING (subagent_stop_tree)
-# and keeps its place, so the spawn is refused with "fan-out limit: root
-# already has 1 children alive, the limit is 1".
 . "$(dirname "$0")/tree-lib.sh"
 
 write_wf "$T/wf.yaml" <<'YAML'
