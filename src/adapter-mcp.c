@@ -592,7 +592,7 @@ adapter_mcp_request(struct agent *a, struct msg *m)
 	if (m->intent != INTENT_TOOL_CALL) {
 		snprintf(why, sizeof why, "agent %s is an MCP tool server: it "
 		    "takes tool.call requests only, not %s", a->id,
-		    config_intent_name(m->intent));
+		    protocol_intent_name(m->intent));
 		adapter_reply_error(a, m, "unsupported_intent", "REJECTED", why,
 		    NULL);
 		return;

@@ -131,7 +131,7 @@ adapter_check_common(json_t *c, char *why, size_t len)
 		return -1;
 	}
 	v = json_object_get(c, "intent");
-	if (v != NULL && (!json_is_string(v) || config_intent(
+	if (v != NULL && (!json_is_string(v) || protocol_intent(
 	    json_string_value(v), json_string_length(v)) < 0)) {
 		snprintf(why, len, "adapter.intent must be an intent");
 		return -1;
@@ -144,7 +144,7 @@ adapter_check_common(json_t *c, char *why, size_t len)
 	}
 	json_array_foreach(v, i, e) {
 		in = json_object_get(e, "intent");
-		if (!json_is_object(e) || !json_is_string(in) || config_intent(
+		if (!json_is_object(e) || !json_is_string(in) || protocol_intent(
 		    json_string_value(in), json_string_length(in)) < 0 ||
 		    !json_is_string(json_object_get(e, "task"))) {
 			snprintf(why, len, "adapter.then[%zu] needs an intent and "
@@ -320,7 +320,7 @@ adapter_envelope(struct agent *a, struct msg *m, const char *intent,
 	json_t		*env;
 
 	util_rfc3339(ts, sizeof ts);
-	engine_new_id(id, sizeof id);
+	protocol_new_id(id, sizeof id);
 	req = adapter_request_json(m);
 	task = req != NULL ? json_object_get(req, "task") : NULL;
 	env = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:O, "
@@ -329,7 +329,7 @@ adapter_envelope(struct agent *a, struct msg *m, const char *intent,
 	    "agent", "id", a->id, "name", a->conf->name, "model",
 	    a->conf->adapter,
 	    "timestamp", ts,
-	    "intent", intent != NULL ? intent : config_intent_name(m->intent),
+	    "intent", intent != NULL ? intent : protocol_intent_name(m->intent),
 	    "task", task != NULL && json_is_string(task) ? task :
 	    json_string("adapted request"),
 	    "content", "type", ctypes[ctype],
@@ -400,7 +400,7 @@ adapter_prompt_build(json_t *req, struct msg *m)
 	ctx = json_object_get(json_object_get(req, "inputs"), "context");
 	res = json_object_get(json_object_get(req, "inputs"), "resources");
 	data = json_object_get(json_object_get(req, "content"), "data");
-	xasprintf(&out, "Intent: %s", config_intent_name(m->intent));
+	xasprintf(&out, "Intent: %s", protocol_intent_name(m->intent));
 	adapter_append(&out, json_string_value(task), "\n\n");
 	if (json_is_string(text) && !json_equal(text, task))
 		adapter_append(&out, json_string_value(text), "\n\n");

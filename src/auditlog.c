@@ -62,8 +62,8 @@ auditlog_open(const char *path)
 	    NULL) == 0;
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
-	auditlog_event("run_start", NULL, NULL, "run", cr != NULL ?
-	    cr->run_id : "", "time", ts, "version", CORRAL_VERSION,
+	auditlog_event("run_start", NULL, NULL, "run",
+	    protocol_run_id(), "time", ts, "version", CORRAL_VERSION,
 	    "workflow", cr != NULL && cr->wf != NULL ? cr->wf->path : "",
 	    NULL);
 	return 0;

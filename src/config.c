@@ -44,11 +44,6 @@ struct cload {
 	struct workflow		*wf;
 };
 
-static const char *intent_names[INTENT_COUNT] = {
-	"plan", "decompose", "execute", "route", "retrieve", "analyze",
-	"summarize", "reflect", "finalize", "tool.call"
-};
-
 /* Free a node tree. */
 static void
 cnode_free(struct cnode *n)
@@ -451,28 +446,7 @@ cnode_json(const struct cnode *n)
 	return j;
 }
 
-/* Return the intent index for a name, or -1. */
-int
-config_intent(const char *s, size_t n)
-{
-	int	i;
 
-	for (i = 0; i < INTENT_COUNT; i++) {
-		if (strlen(intent_names[i]) == n &&
-		    memcmp(intent_names[i], s, n) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/* Return the name of an intent index ("*" for the fallback). */
-const char *
-config_intent_name(int i)
-{
-	if (i >= 0 && i < INTENT_COUNT)
-		return intent_names[i];
-	return "*";
-}
 
 /* Name a restart policy. */
 const char *
@@ -984,7 +958,7 @@ config_routes(struct cload *cl, const struct cnode *n)
 		v = n->kids[i + 1];
 		snprintf(p, sizeof p, "routes.%s", k->str);
 		if (strcmp(k->str, "*") != 0 &&
-		    config_intent(k->str, k->len) < 0)
+		    protocol_intent(k->str, k->len) < 0)
 			return cerr(cl, k, "routes: '%s' is not an intent (one "
 			    "of plan, decompose, execute, route, retrieve, "
 			    "analyze, summarize, reflect, finalize, tool.call, "
@@ -1113,7 +1087,7 @@ config_build(struct cload *cl, const struct cnode *root)
 	if ((x = cmap_get(root, "start")) != NULL) {
 		if (cget_str(cl, x, "start", &wf->start) != 0)
 			goto out;
-		if (config_intent(wf->start, strlen(wf->start)) < 0) {
+		if (protocol_intent(wf->start, strlen(wf->start)) < 0) {
 			cerr(cl, x, "start: '%s' is not an intent", wf->start);
 			goto out;
 		}

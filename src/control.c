@@ -101,7 +101,7 @@ control_connect(struct agent *a, json_t *id, json_t *params)
 	res = json_pack("{s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}, "
 	    "s:{s:s, s:s, s:s}}",
 	    "protocolVersion", CORRAL_PROTOCOL_VERSION,
-	    "sessionId", cr->run_id,
+	    "sessionId", protocol_run_id(),
 	    "participantId", a->id,
 	    "capabilities", "canSpawn", 1, "canSend", 1, "canReceive", 1,
 	    "canQuery", 1,

@@ -778,6 +778,15 @@ size_t	 util_json_plain(const char *, size_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 
+/* protocol.c */
+int	 protocol_intent(const char *, size_t);
+const char *protocol_intent_name(int);
+const char *protocol_priority_name(int);
+int	 protocol_transient(const char *);
+void	 protocol_set_run(const char *);
+const char *protocol_run_id(void);
+const char *protocol_new_id(char *, size_t);
+
 /* jscan.c */
 struct jscan *jscan_create(unsigned int);
 void	 jscan_free(struct jscan *);
@@ -835,8 +844,6 @@ struct workflow *config_load_string(const char *, size_t, const char *,
 void	 config_free(struct workflow *);
 void	 config_print(FILE *, const struct workflow *);
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
-int	 config_intent(const char *, size_t);
-const char *config_intent_name(int);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
 
@@ -903,7 +910,6 @@ int	 agent_is_descendant(const struct agent *, const struct agent *);
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
-int	 envelope_intent(const char *, size_t);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, size_t *);
 char	*envelope_goal(const char *, const char *, const char *, size_t *);
@@ -923,7 +929,6 @@ int	 envelope_trace_id(struct jscan *, const char *,
 	    const struct env *, char *, size_t);
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
-const char *envelope_priority_name(int);
 
 /* route.c */
 void	 route_init(void);
@@ -944,7 +949,6 @@ void	 route_forget_agent(struct agent *);
 void	 engine_init(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_msg_free(struct msg *);
-const char *engine_new_id(char *, size_t);
 struct job *engine_job_create(int);
 int	 engine_start_goal(const char *);
 void	 engine_input_line(char *, size_t, enum ndjson_kind, size_t);
@@ -960,7 +964,6 @@ void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_request_done(struct msg *, const char *, size_t, int);
 void	 engine_account(struct agent *, const struct env *);
-int	 engine_transient(const char *);
 void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 void	 engine_agent_gone(struct agent *, const char *);

@@ -43,21 +43,6 @@ engine_init(void)
 	cr->js = jscan_create(4);
 }
 
-/* Make a trace id unique in this run: "<run>-<n>". */
-const char *
-engine_new_id(char *buf, size_t len)
-{
-	char	num[24];
-	size_t	n;
-
-	/* Formatted by hand: one for every reflection and next action. */
-	n = strlcpy(buf, cr != NULL ? cr->run_id : "corral", len);
-	num[0] = '-';
-	num[util_u64(num + 1, cr != NULL ? ++cr->id_seq : 0) + 1] = '\0';
-	if (n < len)
-		strlcpy(buf + n, num, len - n);
-	return buf;
-}
 
 /* Start a job. */
 struct job *
@@ -343,17 +328,6 @@ engine_retry(struct msg *m)
 }
 
 /*
- * Return nonzero for failures that may pass: a timeout, a lost agent, an
- * open circuit.  No agent at all, a full queue, a shutdown do not.
- */
-int
-engine_transient(const char *code)
-{
-	return strcmp(code, "timeout") == 0 || strcmp(code, "agent_lost") == 0 ||
-	    strcmp(code, "circuit_open") == 0;
-}
-
-/*
  * Return nonzero for failures corral itself tries again.  An open circuit
  * is transient too, but its point is to fail fast: the caller may retry.
  */
@@ -471,7 +445,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	case MSG_QUEUED:
 		route_dequeue(m);
 		engine_fail(m, "TIMEOUT", "timeout", "no agent took the %s "
-		    "request within %.3gs", config_intent_name(m->intent),
+		    "request within %.3gs", protocol_intent_name(m->intent),
 		    waited);
 		return;
 	case MSG_INFLIGHT:
@@ -585,7 +559,7 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 		return -1;
 	if ((r = route_for(INTENT_REFLECT)) == NULL)
 		return -1;
-	engine_new_id(id, sizeof id);
+	protocol_new_id(id, sizeof id);
 	rl = envelope_reflect(cr->js, line, len, env, id, reply_id, &rlen);
 	{
 		/* Tell the critic what it reflects on: "corral":{"reflect":..}. */
@@ -596,7 +570,7 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 
 		snprintf(member, sizeof member, "{\"reflect\":{\"of\":\"%s\","
 		    "\"intent\":\"%s\",\"round\":%u}}", reply_id,
-		    config_intent_name(env->intent), req->round + 1);
+		    protocol_intent_name(env->intent), req->round + 1);
 		if (jscan_run(cr->js, rl, rlen) != 0 ||
 		    envelope_check(cr->js, rl, rlen, &renv, &rerr) != 0)
 			fatalx("envelope_reflect produced an invalid envelope");
@@ -669,9 +643,9 @@ engine_actions(struct msg *req, const char *line, const struct env *env,
 		{
 			size_t il;
 			const char *iv = jscan_text(cr->js, line, t, &il);
-			intent = config_intent(iv, il);
+			intent = protocol_intent(iv, il);
 		}
-		engine_new_id(id, sizeof id);
+		protocol_new_id(id, sizeof id);
 		al = envelope_action(cr->js, line, e, id, reply_id, ctx, ctxlen,
 		    &alen);
 		m = engine_msg_create(j, al, alen, MSG_ACTION, intent);
@@ -742,7 +716,7 @@ engine_reply_body(struct agent *a, struct msg *req, const char *line,
 	/* Fill in trace.id, trace.parents and timestamp when missing. */
 	if (envelope_trace_id(cr->js, line, env, reply_id,
 	    sizeof reply_id) != 0) {
-		engine_new_id(reply_id, sizeof reply_id);
+		protocol_new_id(reply_id, sizeof reply_id);
 		filled = envelope_fill(cr->js, line, len, env, reply_id,
 		    req->id, &flen);
 	} else
@@ -1107,7 +1081,7 @@ engine_input_control(char *line, size_t len)
 	else if (strcmp(m, CORRAL_M_CONNECT) == 0)
 		res = json_pack("{s:s, s:O, s:{s:i, s:s, s:s, s:{s:s, s:s}}}",
 		    "jsonrpc", "2.0", "id", id, "result", "protocolVersion",
-		    CORRAL_PROTOCOL_VERSION, "sessionId", cr->run_id,
+		    CORRAL_PROTOCOL_VERSION, "sessionId", protocol_run_id(),
 		    "participantId", "corral-serve", "systemInfo", "name",
 		    "corral", "version", CORRAL_VERSION);
 	else
@@ -1172,7 +1146,7 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 		return;
 	}
 	if (envelope_trace_id(cr->js, line, &env, id, sizeof id) != 0) {
-		engine_new_id(id, sizeof id);
+		protocol_new_id(id, sizeof id);
 		copy = envelope_fill(cr->js, line, len, &env, id, NULL, &clen);
 	} else
 		copy = envelope_fill(cr->js, line, len, &env, NULL, NULL, &clen);
@@ -1203,8 +1177,8 @@ engine_start_goal(const char *goal)
 	size_t		 len;
 	int		 intent;
 
-	intent = config_intent(cr->wf->start, strlen(cr->wf->start));
-	engine_new_id(id, sizeof id);
+	intent = protocol_intent(cr->wf->start, strlen(cr->wf->start));
+	protocol_new_id(id, sizeof id);
 	if ((line = envelope_goal(goal, cr->wf->start, id, &len)) == NULL)
 		return -1;
 	j = engine_job_create(JOB_RUN);

@@ -29,8 +29,6 @@ static const char *role_names[] = { "agent", "user", "system", "tool", NULL };
 static const char *ctype_names[] = { "text", "code", "json", "tool_result",
     "error", NULL };
 static const char *resource_types[] = { "url", "file", "db", "tool", NULL };
-static const char *prio_names[PRIO_COUNT] = { "batch", "low", "normal",
-    "high", "critical" };
 
 /* Record a validation failure. */
 static int __attribute__((format(printf, 3, 4)))
@@ -101,21 +99,7 @@ env_intent(struct jscan *js, const char *s, int t)
 	size_t		 len;
 
 	v = jscan_text(js, s, t, &len);
-	return config_intent(v, len);
-}
-
-/* Return the intent index for a name, or -1. */
-int
-envelope_intent(const char *s, size_t n)
-{
-	return config_intent(s, n);
-}
-
-/* Name a priority. */
-const char *
-envelope_priority_name(int p)
-{
-	return p >= 0 && p < PRIO_COUNT ? prio_names[p] : "normal";
+	return protocol_intent(v, len);
 }
 
 /*
@@ -1108,9 +1092,9 @@ envelope_error(const char *code, const char *category, const char *path,
 	int	 retryable;
 
 	util_rfc3339(ts, sizeof ts);
-	engine_new_id(id, sizeof id);
+	protocol_new_id(id, sizeof id);
 	retryable = (strcmp(category, "TIMEOUT") == 0 ||
-	    strcmp(category, "UNAVAILABLE") == 0) && engine_transient(code);
+	    strcmp(category, "UNAVAILABLE") == 0) && protocol_transient(code);
 	data = json_pack("{s:s, s:s, s:s, s:b}", "code", code, "category",
 	    category, "message", message, "retryable", retryable);
 	if (data == NULL)

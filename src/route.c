@@ -47,7 +47,7 @@ route_init(void)
 		if (strcmp(rc->intent, "*") == 0)
 			idx = ROUTE_FALLBACK;
 		else
-			idx = config_intent(rc->intent, strlen(rc->intent));
+			idx = protocol_intent(rc->intent, strlen(rc->intent));
 		r = &cr->routes[idx];
 		r->confs = rc->agents;
 		r->nconfs = rc->nagents;
@@ -230,7 +230,7 @@ route_dispatch(struct msg *m, struct agent *a)
 	engine_dispatched(m, a);
 	if (auditlog_enabled())
 		auditlog_event("route", a->id, m->id, "intent",
-		    config_intent_name(m->intent), "reason",
+		    protocol_intent_name(m->intent), "reason",
 		    m->exclude != NULL ? "reflection: fewest outstanding, not "
 		    "the author" : m->target != NULL ? "addressed" :
 		    "fewest outstanding", NULL);
@@ -255,8 +255,8 @@ route_enqueue(struct route *r, struct msg *m)
 	engine_queued(m);
 	if (auditlog_enabled())
 		auditlog_event("queue", NULL, m->id, "intent",
-		    config_intent_name(m->intent), "priority",
-		    envelope_priority_name(m->prio), NULL);
+		    protocol_intent_name(m->intent), "priority",
+		    protocol_priority_name(m->prio), NULL);
 }
 
 /* Take m out of its row's queue, or its target's own. */
@@ -330,7 +330,7 @@ route_submit(struct msg *m)
 	if ((r = route_for(m->intent)) == NULL) {
 		engine_fail(m, "REJECTED", "no_route", "no route for intent "
 		    "%s and no \"*\" fallback in routes:",
-		    config_intent_name(m->intent));
+		    protocol_intent_name(m->intent));
 		return -1;
 	}
 	m->route = r;
@@ -341,22 +341,22 @@ route_submit(struct msg *m)
 	}
 	if (others == 0 && !excluded) {
 		engine_fail(m, "UNAVAILABLE", "no_agent", "no agent is left to "
-		    "serve intent %s (route %s)", config_intent_name(m->intent),
+		    "serve intent %s (route %s)", protocol_intent_name(m->intent),
 		    r->intent == ROUTE_FALLBACK ? "\"*\"" :
-		    config_intent_name(r->intent));
+		    protocol_intent_name(r->intent));
 		return -1;
 	}
 	if (others > 0 && route_open_circuits == others && !excluded) {
 		/* Every candidate's circuit is open: fail fast. */
 		engine_fail(m, "UNAVAILABLE", "circuit_open", "the circuit is "
 		    "open for every agent serving intent %s",
-		    config_intent_name(m->intent));
+		    protocol_intent_name(m->intent));
 		return -1;
 	}
 	if (r->queued >= cr->wf->max_queue) {
 		engine_fail(m, "REJECTED", "queue_full", "the queue for intent "
 		    "%s is full (%u messages waiting)",
-		    config_intent_name(m->intent), r->queued);
+		    protocol_intent_name(m->intent), r->queued);
 		return -1;
 	}
 	route_enqueue(r, m);
@@ -471,7 +471,7 @@ route_check_orphans(void)
 				route_dequeue(m);
 				engine_fail(m, "UNAVAILABLE", "no_agent", "no "
 				    "agent is left to serve intent %s",
-				    config_intent_name(m->intent));
+				    protocol_intent_name(m->intent));
 			}
 		}
 	}

@@ -259,7 +259,7 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_ID", id);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_NAME", ac->name);
 	if (cr != NULL)
-		spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", cr->run_id);
+		spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());
 	snprintf(buf, sizeof buf, "%d", CORRAL_PROTOCOL_VERSION);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_PROTOCOL", buf);
 	if (workspace_dir() != NULL)

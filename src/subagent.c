@@ -372,7 +372,7 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 	}
 
 	cur = subagent_current(p);
-	engine_new_id(tid, sizeof tid);
+	protocol_new_id(tid, sizeof tid);
 	line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL, p->id,
 	    &len, why, sizeof why, &intent, &env);
 	if (line == NULL)
@@ -789,7 +789,7 @@ subagent_task_envelope(struct agent *c, struct msg *task, const char *line,
 	size_t	 flen;
 
 	if (envelope_trace_id(cr->js, line, env, id, sizeof id) != 0) {
-		engine_new_id(id, sizeof id);
+		protocol_new_id(id, sizeof id);
 		filled = envelope_fill(cr->js, line, len, env, id, task->id,
 		    &flen);
 	} else

@@ -422,6 +422,7 @@ supervisor_setup(struct workflow *wf, int mode)
 	cr->mode = mode;
 	r = arc4random();
 	snprintf(cr->run_id, sizeof cr->run_id, "%06x", r & 0xffffff);
+	protocol_set_run(cr->run_id);
 	TAILQ_INIT(&cr->agents);
 	RB_INIT(&cr->agent_tree);
 	TAILQ_INIT(&cr->dirty);

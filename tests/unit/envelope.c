@@ -324,13 +324,13 @@ test_priorities(void **state)
 			fail_msg("%s: priority %d, expected %d", cases[i].json,
 			    env.prio, cases[i].prio);
 	}
-	assert_string_equal(envelope_priority_name(PRIO_BATCH), "batch");
-	assert_string_equal(envelope_priority_name(PRIO_LOW), "low");
-	assert_string_equal(envelope_priority_name(PRIO_NORMAL), "normal");
-	assert_string_equal(envelope_priority_name(PRIO_HIGH), "high");
-	assert_string_equal(envelope_priority_name(PRIO_CRITICAL), "critical");
-	assert_string_equal(envelope_priority_name(-1), "normal");
-	assert_string_equal(envelope_priority_name(PRIO_COUNT), "normal");
+	assert_string_equal(protocol_priority_name(PRIO_BATCH), "batch");
+	assert_string_equal(protocol_priority_name(PRIO_LOW), "low");
+	assert_string_equal(protocol_priority_name(PRIO_NORMAL), "normal");
+	assert_string_equal(protocol_priority_name(PRIO_HIGH), "high");
+	assert_string_equal(protocol_priority_name(PRIO_CRITICAL), "critical");
+	assert_string_equal(protocol_priority_name(-1), "normal");
+	assert_string_equal(protocol_priority_name(PRIO_COUNT), "normal");
 }
 
 /* An invalid envelope and the field path its error must name. */
@@ -1152,15 +1152,15 @@ test_intent_names(void **state)
 	int	i;
 
 	for (i = 0; i < INTENT_COUNT; i++) {
-		assert_int_equal(envelope_intent(names[i], strlen(names[i])), i);
-		assert_string_equal(config_intent_name(i), names[i]);
+		assert_int_equal(protocol_intent(names[i], strlen(names[i])), i);
+		assert_string_equal(protocol_intent_name(i), names[i]);
 	}
-	assert_int_equal(envelope_intent("Plan", 4), -1);
-	assert_int_equal(envelope_intent("plan", 3), -1);
-	assert_int_equal(envelope_intent("planx", 5), -1);
-	assert_int_equal(envelope_intent("tool", 4), -1);
-	assert_int_equal(envelope_intent("*", 1), -1);
-	assert_string_equal(config_intent_name(ROUTE_FALLBACK), "*");
+	assert_int_equal(protocol_intent("Plan", 4), -1);
+	assert_int_equal(protocol_intent("plan", 3), -1);
+	assert_int_equal(protocol_intent("planx", 5), -1);
+	assert_int_equal(protocol_intent("tool", 4), -1);
+	assert_int_equal(protocol_intent("*", 1), -1);
+	assert_string_equal(protocol_intent_name(ROUTE_FALLBACK), "*");
 }
 
 int

@@ -141,7 +141,7 @@ req(int intent, int prio)
 	j = engine_job_create(JOB_SERVE);
 	xasprintf(&line, "{\"protocol\":\"multiagent-1.0\",\"role\":\"user\","
 	    "\"intent\":\"%s\",\"task\":\"t\",\"content\":{\"type\":\"text\"},"
-	    "\"trace\":{\"id\":\"r%u\"}}", config_intent_name(intent),
+	    "\"trace\":{\"id\":\"r%u\"}}", protocol_intent_name(intent),
 	    ++req_seq);
 	m = engine_msg_create(j, line, strlen(line), MSG_INPUT, intent);
 	snprintf(m->id, sizeof m->id, "r%u", req_seq);
