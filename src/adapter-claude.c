@@ -225,7 +225,7 @@ adapter_claude_find(struct agent *a, const struct claude_ref *r)
 
 	if (!r->set)
 		return NULL;
-	TAILQ_FOREACH(m, &a->inflight, entry)
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
 		if (strcmp(m->id, r->id) == 0 && m->attempts == r->attempts)
 			return m;
 	return NULL;
@@ -266,7 +266,7 @@ static void
 adapter_claude_user(struct agent *a, const char *text)
 {
 	adapter_claude_send(a, json_pack("{s:s, s:{s:s, s:o}}", "type", "user",
-	    "message", "role", "user", "content", util_json_text(text,
+	    "message", "role", "user", "content", jsonw_text(text,
 	    strlen(text))));
 }
 
@@ -319,7 +319,7 @@ adapter_claude_next(struct agent *a)
 	struct msg		*m;
 
 	st->phase = CLAUDE_IDLE;
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	if (!st->pending.set)
 		return;
 	m = adapter_claude_find(a, &st->pending);
@@ -418,7 +418,7 @@ adapter_claude_short(const char *s)
 	if (s == NULL)
 		return json_null();
 	n = strlen(s);
-	return util_json_text(s, n > CLAUDE_AUDIT_MAX ? CLAUDE_AUDIT_MAX : n);
+	return jsonw_text(s, n > CLAUDE_AUDIT_MAX ? CLAUDE_AUDIT_MAX : n);
 }
 
 /* Choose the error code and category of a failed turn's result. */
@@ -481,7 +481,7 @@ adapter_claude_finish(struct agent *a)
 			text = "claude ended the turn with an error";
 		env = adapter_envelope(a, m, NULL, 2);
 		json_object_update_new(data, json_pack("{s:s, s:s, s:o, s:b}",
-		    "code", code, "category", cat, "message", util_json_text(
+		    "code", code, "category", cat, "message", jsonw_text(
 		    text, strlen(text)), "retryable", strcmp(cat,
 		    "UNAVAILABLE") == 0));
 		if ((v = json_object_get(res, "api_error_status")) != NULL &&
@@ -492,7 +492,7 @@ adapter_claude_finish(struct agent *a)
 	} else
 		env = adapter_envelope_ok(a, m, &st->settings, 0);
 	content = json_object_get(env, "content");
-	json_object_set_new(content, "text", util_json_text(text,
+	json_object_set_new(content, "text", jsonw_text(text,
 	    strlen(text)));
 	json_object_set_new(content, "data", data);
 	if (st->model != NULL)
@@ -799,11 +799,11 @@ adapter_claude_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (st->phase == CLAUDE_STARTING) {
 		log_warnx("agent %s: claude did not answer initialize within "
 		    "%gs; restarting it", a->id, st->init_timeout);
-		lifecycle_restart(a, "no answer to initialize");
+		agent_news(a, AE_RESTART, "no answer to initialize");
 	} else if (st->phase == CLAUDE_DRAINING) {
 		log_warnx("agent %s: the interrupted turn did not end within "
 		    "%gs; restarting claude", a->id, st->interrupt_timeout);
-		lifecycle_restart(a, "an interrupted turn did not end");
+		agent_news(a, AE_RESTART, "an interrupted turn did not end");
 	}
 }
 
@@ -839,9 +839,9 @@ adapter_claude_cancel(struct agent *a, struct msg *m)
 	adapter_claude_audit(a, "interrupt", json_pack("{s:s}", "request",
 	    m->id));
 	adapter_claude_control(a, "interrupt", NULL);
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	ev_timer_set(&st->timer, st->interrupt_timeout, 0);
-	ev_timer_start(cr->loop, &st->timer);
+	ev_timer_start(LOOP, &st->timer);
 }
 
 /*
@@ -890,9 +890,9 @@ adapter_claude_start(struct agent *a)
 	st->tasks = json_object();
 	st->phase = CLAUDE_STARTING;
 	adapter_claude_control(a, "initialize", CLAUDE_INIT_ID);
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	ev_timer_set(&st->timer, st->init_timeout, 0);
-	ev_timer_start(cr->loop, &st->timer);
+	ev_timer_start(LOOP, &st->timer);
 	return 1;
 }
 
@@ -904,7 +904,7 @@ adapter_claude_free(struct agent *a)
 
 	if (st == NULL)
 		return;
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	adapter_claude_reset_turn(st);
 	if (st->tasks != NULL)
 		json_decref(st->tasks);

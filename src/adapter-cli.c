@@ -92,7 +92,7 @@ adapter_cli_next(struct agent *a)
 	struct msg		*m;
 
 	cli->busy = 0;
-	if (a->state == AS_STOPPING || (w = TAILQ_FIRST(&cli->waitq)) == NULL)
+	if (a->adapter->stopping || (w = TAILQ_FIRST(&cli->waitq)) == NULL)
 		return;
 	TAILQ_REMOVE(&cli->waitq, w, entry);
 	m = w->msg;
@@ -266,7 +266,7 @@ adapter_cli_reply(struct proc *p, const char *text, const char *id,
 		text = "";
 	env = adapter_envelope_ok(a, p->msg, &cli->settings, 0);
 	content = json_object_get(env, "content");
-	json_object_set_new(content, "text", util_json_text(text,
+	json_object_set_new(content, "text", jsonw_text(text,
 	    strlen(text)));
 	if (id != NULL)
 		json_object_set_new(content, "data", json_pack("{s:s}",
@@ -311,7 +311,7 @@ adapter_cli_exited(struct proc *p, const char *how, const char *line,
 	util_describe_status(status, sizeof status, p->status);
 	snprintf(why, sizeof why, "%s %s %s%s%.*s", cli->tool->name, status,
 	    how, len > 0 ? ": " : "", len, line);
-	extra = json_pack("{s:o}", "stderr", util_json_text(p->err_tail,
+	extra = json_pack("{s:o}", "stderr", jsonw_text(p->err_tail,
 	    p->err_len));
 	adapter_reply_error(p->agent, p->msg, "exit_status", "INTERNAL", why,
 	    extra);

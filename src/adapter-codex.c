@@ -138,7 +138,7 @@ adapter_codex_audit_item(struct proc *p, const char *type, json_t *item)
 		return;
 	if ((s = json_string_value(json_object_get(item, "text"))) != NULL) {
 		n = strlen(s);
-		json_object_set_new(f, "text", util_json_text(s,
+		json_object_set_new(f, "text", jsonw_text(s,
 		    n > CODEX_AUDIT_MAX ? CODEX_AUDIT_MAX : n));
 	}
 	auditlog_json("adapter_event", p->agent->id, f);

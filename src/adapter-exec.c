@@ -134,7 +134,7 @@ adapter_exec_done(struct proc *p)
 		    len > 0 ? ": " : "", len, last);
 		extra = json_pack("{s:i, s:o}", "status", WIFEXITED(p->status) ?
 		    WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status),
-		    "stderr", util_json_text(p->err_tail, p->err_len));
+		    "stderr", jsonw_text(p->err_tail, p->err_len));
 		adapter_reply_error(a, m, "exit_status", "INTERNAL", why, extra);
 		adapter_proc_done(p);
 		return;
@@ -170,7 +170,7 @@ adapter_exec_done(struct proc *p)
 		while (n > 0 && (p->out_buf[n - 1] == '\n' ||
 		    p->out_buf[n - 1] == '\r'))
 			n--;
-		json_object_set_new(content, "text", util_json_text(
+		json_object_set_new(content, "text", jsonw_text(
 		    p->out_buf != NULL ? p->out_buf : "", n));
 	}
 	adapter_reply(a, m, env);

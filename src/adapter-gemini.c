@@ -162,7 +162,7 @@ adapter_gemini_audit(struct proc *p, const char *kind, json_t *j)
 	    NULL) {
 		n = strlen(s);
 		json_object_set_new(f, strcmp(kind, "tool_use") == 0 ?
-		    "parameters" : "output", util_json_text(s,
+		    "parameters" : "output", jsonw_text(s,
 		    n > GEMINI_AUDIT_MAX ? GEMINI_AUDIT_MAX : n));
 		free(s);
 	}

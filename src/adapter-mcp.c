@@ -231,7 +231,7 @@ adapter_mcp_tools(struct agent *a, json_t *all)
 		json_array_foreach(tools, i, t) {
 			d = json_string_value(json_object_get(t, "description"));
 			n = d != NULL ? strlen(d) : 0;
-			desc = d != NULL ? util_json_text(d, n > MCP_DESC_MAX ?
+			desc = d != NULL ? jsonw_text(d, n > MCP_DESC_MAX ?
 			    MCP_DESC_MAX : n) : json_null();
 			json_array_append_new(rec, json_pack("{s:O, s:o, s:O*}",
 			    "name", json_object_get(t, "name"), "description",
@@ -244,7 +244,7 @@ adapter_mcp_tools(struct agent *a, json_t *all)
 	}
 	if (st->phase == MCP_LISTING) {
 		st->phase = MCP_READY;
-		ev_timer_stop(cr->loop, &st->timer);
+		ev_timer_stop(LOOP, &st->timer);
 		adapter_ready(a, "MCP initialized, tools listed");
 	}
 }
@@ -305,7 +305,7 @@ adapter_mcp_msg(struct agent *a, struct mcp_call *c)
 {
 	struct msg	*m;
 
-	TAILQ_FOREACH(m, &a->inflight, entry)
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
 		if (strcmp(m->id, c->id) == 0 && m->attempts == c->attempts)
 			return m;
 	return NULL;
@@ -385,7 +385,7 @@ adapter_mcp_result(struct agent *a, struct mcp_call *c, json_t *j)
 		extra = json_pack("{s:s, s:O*}", "tool", tool, "result", res);
 		if (!adapter_mcp_known(st, tool)) {
 			names = adapter_mcp_names(st);
-			json_object_set_new(extra, "available", util_json_text(
+			json_object_set_new(extra, "available", jsonw_text(
 			    names, strlen(names)));
 			free(names);
 		}
@@ -396,7 +396,7 @@ adapter_mcp_result(struct agent *a, struct mcp_call *c, json_t *j)
 	env = adapter_envelope_ok(a, m, &st->settings, 3);
 	content = json_object_get(env, "content");
 	if (text != NULL)
-		json_object_set_new(content, "text", util_json_text(text,
+		json_object_set_new(content, "text", jsonw_text(text,
 		    strlen(text)));
 	json_object_set(content, "data", res != NULL ? res : json_null());
 	free(text);
@@ -535,7 +535,7 @@ adapter_mcp_expand(json_t *v, json_t *req, const struct msg *m)
 
 	if (json_is_string(v) && strstr(json_string_value(v), "{{") != NULL) {
 		s = adapter_template(json_string_value(v), req, m);
-		out = util_json_text(s, strlen(s));
+		out = jsonw_text(s, strlen(s));
 		free(s);
 		return out;
 	}
@@ -673,7 +673,7 @@ adapter_mcp_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	log_warnx("agent %s: the MCP server did not finish initialize and "
 	    "tools/list within %gs; restarting it", st->agent->id,
 	    st->init_timeout);
-	lifecycle_restart(st->agent, "MCP initialize timed out");
+	agent_news(st->agent, AE_RESTART, "MCP initialize timed out");
 }
 
 /* Forget the calls in flight (their requests fail with the process). */
@@ -724,9 +724,9 @@ adapter_mcp_start(struct agent *a)
 	    "{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", st->version,
 	    "capabilities", "clientInfo", "name", "corral", "version",
 	    CORRAL_VERSION));
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	ev_timer_set(&st->timer, st->init_timeout, 0);
-	ev_timer_start(cr->loop, &st->timer);
+	ev_timer_start(LOOP, &st->timer);
 	return 1;
 }
 
@@ -738,7 +738,7 @@ adapter_mcp_free(struct agent *a)
 
 	if (st == NULL)
 		return;
-	ev_timer_stop(cr->loop, &st->timer);
+	ev_timer_stop(LOOP, &st->timer);
 	adapter_mcp_forget(st);
 	if (st->tools != NULL)
 		json_decref(st->tools);

@@ -12,10 +12,14 @@
  * request (proc.c) and none in between: their agent has no process of its
  * own, is ready at once, and takes up to max_inflight requests at a time.
  *
- * This file holds the dispatch table and what adapters share: checking
- * and reading the settings they have in common, building prompts and
- * reply envelopes, templates over the request, per-call bookkeeping.
- * What the CLI-per-request adapters share besides is in adapter-cli.c.
+ * This file holds the calls into an agent's adapter and what adapters
+ * share: checking and reading the settings they have in common, building
+ * prompts and reply envelopes, templates over the request, per-call
+ * bookkeeping.  What the CLI-per-request adapters share besides is in
+ * adapter-cli.c; the table of adapters is adapter-table.c.  What an
+ * adapter has to say to the modules above (its tool is ready, a reply,
+ * its last call ended) goes through agent_news and the reply callback
+ * the engine registers (adapter_on_reply).
  */
 
 #include <stdlib.h>
@@ -23,41 +27,13 @@
 
 #include "corral.h"
 
-static const struct adapter_ops *adapter_table[] = {
-	&adapter_exec_ops,
-	&adapter_claude_ops,
-	&adapter_codex_ops,
-	&adapter_gemini_ops,
-	&adapter_mcp_ops,
-	NULL
-};
+static adapter_reply_cb	adapter_reply_hook;
 
-/* Find an adapter's operations by name. */
-const struct adapter_ops *
-adapter_find(const char *name)
+/* Register who takes adapters' replies: the engine. */
+void
+adapter_on_reply(adapter_reply_cb cb)
 {
-	size_t	i;
-
-	for (i = 0; adapter_table[i] != NULL; i++)
-		if (strcmp(adapter_table[i]->name, name) == 0)
-			return adapter_table[i];
-	return NULL;
-}
-
-/* Check an agent's adapter settings at load time. */
-int
-adapter_check(const struct agent_conf *ac, char *why, size_t len)
-{
-	const struct adapter_ops	*ops;
-
-	if (ac->adapter == NULL || strcmp(ac->adapter, "ndjson") == 0)
-		return 0;
-	if ((ops = adapter_find(ac->adapter)) == NULL) {
-		snprintf(why, len, "adapter '%s' is not available in this build",
-		    ac->adapter);
-		return -1;
-	}
-	return ops->check != NULL ? ops->check(ac, why, len) : 0;
+	adapter_reply_hook = cb;
 }
 
 /*
@@ -181,16 +157,12 @@ adapter_settings(struct adapter_settings *s, json_t *c)
 	s->then = json_object_get(c, "then");
 }
 
-/* Attach the adapter named by the agent's entry, if any. */
+/* Attach an adapter's operations to an agent (NULL: it speaks envelopes). */
 void
-adapter_create(struct agent *a)
+adapter_attach(struct agent *a, const struct adapter_ops *ops)
 {
-	const struct adapter_ops	*ops;
-
-	if (a->conf->adapter == NULL || strcmp(a->conf->adapter, "ndjson") == 0)
+	if (ops == NULL)
 		return;
-	if ((ops = adapter_find(a->conf->adapter)) == NULL)
-		fatalx("adapter %s vanished after the check", a->conf->adapter);
 	a->adapter = xcalloc(1, sizeof *a->adapter);
 	a->adapter->ops = ops;
 	TAILQ_INIT(&a->adapter->procs);
@@ -220,18 +192,22 @@ adapter_start(struct agent *a)
 void
 adapter_ready(struct agent *a, const char *why)
 {
-	if (!(a->flags & AGENT_NOT_READY))
-		return;
-	a->flags &= ~AGENT_NOT_READY;
-	lifecycle_event(a, AE_HANDSHAKE, "%s", why);
-	lifecycle_heartbeat_start(a);
+	agent_news(a, AE_HANDSHAKE, why);
+}
+
+/* Ping the tool, if the adapter knows how (heartbeats). */
+void
+adapter_ping(struct agent *a)
+{
+	if (a->adapter->ops->ping != NULL)
+		a->adapter->ops->ping(a);
 }
 
 /* Give the tool a request. */
 void
 adapter_request(struct agent *a, struct msg *m)
 {
-	a->msgs_in++;
+	a->proc.msgs_in++;
 	a->adapter->ops->request(a, m);
 }
 
@@ -242,14 +218,6 @@ adapter_line(struct agent *a, const char *line, size_t len)
 	if (a->adapter == NULL || a->adapter->ops->line == NULL)
 		return -1;
 	return a->adapter->ops->line(a, line, len);
-}
-
-/* A JSON-RPC response from an adapted agent (lines go to line() first). */
-void
-adapter_response(struct agent *a, json_t *frame)
-{
-	(void)a;
-	(void)frame;
 }
 
 /* A request expired or is given up: the tool should stop on it. */
@@ -270,6 +238,7 @@ adapter_stop(struct agent *a)
 		return 0;
 	if (a->adapter->ops->stop != NULL)
 		a->adapter->ops->stop(a);
+	a->adapter->stopping = 1;
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		p->msg = NULL;
 		proc_kill(p);
@@ -486,7 +455,8 @@ adapter_reply(struct agent *a, struct msg *m, json_t *env)
 	json_decref(env);
 	if (s == NULL)
 		fatalx("adapter_reply: json_dumps");
-	engine_adapter_reply(a, m, s, strlen(s));
+	if (adapter_reply_hook != NULL)
+		adapter_reply_hook(a, m, s, strlen(s));
 	free(s);
 }
 
@@ -502,10 +472,10 @@ adapter_reply_error(struct agent *a, struct msg *m, const char *code,
 
 	env = adapter_envelope(a, m, NULL, 2);
 	content = json_object_get(env, "content");
-	json_object_set_new(content, "text", util_json_text(message,
+	json_object_set_new(content, "text", jsonw_text(message,
 	    strlen(message)));
 	data = json_pack("{s:s, s:s, s:o, s:b}", "code", code, "category",
-	    category, "message", util_json_text(message, strlen(message)),
+	    category, "message", jsonw_text(message, strlen(message)),
 	    "retryable", strcmp(category, "TIMEOUT") == 0 ||
 	    strcmp(category, "UNAVAILABLE") == 0);
 	if (extra != NULL) {
@@ -616,13 +586,15 @@ adapter_proc_done(struct proc *p)
 	adapter_percall_check(a);
 }
 
-/* A stopping per-call agent is stopped once its last process is gone. */
+/* A stopping per-call agent has ended once its last process is gone. */
 void
 adapter_percall_check(struct agent *a)
 {
-	if (adapter_per_call(a) && a->state == AS_STOPPING &&
-	    a->adapter->nprocs == 0)
-		lifecycle_percall_stopped(a);
+	if (adapter_per_call(a) && a->adapter->stopping &&
+	    a->adapter->nprocs == 0) {
+		a->adapter->stopping = 0;
+		agent_news(a, AE_EXITED, "no calls running");
+	}
 }
 
 /* The argv to run for an adapted long-lived agent, or NULL for its cmd. */

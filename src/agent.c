@@ -1,11 +1,15 @@
 /*
- * Agents: the registry (a red-black tree by id, a list in start order), the
- * parent/child tree, and the descriptors and watchers of each process.
+ * Agents: the registry (a red-black tree by id, a list in start order),
+ * the parent/child links, and each agent's process and pipes.
  *
- * An agent is STOPPED only when libev has reaped its exit status AND both
- * its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD and
- * JOB_CLOSED), so its last lines are never lost.  Agents are freed only
- * from agent_reap_dead, never inside one of their own callbacks.
+ * This module does the plumbing and decides nothing.  What happens to a
+ * process is news for the modules above, told through the callbacks they
+ * registered: its lifecycle events (exited, a pipe closed early, stopped
+ * by a signal) go to the lifecycle, its stdout lines to the engine.  An
+ * agent's process has ended only when libev has reaped its exit status
+ * AND its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD
+ * and JOB_CLOSED), so its last lines are never lost.  Agents are freed
+ * only from agent_reap_dead, never inside one of their own callbacks.
  */
 
 #include <sys/wait.h>
@@ -18,15 +22,28 @@
 
 #include "corral.h"
 
-static uint64_t	agent_child_seq;
+#define AGENT_FREE_HOOKS	8
 
-static void	agent_line_cb(struct chan *, enum ndjson_kind, char *, size_t,
+static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
+static struct agent_tree	agent_tree = RB_INITIALIZER(&agent_tree);
+static unsigned int		agent_ndead;
+static unsigned int		agent_nrunning;
+static uint64_t			agent_child_seq;
+
+static agent_event_cb	agent_event_hook;
+static agent_line_cb	agent_line_hook;
+static agent_cb		agent_drain_hook;
+static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
+static size_t		agent_nfree_hooks;
+
+static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
 static void	agent_out_eof(struct chan *, int);
 static void	agent_in_error(struct chan *, int);
 static void	agent_in_drained(struct chan *, int);
 static void	agent_err_cb(struct ev_loop *, ev_io *, int);
 static void	agent_child_cb(struct ev_loop *, ev_child *, int);
+static void	agent_pipe_cb(struct ev_loop *, ev_timer *, int);
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
 
@@ -37,6 +54,43 @@ agent_cmp(struct agent *a, struct agent *b)
 	return strcmp(a->id, b->id);
 }
 
+/* Register who hears of lifecycle events: the lifecycle. */
+void
+agent_on_event(agent_event_cb cb)
+{
+	agent_event_hook = cb;
+}
+
+/* Register who reads agents' stdout lines, and hears their stdin drain. */
+void
+agent_on_line(agent_line_cb line, agent_cb drained)
+{
+	agent_line_hook = line;
+	agent_drain_hook = drained;
+}
+
+/* Register one more module that must forget an agent before it is freed. */
+void
+agent_on_free(agent_cb cb)
+{
+	size_t	i;
+
+	for (i = 0; i < agent_nfree_hooks; i++)
+		if (agent_free_hooks[i] == cb)
+			return;		/* set up again (the tests do) */
+	if (agent_nfree_hooks == AGENT_FREE_HOOKS)
+		fatalx("agent_on_free: more than %d hooks", AGENT_FREE_HOOKS);
+	agent_free_hooks[agent_nfree_hooks++] = cb;
+}
+
+/* Tell the lifecycle of an event (from here, or from an adapter). */
+void
+agent_news(struct agent *a, enum agent_event ev, const char *why)
+{
+	if (agent_event_hook != NULL)
+		agent_event_hook(a, ev, why);
+}
+
 /* Find an agent by id. */
 struct agent *
 agent_find(const char *id)
@@ -44,11 +98,39 @@ agent_find(const char *id)
 	struct agent	key;
 
 	key.id = (char *)id;
-	return RB_FIND(agent_tree, &cr->agent_tree, &key);
+	return RB_FIND(agent_tree, &agent_tree, &key);
+}
+
+/* The first agent in start order (then agent_next), or NULL. */
+struct agent *
+agent_first(void)
+{
+	return TAILQ_FIRST(&agent_list);
+}
+
+/* The agent after a in start order, or NULL. */
+struct agent *
+agent_next(struct agent *a)
+{
+	return TAILQ_NEXT(a, entry);
+}
+
+/* The most recently created agent (then agent_prev), or NULL. */
+struct agent *
+agent_last(void)
+{
+	return TAILQ_LAST(&agent_list, agents);
+}
+
+/* The agent created before a, or NULL. */
+struct agent *
+agent_prev(struct agent *a)
+{
+	return TAILQ_PREV(a, agents, entry);
 }
 
 /*
- * Create an agent (not yet started).  Root agents are named after their
+ * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
  * instances); children get a run-wide number ("researcher-7").
  */
@@ -60,17 +142,14 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a = xcalloc(1, sizeof *a);
 	a->conf = ac;
 	a->instance = instance;
-	a->state = AS_STOPPED;
-	a->pid = -1;
-	a->errfd = -1;
-	a->io.rfd = a->io.wfd = -1;
+	a->proc.pid = -1;
+	a->proc.errfd = -1;
+	a->proc.io.rfd = a->proc.io.wfd = -1;
+	ev_timer_init(&a->proc.pipe_w, agent_pipe_cb, 0, 0);
+	a->proc.pipe_w.data = a;
 	TAILQ_INIT(&a->children);
-	TAILQ_INIT(&a->inflight);
-	TAILQ_INIT(&a->direct);
-	a->restart_override = -1;
-	ev_timer_init(&a->budget_w, NULL, 0, 0);
-	ev_timer_init(&a->breaker_w, NULL, 0, 0);
-	ev_timer_init(&a->recover_w, NULL, 0, 0);
+	TAILQ_INIT(&a->slot.direct);
+	TAILQ_INIT(&a->work.inflight);
 	if (parent != NULL)
 		xasprintf(&a->id, "%s-%llu", ac->name,
 		    (unsigned long long)++agent_child_seq);
@@ -78,175 +157,160 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 		xasprintf(&a->id, "%s.%u", ac->name, instance);
 	else
 		a->id = xstrdup(ac->name);
-	lifecycle_init(a);
-	adapter_create(a);
 	if (parent != NULL) {
 		a->parent = parent;
 		a->depth = parent->depth + 1;
 		TAILQ_INSERT_TAIL(&parent->children, a, sibling);
 		parent->nchildren++;
 	}
-	RB_INSERT(agent_tree, &cr->agent_tree, a);
-	TAILQ_INSERT_TAIL(&cr->agents, a, entry);
+	a->peer.name = a->id;
+	a->peer.agent = a;
+	a->peer.chan = &a->proc.io;
+	a->peer.role = PEER_AGENT;
+	RB_INSERT(agent_tree, &agent_tree, a);
+	TAILQ_INSERT_TAIL(&agent_list, a, entry);
 	return a;
 }
 
-/* Start (or restart) the agent's process. */
+/*
+ * Spawn the agent's process with argv (NULL: its entry's cmd) and set up
+ * its pipes and watchers.  Returns 0, or -1 with sr's error and step.
+ */
 int
-agent_start(struct agent *a)
+agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 {
-	struct spawn_result	sr;
+	struct agent_proc	*p = &a->proc;
 
-	a->flags &= ~(AGENT_EXITED | AGENT_OUT_EOF | AGENT_ERR_EOF |
-	    AGENT_STOPPED_SIG | AGENT_MISSED | AGENT_TIMEDOUT |
-	    AGENT_STOP_ASKED);
-	if (adapter_per_call(a)) {
-		/* No process of its own: one per request, later. */
-		a->start_seq = ++cr->start_seq;
-		a->spawned_at = a->last_activity = ev_now(cr->loop);
-		cr->nagents++;
-		lifecycle_event(a, AE_SPAWNED, "%s adapter, a process per "
-		    "request", a->conf->adapter);
-		auditlog_event("spawn", a->id, NULL, "name", a->conf->name,
-		    "adapter", a->conf->adapter, "parent", a->parent != NULL ?
-		    a->parent->id : NULL, NULL);
-		(void)adapter_start(a);
-		lifecycle_event(a, AE_HANDSHAKE, "ready");
-		return 0;
-	}
-	{
-		char	**argv = adapter_argv(a);
-		int	  rc;
+	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
+	    sr) != 0)
+		return -1;
+	p->flags = AP_RUNNING;
+	p->pid = sr->pid;
+	p->hostpid = sr->hostpid;
+	p->spawned_at = ev_now(LOOP);
+	agent_nrunning++;
 
-		rc = spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv,
-		    cr->wf, a->id, &sr);
-		adapter_free_argv(argv);
-		if (rc != 0) {
-			lifecycle_spawn_failed(a, sr.what, sr.error);
-			return -1;
-		}
-	}
-	a->pid = sr.pid;
-	a->hostpid = sr.hostpid;
-	a->start_seq = ++cr->start_seq;
-	a->spawned_at = a->last_activity = ev_now(cr->loop);
-	a->hb_missed = 0;
-	a->timeouts = 0;
-	a->flags |= AGENT_NOT_READY;
-	cr->nagents++;
+	chan_init(&p->io, a->id, sr->out, sr->in, a->conf->max_line, a);
+	p->io.on_line = agent_chan_line;
+	p->io.on_eof = agent_out_eof;
+	p->io.on_werror = agent_in_error;
+	p->io.on_drain = agent_in_drained;
+	chan_start(&p->io);
 
-	chan_init(&a->io, a->id, sr.out, sr.in, a->conf->max_line, a);
-	a->io.on_line = agent_line_cb;
-	a->io.on_eof = agent_out_eof;
-	a->io.on_werror = agent_in_error;
-	a->io.on_drain = agent_in_drained;
-	chan_start(&a->io);
+	p->errfd = sr->err;
+	ndjson_reader_init(&p->err_rd, 4096, 1);
+	ev_io_init(&p->err_w, agent_err_cb, p->errfd, EV_READ);
+	p->err_w.data = a;
+	ev_io_start(LOOP, &p->err_w);
 
-	a->errfd = sr.err;
-	ndjson_reader_init(&a->err_rd, 4096, 1);
-	ev_io_init(&a->err_w, agent_err_cb, a->errfd, EV_READ);
-	a->err_w.data = a;
-	ev_io_start(cr->loop, &a->err_w);
-
-	ev_child_init(&a->child_w, agent_child_cb, a->pid, 1);
-	a->child_w.data = a;
-	ev_child_start(cr->loop, &a->child_w);
-
-	log_info("agent %s: spawned (pid %ld)", a->id, (long)a->hostpid);
-	if (auditlog_enabled()) {
-		char pid[24], depth[16];
-
-		snprintf(pid, sizeof pid, "%ld", (long)a->hostpid);
-		snprintf(depth, sizeof depth, "%u", a->depth);
-		auditlog_event("spawn", a->id, NULL, "name", a->conf->name,
-		    "pid", pid, "depth", depth, "parent", a->parent != NULL ?
-		    a->parent->id : NULL, NULL);
-	}
-	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->hostpid);
-	if (adapter_start(a) != 0)
-		return 0;	/* the adapter says when it is ready */
-	if (a->conf->ready == READY_SPAWN) {
-		a->flags &= ~AGENT_NOT_READY;
-		lifecycle_event(a, AE_HANDSHAKE, "ready at spawn");
-		lifecycle_heartbeat_start(a);
-	}
+	ev_child_init(&p->child_w, agent_child_cb, p->pid, 1);
+	p->child_w.data = a;
+	ev_child_start(LOOP, &p->child_w);
+	log_info("agent %s: spawned (pid %ld)", a->id, (long)p->hostpid);
 	return 0;
+}
+
+/* Count an agent without a process of its own (per-call) as running. */
+void
+agent_spawn_none(struct agent *a)
+{
+	a->proc.flags = AP_RUNNING;
+	a->proc.spawned_at = ev_now(LOOP);
+	agent_nrunning++;
+}
+
+/*
+ * Hand a line of the agent's stdout to whoever reads them (the engine).
+ * The channel does this for every line; the tests and fuzz targets too.
+ */
+void
+agent_input(struct agent *a, char *line, size_t len, enum ndjson_kind kind,
+    size_t extra)
+{
+	if (!(a->flags & AGENT_DEAD) && agent_line_hook != NULL)
+		agent_line_hook(a, line, len, kind, extra);
 }
 
 /* A line from the agent's stdout. */
 static void
-agent_line_cb(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
+agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
-	struct agent	*a = c->owner;
-
-	if (!(a->flags & AGENT_DEAD))
-		engine_agent_line(a, line, len, kind, extra);
+	agent_input(c->owner, line, len, kind, extra);
 }
 
 /* Queue one line for the agent's stdin. */
 void
 agent_send(struct agent *a, const char *line, size_t len)
 {
-	chan_write_line(&a->io, line, len);
-	a->msgs_in++;
+	chan_write_line(&a->proc.io, line, len);
+	a->proc.msgs_in++;
 }
 
-/* Check whether both pipes are done after the process exited. */
-static void
-agent_check_stopped(struct agent *a)
+/* Return nonzero if the agent's stdin is above its high watermark. */
+int
+agent_full(const struct agent *a)
 {
-	if ((a->flags & (AGENT_EXITED | AGENT_OUT_EOF | AGENT_ERR_EOF)) ==
-	    (AGENT_EXITED | AGENT_OUT_EOF | AGENT_ERR_EOF))
-		lifecycle_exited(a);
+	return chan_full(&a->proc.io);
+}
+
+/* Return nonzero if lines can still be written to the agent's stdin. */
+int
+agent_writable(const struct agent *a)
+{
+	return a->proc.io.wfd != -1 && !(a->proc.io.flags & CHAN_WCLOSED);
+}
+
+/* Tell the lifecycle once both pipes are done and the process reaped. */
+static void
+agent_check_exited(struct agent *a)
+{
+	if ((a->proc.flags & (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) ==
+	    (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) {
+		char	st[64];
+
+		ev_timer_stop(LOOP, &a->proc.pipe_w);
+		util_describe_status(st, sizeof st, a->proc.status);
+		agent_news(a, AE_EXITED, st);
+	}
 }
 
 /*
- * The agent can no longer talk to us (it closed stdout, or its stdin broke)
- * while its process runs on: its work fails now and it is terminated,
- * which counts as a crash for its restart policy.
- */
-static void
-agent_broken(struct agent *a, const char *what)
-{
-	log_warnx("agent %s: %s but is still running; terminating it", a->id,
-	    what);
-	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
-	    what, NULL);	/* the shape of every "error" event */
-	engine_agent_gone(a, what);
-	if (a->state == AS_STOPPING)
-		return;
-	lifecycle_kill(a, SIGTERM);
-	lifecycle_kill(a, SIGCONT);
-	ev_timer_stop(cr->loop, &a->life_w);
-	a->life_step = 2;
-	ev_timer_set(&a->life_w, a->conf->stop_timeout, 0);
-	ev_timer_start(cr->loop, &a->life_w);
-}
-
-/*
- * Decide, a moment after a pipe closed, whether the process is exiting
- * (its status is about to arrive) or really runs on without the pipe.
- * EOF on a pipe usually comes just before the exit status.
+ * A pipe closed while the process may still run: look again a moment
+ * later before judging, since EOF on a pipe usually comes just before
+ * the exit status.
  */
 static void
 agent_pipe_check(struct agent *a, const char *what)
 {
 	siginfo_t	si;
 
-	if (a->flags & AGENT_EXITED)
+	if (a->proc.flags & AP_EXITED)
 		return;
 	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, (id_t)a->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-	    si.si_pid == a->pid)
+	if (waitid(P_PID, (id_t)a->proc.pid, &si, WEXITED | WNOHANG |
+	    WNOWAIT) == 0 && si.si_pid == a->proc.pid)
 		return;		/* a zombie: libev reaps it right away */
-	if (a->life_step == 0) {
-		/* Not exiting yet: look again shortly before judging. */
-		a->life_step = 5;
-		a->pipe_what = what;
-		ev_timer_set(&a->life_w, 0.2, 0);
-		ev_timer_start(cr->loop, &a->life_w);
+	if (!ev_is_active(&a->proc.pipe_w)) {
+		a->proc.pipe_what = what;
+		ev_timer_set(&a->proc.pipe_w, 0.2, 0);
+		ev_timer_start(LOOP, &a->proc.pipe_w);
 	}
+}
+
+/* The grace after a pipe closed ran out: the process really runs on. */
+static void
+agent_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct agent	*a = w->data;
+
+	if (a->proc.flags & AP_EXITED)
+		return;
+	log_warnx("agent %s: %s but is still running; terminating it", a->id,
+	    a->proc.pipe_what);
+	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
+	    a->proc.pipe_what, NULL);	/* the shape of every "error" event */
+	agent_news(a, AE_BROKEN, a->proc.pipe_what);
 }
 
 /* The agent's stdout reached EOF. */
@@ -255,21 +319,21 @@ agent_out_eof(struct chan *c, int arg)
 {
 	struct agent	*a = c->owner;
 
-	a->flags |= AGENT_OUT_EOF;
-	if (a->io.rfd != -1) {
-		close(a->io.rfd);
-		a->io.rfd = -1;
+	a->proc.flags |= AP_OUT_EOF;
+	if (a->proc.io.rfd != -1) {
+		close(a->proc.io.rfd);
+		a->proc.io.rfd = -1;
 	}
-	if (a->state != AS_STOPPING)
-		agent_pipe_check(a, "closed its stdout");
-	agent_check_stopped(a);
+	agent_pipe_check(a, "closed its stdout");
+	agent_check_exited(a);
 }
 
 /* The agent's stdin queue drained below its low watermark. */
 static void
 agent_in_drained(struct chan *c, int arg)
 {
-	engine_agent_drained(c->owner);
+	if (agent_drain_hook != NULL)
+		agent_drain_hook(c->owner);
 }
 
 /* Writing to the agent's stdin failed: it closed it, or is exiting. */
@@ -278,22 +342,10 @@ agent_in_error(struct chan *c, int error)
 {
 	struct agent	*a = c->owner;
 
-	if (a->flags & AGENT_EXITED)
+	if (a->proc.flags & AP_EXITED)
 		return;
 	log_info("agent %s: writing to its stdin: %s", a->id, strerror(error));
-	if (a->state != AS_STOPPING)
-		agent_pipe_check(a, "closed its stdin");
-}
-
-/* The grace after a pipe closed ran out and the process still runs. */
-void
-agent_pipe_timeout(struct agent *a)
-{
-	a->life_step = 0;
-	if (a->flags & AGENT_EXITED)
-		return;
-	agent_broken(a, a->pipe_what != NULL ? a->pipe_what :
-	    "closed a pipe");
+	agent_pipe_check(a, "closed its stdin");
 }
 
 /* Log one stderr line with the agent's name. */
@@ -319,19 +371,19 @@ agent_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ssize_t		 n;
 
 	buf = chan_read_buffer(&size);
-	n = read(a->errfd, buf, size);
+	n = read(a->proc.errfd, buf, size);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		ev_io_stop(loop, &a->err_w);
-		ndjson_finish(&a->err_rd, agent_err_line, a);
-		close(a->errfd);
-		a->errfd = -1;
-		a->flags |= AGENT_ERR_EOF;
-		agent_check_stopped(a);
+		ev_io_stop(loop, &a->proc.err_w);
+		ndjson_finish(&a->proc.err_rd, agent_err_line, a);
+		close(a->proc.errfd);
+		a->proc.errfd = -1;
+		a->proc.flags |= AP_ERR_EOF;
+		agent_check_exited(a);
 		return;
 	}
-	ndjson_feed(&a->err_rd, buf, (size_t)n, agent_err_line, a);
+	ndjson_feed(&a->proc.err_rd, buf, (size_t)n, agent_err_line, a);
 }
 
 /* libev reaped, stopped or continued the agent's process. */
@@ -339,82 +391,118 @@ static void
 agent_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
 	struct agent	*a = w->data;
+	struct agent_proc *p = &a->proc;
 	int		 st = w->rstatus;
 
 	if (WIFSTOPPED(st)) {
-		a->flags |= AGENT_STOPPED_SIG;
-		lifecycle_event(a, AE_SIGSTOP, "stopped by signal %s",
-		    util_signame(WSTOPSIG(st)));
+		p->flags |= AP_SIGSTOPPED;
+		agent_news(a, AE_SIGSTOP, util_signame(WSTOPSIG(st)));
 		return;
 	}
 	if (WIFCONTINUED(st)) {
-		if (a->flags & AGENT_STOPPED_SIG) {
-			a->flags &= ~AGENT_STOPPED_SIG;
-			a->last_activity = ev_now(loop);
-			a->flags &= ~AGENT_MISSED;
-			lifecycle_event(a, AE_SIGCONT, "continued");
+		if (p->flags & AP_SIGSTOPPED) {
+			p->flags &= ~AP_SIGSTOPPED;
+			agent_news(a, AE_SIGCONT, "continued");
 		}
 		return;
 	}
-	ev_child_stop(loop, &a->child_w);
-	a->status = st;
-	a->flags |= AGENT_EXITED;
-	a->flags &= ~AGENT_STOPPED_SIG;
-	a->exited_at = ev_now(loop);
-	if ((a->flags & (AGENT_OUT_EOF | AGENT_ERR_EOF)) !=
-	    (AGENT_OUT_EOF | AGENT_ERR_EOF) && a->state != AS_STOPPING &&
-	    a->life_step == 0) {
-		/* Something else holds its pipes: escalate on its group. */
-		ev_timer_set(&a->life_w, a->conf->stop_grace, 0);
-		a->life_step = 1;
-		ev_timer_start(loop, &a->life_w);
-	}
-	agent_check_stopped(a);
+	ev_child_stop(loop, &p->child_w);
+	p->status = st;
+	p->flags |= AP_EXITED;
+	p->flags &= ~AP_SIGSTOPPED;
+	p->exited_at = ev_now(loop);
+	ev_timer_stop(loop, &p->pipe_w);
+	if ((p->flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
+	    (AP_OUT_EOF | AP_ERR_EOF))
+		agent_news(a, AE_REAPED, "exited, but something still holds "
+		    "its output pipes");
+	agent_check_exited(a);
+}
+
+/* Return nonzero if the process was stopped by a signal. */
+int
+agent_sigstopped(const struct agent *a)
+{
+	return (a->proc.flags & AP_SIGSTOPPED) != 0;
+}
+
+/* Return nonzero if the process's exit status has been reaped. */
+int
+agent_exited(const struct agent *a)
+{
+	return (a->proc.flags & AP_EXITED) != 0;
+}
+
+/* Send a signal to the agent's process group. */
+void
+agent_signal(struct agent *a, int sig)
+{
+	if (a->proc.pid <= 0)
+		return;
+	/*
+	 * The group outlives its leader while members remain, and its id is
+	 * not reused meanwhile.  The pid alone is used only before the
+	 * leader is reaped: after that it may name another process.
+	 */
+	if (kill(-a->proc.pid, sig) == -1 && errno == ESRCH &&
+	    !(a->proc.flags & AP_EXITED))
+		(void)kill(a->proc.pid, sig);
+}
+
+/* Close the agent's stdin once what is queued is written. */
+void
+agent_close_stdin(struct agent *a)
+{
+	chan_close_write(&a->proc.io);
 }
 
 /* Close the read ends of the agent's output pipes. */
-void
+static void
 agent_close_output(struct agent *a)
 {
-	if (a->io.rfd != -1) {
-		ev_io_stop(cr->loop, &a->io.rw);
-		close(a->io.rfd);
-		a->io.rfd = -1;
+	struct agent_proc	*p = &a->proc;
+
+	if (p->io.rfd != -1) {
+		ev_io_stop(LOOP, &p->io.rw);
+		close(p->io.rfd);
+		p->io.rfd = -1;
 	}
-	if (a->errfd != -1) {
-		ev_io_stop(cr->loop, &a->err_w);
-		close(a->errfd);
-		a->errfd = -1;
+	if (p->errfd != -1) {
+		ev_io_stop(LOOP, &p->err_w);
+		close(p->errfd);
+		p->errfd = -1;
 	}
-	ndjson_reader_free(&a->err_rd);
+	ndjson_reader_free(&p->err_rd);
 }
 
-/* Release the descriptors and watchers of a process that has stopped. */
+/*
+ * Stop waiting for EOF on pipes a descendant in another session holds:
+ * our ends close (it gets EPIPE), and the process counts as ended.
+ */
 void
-agent_exited_cleanup(struct agent *a)
+agent_abandon_pipes(struct agent *a)
 {
+	log_warnx("agent %s: output pipes still open after SIGKILL; closing "
+	    "them", a->id);
 	agent_close_output(a);
-	chan_close(&a->io);
-	ev_child_stop(cr->loop, &a->child_w);
-	ev_timer_stop(cr->loop, &a->hb_w);
-	if (cr->nagents > 0)
-		cr->nagents--;
+	a->proc.flags |= AP_OUT_EOF | AP_ERR_EOF;
+	agent_check_exited(a);
 }
 
-/* Return nonzero if the agent's parent is stopping or gone. */
-int
-agent_parent_gone(const struct agent *a)
-{
-	return a->parent != NULL && (a->parent->state == AS_STOPPING ||
-	    !lifecycle_alive(a->parent) || (a->parent->flags &
-	    AGENT_NORESTART));
-}
-
-/* An agent failed for good: its parent (or the workflow) must hear of it. */
+/* Release the descriptors and watchers of a process that has ended. */
 void
-agent_escalate(struct agent *a, const char *why)
+agent_release(struct agent *a)
 {
-	engine_agent_failed(a, why);
+	struct agent_proc	*p = &a->proc;
+
+	agent_close_output(a);
+	chan_close(&p->io);
+	ev_child_stop(LOOP, &p->child_w);
+	ev_timer_stop(LOOP, &p->pipe_w);
+	if (p->flags & AP_RUNNING) {
+		p->flags &= ~AP_RUNNING;
+		agent_nrunning--;
+	}
 }
 
 /* Return nonzero if d is a descendant of a. */
@@ -427,19 +515,22 @@ agent_is_descendant(const struct agent *d, const struct agent *a)
 	return 0;
 }
 
-/* Count agents with a live process. */
+/* Count agents with a running process (or a per-call one started). */
 unsigned int
-agent_count_alive(void)
+agent_count_running(void)
 {
-	return cr->nagents;
+	return agent_nrunning;
 }
 
-/* Free an agent that is stopped and marked dead. */
-void
+/* Free an agent marked dead: every module forgets it first. */
+static void
 agent_free(struct agent *a)
 {
 	struct agent	*c;
+	size_t		 i;
 
+	for (i = 0; i < agent_nfree_hooks; i++)
+		agent_free_hooks[i](a);
 	while ((c = TAILQ_FIRST(&a->children)) != NULL) {
 		TAILQ_REMOVE(&a->children, c, sibling);
 		c->parent = NULL;
@@ -448,52 +539,40 @@ agent_free(struct agent *a)
 		TAILQ_REMOVE(&a->parent->children, a, sibling);
 		a->parent->nchildren--;
 	}
-	route_forget_agent(a);
-	route_remove_agent(a);
-	RB_REMOVE(agent_tree, &cr->agent_tree, a);
-	TAILQ_REMOVE(&cr->agents, a, entry);
-	ev_timer_stop(cr->loop, &a->budget_w);
-	ev_timer_stop(cr->loop, &a->breaker_w);
-	ev_timer_stop(cr->loop, &a->recover_w);
-	free(a->stop_why);
-	ev_timer_stop(cr->loop, &a->life_w);
-	ev_timer_stop(cr->loop, &a->hb_w);
-	ev_child_stop(cr->loop, &a->child_w);
-	agent_close_output(a);
-	chan_close(&a->io);
-	adapter_free(a);
-	free(a->restarts);
-	free(a->spawn_id);
-	free(a->last_reply);
-	if (a->spawn_rpc_id != NULL)
-		json_decref(a->spawn_rpc_id);
+	RB_REMOVE(agent_tree, &agent_tree, a);
+	TAILQ_REMOVE(&agent_list, a, entry);
+	agent_release(a);
 	free(a->id);
 	free(a);
 }
 
-/* Mark an agent to be freed once it is stopped. */
+/* Mark an agent to be freed once it has no process. */
 void
 agent_mark_dead(struct agent *a)
 {
 	if (a->flags & AGENT_DEAD)
 		return;
 	a->flags |= AGENT_DEAD;
-	cr->ndead++;
+	agent_ndead++;
 }
 
-/* Free every agent marked dead; called outside their callbacks. */
+/*
+ * Free every agent marked dead whose process has ended; called outside
+ * their callbacks.  With all, free every agent (corral is exiting).
+ */
 void
-agent_reap_dead(void)
+agent_reap_dead(int all)
 {
 	struct agent	*a, *next;
 
-	if (cr->ndead == 0)
+	if (agent_ndead == 0 && !all)
 		return;
-	TAILQ_FOREACH_SAFE(a, &cr->agents, entry, next) {
-		if ((a->flags & AGENT_DEAD) && (a->state == AS_STOPPED ||
-		    a->state == AS_FAILED)) {
-			agent_free(a);
-			cr->ndead--;
-		}
+	TAILQ_FOREACH_SAFE(a, &agent_list, entry, next) {
+		if (!all && (!(a->flags & AGENT_DEAD) ||
+		    (a->proc.flags & AP_RUNNING)))
+			continue;
+		if (a->flags & AGENT_DEAD)
+			agent_ndead--;
+		agent_free(a);
 	}
 }

@@ -47,9 +47,12 @@ static int			audit_threaded;
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	*auditlog_thread(void *);
 
-/* Open the audit log for appending; returns -1 with errno set. */
+/*
+ * Open the audit log for appending, for a run of the workflow at wfpath;
+ * returns -1 with errno set.
+ */
 int
-auditlog_open(const char *path)
+auditlog_open(const char *path, const char *wfpath)
 {
 	char	ts[40];
 
@@ -62,10 +65,8 @@ auditlog_open(const char *path)
 	    NULL) == 0;
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
-	auditlog_event("run_start", NULL, NULL, "run",
-	    protocol_run_id(), "time", ts, "version", CORRAL_VERSION,
-	    "workflow", cr != NULL && cr->wf != NULL ? cr->wf->path : "",
-	    NULL);
+	auditlog_event("run_start", NULL, NULL, "run", protocol_run_id(),
+	    "time", ts, "version", CORRAL_VERSION, "workflow", wfpath, NULL);
 	return 0;
 }
 
@@ -172,9 +173,9 @@ auditlog_tick(void)
 	if ((audit_w.tail - audit_w.head >= AUDIT_BATCH ||
 	    util_mono() - audit_last >= AUDIT_LINGER) && auditlog_handover(0))
 		return;
-	if (cr != NULL && !ev_is_active(&audit_timer)) {
+	if (!ev_is_active(&audit_timer)) {
 		ev_timer_init(&audit_timer, auditlog_timer_cb, AUDIT_LINGER, 0);
-		ev_timer_start(cr->loop, &audit_timer);
+		ev_timer_start(LOOP, &audit_timer);
 	}
 }
 
@@ -206,8 +207,7 @@ auditlog_close(void)
 {
 	if (audit_fd == -1)
 		return;
-	if (cr != NULL)
-		ev_timer_stop(cr->loop, &audit_timer);
+	ev_timer_stop(LOOP, &audit_timer);
 	auditlog_flush();
 	if (audit_threaded) {
 		pthread_mutex_lock(&audit_mu);
@@ -252,7 +252,7 @@ audit_plain(char *p, const char *s)
 static int
 audit_safe(const char *s, size_t n)
 {
-	return util_json_plain(s, n) == n;
+	return jsonw_plain(s, n) == n;
 }
 
 /*
@@ -298,7 +298,7 @@ auditlog_begin(const char *ev, const char *agent, const char *id)
 	audit_w.tail += (size_t)(p - start);
 	if (id != NULL && !audit_safe(id, il)) {
 		ndjson_writer_add(&audit_w, ",\"id\":", 6);
-		util_json_string(&audit_w, id, il);
+		jsonw_string(&audit_w, id, il);
 	}
 }
 
@@ -348,7 +348,7 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 		p = audit_plain(p, k);
 		*p = ':';
 		audit_w.tail += kl + 4;
-		util_json_string(&audit_w, v, vl);
+		jsonw_string(&audit_w, v, vl);
 	}
 	va_end(ap);
 	auditlog_end();
@@ -364,6 +364,25 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	auditlog_begin(ev, agent, id);
 	ndjson_writer_add(&audit_w, ",\"env\":", 7);
 	ndjson_writer_add(&audit_w, line, len);
+	auditlog_end();
+}
+
+/*
+ * Record an event whose fields are the members of a JSON object built
+ * with the JSON writer (numbers stay numbers).
+ */
+void
+auditlog_fields(const char *ev, const char *agent, const char *id,
+    const char *obj, size_t len)
+{
+	if (audit_fd == -1)
+		return;
+	auditlog_begin(ev, agent, id);
+	if (len > 2) {
+		/* Splice the object's members after ours. */
+		ndjson_writer_add(&audit_w, ",", 1);
+		ndjson_writer_add(&audit_w, obj + 1, len - 2);
+	}
 	auditlog_end();
 }
 

@@ -23,7 +23,9 @@
 #define CHAN_LOW	(256 * 1024)
 #define CHAN_HIGH	(1024 * 1024)
 
-static char	chan_buf[CHAN_READ_SIZE];
+static char		chan_buf[CHAN_READ_SIZE];
+static TAILQ_HEAD(, chan) chan_dirty = TAILQ_HEAD_INITIALIZER(chan_dirty);
+static struct chan	*chan_current;	/* whose line is being handled */
 
 static void	chan_read_cb(struct ev_loop *, ev_io *, int);
 static void	chan_write_cb(struct ev_loop *, ev_io *, int);
@@ -67,12 +69,22 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	}
 }
 
+/*
+ * The channel whose line is being handled (NULL outside one): what it
+ * makes corral write may block that reader (chan_block).
+ */
+struct chan *
+chan_source(void)
+{
+	return chan_current;
+}
+
 /* Start reading. */
 void
 chan_start(struct chan *c)
 {
 	if (c->rfd != -1 && !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-		ev_io_start(cr->loop, &c->rw);
+		ev_io_start(LOOP, &c->rw);
 }
 
 /* Deliver one framed line to the owner. */
@@ -81,12 +93,12 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
 	struct chan	*c = arg;
-	struct chan	*saved = cr->source;
+	struct chan	*saved = chan_current;
 
 	/* Whatever this line makes corral write may block this reader. */
-	cr->source = c;
+	chan_current = c;
 	c->on_line(c, kind, line, len, extra);
-	cr->source = saved;
+	chan_current = saved;
 }
 
 /* Read what the descriptor has and hand out its lines. */
@@ -124,7 +136,7 @@ chan_stop_reading(struct chan *c)
 {
 	c->flags |= CHAN_RSTOPPED;
 	if (c->rfd != -1)
-		ev_io_stop(cr->loop, &c->rw);
+		ev_io_stop(LOOP, &c->rw);
 }
 
 /* Undo chan_stop_reading. */
@@ -134,7 +146,7 @@ chan_resume_reading(struct chan *c)
 	c->flags &= ~CHAN_RSTOPPED;
 	if (c->rfd != -1 && c->blocked_on == NULL &&
 	    !(c->flags & CHAN_REOF))
-		ev_io_start(cr->loop, &c->rw);
+		ev_io_start(LOOP, &c->rw);
 }
 
 /* Wake every reader that waits for this writer. */
@@ -149,7 +161,7 @@ chan_wake(struct chan *c)
 		r->blocked_on = NULL;
 		r->flags &= ~CHAN_RPAUSED;
 		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-			ev_io_start(cr->loop, &r->rw);
+			ev_io_start(LOOP, &r->rw);
 	}
 	if (c->on_drain != NULL)
 		c->on_drain(c, 0);
@@ -170,7 +182,7 @@ chan_release_waiters(struct chan *c)
 		r->blocked_on = NULL;
 		r->flags &= ~CHAN_RPAUSED;
 		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-			ev_io_start(cr->loop, &r->rw);
+			ev_io_start(LOOP, &r->rw);
 	}
 }
 
@@ -203,7 +215,7 @@ chan_write_line(struct chan *c, const char *line, size_t len)
 	ndjson_writer_line(&c->wr, line, len);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
-		TAILQ_INSERT_TAIL(&cr->dirty, c, dirty_entry);
+		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);
 	}
 	if (ndjson_writer_full(&c->wr))
 		c->flags |= CHAN_WFULL;
@@ -220,10 +232,10 @@ chan_flush(struct chan *c)
 	rc = ndjson_writer_flush(&c->wr, c->wfd);
 	if (rc == 1) {
 		if (!ev_is_active(&c->ww))
-			ev_io_start(cr->loop, &c->ww);
+			ev_io_start(LOOP, &c->ww);
 	} else {
 		if (ev_is_active(&c->ww))
-			ev_io_stop(cr->loop, &c->ww);
+			ev_io_stop(LOOP, &c->ww);
 		if (rc == -1) {
 			saved = errno;
 			ndjson_writer_free(&c->wr);
@@ -250,8 +262,8 @@ chan_flush_all(void)
 {
 	struct chan	*c;
 
-	while ((c = TAILQ_FIRST(&cr->dirty)) != NULL) {
-		TAILQ_REMOVE(&cr->dirty, c, dirty_entry);
+	while ((c = TAILQ_FIRST(&chan_dirty)) != NULL) {
+		TAILQ_REMOVE(&chan_dirty, c, dirty_entry);
 		c->flags &= ~CHAN_DIRTY;
 		chan_flush(c);
 	}
@@ -268,11 +280,11 @@ chan_close_write(struct chan *c)
 	if (c->wfd == -1)
 		return;
 	if (c->flags & CHAN_DIRTY) {
-		TAILQ_REMOVE(&cr->dirty, c, dirty_entry);
+		TAILQ_REMOVE(&chan_dirty, c, dirty_entry);
 		c->flags &= ~CHAN_DIRTY;
 	}
 	(void)ndjson_writer_flush(&c->wr, c->wfd);
-	ev_io_stop(cr->loop, &c->ww);
+	ev_io_stop(LOOP, &c->ww);
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
@@ -287,7 +299,7 @@ chan_close(struct chan *c)
 {
 	chan_close_write(c);
 	if (c->rfd != -1) {
-		ev_io_stop(cr->loop, &c->rw);
+		ev_io_stop(LOOP, &c->rw);
 		close(c->rfd);
 		c->rfd = -1;
 	}

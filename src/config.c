@@ -1137,7 +1137,7 @@ config_build(struct cload *cl, const struct cnode *root)
 			char why[256];
 
 			x = cmap_get(agents->kids[i + 1], "adapter");
-			if (adapter_check(ac, why, sizeof why) != 0) {
+			if (adapter_table_check(ac, why, sizeof why) != 0) {
 				cerr(cl, x != NULL ? x : agents->kids[i + 1],
 				    "%s.adapter: %s", p, why);
 				goto out;

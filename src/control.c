@@ -1,13 +1,11 @@
 /*
- * Control frames on an agent's pipes: JSON-RPC 2.0 with MAP method names.
+ * Control frames: JSON-RPC 2.0 with MAP method names, from an agent on
+ * its pipes or from a client (corral serve's stdin).
  *
  * Control frames are rare next to envelopes, so they are parsed with
- * jansson.  An agent may send map/connect (its handshake), ping,
- * map/disconnect, and the sub-agent methods map/agents/spawn, map/send,
- * map/agents/stop, map/agents/list and map/agents/get; corral sends ping
- * for heartbeats.  A request gets exactly one response, with its id echoed
- * as the same JSON type; a bad frame gets a JSON-RPC error and the next
- * line is read as usual.
+ * jansson.  One table names every method, who may call it, and its
+ * handler; a request gets exactly one response, a bad frame gets a
+ * JSON-RPC error, and the next line is read as usual.
  */
 
 #include <stdlib.h>
@@ -15,179 +13,151 @@
 
 #include "corral.h"
 
-/* Write a JSON-RPC frame to an agent. */
-void
-control_send(struct agent *a, json_t *frame)
-{
-	char	*s;
+static void	control_connect(struct peer *, json_t *, json_t *);
+static void	control_ping(struct peer *, json_t *, json_t *);
+static void	control_disconnect(struct peer *, json_t *, json_t *);
 
-	if (frame == NULL || (s = json_dumps(frame, CORRAL_JSON_FLAGS)) == NULL) {
-		log_warnx("agent %s: a control frame could not be built",
-		    a->id);
-		return;
-	}
-	agent_send(a, s, strlen(s));
-	free(s);
+#define BOTH	(PEER_AGENT | PEER_CLIENT)
+
+static const struct control_method control_methods[] = {
+	{ CORRAL_M_CONNECT,	BOTH,		control_connect },
+	{ CORRAL_M_PING,	BOTH,		control_ping },
+	{ CORRAL_M_DISCONNECT,	PEER_AGENT,	control_disconnect },
+	{ CORRAL_M_SPAWN,	PEER_AGENT,	subagent_spawn },
+	{ CORRAL_M_SEND,	PEER_AGENT,	subagent_send },
+	{ CORRAL_M_STOP,	PEER_AGENT,	subagent_stop },
+	{ CORRAL_M_SUSPEND,	PEER_AGENT,	subagent_suspend },
+	{ CORRAL_M_RESUME,	PEER_AGENT,	subagent_resume },
+	{ CORRAL_M_LIST,	PEER_AGENT,	subagent_list },
+	{ CORRAL_M_GET,		PEER_AGENT,	subagent_get },
+};
+
+/* Find a method by name. */
+static const struct control_method *
+control_find(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof control_methods / sizeof control_methods[0];
+	    i++)
+		if (strcmp(control_methods[i].name, name) == 0)
+			return &control_methods[i];
+	return NULL;
 }
 
-/* Answer request id with a result (stolen reference). */
-void
-control_reply(struct agent *a, json_t *id, json_t *result)
+/* Answer map/connect: an agent's handshake, or a client's greeting. */
+static void
+control_connect(struct peer *p, json_t *id, json_t *params)
 {
-	json_t	*f;
+	struct agent	*a = p->agent;
+	json_t		*res;
 
-	if (id == NULL) {
-		json_decref(result);
-		return;		/* a notification gets no answer */
+	res = json_pack("{s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}, "
+	    "s:{s:s, s:s}}",
+	    "protocolVersion", CORRAL_PROTOCOL_VERSION,
+	    "sessionId", protocol_run_id(),
+	    "participantId", p->name,
+	    "capabilities", "canSpawn", a != NULL, "canSend", a != NULL,
+	    "canReceive", 1, "canQuery", a != NULL,
+	    "systemInfo", "name", "corral", "version", CORRAL_VERSION);
+	if (a != NULL)
+		json_object_set_new(json_object_get(res, "systemInfo"),
+		    "agentName", json_string(a->conf->name));
+	rpc_reply(p, id, res);
+	if (a != NULL && lifecycle_handshaking(a)) {
+		/* Recorded first: becoming ready dispatches queued work. */
+		auditlog_event("handshake", a->id, NULL, NULL);
+		lifecycle_ready(a, "handshake");
 	}
-	f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
-	    result);
-	control_send(a, f);
-	if (f != NULL)
-		json_decref(f);
+}
+
+/* Answer ping. */
+static void
+control_ping(struct peer *p, json_t *id, json_t *params)
+{
+	rpc_reply(p, id, json_object());
+}
+
+/* map/disconnect: the agent is done and stops. */
+static void
+control_disconnect(struct peer *p, json_t *id, json_t *params)
+{
+	rpc_reply(p, id, json_object());
+	lifecycle_stop(p->agent, "map/disconnect");
 }
 
 /*
- * Answer request id with an error: a code, a message, and data naming the
- * category (seed 001) and whether a retry may help.
+ * Check a frame's envelope: jsonrpc "2.0", a method that is a string, an
+ * id we can echo, params an object.  Returns 0, or -1 after answering.
  */
-void
-control_reply_error(struct agent *a, json_t *id, int code, const char *msg,
-    const char *category)
+static int
+control_valid(struct peer *p, json_t *j, json_t *id, json_t *method)
 {
-	json_t	*f;
-	int	 retryable = category != NULL &&
-	    (strcmp(category, "TIMEOUT") == 0 ||
-	    strcmp(category, "UNAVAILABLE") == 0);
+	json_t	*params = json_object_get(j, "params");
+	json_t	*ver = json_object_get(j, "jsonrpc");
 
-	if (id == NULL)
-		return;
-	/* msg may quote the peer's bytes, cut anywhere: keep it valid. */
-	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:{s:s, s:b}}}", "jsonrpc",
-	    "2.0", "id", id, "error", "code", code, "message",
-	    util_json_text(msg, strlen(msg)), "data", "category",
-	    category != NULL ? category : "REJECTED", "retryable", retryable);
-	control_send(a, f);
-	if (f != NULL)
-		json_decref(f);
-}
-
-/* Send a heartbeat ping. */
-void
-control_ping(struct agent *a)
-{
-	char	buf[96];
-	int	n;
-
-	if (a->io.wfd == -1)
-		return;
-	if (a->adapter != NULL) {
-		/* Only the adapter knows how its tool is pinged, if at all. */
-		if (a->adapter->ops->ping != NULL)
-			a->adapter->ops->ping(a);
-		return;
-	}
-	n = snprintf(buf, sizeof buf, "{\"jsonrpc\":\"2.0\",\"id\":%llu,"
-	    "\"method\":\"ping\"}", (unsigned long long)++a->hb_seq);
-	agent_send(a, buf, (size_t)n);
-}
-
-/* Answer map/connect: the agent's handshake. */
-static void
-control_connect(struct agent *a, json_t *id, json_t *params)
-{
-	json_t	*res;
-
-	res = json_pack("{s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}, "
-	    "s:{s:s, s:s, s:s}}",
-	    "protocolVersion", CORRAL_PROTOCOL_VERSION,
-	    "sessionId", protocol_run_id(),
-	    "participantId", a->id,
-	    "capabilities", "canSpawn", 1, "canSend", 1, "canReceive", 1,
-	    "canQuery", 1,
-	    "systemInfo", "name", "corral", "version", CORRAL_VERSION,
-	    "agentName", a->conf->name);
-	control_reply(a, id, res);
-	if (a->flags & AGENT_NOT_READY) {
-		/* Recorded first: becoming ready dispatches queued work. */
-		auditlog_event("handshake", a->id, NULL, NULL);
-		a->flags &= ~AGENT_NOT_READY;
-		lifecycle_event(a, AE_HANDSHAKE, "handshake");
-		/* Heartbeats count from readiness: a slow start is no miss. */
-		lifecycle_heartbeat_start(a);
-	}
-}
-
-/* Handle one JSON-RPC frame from an agent. */
-void
-control_agent_frame(struct agent *a, const char *line, size_t len)
-{
-	json_error_t	 e;
-	json_t		*j, *id, *method, *params, *ver;
-	const char	*m;
-
-	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL) {
-		/* The scanner accepted it; jansson must too. */
-		log_warnx("agent %s: control frame: %s", a->id, e.text);
-		return;
-	}
-	id = json_object_get(j, "id");
-	method = json_object_get(j, "method");
-	params = json_object_get(j, "params");
-	ver = json_object_get(j, "jsonrpc");
 	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
-		control_reply_error(a, id, CORRAL_E_INVALID, "jsonrpc must be "
-		    "\"2.0\"", "REJECTED");
-		goto out;
+		rpc_error(p, id, CORRAL_E_INVALID, "jsonrpc must be \"2.0\"",
+		    "REJECTED");
+		return -1;
 	}
 	if (method == NULL) {
-		if (json_object_get(j, "result") != NULL ||
-		    json_object_get(j, "error") != NULL) {
-			/* A response: to our ping, or to an adapter's call. */
-			if (a->adapter != NULL)
-				adapter_response(a, j);
-			goto out;
-		}
-		control_reply_error(a, id, CORRAL_E_INVALID, "a request needs "
-		    "a method", "REJECTED");
-		goto out;
+		rpc_error(p, id, CORRAL_E_INVALID, "a request needs a method",
+		    "REJECTED");
+		return -1;
 	}
 	if (!json_is_string(method)) {
-		control_reply_error(a, id, CORRAL_E_INVALID, "method must be a "
-		    "string", "REJECTED");
-		goto out;
+		rpc_error(p, id, CORRAL_E_INVALID, "method must be a string",
+		    "REJECTED");
+		return -1;
 	}
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
 	    !json_is_real(id) && !json_is_null(id)) {
 		/* JSON-RPC: an id we cannot echo is answered with null. */
 		json_t *nul = json_null();
-		control_reply_error(a, nul, CORRAL_E_INVALID, "id must be a "
-		    "string, a number or null", "REJECTED");
+
+		rpc_error(p, nul, CORRAL_E_INVALID, "id must be a string, a "
+		    "number or null", "REJECTED");
 		json_decref(nul);
-		goto out;
+		return -1;
 	}
 	if (params != NULL && !json_is_object(params) &&
 	    !json_is_array(params)) {
-		control_reply_error(a, id, CORRAL_E_PARAMS, "params must be an "
-		    "object", "REJECTED");
+		rpc_error(p, id, CORRAL_E_PARAMS, "params must be an object",
+		    "REJECTED");
+		return -1;
+	}
+	return 0;
+}
+
+/* Handle one JSON-RPC frame from a peer (the scanner accepted it). */
+void
+control_frame(struct peer *p, const char *line, size_t len)
+{
+	const struct control_method	*cm;
+	json_error_t			 e;
+	json_t				*j, *id, *method;
+	char				 msg[160];
+
+	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL) {
+		log_warnx("%s: control frame: %s", p->name, e.text);
+		return;
+	}
+	id = json_object_get(j, "id");
+	method = json_object_get(j, "method");
+	if (method == NULL && (json_object_get(j, "result") != NULL ||
+	    json_object_get(j, "error") != NULL))
+		goto out;	/* a response: to our ping, say */
+	if (control_valid(p, j, id, method) != 0)
+		goto out;
+	cm = control_find(json_string_value(method));
+	if (cm == NULL || !(cm->who & p->role)) {
+		snprintf(msg, sizeof msg, "method not found: %.100s",
+		    json_string_value(method));
+		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, "REJECTED");
 		goto out;
 	}
-	m = json_string_value(method);
-	if (strcmp(m, CORRAL_M_CONNECT) == 0)
-		control_connect(a, id, params);
-	else if (strcmp(m, CORRAL_M_PING) == 0)
-		control_reply(a, id, json_object());
-	else if (strcmp(m, CORRAL_M_DISCONNECT) == 0) {
-		control_reply(a, id, json_object());
-		lifecycle_stop(a, "map/disconnect");
-	} else if (subagent_method(a, m, id, params) == 0)
-		;
-	else if (id != NULL) {
-		char msg[160];
-
-		snprintf(msg, sizeof msg, "method not found: %.100s", m);
-		control_reply_error(a, id, CORRAL_E_NOMETHOD, msg, "REJECTED");
-	}
+	cm->fn(p, id, json_object_get(j, "params"));
 out:
 	json_decref(j);
 }

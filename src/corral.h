@@ -66,16 +66,24 @@ enum prio {
 	PRIO_COUNT
 };
 
-/* Agent lifecycle states; docs/lifecycle.md maps them onto MAP's. */
+/*
+ * Agent lifecycle states; docs/lifecycle.md maps them onto MAP's.  The
+ * first eight are the states people see.  The last three are steps
+ * within them that the stop sequence and restarts need: they show as
+ * STOPPING (TERMINATING, KILLING) and STOPPED (BACKOFF).
+ */
 enum agent_state {
-	AS_INITIALIZING,
+	AS_INITIALIZING,	/* spawned, not ready yet */
 	AS_READY,
 	AS_BUSY,
 	AS_UNAVAILABLE,
 	AS_SUSPENDED,
-	AS_STOPPING,
-	AS_STOPPED,
-	AS_FAILED,
+	AS_STOPPING,		/* stdin closed: the grace period runs */
+	AS_STOPPED,		/* no process, and none is due */
+	AS_FAILED,		/* will not be started again */
+	AS_TERMINATING,		/* STOPPING: SIGTERM sent */
+	AS_KILLING,		/* STOPPING: SIGKILL sent */
+	AS_BACKOFF,		/* STOPPED: a restart is due */
 	AS_COUNT
 };
 
@@ -92,10 +100,16 @@ enum agent_event {
 	AE_TIMEOUTS,	/* too many consecutive message timeouts */
 	AE_SUSPEND,	/* map/agents/suspend */
 	AE_RESUME,	/* map/agents/resume */
-	AE_STOP,	/* a stop was requested */
+	AE_STOP,	/* stop for good */
 	AE_EXITED,	/* reaped and both output pipes at EOF */
-	AE_RESTART,	/* backoff over, spawn again */
+	AE_RESTART,	/* stop, then start again (a restart strategy) */
 	AE_GIVEUP,	/* will not be started again */
+	AE_START,	/* start the process */
+	AE_TIMER,	/* the life timer ran out: the next stop step, or the
+			   end of the backoff */
+	AE_REAPED,	/* exited, but something still holds its pipes */
+	AE_BROKEN,	/* a pipe closed while the process runs on */
+	AE_KILL,	/* kill at once (a second interrupt) */
 	AE_COUNT
 };
 
@@ -192,6 +206,15 @@ struct ndjson_writer {
 	size_t	 low;
 	size_t	 high;
 	size_t	 written;
+};
+
+/* jsonw.c: a JSON text being built; commas and colons are its business. */
+#define JSONW_DEPTH	16
+struct jsonw {
+	struct ndjson_writer	 w;
+	unsigned int		 count[JSONW_DEPTH];	/* members so far */
+	int			 depth;
+	int			 after_key;
 };
 
 /* config.c: a workflow file. */
@@ -337,106 +360,177 @@ struct chan {
 	TAILQ_ENTRY(chan)	 dirty_entry;
 };
 
-/* agent.c: a running (or restarting) agent process. */
-struct msg;
-TAILQ_HEAD(msgq, msg);
-
-struct agent {
-	char			*id;
-	struct agent_conf	*conf;
-	unsigned int		 instance;
-	enum agent_state	 state;
-	int			 flags;
-#define AGENT_EXITED	0x01	/* exit status reaped */
-#define AGENT_ERR_EOF	0x02	/* stderr at EOF */
-#define AGENT_OUT_EOF	0x04	/* stdout at EOF */
-#define AGENT_STOPPED_SIG 0x08	/* stopped by SIGSTOP */
-#define AGENT_HIDDEN	0x10	/* a child hidden from the routing table */
-#define AGENT_DEAD	0x20	/* to be freed */
-#define AGENT_MISSED	0x40	/* unavailable from missed heartbeats */
-#define AGENT_NORESTART	0x80	/* stop for good */
-#define AGENT_TIMEDOUT	0x100	/* unavailable from message timeouts */
-#define AGENT_NOT_READY	0x200	/* no handshake yet */
-#define AGENT_IN_POOL	0x400	/* routable through its workflow entry */
-#define AGENT_STOP_PENDING 0x800 /* stops once its children have */
-#define AGENT_RESTART_REQ 0x1000 /* restart after this exit, whatever it is */
-#define AGENT_STOP_ASKED 0x2000	/* corral began stopping this process */
+/* agent.c: an agent's process and its pipes (written by agent.c only). */
+struct agent_proc {
 	pid_t			 pid;		/* as corral sees it */
 	pid_t			 hostpid;	/* as the user's shell sees it */
 	int			 status;	/* from waitpid */
+	int			 flags;
+#define AP_EXITED	0x01	/* exit status reaped */
+#define AP_OUT_EOF	0x02	/* stdout at EOF */
+#define AP_ERR_EOF	0x04	/* stderr at EOF */
+#define AP_SIGSTOPPED	0x08	/* stopped by SIGSTOP */
+#define AP_RUNNING	0x10	/* spawned, not yet released */
 	struct chan		 io;		/* stdin and stdout */
 	int			 errfd;
 	ev_io			 err_w;
 	struct ndjson_reader	 err_rd;
 	ev_child		 child_w;
-	ev_timer		 hb_w;		/* heartbeats */
-	ev_timer		 life_w;	/* stop escalation, restart */
-	int			 life_step;
-	const char		*pipe_what;	/* which pipe closed early */
+	ev_timer		 pipe_w;	/* a pipe closed: exiting? */
+	const char		*pipe_what;
 	ev_tstamp		 spawned_at;
-	ev_tstamp		 last_activity;
 	ev_tstamp		 exited_at;
+	uint64_t		 msgs_in;
+	uint64_t		 msgs_out;
+};
+
+/* lifecycle.c: where an agent is in its life (written by lifecycle.c). */
+struct life {
+	enum agent_state	 state;
+	int			 flags;
+#define LF_NOT_READY	0x01	/* no handshake yet */
+#define LF_MISSED	0x02	/* unavailable from missed heartbeats */
+#define LF_TIMEDOUT	0x04	/* unavailable from message timeouts */
+#define LF_NORESTART	0x08	/* stop for good */
+#define LF_RESTART_REQ	0x10	/* restart after this exit, whatever it is */
+#define LF_STOP_ASKED	0x20	/* corral began stopping this process */
+#define LF_STOP_PENDING	0x40	/* stops once its children have */
+	int			 policy;	/* restart policy; -1: entry's */
+	ev_timer		 life_w;	/* stop steps, backoff */
+	ev_timer		 hb_w;		/* heartbeats */
+	ev_timer		 recover_w;	/* unavailable from timeouts */
+	ev_tstamp		 last_activity;
+	unsigned int		 hb_missed;
+	int			 hb_pinged;	/* a ping is unanswered */
+	unsigned int		 timeouts;	/* consecutive */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
 	unsigned int		 restart_count;
-	unsigned int		 hb_missed;
-	int			 hb_pinged;	/* a ping is unanswered */
-	uint64_t		 hb_seq;
-	unsigned int		 timeouts;	/* consecutive */
-	unsigned int		 outstanding;
-	struct msgq		 inflight;	/* sent, awaiting a reply */
-	struct msgq		 direct;	/* waiting for this agent alone */
-	uint64_t		 last_pick;
 	uint64_t		 start_seq;
-	/* Circuit breaker. */
-	int			 breaker;	/* 0 closed, 1 open, 2 half */
+	char			*stop_why;	/* of a pending stop */
+	char			*cause;		/* why it failed for good */
+};
+
+/* route.c: an agent as a candidate for work (written by route.c). */
+struct msg;
+TAILQ_HEAD(msgq, msg);
+struct slot {
+	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
+	int			 in_pool;
+	uint64_t		 last_pick;
+	struct msgq		 direct;	/* waiting for this agent alone */
+};
+
+/* breaker.c: an agent's circuit breaker (written by breaker.c). */
+struct breaker {
+	int			 state;
+#define BREAKER_CLOSED	0
+#define BREAKER_OPEN	1
+#define BREAKER_HALF	2
 	unsigned int		 failures;
 	unsigned int		 probes;
-	unsigned int		 breaker_opens;
-	ev_tstamp		 breaker_at;
-	ev_timer		 breaker_w;
-	ev_timer		 recover_w;	/* unavailable from timeouts */
+	unsigned int		 opens;
+	ev_tstamp		 opened_at;
+	ev_timer		 timer;
+};
+
+/* budget.c: what a subtree used and may use (written by budget.c). */
+struct budget {
+	double			 tokens;	/* subtree totals */
+	double			 cost;
+	double			 max_tokens;	/* 0: none */
+	double			 max_cost;
+	double			 max_time;
+	ev_timer		 timer;
+};
+
+/* engine.c: the requests an agent works on (written by engine.c). */
+struct work {
+	unsigned int		 outstanding;
+	struct msgq		 inflight;	/* sent, awaiting a reply */
+	ev_tstamp		 warn_at;	/* rate limit of warnings */
+	unsigned int		 warn_count;
+	unsigned int		 warn_dropped;
+	unsigned int		 notices_dropped;
+};
+
+/* subagent.c: a spawned child's task and limits (written by subagent.c). */
+struct child {
+	struct msg		*task;		/* its initial task, open */
+	char			*spawn_id;	/* the task's trace id */
+	int			 keep;		/* stays after its task */
+	unsigned int		 limit_depth;
+	unsigned int		 limit_children;
+	double			 task_timeout;
+	char			*last_reply;	/* its latest envelope */
+	size_t			 last_reply_len;
+	int			 last_reply_error;
+};
+
+/* rpc.c: someone corral speaks JSON-RPC with. */
+struct peer {
+	const char		*name;		/* in logs */
+	struct agent		*agent;		/* NULL: not an agent */
+	struct chan		*chan;		/* where frames go */
+	int			 role;
+#define PEER_AGENT	0x01	/* an agent process on its pipes */
+#define PEER_CLIENT	0x02	/* a client (corral serve's stdin) */
+	uint64_t		 ping_seq;
+};
+
+/*
+ * agent.c: an agent.  It keeps identity and links; each part below is
+ * written only by the module named on it.
+ */
+struct agent {
+	char			*id;
+	struct agent_conf	*conf;
+	unsigned int		 instance;
+	int			 flags;
+#define AGENT_HIDDEN	0x01	/* a child hidden from the routing table */
+#define AGENT_DEAD	0x02	/* to be freed */
 	/* The tree. */
 	struct agent		*parent;
 	unsigned int		 depth;
 	TAILQ_HEAD(, agent)	 children;
 	TAILQ_ENTRY(agent)	 sibling;
 	unsigned int		 nchildren;
-	struct msg		*spawn_task;	/* a child's initial task */
-	char			*spawn_id;	/* the spawn request's trace id */
-	json_t			*spawn_rpc_id;
-	int			 keep;		/* stays after its task */
-	int			 restart_override;
-	unsigned int		 limit_depth;
-	unsigned int		 limit_children;
-	double			 task_timeout;
-	char			*stop_why;
-	ev_timer		 budget_w;
-	double			 tokens;	/* subtree totals */
-	double			 cost;
-	double			 budget_tokens;
-	double			 budget_cost;
-	double			 budget_time;
-	char			*last_reply;	/* a child's latest reply */
-	size_t			 last_reply_len;
-	int			 last_reply_error;
-	/* Rate limit of warnings about its output. */
-	ev_tstamp		 warn_at;
-	unsigned int		 warn_count;
-	unsigned int		 warn_dropped;
-	unsigned int		 notices_dropped;
-	/* Statistics. */
-	uint64_t		 msgs_in;
-	uint64_t		 msgs_out;
-	/* Lists. */
+	/* The registry. */
 	RB_ENTRY(agent)		 by_id;
 	TAILQ_ENTRY(agent)	 entry;		/* all agents, start order */
-	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
-	/* Adapters keep their state here. */
-	struct adapter		*adapter;
+	/* The parts. */
+	struct agent_proc	 proc;		/* agent.c */
+	struct life		 life;		/* lifecycle.c */
+	struct slot		 slot;		/* route.c */
+	struct breaker		 breaker;	/* breaker.c */
+	struct budget		 budget;	/* budget.c */
+	struct work		 work;		/* engine.c */
+	struct child		 child;		/* subagent.c */
+	struct peer		 peer;		/* rpc.c */
+	struct adapter		*adapter;	/* adapter.c */
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
+
+/*
+ * agent.c: news from an agent's process, for the modules above: its
+ * lifecycle events, its stdout lines, its stdin draining, its end.
+ */
+typedef void (*agent_event_cb)(struct agent *, enum agent_event,
+    const char *);
+typedef void (*agent_line_cb)(struct agent *, char *, size_t,
+    enum ndjson_kind, size_t);
+typedef void (*agent_cb)(struct agent *);
+
+/* budget.c: a subtree that went over its budget, and why. */
+typedef void (*budget_cb)(struct agent *, const char *);
+
+/*
+ * lifecycle.c: told of every transition (internal states included), in
+ * the order the observers registered.
+ */
+typedef void (*lifecycle_observer)(struct agent *, enum agent_state,
+    enum agent_state, enum agent_event, const char *);
 
 /* route.c: one row of the routing table, with its wait queue. */
 struct route {
@@ -459,8 +553,6 @@ struct job {
 	unsigned int		 steps;
 	int			 done;
 	int			 failed;
-	char			*result;
-	size_t			 resultlen;
 	char			*last;		/* the latest terminal envelope */
 	size_t			 lastlen;
 	int			 last_error;
@@ -507,6 +599,24 @@ struct msg {
 	TAILQ_ENTRY(msg)	 entry;
 };
 
+/* route.c: what it tells the engine, which owns requests. */
+struct route_hooks {
+	void	(*dispatched)(struct msg *, struct agent *);
+	void	(*queued)(struct msg *);
+	void	(*unqueued)(unsigned int);
+	void	(*fail)(struct msg *, const char *, const char *,
+		    const char *);
+};
+
+/* engine.c: what it tells the supervisor. */
+struct engine_hooks {
+	void	(*out)(const char *, size_t);	/* serve: a stdout line */
+	void	(*result)(const char *, size_t, int);	/* run: the result */
+	void	(*pause)(int, int);	/* stdin: a reason on or off */
+	void	(*idle)(void);		/* a job was released */
+	void	(*control)(struct peer *, const char *, size_t);
+};
+
 /* envelope.c: what the validator extracts from a multiagent-1.0 line. */
 struct env {
 	int		 intent;	/* enum intent */
@@ -538,6 +648,22 @@ struct env_error {
 	const char	*code;
 	char		 path[128];
 	char		 msg[256];
+};
+
+/* engine.c: what it asks of the sub-agent module about tasks. */
+struct engine_task_hooks {
+	void	(*reply)(struct agent *, struct msg *, struct jscan *,
+		    const char *, size_t, struct env *);
+	void	(*done)(struct msg *, const char *, size_t, int);
+	void	(*gone)(struct agent *, const char *);
+	void	(*failed)(struct agent *, const char *);
+};
+
+/* control.c: a method of the control plane. */
+struct control_method {
+	const char	*name;
+	int		 who;		/* PEER_AGENT, PEER_CLIENT or both */
+	void		(*fn)(struct peer *, json_t *, json_t *);
 };
 
 /* proc.c: a short-lived process run for one request. */
@@ -618,7 +744,12 @@ struct adapter {
 	void				*state;
 	struct procs			 procs;		/* per-call processes */
 	unsigned int			 nprocs;
+	int				 stopping;	/* no new calls */
 };
+
+/* adapter.c: where an adapter's replies go (the engine). */
+typedef void (*adapter_reply_cb)(struct agent *, struct msg *, const char *,
+    size_t);
 
 /* adapter.c: the settings every adapter has (adapter_check_common). */
 struct adapter_settings {
@@ -658,79 +789,10 @@ struct adapter_cli {
 
 TAILQ_HEAD(agentpool, agent);
 
-/* The supervisor's state: one per process. */
-struct corral {
-	struct ev_loop		*loop;
-	struct workflow		*wf;
-	int			 mode;
-#define MODE_RUN	0
-#define MODE_SERVE	1
-	char			 run_id[16];
-	uint64_t		 id_seq;
-	struct agents		 agents;
-	struct agent_tree	 agent_tree;
-	unsigned int		 nagents;	/* alive */
-	uint64_t		 start_seq;
-	struct route		 routes[INTENT_COUNT + 1];
-	struct agentpool	*pools;		/* per workflow entry */
-	unsigned int		 queued;	/* in route queues */
-	struct chan		*source;	/* whose line is being handled */
-	TAILQ_HEAD(, job)	 jobs;
-	struct msgq		 retrying;	/* waiting for their retry */
-	unsigned int		 njobs;
-	struct jscan	*js;
-	struct chan		 stdio;		/* serve: stdin, stdout */
-	int			 stdio_open;
-	int			 stdin_eof;
-	int			 stdin_pause;	/* reasons to stop reading it */
-#define STDIN_P_JOBS		0x01	/* max_inflight jobs */
-#define STDIN_P_QUEUE		0x02	/* route queues half full */
-#define STDIN_P_STDOUT		0x04	/* stdout above its high mark */
-#define STDIN_P_SHUTDOWN	0x08
-	TAILQ_HEAD(, chan)	 dirty;
-	ev_prepare		 prepare_w;
-	ev_signal		 sigint_w;
-	ev_signal		 sigterm_w;
-	ev_signal		 sighup_w;
-	ev_signal		 sigquit_w;
-	ev_timer		 budget_w;
-	ev_timer		 shutdown_w;
-	int			 shutting_down;
-	int			 interrupted;	/* signal that stopped us, or 0 */
-	int			 exit_status;
-	int			 pidns;		/* running as init of a pid ns */
-	struct agent		*stopping;	/* shutdown: current agent */
-	ev_tstamp		 started;
-	/* The result of corral run. */
-	int			 output_text;
-	char			*goal;
-	char			*result;
-	size_t			 resultlen;
-	int			 result_error;
-	/* Totals and outcomes (docs/reliability.md). */
-	uint64_t		 accepted;
-	uint64_t		 replied;
-	uint64_t		 errored;
-	uint64_t		 expired;
-	uint64_t		 rejected;	/* invalid lines */
-	uint64_t		 late;		/* late or duplicate replies */
-	uint64_t		 retried;
-	uint64_t		 reflections;
-	uint64_t		 breaker_trips;
-	uint64_t		 sent;		/* map/send deliveries */
-	uint64_t		 live_msgs;
-	uint64_t		 notices_dropped;
-	unsigned int		 ndead;		/* agents marked to be freed */
-	int			 budget_hit;
-	uint64_t		 steps;
-	double			 tokens_in;
-	double			 tokens_out;
-	double			 cost;
-};
-
-extern struct corral *cr;
-
 #define WIFEXITED_OK(st)	(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+
+/* The loop: libev's default one, set up by the supervisor. */
+#define LOOP	EV_DEFAULT_UC
 
 /* xmalloc.c */
 void	*xmalloc(size_t);
@@ -771,12 +833,28 @@ void	 util_describe_status(char *, size_t, int);
 int	 util_set_nonblock(int, int);
 int	 util_set_cloexec(int);
 void	 util_raise_nofile(void);
-void	 util_json_string(struct ndjson_writer *, const char *, size_t);
-json_t	*util_json_text(const char *, size_t);
 size_t	 util_u64(char *, uint64_t);
-size_t	 util_json_plain(const char *, size_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
+
+/* jsonw.c */
+size_t	 jsonw_plain(const char *, size_t);
+void	 jsonw_string(struct ndjson_writer *, const char *, size_t);
+json_t	*jsonw_text(const char *, size_t);
+void	 jsonw_init(struct jsonw *);
+void	 jsonw_free(struct jsonw *);
+void	 jsonw_object(struct jsonw *);
+void	 jsonw_object_end(struct jsonw *);
+void	 jsonw_array(struct jsonw *);
+void	 jsonw_array_end(struct jsonw *);
+void	 jsonw_key(struct jsonw *, const char *);
+void	 jsonw_strn(struct jsonw *, const char *, size_t);
+void	 jsonw_str(struct jsonw *, const char *);
+void	 jsonw_u64(struct jsonw *, uint64_t);
+void	 jsonw_num(struct jsonw *, double);
+void	 jsonw_bool(struct jsonw *, int);
+void	 jsonw_raw(struct jsonw *, const char *, size_t);
+char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
 int	 protocol_intent(const char *, size_t);
@@ -826,6 +904,7 @@ int	 ndjson_writer_flush(struct ndjson_writer *, int);
 /* chan.c */
 void	 chan_init(struct chan *, const char *, int, int, size_t, void *);
 void	 chan_start(struct chan *);
+struct chan *chan_source(void);
 void	 chan_close_write(struct chan *);
 void	 chan_close(struct chan *);
 void	 chan_write_line(struct chan *, const char *, size_t);
@@ -857,66 +936,62 @@ struct spawn_result {
 	int	error;		/* errno of a failed spawn */
 	char	what[64];	/* which step failed */
 };
-int	 spawn_agent(const struct agent_conf *, const struct workflow *,
-	    const char *, struct spawn_result *);
-int	 spawn_argv(const struct agent_conf *, char *const *,
-	    const struct workflow *, const char *, struct spawn_result *);
-void	 spawn_set_pidns(int);
+void	 spawn_init(const struct workflow *, int);
+int	 spawn_argv(const struct agent_conf *, char *const *, const char *,
+	    struct spawn_result *);
 char	*spawn_find(const char *, const struct workflow *, const char *);
 void	 spawn_block_signals(sigset_t *);
 void	 spawn_restore_signals(const sigset_t *);
 
-/* lifecycle.c */
-void	 lifecycle_init(struct agent *);
-void	 lifecycle_spawn_failed(struct agent *, const char *, int);
-int	 lifecycle_will_restart(const struct agent *);
-void	 lifecycle_restart(struct agent *, const char *);
-void	 lifecycle_percall_stopped(struct agent *);
-void	 lifecycle_probation(struct agent *);
-const char *lifecycle_state_name(enum agent_state);
-const char *lifecycle_map_state(enum agent_state);
-const char *lifecycle_event_name(enum agent_event);
-enum agent_state lifecycle_next(enum agent_state, enum agent_event, int);
-void	 lifecycle_event(struct agent *, enum agent_event, const char *, ...)
-	    __attribute__((format(printf, 3, 4)));
-int	 lifecycle_routable(const struct agent *);
-int	 lifecycle_alive(const struct agent *);
-void	 lifecycle_heartbeat_start(struct agent *);
-void	 lifecycle_activity(struct agent *);
-void	 lifecycle_stop(struct agent *, const char *);
-void	 lifecycle_kill(struct agent *, int);
-void	 lifecycle_exited(struct agent *);
-double	 lifecycle_backoff(const struct agent_conf *, unsigned int, double);
-
 /* agent.c */
 int	 agent_cmp(struct agent *, struct agent *);
 RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
-struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
-int	 agent_start(struct agent *);
-void	 agent_free(struct agent *);
+void	 agent_on_event(agent_event_cb);
+void	 agent_on_line(agent_line_cb, agent_cb);
+void	 agent_on_free(agent_cb);
+void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
+struct agent *agent_first(void);
+struct agent *agent_next(struct agent *);
+struct agent *agent_last(void);
+struct agent *agent_prev(struct agent *);
+struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
+int	 agent_spawn(struct agent *, char **, struct spawn_result *);
+void	 agent_spawn_none(struct agent *);
+void	 agent_input(struct agent *, char *, size_t, enum ndjson_kind,
+	    size_t);
 void	 agent_send(struct agent *, const char *, size_t);
-void	 agent_send_notice(struct agent *, const char *, size_t);
-void	 agent_reap_dead(void);
-void	 agent_mark_dead(struct agent *);
-void	 agent_close_output(struct agent *);
-void	 agent_pipe_timeout(struct agent *);
-void	 agent_exited_cleanup(struct agent *);
-int	 agent_parent_gone(const struct agent *);
-void	 agent_escalate(struct agent *, const char *);
-unsigned int agent_count_alive(void);
+int	 agent_full(const struct agent *);
+int	 agent_writable(const struct agent *);
+int	 agent_sigstopped(const struct agent *);
+int	 agent_exited(const struct agent *);
+void	 agent_signal(struct agent *, int);
+void	 agent_close_stdin(struct agent *);
+void	 agent_abandon_pipes(struct agent *);
+void	 agent_release(struct agent *);
 int	 agent_is_descendant(const struct agent *, const struct agent *);
+unsigned int agent_count_running(void);
+void	 agent_mark_dead(struct agent *);
+void	 agent_reap_dead(int);
+
+/* rpc.c */
+void	 rpc_send(struct peer *, json_t *);
+void	 rpc_reply(struct peer *, json_t *, json_t *);
+void	 rpc_error(struct peer *, json_t *, int, const char *, const char *);
+void	 rpc_notify(struct peer *, const char *, json_t *);
+void	 rpc_ping(struct peer *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
-	    const char *, const char *, size_t *);
+	    const char *, const char *, const char *, size_t *);
 char	*envelope_goal(const char *, const char *, const char *, size_t *);
 char	*envelope_fill(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
 char	*envelope_reflect(struct jscan *, const char *, size_t,
-	    const struct env *, const char *, const char *, size_t *);
+	    const struct env *, const char *, const char *, const char *,
+	    unsigned int, size_t *);
 char	*envelope_action(struct jscan *, const char *, int, const char *,
 	    const char *, const char *, size_t, size_t *);
 char	*envelope_mark(struct jscan *, const char *, size_t,
@@ -930,86 +1005,6 @@ int	 envelope_trace_id(struct jscan *, const char *,
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 
-/* route.c */
-void	 route_init(void);
-int	 route_submit(struct msg *);
-void	 route_direct(struct msg *);
-void	 route_kick(struct agent *);
-void	 route_dequeue(struct msg *);
-struct route *route_for(int);
-void	 route_fail_all(const char *);
-void	 route_check_orphans(void);
-void	 route_breaker_failure(struct agent *);
-void	 route_breaker_success(struct agent *);
-void	 route_add_agent(struct agent *);
-void	 route_remove_agent(struct agent *);
-void	 route_forget_agent(struct agent *);
-
-/* engine.c */
-void	 engine_init(void);
-struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
-void	 engine_msg_free(struct msg *);
-struct job *engine_job_create(int);
-int	 engine_start_goal(const char *);
-void	 engine_input_line(char *, size_t, enum ndjson_kind, size_t);
-void	 engine_agent_line(struct agent *, char *, size_t, enum ndjson_kind,
-	    size_t);
-void	 engine_dispatched(struct msg *, struct agent *);
-void	 engine_queued(struct msg *);
-void	 engine_unqueued(void);
-void	 engine_redirect(struct msg *);
-void	 engine_fail(struct msg *, const char *, const char *, const char *,
-	    ...) __attribute__((format(printf, 4, 5)));
-void	 engine_limit(struct job *, const char *, const char *, ...)
-	    __attribute__((format(printf, 3, 4)));
-void	 engine_request_done(struct msg *, const char *, size_t, int);
-void	 engine_account(struct agent *, const struct env *);
-void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
-	    size_t);
-void	 engine_agent_gone(struct agent *, const char *);
-void	 engine_agent_failed(struct agent *, const char *);
-void	 engine_fail_retrying(const char *);
-int	 engine_idle(void);
-void	 engine_stdout(const char *, size_t);
-void	 engine_agent_drained(struct agent *);
-
-/* auditlog.c */
-int	 auditlog_open(const char *);
-void	 auditlog_close(void);
-int	 auditlog_enabled(void);
-void	 auditlog_flush(void);
-void	 auditlog_tick(void);
-void	 auditlog_event(const char *, const char *, const char *, ...);
-void	 auditlog_envelope(const char *, const char *, const char *,
-	    const char *, size_t);
-void	 auditlog_json(const char *, const char *, json_t *);
-
-/* control.c */
-void	 control_agent_frame(struct agent *, const char *, size_t);
-void	 control_ping(struct agent *);
-void	 control_reply(struct agent *, json_t *, json_t *);
-void	 control_reply_error(struct agent *, json_t *, int, const char *,
-	    const char *);
-void	 control_send(struct agent *, json_t *);
-
-/* subagent.c */
-void	 subagent_init(void);
-int	 subagent_method(struct agent *, const char *, json_t *, json_t *);
-void	 subagent_request_done(struct msg *, const char *, size_t, int);
-void	 subagent_reply_forwarded(struct msg *);
-int	 subagent_task_envelope(struct agent *, struct msg *, const char *,
-	    size_t, struct env *);
-void	 subagent_agent_gone(struct agent *, const char *);
-void	 subagent_failed(struct agent *, const char *);
-void	 subagent_stopped(struct agent *);
-void	 subagent_stop_children(struct agent *, const char *);
-int	 subagent_has_live_children(const struct agent *);
-void	 subagent_child_restarting(struct agent *);
-int	 subagent_over_budget(struct agent *, char *, size_t);
-void	 subagent_check_budget(struct agent *);
-void	 subagent_check_run_budget(void);
-void	 subagent_budget_start(struct agent *);
-
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *, const char *,
 	    size_t, size_t, char *, size_t);
@@ -1019,18 +1014,17 @@ int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
 
 /* adapter.c */
-const struct adapter_ops *adapter_find(const char *);
-int	 adapter_check(const struct agent_conf *, char *, size_t);
-void	 adapter_create(struct agent *);
+void	 adapter_on_reply(adapter_reply_cb);
+void	 adapter_attach(struct agent *, const struct adapter_ops *);
 int	 adapter_per_call(const struct agent *);
 int	 adapter_start(struct agent *);
+void	 adapter_ready(struct agent *, const char *);
+void	 adapter_ping(struct agent *);
 void	 adapter_request(struct agent *, struct msg *);
 int	 adapter_line(struct agent *, const char *, size_t);
-void	 adapter_response(struct agent *, json_t *);
 void	 adapter_cancel(struct agent *, struct msg *);
 int	 adapter_stop(struct agent *);
 void	 adapter_free(struct agent *);
-void	 adapter_ready(struct agent *, const char *);
 void	 adapter_reply(struct agent *, struct msg *, json_t *);
 void	 adapter_reply_error(struct agent *, struct msg *, const char *,
 	    const char *, const char *, json_t *);
@@ -1076,22 +1070,168 @@ void	 adapter_cli_fail(struct proc *, const char *, const char *,
 	    const char *, const char *);
 void	 adapter_cli_exited(struct proc *, const char *, const char *, int);
 
-/* adapter-exec.c */
+/* adapter-exec.c, adapter-claude.c, adapter-codex.c, adapter-gemini.c,
+ * adapter-mcp.c */
 extern const struct adapter_ops adapter_exec_ops;
 extern const struct adapter_ops adapter_claude_ops;
 extern const struct adapter_ops adapter_codex_ops;
 extern const struct adapter_ops adapter_gemini_ops;
 extern const struct adapter_ops adapter_mcp_ops;
 
+/* adapter-table.c */
+const struct adapter_ops *adapter_table_find(const char *);
+int	 adapter_table_check(const struct agent_conf *, char *, size_t);
+
+/* lifecycle.c */
+void	 lifecycle_init(void);
+void	 lifecycle_observe(lifecycle_observer);
+void	 lifecycle_set_shutdown(void);
+const char *lifecycle_state_name(enum agent_state);
+const char *lifecycle_map_state(enum agent_state);
+const char *lifecycle_event_name(enum agent_event);
+enum agent_state lifecycle_next(enum agent_state, enum agent_event, int);
+void	 lifecycle_feed(struct agent *, enum agent_event, const char *);
+void	 lifecycle_event(struct agent *, enum agent_event, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+int	 lifecycle_routable(const struct agent *);
+int	 lifecycle_alive(const struct agent *);
+int	 lifecycle_stopping(const struct agent *);
+int	 lifecycle_done(const struct agent *);
+int	 lifecycle_leaving(const struct agent *);
+int	 lifecycle_stop_asked(const struct agent *);
+int	 lifecycle_handshaking(const struct agent *);
+const char *lifecycle_cause(const struct agent *);
+void	 lifecycle_set_policy(struct agent *, int);
+struct agent *lifecycle_create(struct agent_conf *, unsigned int,
+	    struct agent *);
+int	 lifecycle_start(struct agent *);
+void	 lifecycle_ready(struct agent *, const char *);
+void	 lifecycle_activity(struct agent *);
+void	 lifecycle_timeout(struct agent *);
+void	 lifecycle_replied(struct agent *);
+double	 lifecycle_backoff(const struct agent_conf *, unsigned int, double);
+int	 lifecycle_will_restart(const struct agent *);
+void	 lifecycle_spawn_failed(struct agent *, const char *, int);
+int	 lifecycle_has_live_children(const struct agent *);
+void	 lifecycle_stop(struct agent *, const char *);
+void	 lifecycle_restart(struct agent *, const char *);
+void	 lifecycle_kill(struct agent *);
+
+/* breaker.c */
+void	 breaker_init(agent_cb);
+void	 breaker_forget(struct agent *);
+int	 breaker_allows(struct agent *);
+int	 breaker_is_open(const struct agent *);
+void	 breaker_sent(struct agent *);
+void	 breaker_failure(struct agent *);
+void	 breaker_success(struct agent *);
+
+/* budget.c */
+void	 budget_init(const struct workflow *);
+void	 budget_on_subtree(budget_cb);
+void	 budget_on_run(void (*)(const char *));
+void	 budget_forget(struct agent *);
+void	 budget_set(struct agent *, double, double, double);
+void	 budget_stop_clock(struct agent *);
+void	 budget_totals(double *, double *, double *);
+int	 budget_run_spent(void);
+int	 budget_over(const struct agent *, char *, size_t);
+void	 budget_run_timeout(const char *);
+void	 budget_account(struct agent *, double, double, double);
+
+/* route.c */
+void	 route_init(const struct workflow *, const struct route_hooks *);
+unsigned int route_queued_count(void);
+int	 route_submit(struct msg *);
+void	 route_direct(struct msg *);
+void	 route_kick(struct agent *);
+void	 route_dequeue(struct msg *);
+struct route *route_row(int);
+struct route *route_for(int);
+void	 route_fail_all(const char *);
+void	 route_check_orphans(void);
+void	 route_add_agent(struct agent *);
+void	 route_remove_agent(struct agent *);
+
+/* engine.c */
+struct engine_stats {
+	uint64_t	 accepted;
+	uint64_t	 replied;
+	uint64_t	 errored;
+	uint64_t	 expired;
+	uint64_t	 rejected;	/* invalid lines */
+	uint64_t	 late;		/* late or duplicate replies */
+	uint64_t	 retried;
+	uint64_t	 reflections;
+	uint64_t	 live_msgs;
+	uint64_t	 notices_dropped;
+	uint64_t	 steps;
+};
+void	 engine_init(const struct workflow *, const struct engine_hooks *);
+void	 engine_on_task(const struct engine_task_hooks *);
+const struct engine_stats *engine_stats_get(void);
+struct jscan *engine_scan_take(void);
+void	 engine_scan_give(struct jscan *);
+void	 engine_scan_drain(void);
+struct job *engine_job_create(int);
+unsigned int engine_jobs_count(void);
+struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
+void	 engine_redirect(struct msg *);
+void	 engine_fail(struct msg *, const char *, const char *, const char *,
+	    ...) __attribute__((format(printf, 4, 5)));
+void	 engine_replied(struct msg *, struct agent *, const char *,
+	    const char *, const char *, size_t, int);
+void	 engine_account(struct agent *, const struct env *);
+void	 engine_request_done(struct msg *, const char *, size_t, int);
+void	 engine_limit(struct job *, const char *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	 engine_limit_all(const char *, const char *);
+void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
+	    size_t);
+int	 engine_start_goal(const char *);
+void	 engine_shutdown(const char *);
+int	 engine_idle(void);
+
+/* auditlog.c */
+int	 auditlog_open(const char *, const char *);
+void	 auditlog_close(void);
+int	 auditlog_enabled(void);
+void	 auditlog_flush(void);
+void	 auditlog_tick(void);
+void	 auditlog_event(const char *, const char *, const char *, ...);
+void	 auditlog_envelope(const char *, const char *, const char *,
+	    const char *, size_t);
+void	 auditlog_fields(const char *, const char *, const char *,
+	    const char *, size_t);
+void	 auditlog_json(const char *, const char *, json_t *);
+
+/* subagent.c */
+void	 subagent_init(const struct workflow *);
+void	 subagent_spawn(struct peer *, json_t *, json_t *);
+void	 subagent_send(struct peer *, json_t *, json_t *);
+void	 subagent_stop(struct peer *, json_t *, json_t *);
+void	 subagent_suspend(struct peer *, json_t *, json_t *);
+void	 subagent_resume(struct peer *, json_t *, json_t *);
+void	 subagent_list(struct peer *, json_t *, json_t *);
+void	 subagent_get(struct peer *, json_t *, json_t *);
+uint64_t subagent_sent_count(void);
+
+/* control.c */
+void	 control_frame(struct peer *, const char *, size_t);
+
 /* supervisor.c */
-void	 supervisor_setup(struct workflow *, int);
+#define MODE_RUN	0
+#define MODE_SERVE	1
+#define STDIN_P_JOBS		0x01	/* max_inflight jobs */
+#define STDIN_P_QUEUE		0x02	/* route queues half full */
+#define STDIN_P_STDOUT		0x04	/* stdout above its high mark */
+#define STDIN_P_SHUTDOWN	0x08
+void	 supervisor_setup(const struct workflow *, int);
+struct chan *supervisor_stdio(void);
 void	 supervisor_stdin_pause(int, int);
-int	 supervisor_run(struct workflow *, int, const char *, const char *,
-	    int);
+int	 supervisor_run(const struct workflow *, int, const char *,
+	    const char *, int);
 void	 supervisor_shutdown(int);
-void	 supervisor_check_done(void);
-void	 supervisor_agent_stopped(struct agent *);
-void	 supervisor_run_done(void);
 int	 supervisor_any_alive(void);
 
 /* workspace.c */
@@ -1109,6 +1249,7 @@ int	 workspace_artifacts(struct agent *, struct jscan *, const char *,
 int	 pidns_enter(void);
 
 /* progress.c */
+void	 progress_init(const struct workflow *, int);
 void	 progress_start(void);
 void	 progress_stop(void);
 void	 progress_update(void);

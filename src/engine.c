@@ -13,7 +13,15 @@
  * The per-message path is: scan the line once (jscan.c), validate the tape
  * (envelope.c), match the reply to its request, and forward the bytes as
  * they came.  Only envelopes that lack trace.id, trace.parents or a
- * timestamp are copied, to splice those in.
+ * timestamp are copied, to splice those in.  A scan's tape belongs to the
+ * handler that made it: anything that must scan another line meanwhile (a
+ * retry, a child's result, a reply an adapter makes while a request is
+ * being routed) takes a scanner of its own from a small pool.
+ *
+ * The engine sits above routing and the lifecycle and hears from them
+ * through callbacks; what it has to say to the supervisor (a result, a
+ * line for serve's stdout, stdin pressure) and to the sub-agent module
+ * (a task's reply and end) goes through the hooks they registered.
  */
 
 #include <errno.h>
@@ -24,25 +32,114 @@
 
 #include "corral.h"
 
-static uint64_t	engine_job_seq;
+#define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
+
+static const struct workflow	*engine_wf;
+static struct engine_hooks	 engine_hooks;
+static struct engine_task_hooks	 engine_task;
+static TAILQ_HEAD(, job)	 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
+static struct msgq		 engine_retrying =
+				    TAILQ_HEAD_INITIALIZER(engine_retrying);
+static unsigned int		 engine_njobs;
+static uint64_t			 engine_job_seq;
+static struct engine_stats	 engine_stats;
+static struct jscan		*engine_pool[ENGINE_SCANNERS];
+static size_t			 engine_npool;
+static int			 engine_stopping;
 
 static void	engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_branch_done(struct job *, const char *, size_t, int,
 		    int);
-static struct agent *engine_undispatch_static(struct msg *, int);
+static void	engine_undispatch(struct msg *);
 static void	engine_notice(struct agent *, const char *, const char *,
 		    const char *, const char *);
+static void	engine_dispatched(struct msg *, struct agent *);
+static void	engine_queued(struct msg *);
+static void	engine_unqueued(unsigned int);
+static void	engine_route_fail(struct msg *, const char *, const char *,
+		    const char *);
+static void	engine_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
+static void	engine_agent_line(struct agent *, char *, size_t,
+		    enum ndjson_kind, size_t);
+static void	engine_agent_drained(struct agent *);
+static void	engine_adapter_reply(struct agent *, struct msg *,
+		    const char *, size_t);
+static void	engine_run_budget(const char *);
+static void	engine_forget_agent(struct agent *);
 
-/* Prepare the engine. */
+/*
+ * Set the engine up for a workflow, with the supervisor's hooks, and
+ * below it the routing table.
+ */
 void
-engine_init(void)
+engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 {
-	TAILQ_INIT(&cr->jobs);
-	TAILQ_INIT(&cr->retrying);
-	cr->js = jscan_create(4);
+	static const struct route_hooks rh = {
+		engine_dispatched, engine_queued, engine_unqueued,
+		engine_route_fail
+	};
+
+	engine_wf = wf;
+	engine_hooks = *hooks;
+	memset(&engine_task, 0, sizeof engine_task);
+	memset(&engine_stats, 0, sizeof engine_stats);
+	engine_njobs = 0;
+	engine_stopping = 0;
+	lifecycle_init();
+	route_init(wf, &rh);
+	lifecycle_observe(engine_lifecycle);
+	agent_on_line(engine_agent_line, engine_agent_drained);
+	agent_on_free(engine_forget_agent);
+	adapter_on_reply(engine_adapter_reply);
+	budget_init(wf);
+	budget_on_run(engine_run_budget);
 }
 
+/* Register the sub-agent module's part in tasks. */
+void
+engine_on_task(const struct engine_task_hooks *hooks)
+{
+	engine_task = *hooks;
+}
+
+/* The outcome counters (docs/reliability.md). */
+const struct engine_stats *
+engine_stats_get(void)
+{
+	return &engine_stats;
+}
+
+/* Take a scanner for one line; give it back with engine_scan_give. */
+struct jscan *
+engine_scan_take(void)
+{
+	if (engine_npool > 0)
+		return engine_pool[--engine_npool];
+	return jscan_create(4);
+}
+
+/* Give a scanner back to the pool. */
+void
+engine_scan_give(struct jscan *js)
+{
+	if (js == NULL)
+		return;
+	jscan_trim(js);
+	if (engine_npool < ENGINE_SCANNERS)
+		engine_pool[engine_npool++] = js;
+	else
+		jscan_free(js);
+}
+
+/* Free the pool (corral is exiting, or a test is over). */
+void
+engine_scan_drain(void)
+{
+	while (engine_npool > 0)
+		jscan_free(engine_pool[--engine_npool]);
+}
 
 /* Start a job. */
 struct job *
@@ -53,33 +150,31 @@ engine_job_create(int origin)
 	j = xcalloc(1, sizeof *j);
 	j->seq = ++engine_job_seq;
 	j->origin = origin;
-	j->started = ev_now(cr->loop);
+	j->started = ev_now(LOOP);
 	ev_timer_init(&j->deadline_w, engine_job_deadline_cb, 0, 0);
 	j->deadline_w.data = j;
-	if (cr->wf->deadline > 0) {
-		ev_timer_set(&j->deadline_w, cr->wf->deadline, 0);
-		ev_timer_start(cr->loop, &j->deadline_w);
+	if (engine_wf->deadline > 0) {
+		ev_timer_set(&j->deadline_w, engine_wf->deadline, 0);
+		ev_timer_start(LOOP, &j->deadline_w);
 	}
-	TAILQ_INSERT_TAIL(&cr->jobs, j, entry);
-	cr->njobs++;
+	TAILQ_INSERT_TAIL(&engine_jobs, j, entry);
+	engine_njobs++;
 	return j;
 }
 
-/*
- * Write one line on corral serve's stdout.  When stdout is full, whoever
- * produced the line stops: an agent until stdout drains, stdin likewise
- * (stdin and stdout are one channel, so it pauses itself).
- */
-void
-engine_stdout(const char *line, size_t len)
+/* Return how many jobs are unfinished or still hold requests. */
+unsigned int
+engine_jobs_count(void)
 {
-	chan_write_line(&cr->stdio, line, len);
-	if (!chan_full(&cr->stdio))
-		return;
-	if (cr->source != NULL && cr->source != &cr->stdio)
-		chan_block(cr->source, &cr->stdio);
-	else
-		supervisor_stdin_pause(STDIN_P_STDOUT, 1);
+	return engine_njobs;
+}
+
+/* Write one line on corral serve's stdout (the supervisor's business). */
+static void
+engine_out(const char *line, size_t len)
+{
+	if (engine_hooks.out != NULL)
+		engine_hooks.out(line, len);
 }
 
 /* Free a job once it is done and nothing of it is outstanding. */
@@ -88,65 +183,63 @@ engine_job_release(struct job *j)
 {
 	if (!j->done || j->pending > 0)
 		return;
-	ev_timer_stop(cr->loop, &j->deadline_w);
-	TAILQ_REMOVE(&cr->jobs, j, entry);
-	cr->njobs--;
-	free(j->result);
+	ev_timer_stop(LOOP, &j->deadline_w);
+	TAILQ_REMOVE(&engine_jobs, j, entry);
+	engine_njobs--;
 	free(j->last);
 	free(j);
-	if (cr->njobs < cr->wf->max_inflight)
-		supervisor_stdin_pause(STDIN_P_JOBS, 0);
-	supervisor_check_done();
+	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
+		engine_hooks.pause(STDIN_P_JOBS, 0);
+	if (engine_hooks.idle != NULL)
+		engine_hooks.idle();
 }
 
 /*
- * A job has its result: write it (serve), or keep it for corral run to
- * print, and stop whatever of the job is still waiting.
+ * A job has its result: write it (serve), or hand it to corral run, and
+ * stop whatever of the job is still waiting.
  */
 static void
 engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
     int linked)
 {
-	struct env		env;
-	struct env_error	err;
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	char			*relinked = NULL;
+	size_t			 llen;
 
 	if (j->done)
 		return;
 	j->done = 1;
 	j->failed = is_error;
-	ev_timer_stop(cr->loop, &j->deadline_w);
-	if (auditlog_enabled())
-		auditlog_event("job_end", NULL, j->id, "status", is_error ?
-		    "failed" : "ok", NULL);
-	if (j->origin == JOB_SERVE) {
-		char	*relinked = NULL;
-		size_t	 llen;
-
-		/*
-		 * The caller matches results to its inputs by trace.parents:
-		 * make sure the input's id is there, however many steps the
-		 * job took.  A direct answer to the input has it already
-		 * (linked), and costs no second scan.
-		 */
-		if (!linked && jscan_run(cr->js, line, len) == 0 &&
-		    envelope_check(cr->js, line, len, &env, &err) == 0 &&
-		    !envelope_has_parent(cr->js, line, &env, j->id))
-			relinked = envelope_add_parent(cr->js, line, len, &env,
-			    j->id, &llen);
-		if (relinked != NULL) {
-			line = relinked;
-			len = llen;
-		}
-		engine_stdout(line, len);
-		free(relinked);
-	} else {
-		free(cr->result);
-		cr->result = xmemdup0(line, len);
-		cr->resultlen = len;
-		cr->result_error = is_error;
-		supervisor_run_done();
+	ev_timer_stop(LOOP, &j->deadline_w);
+	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
+	    "ok", NULL);
+	if (j->origin != JOB_SERVE) {
+		if (engine_hooks.result != NULL)
+			engine_hooks.result(line, len, is_error);
+		return;
 	}
-	progress_update();
+	/*
+	 * The caller matches results to its inputs by trace.parents: make
+	 * sure the input's id is there, however many steps the job took.  A
+	 * direct answer to the input has it already (linked), and costs no
+	 * second scan.
+	 */
+	if (!linked) {
+		js = engine_scan_take();
+		if (jscan_run(js, line, len) == 0 &&
+		    envelope_check(js, line, len, &env, &err) == 0 &&
+		    !envelope_has_parent(js, line, &env, j->id))
+			relinked = envelope_add_parent(js, line, len, &env,
+			    j->id, &llen);
+		engine_scan_give(js);
+	}
+	if (relinked != NULL) {
+		engine_out(relinked, llen);
+		free(relinked);
+	} else
+		engine_out(line, len);
 }
 
 /* The run's or a job's deadline passed. */
@@ -158,11 +251,10 @@ engine_job_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	size_t		 len;
 
 	snprintf(msg, sizeof msg, "the workflow's deadline of %gs passed",
-	    cr->wf->deadline);
+	    engine_wf->deadline);
 	log_warnx("job %s: %s", j->id, msg);
-	e = envelope_error("deadline", "TIMEOUT", NULL, msg, j->id, &len);
-	if (auditlog_enabled())
-		auditlog_envelope("error", NULL, j->id, e, len);
+	e = envelope_error("deadline", "TIMEOUT", NULL, msg, j->id, NULL, &len);
+	auditlog_envelope("error", NULL, j->id, e, len);
 	engine_job_finish(j, e, len, 1, 1);
 	free(e);
 }
@@ -180,24 +272,24 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 	m->intent = (uint8_t)intent;
 	m->prio = PRIO_NORMAL;
 	m->job = j;
-	m->accepted = ev_now(cr->loop);
+	m->accepted = ev_now(LOOP);
 	ev_timer_init(&m->timer, engine_msg_timer_cb, 0, 0);
 	m->timer.data = m;
 	if (j != NULL)
 		j->pending++;
-	cr->accepted++;
-	cr->live_msgs++;
+	engine_stats.accepted++;
+	engine_stats.live_msgs++;
 	return m;
 }
 
 /* Free a request (its outcome has been recorded). */
-void
+static void
 engine_msg_free(struct msg *m)
 {
-	ev_timer_stop(cr->loop, &m->timer);
+	ev_timer_stop(LOOP, &m->timer);
 	free(m->line);
 	free(m);
-	cr->live_msgs--;
+	engine_stats.live_msgs--;
 }
 
 /* The longest per-message timeout among a row's agents. */
@@ -220,49 +312,76 @@ engine_route_timeout(const struct route *r)
 static void
 engine_msg_arm(struct msg *m, double wait)
 {
-	ev_timer_stop(cr->loop, &m->timer);
+	ev_timer_stop(LOOP, &m->timer);
 	if (m->timeout > 0) {
 		/* The envelope's own deadline counts from acceptance. */
-		wait = m->accepted + m->timeout - ev_now(cr->loop);
+		wait = m->accepted + m->timeout - ev_now(LOOP);
 		if (wait < 0.001)
 			wait = 0.001;
 	}
 	if (wait <= 0)
 		return;
-	m->deadline = ev_now(cr->loop) + wait;
+	m->deadline = ev_now(LOOP) + wait;
 	ev_timer_set(&m->timer, wait, 0);
-	ev_timer_start(cr->loop, &m->timer);
+	ev_timer_start(LOOP, &m->timer);
 }
 
 /* A request was queued: bound its wait. */
-void
+static void
 engine_queued(struct msg *m)
 {
 	engine_msg_arm(m, engine_route_timeout(m->route));
-	if (cr->queued >= cr->wf->max_queue / 2 && cr->source == &cr->stdio)
-		supervisor_stdin_pause(STDIN_P_QUEUE, 1);
+	/* The supervisor pauses stdin if that is where the work comes from. */
+	if (route_queued_count() >= engine_wf->max_queue / 2 &&
+	    engine_hooks.pause != NULL)
+		engine_hooks.pause(STDIN_P_QUEUE, 1);
 }
 
 /* A request left a queue. */
-void
-engine_unqueued(void)
+static void
+engine_unqueued(unsigned int queued)
 {
-	if (cr->queued < cr->wf->max_queue / 4)
-		supervisor_stdin_pause(STDIN_P_QUEUE, 0);
+	if (queued < engine_wf->max_queue / 4 && engine_hooks.pause != NULL)
+		engine_hooks.pause(STDIN_P_QUEUE, 0);
 }
 
 /* A request was written to agent a: it is outstanding there. */
-void
+static void
 engine_dispatched(struct msg *m, struct agent *a)
 {
 	m->agent = a;
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
-	TAILQ_INSERT_TAIL(&a->inflight, m, entry);
-	if (a->outstanding++ == 0)
-		lifecycle_event(a, AE_WORK, NULL);
+	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
+	if (a->work.outstanding++ == 0)
+		lifecycle_feed(a, AE_WORK, NULL);
 	engine_msg_arm(m, a->conf->timeout);
-	progress_update();
+}
+
+/* Route a request, or fail it (its outcome is recorded either way). */
+static void
+engine_submit(struct msg *m)
+{
+	(void)route_submit(m);
+}
+
+/*
+ * Take a request off its agent's outstanding list.  The slot it frees
+ * goes to waiting work only when the caller kicks the route, once the
+ * request's outcome is recorded, so the audit log stays in order.
+ */
+static void
+engine_undispatch(struct msg *m)
+{
+	struct agent	*a = m->agent;
+
+	if (m->where != MSG_INFLIGHT)
+		return;
+	TAILQ_REMOVE(&a->work.inflight, m, entry);
+	m->where = MSG_NOWHERE;
+	m->agent = NULL;
+	if (--a->work.outstanding == 0)
+		lifecycle_feed(a, AE_IDLE, NULL);
 }
 
 /*
@@ -274,42 +393,20 @@ engine_redirect(struct msg *m)
 {
 	struct agent	*a = m->agent;
 
-	engine_undispatch_static(m, 0);
+	engine_undispatch(m);
 	m->target = a;
 	route_direct(m);
-}
-
-/*
- * Take a request off its agent's outstanding list; with kick, give the
- * freed slot the most urgent waiting message.  Callers that still have an
- * outcome to record kick afterwards, so the audit log stays in order.
- */
-static struct agent *
-engine_undispatch_static(struct msg *m, int kick)
-{
-	struct agent	*a = m->agent;
-
-	if (m->where != MSG_INFLIGHT)
-		return NULL;
-	TAILQ_REMOVE(&a->inflight, m, entry);
-	m->where = MSG_NOWHERE;
-	m->agent = NULL;
-	if (--a->outstanding == 0)
-		lifecycle_event(a, AE_IDLE, NULL);
-	if (kick)
-		route_kick(a);
-	return a;
 }
 
 /* Return the retry delay before attempt n (1-based). */
 static double
 engine_retry_delay(unsigned int n)
 {
-	double	d = cr->wf->retry_initial * pow(cr->wf->retry_factor,
+	double	d = engine_wf->retry_initial * pow(engine_wf->retry_factor,
 	    (double)(n > 0 ? n - 1 : 0));
 
-	if (d > cr->wf->retry_max)
-		d = cr->wf->retry_max;
+	if (d > engine_wf->retry_max)
+		d = engine_wf->retry_max;
 	return util_jitter(d, 0.25);
 }
 
@@ -317,14 +414,14 @@ engine_retry_delay(unsigned int n)
 static void
 engine_retry(struct msg *m)
 {
-	TAILQ_REMOVE(&cr->retrying, m, entry);
+	TAILQ_REMOVE(&engine_retrying, m, entry);
 	m->where = MSG_NOWHERE;
-	if (cr->shutting_down) {
+	if (engine_stopping) {
 		engine_fail(m, "UNAVAILABLE", "shutdown", "corral is shutting "
 		    "down");
 		return;
 	}
-	(void)route_submit(m);
+	engine_submit(m);
 }
 
 /*
@@ -348,9 +445,9 @@ engine_should_retry(struct msg *m, const char *category, const char *code)
 {
 	if (!engine_retried(code))
 		return 0;
-	if (cr->shutting_down || m->attempts > cr->wf->retries)
+	if (engine_stopping || m->attempts > engine_wf->retries)
 		return 0;
-	if (m->retries >= cr->wf->retries)
+	if (m->retries >= engine_wf->retries)
 		return 0;
 	if (strcmp(category, "TIMEOUT") != 0 &&
 	    strcmp(category, "UNAVAILABLE") != 0)
@@ -364,33 +461,63 @@ engine_should_retry(struct msg *m, const char *category, const char *code)
 static void
 engine_schedule_retry(struct msg *m, const char *category, const char *why)
 {
-	struct env		env;
-	struct env_error	err;
-	char			member[64], *line;
-	size_t			len;
-	double			delay;
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	char			 member[24], *line;
+	size_t			 len;
+	double			 delay;
 
 	m->retries++;
 	delay = engine_retry_delay(m->retries);
-	snprintf(member, sizeof member, "%u", m->retries);
-	if (jscan_run(cr->js, m->line, m->len) == 0 &&
-	    envelope_check(cr->js, m->line, m->len, &env, &err) == 0) {
-		line = envelope_corral_set(cr->js, m->line, m->len, &env,
+	member[util_u64(member, m->retries)] = '\0';
+	js = engine_scan_take();
+	if (jscan_run(js, m->line, m->len) == 0 &&
+	    envelope_check(js, m->line, m->len, &env, &err) == 0) {
+		line = envelope_corral_set(js, m->line, m->len, &env,
 		    "retry_count", member, &len);
 		free(m->line);
 		m->line = line;
 		m->len = len;
 	}
+	engine_scan_give(js);
 	log_info("request %s: %s (%s); retry %u in %.1fs", m->id, category, why,
 	    m->retries, delay);
 	auditlog_event("retry", m->agent != NULL ? m->agent->id : NULL, m->id,
 	    "category", category, "reason", why, NULL);
-	cr->retried++;
+	engine_stats.retried++;
 	m->where = MSG_RETRYING;
-	TAILQ_INSERT_TAIL(&cr->retrying, m, entry);
-	ev_timer_stop(cr->loop, &m->timer);
+	TAILQ_INSERT_TAIL(&engine_retrying, m, entry);
+	ev_timer_stop(LOOP, &m->timer);
 	ev_timer_set(&m->timer, delay, 0);
-	ev_timer_start(cr->loop, &m->timer);
+	ev_timer_start(LOOP, &m->timer);
+}
+
+/* Fail a request with a message made already (see engine_fail). */
+static void
+engine_fail_why(struct msg *m, const char *category, const char *code,
+    const char *why)
+{
+	char	*e;
+	size_t	 len;
+	int	 expired = (strcmp(category, "TIMEOUT") == 0);
+
+	if (engine_should_retry(m, category, code)) {
+		engine_schedule_retry(m, category, why);
+		return;
+	}
+	if (expired)
+		engine_stats.expired++;
+	else
+		engine_stats.errored++;
+	log_info("request %s: %s: %s", m->id, category, why);
+	auditlog_event("outcome", m->agent != NULL ? m->agent->id : NULL,
+	    m->id, "outcome", expired ? "expired" : "error", "category",
+	    category, "code", code, "reason", why, NULL);
+	e = envelope_error(code, category, NULL, why, m->id, NULL, &len);
+	auditlog_envelope("error", NULL, m->id, e, len);
+	engine_request_done(m, e, len, 1);
+	free(e);
 }
 
 /*
@@ -403,31 +530,35 @@ engine_fail(struct msg *m, const char *category, const char *code,
     const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 why[512], *e;
-	size_t	 len;
-	int	 expired = (strcmp(category, "TIMEOUT") == 0);
+	char	 why[512];
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
+	engine_fail_why(m, category, code, why);
+}
 
-	if (engine_should_retry(m, category, code)) {
-		engine_schedule_retry(m, category, why);
-		return;
-	}
-	if (expired)
-		cr->expired++;
-	else
-		cr->errored++;
-	log_info("request %s: %s: %s", m->id, category, why);
-	auditlog_event("outcome", m->agent != NULL ? m->agent->id : NULL,
-	    m->id, "outcome", expired ? "expired" : "error", "category",
-	    category, "code", code, "reason", why, NULL);
-	e = envelope_error(code, category, NULL, why, m->id, &len);
-	if (auditlog_enabled())
-		auditlog_envelope("error", NULL, m->id, e, len);
-	engine_request_done(m, e, len, 1);
-	free(e);
+/*
+ * A request got its reply and no more is to come of it (a child's
+ * finalize, or its last envelope when it stopped): count the outcome,
+ * record it with the reason, and end the request with line.
+ */
+void
+engine_replied(struct msg *m, struct agent *a, const char *reply_id,
+    const char *reason, const char *line, size_t len, int is_error)
+{
+	engine_stats.replied++;
+	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
+	    "replied", "reply", reply_id, "reason", reason, NULL);
+	engine_request_done(m, line, len, is_error);
+}
+
+/* Routing could not place a request. */
+static void
+engine_route_fail(struct msg *m, const char *category, const char *code,
+    const char *why)
+{
+	engine_fail_why(m, category, code, why);
 }
 
 /* The timer of a request fired: its wait is over, or its retry is due. */
@@ -452,21 +583,10 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		a = m->agent;
 		if (a->adapter != NULL)
 			adapter_cancel(a, m);
-		engine_undispatch_static(m, 0);
+		engine_undispatch(m);
 		m->agent = a;
-		a->timeouts++;
-		route_breaker_failure(a);
-		if (a->timeouts >= 3 && a->state != AS_UNAVAILABLE) {
-			a->flags |= AGENT_TIMEDOUT;
-			lifecycle_event(a, AE_TIMEOUTS, "%u consecutive "
-			    "timeouts", a->timeouts);
-			/*
-			 * It gets no work now, and maybe no pings: without a
-			 * way back it would stay out for good.  After the
-			 * circuit's reset time it is given work again.
-			 */
-			lifecycle_probation(a);
-		}
+		breaker_failure(a);
+		lifecycle_timeout(a);
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
 		    "within %.3gs", a->id, m->timeout > 0 ? m->timeout :
 		    a->conf->timeout);
@@ -481,19 +601,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 void
 engine_account(struct agent *a, const struct env *env)
 {
-	struct agent	*p;
-	double		 tokens = env->tokens_in + env->tokens_out;
-
-	if (tokens == 0 && env->cost == 0)
-		return;
-	cr->tokens_in += env->tokens_in;
-	cr->tokens_out += env->tokens_out;
-	cr->cost += env->cost;
-	for (p = a; p != NULL; p = p->parent) {
-		p->tokens += tokens;
-		p->cost += env->cost;
-	}
-	subagent_check_budget(a);
+	budget_account(a, env->tokens_in, env->tokens_out, env->cost);
 }
 
 /*
@@ -525,60 +633,46 @@ engine_branch_done(struct job *j, const char *line, size_t len, int is_error,
 /*
  * A request reached its outcome with envelope line (a reply, or an error
  * corral made).  Requests that belong to a job end a branch; a spawned
- * child's task and map/send requests report to their agent instead.
+ * child's task reports to its parent instead.
  */
 void
 engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct job	*j = m->job;
-
-	/* The answer to the job's own input names that input already. */
-	if (m->where == MSG_QUEUED)
-		route_dequeue(m);
-	if (m->where == MSG_INFLIGHT)
-		(void)engine_undispatch_static(m, 1);
+	struct agent	*a = NULL;
 	int		 linked = (m->kind == MSG_INPUT || m->kind == MSG_GOAL);
 
-	subagent_request_done(m, line, len, is_error);
+	if (m->where == MSG_QUEUED)
+		route_dequeue(m);
+	if (m->where == MSG_INFLIGHT) {
+		a = m->agent;
+		engine_undispatch(m);
+	}
+	if (m->kind == MSG_TASK && engine_task.done != NULL)
+		engine_task.done(m, line, len, is_error);
 	m->job = NULL;
 	engine_msg_free(m);
+	if (a != NULL)
+		route_kick(a);
 	engine_branch_done(j, line, len, is_error, linked);
 }
 
 /* Ask for a reflection on a weak reply.  Returns 0 if one was sent. */
 static int
-engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
-    const struct env *env, const char *reply_id)
+engine_reflect(struct msg *req, struct agent *a, struct jscan *js,
+    const char *line, size_t len, const struct env *env, const char *reply_id)
 {
-	struct route	*r;
 	struct msg	*m;
 	char		 id[CORRAL_ID_MAX], *rl;
 	size_t		 rlen;
 
-	if (req->round >= cr->wf->refl_max_rounds)
+	if (req->round >= engine_wf->refl_max_rounds)
 		return -1;
-	if ((r = route_for(INTENT_REFLECT)) == NULL)
+	if (route_for(INTENT_REFLECT) == NULL)
 		return -1;
 	protocol_new_id(id, sizeof id);
-	rl = envelope_reflect(cr->js, line, len, env, id, reply_id, &rlen);
-	{
-		/* Tell the critic what it reflects on: "corral":{"reflect":..}. */
-		char		 member[256], *marked;
-		size_t		 mlen;
-		struct env	 renv;
-		struct env_error rerr;
-
-		snprintf(member, sizeof member, "{\"reflect\":{\"of\":\"%s\","
-		    "\"intent\":\"%s\",\"round\":%u}}", reply_id,
-		    protocol_intent_name(env->intent), req->round + 1);
-		if (jscan_run(cr->js, rl, rlen) != 0 ||
-		    envelope_check(cr->js, rl, rlen, &renv, &rerr) != 0)
-			fatalx("envelope_reflect produced an invalid envelope");
-		marked = envelope_mark(cr->js, rl, rlen, member, &mlen);
-		free(rl);
-		rl = marked;
-		rlen = mlen;
-	}
+	rl = envelope_reflect(js, line, len, env, id, reply_id,
+	    protocol_intent_name(env->intent), req->round + 1, &rlen);
 	m = engine_msg_create(req->job, rl, rlen, MSG_REFLECT, INTENT_REFLECT);
 	strlcpy(m->id, id, sizeof m->id);
 	m->round = req->round + 1;
@@ -590,12 +684,13 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 	/* A reflection stands in for the reply it reflects on. */
 	m->orig_intent = (uint8_t)(req->kind == MSG_REFLECT ? req->orig_intent :
 	    env->intent);
-	cr->reflections++;
+	engine_stats.reflections++;
 	log_info("request %s: reply %s from %s has confidence %s; reflecting "
 	    "(round %u)", req->id, reply_id, a->id, env->has_score ? "below "
 	    "the threshold" : "missing", m->round);
 	if (auditlog_enabled()) {
 		char score[32];
+
 		if (env->has_score)
 			snprintf(score, sizeof score, "%g", env->score);
 		else
@@ -604,73 +699,8 @@ engine_reflect(struct msg *req, struct agent *a, const char *line, size_t len,
 		    score, NULL);
 		auditlog_envelope("env", NULL, id, rl, rlen);
 	}
-	(void)route_submit(m);
+	engine_submit(m);
 	return 0;
-}
-
-/* Follow a reply's next_actions.  Returns how many requests were made. */
-static int
-engine_actions(struct msg *req, const char *line, const struct env *env,
-    const char *reply_id)
-{
-	struct job	*j = req->job;
-	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *al;
-	const char	*ctx = NULL;
-	size_t		 alen, ctxlen = 0;
-	int		 e, t, n = 0, intent, c;
-
-	if (env->next_actions == -1 || j == NULL || j->done)
-		return 0;
-	if (env->content != -1 && (c = jscan_get(cr->js, line, env->content,
-	    "text")) != -1) {
-		ctx = line + cr->js->tok[c].off;
-		ctxlen = cr->js->tok[c].len;
-	}
-	for (e = jscan_first(cr->js, env->next_actions); e != -1;
-	    e = jscan_next(cr->js, env->next_actions, e)) {
-		if (j->steps >= cr->wf->max_steps) {
-			engine_limit(j, "max_steps", "the workflow reached "
-			    "max_steps (%u) requests", cr->wf->max_steps);
-			return n;
-		}
-		if (req->depth + 1 > cr->wf->max_depth) {
-			engine_limit(j, "max_depth", "next_actions would go "
-			    "deeper than max_depth (%u)", cr->wf->max_depth);
-			return n;
-		}
-		t = JSCAN_GET(cr->js, line, e, "intent");
-		{
-			size_t il;
-			const char *iv = jscan_text(cr->js, line, t, &il);
-			intent = protocol_intent(iv, il);
-		}
-		protocol_new_id(id, sizeof id);
-		al = envelope_action(cr->js, line, e, id, reply_id, ctx, ctxlen,
-		    &alen);
-		m = engine_msg_create(j, al, alen, MSG_ACTION, intent);
-		strlcpy(m->id, id, sizeof m->id);
-		m->depth = req->depth + 1;
-		m->prio = req->prio;
-		m->parent_agent = req->parent_agent;
-		{
-			/* args.ttl_ms becomes the new request's deadline. */
-			int args = JSCAN_GET(cr->js, line, e, "args"), ttl;
-
-			if (args != -1 && (ttl = JSCAN_GET(cr->js, line, args,
-			    "ttl_ms")) != -1 && cr->js->tok[ttl].type ==
-			    JT_NUMBER && jscan_number(cr->js, line, ttl) >= 0)
-				m->timeout = jscan_number(cr->js, line, ttl) /
-				    1000.0;
-		}
-		j->steps++;
-		cr->steps++;
-		n++;
-		if (auditlog_enabled())
-			auditlog_envelope("env", NULL, id, al, alen);
-		(void)route_submit(m);
-	}
-	return n;
 }
 
 /* Stop a job at a limit, with an error envelope as its result. */
@@ -688,96 +718,176 @@ engine_limit(struct job *j, const char *code, const char *fmt, ...)
 	va_end(ap);
 	log_warnx("job %s: %s", j->id, why);
 	auditlog_event("limit", NULL, j->id, "code", code, "reason", why, NULL);
-	e = envelope_error(code, "REJECTED", NULL, why, j->id, &len);
-	if (auditlog_enabled())
-		auditlog_envelope("error", NULL, j->id, e, len);
+	e = envelope_error(code, "REJECTED", NULL, why, j->id, NULL, &len);
+	auditlog_envelope("error", NULL, j->id, e, len);
 	engine_job_finish(j, e, len, 1, 1);
 	free(e);
 }
 
-/*
- * Handle a valid reply from agent a to request req: account for it, then
- * reflect, finish the job, or follow its next_actions.
- */
+/* The run's budget is spent: every job ends. */
 static void
-engine_reply_body(struct agent *a, struct msg *req, const char *line,
-    size_t len, struct env *env)
+engine_run_budget(const char *why)
+{
+	struct job	*j, *next;
+
+	TAILQ_FOREACH_SAFE(j, &engine_jobs, entry, next)
+		engine_limit(j, "budget_exceeded", "%s", why);
+}
+
+/* Follow a reply's next_actions.  Returns how many requests were made. */
+static int
+engine_actions(struct msg *req, struct jscan *js, const char *line,
+    const struct env *env, const char *reply_id)
 {
 	struct job	*j = req->job;
-	char		 reply_id[CORRAL_ID_MAX], *filled = NULL;
-	size_t		 flen;
-	int		 weak;
+	struct msg	*m;
+	char		 id[CORRAL_ID_MAX], *al;
+	const char	*ctx = NULL, *iv;
+	size_t		 alen, ctxlen = 0, il;
+	int		 e, t, n = 0, intent, c, args, ttl;
 
-	a->timeouts = 0;
-	a->flags &= ~AGENT_TIMEDOUT;
-	route_breaker_success(a);
-	cr->replied++;
+	if (env->next_actions == -1 || j == NULL || j->done)
+		return 0;
+	if (env->content != -1 && (c = jscan_get(js, line, env->content,
+	    "text")) != -1) {
+		ctx = line + js->tok[c].off;
+		ctxlen = js->tok[c].len;
+	}
+	for (e = jscan_first(js, env->next_actions); e != -1;
+	    e = jscan_next(js, env->next_actions, e)) {
+		if (j->steps >= engine_wf->max_steps) {
+			engine_limit(j, "max_steps", "the workflow reached "
+			    "max_steps (%u) requests", engine_wf->max_steps);
+			return n;
+		}
+		if (req->depth + 1 > engine_wf->max_depth) {
+			engine_limit(j, "max_depth", "next_actions would go "
+			    "deeper than max_depth (%u)", engine_wf->max_depth);
+			return n;
+		}
+		t = JSCAN_GET(js, line, e, "intent");
+		iv = jscan_text(js, line, t, &il);
+		intent = protocol_intent(iv, il);
+		protocol_new_id(id, sizeof id);
+		al = envelope_action(js, line, e, id, reply_id, ctx, ctxlen,
+		    &alen);
+		m = engine_msg_create(j, al, alen, MSG_ACTION, intent);
+		strlcpy(m->id, id, sizeof m->id);
+		m->depth = req->depth + 1;
+		m->prio = req->prio;
+		m->parent_agent = req->parent_agent;
+		/* args.ttl_ms becomes the new request's deadline. */
+		if ((args = JSCAN_GET(js, line, e, "args")) != -1 &&
+		    (ttl = JSCAN_GET(js, line, args, "ttl_ms")) != -1 &&
+		    js->tok[ttl].type == JT_NUMBER &&
+		    jscan_number(js, line, ttl) >= 0)
+			m->timeout = jscan_number(js, line, ttl) / 1000.0;
+		j->steps++;
+		engine_stats.steps++;
+		n++;
+		auditlog_envelope("env", NULL, id, al, alen);
+		engine_submit(m);
+	}
+	return n;
+}
 
-	/* Fill in trace.id, trace.parents and timestamp when missing. */
-	if (envelope_trace_id(cr->js, line, env, reply_id,
-	    sizeof reply_id) != 0) {
-		protocol_new_id(reply_id, sizeof reply_id);
-		filled = envelope_fill(cr->js, line, len, env, reply_id,
-		    req->id, &flen);
-	} else
-		filled = envelope_fill(cr->js, line, len, env, NULL, req->id,
+/*
+ * The reply, filled in where the agent left trace.id, trace.parents or
+ * timestamp out.  Returns the line to use (*filled set when it is a copy,
+ * js then holding its tape), or NULL when the copy could not be scanned.
+ */
+static const char *
+engine_fill(struct jscan *js, struct msg *req, const char *line,
+    size_t *len, struct env *env, char *reply_id, char **filled)
+{
+	struct env_error	err;
+	size_t			flen;
+
+	*filled = NULL;
+	if (envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX) != 0) {
+		protocol_new_id(reply_id, CORRAL_ID_MAX);
+		*filled = envelope_fill(js, line, *len, env, reply_id, req->id,
 		    &flen);
-	if (filled != NULL) {
-		struct env_error err;
-
-		line = filled;
-		len = flen;
-		if (jscan_run(cr->js, line, len) != 0 ||
-		    envelope_check(cr->js, line, len, env, &err) != 0)
-			fatalx("envelope_fill produced an invalid envelope");
+	} else
+		*filled = envelope_fill(js, line, *len, env, NULL, req->id,
+		    &flen);
+	if (*filled == NULL)
+		return line;
+	if (jscan_run(js, *filled, flen) != 0 ||
+	    envelope_check(js, *filled, flen, env, &err) != 0) {
+		log_warnx("request %s: the reply could not be completed",
+		    req->id);
+		free(*filled);
+		*filled = NULL;
+		return NULL;
 	}
-	if (auditlog_enabled()) {
-		auditlog_envelope("reply", a->id, reply_id, line, len);
-		auditlog_event("outcome", a->id, req->id, "outcome", "replied",
-		    "reply", reply_id, NULL);
-	}
-	/* Only now may the freed slot take other work (engine_reply). */
-	(void)engine_undispatch_static(req, 0);
-	engine_account(a, env);
-	if (workspace_enabled()) {
-		char why[320];
+	*len = flen;
+	return *filled;
+}
 
-		if (workspace_artifacts(a, cr->js, line, env, why,
-		    sizeof why) >= 0 && why[0] != '\0')
-			engine_notice(a, "artifact_refused", "outputs.artifacts",
-			    why, reply_id);
-	}
+/* Return nonzero if a reply is weak: it goes to reflection. */
+static int
+engine_weak(const struct env *env)
+{
+	if (env->ctype == CT_ERROR)
+		return 0;
+	if (env->has_score)
+		return env->score < engine_wf->refl_below;
+	return engine_wf->refl_missing == MISSING_REFLECT;
+}
 
-	if (j != NULL && j->done) {
-		/* The job already has its result; nothing follows. */
-		engine_request_done(req, line, len, env->ctype == CT_ERROR);
-		free(filled);
+/*
+ * Handle a valid reply from agent a to request req: account for it, then
+ * reflect, finish the job, or follow its next_actions.  The reply's tape
+ * is js's, and stays so throughout.
+ */
+static void
+engine_reply(struct agent *a, struct msg *req, struct jscan *js,
+    const char *line, size_t len, struct env *env)
+{
+	struct job	*j = req->job;
+	char		 reply_id[CORRAL_ID_MAX], *filled, why[320];
+	int		 ctype_error;
+
+	lifecycle_replied(a);
+	breaker_success(a);
+	engine_stats.replied++;
+	if ((line = engine_fill(js, req, line, &len, env, reply_id,
+	    &filled)) == NULL) {
+		engine_stats.replied--;
+		engine_fail(req, "INTERNAL", "bad_reply", "the reply of agent %s "
+		    "could not be completed with a trace id", a->id);
 		return;
 	}
-	weak = env->ctype != CT_ERROR && (env->has_score ?
-	    env->score < cr->wf->refl_below :
-	    cr->wf->refl_missing == MISSING_REFLECT);
-	if (weak && engine_reflect(req, a, line, len, env, reply_id) == 0) {
+	auditlog_envelope("reply", a->id, reply_id, line, len);
+	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
+	    "reply", reply_id, NULL);
+	/* Only after the outcome may the freed slot take other work. */
+	engine_undispatch(req);
+	engine_account(a, env);
+	if (workspace_enabled() && workspace_artifacts(a, js, line, env, why,
+	    sizeof why) >= 0 && why[0] != '\0')
+		engine_notice(a, "artifact_refused", "outputs.artifacts", why,
+		    reply_id);
+
+	ctype_error = (env->ctype == CT_ERROR);
+	if (j != NULL && j->done) {
+		/* The job already has its result; nothing follows. */
+		engine_request_done(req, line, len, ctype_error);
+	} else if (engine_weak(env) && engine_reflect(req, a, js, line, len,
+	    env, reply_id) == 0) {
 		/* The reflection carries the job on; this branch ends. */
 		if (j != NULL)
 			j->pending--;
 		req->job = NULL;
-		subagent_reply_forwarded(req);
 		engine_msg_free(req);
-		free(filled);
-		return;
-	}
-	if ((env->intent == INTENT_FINALIZE || (req->kind == MSG_REFLECT &&
-	    req->orig_intent == INTENT_FINALIZE)) && env->ctype != CT_ERROR &&
-	    j != NULL && req->kind != MSG_TASK) {
+	} else if ((env->intent == INTENT_FINALIZE || (req->kind ==
+	    MSG_REFLECT && req->orig_intent == INTENT_FINALIZE)) &&
+	    !ctype_error && j != NULL && req->kind != MSG_TASK) {
 		engine_job_finish(j, line, len, 0, req->kind == MSG_INPUT);
 		engine_request_done(req, line, len, 0);
-		free(filled);
-		return;
-	}
-	if (env->ctype != CT_ERROR && req->kind != MSG_TASK &&
-	    req->kind != MSG_SEND && engine_actions(req, line, env,
-	    reply_id) > 0) {
+	} else if (!ctype_error && req->kind != MSG_TASK && req->kind !=
+	    MSG_SEND && engine_actions(req, js, line, env, reply_id) > 0) {
 		/* This branch goes on in its next actions. */
 		if (j != NULL) {
 			free(j->last);
@@ -787,59 +897,44 @@ engine_reply_body(struct agent *a, struct msg *req, const char *line,
 			j->last_linked = (req->kind == MSG_INPUT);
 		}
 		engine_request_done(req, line, len, 0);
-		free(filled);
-		return;
-	}
-	engine_request_done(req, line, len, env->ctype == CT_ERROR);
+	} else
+		engine_request_done(req, line, len, ctype_error);
 	free(filled);
-}
-
-/*
- * Handle a valid reply from agent a to request req, then give the slot
- * it freed to the most urgent waiting message.
- */
-static void
-engine_reply(struct agent *a, struct msg *req, const char *line, size_t len,
-    struct env *env)
-{
-	engine_reply_body(a, req, line, len, env);
 	route_kick(a);
 }
 
-/* Send an agent an error notice about its own output. */
+/* Send an agent (NULL: serve's stdin) an error notice about its output. */
 static void
 engine_notice(struct agent *a, const char *code, const char *path,
     const char *message, const char *parent)
 {
-	char	*e, *marked;
-	size_t	 len, mlen;
+	char	*e;
+	size_t	 len;
 
-	cr->rejected++;
+	engine_stats.rejected++;
 	auditlog_event("rejected", a != NULL ? a->id : "stdin", parent, "code",
 	    code, "path", path != NULL ? path : "", "reason", message, NULL);
-	e = envelope_error(code, "REJECTED", path, message, parent, &len);
 	if (a == NULL) {
 		/* corral serve: the error is that input's one result. */
-		engine_stdout(e, len);
+		e = envelope_error(code, "REJECTED", path, message, parent,
+		    NULL, &len);
+		engine_out(e, len);
 		free(e);
 		return;
 	}
-	if (chan_full(&a->io)) {
+	if (agent_full(a)) {
 		/*
 		 * It does not read what we send: more notices would only
 		 * grow our memory.  The line is still counted and audited,
 		 * and one summary follows once it reads again.
 		 */
-		cr->notices_dropped++;
-		a->notices_dropped++;
-		free(e);
+		engine_stats.notices_dropped++;
+		a->work.notices_dropped++;
 		return;
 	}
-	if (jscan_run(cr->js, e, len) != 0)
-		fatalx("envelope_error produced invalid JSON");
-	marked = envelope_mark(cr->js, e, len, "{\"kind\":\"notice\"}", &mlen);
-	agent_send(a, marked, mlen);
-	free(marked);
+	e = envelope_error(code, "REJECTED", path, message, parent,
+	    CORRAL_KIND_NOTICE, &len);
+	agent_send(a, e, len);
 	free(e);
 }
 
@@ -848,19 +943,19 @@ engine_notice(struct agent *a, const char *code, const char *path,
  * has a usable one, so the error can name what it answers.
  */
 static const char *
-engine_raw_trace_id(const char *line, char *buf, size_t len)
+engine_raw_trace_id(struct jscan *js, const char *line, char *buf, size_t len)
 {
 	const char	*v;
 	size_t		 l;
 	int		 t, x;
 
-	if (cr->js->tok[0].type != JT_OBJECT ||
-	    (t = JSCAN_GET(cr->js, line, 0, "trace")) == -1 ||
-	    cr->js->tok[t].type != JT_OBJECT ||
-	    (x = JSCAN_GET(cr->js, line, t, "id")) == -1 ||
-	    cr->js->tok[x].type != JT_STRING)
+	if (js->tok[0].type != JT_OBJECT ||
+	    (t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    js->tok[t].type != JT_OBJECT ||
+	    (x = JSCAN_GET(js, line, t, "id")) == -1 ||
+	    js->tok[x].type != JT_STRING)
 		return NULL;
-	v = jscan_text(cr->js, line, x, &l);
+	v = jscan_text(js, line, x, &l);
 	if (l == 0 || l >= len)
 		return NULL;
 	memcpy(buf, v, l);
@@ -878,15 +973,15 @@ engine_warn_agent(struct agent *a, const char *fmt, ...)
 {
 	static ev_tstamp	 stdin_at;
 	static unsigned int	 stdin_count, stdin_dropped;
-	ev_tstamp		 now = ev_now(cr->loop), *at;
+	ev_tstamp		 now = ev_now(LOOP), *at;
 	unsigned int		*count, *dropped;
 	va_list			 ap;
 	char			 buf[512], who[96];
 
 	/* NULL: corral serve's stdin, limited the same way. */
-	at = a != NULL ? &a->warn_at : &stdin_at;
-	count = a != NULL ? &a->warn_count : &stdin_count;
-	dropped = a != NULL ? &a->warn_dropped : &stdin_dropped;
+	at = a != NULL ? &a->work.warn_at : &stdin_at;
+	count = a != NULL ? &a->work.warn_count : &stdin_count;
+	dropped = a != NULL ? &a->work.warn_dropped : &stdin_dropped;
 	snprintf(who, sizeof who, a != NULL ? "agent %s" : "stdin",
 	    a != NULL ? a->id : "");
 	if (now - *at >= 1.0) {
@@ -911,19 +1006,19 @@ engine_warn_agent(struct agent *a, const char *fmt, ...)
  * An agent's stdin drained: if notices were dropped while it did not
  * read, tell it how many, once.
  */
-void
+static void
 engine_agent_drained(struct agent *a)
 {
 	char		 why[160];
-	unsigned int	 n = a->notices_dropped;
+	unsigned int	 n = a->work.notices_dropped;
 
 	if (n == 0)
 		return;
-	a->notices_dropped = 0;
+	a->work.notices_dropped = 0;
 	snprintf(why, sizeof why, "%u notices about your output were not sent "
 	    "while you were not reading your stdin", n);
 	engine_notice(a, "notices_dropped", NULL, why, NULL);
-	cr->rejected--;		/* the summary is not a rejected line */
+	engine_stats.rejected--;	/* the summary is not a rejected line */
 }
 
 /* Describe a scan failure for a person. */
@@ -939,28 +1034,121 @@ engine_scan_error(char *buf, size_t len, const struct jscan *js)
  * trace.parents, else (no parents given) the oldest outstanding.
  */
 static struct msg *
-engine_match(struct agent *a, const char *line, const struct env *env)
+engine_match(struct agent *a, struct jscan *js, const char *line,
+    const struct env *env)
 {
 	struct msg	*m;
 
 	if (env->parents != -1) {
-		TAILQ_FOREACH(m, &a->inflight, entry)
-			if (envelope_has_parent(cr->js, line, env, m->id))
+		TAILQ_FOREACH(m, &a->work.inflight, entry)
+			if (envelope_has_parent(js, line, env, m->id))
 				return m;
 		return NULL;
 	}
-	return TAILQ_FIRST(&a->inflight);
+	return TAILQ_FIRST(&a->work.inflight);
 }
 
-/* A line an agent wrote on its stdout. */
-void
-engine_agent_line(struct agent *a, char *line, size_t len,
-    enum ndjson_kind kind, size_t extra)
+/*
+ * Handle a bad line (too long, NUL byte, not JSON) from an agent (a) or
+ * serve's stdin (NULL).  Returns nonzero when the line was bad.
+ */
+static int
+engine_bad_line(struct agent *a, size_t max, struct jscan *js,
+    const char *line, size_t len, enum ndjson_kind kind, size_t extra)
+{
+	char	why[256];
+
+	switch (kind) {
+	case NDJSON_TOOLONG:
+		if (a != NULL)
+			snprintf(why, sizeof why, "a line of %zu bytes exceeds "
+			    "max_line (%zu bytes) and was dropped", extra, max);
+		else
+			snprintf(why, sizeof why, "a line of %zu bytes exceeds "
+			    "the maximum (%zu bytes, the largest max_line of the "
+			    "workflow's agents) and was dropped", extra, max);
+		/* Not rate-limited: each costs max_line bytes to send. */
+		if (a != NULL)
+			log_warnx("agent %s: %s", a->id, why);
+		else
+			log_warnx("stdin: %s", why);
+		engine_notice(a, "line_too_long", NULL, why, NULL);
+		return 1;
+	case NDJSON_NUL:
+		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
+		    "%zu and was dropped", extra);
+		engine_warn_agent(a, "%s", why);
+		engine_notice(a, "nul_byte", NULL, why, NULL);
+		return 1;
+	default:
+		break;
+	}
+	if (jscan_run(js, line, len) != 0) {
+		engine_scan_error(why, sizeof why, js);
+		engine_warn_agent(a, "%s", why);
+		engine_notice(a, "invalid_json", NULL, why, NULL);
+		return 1;
+	}
+	return 0;
+}
+
+/* A line an agent wrote on its stdout, scanned with js. */
+static void
+engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
+    size_t len, enum ndjson_kind kind, size_t extra)
 {
 	struct env		 env;
 	struct env_error	 err;
 	struct msg		*req;
-	char			 why[256], id[CORRAL_ID_MAX];
+	char			 id[CORRAL_ID_MAX];
+
+	if (engine_bad_line(a, a->conf->max_line, js, line, len, kind, extra))
+		return;
+	if (js->tok[0].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		if (engine_hooks.control != NULL)
+			engine_hooks.control(&a->peer, line, len);
+		return;
+	}
+	if (envelope_check(js, line, len, &env, &err) != 0) {
+		engine_warn_agent(a, "invalid envelope: %s", err.msg);
+		engine_notice(a, err.code, err.path, err.msg,
+		    engine_raw_trace_id(js, line, id, sizeof id));
+		return;
+	}
+	a->proc.msgs_out++;
+	if ((req = engine_match(a, js, line, &env)) != NULL &&
+	    req->kind == MSG_TASK) {
+		if (engine_task.reply != NULL)
+			engine_task.reply(a, req, js, line, len, &env);
+		return;
+	}
+	if (req == NULL) {
+		if (env.parents != -1 || env.ctype == CT_ERROR) {
+			/* A late reply, or a duplicate: its request is done. */
+			engine_stats.late++;
+			log_info("agent %s: late or duplicate reply dropped",
+			    a->id);
+			auditlog_envelope("late", a->id, NULL, line, len);
+			return;
+		}
+		log_warnx("agent %s: an envelope with no request outstanding "
+		    "was dropped", a->id);
+		engine_notice(a, "unsolicited", NULL, "no request is "
+		    "outstanding for this envelope; replies answer requests, "
+		    "new work goes through outputs.next_actions or map/send",
+		    NULL);
+		return;
+	}
+	engine_reply(a, req, js, line, len, &env);
+}
+
+/* A line an agent wrote on its stdout. */
+static void
+engine_agent_line(struct agent *a, char *line, size_t len,
+    enum ndjson_kind kind, size_t extra)
+{
+	struct jscan	*js;
 
 	lifecycle_activity(a);
 	if (a->adapter != NULL) {
@@ -973,183 +1161,79 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 			    extra);
 		return;
 	}
-	switch (kind) {
-	case NDJSON_TOOLONG:
-		snprintf(why, sizeof why, "a line of %zu bytes exceeds max_line "
-		    "(%zu bytes) and was dropped", extra, a->conf->max_line);
-		/* Not rate-limited: each costs max_line bytes to send. */
-		log_warnx("agent %s: %s", a->id, why);
-		engine_notice(a, "line_too_long", NULL, why, NULL);
-		return;
-	case NDJSON_NUL:
-		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
-		    "%zu and was dropped", extra);
-		engine_warn_agent(a, "%s", why);
-		engine_notice(a, "nul_byte", NULL, why, NULL);
-		return;
-	default:
-		break;
-	}
-	if (jscan_run(cr->js, line, len) != 0) {
-		engine_scan_error(why, sizeof why, cr->js);
-		engine_warn_agent(a, "%s", why);
-		engine_notice(a, "invalid_json", NULL, why, NULL);
-		jscan_trim(cr->js);
-		return;
-	}
-	if (cr->js->tok[0].type == JT_OBJECT &&
-	    JSCAN_GET(cr->js, line, 0, "jsonrpc") != -1) {
-		control_agent_frame(a, line, len);
-		return;
-	}
-	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
-		engine_warn_agent(a, "invalid envelope: %s", err.msg);
-		engine_notice(a, err.code, err.path, err.msg,
-		    engine_raw_trace_id(line, id, sizeof id));
-		return;
-	}
-	a->msgs_out++;
-	if ((req = engine_match(a, line, &env)) != NULL &&
-	    req->kind == MSG_TASK) {
-		(void)subagent_task_envelope(a, req, line, len, &env);
-		return;
-	}
-	if (req == NULL) {
-		if (env.parents != -1 || env.ctype == CT_ERROR) {
-			/* A late reply, or a duplicate: its request is done. */
-			cr->late++;
-			log_info("agent %s: late or duplicate reply dropped",
-			    a->id);
-			if (auditlog_enabled())
-				auditlog_envelope("late", a->id, NULL, line, len);
-			return;
-		}
-		log_warnx("agent %s: an envelope with no request outstanding "
-		    "was dropped", a->id);
-		engine_notice(a, "unsolicited", NULL, "no request is "
-		    "outstanding for this envelope; replies answer requests, "
-		    "new work goes through outputs.next_actions or map/send",
-		    NULL);
-		return;
-	}
-	engine_reply(a, req, line, len, &env);
+	js = engine_scan_take();
+	engine_agent_scanned(a, js, line, len, kind, extra);
+	engine_scan_give(js);
 }
 
 /*
- * A reply an adapter made for request m of agent a (a valid envelope,
- * built with jansson).  Ignored if m was given up meanwhile.
+ * A reply an adapter made for request m of agent a (built with jansson).
+ * Ignored if m was given up meanwhile.
  */
-void
+static void
 engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
     size_t len)
 {
-	struct env		env;
-	struct env_error	err;
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
 
 	if (m->where != MSG_INFLIGHT || m->agent != a)
 		return;
 	lifecycle_activity(a);
-	if (jscan_run(cr->js, line, len) != 0 ||
-	    envelope_check(cr->js, line, len, &env, &err) != 0)
-		fatalx("adapter %s built an invalid envelope: %s",
-		    a->conf->adapter, err.msg);
-	a->msgs_out++;
-	engine_reply(a, m, line, len, &env);
-}
-
-/* Answer a JSON-RPC frame that arrived on corral serve's stdin. */
-static void
-engine_input_control(char *line, size_t len)
-{
-	json_error_t	 e;
-	json_t		*j, *id, *method, *res;
-	char		*out;
-	const char	*m;
-
-	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL)
+	js = engine_scan_take();
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0) {
+		log_warnx("agent %s: adapter %s made an invalid reply: %s",
+		    a->id, a->conf->adapter, js->err != NULL ? js->err :
+		    err.msg);
+		engine_fail(m, "INTERNAL", "bad_reply", "adapter %s made an "
+		    "invalid reply", a->conf->adapter);
+		engine_scan_give(js);
 		return;
-	id = json_object_get(j, "id");
-	method = json_object_get(j, "method");
-	if (id == NULL || !json_is_string(method)) {
-		json_decref(j);
-		return;	/* a notification or a response: nothing to say */
 	}
-	m = json_string_value(method);
-	if (strcmp(m, CORRAL_M_PING) == 0)
-		res = json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", id,
-		    "result");
-	else if (strcmp(m, CORRAL_M_CONNECT) == 0)
-		res = json_pack("{s:s, s:O, s:{s:i, s:s, s:s, s:{s:s, s:s}}}",
-		    "jsonrpc", "2.0", "id", id, "result", "protocolVersion",
-		    CORRAL_PROTOCOL_VERSION, "sessionId", protocol_run_id(),
-		    "participantId", "corral-serve", "systemInfo", "name",
-		    "corral", "version", CORRAL_VERSION);
-	else
-		res = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
-		    "id", id, "error", "code", CORRAL_E_NOMETHOD, "message",
-		    "method not found");
-	out = json_dumps(res, CORRAL_JSON_FLAGS);
-	engine_stdout(out, strlen(out));
-	free(out);
-	json_decref(res);
-	json_decref(j);
+	a->proc.msgs_out++;
+	engine_reply(a, m, js, line, len, &env);
+	engine_scan_give(js);
 }
 
 /*
- * A line on corral serve's stdin: a new job.  Whatever is wrong with it,
- * it gets exactly one line back.
+ * A line on corral serve's stdin, from peer: a new job.  Whatever is
+ * wrong with it, it gets exactly one line back.
  */
 void
-engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
+engine_input_line(struct peer *from, char *line, size_t len,
+    enum ndjson_kind kind, size_t extra)
 {
 	struct env		 env;
 	struct env_error	 err;
+	struct jscan		*js;
 	struct job		*j;
 	struct msg		*m;
-	char			 why[256], id[CORRAL_ID_MAX], *copy;
+	char			 id[CORRAL_ID_MAX], *copy;
 	size_t			 clen;
 
-	switch (kind) {
-	case NDJSON_TOOLONG:
-		snprintf(why, sizeof why, "a line of %zu bytes exceeds the "
-		    "maximum (%zu bytes, the largest max_line of the "
-		    "workflow's agents) and was dropped", extra,
-		    cr->stdio.rd.max);
-		log_warnx("stdin: %s", why);
-		engine_notice(NULL, "line_too_long", NULL, why, NULL);
-		return;
-	case NDJSON_NUL:
-		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
-		    "%zu and was dropped", extra);
-		engine_warn_agent(NULL, "%s", why);
-		engine_notice(NULL, "nul_byte", NULL, why, NULL);
-		return;
-	default:
-		break;
+	js = engine_scan_take();
+	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
+	    js, line, len, kind, extra))
+		goto out;
+	if (js->tok[0].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		if (engine_hooks.control != NULL)
+			engine_hooks.control(from, line, len);
+		goto out;
 	}
-	if (jscan_run(cr->js, line, len) != 0) {
-		engine_scan_error(why, sizeof why, cr->js);
-		engine_warn_agent(NULL, "%s", why);
-		engine_notice(NULL, "invalid_json", NULL, why, NULL);
-		jscan_trim(cr->js);
-		return;
-	}
-	if (cr->js->tok[0].type == JT_OBJECT &&
-	    JSCAN_GET(cr->js, line, 0, "jsonrpc") != -1) {
-		engine_input_control(line, len);
-		return;
-	}
-	if (envelope_check(cr->js, line, len, &env, &err) != 0) {
+	if (envelope_check(js, line, len, &env, &err) != 0) {
 		engine_warn_agent(NULL, "invalid envelope: %s", err.msg);
 		engine_notice(NULL, err.code, err.path, err.msg,
-		    engine_raw_trace_id(line, id, sizeof id));
-		return;
+		    engine_raw_trace_id(js, line, id, sizeof id));
+		goto out;
 	}
-	if (envelope_trace_id(cr->js, line, &env, id, sizeof id) != 0) {
+	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
-		copy = envelope_fill(cr->js, line, len, &env, id, NULL, &clen);
+		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
 	} else
-		copy = envelope_fill(cr->js, line, len, &env, NULL, NULL, &clen);
+		copy = envelope_fill(js, line, len, &env, NULL, NULL, &clen);
 	if (copy == NULL) {
 		copy = xmemdup0(line, len);
 		clen = len;
@@ -1160,11 +1244,12 @@ engine_input_line(char *line, size_t len, enum ndjson_kind kind, size_t extra)
 	strlcpy(m->id, id, sizeof m->id);
 	m->prio = (uint8_t)env.prio;
 	m->timeout = env.ttl;
-	if (auditlog_enabled())
-		auditlog_envelope("input", NULL, id, copy, clen);
-	if (cr->njobs >= cr->wf->max_inflight)
-		supervisor_stdin_pause(STDIN_P_JOBS, 1);
-	(void)route_submit(m);
+	auditlog_envelope("input", NULL, id, copy, clen);
+	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
+		engine_hooks.pause(STDIN_P_JOBS, 1);
+	engine_submit(m);
+out:
+	engine_scan_give(js);
 }
 
 /* Start corral run's job with the goal as its first envelope. */
@@ -1177,17 +1262,16 @@ engine_start_goal(const char *goal)
 	size_t		 len;
 	int		 intent;
 
-	intent = protocol_intent(cr->wf->start, strlen(cr->wf->start));
+	intent = protocol_intent(engine_wf->start, strlen(engine_wf->start));
 	protocol_new_id(id, sizeof id);
-	if ((line = envelope_goal(goal, cr->wf->start, id, &len)) == NULL)
+	if ((line = envelope_goal(goal, engine_wf->start, id, &len)) == NULL)
 		return -1;
 	j = engine_job_create(JOB_RUN);
 	strlcpy(j->id, id, sizeof j->id);
 	m = engine_msg_create(j, line, len, MSG_GOAL, intent);
 	strlcpy(m->id, id, sizeof m->id);
-	if (auditlog_enabled())
-		auditlog_envelope("goal", NULL, id, line, len);
-	(void)route_submit(m);
+	auditlog_envelope("goal", NULL, id, line, len);
+	engine_submit(m);
 	return 0;
 }
 
@@ -1195,59 +1279,103 @@ engine_start_goal(const char *goal)
  * An agent stopped or can no longer answer: its outstanding requests fail
  * (or are delivered again, for HIGH and CRITICAL ones).
  */
-void
+static void
 engine_agent_gone(struct agent *a, const char *why)
 {
 	struct msg	*m;
 
-	subagent_agent_gone(a, why);
-	while ((m = TAILQ_FIRST(&a->direct)) != NULL && !lifecycle_will_restart(a)) {
+	if (engine_task.gone != NULL)
+		engine_task.gone(a, why);
+	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL &&
+	    !lifecycle_will_restart(a)) {
 		route_dequeue(m);
 		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s",
 		    a->id, why);
 	}
-	while ((m = TAILQ_FIRST(&a->inflight)) != NULL) {
-		engine_undispatch_static(m, 0);
+	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		engine_undispatch(m);
 		m->agent = a;
-		if (cr->shutting_down) {
+		if (engine_stopping) {
 			/* We stopped it: not the agent's failure. */
 			engine_fail(m, "UNAVAILABLE", "shutdown", "corral shut "
 			    "down before agent %s replied", a->id);
 			continue;
 		}
-		route_breaker_failure(a);
+		breaker_failure(a);
 		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s before "
 		    "replying", a->id, why);
 	}
-	a->outstanding = 0;
 	route_check_orphans();
 }
 
-/* An agent failed for good. */
-void
-engine_agent_failed(struct agent *a, const char *why)
+/*
+ * An agent changed state: work at an agent that exited, broke or failed
+ * ends now.
+ */
+static void
+engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
 {
-	subagent_failed(a, why);
-	route_check_orphans();
+	if ((ev == AE_EXITED && to == AS_STOPPED) || ev == AE_BROKEN)
+		engine_agent_gone(a, why);
+	else if (to == AS_FAILED) {
+		if (lifecycle_cause(a) != NULL)
+			why = lifecycle_cause(a);
+		engine_agent_gone(a, why);
+		if (engine_task.failed != NULL)
+			engine_task.failed(a, why);
+		route_check_orphans();
+	}
 }
 
-/* Fail every request waiting for its retry (shutdown). */
-void
-engine_fail_retrying(const char *why)
+/* An agent is about to be freed: requests must not point at it. */
+static void
+engine_forget_agent(struct agent *a)
 {
 	struct msg	*m;
 
-	while ((m = TAILQ_FIRST(&cr->retrying)) != NULL) {
-		TAILQ_REMOVE(&cr->retrying, m, entry);
+	TAILQ_FOREACH(m, &engine_retrying, entry) {
+		if (m->exclude == a)
+			m->exclude = NULL;
+		if (m->parent_agent == a)
+			m->parent_agent = NULL;
+		if (m->agent == a)
+			m->agent = NULL;
+	}
+}
+
+/*
+ * corral is shutting down: no retries, and every request that waits in a
+ * queue or for its retry fails now.
+ */
+void
+engine_shutdown(const char *why)
+{
+	struct msg	*m;
+
+	engine_stopping = 1;
+	route_fail_all(why);
+	while ((m = TAILQ_FIRST(&engine_retrying)) != NULL) {
+		TAILQ_REMOVE(&engine_retrying, m, entry);
 		m->where = MSG_NOWHERE;
-		ev_timer_stop(cr->loop, &m->timer);
+		ev_timer_stop(LOOP, &m->timer);
 		engine_fail(m, "UNAVAILABLE", "shutdown", "%s", why);
 	}
+}
+
+/* End every unfinished job at a limit (the run's time budget). */
+void
+engine_limit_all(const char *code, const char *why)
+{
+	struct job	*j, *next;
+
+	TAILQ_FOREACH_SAFE(j, &engine_jobs, entry, next)
+		engine_limit(j, code, "%s", why);
 }
 
 /* Return nonzero when no job is left. */
 int
 engine_idle(void)
 {
-	return cr->njobs == 0;
+	return engine_njobs == 0;
 }

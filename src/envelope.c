@@ -736,16 +736,38 @@ envelope_splice(const char *s, size_t len, struct splice *ed, size_t ned,
 	return out;
 }
 
-/* Format "\"id\"" with JSON escaping of the id (ids we make are plain). */
-static void
-envelope_quote(char *buf, size_t len, const char *id)
-{
+/* A piece of JSON text for envelope_splice, built by the JSON writer. */
+struct piece {
 	struct ndjson_writer	w;
+};
 
-	ndjson_writer_init(&w, 0, 1);
-	util_json_string(&w, id, strlen(id));
-	snprintf(buf, len, "%.*s", (int)(w.tail - w.head), w.buf + w.head);
-	ndjson_writer_free(&w);
+/* Start a piece with a literal. */
+static void
+piece_init(struct piece *p, const char *lit)
+{
+	ndjson_writer_init(&p->w, 0, 1);
+	ndjson_writer_add(&p->w, lit, strlen(lit));
+}
+
+/* Append a literal. */
+static void
+piece_lit(struct piece *p, const char *lit)
+{
+	ndjson_writer_add(&p->w, lit, strlen(lit));
+}
+
+/* Append a string value, escaped. */
+static void
+piece_str(struct piece *p, const char *v)
+{
+	jsonw_string(&p->w, v, strlen(v));
+}
+
+/* The splice that inserts the piece at off. */
+static struct splice
+piece_at(struct piece *p, size_t off)
+{
+	return (struct splice){ off, 0, p->w.buf, p->w.tail, 0 };
 }
 
 /*
@@ -758,12 +780,12 @@ envelope_fill(struct jscan *js, const char *s, size_t len,
     const struct env *env, const char *id, const char *parent, size_t *outlen)
 {
 	struct splice	 ed[4];
-	size_t		 ned = 0, tail;
-	char		 ts[40], qid[CORRAL_ID_MAX + 8], qp[CORRAL_ID_MAX + 8];
-	char		 tsbuf[64], trbuf[256], idbuf[CORRAL_ID_MAX + 16];
-	char		 pbuf[CORRAL_ID_MAX + 24];
+	struct piece	 pc[4];
+	size_t		 ned = 0, tail, i;
+	char		 ts[40], *out;
 	int		 need_id = (env->trace_id == -1 && id != NULL);
 	int		 need_parents = (env->parents == -1 && parent != NULL);
+	int		 empty;
 	const struct jtok *tr;
 
 	if (env->timestamp != -1 && !need_id && !need_parents)
@@ -771,73 +793,97 @@ envelope_fill(struct jscan *js, const char *s, size_t len,
 	tail = js->tok[0].off + js->tok[0].len - 1;	/* the final '}' */
 	if (env->timestamp == -1) {
 		util_rfc3339(ts, sizeof ts);
-		snprintf(tsbuf, sizeof tsbuf, ",\"timestamp\":\"%s\"", ts);
-		ed[ned++] = (struct splice){ tail, 0, tsbuf, strlen(tsbuf), 0 };
+		piece_init(&pc[ned], ",\"timestamp\":");
+		piece_str(&pc[ned], ts);
+		ed[ned] = piece_at(&pc[ned], tail);
+		ned++;
 	}
-	if (id != NULL)
-		envelope_quote(qid, sizeof qid, id);
-	if (parent != NULL)
-		envelope_quote(qp, sizeof qp, parent);
-	if (env->trace == -1) {
-		if (need_id && need_parents)
-			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"id\":%s,"
-			    "\"parents\":[%s]}", qid, qp);
-		else if (need_id)
-			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"id\":%s}",
-			    qid);
-		else if (need_parents)
-			snprintf(trbuf, sizeof trbuf, ",\"trace\":{\"parents\":"
-			    "[%s]}", qp);
-		else
-			trbuf[0] = '\0';
-		if (trbuf[0] != '\0')
-			ed[ned++] = (struct splice){ tail, 0, trbuf,
-			    strlen(trbuf), 0 };
-	} else {
-		tr = &js->tok[env->trace];
-		/* Insert right after the trace object's '{'. */
-		int empty = (jscan_count(js, env->trace) == 0);
+	if (env->trace == -1 && (need_id || need_parents)) {
+		piece_init(&pc[ned], ",\"trace\":{");
 		if (need_id) {
-			snprintf(idbuf, sizeof idbuf, "\"id\":%s%s", qid,
-			    (empty && !need_parents) ? "" : ",");
-			ed[ned++] = (struct splice){ tr->off + 1, 0, idbuf,
-			    strlen(idbuf), 0 };
+			piece_lit(&pc[ned], "\"id\":");
+			piece_str(&pc[ned], id);
 		}
 		if (need_parents) {
-			snprintf(pbuf, sizeof pbuf, "\"parents\":[%s]%s", qp,
-			    empty ? "" : ",");
-			ed[ned++] = (struct splice){ tr->off + 1, 0, pbuf,
-			    strlen(pbuf), 0 };
+			piece_lit(&pc[ned], need_id ? ",\"parents\":[" :
+			    "\"parents\":[");
+			piece_str(&pc[ned], parent);
+			piece_lit(&pc[ned], "]");
+		}
+		piece_lit(&pc[ned], "}");
+		ed[ned] = piece_at(&pc[ned], tail);
+		ned++;
+	} else if (env->trace != -1) {
+		/* Insert right after the trace object's '{'. */
+		tr = &js->tok[env->trace];
+		empty = (jscan_count(js, env->trace) == 0);
+		if (need_id) {
+			piece_init(&pc[ned], "\"id\":");
+			piece_str(&pc[ned], id);
+			if (!empty || need_parents)
+				piece_lit(&pc[ned], ",");
+			ed[ned] = piece_at(&pc[ned], tr->off + 1);
+			ned++;
+		}
+		if (need_parents) {
+			piece_init(&pc[ned], "\"parents\":[");
+			piece_str(&pc[ned], parent);
+			piece_lit(&pc[ned], empty ? "]" : "],");
+			ed[ned] = piece_at(&pc[ned], tr->off + 1);
+			ned++;
 		}
 	}
 	/* Stable order for equal offsets: id before parents before tail. */
-	return envelope_splice(s, len, ed, ned, outlen);
+	out = envelope_splice(s, len, ed, ned, outlen);
+	for (i = 0; i < ned; i++)
+		ndjson_writer_free(&pc[i].w);
+	return out;
 }
 
 /*
  * Turn a weak reply into a reflect request: intent becomes "reflect",
- * trace.id the new id and trace.parents [the reply's id]; everything else,
- * the content and the proposed next actions included, is kept for the
- * critic to judge.
+ * trace.id the new id and trace.parents [the reply's id], and the corral
+ * member tells the critic what it reflects on:
+ * {"reflect":{"of":REPLY_ID,"intent":INTENT,"round":N}} (it replaces any
+ * member of that name the reply carried).  Everything else, the content
+ * and the proposed next actions included, is kept for the critic to
+ * judge.
  */
 char *
 envelope_reflect(struct jscan *js, const char *s, size_t len,
     const struct env *env, const char *id, const char *reply_id,
-    size_t *outlen)
+    const char *intent, unsigned int round, size_t *outlen)
 {
 	struct ndjson_writer	 w;
-	struct splice		 ed[2];
+	struct jsonw		 m;
+	struct splice		 ed[6];
 	const struct jtok	*key, *val;
-	size_t			 ned = 0;
+	size_t			 ned = 0, mlen;
 	uint32_t		 i, end;
-	char			*out;
+	char			*out, *member;
+	int			 have_corral = 0;
+
+	/* The corral member, through the one writer. */
+	jsonw_init(&m);
+	jsonw_object(&m);
+	jsonw_key(&m, "reflect");
+	jsonw_object(&m);
+	jsonw_key(&m, "of");
+	jsonw_str(&m, reply_id);
+	jsonw_key(&m, "intent");
+	jsonw_str(&m, intent);
+	jsonw_key(&m, "round");
+	jsonw_u64(&m, round);
+	jsonw_object_end(&m);
+	jsonw_object_end(&m);
+	member = jsonw_finish(&m, &mlen);
 
 	/* The new trace: our id and lineage, then the old tags and cost. */
 	ndjson_writer_init(&w, 0, 1);
 	ENV_LIT(&w, "{\"id\":");
-	util_json_string(&w, id, strlen(id));
+	jsonw_string(&w, id, strlen(id));
 	ENV_LIT(&w, ",\"parents\":[");
-	util_json_string(&w, reply_id, strlen(reply_id));
+	jsonw_string(&w, reply_id, strlen(reply_id));
 	ENV_LIT(&w, "]");
 	if (env->trace != -1) {
 		end = js->tok[env->trace].next;
@@ -860,31 +906,38 @@ envelope_reflect(struct jscan *js, const char *s, size_t len,
 	end = js->tok[0].next;
 	for (i = 1; i < end; i = js->tok[i + 1].next) {
 		key = &js->tok[i];
+		val = &js->tok[i + 1];
 		if (jscan_str_equal(js, s + key->off, key->len,
-		    key->flags & JT_ESCAPED, "intent", 6)) {
-			val = &js->tok[i + 1];
+		    key->flags & JT_ESCAPED, "intent", 6))
 			ed[ned++] = (struct splice){ val->off, val->len,
 			    "\"reflect\"", 9, 0 };
-			break;
+		else if (jscan_str_equal(js, s + key->off, key->len,
+		    key->flags & JT_ESCAPED, "corral", 6)) {
+			ed[ned++] = (struct splice){ val->off, val->len,
+			    member, mlen, 0 };
+			have_corral = 1;
 		}
 	}
 	if (env->trace != -1) {
 		val = &js->tok[env->trace];
-		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail, 0 };
+		ed[ned++] = (struct splice){ val->off, val->len, w.buf, w.tail,
+		    0 };
 	} else {
 		/* Insert ,"trace":{...} before the final brace. */
-		char *t = xmalloc(w.tail + 10);
-		memcpy(t, ",\"trace\":", 9);
-		memcpy(t + 9, w.buf, w.tail);
 		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
-		    1, 0, t, w.tail + 9, 0 };
-		out = envelope_splice(s, len, ed, ned, outlen);
-		free(t);
-		ndjson_writer_free(&w);
-		return out;
+		    1, 0, ",\"trace\":", 9, 0 };
+		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
+		    1, 0, w.buf, w.tail, 0 };
+	}
+	if (!have_corral) {
+		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
+		    1, 0, ",\"corral\":", 10, 0 };
+		ed[ned++] = (struct splice){ js->tok[0].off + js->tok[0].len -
+		    1, 0, member, mlen, 0 };
 	}
 	out = envelope_splice(s, len, ed, ned, outlen);
 	ndjson_writer_free(&w);
+	free(member);
 	return out;
 }
 
@@ -940,9 +993,9 @@ envelope_action(struct jscan *js, const char *s, int act, const char *id,
 	ENV_LIT(&w, "},\"content\":{\"type\":\"text\",\"text\":");
 	ndjson_writer_add(&w, task, tl);
 	ENV_LIT(&w, "},\"trace\":{\"id\":");
-	util_json_string(&w, id, strlen(id));
+	jsonw_string(&w, id, strlen(id));
 	ENV_LIT(&w, ",\"parents\":[");
-	util_json_string(&w, parent, strlen(parent));
+	jsonw_string(&w, parent, strlen(parent));
 	ENV_LIT(&w, "]}}");
 	*outlen = w.tail;
 	out = xmemdup0(w.buf, w.tail);
@@ -951,15 +1004,14 @@ envelope_action(struct jscan *js, const char *s, int act, const char *id,
 }
 
 /*
- * Add or replace our "corral" member: {"kind":kind}.  Returns a new
- * buffer.
+ * Add or replace our "corral" member with member, JSON the caller built
+ * with the JSON writer.  Returns a new buffer.
  */
 char *
 envelope_mark(struct jscan *js, const char *s, size_t len,
     const char *member, size_t *outlen)
 {
-	struct splice	ed[1];
-	char		buf[512];
+	struct splice	ed[2];
 	uint32_t	i, end;
 
 	end = js->tok[0].next;
@@ -972,10 +1024,11 @@ envelope_mark(struct jscan *js, const char *s, size_t len,
 			return envelope_splice(s, len, ed, 1, outlen);
 		}
 	}
-	snprintf(buf, sizeof buf, ",\"corral\":%s", member);
-	ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0, buf,
-	    strlen(buf), 0 };
-	return envelope_splice(s, len, ed, 1, outlen);
+	ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0,
+	    ",\"corral\":", 10, 0 };
+	ed[1] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0,
+	    member, strlen(member), 0 };
+	return envelope_splice(s, len, ed, 2, outlen);
 }
 
 /*
@@ -995,7 +1048,7 @@ envelope_add_parent(struct jscan *js, const char *s, size_t len,
 	ndjson_writer_init(&w, 0, 1);
 	if (env->trace == -1) {
 		ENV_LIT(&w, ",\"trace\":{\"parents\":[");
-		util_json_string(&w, id, strlen(id));
+		jsonw_string(&w, id, strlen(id));
 		ENV_LIT(&w, "]}");
 		ed[0] = (struct splice){ js->tok[0].off + js->tok[0].len - 1, 0,
 		    w.buf, w.tail, 0 };
@@ -1003,7 +1056,7 @@ envelope_add_parent(struct jscan *js, const char *s, size_t len,
 		t = &js->tok[env->trace];
 		nonempty = jscan_count(js, env->trace) > 0;
 		ENV_LIT(&w, "\"parents\":[");
-		util_json_string(&w, id, strlen(id));
+		jsonw_string(&w, id, strlen(id));
 		ENV_LIT(&w, "]");
 		if (nonempty)
 			ENV_LIT(&w, ",");
@@ -1011,7 +1064,7 @@ envelope_add_parent(struct jscan *js, const char *s, size_t len,
 	} else {
 		t = &js->tok[env->parents];
 		nonempty = jscan_count(js, env->parents) > 0;
-		util_json_string(&w, id, strlen(id));
+		jsonw_string(&w, id, strlen(id));
 		if (nonempty)
 			ENV_LIT(&w, ",");
 		ed[0] = (struct splice){ t->off + 1, 0, w.buf, w.tail, 0 };
@@ -1039,7 +1092,7 @@ envelope_corral_set(struct jscan *js, const char *s, size_t len,
 	ndjson_writer_init(&w, 0, 1);
 	if (env->corral == -1) {
 		ENV_LIT(&w, ",\"corral\":{");
-		util_json_string(&w, key, strlen(key));
+		jsonw_string(&w, key, strlen(key));
 		ENV_LIT(&w, ":");
 		ndjson_writer_add(&w, raw, strlen(raw));
 		ENV_LIT(&w, "}");
@@ -1050,7 +1103,7 @@ envelope_corral_set(struct jscan *js, const char *s, size_t len,
 		ed[0] = (struct splice){ t->off, t->len, raw, strlen(raw), 0 };
 	} else {
 		t = &js->tok[env->corral];
-		util_json_string(&w, key, strlen(key));
+		jsonw_string(&w, key, strlen(key));
 		ENV_LIT(&w, ":");
 		ndjson_writer_add(&w, raw, strlen(raw));
 		if (jscan_count(js, env->corral) > 0)
@@ -1078,13 +1131,15 @@ envelope_dump(json_t *j, size_t *outlen)
 /*
  * Build an error envelope: content.type "error", content.data with the
  * code, the category (TIMEOUT, UNAVAILABLE, REJECTED, INTERNAL), the field
- * path and the message; trace.parents [parent] when known.  When notice is
- * set, the envelope carries {"corral":{"kind":"notice"}}: it tells an agent
- * about its own bad output and must not be answered.
+ * path and the message; trace.parents [parent] when known.  With kind
+ * (CORRAL_KIND_NOTICE), the envelope carries {"corral":{"kind":kind}}: a
+ * notice tells an agent about its own bad output and must not be
+ * answered.  The message may quote a peer's bytes cut anywhere: what is
+ * not UTF-8 becomes U+FFFD, so building it never fails.
  */
 char *
 envelope_error(const char *code, const char *category, const char *path,
-    const char *message, const char *parent, size_t *outlen)
+    const char *message, const char *parent, const char *kind, size_t *outlen)
 {
 	json_t	*j, *data, *trace;
 	char	 ts[40], id[CORRAL_ID_MAX];
@@ -1095,28 +1150,32 @@ envelope_error(const char *code, const char *category, const char *path,
 	protocol_new_id(id, sizeof id);
 	retryable = (strcmp(category, "TIMEOUT") == 0 ||
 	    strcmp(category, "UNAVAILABLE") == 0) && protocol_transient(code);
-	data = json_pack("{s:s, s:s, s:s, s:b}", "code", code, "category",
-	    category, "message", message, "retryable", retryable);
-	if (data == NULL)
-		data = json_pack("{s:s, s:s}", "code", code, "category",
-		    category);
+	data = json_pack("{s:s, s:s, s:o, s:b}", "code", code, "category",
+	    category, "message", jsonw_text(message, strlen(message)),
+	    "retryable", retryable);
 	if (path != NULL && *path != '\0')
-		json_object_set_new(data, "path", json_string(path));
+		json_object_set_new(data, "path", jsonw_text(path,
+		    strlen(path)));
 	trace = json_pack("{s:s}", "id", id);
 	if (parent != NULL && *parent != '\0')
-		json_object_set_new(trace, "parents", json_pack("[s]", parent));
+		json_object_set_new(trace, "parents", json_pack("[o]",
+		    jsonw_text(parent, strlen(parent))));
 	j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
-	    "s:{s:s, s:s?, s:o}, s:o}",
+	    "s:{s:s, s:o, s:o}, s:o}",
 	    "protocol", CORRAL_ENVELOPE_PROTOCOL,
 	    "role", "system",
 	    "agent", "id", "corral", "name", "corral", "model", "n/a",
 	    "timestamp", ts,
 	    "intent", "route",
 	    "task", "Report an error",
-	    "content", "type", "error", "text", message, "data", data,
+	    "content", "type", "error", "text", jsonw_text(message,
+	    strlen(message)), "data", data,
 	    "trace", trace);
 	if (j == NULL)
 		fatalx("envelope_error: json_pack failed");
+	if (kind != NULL)
+		json_object_set_new(j, "corral", json_pack("{s:s}", "kind",
+		    kind));
 	out = envelope_dump(j, outlen);
 	json_decref(j);
 	return out;

@@ -1,14 +1,22 @@
 /*
- * The agent lifecycle: a state x event table (as s6-supervise keeps its
- * own), heartbeats, the stop sequence and restarts with backoff.
+ * The agent lifecycle, the s6 way: one table of rules, state x event ->
+ * the next state and the action that follows, and nothing else decides.
  *
- * The table only says which state an event leads to; the callers do the
- * work.  "W" in the table means "the working state": INITIALIZING for an
- * agent that has not completed its handshake, otherwise BUSY when it has
- * messages outstanding and READY when it has none.  Every transition is
- * logged as one line, "agent NAME: FROM -> TO (reason)", and recorded in
- * the audit log, except the READY <-> BUSY flips that every message
- * causes, which are only logged with -vv.
+ * Events come in from below (agent.c reports an exit, a pipe that closed,
+ * a SIGSTOP; adapters report their tool ready or gone) and from above
+ * (the engine's work and idle, a handshake, a stop, a suspend).  Each
+ * transition is logged as one line, "agent NAME: FROM -> TO (reason)",
+ * and recorded in the audit log, except the READY <-> BUSY flips that
+ * every message causes (logged with -vv).  Then every registered observer
+ * hears of it, in the order they registered: routing, work, sub-agent
+ * bookkeeping, the supervisor's shutdown and the progress view all follow
+ * a transition that way, never by a call from here.
+ *
+ * The stop sequence: stdin closed (STOPPING), SIGTERM and SIGCONT to the
+ * process group after the grace period (TERMINATING), SIGKILL after the
+ * stop timeout (KILLING).  An agent stops after its children, deepest
+ * first.  Restarts wait out an exponential backoff (BACKOFF), at least a
+ * second after the last spawn, within the restart intensity.
  */
 
 #include <sys/wait.h>
@@ -23,49 +31,193 @@
 
 #include "corral.h"
 
-#define X	-1	/* the event does not change the state */
+#define X	-1	/* the state does not change */
 #define W	-2	/* the working state */
+#define NONE	-3	/* no rule: the event is ignored */
 
-static const signed char lifecycle_table[AS_COUNT][AE_COUNT] = {
-/*		SPAWN HSHAK WORK  IDLE  MISS  ALIVE STOP  CONT  TOUTS SUSP  RESUM STOP  EXIT  RSTRT GIVUP */
-[AS_INITIALIZING] = { X, W, X, X, AS_UNAVAILABLE, X, AS_UNAVAILABLE, X, X,
-	AS_SUSPENDED, X, AS_STOPPING, AS_STOPPED, X, AS_FAILED },
-[AS_READY] = { X, X, AS_BUSY, X, AS_UNAVAILABLE, X, AS_UNAVAILABLE, X,
-	AS_UNAVAILABLE, AS_SUSPENDED, X, AS_STOPPING, AS_STOPPED, X, AS_FAILED },
-[AS_BUSY] = { X, X, X, AS_READY, AS_UNAVAILABLE, X, AS_UNAVAILABLE, X,
-	AS_UNAVAILABLE, AS_SUSPENDED, X, AS_STOPPING, AS_STOPPED, X, AS_FAILED },
-[AS_UNAVAILABLE] = { X, W, X, X, X, W, X, W, X, AS_SUSPENDED, X,
-	AS_STOPPING, AS_STOPPED, X, AS_FAILED },
-[AS_SUSPENDED] = { X, X, X, X, X, X, X, X, X, X, W, AS_STOPPING, AS_STOPPED,
-	X, AS_FAILED },
-[AS_STOPPING] = { X, X, X, X, X, X, X, X, X, X, X, X, AS_STOPPED, X,
-	AS_FAILED },
-[AS_STOPPED] = { AS_INITIALIZING, X, X, X, X, X, X, X, X, X, X, X, X, X,
-	AS_FAILED },
-[AS_FAILED] = { X, X, X, X, X, X, X, X, X, X, X, X, X, X, X },
+#define LIFECYCLE_OBSERVERS	8
+
+typedef void	life_action(struct agent *, const char *);
+
+/* One rule of the table. */
+struct life_rule {
+	enum agent_state	 from;
+	enum agent_event	 ev;
+	int			 to;
+	life_action		*act;
 };
+
+static life_action	life_spawn, life_spawned, life_ready, life_begin_stop,
+			life_term, life_kill, life_kill_wait, life_exited,
+			life_pipes_held, life_broken, life_failed,
+			life_suspend, life_resume, life_cancel_backoff,
+			life_timedout;
+
+/*
+ * The rules.  "W" is the working state: INITIALIZING for an agent that
+ * has not completed its handshake, otherwise BUSY when it has requests
+ * outstanding and READY when it has none.
+ */
+#define RUNNING(ev, to, act) \
+	{ AS_INITIALIZING, ev, to, act }, { AS_READY, ev, to, act }, \
+	{ AS_BUSY, ev, to, act }, { AS_UNAVAILABLE, ev, to, act }, \
+	{ AS_SUSPENDED, ev, to, act }
+#define STOPPING(ev, to, act) \
+	{ AS_STOPPING, ev, to, act }, { AS_TERMINATING, ev, to, act }, \
+	{ AS_KILLING, ev, to, act }
+
+static const struct life_rule lifecycle_rules[] = {
+	/* Starting. */
+	{ AS_STOPPED, AE_START, X, life_spawn },
+	{ AS_STOPPED, AE_SPAWNED, AS_INITIALIZING, life_spawned },
+	{ AS_BACKOFF, AE_TIMER, X, life_spawn },
+	{ AS_BACKOFF, AE_SPAWNED, AS_INITIALIZING, life_spawned },
+	{ AS_BACKOFF, AE_STOP, AS_STOPPED, life_cancel_backoff },
+	{ AS_BACKOFF, AE_KILL, AS_STOPPED, life_cancel_backoff },
+	{ AS_INITIALIZING, AE_HANDSHAKE, W, life_ready },
+
+	/* Working. */
+	{ AS_READY, AE_WORK, AS_BUSY, NULL },
+	{ AS_BUSY, AE_IDLE, AS_READY, NULL },
+
+	/* Trouble, and the way back. */
+	{ AS_INITIALIZING, AE_MISSED, AS_UNAVAILABLE, NULL },
+	{ AS_INITIALIZING, AE_SIGSTOP, AS_UNAVAILABLE, NULL },
+	{ AS_READY, AE_MISSED, AS_UNAVAILABLE, NULL },
+	{ AS_READY, AE_SIGSTOP, AS_UNAVAILABLE, NULL },
+	{ AS_READY, AE_TIMEOUTS, AS_UNAVAILABLE, life_timedout },
+	{ AS_BUSY, AE_MISSED, AS_UNAVAILABLE, NULL },
+	{ AS_BUSY, AE_SIGSTOP, AS_UNAVAILABLE, NULL },
+	{ AS_BUSY, AE_TIMEOUTS, AS_UNAVAILABLE, life_timedout },
+	{ AS_UNAVAILABLE, AE_HANDSHAKE, W, life_ready },
+	{ AS_UNAVAILABLE, AE_ALIVE, W, NULL },
+	{ AS_UNAVAILABLE, AE_SIGCONT, W, NULL },
+
+	/* Suspend parks any running agent; only resume brings it back. */
+	{ AS_INITIALIZING, AE_SUSPEND, AS_SUSPENDED, life_suspend },
+	{ AS_READY, AE_SUSPEND, AS_SUSPENDED, life_suspend },
+	{ AS_BUSY, AE_SUSPEND, AS_SUSPENDED, life_suspend },
+	{ AS_UNAVAILABLE, AE_SUSPEND, AS_SUSPENDED, life_suspend },
+	{ AS_SUSPENDED, AE_RESUME, W, life_resume },
+
+	/* Stopping, for good or to start again. */
+	RUNNING(AE_STOP, AS_STOPPING, life_begin_stop),
+	RUNNING(AE_RESTART, AS_STOPPING, life_begin_stop),
+	RUNNING(AE_REAPED, AS_STOPPING, life_pipes_held),
+	RUNNING(AE_BROKEN, AS_TERMINATING, life_broken),
+	RUNNING(AE_KILL, AS_KILLING, life_kill),
+	{ AS_STOPPING, AE_TIMER, AS_TERMINATING, life_term },
+	{ AS_STOPPING, AE_KILL, AS_KILLING, life_kill },
+	{ AS_TERMINATING, AE_TIMER, AS_KILLING, life_kill },
+	{ AS_TERMINATING, AE_KILL, AS_KILLING, life_kill },
+	{ AS_KILLING, AE_TIMER, X, life_kill_wait },
+
+	/* The end of a process, whatever led to it. */
+	RUNNING(AE_EXITED, AS_STOPPED, life_exited),
+	STOPPING(AE_EXITED, AS_STOPPED, life_exited),
+
+	/* Giving up. */
+	RUNNING(AE_GIVEUP, AS_FAILED, life_failed),
+	STOPPING(AE_GIVEUP, AS_FAILED, life_failed),
+	{ AS_STOPPED, AE_GIVEUP, AS_FAILED, life_failed },
+	{ AS_BACKOFF, AE_GIVEUP, AS_FAILED, life_failed },
+};
+
+/* The rules as a table, built once. */
+static struct {
+	signed char	 to;
+	life_action	*act;
+} lifecycle_table[AS_COUNT][AE_COUNT];
+static int	lifecycle_built;
 
 static const char *lifecycle_states[AS_COUNT] = {
 	"INITIALIZING", "READY", "BUSY", "UNAVAILABLE", "SUSPENDED",
-	"STOPPING", "STOPPED", "FAILED"
+	"STOPPING", "STOPPED", "FAILED", "STOPPING", "STOPPING", "STOPPED"
 };
 
 /* MAP's names for the same states (docs/lifecycle.md). */
 static const char *lifecycle_map_states[AS_COUNT] = {
-	"registered", "idle", "busy", "failed", "suspended", "stopping",
-	"stopped", "failed"
+	"registered", "idle", "busy", "unavailable", "suspended", "stopping",
+	"stopped", "failed", "stopping", "stopping", "stopped"
 };
 
 static const char *lifecycle_events[AE_COUNT] = {
 	"spawned", "handshake", "work", "idle", "missed", "alive", "sigstop",
 	"sigcont", "timeouts", "suspend", "resume", "stop", "exited",
-	"restart", "giveup"
+	"restart", "giveup", "start", "timer", "reaped", "broken", "kill"
 };
 
+static lifecycle_observer	lifecycle_observers[LIFECYCLE_OBSERVERS];
+static size_t			lifecycle_nobservers;
+static int			lifecycle_shutdown;
+static uint64_t			lifecycle_seq;
+
+static void	lifecycle_news(struct agent *, enum agent_event, const char *);
 static void	lifecycle_hb_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_life_cb(struct ev_loop *, ev_timer *, int);
+static void	lifecycle_recover_cb(struct ev_loop *, ev_timer *, int);
+static void	lifecycle_forget(struct agent *);
+static void	lifecycle_after_child(struct agent *);
+static int	lifecycle_stop_children(struct agent *, const char *);
 
-/* Name a state. */
+/* Build the table from the rules. */
+static void
+lifecycle_build(void)
+{
+	size_t	i;
+	int	s, e;
+
+	for (s = 0; s < AS_COUNT; s++)
+		for (e = 0; e < AE_COUNT; e++)
+			lifecycle_table[s][e].to = NONE;
+	for (i = 0; i < sizeof lifecycle_rules / sizeof lifecycle_rules[0];
+	    i++) {
+		s = lifecycle_rules[i].from;
+		e = lifecycle_rules[i].ev;
+		if (lifecycle_table[s][e].to != NONE)
+			fatalx("lifecycle: two rules for %s/%s",
+			    lifecycle_states[s], lifecycle_events[e]);
+		lifecycle_table[s][e].to = (signed char)lifecycle_rules[i].to;
+		lifecycle_table[s][e].act = lifecycle_rules[i].act;
+	}
+	lifecycle_built = 1;
+}
+
+/* Set the module up: the table, and the news agent.c brings. */
+void
+lifecycle_init(void)
+{
+	if (!lifecycle_built)
+		lifecycle_build();
+	lifecycle_nobservers = 0;
+	lifecycle_shutdown = 0;
+	agent_on_event(lifecycle_news);
+	agent_on_free(lifecycle_forget);
+}
+
+/* Register an observer of every transition. */
+void
+lifecycle_observe(lifecycle_observer fn)
+{
+	size_t	i;
+
+	for (i = 0; i < lifecycle_nobservers; i++)
+		if (lifecycle_observers[i] == fn)
+			return;
+	if (lifecycle_nobservers == LIFECYCLE_OBSERVERS)
+		fatalx("lifecycle_observe: more than %d observers",
+		    LIFECYCLE_OBSERVERS);
+	lifecycle_observers[lifecycle_nobservers++] = fn;
+}
+
+/* From now on nothing restarts: corral is shutting down. */
+void
+lifecycle_set_shutdown(void)
+{
+	lifecycle_shutdown = 1;
+}
+
+/* Name a state as people see it. */
 const char *
 lifecycle_state_name(enum agent_state s)
 {
@@ -76,8 +228,6 @@ lifecycle_state_name(enum agent_state s)
 const char *
 lifecycle_map_state(enum agent_state s)
 {
-	if (s == AS_UNAVAILABLE)
-		return "unavailable";
 	return s < AS_COUNT ? lifecycle_map_states[s] : "?";
 }
 
@@ -96,102 +246,371 @@ lifecycle_event_name(enum agent_event e)
 enum agent_state
 lifecycle_next(enum agent_state state, enum agent_event ev, int working)
 {
-	int	next;
+	int	to;
 
+	if (!lifecycle_built)
+		lifecycle_build();
 	if (state >= AS_COUNT || ev >= AE_COUNT)
 		return state;
-	next = lifecycle_table[state][ev];
-	if (next == X)
+	to = lifecycle_table[state][ev].to;
+	if (to == X || to == NONE)
 		return state;
-	if (next == W) {
+	if (to == W) {
 		if (working < 0)
 			return AS_INITIALIZING;
 		return working > 0 ? AS_BUSY : AS_READY;
 	}
-	return (enum agent_state)next;
+	return (enum agent_state)to;
 }
 
 /* Return the agent's "working" argument for lifecycle_next. */
 static int
 lifecycle_working(const struct agent *a)
 {
-	if (a->flags & AGENT_NOT_READY)
+	if (a->life.flags & LF_NOT_READY)
 		return -1;
-	return a->outstanding > 0;
+	return a->work.outstanding > 0;
+}
+
+/* Return nonzero for the states in which no work may be sent. */
+static int
+lifecycle_closed(enum agent_state s)
+{
+	return s != AS_INITIALIZING && s != AS_READY && s != AS_BUSY;
+}
+
+/* Move to a state: log, record, and tell the observers. */
+static void
+lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
+    const char *why)
+{
+	enum agent_state	 from = a->life.state;
+	const char		*fn = lifecycle_states[from];
+	const char		*tn = lifecycle_states[to];
+	size_t			 i;
+
+	a->life.state = to;
+	if (lifecycle_closed(to) && !lifecycle_closed(from))
+		chan_release_waiters(&a->proc.io);	/* no more work */
+	if (why == NULL)
+		why = "";
+	if (fn == tn)
+		;	/* a step within a state people see */
+	else if ((from == AS_READY && to == AS_BUSY) ||
+	    (from == AS_BUSY && to == AS_READY))
+		log_debug("agent %s: %s -> %s", a->id, fn, tn);
+	else {
+		if (to == AS_UNAVAILABLE || to == AS_FAILED)
+			log_warnx("agent %s: %s -> %s%s%s%s", a->id, fn, tn,
+			    *why ? " (" : "", why, *why ? ")" : "");
+		else
+			log_info("agent %s: %s -> %s%s%s%s", a->id, fn, tn,
+			    *why ? " (" : "", why, *why ? ")" : "");
+		auditlog_event("state", a->id, NULL, "from", fn, "to", tn,
+		    "reason", why, NULL);
+	}
+	for (i = 0; i < lifecycle_nobservers; i++)
+		lifecycle_observers[i](a, from, to, ev, why);
+}
+
+/* Feed an event to an agent's lifecycle, with the reason given. */
+void
+lifecycle_feed(struct agent *a, enum agent_event ev, const char *why)
+{
+	enum agent_state	 from = a->life.state, to;
+	int			 rule;
+	life_action		*act;
+
+	if (from >= AS_COUNT || ev >= AE_COUNT)
+		fatalx("lifecycle_feed: state %d event %d", from, ev);
+	rule = lifecycle_table[from][ev].to;
+	if (rule == NONE)
+		return;
+	act = lifecycle_table[from][ev].act;
+	to = lifecycle_next(from, ev, lifecycle_working(a));
+	if (to != from)
+		lifecycle_set(a, to, ev, why);
+	if (act != NULL)
+		act(a, why);
 }
 
 /*
- * Feed an event to an agent's lifecycle; log and record the transition
- * with the reason given.
+ * News from below: agent.c about the process, an adapter about its tool.
+ * A handshake counts once; a continued process starts its heartbeat
+ * count afresh.
  */
+static void
+lifecycle_news(struct agent *a, enum agent_event ev, const char *why)
+{
+	char	buf[96];
+
+	switch (ev) {
+	case AE_HANDSHAKE:
+		lifecycle_ready(a, why);
+		return;
+	case AE_SIGSTOP:
+		snprintf(buf, sizeof buf, "stopped by signal %s", why);
+		lifecycle_feed(a, ev, buf);
+		return;
+	case AE_RESTART:
+		lifecycle_restart(a, why);
+		return;
+	case AE_SIGCONT:
+		a->life.last_activity = ev_now(LOOP);
+		a->life.flags &= ~LF_MISSED;
+		break;
+	default:
+		break;
+	}
+	lifecycle_feed(a, ev, why);
+}
+
+/* lifecycle_feed with a formatted reason. */
 void
 lifecycle_event(struct agent *a, enum agent_event ev, const char *fmt, ...)
 {
-	enum agent_state	 from = a->state, to;
-	char			 reason[256] = "";
-	va_list			 ap;
+	char	why[256] = "";
+	va_list	ap;
 
-	to = lifecycle_next(from, ev, lifecycle_working(a));
-	if (to == from)
-		return;
 	if (fmt != NULL) {
 		va_start(ap, fmt);
-		vsnprintf(reason, sizeof reason, fmt, ap);
+		vsnprintf(why, sizeof why, fmt, ap);
 		va_end(ap);
 	}
-	a->state = to;
-	if (to == AS_UNAVAILABLE || to == AS_SUSPENDED || to == AS_STOPPING ||
-	    to == AS_STOPPED || to == AS_FAILED)
-		chan_release_waiters(&a->io);	/* no more work goes there */
-	if ((from == AS_READY && to == AS_BUSY) ||
-	    (from == AS_BUSY && to == AS_READY)) {
-		log_debug("agent %s: %s -> %s", a->id, lifecycle_states[from],
-		    lifecycle_states[to]);
-		return;
-	}
-	if (to == AS_UNAVAILABLE || to == AS_FAILED)
-		log_warnx("agent %s: %s -> %s%s%s%s", a->id,
-		    lifecycle_states[from], lifecycle_states[to],
-		    *reason ? " (" : "", reason, *reason ? ")" : "");
-	else
-		log_info("agent %s: %s -> %s%s%s%s", a->id,
-		    lifecycle_states[from], lifecycle_states[to],
-		    *reason ? " (" : "", reason, *reason ? ")" : "");
-	auditlog_event("state", a->id, NULL, "from", lifecycle_states[from],
-	    "to", lifecycle_states[to], "reason", reason, NULL);
-	if (lifecycle_routable(a))
-		route_kick(a);
-	progress_update();
+	lifecycle_feed(a, ev, why);
 }
 
 /* Return nonzero if the agent may be given new work. */
 int
 lifecycle_routable(const struct agent *a)
 {
-	return (a->state == AS_READY || a->state == AS_BUSY) &&
-	    a->outstanding < adapter_inflight_cap(a);
+	return (a->life.state == AS_READY || a->life.state == AS_BUSY) &&
+	    a->work.outstanding < adapter_inflight_cap(a);
 }
 
 /* Return nonzero if the agent has a process (or is about to). */
 int
 lifecycle_alive(const struct agent *a)
 {
-	return a->state != AS_STOPPED && a->state != AS_FAILED;
+	return a->life.state != AS_STOPPED && a->life.state != AS_FAILED &&
+	    a->life.state != AS_BACKOFF;
 }
 
-/* Start the heartbeat timer if the agent has heartbeats. */
+/* Return nonzero if the agent is on its way out (any stop step). */
+int
+lifecycle_stopping(const struct agent *a)
+{
+	return a->life.state == AS_STOPPING ||
+	    a->life.state == AS_TERMINATING || a->life.state == AS_KILLING;
+}
+
+/* Return nonzero if the agent is stopped or failed, and stays so. */
+int
+lifecycle_done(const struct agent *a)
+{
+	return a->life.state == AS_FAILED || (a->life.state == AS_STOPPED &&
+	    !lifecycle_will_restart(a));
+}
+
+/* Return nonzero if the agent is leaving for good (stop asked, or due). */
+int
+lifecycle_leaving(const struct agent *a)
+{
+	return lifecycle_stopping(a) || (a->life.flags & (LF_NORESTART |
+	    LF_STOP_PENDING)) != 0;
+}
+
+/* Return nonzero if corral began stopping the agent's process itself. */
+int
+lifecycle_stop_asked(const struct agent *a)
+{
+	return (a->life.flags & LF_STOP_ASKED) != 0;
+}
+
+/* Return nonzero if the agent has not completed its handshake. */
+int
+lifecycle_handshaking(const struct agent *a)
+{
+	return (a->life.flags & LF_NOT_READY) != 0;
+}
+
+/*
+ * Why a failed agent failed, in a few words ("restart intensity
+ * exceeded", a spawn error), or NULL.
+ */
+const char *
+lifecycle_cause(const struct agent *a)
+{
+	return a->life.cause;
+}
+
+/* Remember why the agent fails for good, then fail it. */
+static void
+lifecycle_giveup(struct agent *a, const char *cause, const char *why)
+{
+	free(a->life.cause);
+	a->life.cause = xstrdup(cause);
+	lifecycle_feed(a, AE_GIVEUP, why);
+}
+
+/* Set an agent's restart policy, overriding its entry's (-1: the entry's). */
 void
-lifecycle_heartbeat_start(struct agent *a)
+lifecycle_set_policy(struct agent *a, int policy)
+{
+	a->life.policy = policy;
+}
+
+/* Arm the life timer. */
+static void
+lifecycle_arm(struct agent *a, double after)
+{
+	ev_timer_stop(LOOP, &a->life.life_w);
+	ev_timer_set(&a->life.life_w, after, 0);
+	ev_timer_start(LOOP, &a->life.life_w);
+}
+
+/* The life timer ran out. */
+static void
+lifecycle_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	lifecycle_feed(w->data, AE_TIMER, NULL);
+}
+
+/*
+ * Create an agent with its lifecycle and adapter, not started: a root
+ * agent of the workflow (parent NULL) or a spawned child.
+ */
+struct agent *
+lifecycle_create(struct agent_conf *ac, unsigned int instance,
+    struct agent *parent)
+{
+	struct agent	*a;
+
+	a = agent_create(ac, instance, parent);
+	a->life.state = AS_STOPPED;
+	a->life.policy = -1;
+	ev_timer_init(&a->life.life_w, lifecycle_life_cb, 0, 0);
+	a->life.life_w.data = a;
+	ev_timer_init(&a->life.hb_w, lifecycle_hb_cb, 0, 0);
+	a->life.hb_w.data = a;
+	ev_timer_init(&a->life.recover_w, lifecycle_recover_cb, 0, 0);
+	a->life.recover_w.data = a;
+	adapter_attach(a, adapter_table_find(ac->adapter));
+	return a;
+}
+
+/* An agent is about to be freed: stop its timers, drop what it holds. */
+static void
+lifecycle_forget(struct agent *a)
+{
+	ev_timer_stop(LOOP, &a->life.life_w);
+	ev_timer_stop(LOOP, &a->life.hb_w);
+	ev_timer_stop(LOOP, &a->life.recover_w);
+	free(a->life.restarts);
+	free(a->life.stop_why);
+	free(a->life.cause);
+	adapter_free(a);
+}
+
+/* Start the agent's process (from STOPPED; later restarts are ours). */
+int
+lifecycle_start(struct agent *a)
+{
+	lifecycle_feed(a, AE_START, NULL);
+	return lifecycle_alive(a) ? 0 : -1;
+}
+
+/* Spawn the process, or give the per-call adapter its start. */
+static void
+life_spawn(struct agent *a, const char *why)
+{
+	struct spawn_result	 sr;
+	char			**argv;
+	int			  rc;
+
+	a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT | LF_STOP_ASKED);
+	a->life.flags |= LF_NOT_READY;
+	a->life.timeouts = 0;
+	a->life.hb_missed = 0;
+	if (adapter_per_call(a)) {
+		/* No process of its own: one per request, later. */
+		agent_spawn_none(a);
+		auditlog_event("spawn", a->id, NULL, "name", a->conf->name,
+		    "adapter", a->conf->adapter, "parent", a->parent != NULL ?
+		    a->parent->id : NULL, NULL);
+		lifecycle_event(a, AE_SPAWNED, "%s adapter, a process per "
+		    "request", a->conf->adapter);
+		return;
+	}
+	argv = adapter_argv(a);
+	rc = agent_spawn(a, argv, &sr);
+	adapter_free_argv(argv);
+	if (rc != 0) {
+		lifecycle_spawn_failed(a, sr.what, sr.error);
+		return;
+	}
+	if (auditlog_enabled()) {
+		struct jsonw	j;
+		char		*s;
+		size_t		 len;
+
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "name");
+		jsonw_str(&j, a->conf->name);
+		jsonw_key(&j, "pid");
+		jsonw_u64(&j, (uint64_t)a->proc.hostpid);
+		jsonw_key(&j, "depth");
+		jsonw_u64(&j, a->depth);
+		if (a->parent != NULL) {
+			jsonw_key(&j, "parent");
+			jsonw_str(&j, a->parent->id);
+		}
+		jsonw_object_end(&j);
+		s = jsonw_finish(&j, &len);
+		auditlog_fields("spawn", a->id, NULL, s, len);
+		free(s);
+	}
+	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->proc.hostpid);
+}
+
+/* The process started: counted, and ready now if it needs no handshake. */
+static void
+life_spawned(struct agent *a, const char *why)
+{
+	a->life.start_seq = ++lifecycle_seq;
+	a->life.last_activity = ev_now(LOOP);
+	if (adapter_start(a) != 0)
+		return;		/* the adapter says when it is ready */
+	if (adapter_per_call(a) || a->conf->ready == READY_SPAWN)
+		lifecycle_ready(a, adapter_per_call(a) ? "ready" :
+		    "ready at spawn");
+}
+
+/* The agent is ready (a handshake, or at spawn): tell the table once. */
+void
+lifecycle_ready(struct agent *a, const char *why)
+{
+	if (!(a->life.flags & LF_NOT_READY))
+		return;
+	a->life.flags &= ~LF_NOT_READY;
+	lifecycle_feed(a, AE_HANDSHAKE, why);
+}
+
+/* Ready: heartbeats count from now, so a slow start is no miss. */
+static void
+life_ready(struct agent *a, const char *why)
 {
 	double	iv = a->conf->hb_interval;
 
-	if (iv <= 0)
+	if (iv <= 0 || adapter_per_call(a))
 		return;
-	ev_timer_stop(cr->loop, &a->hb_w);
-	a->last_activity = ev_now(cr->loop);
-	ev_timer_init(&a->hb_w, lifecycle_hb_cb, iv, iv);
-	a->hb_w.data = a;
-	ev_timer_start(cr->loop, &a->hb_w);
+	ev_timer_stop(LOOP, &a->life.hb_w);
+	a->life.last_activity = ev_now(LOOP);
+	a->life.hb_missed = 0;
+	a->life.hb_pinged = 0;
+	ev_timer_set(&a->life.hb_w, iv, iv);
+	ev_timer_start(LOOP, &a->life.hb_w);
 }
 
 /* Count one interval: ping, and after enough silence mark unavailable. */
@@ -201,111 +620,77 @@ lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct agent	*a = w->data;
 	ev_tstamp	 now = ev_now(loop);
 
-	if (a->state == AS_SUSPENDED || a->state == AS_STOPPING ||
-	    !lifecycle_alive(a))
+	if (a->life.state == AS_SUSPENDED || !lifecycle_alive(a) ||
+	    lifecycle_stopping(a))
 		return;
-	if (now - a->last_activity < a->conf->hb_interval * 0.999) {
-		a->hb_missed = 0;
-		a->hb_pinged = 0;
+	if (now - a->life.last_activity < a->conf->hb_interval * 0.999) {
+		a->life.hb_missed = 0;
+		a->life.hb_pinged = 0;
 		return;
 	}
 	/* Silence is a miss only when a ping went unanswered. */
-	if (a->hb_pinged)
-		a->hb_missed++;
-	a->hb_pinged = 1;
-	if (a->hb_missed >= a->conf->hb_misses && a->state != AS_UNAVAILABLE) {
-		a->flags |= AGENT_MISSED;
+	if (a->life.hb_pinged)
+		a->life.hb_missed++;
+	a->life.hb_pinged = 1;
+	if (a->life.hb_missed >= a->conf->hb_misses &&
+	    a->life.state != AS_UNAVAILABLE) {
+		a->life.flags |= LF_MISSED;
 		lifecycle_event(a, AE_MISSED, "%u missed heartbeats",
-		    a->hb_missed);
+		    a->life.hb_missed);
 	}
-	control_ping(a);
+	if (a->adapter != NULL)
+		adapter_ping(a);
+	else
+		rpc_ping(&a->peer);
 }
 
 /* Note any frame from the agent: it is alive. */
 void
 lifecycle_activity(struct agent *a)
 {
-	a->last_activity = ev_now(cr->loop);
-	a->hb_missed = 0;
-	a->hb_pinged = 0;
-	if (a->state == AS_UNAVAILABLE && (a->flags & (AGENT_MISSED |
-	    AGENT_TIMEDOUT)) && !(a->flags & AGENT_STOPPED_SIG)) {
-		a->flags &= ~(AGENT_MISSED | AGENT_TIMEDOUT);
-		lifecycle_event(a, AE_ALIVE, "answering again");
+	a->life.last_activity = ev_now(LOOP);
+	a->life.hb_missed = 0;
+	a->life.hb_pinged = 0;
+	if (a->life.state == AS_UNAVAILABLE && (a->life.flags & (LF_MISSED |
+	    LF_TIMEDOUT)) && !agent_sigstopped(a)) {
+		a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT);
+		lifecycle_feed(a, AE_ALIVE, "answering again");
 	}
-}
-
-/* Send a signal to the agent's process group. */
-void
-lifecycle_kill(struct agent *a, int sig)
-{
-	if (a->pid <= 0)
-		return;
-	/*
-	 * The group outlives its leader while members remain, and its id is
-	 * not reused meanwhile.  The pid alone is used only before the
-	 * leader is reaped: after that it may name another process.
-	 */
-	if (kill(-a->pid, sig) == -1 && errno == ESRCH &&
-	    !(a->flags & AGENT_EXITED))
-		(void)kill(a->pid, sig);
-}
-
-/* Arm the life timer for the next step of the stop sequence. */
-static void
-lifecycle_life_arm(struct agent *a, int step, double after)
-{
-	ev_timer_stop(cr->loop, &a->life_w);
-	a->life_step = step;
-	ev_timer_set(&a->life_w, after, 0);
-	ev_timer_start(cr->loop, &a->life_w);
-}
-
-/* Begin the stop sequence: stdin closed, then signals on a timer. */
-static void
-lifecycle_begin_stop(struct agent *a, const char *why)
-{
-	a->flags |= AGENT_STOP_ASKED;
-	lifecycle_event(a, AE_STOP, "%s", why);
-	chan_close_write(&a->io);
-	lifecycle_life_arm(a, 1, a->conf->stop_grace);
 }
 
 /*
- * Stop an agent for good: its descendants first (deepest first), then it:
- * stdin closed, SIGTERM (and SIGCONT) to its process group after the
- * grace period, SIGKILL after the stop timeout.
+ * A request to the agent timed out; after three in a row it gets no more
+ * work for a while.  A reply resets the count (lifecycle_replied).
  */
 void
-lifecycle_stop(struct agent *a, const char *why)
+lifecycle_timeout(struct agent *a)
 {
-	a->flags |= AGENT_NORESTART;
-	a->flags &= ~AGENT_RESTART_REQ;
-	if (a->state == AS_STOPPED) {
-		if (a->life_step == 4) {
-			/* Waiting to restart: make that final. */
-			ev_timer_stop(cr->loop, &a->life_w);
-			a->life_step = 0;
-			supervisor_agent_stopped(a);
-		}
-		return;
-	}
-	if (a->state == AS_FAILED || a->state == AS_STOPPING)
-		return;
-	if (adapter_per_call(a)) {
-		lifecycle_event(a, AE_STOP, "%s", why);
-		if (adapter_stop(a) == 0)
-			lifecycle_percall_stopped(a);
-		return;
-	}
-	if (subagent_has_live_children(a)) {
-		a->flags |= AGENT_STOP_PENDING;
-		free(a->stop_why);
-		a->stop_why = xstrdup(why);
-		subagent_stop_children(a, "its parent is stopping");
-		return;
-	}
-	lifecycle_begin_stop(a, why);
+	if (++a->life.timeouts >= 3 && a->life.state != AS_UNAVAILABLE)
+		lifecycle_event(a, AE_TIMEOUTS, "%u consecutive timeouts",
+		    a->life.timeouts);
+}
+
+/* The agent replied: its timeouts are forgiven. */
+void
+lifecycle_replied(struct agent *a)
+{
+	a->life.timeouts = 0;
+	a->life.flags &= ~LF_TIMEDOUT;
+}
+
+/*
+ * Unavailable from timeouts: it gets no work, and maybe no pings, so it
+ * would stay out for good.  After the circuit reset time (breaker.reset)
+ * it is given work again; three more timeouts send it back.  Any line it
+ * writes meanwhile brings it back at once.
+ */
+static void
+life_timedout(struct agent *a, const char *why)
+{
+	a->life.flags |= LF_TIMEDOUT;
+	ev_timer_stop(LOOP, &a->life.recover_w);
+	ev_timer_set(&a->life.recover_w, a->conf->breaker_reset, 0);
+	ev_timer_start(LOOP, &a->life.recover_w);
 }
 
 /* The probation time of an agent made unavailable by timeouts is over. */
@@ -313,120 +698,109 @@ static void
 lifecycle_recover_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct agent	*a = w->data;
+	char		 why[64];
 
-	if (a->state != AS_UNAVAILABLE || !(a->flags & AGENT_TIMEDOUT))
+	if (a->life.state != AS_UNAVAILABLE ||
+	    !(a->life.flags & LF_TIMEDOUT))
 		return;
-	a->flags &= ~AGENT_TIMEDOUT;
-	a->timeouts = 0;
-	lifecycle_event(a, AE_ALIVE, "given work again after %gs",
+	a->life.flags &= ~LF_TIMEDOUT;
+	a->life.timeouts = 0;
+	snprintf(why, sizeof why, "given work again after %gs",
 	    a->conf->breaker_reset);
+	lifecycle_feed(a, AE_ALIVE, why);
 }
 
-/*
- * An agent became unavailable from timeouts: it gets no work, and maybe
- * no pings, so it would stay out for good.  After the circuit reset time
- * (breaker.reset) it is given work again; three more timeouts send it
- * back.  Any line it writes meanwhile brings it back at once.
- */
-void
-lifecycle_probation(struct agent *a)
-{
-	ev_timer_stop(cr->loop, &a->recover_w);
-	ev_timer_init(&a->recover_w, lifecycle_recover_cb,
-	    a->conf->breaker_reset, 0);
-	a->recover_w.data = a;
-	ev_timer_start(cr->loop, &a->recover_w);
-}
-
-/* A per-call agent is stopping and its last process has gone. */
-void
-lifecycle_percall_stopped(struct agent *a)
-{
-	if (a->state == AS_STOPPED || a->state == AS_FAILED)
-		return;
-	a->status = 0;
-	if (cr->nagents > 0)
-		cr->nagents--;
-	lifecycle_event(a, AE_EXITED, "no calls running");
-	engine_agent_gone(a, "stopped");
-	supervisor_agent_stopped(a);
-}
-
-/* Stop an agent so that it starts again (a restart strategy). */
-void
-lifecycle_restart(struct agent *a, const char *why)
-{
-	if (a->state == AS_STOPPED || a->state == AS_FAILED ||
-	    a->state == AS_STOPPING || adapter_per_call(a))
-		return;
-	a->flags |= AGENT_RESTART_REQ;
-	lifecycle_begin_stop(a, why);
-}
-
-/* Move the stop sequence on, or restart after the backoff. */
+/* map/agents/suspend: the process is stopped where it is. */
 static void
-lifecycle_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
+life_suspend(struct agent *a, const char *why)
 {
-	struct agent	*a = w->data;
+	agent_signal(a, SIGSTOP);
+}
 
-	switch (a->life_step) {
-	case 1:
-		if (!(a->flags & AGENT_EXITED))
-			log_info("agent %s: still running %gs after stdin "
-			    "closed; SIGTERM", a->id, a->conf->stop_grace);
-		lifecycle_kill(a, SIGTERM);
-		lifecycle_kill(a, SIGCONT);
-		lifecycle_life_arm(a, 2, a->conf->stop_timeout);
-		break;
-	case 2:
-		if (!(a->flags & AGENT_EXITED))
+/* map/agents/resume: it runs again, and silence so far is no miss. */
+static void
+life_resume(struct agent *a, const char *why)
+{
+	agent_signal(a, SIGCONT);
+	a->life.last_activity = ev_now(LOOP);
+}
+
+/* Begin the stop sequence: stdin closed, then signals on the timer. */
+static void
+life_begin_stop(struct agent *a, const char *why)
+{
+	a->life.flags |= LF_STOP_ASKED;
+	ev_timer_stop(LOOP, &a->life.hb_w);
+	if (adapter_per_call(a)) {
+		/* The adapter stops its calls; the last one ends it. */
+		if (adapter_stop(a) == 0)
+			lifecycle_feed(a, AE_EXITED, "no calls running");
+		return;
+	}
+	agent_close_stdin(a);
+	lifecycle_arm(a, a->conf->stop_grace);
+}
+
+/* The process exited but its pipes are held: escalate on its group. */
+static void
+life_pipes_held(struct agent *a, const char *why)
+{
+	agent_close_stdin(a);
+	lifecycle_arm(a, a->conf->stop_grace);
+}
+
+/* A pipe closed while it runs: it can no longer talk to us. */
+static void
+life_broken(struct agent *a, const char *why)
+{
+	agent_close_stdin(a);
+	agent_signal(a, SIGTERM);
+	agent_signal(a, SIGCONT);
+	lifecycle_arm(a, a->conf->stop_timeout);
+}
+
+/* The grace period is over: SIGTERM (and SIGCONT) to the group. */
+static void
+life_term(struct agent *a, const char *why)
+{
+	if (!agent_exited(a))
+		log_info("agent %s: still running %gs after stdin closed; "
+		    "SIGTERM", a->id, a->conf->stop_grace);
+	agent_signal(a, SIGTERM);
+	agent_signal(a, SIGCONT);
+	lifecycle_arm(a, a->conf->stop_timeout);
+}
+
+/* SIGKILL to the group, then wait a second for the pipes. */
+static void
+life_kill(struct agent *a, const char *why)
+{
+	if (adapter_per_call(a)) {
+		(void)adapter_stop(a);
+		return;
+	}
+	if (why == NULL || *why == '\0') {
+		if (!agent_exited(a))
 			log_warnx("agent %s: did not stop %gs after SIGTERM; "
 			    "SIGKILL", a->id, a->conf->stop_timeout);
 		else
-			log_warnx("agent %s: exited, but something still holds "
-			    "its output pipes; SIGKILL to its process group",
-			    a->id);
-		lifecycle_kill(a, SIGKILL);
-		lifecycle_life_arm(a, 3, 1.0);
-		break;
-	case 3:
-		if (a->flags & AGENT_EXITED) {
-			/*
-			 * A descendant in another session holds the pipes.
-			 * Stop waiting for EOF: our ends close, it gets EPIPE.
-			 */
-			log_warnx("agent %s: output pipes still open after "
-			    "SIGKILL; closing them", a->id);
-			a->flags |= AGENT_OUT_EOF | AGENT_ERR_EOF;
-			agent_close_output(a);
-			lifecycle_exited(a);
-		} else
-			lifecycle_life_arm(a, 3, 1.0);
-		break;
-	case 5:
-		agent_pipe_timeout(a);
-		break;
-	case 4:
-		a->life_step = 0;
-		if (cr->shutting_down || (a->flags & AGENT_NORESTART))
-			return;
-		lifecycle_event(a, AE_RESTART, NULL);
-		if (agent_start(a) != 0)
-			return;
-		break;
-	default:
-		break;
+			log_warnx("agent %s: exited, but something still "
+			    "holds its output pipes; SIGKILL to its process "
+			    "group", a->id);
 	}
+	agent_signal(a, SIGKILL);
+	agent_signal(a, SIGCONT);
+	lifecycle_arm(a, 1.0);
 }
 
-/* Initialize an agent's life timer (once, at creation). */
-void
-lifecycle_init(struct agent *a)
+/* A second after SIGKILL: give up on pipes held by another session. */
+static void
+life_kill_wait(struct agent *a, const char *why)
 {
-	ev_timer_init(&a->life_w, lifecycle_life_cb, 0, 0);
-	a->life_w.data = a;
-	ev_timer_init(&a->hb_w, lifecycle_hb_cb, 0, 0);
-	a->hb_w.data = a;
+	if (agent_exited(a))
+		agent_abandon_pipes(a);
+	else
+		lifecycle_arm(a, 1.0);
 }
 
 /*
@@ -455,8 +829,8 @@ lifecycle_backoff(const struct agent_conf *ac, unsigned int n, double ran)
 static enum restart_policy
 lifecycle_policy(const struct agent *a)
 {
-	if (a->restart_override >= 0)
-		return (enum restart_policy)a->restart_override;
+	if (a->life.policy >= 0)
+		return (enum restart_policy)a->life.policy;
 	/* Spawned children are ephemeral unless their entry says otherwise. */
 	if (a->parent != NULL && !a->conf->restart_set)
 		return RESTART_TEMPORARY;
@@ -467,16 +841,13 @@ lifecycle_policy(const struct agent *a)
 static int
 lifecycle_wants_restart(const struct agent *a)
 {
-	int	abnormal;
-
-	if (a->flags & AGENT_RESTART_REQ)
+	if (a->life.flags & LF_RESTART_REQ)
 		return 1;
-	abnormal = !WIFEXITED_OK(a->status);
 	switch (lifecycle_policy(a)) {
 	case RESTART_PERMANENT:
 		return 1;
 	case RESTART_TRANSIENT:
-		return abnormal;
+		return !WIFEXITED_OK(a->proc.status);
 	default:
 		return 0;
 	}
@@ -488,100 +859,142 @@ lifecycle_recent_restarts(const struct agent *a, ev_tstamp now)
 {
 	unsigned int	i, recent = 0;
 
-	for (i = 0; i < a->nrestarts; i++)
-		if (now - a->restarts[i] <= a->conf->restart_within)
+	for (i = 0; i < a->life.nrestarts; i++)
+		if (now - a->life.restarts[i] <= a->conf->restart_within)
 			recent++;
 	return recent;
 }
 
-/* Return nonzero if the agent, now stopping or stopped, will be restarted. */
-int
-lifecycle_will_restart(const struct agent *a)
+/* Return nonzero if the agent's parent is stopping or gone. */
+static int
+lifecycle_parent_gone(const struct agent *a)
 {
-	if (cr->shutting_down || (a->flags & AGENT_NORESTART) ||
-	    !lifecycle_wants_restart(a) || agent_parent_gone(a))
-		return 0;
-	return lifecycle_recent_restarts(a, ev_now(cr->loop)) <
-	    a->conf->restart_max;
+	const struct agent	*p = a->parent;
+
+	return p != NULL && (lifecycle_stopping(p) || !lifecycle_alive(p) ||
+	    (p->life.flags & LF_NORESTART));
+}
+
+/* Return nonzero if the policy wants a restart and nothing forbids it. */
+static int
+lifecycle_may_restart(const struct agent *a)
+{
+	return !lifecycle_shutdown && !(a->life.flags & LF_NORESTART) &&
+	    lifecycle_wants_restart(a) && !lifecycle_parent_gone(a);
 }
 
 /*
- * After an agent stopped: restart it after a backoff if its policy says
+ * Return nonzero if the agent, stopping or stopped, will be (or is due
+ * to be) started again.
+ */
+int
+lifecycle_will_restart(const struct agent *a)
+{
+	if (a->life.state == AS_BACKOFF)
+		return 1;
+	if (a->life.state == AS_FAILED || !lifecycle_may_restart(a))
+		return 0;
+	return lifecycle_recent_restarts(a, ev_now(LOOP)) <
+	    a->conf->restart_max;
+}
+
+/* Remember a restart's time in the ring of recent ones. */
+static void
+lifecycle_count_restart(struct agent *a, ev_tstamp now)
+{
+	struct life	*l = &a->life;
+
+	if (l->restarts == NULL)
+		l->restarts = xcalloc(a->conf->restart_max + 1,
+		    sizeof *l->restarts);
+	if (l->nrestarts < a->conf->restart_max + 1)
+		l->restarts[l->nrestarts++] = now;
+	else {
+		memmove(l->restarts, l->restarts + 1,
+		    (l->nrestarts - 1) * sizeof *l->restarts);
+		l->restarts[l->nrestarts - 1] = now;
+	}
+	l->restart_count++;
+}
+
+/*
+ * After the process ended: restart it after a backoff if its policy says
  * so and the restart intensity allows, otherwise leave it stopped, or
  * failed for good.
  */
 static void
 lifecycle_after_stop(struct agent *a, const char *st)
 {
-	ev_tstamp	 now = ev_now(cr->loop);
+	ev_tstamp	 now = ev_now(LOOP);
 	unsigned int	 recent;
-	double		 delay, ran;
-	int		 requested = (a->flags & AGENT_RESTART_REQ) != 0;
+	double		 delay;
+	int		 requested = (a->life.flags & LF_RESTART_REQ) != 0;
+	char		 why[128];
 
-	if (cr->shutting_down || (a->flags & AGENT_NORESTART) ||
-	    !lifecycle_wants_restart(a) || agent_parent_gone(a)) {
-		a->flags &= ~AGENT_RESTART_REQ;
-		supervisor_agent_stopped(a);
+	if (!lifecycle_may_restart(a)) {
+		a->life.flags &= ~LF_RESTART_REQ;
+		lifecycle_after_child(a);
 		return;
 	}
-	a->flags &= ~AGENT_RESTART_REQ;
-
-	/* Intensity: how many restarts in the last `within` seconds. */
+	a->life.flags &= ~LF_RESTART_REQ;
 	recent = lifecycle_recent_restarts(a, now);
 	if (recent >= a->conf->restart_max) {
-		lifecycle_event(a, AE_GIVEUP, "restart intensity exceeded: %u "
+		snprintf(why, sizeof why, "restart intensity exceeded: %u "
 		    "restarts in %gs", recent, a->conf->restart_within);
-		supervisor_agent_stopped(a);
-		agent_escalate(a, "restart intensity exceeded");
+		lifecycle_giveup(a, "restart intensity exceeded", why);
 		return;
 	}
-	if (a->restarts == NULL)
-		a->restarts = xcalloc(a->conf->restart_max + 1,
-		    sizeof *a->restarts);
-	if (a->nrestarts < a->conf->restart_max + 1)
-		a->restarts[a->nrestarts++] = now;
-	else {
-		memmove(a->restarts, a->restarts + 1,
-		    (a->nrestarts - 1) * sizeof *a->restarts);
-		a->restarts[a->nrestarts - 1] = now;
-	}
-	a->restart_count++;
-	if (!requested)
-		subagent_child_restarting(a);
-	ran = now - a->spawned_at;
-	delay = lifecycle_backoff(a->conf, recent + 1, ran);
+	lifecycle_count_restart(a, now);
+	delay = lifecycle_backoff(a->conf, recent + 1, now -
+	    a->proc.spawned_at);
 	log_info("agent %s: restarting in %.1fs (%s)", a->id, delay, st);
 	auditlog_event("restart", a->id, NULL, "after", st, NULL);
-	lifecycle_life_arm(a, 4, delay);
+	lifecycle_arm(a, delay);
+	/* A restart corral asked for is no crash: siblings are left alone. */
+	lifecycle_set(a, AS_BACKOFF, requested ? AE_RESTART : AE_EXITED, st);
 }
 
 /*
- * The process is reaped and its pipes are at EOF: it is STOPPED.  Its
- * outstanding work fails, then it restarts or stays down.
+ * The process is reaped and its pipes are at EOF (or abandoned): what it
+ * left in its group goes too, its children of this incarnation stop,
+ * then it restarts or stays down.
  */
-void
-lifecycle_exited(struct agent *a)
+static void
+life_exited(struct agent *a, const char *st)
 {
-	char	st[64];
-
-	if (a->state == AS_STOPPED || a->state == AS_FAILED)
-		return;
-	ev_timer_stop(cr->loop, &a->life_w);
-	ev_timer_stop(cr->loop, &a->hb_w);
-	ev_timer_stop(cr->loop, &a->recover_w);
-	a->life_step = 0;
-	util_describe_status(st, sizeof st, a->status);
-	/*
-	 * What the agent left running in its process group goes with it
-	 * (a detached session is beyond reach until corral exits).
-	 */
-	lifecycle_kill(a, SIGKILL);
-	agent_exited_cleanup(a);
-	lifecycle_event(a, AE_EXITED, "%s", st);
-	engine_agent_gone(a, st);
+	ev_timer_stop(LOOP, &a->life.life_w);
+	ev_timer_stop(LOOP, &a->life.hb_w);
+	ev_timer_stop(LOOP, &a->life.recover_w);
+	/* A detached session is beyond reach until corral exits. */
+	agent_signal(a, SIGKILL);
+	agent_release(a);
 	/* Children of this incarnation cannot reach a restarted one. */
-	subagent_stop_children(a, "its parent exited");
+	(void)lifecycle_stop_children(a, "its parent exited");
 	lifecycle_after_stop(a, st);
+}
+
+/* Give up on an agent for good. */
+static void
+life_failed(struct agent *a, const char *why)
+{
+	ev_timer_stop(LOOP, &a->life.life_w);
+	ev_timer_stop(LOOP, &a->life.hb_w);
+	a->life.flags |= LF_NORESTART;
+	if (a->proc.flags & AP_RUNNING) {
+		agent_signal(a, SIGKILL);
+		agent_release(a);
+	}
+	(void)lifecycle_stop_children(a, "its parent failed");
+	lifecycle_after_child(a);
+}
+
+/* A restart that was due is called off: stopped for good. */
+static void
+life_cancel_backoff(struct agent *a, const char *why)
+{
+	ev_timer_stop(LOOP, &a->life.life_w);
+	a->life.flags |= LF_NORESTART;
+	lifecycle_after_child(a);
 }
 
 /* Give up on, or retry, an agent whose process could not be started. */
@@ -601,15 +1014,119 @@ lifecycle_spawn_failed(struct agent *a, const char *what, int error)
 	permanent = (error == ENOENT || error == EACCES || error == ENOEXEC ||
 	    error == ENOTDIR || error == ELOOP || error == ENAMETOOLONG ||
 	    error == EPERM || error == EISDIR);
-	a->status = 127 << 8;
-	a->spawned_at = ev_now(cr->loop);
+	a->proc.status = 127 << 8;
+	a->proc.spawned_at = ev_now(LOOP);
 	if (permanent) {
-		lifecycle_event(a, AE_GIVEUP, "spawn failed: %s", st);
-		engine_agent_gone(a, st);
-		supervisor_agent_stopped(a);
-		agent_escalate(a, st);
+		char why[300];
+
+		snprintf(why, sizeof why, "spawn failed: %s", st);
+		lifecycle_giveup(a, st, why);
 		return;
 	}
-	engine_agent_gone(a, st);
+	/* Into BACKOFF (or FAILED) as if it had started and crashed. */
+	if (a->life.state == AS_BACKOFF)
+		a->life.state = AS_STOPPED;
 	lifecycle_after_stop(a, st);
+}
+
+/*
+ * Stop the agent's children for good (each after its own children).
+ * Returns nonzero if some are still on their way out.
+ */
+static int
+lifecycle_stop_children(struct agent *a, const char *why)
+{
+	struct agent	*c;
+	int		 waiting = 0;
+
+	TAILQ_FOREACH(c, &a->children, sibling) {
+		if (!lifecycle_alive(c) && c->life.state != AS_BACKOFF)
+			continue;
+		lifecycle_stop(c, why);
+		if (lifecycle_alive(c))
+			waiting = 1;
+	}
+	return waiting;
+}
+
+/* Return nonzero if a has a child that still has a process. */
+int
+lifecycle_has_live_children(const struct agent *a)
+{
+	const struct agent	*c;
+
+	TAILQ_FOREACH(c, &a->children, sibling)
+		if (lifecycle_alive(c))
+			return 1;
+	return 0;
+}
+
+/*
+ * Stop an agent for good: its descendants first (deepest first), then
+ * it: stdin closed, SIGTERM (and SIGCONT) to its process group after the
+ * grace period, SIGKILL after the stop timeout.
+ */
+void
+lifecycle_stop(struct agent *a, const char *why)
+{
+	a->life.flags |= LF_NORESTART;
+	a->life.flags &= ~LF_RESTART_REQ;
+	if (a->life.state == AS_FAILED || lifecycle_stopping(a))
+		return;
+	if (lifecycle_alive(a) && lifecycle_stop_children(a,
+	    "its parent is stopping")) {
+		a->life.flags |= LF_STOP_PENDING;
+		free(a->life.stop_why);
+		a->life.stop_why = xstrdup(why);
+		return;
+	}
+	lifecycle_feed(a, AE_STOP, why);
+}
+
+/* Stop an agent so that it starts again (a restart strategy). */
+void
+lifecycle_restart(struct agent *a, const char *why)
+{
+	if (!lifecycle_alive(a) || lifecycle_stopping(a) ||
+	    adapter_per_call(a))
+		return;
+	a->life.flags |= LF_RESTART_REQ;
+	if (lifecycle_stop_children(a, "its parent is restarting")) {
+		a->life.flags |= LF_STOP_PENDING;
+		free(a->life.stop_why);
+		a->life.stop_why = xstrdup(why);
+		return;
+	}
+	lifecycle_feed(a, AE_RESTART, why);
+}
+
+/* Kill the agent's process group now (a second interrupt). */
+void
+lifecycle_kill(struct agent *a)
+{
+	a->life.flags |= LF_NORESTART;
+	lifecycle_feed(a, AE_KILL, "killed");
+}
+
+/*
+ * An agent stopped or failed: if it is done for good, a parent that
+ * waits for its children may go on.
+ */
+static void
+lifecycle_after_child(struct agent *a)
+{
+	struct agent	*p = a->parent;
+	char		*why;
+
+	if (p == NULL || !(p->life.flags & LF_STOP_PENDING) ||
+	    lifecycle_has_live_children(p))
+		return;
+	p->life.flags &= ~LF_STOP_PENDING;
+	why = p->life.stop_why;
+	p->life.stop_why = NULL;
+	if (p->life.flags & LF_NORESTART)
+		lifecycle_stop(p, why != NULL ? why : "its children stopped");
+	else if (p->life.flags & LF_RESTART_REQ)
+		lifecycle_feed(p, AE_RESTART, why != NULL ? why : "restart");
+	free(why);
 }

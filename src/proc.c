@@ -34,7 +34,7 @@ proc_check_done(struct proc *p)
 	    PROC_DONE))
 		return;
 	p->flags |= PROC_DONE;
-	ev_timer_stop(cr->loop, &p->kill_w);
+	ev_timer_stop(LOOP, &p->kill_w);
 	p->done(p);
 }
 
@@ -44,7 +44,7 @@ proc_close_in(struct proc *p)
 {
 	if (p->in == -1)
 		return;
-	ev_io_stop(cr->loop, &p->in_w);
+	ev_io_stop(LOOP, &p->in_w);
 	close(p->in);
 	p->in = -1;
 }
@@ -62,7 +62,7 @@ proc_start(struct proc *p, struct agent *a, char *const *argv,
 
 	p->agent = a;
 	p->in = p->out = p->err = -1;
-	if (spawn_argv(a->conf, argv, cr->wf, a->id, &sr) != 0) {
+	if (spawn_argv(a->conf, argv, a->id, &sr) != 0) {
 		snprintf(why, whylen, "%s: %s", sr.what, strerror(sr.error));
 		return -1;
 	}
@@ -72,26 +72,26 @@ proc_start(struct proc *p, struct agent *a, char *const *argv,
 	p->out = sr.out;
 	p->err = sr.err;
 	p->out_max = max;
-	p->started = ev_now(cr->loop);
+	p->started = ev_now(LOOP);
 
 	if (data != NULL && len > 0) {
 		p->stdin_data = xmemdup0(data, len);
 		p->stdin_len = len;
 		ev_io_init(&p->in_w, proc_in_cb, p->in, EV_WRITE);
 		p->in_w.data = p;
-		ev_io_start(cr->loop, &p->in_w);
+		ev_io_start(LOOP, &p->in_w);
 	} else
 		proc_close_in(p);
 	ev_io_init(&p->out_w, proc_out_cb, p->out, EV_READ);
 	p->out_w.data = p;
-	ev_io_start(cr->loop, &p->out_w);
+	ev_io_start(LOOP, &p->out_w);
 	ev_io_init(&p->err_w, proc_err_cb, p->err, EV_READ);
 	p->err_w.data = p;
-	ev_io_start(cr->loop, &p->err_w);
+	ev_io_start(LOOP, &p->err_w);
 	ndjson_reader_init(&p->err_rd, 4096, 1);
 	ev_child_init(&p->child_w, proc_child_cb, p->pid, 0);
 	p->child_w.data = p;
-	ev_child_start(cr->loop, &p->child_w);
+	ev_child_start(LOOP, &p->child_w);
 	ev_timer_init(&p->kill_w, proc_kill_cb, 0, 0);
 	p->kill_w.data = p;
 	log_info("agent %s: started %s (pid %ld)", a->id, argv[0],
@@ -320,10 +320,10 @@ proc_kill(struct proc *p)
 		(void)kill(-p->pid, SIGCONT);
 	}
 	proc_close_in(p);
-	ev_timer_stop(cr->loop, &p->kill_w);
+	ev_timer_stop(LOOP, &p->kill_w);
 	p->kill_step = 1;
 	ev_timer_set(&p->kill_w, p->agent->conf->stop_timeout, 0);
-	ev_timer_start(cr->loop, &p->kill_w);
+	ev_timer_start(LOOP, &p->kill_w);
 }
 
 /* Write data to a running process's stdin (line-mode tools). */
@@ -351,10 +351,10 @@ proc_write(struct proc *p, const char *data, size_t len)
 void
 proc_free(struct proc *p)
 {
-	ev_io_stop(cr->loop, &p->out_w);
-	ev_io_stop(cr->loop, &p->err_w);
-	ev_child_stop(cr->loop, &p->child_w);
-	ev_timer_stop(cr->loop, &p->kill_w);
+	ev_io_stop(LOOP, &p->out_w);
+	ev_io_stop(LOOP, &p->err_w);
+	ev_child_stop(LOOP, &p->child_w);
+	ev_timer_stop(LOOP, &p->kill_w);
 	proc_close_in(p);
 	if (p->out != -1)
 		close(p->out);

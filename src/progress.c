@@ -17,7 +17,10 @@
 
 #define PROGRESS_MAX_AGENTS	12
 
-static ev_timer	progress_w;
+static ev_timer			 progress_w;
+static const struct workflow	*progress_wf;
+static int			 progress_mode;
+static ev_tstamp		 progress_started;
 static int	progress_tty;
 static int	progress_on;
 static int	progress_lines;	/* lines drawn now */
@@ -47,9 +50,37 @@ progress_inflight(void)
 	struct agent	*a;
 	unsigned int	 n = 0;
 
-	TAILQ_FOREACH(a, &cr->agents, entry)
-		n += a->outstanding;
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		n += a->work.outstanding;
 	return n;
+}
+
+/* The run's tokens and cost so far. */
+static void
+progress_spend(double *tokens, double *cost)
+{
+	double	in, out;
+
+	budget_totals(&in, &out, cost);
+	*tokens = in + out;
+}
+
+/* A transition of an agent changes what the view shows. */
+static void
+progress_lifecycle(struct agent *a, enum agent_state from,
+    enum agent_state to, enum agent_event ev, const char *why)
+{
+	progress_dirty = 1;
+}
+
+/* Set the view up for a run of the workflow (mode: run or serve). */
+void
+progress_init(const struct workflow *wf, int mode)
+{
+	progress_wf = wf;
+	progress_mode = mode;
+	progress_started = ev_now(LOOP);
+	lifecycle_observe(progress_lifecycle);
 }
 
 /* Draw the block. */
@@ -60,23 +91,25 @@ progress_draw(void)
 	char		 buf[4096];
 	size_t		 len = 0;
 	int		 lines = 0, shown = 0, more = 0;
-	double		 el = ev_now(cr->loop) - cr->started;
+	double		 el = ev_now(LOOP) - progress_started, tokens, cost;
 
+	progress_spend(&tokens, &cost);
 	len += (size_t)snprintf(buf + len, sizeof buf - len,
 	    "corral %s  %.1fs  steps %llu  in flight %u  queued %u  tokens "
-	    "%.0f  cost $%.4f\033[K\n", cr->wf->name != NULL ? cr->wf->name :
-	    "run", el, (unsigned long long)cr->steps, progress_inflight(),
-	    cr->queued, cr->tokens_in + cr->tokens_out, cr->cost);
+	    "%.0f  cost $%.4f\033[K\n", progress_wf->name != NULL ?
+	    progress_wf->name : "run", el,
+	    (unsigned long long)engine_stats_get()->steps, progress_inflight(),
+	    route_queued_count(), tokens, cost);
 	lines++;
-	TAILQ_FOREACH(a, &cr->agents, entry) {
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		if (shown >= PROGRESS_MAX_AGENTS) {
 			more++;
 			continue;
 		}
 		len += (size_t)snprintf(buf + len, sizeof buf - len,
 		    "  %-24.24s %-12s %3u out  %6llu msgs\033[K\n", a->id,
-		    lifecycle_state_name(a->state), a->outstanding,
-		    (unsigned long long)a->msgs_out);
+		    lifecycle_state_name(a->life.state), a->work.outstanding,
+		    (unsigned long long)a->proc.msgs_out);
 		lines++;
 		shown++;
 		if (len > sizeof buf - 200)
@@ -97,6 +130,8 @@ progress_draw(void)
 static void
 progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	double	tokens, cost;
+
 	if (progress_tty) {
 		/* Changes at once; otherwise once a second, for the clock. */
 		if (progress_dirty || ++progress_ticks >= 10) {
@@ -105,17 +140,19 @@ progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		}
 		return;
 	}
+	progress_spend(&tokens, &cost);
 	log_info("progress: %.1fs, steps %llu, in flight %u, queued %u, "
-	    "agents %u, tokens %.0f, cost $%.4f", ev_now(loop) - cr->started,
-	    (unsigned long long)cr->steps, progress_inflight(), cr->queued,
-	    cr->nagents, cr->tokens_in + cr->tokens_out, cr->cost);
+	    "agents %u, tokens %.0f, cost $%.4f", ev_now(loop) -
+	    progress_started, (unsigned long long)engine_stats_get()->steps,
+	    progress_inflight(), route_queued_count(), agent_count_running(),
+	    tokens, cost);
 }
 
 /* Start the view for corral run, if there is somewhere to show it. */
 void
 progress_start(void)
 {
-	if (cr->mode != MODE_RUN)
+	if (progress_mode != MODE_RUN)
 		return;
 	progress_tty = isatty(STDERR_FILENO) && getenv("CORRAL_NO_PROGRESS") ==
 	    NULL;
@@ -125,8 +162,8 @@ progress_start(void)
 	progress_dirty = 1;
 	ev_timer_init(&progress_w, progress_cb, progress_tty ? 0.1 : 2.0,
 	    progress_tty ? 0.1 : 2.0);
-	ev_timer_start(cr->loop, &progress_w);
-	ev_unref(cr->loop);	/* the view alone keeps nothing running */
+	ev_timer_start(LOOP, &progress_w);
+	ev_unref(LOOP);	/* the view alone keeps nothing running */
 	if (progress_tty)
 		log_set_hook(progress_hook);
 }
@@ -144,8 +181,8 @@ progress_stop(void)
 {
 	if (!progress_on)
 		return;
-	ev_ref(cr->loop);
-	ev_timer_stop(cr->loop, &progress_w);
+	ev_ref(LOOP);
+	ev_timer_stop(LOOP, &progress_w);
 	if (progress_tty) {
 		progress_hook(0);
 		log_set_hook(NULL);

@@ -23,20 +23,32 @@
 #define ROUTE_AGING	5.0	/* seconds before a waiting head jumps ahead */
 #define ROUTE_SCAN	8	/* queue entries looked at per level */
 
-static uint64_t	route_pick_seq;
+static uint64_t			 route_pick_seq;
+static const struct workflow	*route_wf;
+static struct route		 route_rows[INTENT_COUNT + 1];
+static struct agentpool		*route_pools;	/* per workflow entry */
+static unsigned int		 route_queued;	/* in every row's queues */
+static struct route_hooks	 route_hooks;
+static unsigned int		 route_open_circuits;
 
-/* Build the routing rows from the workflow. */
+static void	route_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
+static void	route_forget_agent(struct agent *);
+
+/*
+ * Build the routing rows from the workflow; the engine's hooks hear of
+ * every dispatch, wait and failure, since requests are its own.
+ */
 void
-route_init(void)
+route_init(const struct workflow *wf, const struct route_hooks *hooks)
 {
-	struct workflow		*wf = cr->wf;
 	struct route_conf	*rc;
 	struct route		*r;
 	size_t			 i;
 	int			 j, idx;
 
 	for (j = 0; j <= INTENT_COUNT; j++) {
-		r = &cr->routes[j];
+		r = &route_rows[j];
 		memset(r, 0, sizeof *r);
 		r->intent = j;
 		for (idx = 0; idx < PRIO_COUNT; idx++)
@@ -48,13 +60,46 @@ route_init(void)
 			idx = ROUTE_FALLBACK;
 		else
 			idx = protocol_intent(rc->intent, strlen(rc->intent));
-		r = &cr->routes[idx];
+		r = &route_rows[idx];
 		r->confs = rc->agents;
 		r->nconfs = rc->nagents;
 	}
-	cr->pools = xcalloc(wf->nagents, sizeof *cr->pools);
+	free(route_pools);
+	route_pools = xcalloc(wf->nagents, sizeof *route_pools);
 	for (i = 0; i < wf->nagents; i++)
-		TAILQ_INIT(&cr->pools[i]);
+		TAILQ_INIT(&route_pools[i]);
+	route_wf = wf;
+	route_queued = 0;
+	route_hooks = *hooks;
+	lifecycle_observe(route_lifecycle);
+	breaker_init(route_kick);
+	agent_on_free(route_forget_agent);
+}
+
+/*
+ * An agent changed state: one that can take work now takes the most
+ * urgent waiting request.
+ */
+static void
+route_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
+{
+	if (lifecycle_routable(a))
+		route_kick(a);
+}
+
+/* How many requests wait in the rows' queues. */
+unsigned int
+route_queued_count(void)
+{
+	return route_queued;
+}
+
+/* Return the row of an intent index (or ROUTE_FALLBACK), filled or not. */
+struct route *
+route_row(int idx)
+{
+	return idx >= 0 && idx <= INTENT_COUNT ? &route_rows[idx] : NULL;
 }
 
 /* Return the row that routes intent: its own, else the fallback, else NULL. */
@@ -62,10 +107,10 @@ struct route *
 route_for(int intent)
 {
 	if (intent >= 0 && intent < INTENT_COUNT &&
-	    cr->routes[intent].nconfs > 0)
-		return &cr->routes[intent];
-	if (cr->routes[ROUTE_FALLBACK].nconfs > 0)
-		return &cr->routes[ROUTE_FALLBACK];
+	    route_rows[intent].nconfs > 0)
+		return &route_rows[intent];
+	if (route_rows[ROUTE_FALLBACK].nconfs > 0)
+		return &route_rows[ROUTE_FALLBACK];
 	return NULL;
 }
 
@@ -90,78 +135,11 @@ route_potential(const struct agent *a)
 {
 	if (a->flags & AGENT_DEAD)
 		return 0;
-	if (a->state == AS_FAILED)
+	if (a->life.state == AS_FAILED || lifecycle_stopping(a))
 		return 0;
-	if (a->state == AS_STOPPED && a->life_step != 4 &&
-	    !lifecycle_will_restart(a))
-		return 0;
-	if (a->state == AS_STOPPING)
+	if (a->life.state == AS_STOPPED && !lifecycle_will_restart(a))
 		return 0;
 	return 1;
-}
-
-/* Move an open circuit to half-open once its reset time has passed. */
-static void
-route_breaker_half(struct agent *a)
-{
-	a->breaker = 2;
-	a->probes = 0;
-	log_info("agent %s: circuit half-open after %gs; %u probes", a->id,
-	    a->conf->breaker_reset, a->conf->breaker_probes);
-	auditlog_event("breaker", a->id, NULL, "state", "half-open", NULL);
-}
-
-/* The reset time of an open circuit passed: let probes through. */
-static void
-route_breaker_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct agent	*a = w->data;
-
-	if (a->breaker == 1)
-		route_breaker_half(a);
-	route_kick(a);
-}
-
-/* Open an agent's circuit: no work for it until the reset time. */
-static void
-route_breaker_open(struct agent *a, const char *why)
-{
-	a->breaker = 1;
-	a->breaker_at = ev_now(cr->loop);
-	a->breaker_opens++;
-	cr->breaker_trips++;
-	log_warnx("agent %s: circuit open (%s); no work for %gs", a->id, why,
-	    a->conf->breaker_reset);
-	chan_release_waiters(&a->io);
-	auditlog_event("breaker", a->id, NULL, "state", "open", "reason", why,
-	    NULL);
-	ev_timer_stop(cr->loop, &a->breaker_w);
-	ev_timer_init(&a->breaker_w, route_breaker_cb, a->conf->breaker_reset,
-	    0);
-	a->breaker_w.data = a;
-	ev_timer_start(cr->loop, &a->breaker_w);
-}
-
-/* Return nonzero if the circuit breaker lets a message through to a. */
-static int
-route_breaker_allows(struct agent *a)
-{
-	if (a->breaker == 0)
-		return 1;
-	if (a->breaker == 1) {
-		if (ev_now(cr->loop) - a->breaker_at < a->conf->breaker_reset)
-			return 0;
-		route_breaker_half(a);
-	}
-	return a->probes < a->conf->breaker_probes;
-}
-
-/* Return nonzero if a's circuit is open (and not yet due to half-open). */
-static int
-route_breaker_open_now(const struct agent *a)
-{
-	return a->breaker == 1 &&
-	    ev_now(cr->loop) - a->breaker_at < a->conf->breaker_reset;
 }
 
 static void	route_dispatch(struct msg *, struct agent *);
@@ -171,17 +149,14 @@ static int
 route_ready(struct agent *a)
 {
 	if (adapter_per_call(a))
-		return lifecycle_routable(a) && route_breaker_allows(a);
-	return lifecycle_routable(a) && !(a->io.flags & CHAN_WCLOSED) &&
-	    a->io.wfd != -1 && route_breaker_allows(a);
+		return lifecycle_routable(a) && breaker_allows(a);
+	return lifecycle_routable(a) && agent_writable(a) && breaker_allows(a);
 }
 
 /*
  * Choose an agent for m among the row's candidates.  *others is set to the
  * number of candidates (other than m->exclude) that exist at all.
  */
-static unsigned int	route_open_circuits;
-
 static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
     int *excluded_exists)
@@ -193,7 +168,8 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	*excluded_exists = 0;
 	route_open_circuits = 0;
 	for (i = 0; i < r->nconfs; i++) {
-		TAILQ_FOREACH(a, &cr->pools[r->confs[i]->index], pool_entry) {
+		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
+		    slot.pool_entry) {
 			if (!route_potential(a))
 				continue;
 			if (m->target != NULL && a != m->target)
@@ -205,13 +181,14 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 				continue;
 			}
 			(*others)++;
-			if (route_breaker_open_now(a))
+			if (breaker_is_open(a))
 				route_open_circuits++;
 			if (!route_ready(a))
 				continue;
-			if (best == NULL || a->outstanding < best->outstanding ||
-			    (a->outstanding == best->outstanding &&
-			    a->last_pick < best->last_pick))
+			if (best == NULL || a->work.outstanding <
+			    best->work.outstanding || (a->work.outstanding ==
+			    best->work.outstanding && a->slot.last_pick <
+			    best->slot.last_pick))
 				best = a;
 		}
 	}
@@ -224,10 +201,9 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 static void
 route_dispatch(struct msg *m, struct agent *a)
 {
-	a->last_pick = ++route_pick_seq;
-	if (a->breaker == 2)
-		a->probes++;
-	engine_dispatched(m, a);
+	a->slot.last_pick = ++route_pick_seq;
+	breaker_sent(a);
+	route_hooks.dispatched(m, a);
 	if (auditlog_enabled())
 		auditlog_event("route", a->id, m->id, "intent",
 		    protocol_intent_name(m->intent), "reason",
@@ -239,8 +215,8 @@ route_dispatch(struct msg *m, struct agent *a)
 		return;
 	}
 	agent_send(a, m->line, m->len);
-	if (chan_full(&a->io) && cr->source != NULL)
-		chan_block(cr->source, &a->io);
+	if (agent_full(a))
+		chan_block(chan_source(), &a->proc.io);
 }
 
 /* Put m at the tail of its row's queue for its priority. */
@@ -251,8 +227,8 @@ route_enqueue(struct route *r, struct msg *m)
 	m->where = MSG_QUEUED;
 	TAILQ_INSERT_TAIL(&r->queue[m->prio], m, entry);
 	r->queued++;
-	cr->queued++;
-	engine_queued(m);
+	route_queued++;
+	route_hooks.queued(m);
 	if (auditlog_enabled())
 		auditlog_event("queue", NULL, m->id, "intent",
 		    protocol_intent_name(m->intent), "priority",
@@ -268,15 +244,15 @@ route_dequeue(struct msg *m)
 	if (m->where != MSG_QUEUED)
 		return;
 	if (r == NULL) {
-		TAILQ_REMOVE(&m->target->direct, m, entry);
+		TAILQ_REMOVE(&m->target->slot.direct, m, entry);
 		m->where = MSG_NOWHERE;
 		return;
 	}
 	TAILQ_REMOVE(&r->queue[m->prio], m, entry);
 	r->queued--;
-	cr->queued--;
+	route_queued--;
 	m->where = MSG_NOWHERE;
-	engine_unqueued();
+	route_hooks.unqueued(route_queued);
 }
 
 /*
@@ -294,12 +270,12 @@ route_direct(struct msg *m)
 		return;
 	}
 	m->where = MSG_QUEUED;
-	TAILQ_INSERT_TAIL(&a->direct, m, entry);
-	engine_queued(m);
+	TAILQ_INSERT_TAIL(&a->slot.direct, m, entry);
+	route_hooks.queued(m);
 }
 
 /* Clear references to an agent that is about to be freed. */
-void
+static void
 route_forget_agent(struct agent *a)
 {
 	struct msg	*m;
@@ -307,12 +283,13 @@ route_forget_agent(struct agent *a)
 
 	for (j = 0; j <= INTENT_COUNT; j++)
 		for (level = 0; level < PRIO_COUNT; level++)
-			TAILQ_FOREACH(m, &cr->routes[j].queue[level], entry) {
+			TAILQ_FOREACH(m, &route_rows[j].queue[level], entry) {
 				if (m->exclude == a)
 					m->exclude = NULL;
 				if (m->parent_agent == a)
 					m->parent_agent = NULL;
 			}
+	route_remove_agent(a);
 }
 
 /*
@@ -326,11 +303,12 @@ route_submit(struct msg *m)
 	struct agent	*a;
 	unsigned int	 others;
 	int		 excluded;
+	char		 why[256];
 
 	if ((r = route_for(m->intent)) == NULL) {
-		engine_fail(m, "REJECTED", "no_route", "no route for intent "
-		    "%s and no \"*\" fallback in routes:",
-		    protocol_intent_name(m->intent));
+		snprintf(why, sizeof why, "no route for intent %s and no \"*\" "
+		    "fallback in routes:", protocol_intent_name(m->intent));
+		route_hooks.fail(m, "REJECTED", "no_route", why);
 		return -1;
 	}
 	m->route = r;
@@ -340,23 +318,25 @@ route_submit(struct msg *m)
 		return 0;
 	}
 	if (others == 0 && !excluded) {
-		engine_fail(m, "UNAVAILABLE", "no_agent", "no agent is left to "
-		    "serve intent %s (route %s)", protocol_intent_name(m->intent),
+		snprintf(why, sizeof why, "no agent is left to serve intent %s "
+		    "(route %s)", protocol_intent_name(m->intent),
 		    r->intent == ROUTE_FALLBACK ? "\"*\"" :
 		    protocol_intent_name(r->intent));
+		route_hooks.fail(m, "UNAVAILABLE", "no_agent", why);
 		return -1;
 	}
 	if (others > 0 && route_open_circuits == others && !excluded) {
 		/* Every candidate's circuit is open: fail fast. */
-		engine_fail(m, "UNAVAILABLE", "circuit_open", "the circuit is "
-		    "open for every agent serving intent %s",
-		    protocol_intent_name(m->intent));
+		snprintf(why, sizeof why, "the circuit is open for every agent "
+		    "serving intent %s", protocol_intent_name(m->intent));
+		route_hooks.fail(m, "UNAVAILABLE", "circuit_open", why);
 		return -1;
 	}
-	if (r->queued >= cr->wf->max_queue) {
-		engine_fail(m, "REJECTED", "queue_full", "the queue for intent "
-		    "%s is full (%u messages waiting)",
-		    protocol_intent_name(m->intent), r->queued);
+	if (r->queued >= route_wf->max_queue) {
+		snprintf(why, sizeof why, "the queue for intent %s is full (%u "
+		    "messages waiting)", protocol_intent_name(m->intent),
+		    r->queued);
+		route_hooks.fail(m, "REJECTED", "queue_full", why);
 		return -1;
 	}
 	route_enqueue(r, m);
@@ -399,20 +379,20 @@ route_kick(struct agent *a)
 	ev_tstamp	 now;
 	int		 j, level, best_level, aged;
 
-	while ((m = TAILQ_FIRST(&a->direct)) != NULL && route_ready(a)) {
+	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL && route_ready(a)) {
 		route_dequeue(m);
 		route_dispatch(m, a);
 	}
-	if (cr->queued == 0)
+	if (route_queued == 0)
 		return;
-	now = ev_now(cr->loop);
+	now = ev_now(LOOP);
 	while (route_ready(a)) {
 		best = NULL;
 		best_r = NULL;
 		best_level = -1;
 		aged = 0;
 		for (j = 0; j <= INTENT_COUNT; j++) {
-			r = &cr->routes[j];
+			r = &route_rows[j];
 			if (r->queued == 0 || !route_serves(r, a))
 				continue;
 			for (level = PRIO_COUNT - 1; level >= 0; level--) {
@@ -456,11 +436,12 @@ route_check_orphans(void)
 	struct msg	*m, *next;
 	unsigned int	 others;
 	int		 j, level, excluded;
+	char		 why[160];
 
-	if (cr->queued == 0)
+	if (route_queued == 0)
 		return;
 	for (j = 0; j <= INTENT_COUNT; j++) {
-		r = &cr->routes[j];
+		r = &route_rows[j];
 		if (r->queued == 0)
 			continue;
 		for (level = 0; level < PRIO_COUNT; level++) {
@@ -469,9 +450,11 @@ route_check_orphans(void)
 				if (others > 0 || excluded)
 					continue;
 				route_dequeue(m);
-				engine_fail(m, "UNAVAILABLE", "no_agent", "no "
-				    "agent is left to serve intent %s",
+				snprintf(why, sizeof why, "no agent is left to "
+				    "serve intent %s",
 				    protocol_intent_name(m->intent));
+				route_hooks.fail(m, "UNAVAILABLE", "no_agent",
+				    why);
 			}
 		}
 	}
@@ -486,43 +469,14 @@ route_fail_all(const char *why)
 	int		 j, level;
 
 	for (j = 0; j <= INTENT_COUNT; j++) {
-		r = &cr->routes[j];
+		r = &route_rows[j];
 		for (level = 0; level < PRIO_COUNT; level++) {
 			while ((m = TAILQ_FIRST(&r->queue[level])) != NULL) {
 				route_dequeue(m);
-				engine_fail(m, "UNAVAILABLE", "shutdown", "%s",
+				route_hooks.fail(m, "UNAVAILABLE", "shutdown",
 				    why);
 			}
 		}
-	}
-}
-
-/* Record a failure against an agent's circuit breaker. */
-void
-route_breaker_failure(struct agent *a)
-{
-	char	why[64];
-
-	if (a->breaker == 2) {
-		route_breaker_open(a, "a probe failed");
-		return;
-	}
-	if (a->breaker == 0 && ++a->failures >= a->conf->breaker_failures) {
-		snprintf(why, sizeof why, "%u failures in a row", a->failures);
-		route_breaker_open(a, why);
-	}
-}
-
-/* Record a success against an agent's circuit breaker. */
-void
-route_breaker_success(struct agent *a)
-{
-	a->failures = 0;
-	if (a->breaker == 2) {
-		a->breaker = 0;
-		ev_timer_stop(cr->loop, &a->breaker_w);
-		log_info("agent %s: circuit closed (a probe succeeded)", a->id);
-		auditlog_event("breaker", a->id, NULL, "state", "closed", NULL);
 	}
 }
 
@@ -530,16 +484,19 @@ route_breaker_success(struct agent *a)
 void
 route_add_agent(struct agent *a)
 {
-	TAILQ_INSERT_TAIL(&cr->pools[a->conf->index], a, pool_entry);
-	a->flags |= AGENT_IN_POOL;
+	if (a->conf->index == UINT32_MAX)
+		return;		/* an inline command: in no route */
+	TAILQ_INSERT_TAIL(&route_pools[a->conf->index], a, slot.pool_entry);
+	a->slot.in_pool = 1;
 }
 
 /* Remove an agent from its pool. */
 void
 route_remove_agent(struct agent *a)
 {
-	if (a->flags & AGENT_IN_POOL) {
-		TAILQ_REMOVE(&cr->pools[a->conf->index], a, pool_entry);
-		a->flags &= ~AGENT_IN_POOL;
+	if (a->slot.in_pool) {
+		TAILQ_REMOVE(&route_pools[a->conf->index], a,
+		    slot.pool_entry);
+		a->slot.in_pool = 0;
 	}
 }

@@ -64,14 +64,20 @@ struct spawn_child {
 	volatile pid_t		 hostpid;
 };
 
-static int	spawn_pidns;
+static int			 spawn_pidns;
+static const struct workflow	*spawn_wf;
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
 
-/* Tell spawn whether corral runs as the init of its own pid namespace. */
+/*
+ * Set the workflow processes are started for (its directory, agent path
+ * and environment policy), and whether corral runs as the init of its
+ * own pid namespace.
+ */
 void
-spawn_set_pidns(int on)
+spawn_init(const struct workflow *wf, int pidns)
 {
-	spawn_pidns = on;
+	spawn_wf = wf;
+	spawn_pidns = pidns;
 }
 
 /* Block every signal, saving the old mask. */
@@ -258,8 +264,7 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_ID", id);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_NAME", ac->name);
-	if (cr != NULL)
-		spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());
+	spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());
 	snprintf(buf, sizeof buf, "%d", CORRAL_PROTOCOL_VERSION);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_PROTOCOL", buf);
 	if (workspace_dir() != NULL)
@@ -410,14 +415,6 @@ spawn_pipe(int fds[2])
 	return pipe2(fds, O_CLOEXEC);
 }
 
-/* Start one agent process with its three pipes; see spawn_argv. */
-int
-spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
-    const char *id, struct spawn_result *sr)
-{
-	return spawn_argv(ac, ac->argv, wf, id, sr);
-}
-
 /*
  * Start a process for an agent's settings (environment, directory, limits,
  * user) running argv, with its three pipes.  On success fills sr (our ends
@@ -425,9 +422,10 @@ spawn_agent(const struct agent_conf *ac, const struct workflow *wf,
  * with sr->error and sr->what describing the failed step.
  */
 int
-spawn_argv(const struct agent_conf *ac, char *const *argv,
-    const struct workflow *wf, const char *id, struct spawn_result *sr)
+spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
+    struct spawn_result *sr)
 {
+	const struct workflow	*wf = spawn_wf;
 	struct spawn_child	 sc;
 	struct passwd		*pw = NULL;
 	gid_t			 groups[256];

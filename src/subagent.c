@@ -14,33 +14,66 @@
  * unless spawned with keep.
  *
  * When an agent stops, fails or is killed, its descendants are stopped
- * first, deepest first.  Restart strategies (one_for_one, one_for_all,
- * rest_for_one) come from the parent's workflow entry; a child that
- * exceeds its restart intensity escalates: its parent gets an error.
- * map/send lets an agent reach its parent, children, siblings,
- * descendants, a role, or a named agent it may see.
+ * first, deepest first (the lifecycle sees to that).  Restart strategies
+ * (one_for_one, one_for_all, rest_for_one) come from the parent's
+ * workflow entry; a child that exceeds its restart intensity escalates:
+ * its parent gets an error.  map/send lets an agent reach its parent,
+ * children, siblings, descendants, a role, or a named agent it may see.
+ *
+ * The control plane calls the handlers here (control.c's method table);
+ * the engine tells this module of its tasks' replies and ends, and the
+ * lifecycle of its children's transitions, through callbacks.
  */
 
 #include <math.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
 
+static const struct workflow	 *subagent_wf;
 static struct agent_conf	**subagent_inline;	/* inline spawns */
 static size_t			  subagent_ninline;
+static uint64_t			  subagent_sent;
 
-static void	subagent_budget_cb(struct ev_loop *, ev_timer *, int);
 static double	subagent_narrow(double, double);
-static void	subagent_stop_tree(struct agent *, const char *, int);
+static void	subagent_task_reply(struct agent *, struct msg *,
+		    struct jscan *, const char *, size_t, struct env *);
+static void	subagent_task_done(struct msg *, const char *, size_t, int);
+static void	subagent_agent_gone(struct agent *, const char *);
+static void	subagent_failed(struct agent *, const char *);
+static void	subagent_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
+static void	subagent_budget_over(struct agent *, const char *);
+static void	subagent_forget(struct agent *);
 
-/* Prepare the module. */
+/* Set the module up: the engine's tasks and the children's lives. */
 void
-subagent_init(void)
+subagent_init(const struct workflow *wf)
 {
+	static const struct engine_task_hooks th = {
+		subagent_task_reply, subagent_task_done, subagent_agent_gone,
+		subagent_failed
+	};
+
+	subagent_wf = wf;
 	subagent_inline = NULL;
 	subagent_ninline = 0;
+	subagent_sent = 0;
+	engine_on_task(&th);
+	lifecycle_observe(subagent_lifecycle);
+	budget_on_subtree(subagent_budget_over);
+	agent_on_free(subagent_forget);
+}
+
+/* An agent is about to be freed. */
+static void
+subagent_forget(struct agent *a)
+{
+	free(a->child.spawn_id);
+	free(a->child.last_reply);
 }
 
 /* The effective limit: the smaller of two, where 0 means "no limit". */
@@ -67,11 +100,12 @@ subagent_describe(struct agent *a)
 	j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:{s:s, s:f, s:f, "
 	    "s:I, s:b}}",
 	    "id", a->id, "name", a->conf->name,
-	    "state", lifecycle_map_state(a->state),
+	    "state", lifecycle_map_state(a->life.state),
 	    "ownerId", a->parent != NULL ? a->parent->id : "corral",
 	    "depth", (int)a->depth, "children", kids,
-	    "metadata", "corralState", lifecycle_state_name(a->state),
-	    "tokens", a->tokens, "cost", a->cost, "pid", (json_int_t)a->hostpid,
+	    "metadata", "corralState", lifecycle_state_name(a->life.state),
+	    "tokens", a->budget.tokens, "cost", a->budget.cost, "pid",
+	    (json_int_t)a->proc.hostpid,
 	    "visible", !(a->flags & AGENT_HIDDEN));
 	if (a->parent != NULL)
 		json_object_set_new(j, "parent", json_string(a->parent->id));
@@ -120,9 +154,8 @@ subagent_alive_children(struct agent *p)
 			continue;
 		/* Done with its task and on its way out (maybe via its own
 		 * children first): it no longer holds a place. */
-		if (c->spawn_task == NULL && !c->keep &&
-		    (c->state == AS_STOPPING || (c->flags & (AGENT_NORESTART |
-		    AGENT_STOP_PENDING))))
+		if (c->child.task == NULL && !c->child.keep &&
+		    lifecycle_leaving(c))
 			continue;
 		n++;
 	}
@@ -170,12 +203,18 @@ subagent_inline_conf(struct agent *p, json_t *cmd)
  * object, or a string taken as an execute task.  Returns the line, or
  * NULL with why filled.
  */
+/*
+ * Build the child's task envelope from the spawn's "task": an envelope
+ * object, or a string taken as an execute task.  Returns the line, or
+ * NULL with why filled.
+ */
 static char *
 subagent_task_line(json_t *task, const char *id, const char *parent,
     const char *from, size_t *lenp, char *why, size_t whylen, int *intent,
     struct env *envp)
 {
 	struct env_error	 err;
+	struct jscan		*js;
 	json_t			*t, *trace;
 	char			*s, ts[40];
 
@@ -214,13 +253,17 @@ subagent_task_line(json_t *task, const char *id, const char *parent,
 		return NULL;
 	}
 	*lenp = strlen(s);
-	if (jscan_run(cr->js, s, *lenp) != 0 ||
-	    envelope_check(cr->js, s, *lenp, envp, &err) != 0) {
+	js = engine_scan_take();
+	err.msg[0] = '\0';
+	if (jscan_run(js, s, *lenp) != 0 ||
+	    envelope_check(js, s, *lenp, envp, &err) != 0) {
 		snprintf(why, whylen, "params.task is not a valid envelope: %s",
 		    err.msg[0] ? err.msg : "invalid JSON");
 		free(s);
+		engine_scan_give(js);
 		return NULL;
 	}
+	engine_scan_give(js);
 	*intent = envp->intent;
 	return s;
 }
@@ -251,183 +294,242 @@ subagent_param_num(json_t *obj, const char *key, double dflt)
 static struct msg *
 subagent_current(struct agent *a)
 {
-	return TAILQ_FIRST(&a->inflight);
+	return TAILQ_FIRST(&a->work.inflight);
 }
 
-/* Start an agent's budget clock, when it has a time budget. */
-void
-subagent_budget_start(struct agent *c)
+/*
+ * Check the tree's limits for a new child of p: depth (every ancestor's
+ * own limit bounds its whole subtree), children of p, agents running,
+ * budgets.  Returns 0, or -1 with why.
+ */
+static int
+subagent_limits(struct agent *p, char *why, size_t len)
 {
-	if (c->budget_time <= 0)
-		return;
-	ev_timer_init(&c->budget_w, subagent_budget_cb, c->budget_time, 0);
-	c->budget_w.data = c;
-	ev_timer_start(cr->loop, &c->budget_w);
-}
+	struct agent	*x;
+	unsigned int	 depth = p->depth + 1, maxdepth, maxkids;
 
-/* map/agents/spawn. */
-static void
-subagent_spawn(struct agent *p, json_t *id, json_t *params)
-{
-	struct agent_conf	*ac = NULL;
-	struct agent		*c;
-	struct msg		*cur, *m;
-	struct env		 env;
-	json_t			*name, *cmd, *task, *limits, *budget, *res;
-	char			 why[512], tid[CORRAL_ID_MAX], *line;
-	size_t			 len;
-	unsigned int		 maxdepth, maxkids, depth;
-	int			 intent, visible, keep;
-
-	if (!json_is_object(params)) {
-		control_reply_error(p, id, CORRAL_E_PARAMS, "params must be an "
-		    "object with agent and task", "REJECTED");
-		return;
+	if (subagent_wf->tree_depth == 0 || depth > subagent_wf->tree_depth) {
+		snprintf(why, len, "depth limit: a child of %s would be at "
+		    "depth %u, the limit is %u", p->id, depth,
+		    subagent_wf->tree_depth);
+		return -1;
 	}
+	for (x = p; x != NULL; x = x->parent) {
+		maxdepth = subagent_min(x->conf->max_depth,
+		    x->child.limit_depth);
+		if (maxdepth != 0 && depth > maxdepth) {
+			snprintf(why, len, "depth limit: a child of %s would be "
+			    "at depth %u, the limit is %u%s%s", p->id, depth,
+			    maxdepth, x != p ? ", set on " : "", x != p ?
+			    x->id : "");
+			return -1;
+		}
+	}
+	maxkids = subagent_min(subagent_wf->tree_children,
+	    p->conf->max_children);
+	if (p->child.limit_children != 0)
+		maxkids = subagent_min(maxkids, p->child.limit_children);
+	if (subagent_alive_children(p) >= maxkids) {
+		snprintf(why, len, "fan-out limit: %s already has %u children "
+		    "alive, the limit is %u", p->id,
+		    subagent_alive_children(p), maxkids);
+		return -1;
+	}
+	if (agent_count_running() >= subagent_wf->max_agents) {
+		snprintf(why, len, "agents limit: %u agents are alive, the "
+		    "limit is %u", agent_count_running(),
+		    subagent_wf->max_agents);
+		return -1;
+	}
+	if (budget_over(p, why, len))
+		return -1;
+	return 0;
+}
+
+/* Find the catalogue entry (or inline command) a spawn names. */
+static struct agent_conf *
+subagent_entry(struct agent *p, json_t *params, int *code, char *why,
+    size_t len)
+{
+	struct agent_conf	*ac;
+	json_t			*name, *cmd;
+	size_t			 i;
+
 	name = json_object_get(params, "agent");
 	if (name == NULL)
 		name = json_object_get(params, "name");
 	cmd = json_object_get(params, "cmd");
-	task = json_object_get(params, "task");
-	limits = json_object_get(params, "limits");
-	visible = json_is_true(json_object_get(params, "visible"));
-	keep = json_is_true(json_object_get(params, "keep"));
-
+	*code = CORRAL_E_PARAMS;
 	if (json_is_string(name)) {
-		ac = config_find_agent(cr->wf, json_string_value(name));
-		if (ac == NULL) {
-			snprintf(why, sizeof why, "unknown agent '%.64s': not in "
-			    "the workflow's agents:", json_string_value(name));
-			goto refuse_unknown;
+		if ((ac = config_find_agent(subagent_wf,
+		    json_string_value(name))) == NULL) {
+			snprintf(why, len, "unknown agent '%.64s': not in the "
+			    "workflow's agents:", json_string_value(name));
+			*code = CORRAL_E_UNKNOWN_AGENT;
 		}
-	} else if (json_is_array(cmd) && json_array_size(cmd) > 0) {
-		size_t i;
-
-		if (!cr->wf->inline_spawn) {
-			snprintf(why, sizeof why, "inline commands are not "
-			    "allowed by this workflow (set inline_spawn: true)");
-			goto refuse_unknown;
+		return ac;
+	}
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0) {
+		snprintf(why, len, "params.agent must name an agent of the "
+		    "workflow");
+		return NULL;
+	}
+	if (!subagent_wf->inline_spawn) {
+		snprintf(why, len, "inline commands are not allowed by this "
+		    "workflow (set inline_spawn: true)");
+		*code = CORRAL_E_UNKNOWN_AGENT;
+		return NULL;
+	}
+	for (i = 0; i < json_array_size(cmd); i++)
+		if (!json_is_string(json_array_get(cmd, i))) {
+			snprintf(why, len, "params.cmd must be a list of "
+			    "strings");
+			return NULL;
 		}
-		for (i = 0; i < json_array_size(cmd); i++)
-			if (!json_is_string(json_array_get(cmd, i))) {
-				snprintf(why, sizeof why, "params.cmd must be "
-				    "a list of strings");
-				goto refuse_params;
-			}
-		ac = subagent_inline_conf(p, cmd);
-	} else {
-		snprintf(why, sizeof why, "params.agent must name an agent of "
-		    "the workflow");
-		goto refuse_params;
-	}
-	if (task == NULL) {
-		snprintf(why, sizeof why, "params.task is required");
-		goto refuse_params;
-	}
+	return subagent_inline_conf(p, cmd);
+}
 
-	/* Limits: depth, children of this parent, agents alive. */
-	depth = p->depth + 1;
-	if (cr->wf->tree_depth == 0 || depth > cr->wf->tree_depth) {
-		snprintf(why, sizeof why, "depth limit: a child of %s would be "
-		    "at depth %u, the limit is %u", p->id, depth,
-		    cr->wf->tree_depth);
-		goto refuse_limit;
-	}
-	{
-		/*
-		 * Every ancestor's own limits bound its whole subtree: its
-		 * entry's children.depth and its spawn's limits.depth count
-		 * levels below it.
-		 */
-		struct agent	*x;
+/* Refuse a spawn, with the log line, audit event and error it deserves. */
+static void
+subagent_refuse(struct peer *from, json_t *id, int code, const char *why)
+{
+	struct agent	*p = from->agent;
 
-		for (x = p; x != NULL; x = x->parent) {
-			maxdepth = subagent_min(x->conf->max_depth,
-			    x->limit_depth);
-			if (maxdepth != 0 && depth > maxdepth) {
-				snprintf(why, sizeof why, "depth limit: a child "
-				    "of %s would be at depth %u, the limit is "
-				    "%u%s%s", p->id, depth, maxdepth, x != p ?
-				    ", set on " : "", x != p ? x->id : "");
-				goto refuse_limit;
-			}
-		}
+	if (code == CORRAL_E_PARAMS)
+		log_info("agent %s: spawn refused: %s", p->id, why);
+	else {
+		if (code == CORRAL_E_LIMIT)
+			log_warnx("agent %s: spawn refused: %s", p->id, why);
+		else
+			log_info("agent %s: spawn refused: %s", p->id, why);
+		auditlog_event("spawn_refused", p->id, NULL, "reason", why,
+		    NULL);
 	}
-	maxkids = subagent_min(cr->wf->tree_children, p->conf->max_children);
-	if (p->limit_children != 0)
-		maxkids = subagent_min(maxkids, p->limit_children);
-	if (subagent_alive_children(p) >= maxkids) {
-		snprintf(why, sizeof why, "fan-out limit: %s already has %u "
-		    "children alive, the limit is %u", p->id,
-		    subagent_alive_children(p), maxkids);
-		goto refuse_limit;
-	}
-	if (agent_count_alive() >= cr->wf->max_agents) {
-		snprintf(why, sizeof why, "agents limit: %u agents are alive, "
-		    "the limit is %u", agent_count_alive(), cr->wf->max_agents);
-		goto refuse_limit;
-	}
-	if (subagent_over_budget(p, why, sizeof why)) {
-		goto refuse_limit;
-	}
+	rpc_error(from, id, code, why, "REJECTED");
+}
 
-	cur = subagent_current(p);
-	protocol_new_id(tid, sizeof tid);
-	line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL, p->id,
-	    &len, why, sizeof why, &intent, &env);
-	if (line == NULL)
-		goto refuse_params;
+/*
+ * Set a new child's restart policy and limits from the spawn, and find
+ * its budgets (b: tokens, cost, time): its entry's, narrowed by the
+ * spawn's.
+ */
+static void
+subagent_child_settings(struct agent *c, struct agent_conf *ac,
+    json_t *params, double *b)
+{
+	json_t		*limits, *budget, *r;
+	const char	*rs;
 
-	c = agent_create(ac, 0, p);
-	if (!visible)
-		c->flags |= AGENT_HIDDEN;
-	c->keep = keep;
-	c->spawn_id = xstrdup(tid);
-	c->restart_override = -1;
-	if (json_is_string(json_object_get(params, "restart"))) {
-		const char *r = json_string_value(json_object_get(params,
-		    "restart"));
-		if (strcmp(r, "permanent") == 0)
-			c->restart_override = RESTART_PERMANENT;
-		else if (strcmp(r, "transient") == 0)
-			c->restart_override = RESTART_TRANSIENT;
-		else if (strcmp(r, "temporary") == 0)
-			c->restart_override = RESTART_TEMPORARY;
+	r = json_object_get(params, "restart");
+	if (json_is_string(r)) {
+		rs = json_string_value(r);
+		if (strcmp(rs, "permanent") == 0)
+			lifecycle_set_policy(c, RESTART_PERMANENT);
+		else if (strcmp(rs, "transient") == 0)
+			lifecycle_set_policy(c, RESTART_TRANSIENT);
+		else if (strcmp(rs, "temporary") == 0)
+			lifecycle_set_policy(c, RESTART_TEMPORARY);
 	}
 	/* Budgets: the agent's own, narrowed by the spawn's, and inherited. */
+	limits = json_object_get(params, "limits");
 	budget = json_object_get(limits, "budget");
-	c->budget_tokens = subagent_narrow(ac->budget_tokens,
-	    subagent_param_num(budget, "tokens", 0));
-	c->budget_cost = subagent_narrow(ac->budget_cost,
-	    subagent_param_num(budget, "cost", 0));
-	c->budget_time = subagent_narrow(ac->budget_time,
-	    subagent_param_num(budget, "time", 0));
-	c->limit_depth = (unsigned int)subagent_param_num(limits, "depth", 0);
-	c->limit_children = (unsigned int)subagent_param_num(limits,
+	c->child.limit_depth = (unsigned int)subagent_param_num(limits,
+	    "depth", 0);
+	c->child.limit_children = (unsigned int)subagent_param_num(limits,
 	    "children", 0);
-	c->task_timeout = subagent_param_num(params, "timeout", 0);
+	c->child.task_timeout = subagent_param_num(params, "timeout", 0);
+	c->child.keep = json_is_true(json_object_get(params, "keep"));
+	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
+	    "tokens", 0));
+	b[1] = subagent_narrow(ac->budget_cost, subagent_param_num(budget,
+	    "cost", 0));
+	b[2] = subagent_narrow(ac->budget_time, subagent_param_num(budget,
+	    "time", 0));
+}
 
-	if (visible && ac->index != UINT32_MAX)
+/* Record a new edge of the tree: the child, its parent and its depth. */
+static void
+subagent_audit_edge(struct agent *c)
+{
+	struct jsonw	 j;
+	char		*s;
+	size_t		 len;
+
+	if (!auditlog_enabled())
+		return;
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "parent");
+	jsonw_str(&j, c->parent->id);
+	jsonw_key(&j, "depth");
+	jsonw_u64(&j, c->depth);
+	jsonw_object_end(&j);
+	s = jsonw_finish(&j, &len);
+	auditlog_fields("edge", c->id, NULL, s, len);
+	free(s);
+}
+
+/* map/agents/spawn. */
+void
+subagent_spawn(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent		*p = from->agent, *c;
+	struct agent_conf	*ac;
+	struct msg		*cur, *m;
+	struct env		 env;
+	json_t			*task, *res;
+	char			 why[512], tid[CORRAL_ID_MAX], *line;
+	size_t			 len;
+	double			 budget[3];
+	int			 intent, visible, code;
+
+	if (!json_is_object(params)) {
+		rpc_error(from, id, CORRAL_E_PARAMS, "params must be an object "
+		    "with agent and task", "REJECTED");
+		return;
+	}
+	if ((ac = subagent_entry(p, params, &code, why, sizeof why)) == NULL) {
+		subagent_refuse(from, id, code, why);
+		return;
+	}
+	if ((task = json_object_get(params, "task")) == NULL) {
+		subagent_refuse(from, id, CORRAL_E_PARAMS, "params.task is "
+		    "required");
+		return;
+	}
+	if (subagent_limits(p, why, sizeof why) != 0) {
+		subagent_refuse(from, id, CORRAL_E_LIMIT, why);
+		return;
+	}
+	visible = json_is_true(json_object_get(params, "visible"));
+	cur = subagent_current(p);
+	protocol_new_id(tid, sizeof tid);
+	if ((line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL,
+	    p->id, &len, why, sizeof why, &intent, &env)) == NULL) {
+		subagent_refuse(from, id, CORRAL_E_PARAMS, why);
+		return;
+	}
+
+	c = lifecycle_create(ac, 0, p);
+	if (!visible)
+		c->flags |= AGENT_HIDDEN;
+	c->child.spawn_id = xstrdup(tid);
+	subagent_child_settings(c, ac, params, budget);
+	if (visible)
 		route_add_agent(c);
-	if (agent_start(c) != 0) {
+	if (lifecycle_start(c) != 0) {
 		snprintf(why, sizeof why, "spawn failed: %s could not be "
 		    "started (see the log)", c->id);
 		free(line);
-		c->flags |= AGENT_NORESTART;
 		agent_mark_dead(c);
 		route_remove_agent(c);
-		control_reply_error(p, id, CORRAL_E_SPAWN, why, "INTERNAL");
+		rpc_error(from, id, CORRAL_E_SPAWN, why, "INTERNAL");
 		return;
 	}
-	subagent_budget_start(c);
+	budget_set(c, budget[0], budget[1], budget[2]);
 	auditlog_event("spawn_child", c->id, tid, "parent", p->id, "name",
 	    ac->name, "visible", visible ? "true" : "false", NULL);
-	{
-		char d[16];
-		snprintf(d, sizeof d, "%u", c->depth);
-		auditlog_event("edge", c->id, NULL, "parent", p->id, "depth",
-		    d, NULL);
-	}
+	subagent_audit_edge(c);
 	log_info("agent %s: spawned child %s (depth %u)", p->id, c->id,
 	    c->depth);
 
@@ -436,31 +538,15 @@ subagent_spawn(struct agent *p, json_t *id, json_t *params)
 	strlcpy(m->id, tid, sizeof m->id);
 	m->target = c;
 	m->parent_agent = p;
-	m->timeout = c->task_timeout;
+	m->timeout = c->child.task_timeout;
 	m->prio = (uint8_t)env.prio;
-	c->spawn_task = m;
-	if (auditlog_enabled())
-		auditlog_envelope("task", c->id, tid, line, len);
+	c->child.task = m;
+	auditlog_envelope("task", c->id, tid, line, len);
 	route_direct(m);
 
 	res = json_pack("{s:o, s:s}", "agent", subagent_describe(c), "task",
 	    tid);
-	control_reply(p, id, res);
-	return;
-
-refuse_unknown:
-	log_info("agent %s: spawn refused: %s", p->id, why);
-	auditlog_event("spawn_refused", p->id, NULL, "reason", why, NULL);
-	control_reply_error(p, id, CORRAL_E_UNKNOWN_AGENT, why, "REJECTED");
-	return;
-refuse_params:
-	log_info("agent %s: spawn refused: %s", p->id, why);
-	control_reply_error(p, id, CORRAL_E_PARAMS, why, "REJECTED");
-	return;
-refuse_limit:
-	log_warnx("agent %s: spawn refused: %s", p->id, why);
-	auditlog_event("spawn_refused", p->id, NULL, "reason", why, NULL);
-	control_reply_error(p, id, CORRAL_E_LIMIT, why, "REJECTED");
+	rpc_reply(from, id, res);
 }
 
 /* Resolve a map/send address to agents; returns the number found. */
@@ -517,7 +603,7 @@ subagent_resolve(struct agent *from, json_t *to, struct agent **out,
 		out[n++] = from->parent;
 		return n;
 	}
-	TAILQ_FOREACH(a, &cr->agents, entry) {
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		if (a == from || (a->flags & AGENT_DEAD) || !lifecycle_alive(a))
 			continue;
 		if (n >= max)
@@ -545,15 +631,43 @@ subagent_resolve(struct agent *from, json_t *to, struct agent **out,
 	return n;
 }
 
-/* map/send: deliver an envelope, one way, to the agents addressed. */
-static void
-subagent_send(struct agent *from, json_t *id, json_t *params)
+/*
+ * Build the member corral adds to what it delivers: {"kind":kind} and
+ * string pairs after it (NULL-terminated), escaped by the one writer.
+ */
+static char *
+subagent_member(const char *kind, ...)
 {
-	struct agent		*targets[256];
+	struct jsonw	 j;
+	va_list		 ap;
+	const char	*k, *v;
+	size_t		 len;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "kind");
+	jsonw_str(&j, kind);
+	va_start(ap, kind);
+	while ((k = va_arg(ap, const char *)) != NULL) {
+		v = va_arg(ap, const char *);
+		jsonw_key(&j, k);
+		jsonw_str(&j, v);
+	}
+	va_end(ap);
+	jsonw_object_end(&j);
+	return jsonw_finish(&j, &len);
+}
+
+/* map/send: deliver an envelope, one way, to the agents addressed. */
+void
+subagent_send(struct peer *from_peer, json_t *id, json_t *params)
+{
+	struct agent		*from = from_peer->agent, *targets[256];
 	struct env		 env;
 	struct env_error	 err;
+	struct jscan		*js;
 	json_t			*to, *envj, *ids, *res;
-	char			 why[256], member[160], *s, *line;
+	char			 why[256], *member, *s, *line;
 	char			 msgid[CORRAL_ID_MAX];
 	size_t			 n, i, len, mlen;
 
@@ -564,19 +678,20 @@ subagent_send(struct agent *from, json_t *id, json_t *params)
 	if (envj == NULL)
 		envj = json_object_get(params, "payload");
 	if (to == NULL || !json_is_object(envj)) {
-		control_reply_error(from, id, CORRAL_E_PARAMS, "params needs "
-		    "to (an address) and envelope (an object)", "REJECTED");
+		rpc_error(from_peer, id, CORRAL_E_PARAMS, "params needs to (an "
+		    "address) and envelope (an object)", "REJECTED");
 		return;
 	}
 	s = json_dumps(envj, CORRAL_JSON_FLAGS);
 	len = strlen(s);
-	if (jscan_run(cr->js, s, len) != 0 ||
-	    envelope_check(cr->js, s, len, &env, &err) != 0) {
+	js = engine_scan_take();
+	err.msg[0] = '\0';
+	if (jscan_run(js, s, len) != 0 ||
+	    envelope_check(js, s, len, &env, &err) != 0) {
 		snprintf(why, sizeof why, "params.envelope is not a valid "
 		    "envelope: %s", err.msg[0] ? err.msg : "invalid JSON");
-		control_reply_error(from, id, CORRAL_E_PARAMS, why, "REJECTED");
-		free(s);
-		return;
+		rpc_error(from_peer, id, CORRAL_E_PARAMS, why, "REJECTED");
+		goto out;
 	}
 	why[0] = '\0';
 	n = subagent_resolve(from, to, targets, 256, why, sizeof why);
@@ -584,38 +699,31 @@ subagent_send(struct agent *from, json_t *id, json_t *params)
 		log_info("agent %s: map/send refused: %s", from->id, why);
 		auditlog_event("send_refused", from->id, NULL, "reason", why,
 		    NULL);
-		control_reply_error(from, id, CORRAL_E_DENIED, why, "REJECTED");
-		free(s);
-		return;
+		rpc_error(from_peer, id, CORRAL_E_DENIED, why, "REJECTED");
+		goto out;
 	}
 	if (n == 0) {
-		control_reply_error(from, id, CORRAL_E_NOTFOUND, why,
-		    "REJECTED");
-		free(s);
-		return;
+		rpc_error(from_peer, id, CORRAL_E_NOTFOUND, why, "REJECTED");
+		goto out;
 	}
-	snprintf(member, sizeof member, "{\"kind\":\"message\",\"from\":\"%s\"}",
-	    from->id);
-	{
-		char tid[CORRAL_ID_MAX];
-
-		if (envelope_trace_id(cr->js, s, &env, tid, sizeof tid) != 0)
-			tid[0] = '\0';
-		line = envelope_mark(cr->js, s, len, member, &mlen);
-		strlcpy(msgid, tid, sizeof msgid);
-	}
+	if (envelope_trace_id(js, s, &env, msgid, sizeof msgid) != 0)
+		msgid[0] = '\0';
+	member = subagent_member(CORRAL_KIND_MESSAGE, "from", from->id, NULL);
+	line = envelope_mark(js, s, len, member, &mlen);
+	free(member);
 	ids = json_array();
 	for (i = 0; i < n; i++) {
 		agent_send(targets[i], line, mlen);
 		json_array_append_new(ids, json_string(targets[i]->id));
-		if (auditlog_enabled())
-			auditlog_envelope("send", targets[i]->id, msgid[0] ?
-			    msgid : NULL, line, mlen);
+		auditlog_envelope("send", targets[i]->id, msgid[0] ? msgid :
+		    NULL, line, mlen);
 	}
-	cr->sent += n;
+	subagent_sent += n;
 	res = json_pack("{s:i, s:o}", "delivered", (int)n, "to", ids);
-	control_reply(from, id, res);
+	rpc_reply(from_peer, id, res);
 	free(line);
+out:
+	engine_scan_give(js);
 	free(s);
 }
 
@@ -634,90 +742,105 @@ subagent_param_agent(json_t *params)
 }
 
 /*
- * Handle a sub-agent method from agent a.  Returns 0 if m was one of
- * ours, -1 if the method is not ours.
+ * The descendant of the caller a method acts on, or NULL after the error
+ * is sent.
  */
-int
-subagent_method(struct agent *a, const char *m, json_t *id, json_t *params)
+static struct agent *
+subagent_descendant(struct peer *from, json_t *id, json_t *params,
+    const char *what)
 {
 	struct agent	*t;
+	char		 why[128];
+
+	if ((t = subagent_param_agent(params)) == NULL) {
+		rpc_error(from, id, CORRAL_E_NOTFOUND, "agent not found",
+		    "REJECTED");
+		return NULL;
+	}
+	if (!agent_is_descendant(t, from->agent)) {
+		snprintf(why, sizeof why, "an agent may %s only its own "
+		    "descendants", what);
+		rpc_error(from, id, CORRAL_E_DENIED, why, "REJECTED");
+		return NULL;
+	}
+	return t;
+}
+
+/* map/agents/stop: stop a descendant and its subtree. */
+void
+subagent_stop(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent	*t;
+
+	if ((t = subagent_descendant(from, id, params, "stop")) == NULL)
+		return;
+	lifecycle_stop(t, "stopped by its parent");
+	rpc_reply(from, id, json_pack("{s:b, s:s}", "stopping", 1, "agentId",
+	    t->id));
+}
+
+/* map/agents/suspend: stop a descendant's process where it is. */
+void
+subagent_suspend(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent	*t;
+	char		 why[128];
+
+	if ((t = subagent_descendant(from, id, params,
+	    "suspend or resume")) == NULL)
+		return;
+	snprintf(why, sizeof why, "suspended by %s", from->agent->id);
+	lifecycle_feed(t, AE_SUSPEND, why);
+	rpc_reply(from, id, json_pack("{s:s, s:s}", "agentId", t->id, "state",
+	    lifecycle_map_state(t->life.state)));
+}
+
+/* map/agents/resume: let a suspended descendant run again. */
+void
+subagent_resume(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent	*t;
+	char		 why[128];
+
+	if ((t = subagent_descendant(from, id, params,
+	    "suspend or resume")) == NULL)
+		return;
+	snprintf(why, sizeof why, "resumed by %s", from->agent->id);
+	lifecycle_feed(t, AE_RESUME, why);
+	rpc_reply(from, id, json_pack("{s:s, s:s}", "agentId", t->id, "state",
+	    lifecycle_map_state(t->life.state)));
+}
+
+/* map/agents/list: the agents the caller may see. */
+void
+subagent_list(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent	*t, *a = from->agent;
 	json_t		*list;
 
-	if (strcmp(m, CORRAL_M_SPAWN) == 0) {
-		subagent_spawn(a, id, params);
-		return 0;
+	list = json_array();
+	for (t = agent_first(); t != NULL; t = agent_next(t)) {
+		if ((t->flags & AGENT_DEAD) || (a != NULL && t != a &&
+		    !subagent_may_reach(a, t)))
+			continue;
+		json_array_append_new(list, subagent_describe(t));
 	}
-	if (strcmp(m, CORRAL_M_SEND) == 0) {
-		subagent_send(a, id, params);
-		return 0;
-	}
-	if (strcmp(m, CORRAL_M_STOP) == 0) {
-		if ((t = subagent_param_agent(params)) == NULL) {
-			control_reply_error(a, id, CORRAL_E_NOTFOUND, "agent not "
-			    "found", "REJECTED");
-			return 0;
-		}
-		if (!agent_is_descendant(t, a)) {
-			control_reply_error(a, id, CORRAL_E_DENIED, "an agent may "
-			    "stop only its own descendants", "REJECTED");
-			return 0;
-		}
-		subagent_stop_tree(t, "stopped by its parent", 1);
-		control_reply(a, id, json_pack("{s:b, s:s}", "stopping", 1,
-		    "agentId", t->id));
-		return 0;
-	}
-	if (strcmp(m, CORRAL_M_SUSPEND) == 0 || strcmp(m, CORRAL_M_RESUME) == 0) {
-		int suspend = strcmp(m, CORRAL_M_SUSPEND) == 0;
+	rpc_reply(from, id, json_pack("{s:o}", "agents", list));
+}
 
-		if ((t = subagent_param_agent(params)) == NULL) {
-			control_reply_error(a, id, CORRAL_E_NOTFOUND, "agent not "
-			    "found", "REJECTED");
-			return 0;
-		}
-		if (!agent_is_descendant(t, a)) {
-			control_reply_error(a, id, CORRAL_E_DENIED, "an agent may "
-			    "suspend or resume only its own descendants",
-			    "REJECTED");
-			return 0;
-		}
-		if (suspend && (t->state == AS_READY || t->state == AS_BUSY ||
-		    t->state == AS_UNAVAILABLE || t->state ==
-		    AS_INITIALIZING)) {
-			lifecycle_event(t, AE_SUSPEND, "suspended by %s", a->id);
-			lifecycle_kill(t, SIGSTOP);
-		} else if (!suspend && t->state == AS_SUSPENDED) {
-			lifecycle_kill(t, SIGCONT);
-			t->last_activity = ev_now(cr->loop);
-			lifecycle_event(t, AE_RESUME, "resumed by %s", a->id);
-		}
-		control_reply(a, id, json_pack("{s:s, s:s}", "agentId", t->id,
-		    "state", lifecycle_map_state(t->state)));
-		return 0;
+/* map/agents/get: one agent the caller may see. */
+void
+subagent_get(struct peer *from, json_t *id, json_t *params)
+{
+	struct agent	*t, *a = from->agent;
+
+	if ((t = subagent_param_agent(params)) == NULL || (a != NULL &&
+	    t != a && !subagent_may_reach(a, t))) {
+		rpc_error(from, id, CORRAL_E_NOTFOUND, "agent not found",
+		    "REJECTED");
+		return;
 	}
-	if (strcmp(m, CORRAL_M_LIST) == 0) {
-		list = json_array();
-		TAILQ_FOREACH(t, &cr->agents, entry) {
-			if ((t->flags & AGENT_DEAD) || (t != a &&
-			    !subagent_may_reach(a, t)))
-				continue;
-			json_array_append_new(list, subagent_describe(t));
-		}
-		control_reply(a, id, json_pack("{s:o}", "agents", list));
-		return 0;
-	}
-	if (strcmp(m, CORRAL_M_GET) == 0) {
-		if ((t = subagent_param_agent(params)) == NULL || (t != a &&
-		    !subagent_may_reach(a, t))) {
-			control_reply_error(a, id, CORRAL_E_NOTFOUND, "agent not "
-			    "found", "REJECTED");
-			return 0;
-		}
-		control_reply(a, id, json_pack("{s:o}", "agent",
-		    subagent_describe(t)));
-		return 0;
-	}
-	return -1;
+	rpc_reply(from, id, json_pack("{s:o}", "agent", subagent_describe(t)));
 }
 
 /*
@@ -730,100 +853,103 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 {
 	struct env		 env;
 	struct env_error	 err;
-	char			 member[256], *out;
-	size_t			 olen;
+	struct jscan		*js;
+	struct jsonw		 j;
+	char			*member, *out;
+	size_t			 olen, mlen;
 
-	if (jscan_run(cr->js, line, len) != 0 ||
-	    envelope_check(cr->js, line, len, &env, &err) != 0)
-		fatalx("subagent_deliver: not an envelope");
-	snprintf(member, sizeof member, "{\"kind\":\"child_result\",\"child\":"
-	    "\"%s\",\"spawn\":\"%s\",\"ok\":%s}", c != NULL ? c->id : "",
-	    task_id, is_error ? "false" : "true");
-	out = envelope_mark(cr->js, line, len, member, &olen);
-	if (p != NULL && lifecycle_alive(p) && p->io.wfd != -1) {
-		agent_send(p, out, olen);
-		if (auditlog_enabled())
-			auditlog_envelope("child_result", p->id, task_id, out,
-			    olen);
-	} else
+	if (p == NULL || !lifecycle_alive(p) || !agent_writable(p)) {
 		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,
 		    task_id, "reason", "the parent is gone", NULL);
+		return;
+	}
+	js = engine_scan_take();
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0) {
+		/* Lines that reach here were validated once already. */
+		log_warnx("agent %s: the result of task %s is not an envelope "
+		    "any more; not delivered", p->id, task_id);
+		engine_scan_give(js);
+		return;
+	}
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "kind");
+	jsonw_str(&j, CORRAL_KIND_CHILD_RESULT);
+	jsonw_key(&j, "child");
+	jsonw_str(&j, c != NULL ? c->id : "");
+	jsonw_key(&j, "spawn");
+	jsonw_str(&j, task_id);
+	jsonw_key(&j, "ok");
+	jsonw_bool(&j, !is_error);
+	jsonw_object_end(&j);
+	member = jsonw_finish(&j, &mlen);
+	out = envelope_mark(js, line, len, member, &olen);
+	engine_scan_give(js);
+	free(member);
+	agent_send(p, out, olen);
+	auditlog_envelope("child_result", p->id, task_id, out, olen);
 	free(out);
 }
 
-/* A request reached its outcome: tasks report to the parent. */
-void
-subagent_request_done(struct msg *m, const char *line, size_t len,
-    int is_error)
+/* A task reached its outcome: the child's parent hears of it. */
+static void
+subagent_task_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct agent	*c = m->target;
 
-	if (m->kind != MSG_TASK)
-		return;
-	if (c != NULL && c->spawn_task == m)
-		c->spawn_task = NULL;
+	if (c != NULL && c->child.task == m)
+		c->child.task = NULL;
 	subagent_deliver(m->parent_agent, c, m->id, line, len, is_error);
-	if (c != NULL && !c->keep && lifecycle_alive(c) &&
-	    c->state != AS_STOPPING)
-		subagent_stop_tree(c, is_error ? "task failed" :
-		    "task finished", 1);
-}
-
-/* A reflection took over a task request: the task is the reflection now. */
-void
-subagent_reply_forwarded(struct msg *m)
-{
-	(void)m;
+	if (c != NULL && !c->child.keep && lifecycle_alive(c) &&
+	    !lifecycle_stopping(c))
+		lifecycle_stop(c, is_error ? "task failed" : "task finished");
 }
 
 /*
  * An envelope from a child about its task: finalize (or an error) is its
- * result; anything else is progress, kept as its latest reply.  Returns 0
- * when handled.
+ * result; anything else is progress, kept as its latest reply.
  */
-int
-subagent_task_envelope(struct agent *c, struct msg *task, const char *line,
-    size_t len, struct env *env)
+static void
+subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
+    const char *line, size_t len, struct env *env)
 {
-	char	 id[CORRAL_ID_MAX], *filled;
-	size_t	 flen;
+	struct env_error	 err;
+	char			 id[CORRAL_ID_MAX], *filled;
+	size_t			 flen;
 
-	if (envelope_trace_id(cr->js, line, env, id, sizeof id) != 0) {
+	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
-		filled = envelope_fill(cr->js, line, len, env, id, task->id,
-		    &flen);
+		filled = envelope_fill(js, line, len, env, id, task->id, &flen);
 	} else
-		filled = envelope_fill(cr->js, line, len, env, NULL, task->id,
+		filled = envelope_fill(js, line, len, env, NULL, task->id,
 		    &flen);
 	if (filled != NULL) {
-		struct env_error err;
-
+		if (jscan_run(js, filled, flen) != 0 ||
+		    envelope_check(js, filled, flen, env, &err) != 0) {
+			log_warnx("agent %s: an envelope about task %s could "
+			    "not be completed; dropped", c->id, task->id);
+			free(filled);
+			return;
+		}
 		line = filled;
 		len = flen;
-		if (jscan_run(cr->js, line, len) != 0 ||
-		    envelope_check(cr->js, line, len, env, &err) != 0)
-			fatalx("envelope_fill produced an invalid envelope");
 	}
 	engine_account(c, env);
-	if (c->spawn_task != task) {
+	if (c->child.task != task) {
 		/* Its budget ran out on this very envelope: the task is over. */
 		free(filled);
-		return 0;
+		return;
 	}
-	free(c->last_reply);
-	c->last_reply = xmemdup0(line, len);
-	c->last_reply_len = len;
-	c->last_reply_error = (env->ctype == CT_ERROR);
-	if (auditlog_enabled())
-		auditlog_envelope("reply", c->id, id, line, len);
-	if (env->intent == INTENT_FINALIZE || env->ctype == CT_ERROR) {
-		cr->replied++;
-		auditlog_event("outcome", c->id, task->id, "outcome", "replied",
-		    "reply", id, NULL);
-		engine_request_done(task, line, len, env->ctype == CT_ERROR);
-	}
+	free(c->child.last_reply);
+	c->child.last_reply = xmemdup0(line, len);
+	c->child.last_reply_len = len;
+	c->child.last_reply_error = (env->ctype == CT_ERROR);
+	auditlog_envelope("reply", c->id, id, line, len);
+	if (env->intent == INTENT_FINALIZE || env->ctype == CT_ERROR)
+		engine_replied(task, c, id, NULL, line, len,
+		    env->ctype == CT_ERROR);
 	free(filled);
-	return 0;
 }
 
 /*
@@ -831,13 +957,11 @@ subagent_task_envelope(struct agent *c, struct msg *task, const char *line,
  * the restarted child, or ends with the child's last envelope (a clean
  * exit) or an error (a crash).
  */
-void
+static void
 subagent_agent_gone(struct agent *c, const char *why)
 {
-	struct msg	*task = c->spawn_task;
-	char		 msg[256], *e;
-	size_t		 len;
-	int		 clean;
+	struct msg	*task = c->child.task;
+	char		*e;
 
 	if (task == NULL || task->where != MSG_INFLIGHT || task->agent != c)
 		return;
@@ -849,139 +973,36 @@ subagent_agent_gone(struct agent *c, const char *why)
 		return;
 	}
 	/* Its own clean exit counts; being stopped by corral does not. */
-	clean = WIFEXITED_OK(c->status) && !(c->flags & AGENT_STOP_ASKED);
-	if (clean && c->last_reply != NULL) {
-		cr->replied++;
-		auditlog_event("outcome", c->id, task->id, "outcome", "replied",
-		    "reason", "the child stopped; its last envelope is its "
-		    "result", NULL);
-		e = xmemdup0(c->last_reply, c->last_reply_len);
-		engine_request_done(task, e, c->last_reply_len,
-		    c->last_reply_error);
+	if (WIFEXITED_OK(c->proc.status) && !lifecycle_stop_asked(c) &&
+	    c->child.last_reply != NULL) {
+		e = xmemdup0(c->child.last_reply, c->child.last_reply_len);
+		engine_replied(task, c, NULL, "the child stopped; its last "
+		    "envelope is its result", e, c->child.last_reply_len,
+		    c->child.last_reply_error);
 		free(e);
 		return;
 	}
-	snprintf(msg, sizeof msg, "child %s %s before finishing its task",
-	    c->id, why);
-	cr->errored++;
-	auditlog_event("outcome", c->id, task->id, "outcome", "error",
-	    "category", "INTERNAL", "reason", msg, NULL);
-	e = envelope_error("child_failed", "INTERNAL", NULL, msg, task->id,
-	    &len);
-	engine_request_done(task, e, len, 1);
-	free(e);
+	engine_fail(task, "INTERNAL", "child_failed", "child %s %s before "
+	    "finishing its task", c->id, why);
 }
 
 /* An agent failed for good: a child's parent hears of it. */
-void
+static void
 subagent_failed(struct agent *c, const char *why)
 {
-	struct msg	*task = c->spawn_task;
-	char		 msg[256], *e;
-	size_t		 len;
+	struct msg	*task = c->child.task;
+	char		 st[64];
 
 	if (c->parent != NULL)
 		log_warnx("agent %s: failed (%s); escalating to %s", c->id, why,
 		    c->parent->id);
 	if (task == NULL)
 		return;
-	{
-		char st[64];
-
-		util_describe_status(st, sizeof st, c->status);
-		snprintf(msg, sizeof msg, "child %s failed: %s (its last exit: "
-		    "%s)", c->id, why, st);
-	}
+	util_describe_status(st, sizeof st, c->proc.status);
 	if (task->where == MSG_QUEUED)
 		route_dequeue(task);
-	cr->errored++;
-	auditlog_event("outcome", c->id, task->id, "outcome", "error",
-	    "category", "INTERNAL", "reason", msg, NULL);
-	e = envelope_error("child_failed", "INTERNAL", NULL, msg, task->id,
-	    &len);
-	engine_request_done(task, e, len, 1);
-	free(e);
-}
-
-/*
- * Stop an agent and its subtree, deepest first: the agent itself waits
- * until its children have stopped.
- */
-static void
-subagent_stop_tree(struct agent *a, const char *why, int for_good)
-{
-	struct agent	*c;
-	int		 waiting = 0;
-
-	if (for_good)
-		a->flags |= AGENT_NORESTART;
-	TAILQ_FOREACH(c, &a->children, sibling) {
-		if (!lifecycle_alive(c) && c->life_step != 4)
-			continue;
-		subagent_stop_tree(c, "its parent is stopping", 1);
-		if (lifecycle_alive(c))
-			waiting = 1;
-	}
-	if (waiting) {
-		a->flags |= AGENT_STOP_PENDING;
-		free(a->stop_why);
-		a->stop_why = xstrdup(why);
-		return;
-	}
-	if (for_good)
-		lifecycle_stop(a, why);
-	else
-		lifecycle_restart(a, why);
-}
-
-/* Stop every descendant of a (its parent is going away). */
-void
-subagent_stop_children(struct agent *a, const char *why)
-{
-	struct agent	*c;
-
-	TAILQ_FOREACH(c, &a->children, sibling)
-		if (lifecycle_alive(c) || c->life_step == 4)
-			subagent_stop_tree(c, why, 1);
-}
-
-/* Return nonzero if a has a child that still has a process. */
-int
-subagent_has_live_children(const struct agent *a)
-{
-	struct agent	*c;
-
-	TAILQ_FOREACH(c, &a->children, sibling)
-		if (lifecycle_alive(c))
-			return 1;
-	return 0;
-}
-
-/*
- * An agent reached STOPPED or FAILED for good: a parent waiting for its
- * children may stop now, and a dead child is freed.
- */
-void
-subagent_stopped(struct agent *a)
-{
-	struct agent	*p = a->parent;
-
-	if (subagent_has_live_children(a))
-		subagent_stop_children(a, "its parent stopped");
-	ev_timer_stop(cr->loop, &a->budget_w);
-	if (p != NULL && (p->flags & AGENT_STOP_PENDING) &&
-	    !subagent_has_live_children(p)) {
-		p->flags &= ~AGENT_STOP_PENDING;
-		if (p->flags & AGENT_NORESTART)
-			lifecycle_stop(p, p->stop_why != NULL ? p->stop_why :
-			    "its children stopped");
-		else
-			lifecycle_restart(p, p->stop_why != NULL ?
-			    p->stop_why : "restart");
-	}
-	if (p != NULL && !lifecycle_alive(a) && !subagent_has_live_children(a) &&
-	    a->spawn_task == NULL && a->life_step != 4)
-		agent_mark_dead(a);
+	engine_fail(task, "INTERNAL", "child_failed", "child %s failed: %s "
+	    "(its last exit: %s)", c->id, why, st);
 }
 
 /*
@@ -989,7 +1010,7 @@ subagent_stopped(struct agent *a)
  * its siblings (one_for_all: all of them; rest_for_one: those started
  * after it).
  */
-void
+static void
 subagent_child_restarting(struct agent *c)
 {
 	struct agent	*p = c->parent, *s;
@@ -997,134 +1018,59 @@ subagent_child_restarting(struct agent *c)
 	if (p == NULL || p->conf->strategy == STRATEGY_ONE_FOR_ONE)
 		return;
 	TAILQ_FOREACH(s, &p->children, sibling) {
-		if (s == c || !lifecycle_alive(s) || s->state == AS_STOPPING)
+		if (s == c || !lifecycle_alive(s) || lifecycle_stopping(s))
 			continue;
 		if (p->conf->strategy == STRATEGY_REST_FOR_ONE &&
-		    s->start_seq < c->start_seq)
+		    s->life.start_seq < c->life.start_seq)
 			continue;
 		log_info("agent %s: %s restarts %s with %s", p->id,
 		    config_strategy_name(p->conf->strategy), s->id, c->id);
 		auditlog_event("strategy_restart", s->id, NULL, "parent", p->id,
 		    "strategy", config_strategy_name(p->conf->strategy), NULL);
-		subagent_stop_tree(s, "sibling restart", 0);
+		lifecycle_restart(s, "sibling restart");
 	}
 }
 
-/* Return nonzero, with why, if a's subtree (or an ancestor's) is over budget. */
-int
-subagent_over_budget(struct agent *a, char *why, size_t len)
-{
-	struct agent	*p;
-
-	for (p = a; p != NULL; p = p->parent) {
-		if (p->budget_tokens > 0 && p->tokens >= p->budget_tokens) {
-			snprintf(why, len, "budget: the subtree of %s used %.0f "
-			    "tokens, its budget is %.0f", p->id, p->tokens,
-			    p->budget_tokens);
-			return 1;
-		}
-		if (p->budget_cost > 0 && p->cost >= p->budget_cost) {
-			snprintf(why, len, "budget: the subtree of %s cost "
-			    "$%.4f, its budget is $%.4f", p->id, p->cost,
-			    p->budget_cost);
-			return 1;
-		}
-	}
-	if (cr->wf->budget_tokens > 0 && cr->tokens_in + cr->tokens_out >=
-	    cr->wf->budget_tokens) {
-		snprintf(why, len, "budget: the run used %.0f tokens, its budget "
-		    "is %.0f", cr->tokens_in + cr->tokens_out,
-		    cr->wf->budget_tokens);
-		return 1;
-	}
-	if (cr->wf->budget_cost > 0 && cr->cost >= cr->wf->budget_cost) {
-		snprintf(why, len, "budget: the run cost $%.4f, its budget is "
-		    "$%.4f", cr->cost, cr->wf->budget_cost);
-		return 1;
-	}
-	return 0;
-}
-
-/* Stop the subtree of the agent whose budget ran out. */
+/*
+ * A transition of an agent: a child that crashed and restarts takes its
+ * siblings along (its parent's strategy); a child done for good, with no
+ * task and no children left, is freed.
+ */
 static void
-subagent_budget_stop(struct agent *p, const char *why)
+subagent_lifecycle(struct agent *a, enum agent_state from,
+    enum agent_state to, enum agent_event ev, const char *why)
 {
-	struct msg	*task = p->spawn_task;
-	char		*e;
-	size_t		 len;
+	if (to == AS_BACKOFF && ev == AE_EXITED)
+		subagent_child_restarting(a);
+	if (to != AS_STOPPED && to != AS_FAILED)
+		return;
+	if (!lifecycle_done(a))
+		return;
+	budget_stop_clock(a);
+	if (a->parent != NULL && !lifecycle_has_live_children(a) &&
+	    a->child.task == NULL)
+		agent_mark_dead(a);
+}
+
+/* A subtree went over its budget: its task fails and it stops. */
+static void
+subagent_budget_over(struct agent *p, const char *why)
+{
+	struct msg	*task = p->child.task;
 
 	log_warnx("agent %s: %s; stopping its subtree", p->id, why);
 	auditlog_event("budget_exceeded", p->id, NULL, "reason", why, NULL);
 	if (task != NULL && task->where != MSG_NOWHERE) {
-		cr->errored++;
-		auditlog_event("outcome", p->id, task->id, "outcome", "error",
-		    "category", "REJECTED", "reason", why, NULL);
-		e = envelope_error("budget_exceeded", "REJECTED", NULL, why,
-		    task->id, &len);
-		engine_request_done(task, e, len, 1);
-		free(e);
+		if (task->where == MSG_QUEUED)
+			route_dequeue(task);
+		engine_fail(task, "REJECTED", "budget_exceeded", "%s", why);
 	}
-	subagent_stop_tree(p, why, 1);
+	lifecycle_stop(p, why);
 }
 
-/* After a reply was accounted: stop any subtree that went over budget. */
-void
-subagent_check_budget(struct agent *a)
+/* How many envelopes map/send delivered. */
+uint64_t
+subagent_sent_count(void)
 {
-	struct agent	*p;
-	char		 why[256];
-
-	for (p = a; p != NULL; p = p->parent) {
-		if (p->state == AS_STOPPING || !lifecycle_alive(p))
-			continue;
-		if (p->budget_tokens > 0 && p->tokens > p->budget_tokens) {
-			snprintf(why, sizeof why, "budget exceeded: %.0f tokens "
-			    "used, the budget is %.0f", p->tokens,
-			    p->budget_tokens);
-			subagent_budget_stop(p, why);
-			return;
-		}
-		if (p->budget_cost > 0 && p->cost > p->budget_cost) {
-			snprintf(why, sizeof why, "budget exceeded: $%.4f spent, "
-			    "the budget is $%.4f", p->cost, p->budget_cost);
-			subagent_budget_stop(p, why);
-			return;
-		}
-	}
-	subagent_check_run_budget();
-}
-
-/* The run's own budget (limits.budget): over it, every job ends. */
-void
-subagent_check_run_budget(void)
-{
-	struct job	*j, *next;
-	char		 why[256];
-
-	if (cr->budget_hit)
-		return;
-	if (cr->wf->budget_tokens > 0 && cr->tokens_in + cr->tokens_out >
-	    cr->wf->budget_tokens)
-		snprintf(why, sizeof why, "the run's budget of %.0f tokens is "
-		    "spent", cr->wf->budget_tokens);
-	else if (cr->wf->budget_cost > 0 && cr->cost > cr->wf->budget_cost)
-		snprintf(why, sizeof why, "the run's budget of $%.4f is spent",
-		    cr->wf->budget_cost);
-	else
-		return;
-	cr->budget_hit = 1;
-	TAILQ_FOREACH_SAFE(j, &cr->jobs, entry, next)
-		engine_limit(j, "budget_exceeded", "%s", why);
-}
-
-/* A subtree's time budget ran out. */
-static void
-subagent_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct agent	*a = w->data;
-	char		 why[128];
-
-	snprintf(why, sizeof why, "budget exceeded: %gs of wall time",
-	    a->budget_time);
-	subagent_budget_stop(a, why);
+	return subagent_sent;
 }

@@ -7,6 +7,9 @@
  * stdin, SIGTERM and SIGCONT to its process group after its grace period,
  * SIGKILL after its stop timeout.  A second SIGINT (or SIGTERM) kills every
  * process group at once.  The loop ends when no agent has a process left.
+ *
+ * It is the top of the modules: it sets up the ones below with its hooks
+ * and hears of the run's result and of agents that stop for good.
  */
 
 #include <errno.h>
@@ -19,9 +22,30 @@
 
 #include "corral.h"
 
-struct corral	*cr;
-static struct corral	supervisor_state;
-static int		stdout_flags = -1;
+/* The supervisor's state: one per process. */
+static struct {
+	const struct workflow	*wf;
+	int			 mode;
+	char			 run_id[16];
+	int			 pidns;		/* init of a pid namespace */
+	struct chan		 stdio;		/* serve: stdin, stdout */
+	struct peer		 stdio_peer;
+	int			 stdin_eof;
+	int			 stdin_pause;	/* reasons not to read it */
+	int			 stdout_flags;
+	ev_prepare		 prepare_w;
+	ev_signal		 sig_w[4];
+	ev_timer		 budget_w;
+	int			 shutting_down;	/* 1 stopping, 2 done */
+	int			 interrupted;	/* the signal, or 0 */
+	int			 exit_status;
+	struct agent		*stopping;	/* the agent being stopped */
+	int			 picking;	/* in supervisor_stop_next */
+	int			 output_text;
+	char			*result;
+	size_t			 resultlen;
+	int			 result_error;
+} sv;
 
 static void	supervisor_stop_next(void);
 
@@ -31,8 +55,8 @@ supervisor_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	chan_flush_all();
 	auditlog_tick();
-	agent_reap_dead();
-	if (cr->shutting_down == 2 && cr->nagents == 0 &&
+	agent_reap_dead(0);
+	if (sv.shutting_down == 2 && agent_count_running() == 0 &&
 	    !supervisor_any_alive())
 		ev_break(loop, EVBREAK_ALL);
 }
@@ -43,10 +67,9 @@ supervisor_any_alive(void)
 {
 	struct agent	*a;
 
-	TAILQ_FOREACH(a, &cr->agents, entry) {
-		if (a->state != AS_STOPPED && a->state != AS_FAILED)
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
 			return 1;
-	}
 	return 0;
 }
 
@@ -56,39 +79,31 @@ supervisor_kill_all(void)
 {
 	struct agent	*a;
 
-	TAILQ_FOREACH(a, &cr->agents, entry) {
-		if (a->state == AS_STOPPED || a->state == AS_FAILED)
-			continue;
-		a->flags |= AGENT_NORESTART;
-		if (adapter_per_call(a)) {
-			(void)adapter_stop(a);
-			continue;
-		}
-		lifecycle_kill(a, SIGKILL);
-		lifecycle_kill(a, SIGCONT);
-	}
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
+			lifecycle_kill(a);
 }
 
-/* SIGINT, SIGTERM or SIGHUP. */
+/* SIGINT, SIGTERM, SIGHUP or SIGQUIT. */
 static void
 supervisor_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	if (w->signum == SIGQUIT) {
 		/* Ctrl-\: no grace for anyone. */
 		log_warnx("QUIT: killing every agent now");
-		cr->interrupted = SIGQUIT;
+		sv.interrupted = SIGQUIT;
 		supervisor_shutdown(SIGQUIT);
 		supervisor_kill_all();
 		return;
 	}
-	if (cr->shutting_down && cr->interrupted) {
+	if (sv.shutting_down && sv.interrupted) {
 		log_warnx("second %s: killing every agent now",
 		    util_signame(w->signum));
 		supervisor_kill_all();
 		return;
 	}
 	log_info("%s: shutting down", util_signame(w->signum));
-	cr->interrupted = w->signum;
+	sv.interrupted = w->signum;
 	supervisor_shutdown(w->signum);
 }
 
@@ -96,11 +111,11 @@ supervisor_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static int
 supervisor_exit_status(void)
 {
-	if (cr->interrupted == SIGINT)
+	if (sv.interrupted == SIGINT)
 		return EXIT_INTERRUPT;
-	if (cr->interrupted != 0)
-		return 128 + cr->interrupted;
-	return cr->exit_status;
+	if (sv.interrupted != 0)
+		return 128 + sv.interrupted;
+	return sv.exit_status;
 }
 
 /*
@@ -110,14 +125,22 @@ supervisor_exit_status(void)
 void
 supervisor_shutdown(int sig)
 {
-	if (cr->shutting_down)
+	if (sv.shutting_down)
 		return;
-	cr->shutting_down = 1;
+	sv.shutting_down = 1;
+	lifecycle_set_shutdown();
 	supervisor_stdin_pause(STDIN_P_SHUTDOWN, 1);
-	route_fail_all("corral is shutting down");
-	engine_fail_retrying("corral is shutting down");
+	engine_shutdown("corral is shutting down");
 	progress_update();
 	supervisor_stop_next();
+}
+
+/* The shutdown is complete: the loop ends once the prepare runs. */
+static void
+supervisor_done(void)
+{
+	sv.shutting_down = 2;
+	ev_break(LOOP, EVBREAK_ALL);
 }
 
 /*
@@ -129,20 +152,13 @@ supervisor_stop_all(void)
 {
 	struct agent	*a, *prev;
 
-	for (a = TAILQ_LAST(&cr->agents, agents); a != NULL; a = prev) {
-		prev = TAILQ_PREV(a, agents, entry);
-		if (a->state == AS_STOPPED && a->life_step == 4) {
-			ev_timer_stop(cr->loop, &a->life_w);
-			a->life_step = 0;
-			a->flags |= AGENT_NORESTART;
-		}
-		if (lifecycle_alive(a) && a->state != AS_STOPPING)
+	for (a = agent_last(); a != NULL; a = prev) {
+		prev = agent_prev(a);
+		if (lifecycle_alive(a) || a->life.state == AS_BACKOFF)
 			lifecycle_stop(a, "shutdown");
 	}
-	if (!supervisor_any_alive()) {
-		cr->shutting_down = 2;
-		ev_break(cr->loop, EVBREAK_ALL);
-	}
+	if (!supervisor_any_alive())
+		supervisor_done();
 }
 
 /*
@@ -152,67 +168,73 @@ supervisor_stop_all(void)
 static void
 supervisor_stop_next(void)
 {
-	struct agent	*a, *pick = NULL;
+	struct agent	*a, *next, *pick = NULL;
 
-	if (cr->wf->shutdown_parallel) {
+	if (sv.wf->shutdown_parallel) {
 		supervisor_stop_all();
 		return;
 	}
-
-	TAILQ_FOREACH(a, &cr->agents, entry) {
-		if (a->state == AS_FAILED)
-			continue;
-		if (a->state == AS_STOPPED) {
-			if (a->life_step == 4) {
-				/* Waiting to restart: not any more. */
-				ev_timer_stop(cr->loop, &a->life_w);
-				a->life_step = 0;
-				a->flags |= AGENT_NORESTART;
-			}
+	sv.picking = 1;
+	for (a = agent_first(); a != NULL; a = next) {
+		next = agent_next(a);
+		if (a->life.state == AS_BACKOFF) {
+			/* Waiting to restart: not any more. */
+			lifecycle_stop(a, "shutdown");
 			continue;
 		}
+		if (!lifecycle_alive(a))
+			continue;
 		if (pick == NULL || a->depth > pick->depth ||
-		    (a->depth == pick->depth && a->start_seq > pick->start_seq))
+		    (a->depth == pick->depth && a->life.start_seq >
+		    pick->life.start_seq))
 			pick = a;
 	}
+	sv.picking = 0;
 	if (pick == NULL) {
-		cr->shutting_down = 2;
-		ev_break(cr->loop, EVBREAK_ALL);
+		supervisor_done();
 		return;
 	}
-	cr->stopping = pick;
-	if (pick->state == AS_STOPPING)
+	sv.stopping = pick;
+	if (lifecycle_stopping(pick))
 		return;		/* already on its way */
 	lifecycle_stop(pick, "shutdown");
 }
 
-/* An agent reached STOPPED or FAILED for good. */
-void
-supervisor_agent_stopped(struct agent *a)
+/* An agent changed state: one that stopped for good moves the shutdown. */
+static void
+supervisor_lifecycle(struct agent *a, enum agent_state from,
+    enum agent_state to, enum agent_event ev, const char *why)
 {
-	subagent_stopped(a);
-	if (!cr->shutting_down)
+	if (!sv.shutting_down || sv.picking || (to != AS_STOPPED &&
+	    to != AS_FAILED))
 		return;
-	if (cr->wf->shutdown_parallel) {
-		if (!supervisor_any_alive()) {
-			cr->shutting_down = 2;
-			ev_break(cr->loop, EVBREAK_ALL);
-		}
+	if (sv.wf->shutdown_parallel) {
+		if (!supervisor_any_alive())
+			supervisor_done();
 		return;
 	}
-	if (cr->stopping == NULL || cr->stopping == a ||
-	    !lifecycle_alive(cr->stopping))
+	if (sv.stopping == NULL || sv.stopping == a ||
+	    !lifecycle_alive(sv.stopping))
 		supervisor_stop_next();
 }
 
-/* corral run's job has its result: the run is over. */
-void
-supervisor_run_done(void)
+/* An agent is about to be freed. */
+static void
+supervisor_forget(struct agent *a)
 {
-	cr->exit_status = cr->result_error ? EXIT_WORKFLOW : 0;
-	if (cr->output_text) {
-		/* Printed after the agents stopped, in supervisor_run. */
-	}
+	if (sv.stopping == a)
+		sv.stopping = NULL;
+}
+
+/* corral run's job has its result: the run is over. */
+static void
+supervisor_result(const char *line, size_t len, int is_error)
+{
+	free(sv.result);
+	sv.result = xmemdup0(line, len);
+	sv.resultlen = len;
+	sv.result_error = is_error;
+	sv.exit_status = is_error ? EXIT_WORKFLOW : 0;
 	supervisor_shutdown(0);
 }
 
@@ -220,24 +242,23 @@ supervisor_run_done(void)
 static void
 supervisor_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct job	*j, *next;
+	char	why[128];
 
 	ev_ref(loop);
-	log_warnx("the run's time budget of %gs is spent", cr->wf->budget_time);
-	cr->budget_hit = 1;
-	TAILQ_FOREACH_SAFE(j, &cr->jobs, entry, next)
-		engine_limit(j, "budget_exceeded", "the run's time budget of "
-		    "%gs is spent", cr->wf->budget_time);
-	cr->exit_status = EXIT_WORKFLOW;
+	snprintf(why, sizeof why, "the run's time budget of %gs is spent",
+	    sv.wf->budget_time);
+	log_warnx("%s", why);
+	budget_run_timeout(why);
+	sv.exit_status = EXIT_WORKFLOW;
 	supervisor_shutdown(0);
 }
 
 /* corral serve: stop once stdin is done and every job has its answer. */
-void
+static void
 supervisor_check_done(void)
 {
-	if (cr->mode == MODE_SERVE && cr->stdin_eof && cr->njobs == 0 &&
-	    !cr->shutting_down)
+	if (sv.mode == MODE_SERVE && sv.stdin_eof && engine_idle() &&
+	    !sv.shutting_down)
 		supervisor_shutdown(0);
 }
 
@@ -248,16 +269,38 @@ supervisor_check_done(void)
 void
 supervisor_stdin_pause(int reason, int on)
 {
-	if (cr->mode != MODE_SERVE || cr->stdio.rfd == -1)
+	if (sv.mode != MODE_SERVE || sv.stdio.rfd == -1)
+		return;
+	/* Queues fill from agents too: only stdin's own work pauses it. */
+	if (reason == STDIN_P_QUEUE && on && chan_source() != &sv.stdio)
 		return;
 	if (on)
-		cr->stdin_pause |= reason;
+		sv.stdin_pause |= reason;
 	else
-		cr->stdin_pause &= ~reason;
-	if (cr->stdin_pause != 0)
-		chan_stop_reading(&cr->stdio);
+		sv.stdin_pause &= ~reason;
+	if (sv.stdin_pause != 0)
+		chan_stop_reading(&sv.stdio);
 	else
-		chan_resume_reading(&cr->stdio);
+		chan_resume_reading(&sv.stdio);
+}
+
+/*
+ * Write one line on corral serve's stdout.  When stdout is full, whoever
+ * produced the line stops: an agent until stdout drains, stdin likewise
+ * (stdin and stdout are one channel, so it pauses itself).
+ */
+static void
+supervisor_out(const char *line, size_t len)
+{
+	struct chan	*src = chan_source();
+
+	chan_write_line(&sv.stdio, line, len);
+	if (!chan_full(&sv.stdio))
+		return;
+	if (src != NULL && src != &sv.stdio)
+		chan_block(src, &sv.stdio);
+	else
+		supervisor_stdin_pause(STDIN_P_STDOUT, 1);
 }
 
 /* corral serve's stdout drained below its low watermark. */
@@ -271,8 +314,8 @@ supervisor_stdout_drained(struct chan *c, int arg)
 static void
 supervisor_stdin_eof(struct chan *c, int arg)
 {
-	cr->stdin_eof = 1;
-	log_info("stdin closed; finishing %u jobs", cr->njobs);
+	sv.stdin_eof = 1;
+	log_info("stdin closed; finishing %u jobs", engine_jobs_count());
 	supervisor_check_done();
 }
 
@@ -281,7 +324,7 @@ static void
 supervisor_stdout_error(struct chan *c, int error)
 {
 	log_warnx("stdout: %s; shutting down", strerror(error));
-	cr->exit_status = EXIT_WORKFLOW;
+	sv.exit_status = EXIT_WORKFLOW;
 	supervisor_shutdown(0);
 }
 
@@ -290,8 +333,8 @@ static void
 supervisor_stdin_line(struct chan *c, enum ndjson_kind kind, char *line,
     size_t len, size_t extra)
 {
-	if (!cr->shutting_down)
-		engine_input_line(line, len, kind, extra);
+	if (!sv.shutting_down)
+		engine_input_line(&sv.stdio_peer, line, len, kind, extra);
 }
 
 /* Make sure descriptors 0, 1 and 2 are open, so pipes never land there. */
@@ -367,12 +410,12 @@ supervisor_sweep(void)
 static void
 supervisor_drain_stdout(void)
 {
-	if (cr->stdio.wfd == -1)
+	if (sv.stdio.wfd == -1)
 		return;
-	util_set_nonblock(cr->stdio.wfd, 0);
-	(void)ndjson_writer_flush(&cr->stdio.wr, cr->stdio.wfd);
-	if (stdout_flags != -1)
-		(void)fcntl(STDOUT_FILENO, F_SETFL, stdout_flags);
+	util_set_nonblock(sv.stdio.wfd, 0);
+	(void)ndjson_writer_flush(&sv.stdio.wr, sv.stdio.wfd);
+	if (sv.stdout_flags != -1)
+		(void)fcntl(STDOUT_FILENO, F_SETFL, sv.stdout_flags);
 }
 
 /* Print corral run's result: the envelope, or its text with --output text. */
@@ -383,15 +426,15 @@ supervisor_print_result(void)
 	json_t		*j, *content, *text, *data;
 	char		*s;
 
-	if (cr->result == NULL)
+	if (sv.result == NULL)
 		return;
-	if (!cr->output_text) {
-		fwrite(cr->result, 1, cr->resultlen, stdout);
+	if (!sv.output_text) {
+		fwrite(sv.result, 1, sv.resultlen, stdout);
 		fputc('\n', stdout);
 		fflush(stdout);
 		return;
 	}
-	if ((j = json_loadb(cr->result, cr->resultlen, 0, &e)) == NULL)
+	if ((j = json_loadb(sv.result, sv.resultlen, 0, &e)) == NULL)
 		return;
 	content = json_object_get(j, "content");
 	text = json_object_get(content, "text");
@@ -407,43 +450,148 @@ supervisor_print_result(void)
 	json_decref(j);
 }
 
+/* The control frames of a peer go to the control plane. */
+static void
+supervisor_control(struct peer *p, const char *line, size_t len)
+{
+	control_frame(p, line, len);
+}
+
 /*
  * Set up the supervisor's state, loop and modules for a workflow, without
- * starting anything.  The fuzz targets use this too.
+ * starting anything.  The unit tests and fuzz targets use this too.
  */
 void
-supervisor_setup(struct workflow *wf, int mode)
+supervisor_setup(const struct workflow *wf, int mode)
 {
-	uint32_t	r;
+	struct engine_hooks	eh;
+	uint32_t		r;
 
-	cr = &supervisor_state;
-	memset(cr, 0, sizeof *cr);
-	cr->wf = wf;
-	cr->mode = mode;
+	/* Set up again (the tests do): the old watcher leaves the loop. */
+	if (ev_is_active(&sv.prepare_w))
+		ev_prepare_stop(LOOP, &sv.prepare_w);
+	free(sv.result);
+	memset(&sv, 0, sizeof sv);
+	sv.wf = wf;
+	sv.mode = mode;
+	sv.stdout_flags = -1;
 	r = arc4random();
-	snprintf(cr->run_id, sizeof cr->run_id, "%06x", r & 0xffffff);
-	protocol_set_run(cr->run_id);
-	TAILQ_INIT(&cr->agents);
-	RB_INIT(&cr->agent_tree);
-	TAILQ_INIT(&cr->dirty);
-	cr->stdio.rfd = cr->stdio.wfd = -1;
-	cr->pidns = (getpid() == 1);
-	spawn_set_pidns(cr->pidns);
+	snprintf(sv.run_id, sizeof sv.run_id, "%06x", r & 0xffffff);
+	protocol_set_run(sv.run_id);
+	sv.stdio.rfd = sv.stdio.wfd = -1;
+	sv.stdio_peer.name = "corral-serve";
+	sv.stdio_peer.chan = &sv.stdio;
+	sv.stdio_peer.role = PEER_CLIENT;
+	sv.pidns = (getpid() == 1);
+	spawn_init(wf, sv.pidns);
 
 	supervisor_std_fds();
 	util_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
 
-	cr->loop = ev_default_loop(EVFLAG_AUTO);
-	if (cr->loop == NULL)
+	if (ev_default_loop(EVFLAG_AUTO) == NULL)
 		fatalx("cannot initialize libev");
-	cr->started = ev_now(cr->loop);
-	ev_prepare_init(&cr->prepare_w, supervisor_prepare_cb);
-	ev_prepare_start(cr->loop, &cr->prepare_w);
-	engine_init();
-	route_init();
-	subagent_init();
+	ev_prepare_init(&sv.prepare_w, supervisor_prepare_cb);
+	ev_prepare_start(LOOP, &sv.prepare_w);
+
+	memset(&eh, 0, sizeof eh);
+	eh.out = supervisor_out;
+	eh.result = supervisor_result;
+	eh.pause = supervisor_stdin_pause;
+	eh.idle = supervisor_check_done;
+	eh.control = supervisor_control;
+	engine_init(wf, &eh);
+	subagent_init(wf);
+	lifecycle_observe(supervisor_lifecycle);
+	agent_on_free(supervisor_forget);
+	progress_init(wf, mode);
+}
+
+/* The serve channel (stdin and stdout), for the tests. */
+struct chan *
+supervisor_stdio(void)
+{
+	return &sv.stdio;
+}
+
+/* Start serve's channel on stdin and stdout. */
+static void
+supervisor_stdio_start(void)
+{
+	size_t	max = CORRAL_MAX_LINE_DEFAULT, i;
+
+	/* An input may be as long as the longest line an agent takes. */
+	for (i = 0; i < sv.wf->nagents; i++)
+		if (sv.wf->agents[i].max_line > max)
+			max = sv.wf->agents[i].max_line;
+	if (sv.wf->stdin_max_line != 0)
+		max = sv.wf->stdin_max_line;
+	chan_init(&sv.stdio, "stdin", STDIN_FILENO, STDOUT_FILENO, max, NULL);
+	sv.stdio.on_line = supervisor_stdin_line;
+	sv.stdio.on_eof = supervisor_stdin_eof;
+	sv.stdio.on_werror = supervisor_stdout_error;
+	sv.stdio.on_drain = supervisor_stdout_drained;
+	sv.stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
+	util_set_nonblock(STDOUT_FILENO, 1);
+}
+
+/* Start the workflow's agents in the order the file lists them. */
+static void
+supervisor_start_agents(void)
+{
+	const struct workflow	*wf = sv.wf;
+	struct agent		*a;
+	size_t			 i;
+	unsigned int		 k;
+
+	for (i = 0; i < wf->nagents; i++) {
+		if (!wf->agents[i].autostart)
+			continue;
+		for (k = 1; k <= wf->agents[i].instances; k++) {
+			a = lifecycle_create(&wf->agents[i], k, NULL);
+			route_add_agent(a);
+			if (lifecycle_start(a) == 0)
+				budget_set(a, wf->agents[i].budget_tokens,
+				    wf->agents[i].budget_cost,
+				    wf->agents[i].budget_time);
+		}
+	}
+}
+
+/* Record the run's outcome counts at its end. */
+static void
+supervisor_run_end(void)
+{
+	const struct engine_stats	*st = engine_stats_get();
+	struct jsonw			 j;
+	char				*s;
+	size_t				 len;
+
+	if (auditlog_enabled()) {
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "accepted");
+		jsonw_u64(&j, st->accepted);
+		jsonw_key(&j, "replied");
+		jsonw_u64(&j, st->replied);
+		jsonw_key(&j, "errored");
+		jsonw_u64(&j, st->errored);
+		jsonw_key(&j, "expired");
+		jsonw_u64(&j, st->expired);
+		jsonw_key(&j, "rejected");
+		jsonw_u64(&j, st->rejected);
+		jsonw_key(&j, "late");
+		jsonw_u64(&j, st->late);
+		jsonw_object_end(&j);
+		s = jsonw_finish(&j, &len);
+		auditlog_fields("run_end", NULL, NULL, s, len);
+		free(s);
+	}
+	log_info("done: %llu accepted, %llu replied, %llu errored, %llu "
+	    "expired, %llu rejected", (unsigned long long)st->accepted,
+	    (unsigned long long)st->replied, (unsigned long long)st->errored,
+	    (unsigned long long)st->expired, (unsigned long long)st->rejected);
 }
 
 /*
@@ -451,25 +599,19 @@ supervisor_setup(struct workflow *wf, int mode)
  * exit status.
  */
 int
-supervisor_run(struct workflow *wf, int mode, const char *goal,
+supervisor_run(const struct workflow *wf, int mode, const char *goal,
     const char *logpath, int output_text)
 {
-	struct agent	*a;
-	size_t		 i;
-	unsigned int	 k;
+	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	int		 i;
 
 	supervisor_setup(wf, mode);
-	cr->output_text = output_text;
-	ev_signal_init(&cr->sigint_w, supervisor_signal_cb, SIGINT);
-	ev_signal_start(cr->loop, &cr->sigint_w);
-	ev_signal_init(&cr->sigterm_w, supervisor_signal_cb, SIGTERM);
-	ev_signal_start(cr->loop, &cr->sigterm_w);
-	ev_signal_init(&cr->sighup_w, supervisor_signal_cb, SIGHUP);
-	ev_signal_start(cr->loop, &cr->sighup_w);
-	ev_signal_init(&cr->sigquit_w, supervisor_signal_cb, SIGQUIT);
-	ev_signal_start(cr->loop, &cr->sigquit_w);
-
-	if (logpath != NULL && auditlog_open(logpath) != 0) {
+	sv.output_text = output_text;
+	for (i = 0; i < 4; i++) {
+		ev_signal_init(&sv.sig_w[i], supervisor_signal_cb, sigs[i]);
+		ev_signal_start(LOOP, &sv.sig_w[i]);
+	}
+	if (logpath != NULL && auditlog_open(logpath, wf->path) != 0) {
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;
 	}
@@ -477,59 +619,29 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
 	}
-
-	if (mode == MODE_SERVE) {
-		/* An input may be as long as the longest line an agent takes. */
-		size_t max = CORRAL_MAX_LINE_DEFAULT;
-		for (i = 0; i < wf->nagents; i++)
-			if (wf->agents[i].max_line > max)
-				max = wf->agents[i].max_line;
-		if (wf->stdin_max_line != 0)
-			max = wf->stdin_max_line;
-		chan_init(&cr->stdio, "stdin", STDIN_FILENO, STDOUT_FILENO,
-		    max, NULL);
-		cr->stdio.on_line = supervisor_stdin_line;
-		cr->stdio.on_eof = supervisor_stdin_eof;
-		cr->stdio.on_werror = supervisor_stdout_error;
-		cr->stdio.on_drain = supervisor_stdout_drained;
-		stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
-		util_set_nonblock(STDOUT_FILENO, 1);
-	}
-
-	/* Start the workflow's agents in the order the file lists them. */
-	for (i = 0; i < wf->nagents; i++) {
-		if (!wf->agents[i].autostart)
-			continue;
-		for (k = 1; k <= wf->agents[i].instances; k++) {
-			a = agent_create(&wf->agents[i], k, NULL);
-			a->budget_tokens = wf->agents[i].budget_tokens;
-			a->budget_cost = wf->agents[i].budget_cost;
-			a->budget_time = wf->agents[i].budget_time;
-			route_add_agent(a);
-			if (agent_start(a) == 0)
-				subagent_budget_start(a);
-		}
-	}
+	if (mode == MODE_SERVE)
+		supervisor_stdio_start();
+	supervisor_start_agents();
 	progress_start();
 	if (wf->budget_time > 0) {
-		ev_timer_init(&cr->budget_w, supervisor_budget_cb,
+		ev_timer_init(&sv.budget_w, supervisor_budget_cb,
 		    wf->budget_time, 0);
-		ev_timer_start(cr->loop, &cr->budget_w);
-		ev_unref(cr->loop);
+		ev_timer_start(LOOP, &sv.budget_w);
+		ev_unref(LOOP);
 	}
 
 	if (mode == MODE_RUN) {
 		if (engine_start_goal(goal) != 0) {
 			log_warnx("the goal is not valid UTF-8");
-			cr->exit_status = EXIT_USAGE;
+			sv.exit_status = EXIT_USAGE;
 			supervisor_shutdown(0);
 		}
 	} else
-		chan_start(&cr->stdio);
+		chan_start(&sv.stdio);
 
-	ev_run(cr->loop, 0);
+	ev_run(LOOP, 0);
 
-	if (!cr->pidns)
+	if (!sv.pidns)
 		supervisor_sweep();
 	progress_stop();
 	chan_flush_all();
@@ -537,29 +649,9 @@ supervisor_run(struct workflow *wf, int mode, const char *goal,
 		supervisor_drain_stdout();
 	else
 		supervisor_print_result();
-	if (auditlog_enabled()) {
-		char acc[32], rep[32], err[32], exp[32], rej[32], late[32];
-		snprintf(acc, sizeof acc, "%llu",
-		    (unsigned long long)cr->accepted);
-		snprintf(rep, sizeof rep, "%llu",
-		    (unsigned long long)cr->replied);
-		snprintf(err, sizeof err, "%llu",
-		    (unsigned long long)cr->errored);
-		snprintf(exp, sizeof exp, "%llu",
-		    (unsigned long long)cr->expired);
-		snprintf(rej, sizeof rej, "%llu",
-		    (unsigned long long)cr->rejected);
-		snprintf(late, sizeof late, "%llu",
-		    (unsigned long long)cr->late);
-		auditlog_event("run_end", NULL, NULL, "accepted", acc,
-		    "replied", rep, "errored", err, "expired", exp,
-		    "rejected", rej, "late", late, NULL);
-	}
-	log_info("done: %llu accepted, %llu replied, %llu errored, %llu "
-	    "expired, %llu rejected", (unsigned long long)cr->accepted,
-	    (unsigned long long)cr->replied, (unsigned long long)cr->errored,
-	    (unsigned long long)cr->expired, (unsigned long long)cr->rejected);
+	supervisor_run_end();
 	auditlog_close();
 	workspace_close();
+	engine_scan_drain();
 	return supervisor_exit_status();
 }

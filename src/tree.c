@@ -93,8 +93,11 @@ tree_line(struct tree *t, json_t *j)
 		n = tree_node(t, agent);
 		if ((s = json_string_value(json_object_get(j, "parent"))) != NULL)
 			tree_set(&n->parent, s);
-		if ((s = json_string_value(json_object_get(j, "depth"))) != NULL)
-			n->depth = (unsigned int)atoi(s);
+		v = json_object_get(j, "depth");
+		if (json_is_integer(v))
+			n->depth = (unsigned int)json_integer_value(v);
+		else if ((s = json_string_value(v)) != NULL)
+			n->depth = (unsigned int)atoi(s);	/* older logs */
 	} else if (strcmp(ev, "external_agent") == 0) {
 		n = tree_node(t, agent);
 		n->external = 1;

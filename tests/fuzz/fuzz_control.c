@@ -1,7 +1,7 @@
 /*
  * Fuzz the JSON-RPC control-frame handler as an agent would drive it: each
  * input line that jscan accepts and that carries "jsonrpc" goes to
- * control_agent_frame for an agent of a workflow with nothing to spawn.
+ * control_frame for an agent of a workflow with nothing to spawn.
  * Every request must be answered (or refused) without crashing, leaking
  * or spawning anything.
  */
@@ -16,6 +16,7 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static struct agent	*fuzz_agent;
+static struct jscan	*js;
 
 /* Build a supervisor with one agent whose stdin goes to /dev/null. */
 static void
@@ -30,10 +31,11 @@ fuzz_setup(void)
 	    &err)) == NULL)
 		abort();
 	supervisor_setup(wf, MODE_SERVE);
-	fuzz_agent = agent_create(&wf->agents[0], 1, NULL);
-	chan_init(&fuzz_agent->io, fuzz_agent->id, -1,
+	fuzz_agent = lifecycle_create(&wf->agents[0], 1, NULL);
+	chan_init(&fuzz_agent->proc.io, fuzz_agent->id, -1,
 	    open("/dev/null", O_WRONLY | O_CLOEXEC), 1 << 20, fuzz_agent);
-	fuzz_agent->state = AS_READY;
+	fuzz_agent->life.state = AS_READY;
+	js = jscan_create(4);
 }
 
 int
@@ -45,11 +47,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_setup();
 	if (size > 1 << 16)
 		return 0;
-	if (jscan_run(cr->js, s, size) != 0 || cr->js->tok[0].type !=
-	    JT_OBJECT || jscan_get(cr->js, s, 0, "jsonrpc") == -1)
+	if (jscan_run(js, s, size) != 0 || js->tok[0].type != JT_OBJECT ||
+	    jscan_get(js, s, 0, "jsonrpc") == -1)
 		return 0;
-	control_agent_frame(fuzz_agent, s, size);
+	control_frame(&fuzz_agent->peer, s, size);
 	chan_flush_all();
-	agent_reap_dead();
+	agent_reap_dead(0);
 	return 0;
 }

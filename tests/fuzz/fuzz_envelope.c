@@ -54,7 +54,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	jscan_run(js, copy, size);
 	envelope_check(js, copy, size, &env, &err);
-	out = envelope_reflect(js, copy, size, &env, "fz-2", "fz-1", &len);
+	out = envelope_reflect(js, copy, size, &env, "fz-2", "fz-\"1\\",
+	    "plan", 1, &len);
 	fuzz_must_be_envelope(js, out, len);
 	free(out);
 

@@ -71,10 +71,10 @@ aud_count() {
 run_end_check() {
 	_re=$(grep -F '"ev":"run_end"' "$AUD" 2>/dev/null | tail -n 1)
 	[ -n "$_re" ] || fail "no run_end event in the audit log"
-	_a=$(printf '%s\n' "$_re" | sed -n 's/.*"accepted":"\([0-9]*\)".*/\1/p')
-	_r=$(printf '%s\n' "$_re" | sed -n 's/.*"replied":"\([0-9]*\)".*/\1/p')
-	_e=$(printf '%s\n' "$_re" | sed -n 's/.*"errored":"\([0-9]*\)".*/\1/p')
-	_x=$(printf '%s\n' "$_re" | sed -n 's/.*"expired":"\([0-9]*\)".*/\1/p')
+	_a=$(printf '%s\n' "$_re" | sed -n 's/.*"accepted":\([0-9][0-9]*\)[,}].*/\1/p')
+	_r=$(printf '%s\n' "$_re" | sed -n 's/.*"replied":\([0-9][0-9]*\)[,}].*/\1/p')
+	_e=$(printf '%s\n' "$_re" | sed -n 's/.*"errored":\([0-9][0-9]*\)[,}].*/\1/p')
+	_x=$(printf '%s\n' "$_re" | sed -n 's/.*"expired":\([0-9][0-9]*\)[,}].*/\1/p')
 	[ -n "$_a" ] && [ -n "$_r" ] && [ -n "$_e" ] && [ -n "$_x" ] ||
 	    fail "cannot read run_end: $_re"
 	[ "$_a" -eq $((_r + _e + _x)) ] ||
@@ -86,7 +86,7 @@ run_end_check() {
 # absent), e.g. rejected or late.
 run_end_get() {
 	grep -F '"ev":"run_end"' "$AUD" 2>/dev/null | tail -n 1 |
-	    sed -n "s/.*\"$1\":\"\([0-9]*\)\".*/\1/p"
+	    sed -n "s/.*\"$1\":\\([0-9][0-9]*\)[,}].*/\1/p"
 }
 
 # The first trace.parents entry of each line of a file, one a line

@@ -128,7 +128,7 @@ n=$(jq -r 'select(.ev == "late" and .agent == "slow") | .env.trace.parents[0]' "
 [ "$n" = in-1 ] || fail "expected one late event for slow's reply to in-1 in the audit log, got '$n'"
 audit_all "$LOG" 'select(.ev == "outcome") | .id == "in-1" and .outcome == "expired"' ||
     fail "expected in-1's only outcome to be expired: $(jq -c 'select(.ev == "outcome")' "$LOG")"
-audit_all "$LOG" 'select(.ev == "run_end") | .replied == "0" and .expired == "1"' ||
+audit_all "$LOG" 'select(.ev == "run_end") | .replied == 0 and .expired == 1' ||
     fail "expected run_end replied 0, expired 1: $(grep run_end "$LOG")"
 expect_audit_ok "$LOG"
 exit 0

@@ -804,7 +804,8 @@ check_reflect(const char *in)
 
 	if (check(in, len, &env, &err) != 0)
 		fail_msg("test envelope invalid: %s", err.msg);
-	out = envelope_reflect(js, in, len, &env, "run-20", "reply-7", &outlen);
+	out = envelope_reflect(js, in, len, &env, "run-20", "reply-7", "plan", 2,
+	    &outlen);
 	assert_non_null(out);
 	assert_int_equal(strlen(out), outlen);
 	if (jscan_run(js, out, outlen) != 0)
@@ -831,8 +832,16 @@ check_reflect(const char *in)
 		if (!json_equal(tin, tout))
 			fail_msg("reflect changed the trace: %s", out);
 	}
+	/* corral tells the critic what it reflects on, and nothing else. */
+	p = json_pack("{s:{s:s, s:s, s:i}}", "reflect", "of", "reply-7",
+	    "intent", "plan", "round", 2);
+	if (!json_equal(json_object_get(jout, "corral"), p))
+		fail_msg("reflect's corral member is wrong: %s", out);
+	json_decref(p);
 	del_members(jin, "intent", "trace");
 	del_members(jout, "intent", "trace");
+	del_members(jin, "corral", NULL);
+	del_members(jout, "corral", NULL);
 	if (!json_equal(jin, jout))
 		fail_msg("reflect changed other members:\n in: %s\nout: %s", in,
 		    out);
@@ -997,7 +1006,7 @@ test_error_envelope(void **state)
 	const char		*msg = "line 3: \"intent\" \\ bad\n\xc3\xa9";
 
 	out = envelope_error("invalid_envelope", "REJECTED",
-	    "outputs.next_actions[1].intent", msg, "msg_7", &outlen);
+	    "outputs.next_actions[1].intent", msg, "msg_7", NULL, &outlen);
 	assert_int_equal(strlen(out), outlen);
 	assert_null(memchr(out, '\n', outlen));
 	assert_int_equal(check(out, outlen, &env, &err), 0);
@@ -1033,7 +1042,7 @@ test_error_envelope(void **state)
 
 	/* Without a path or a parent, neither member appears. */
 	out = envelope_error("timeout", "TIMEOUT", NULL, "took too long", NULL,
-	    &outlen);
+	    NULL, &outlen);
 	assert_int_equal(check(out, outlen, &env, &err), 0);
 	j = jparse(out, outlen);
 	data = json_object_get(json_object_get(j, "content"), "data");
@@ -1043,7 +1052,8 @@ test_error_envelope(void **state)
 	json_decref(j);
 	free(out);
 
-	out = envelope_error("agent_lost", "UNAVAILABLE", "", "gone", "", &outlen);
+	out = envelope_error("agent_lost", "UNAVAILABLE", "", "gone", "", NULL,
+	    &outlen);
 	j = jparse(out, outlen);
 	data = json_object_get(json_object_get(j, "content"), "data");
 	assert_null(json_object_get(data, "path"));
@@ -1052,7 +1062,8 @@ test_error_envelope(void **state)
 	json_decref(j);
 	free(out);
 
-	out = envelope_error("shutdown", "INTERNAL", NULL, "bye", NULL, &outlen);
+	out = envelope_error("shutdown", "INTERNAL", NULL, "bye", NULL, NULL,
+	    &outlen);
 	j = jparse(out, outlen);
 	data = json_object_get(json_object_get(j, "content"), "data");
 	assert_true(json_is_false(json_object_get(data, "retryable")));

@@ -31,12 +31,19 @@ working_state(int working)
 	return working > 0 ? AS_BUSY : AS_READY;
 }
 
-/* The states in which the agent has (or is about to have) a process. */
+/* The states in which the agent has a process and is not stopping it. */
 static int
 is_alive_state(enum agent_state s)
 {
 	return s == AS_INITIALIZING || s == AS_READY || s == AS_BUSY ||
 	    s == AS_UNAVAILABLE || s == AS_SUSPENDED;
+}
+
+/* The steps of the stop sequence: all shown as STOPPING. */
+static int
+is_stopping_state(enum agent_state s)
+{
+	return s == AS_STOPPING || s == AS_TERMINATING || s == AS_KILLING;
 }
 
 /*
@@ -50,16 +57,34 @@ expected_next(enum agent_state s, enum agent_event ev, int working)
 		return s;			/* terminal */
 	if (ev == AE_GIVEUP)
 		return AS_FAILED;
-	if (ev == AE_EXITED)
-		return s == AS_STOPPED ? s : AS_STOPPED;
 	if (s == AS_STOPPED)
 		return ev == AE_SPAWNED ? AS_INITIALIZING : s;
-	if (ev == AE_STOP)
-		return is_alive_state(s) ? AS_STOPPING : s;
-	if (s == AS_STOPPING)
+	if (s == AS_BACKOFF) {
+		if (ev == AE_SPAWNED)
+			return AS_INITIALIZING;
+		/* A restart that was due is called off. */
+		return ev == AE_STOP || ev == AE_KILL ? AS_STOPPED : s;
+	}
+	if (ev == AE_EXITED)
+		return AS_STOPPED;
+	if (is_stopping_state(s)) {
+		if (ev == AE_TIMER && s == AS_STOPPING)
+			return AS_TERMINATING;
+		if (ev == AE_TIMER && s == AS_TERMINATING)
+			return AS_KILLING;
+		if (ev == AE_KILL && s != AS_KILLING)
+			return AS_KILLING;
 		return s;
+	}
+	/* A running agent. */
+	if (ev == AE_STOP || ev == AE_RESTART || ev == AE_REAPED)
+		return AS_STOPPING;
+	if (ev == AE_BROKEN)
+		return AS_TERMINATING;
+	if (ev == AE_KILL)
+		return AS_KILLING;
 	if (ev == AE_SUSPEND)
-		return s == AS_SUSPENDED ? s : AS_SUSPENDED;
+		return AS_SUSPENDED;
 	switch (s) {
 	case AS_INITIALIZING:
 		if (ev == AE_HANDSHAKE)
@@ -239,6 +264,23 @@ test_stop_exit_respawn(void **state)
 	    AS_STOPPED);
 	assert_int_equal(lifecycle_next(AS_STOPPING, AE_STOP, IDLE),
 	    AS_STOPPING);
+	/* The stop sequence: grace, SIGTERM, SIGKILL, each on the timer. */
+	assert_int_equal(lifecycle_next(AS_STOPPING, AE_TIMER, IDLE),
+	    AS_TERMINATING);
+	assert_int_equal(lifecycle_next(AS_TERMINATING, AE_TIMER, IDLE),
+	    AS_KILLING);
+	assert_int_equal(lifecycle_next(AS_KILLING, AE_TIMER, IDLE),
+	    AS_KILLING);
+	assert_int_equal(lifecycle_next(AS_TERMINATING, AE_EXITED, IDLE),
+	    AS_STOPPED);
+	assert_int_equal(lifecycle_next(AS_KILLING, AE_EXITED, IDLE),
+	    AS_STOPPED);
+	/* A restart waits in BACKOFF, shown as STOPPED, until its spawn. */
+	assert_int_equal(lifecycle_next(AS_BACKOFF, AE_SPAWNED, NOT_READY),
+	    AS_INITIALIZING);
+	assert_int_equal(lifecycle_next(AS_BACKOFF, AE_STOP, IDLE),
+	    AS_STOPPED);
+	assert_string_equal(lifecycle_state_name(AS_BACKOFF), "STOPPED");
 	assert_int_equal(lifecycle_next(AS_STOPPING, AE_HANDSHAKE, IDLE),
 	    AS_STOPPING);
 	assert_int_equal(lifecycle_next(AS_STOPPED, AE_SPAWNED, NOT_READY),
@@ -291,6 +333,9 @@ test_state_names(void **state)
 		{ AS_STOPPING, "STOPPING", "stopping" },
 		{ AS_STOPPED, "STOPPED", "stopped" },
 		{ AS_FAILED, "FAILED", "failed" },
+		{ AS_TERMINATING, "STOPPING", "stopping" },
+		{ AS_KILLING, "STOPPING", "stopping" },
+		{ AS_BACKOFF, "STOPPED", "stopped" },
 	};
 	size_t	i;
 
@@ -312,7 +357,7 @@ test_event_names(void **state)
 	static const char *const names[AE_COUNT] = { "spawned", "handshake",
 	    "work", "idle", "missed", "alive", "sigstop", "sigcont",
 	    "timeouts", "suspend", "resume", "stop", "exited", "restart",
-	    "giveup" };
+	    "giveup", "start", "timer", "reaped", "broken", "kill" };
 	int	ev;
 
 	for (ev = 0; ev < AE_COUNT; ev++)

@@ -57,15 +57,15 @@ rt_setup(const char *yaml)
 	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
 	out_fd = p[0];
 	outlen = 0;
-	chan_init(&cr->stdio, "stdin", -1, p[1], 1 << 20, NULL);
+	chan_init(supervisor_stdio(), "stdin", -1, p[1], 1 << 20, NULL);
 	for (i = 0; i < wf->nagents; i++) {
 		for (k = 1; k <= wf->agents[i].instances; k++) {
-			a = agent_create(&wf->agents[i], k, NULL);
+			a = lifecycle_create(&wf->agents[i], k, NULL);
 			route_add_agent(a);
 			fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 			assert_true(fd != -1);
-			chan_init(&a->io, a->id, -1, fd, 1 << 20, a);
-			a->state = AS_READY;
+			chan_init(&a->proc.io, a->id, -1, fd, 1 << 20, a);
+			a->life.state = AS_READY;
 		}
 	}
 }
@@ -74,37 +74,33 @@ rt_setup(const char *yaml)
 static void
 rt_teardown(void)
 {
-	struct agent	*a, *next;
+	struct agent	*a;
 	struct msg	*m;
 	char		*e;
 	size_t		 len;
 
-	cr->shutting_down = 1;	/* no retries */
-	route_fail_all("the test is over");
-	TAILQ_FOREACH(a, &cr->agents, entry) {
-		while ((m = TAILQ_FIRST(&a->inflight)) != NULL) {
+	engine_shutdown("the test is over");	/* no retries */
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
 			e = envelope_error("shutdown", "UNAVAILABLE", NULL,
-			    "the test is over", m->id, &len);
+			    "the test is over", m->id, NULL, &len);
 			engine_request_done(m, e, len, 1);
 			free(e);
 		}
-		while ((m = TAILQ_FIRST(&a->direct)) != NULL) {
+		while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL) {
 			route_dequeue(m);
 			engine_fail(m, "UNAVAILABLE", "shutdown", "over");
 		}
-		a->outstanding = 0;
+		a->work.outstanding = 0;
 	}
-	assert_int_equal(cr->queued, 0);
-	assert_int_equal(cr->live_msgs, 0);
-	assert_int_equal(cr->njobs, 0);
-	TAILQ_FOREACH_SAFE(a, &cr->agents, entry, next)
-		agent_free(a);
-	chan_close(&cr->stdio);
+	assert_int_equal(route_queued_count(), 0);
+	assert_int_equal(engine_stats_get()->live_msgs, 0);
+	assert_int_equal(engine_jobs_count(), 0);
+	agent_reap_dead(1);
+	chan_close(supervisor_stdio());
 	close(out_fd);
 	out_fd = -1;
-	ev_prepare_stop(cr->loop, &cr->prepare_w);
-	free(cr->pools);
-	jscan_free(cr->js);
+	engine_scan_drain();
 	config_free(wf);
 	wf = NULL;
 }
@@ -124,10 +120,10 @@ ag(const char *id)
 static void
 set_load(struct agent *a, enum agent_state state, unsigned int outstanding)
 {
-	a->state = state;
-	a->outstanding = outstanding;
+	a->life.state = state;
+	a->work.outstanding = outstanding;
 	if (state == AS_INITIALIZING)
-		a->flags |= AGENT_NOT_READY;
+		a->life.flags |= LF_NOT_READY;
 }
 
 /* Make a request of its own job (as corral serve does for an input). */
@@ -181,7 +177,7 @@ reply(struct agent *a, struct msg *m)
 	    "\"content\":{\"type\":\"text\",\"text\":\"ok\"},"
 	    "\"confidence\":{\"score\":0.9},\"trace\":{\"parents\":[\"%s\"]}}",
 	    m->id);
-	engine_agent_line(a, line, (size_t)n, NDJSON_LINE, 0);
+	agent_input(a, line, (size_t)n, NDJSON_LINE, 0);
 }
 
 /* Collect what corral serve wrote on stdout so far. */
@@ -246,8 +242,8 @@ test_fewest_outstanding(void **state)
 	set_load(ag("w.3"), AS_BUSY, 1);
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m), "w.2");
-	assert_int_equal(ag("w.2")->outstanding, 1);
-	assert_int_equal(ag("w.2")->state, AS_BUSY);
+	assert_int_equal(ag("w.2")->work.outstanding, 1);
+	assert_int_equal(ag("w.2")->life.state, AS_BUSY);
 	/* w.2 and w.3 now have 1 each; w.2 was just picked: w.3. */
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m), "w.3");
@@ -273,7 +269,7 @@ test_ties_rotate(void **state)
 	}
 	/* w.2 answers one: it has the fewest now, though picked recently. */
 	reply(ag("w.2"), m[1]);
-	assert_int_equal(ag("w.2")->outstanding, 1);
+	assert_int_equal(ag("w.2")->work.outstanding, 1);
 	x = submit(INTENT_PLAN, PRIO_NORMAL);
 	assert_string_equal(at(x), "w.2");
 	rt_teardown();
@@ -305,17 +301,17 @@ test_ready_busy_capacity(void **state)
 	set_load(ag("w.6"), AS_BUSY, 1);	/* room for one more */
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m), "w.6");
-	assert_int_equal(ag("w.6")->outstanding, 2);
+	assert_int_equal(ag("w.6")->work.outstanding, 2);
 	/* Now nobody can take one: it waits in the row's queue. */
 	q = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_int_equal(q->where, MSG_QUEUED);
-	assert_ptr_equal(q->route, &cr->routes[INTENT_EXECUTE]);
-	assert_int_equal(cr->routes[INTENT_EXECUTE].queued, 1);
-	assert_int_equal(cr->queued, 1);
+	assert_ptr_equal(q->route, route_for(INTENT_EXECUTE));
+	assert_int_equal(route_for(INTENT_EXECUTE)->queued, 1);
+	assert_int_equal(route_queued_count(), 1);
 	/* w.6 answers: its free slot takes the waiting request. */
 	reply(ag("w.6"), m);
 	assert_string_equal(at(q), "w.6");
-	assert_int_equal(cr->queued, 0);
+	assert_int_equal(route_queued_count(), 0);
 	rt_teardown();
 }
 
@@ -351,23 +347,22 @@ test_queue_then_kick(void **state)
 	m2 = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_int_equal(m1->where, MSG_QUEUED);
 	assert_int_equal(m2->where, MSG_QUEUED);
-	assert_int_equal(cr->queued, 2);
+	assert_int_equal(route_queued_count(), 2);
 	/* An agent of another row being kicked takes neither. */
 	route_kick(ag("other"));
-	assert_int_equal(cr->queued, 2);
-	assert_int_equal(ag("other")->outstanding, 0);
+	assert_int_equal(route_queued_count(), 2);
+	assert_int_equal(ag("other")->work.outstanding, 0);
 	/* a's handshake: READY, and the plan request is dispatched. */
-	a->flags &= ~AGENT_NOT_READY;
-	lifecycle_event(a, AE_HANDSHAKE, "handshake");
+	lifecycle_ready(a, "handshake");
 	assert_string_equal(at(m1), "a");
-	assert_int_equal(a->state, AS_BUSY);
+	assert_int_equal(a->life.state, AS_BUSY);
 	assert_int_equal(m2->where, MSG_QUEUED);
-	assert_int_equal(cr->queued, 1);
+	assert_int_equal(route_queued_count(), 1);
 	/* b's state set by hand, then a kick. */
-	b->state = AS_READY;
+	b->life.state = AS_READY;
 	route_kick(b);
 	assert_string_equal(at(m2), "b");
-	assert_int_equal(cr->queued, 0);
+	assert_int_equal(route_queued_count(), 0);
 	/* A ready agent takes new work at once. */
 	m3 = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m3), "b");
@@ -388,8 +383,8 @@ holding(void)
 {
 	struct agent	*s = ag("s");
 
-	assert_int_equal(s->outstanding, 1);
-	return TAILQ_FIRST(&s->inflight);
+	assert_int_equal(s->work.outstanding, 1);
+	return TAILQ_FIRST(&s->work.inflight);
 }
 
 /* Queues are served highest priority first, FIFO within a level. */
@@ -407,8 +402,8 @@ test_priority_order(void **state)
 	high = submit(INTENT_ANALYZE, PRIO_HIGH);
 	n2 = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	crit = submit(INTENT_EXECUTE, PRIO_CRITICAL);
-	assert_int_equal(cr->queued, 6);
-	assert_int_equal(cr->routes[ROUTE_FALLBACK].queued, 6);
+	assert_int_equal(route_queued_count(), 6);
+	assert_int_equal(route_for(INTENT_COUNT)->queued, 6);
 
 	reply(ag("s"), first);
 	assert_ptr_equal(holding(), crit);
@@ -422,7 +417,7 @@ test_priority_order(void **state)
 	assert_ptr_equal(holding(), low);
 	reply(ag("s"), low);
 	assert_ptr_equal(holding(), batch);
-	assert_int_equal(cr->queued, 0);
+	assert_int_equal(route_queued_count(), 0);
 	rt_teardown();
 }
 
@@ -437,7 +432,7 @@ test_priority_aging(void **state)
 	ev_tstamp	 now;
 
 	rt_setup(single);
-	now = ev_now(cr->loop);
+	now = ev_now(LOOP);
 	first = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	old_low = submit(INTENT_EXECUTE, PRIO_LOW);
 	older_batch = submit(INTENT_EXECUTE, PRIO_BATCH);
@@ -481,7 +476,7 @@ test_reflection_excludes_author(void **state)
 	m->exclude = c1;
 	assert_int_equal(route_submit(m), 0);
 	assert_string_equal(at(m), "c.2");
-	assert_int_equal(c1->outstanding, 0);
+	assert_int_equal(c1->work.outstanding, 0);
 	/* c.2 is full now: the next reflection on c.1's reply waits. */
 	q = req(INTENT_REFLECT, PRIO_NORMAL);
 	q->exclude = c1;
@@ -490,12 +485,12 @@ test_reflection_excludes_author(void **state)
 	/* c.1 is idle and kicked: it must not take its own reflection. */
 	route_kick(c1);
 	assert_int_equal(q->where, MSG_QUEUED);
-	assert_int_equal(c1->outstanding, 0);
+	assert_int_equal(c1->work.outstanding, 0);
 	/* A request that excludes nobody does go to c.1 meanwhile. */
 	m = submit(INTENT_REFLECT, PRIO_NORMAL);
 	assert_string_equal(at(m), "c.1");
 	/* c.2 has room again: the reflection goes there. */
-	c2->outstanding = 3;
+	c2->work.outstanding = 3;
 	route_kick(c2);
 	assert_string_equal(at(q), "c.2");
 	rt_teardown();
@@ -529,7 +524,7 @@ test_reflection_only_author(void **state)
 	m->exclude = solo;
 	assert_int_equal(route_submit(m), 0);
 	assert_int_equal(m->where, MSG_QUEUED);
-	reply(solo, TAILQ_FIRST(&solo->inflight));
+	reply(solo, TAILQ_FIRST(&solo->work.inflight));
 	assert_string_equal(at(m), "solo");
 	rt_teardown();
 }
@@ -551,11 +546,11 @@ test_fallback_row(void **state)
 	int		 i;
 
 	rt_setup(yaml);
-	assert_ptr_equal(route_for(INTENT_PLAN), &cr->routes[INTENT_PLAN]);
+	assert_ptr_equal(route_for(INTENT_PLAN), route_row(INTENT_PLAN));
 	for (i = 0; i < INTENT_COUNT; i++) {
 		if (i == INTENT_PLAN)
 			continue;
-		assert_ptr_equal(route_for(i), &cr->routes[ROUTE_FALLBACK]);
+		assert_ptr_equal(route_for(i), route_row(ROUTE_FALLBACK));
 		m = submit(i, PRIO_NORMAL);
 		assert_string_equal(at(m), "f");
 	}
@@ -565,8 +560,8 @@ test_fallback_row(void **state)
 	set_load(ag("p"), AS_BUSY, 16);
 	m = submit(INTENT_PLAN, PRIO_NORMAL);
 	assert_int_equal(m->where, MSG_QUEUED);
-	assert_ptr_equal(m->route, &cr->routes[INTENT_PLAN]);
-	ag("p")->outstanding = 1;
+	assert_ptr_equal(m->route, route_row(INTENT_PLAN));
+	ag("p")->work.outstanding = 1;
 	rt_teardown();
 }
 
@@ -586,15 +581,15 @@ test_no_route(void **state)
 
 	rt_setup(yaml);
 	assert_null(route_for(INTENT_EXECUTE));
-	errored = cr->errored;
+	errored = engine_stats_get()->errored;
 	m = req(INTENT_EXECUTE, PRIO_NORMAL);
 	snprintf(id, sizeof id, "%s", m->id);
 	assert_int_equal(route_submit(m), -1);
-	assert_int_equal(cr->errored, errored + 1);
+	assert_int_equal(engine_stats_get()->errored, errored + 1);
 	assert_true(out_has_error("no_route", id));
 	assert_non_null(strstr(outbuf, "no route for intent execute"));
-	assert_int_equal(cr->queued, 0);
-	assert_int_equal(ag("p")->outstanding, 0);
+	assert_int_equal(route_queued_count(), 0);
+	assert_int_equal(ag("p")->work.outstanding, 0);
 	rt_teardown();
 }
 
@@ -624,7 +619,7 @@ test_no_agent(void **state)
 	/* The last candidate fails: the waiting request has nobody. */
 	set_load(ag("p.2"), AS_FAILED, 0);
 	route_check_orphans();
-	assert_int_equal(cr->queued, 0);
+	assert_int_equal(route_queued_count(), 0);
 	assert_true(out_has_error("no_agent", id));
 	/* And a new request fails at once. */
 	m = req(INTENT_PLAN, PRIO_NORMAL);
@@ -657,7 +652,7 @@ test_queue_full(void **state)
 	snprintf(id, sizeof id, "%s", m->id);
 	assert_int_equal(route_submit(m), -1);
 	assert_true(out_has_error("queue_full", id));
-	assert_int_equal(cr->queued, 2);
+	assert_int_equal(route_queued_count(), 2);
 	rt_teardown();
 }
 

@@ -254,7 +254,7 @@ test_rfc3339_now(void **state)
 	assert_int_equal(buf[strlen(buf) - 1], 'Z');
 }
 
-/* Escape s with util_json_string, and parse it back with jansson. */
+/* Escape s with jsonw_string, and parse it back with jansson. */
 static void
 assert_json_string_round_trip(const char *s, size_t n)
 {
@@ -266,7 +266,7 @@ assert_json_string_round_trip(const char *s, size_t n)
 
 	ndjson_writer_init(&w, 0, 1);
 	ndjson_writer_add(&w, "[", 1);
-	util_json_string(&w, s, n);
+	jsonw_string(&w, s, n);
 	ndjson_writer_add(&w, "]", 1);
 	len = ndjson_writer_queued(&w);
 	doc = w.buf + w.head;
@@ -313,7 +313,7 @@ test_json_string_exact_output(void **state)
 	const char		*want = "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001f\"";
 
 	ndjson_writer_init(&w, 0, 1);
-	util_json_string(&w, "a\"b\\c\nd\re\tf\x01g\x1f", 14);
+	jsonw_string(&w, "a\"b\\c\nd\re\tf\x01g\x1f", 14);
 	assert_int_equal(ndjson_writer_queued(&w), strlen(want));
 	assert_memory_equal(w.buf + w.head, want, strlen(want));
 	ndjson_writer_free(&w);
@@ -354,7 +354,7 @@ test_u64_digits(void **state)
 }
 
 /*
- * util_json_plain finds the first byte that needs an escape wherever it
+ * jsonw_plain finds the first byte that needs an escape wherever it
  * sits: the eight-byte steps must not miss one or stop early.
  */
 static void
@@ -367,24 +367,26 @@ test_json_plain_every_byte(void **state)
 	(void)state;
 	for (len = 0; len <= sizeof buf; len++) {
 		memset(buf, 'a', sizeof buf);
-		assert_int_equal(util_json_plain(buf, len), len);
+		assert_int_equal(jsonw_plain(buf, len), len);
 	}
 	for (c = 0; c < 256; c++) {
-		needs = (c < 0x20 || c == '"' || c == '\\');
+		/* Bytes from 0x80 on start multi-byte characters, which
+		 * are checked one by one. */
+		needs = (c < 0x20 || c == '"' || c == '\\' || c >= 0x80);
 		for (pos = 0; pos < sizeof buf; pos++) {
 			/* Bytes around it that come close to the special ones. */
 			memset(buf, 0x20, sizeof buf);
-			buf[sizeof buf - 1] = (char)0xff;
+			buf[sizeof buf - 1] = (char)0x7f;
 			buf[pos] = (char)c;
 			if (pos == sizeof buf - 1 && !needs) {
-				assert_int_equal(util_json_plain(buf,
+				assert_int_equal(jsonw_plain(buf,
 				    sizeof buf), sizeof buf);
 				continue;
 			}
-			assert_int_equal(util_json_plain(buf, sizeof buf),
+			assert_int_equal(jsonw_plain(buf, sizeof buf),
 			    needs ? pos : sizeof buf);
 			/* A shorter length stops before it. */
-			assert_int_equal(util_json_plain(buf, pos), pos);
+			assert_int_equal(jsonw_plain(buf, pos), pos);
 		}
 	}
 }

@@ -1,0 +1,48 @@
+/*
+ * The table of adapters: which name means which operations, and the
+ * load-time check of an agent's adapter settings (docs/adapters.md).
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "corral.h"
+
+static const struct adapter_ops *adapter_table[] = {
+	&adapter_exec_ops,
+	&adapter_claude_ops,
+	&adapter_codex_ops,
+	&adapter_gemini_ops,
+	&adapter_mcp_ops,
+	NULL
+};
+
+/* Find an adapter's operations by name; NULL for none or "ndjson". */
+const struct adapter_ops *
+adapter_table_find(const char *name)
+{
+	size_t	i;
+
+	if (name == NULL || strcmp(name, "ndjson") == 0)
+		return NULL;
+	for (i = 0; adapter_table[i] != NULL; i++)
+		if (strcmp(adapter_table[i]->name, name) == 0)
+			return adapter_table[i];
+	return NULL;
+}
+
+/* Check an agent's adapter settings at load time. */
+int
+adapter_table_check(const struct agent_conf *ac, char *why, size_t len)
+{
+	const struct adapter_ops	*ops;
+
+	if (ac->adapter == NULL || strcmp(ac->adapter, "ndjson") == 0)
+		return 0;
+	if ((ops = adapter_table_find(ac->adapter)) == NULL) {
+		snprintf(why, len, "adapter '%s' is not available in this build",
+		    ac->adapter);
+		return -1;
+	}
+	return ops->check != NULL ? ops->check(ac, why, len) : 0;
+}

@@ -1,0 +1,334 @@
+/*
+ * The one writer of JSON text that corral composes by hand.
+ *
+ * Every string that goes between quotes passes through jsonw_string,
+ * which escapes quotes, backslashes and control bytes and replaces bytes
+ * that are not UTF-8 with U+FFFD, so the output is always valid JSON,
+ * whatever an agent put into an id, a path or a message.  A builder
+ * (struct jsonw) places the commas and colons of objects and arrays, so
+ * callers never write punctuation themselves.  Values that are already
+ * JSON (spans of a scanned line) go in with jsonw_raw.
+ *
+ * Cold paths may use jansson's json_dumps instead; strings from peers go
+ * into jansson through jsonw_text, which does the same UTF-8 repair.
+ * Nothing composes JSON with printf.
+ */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+/* Bytes that need an escape inside a JSON string. */
+static const unsigned char jsonw_escape[256] = {
+	[0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1,
+	[0x05] = 1, [0x06] = 1, [0x07] = 1, [0x08] = 1, [0x09] = 1,
+	[0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1, [0x0e] = 1,
+	[0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1,
+	[0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1,
+	[0x19] = 1, [0x1a] = 1, [0x1b] = 1, [0x1c] = 1, [0x1d] = 1,
+	[0x1e] = 1, [0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+/*
+ * Return nonzero if one of the eight bytes in x needs a closer look: an
+ * escape, or a byte of a multi-byte character that must be checked.
+ */
+static inline int
+jsonw_special8(uint64_t x)
+{
+	const uint64_t	ones = 0x0101010101010101ULL;
+	uint64_t	q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+	/* Below 0x20, equal to '"' or '\\', or 0x80 and above. */
+	return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) |
+	    ((b - ones) & ~b) | x) & 0x8080808080808080ULL) != 0;
+}
+
+/*
+ * Return how many bytes at the start of s are plain ASCII that needs no
+ * escape inside a JSON string.  Eight bytes at a time: every audit record
+ * and every string corral writes passes through here.
+ */
+size_t
+jsonw_plain(const char *s, size_t n)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	uint64_t		 x;
+	size_t			 i = 0;
+
+	if (n >= 8) {
+		for (; i + 8 <= n; i += 8) {
+			memcpy(&x, p + i, 8);
+			if (jsonw_special8(x))
+				goto bytes;
+		}
+		/* The last eight bytes, overlapping those already seen. */
+		memcpy(&x, p + n - 8, 8);
+		if (!jsonw_special8(x))
+			return n;
+	}
+bytes:
+	for (; i < n; i++)
+		if (jsonw_escape[p[i]] || p[i] >= 0x80)
+			break;
+	return i;
+}
+
+/*
+ * Append s as a JSON string literal to a byte queue: quotes, escapes, and
+ * U+FFFD for every byte that does not start a valid UTF-8 character.
+ */
+void
+jsonw_string(struct ndjson_writer *w, const char *s, size_t n)
+{
+	static const char	hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s;
+	char			 esc[6];
+	size_t			 i, run, len;
+
+	/* Most strings need nothing: one copy. */
+	if ((i = jsonw_plain(s, n)) == n) {
+		ndjson_writer_reserve(w, n + 2);
+		w->buf[w->tail++] = '"';
+		memcpy(w->buf + w->tail, s, n);
+		w->tail += n;
+		w->buf[w->tail++] = '"';
+		return;
+	}
+	ndjson_writer_add(w, "\"", 1);
+	for (run = 0; i < n; ) {
+		if (p[i] >= 0x80) {
+			if ((len = util_utf8_len(p + i, n - i)) != 0) {
+				i += len;
+				continue;
+			}
+			ndjson_writer_add(w, s + run, i - run);
+			ndjson_writer_add(w, "\xef\xbf\xbd", 3);
+			run = ++i;
+			continue;
+		}
+		if (!jsonw_escape[p[i]]) {
+			i++;
+			continue;
+		}
+		ndjson_writer_add(w, s + run, i - run);
+		switch (p[i]) {
+		case '"':  ndjson_writer_add(w, "\\\"", 2); break;
+		case '\\': ndjson_writer_add(w, "\\\\", 2); break;
+		case '\n': ndjson_writer_add(w, "\\n", 2); break;
+		case '\r': ndjson_writer_add(w, "\\r", 2); break;
+		case '\t': ndjson_writer_add(w, "\\t", 2); break;
+		default:
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[p[i] >> 4];
+			esc[5] = hex[p[i] & 15];
+			ndjson_writer_add(w, esc, 6);
+		}
+		run = ++i;
+	}
+	ndjson_writer_add(w, s + run, n - run);
+	ndjson_writer_add(w, "\"", 1);
+}
+
+/*
+ * Make a jansson string from bytes that may not be valid UTF-8 (a tool's
+ * output, a message that quotes a peer): invalid bytes become U+FFFD, so
+ * nothing is silently lost and jansson never refuses it.
+ */
+json_t *
+jsonw_text(const char *s, size_t n)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	struct ndjson_writer	 w;
+	json_t			*j;
+	size_t			 i = 0, len;
+
+	if ((j = json_stringn(s, n)) != NULL)
+		return j;
+	ndjson_writer_init(&w, 0, 1);
+	while (i < n) {
+		len = p[i] == 0 ? 0 : util_utf8_len(p + i, n - i);
+		if (len == 0) {
+			ndjson_writer_add(&w, "\xef\xbf\xbd", 3);
+			i++;
+			continue;
+		}
+		ndjson_writer_add(&w, s + i, len);
+		i += len;
+	}
+	j = json_stringn(w.buf != NULL ? w.buf : "", w.tail);
+	ndjson_writer_free(&w);
+	return j != NULL ? j : json_string("");
+}
+
+/* Start a builder. */
+void
+jsonw_init(struct jsonw *j)
+{
+	memset(j, 0, sizeof *j);
+	ndjson_writer_init(&j->w, 0, 1);
+}
+
+/* Free a builder's buffer. */
+void
+jsonw_free(struct jsonw *j)
+{
+	ndjson_writer_free(&j->w);
+}
+
+/* Write the comma a new element needs, if it is not the first. */
+static void
+jsonw_sep(struct jsonw *j)
+{
+	if (j->after_key) {
+		j->after_key = 0;
+		return;
+	}
+	if (j->depth > 0 && j->count[j->depth - 1]++ > 0)
+		ndjson_writer_add(&j->w, ",", 1);
+}
+
+/* Open an object or array. */
+static void
+jsonw_open(struct jsonw *j, const char *c)
+{
+	jsonw_sep(j);
+	ndjson_writer_add(&j->w, c, 1);
+	if (j->depth >= JSONW_DEPTH)
+		fatalx("jsonw: nested deeper than %d", JSONW_DEPTH);
+	j->count[j->depth++] = 0;
+}
+
+/* Close what jsonw_open opened. */
+static void
+jsonw_close(struct jsonw *j, const char *c)
+{
+	if (j->depth == 0)
+		fatalx("jsonw: close without open");
+	j->depth--;
+	ndjson_writer_add(&j->w, c, 1);
+}
+
+/* Open an object. */
+void
+jsonw_object(struct jsonw *j)
+{
+	jsonw_open(j, "{");
+}
+
+/* Close an object. */
+void
+jsonw_object_end(struct jsonw *j)
+{
+	jsonw_close(j, "}");
+}
+
+/* Open an array. */
+void
+jsonw_array(struct jsonw *j)
+{
+	jsonw_open(j, "[");
+}
+
+/* Close an array. */
+void
+jsonw_array_end(struct jsonw *j)
+{
+	jsonw_close(j, "]");
+}
+
+/* Write a member's key; its value comes next. */
+void
+jsonw_key(struct jsonw *j, const char *key)
+{
+	jsonw_sep(j);
+	jsonw_string(&j->w, key, strlen(key));
+	ndjson_writer_add(&j->w, ":", 1);
+	j->after_key = 1;
+}
+
+/* Write a string value of n bytes. */
+void
+jsonw_strn(struct jsonw *j, const char *s, size_t n)
+{
+	jsonw_sep(j);
+	jsonw_string(&j->w, s, n);
+}
+
+/* Write a NUL-terminated string value (NULL writes null). */
+void
+jsonw_str(struct jsonw *j, const char *s)
+{
+	if (s == NULL) {
+		jsonw_raw(j, "null", 4);
+		return;
+	}
+	jsonw_strn(j, s, strlen(s));
+}
+
+/* Write an unsigned integer value. */
+void
+jsonw_u64(struct jsonw *j, uint64_t v)
+{
+	char	buf[24];
+
+	jsonw_sep(j);
+	ndjson_writer_add(&j->w, buf, util_u64(buf, v));
+}
+
+/*
+ * Write a number value: 15 significant digits, as jansson writes them
+ * for corral, so 0.9 reads 0.9; not-a-number and infinities, which JSON
+ * cannot hold, become null.
+ */
+void
+jsonw_num(struct jsonw *j, double v)
+{
+	char	buf[40];
+	int	n;
+
+	if (!isfinite(v)) {
+		jsonw_raw(j, "null", 4);
+		return;
+	}
+	if (v == (double)(int64_t)v && v > -9e15 && v < 9e15)
+		n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+	else
+		n = snprintf(buf, sizeof buf, "%.15g", v);
+	jsonw_raw(j, buf, (size_t)n);
+}
+
+/* Write true or false. */
+void
+jsonw_bool(struct jsonw *j, int v)
+{
+	if (v)
+		jsonw_raw(j, "true", 4);
+	else
+		jsonw_raw(j, "false", 5);
+}
+
+/* Write a value that is JSON already (a span of a scanned line). */
+void
+jsonw_raw(struct jsonw *j, const char *json, size_t n)
+{
+	jsonw_sep(j);
+	ndjson_writer_add(&j->w, json, n);
+}
+
+/* Return what was built (NUL-terminated, owned by the caller). */
+char *
+jsonw_finish(struct jsonw *j, size_t *len)
+{
+	char	*out;
+
+	if (j->depth != 0)
+		fatalx("jsonw: %d containers left open", j->depth);
+	*len = j->w.tail - j->w.head;
+	out = xmemdup0(j->w.buf != NULL ? j->w.buf + j->w.head : "", *len);
+	jsonw_free(j);
+	return out;
+}
