@@ -512,7 +512,7 @@ function stopTree(a, reason) {
 const METHODS = {
 	'map/connect'(c, p) {
 		if (c.kind === 'client') {
-			c.participantId ??= `client-${++nClients}`;
+			c.participantId ??= `client:${++nClients}`;
 			emit('participant_connected', c.participantId, { participantId: c.participantId,
 			    participantType: p.participantType ?? 'client', ...(p.name && { name: p.name }) });
 		}

@@ -1,6 +1,7 @@
 #!/bin/bash
 # selftest.sh: the MAP harness against its own fake server, before corral
 # has a control socket.  Installs the pinned SDK (install.sh), then:
+#   - sdk-facts.mjs: the facts SPEC.md states about the SDK still hold;
 #   - client.mjs --scenario full against fake-server.mjs: every step ok,
 #     every frame valid;
 #   - the agent.mjs processes the fake server started for that scenario:
@@ -68,6 +69,15 @@ hasnt() {
 	if grep -Eq -- "$3" "$2"; then bad "$1: $(grep -E -m1 -- "$3" "$2")"; else ok "$1"; fi
 }
 
+# --- what SPEC.md says about the SDK still holds for the pinned version
+node "$here/sdk-facts.mjs" >"$tmp/facts.out" 2>&1
+rc=$?
+if [ $rc = 0 ]; then
+	ok "sdk-facts.mjs: $(grep -c '^ok F' "$tmp/facts.out") facts of SPEC.md hold for $MAP_SDK_PKG@$MAP_SDK_VERSION"
+else
+	bad "sdk-facts.mjs: exit $rc: $(grep -E '^FAIL' "$tmp/facts.out" | cut -c1-200 | tr '\n' ' ')"
+fi
+
 # --- the full scenario, agents included
 : >"$tmp/agents.txt"
 if start_server "$tmp/server.log"; then
@@ -93,7 +103,7 @@ if start_server "$tmp/server.log"; then
 	has "agent.mjs: answered ping itself" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok ping'
 	has "agent.mjs: answered a request envelope on the SDK's pipes" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok envelope-request'
 	has "agent.mjs: got map/message" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok message .* from sdk-agent-'
-	has "agent.mjs: replied with AgentConnection.reply" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok reply to client-'
+	has "agent.mjs: replied with AgentConnection.reply" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok reply to client:'
 	has "agent.mjs: exited cleanly when stopped" "$A" '^agent\.mjs\[sdk-leaf-[0-9]+\]: ok exit stdin closed, 0 failed'
 	hasnt "agent.mjs: no failure" "$A" ': FAIL '
 	has "fake-server: agents answered ping" "$L" '^fake-server: ok ping sdk-leaf-'
