@@ -424,5 +424,22 @@ await fact('F22', 'AgentConnection.disconnect() sends map/agents/unregister {age
 	    ['map/agents/unregister', { agentId: 'w-1', reason: 'bye' }, 'map/disconnect', { reason: 'bye' }]);
 });
 
+await fact('F23', 'the server closing the stream fails pending requests (MAPConnectionError) but leaves subscriptions open', async () => {
+	const [cs, ss] = sdk.createStreamPair();
+	const rd = ss.readable.getReader();
+	const wr = ss.writable.getWriter();
+	const c = new sdk.ClientConnection(cs, {});
+	const d = c.connect();
+	await wr.write(ok((await rd.read()).value.id, CONNECT_RESULT));
+	await d;
+	const sp = c.subscribe();
+	await wr.write(ok((await rd.read()).value.id, { subscriptionId: 's1' }));
+	const sub = await sp;
+	const pending = c.listAgents().then(() => 'resolved', (e) => e.name);
+	await rd.read();
+	await wr.close();
+	return same([await pending, c.isConnected, sub.isClosed], ['MAPConnectionError', false, false]);
+});
+
 console.log(`${pass} passed, ${fail} failed`);
 process.exit(fail ? 1 : 0);
