@@ -265,6 +265,7 @@ struct workflow {
 	char			*path;
 	char			*dir;		/* the file's directory */
 	char			*name;
+	char			*description;
 	char			*start;		/* first intent of corral run */
 	struct agent_conf	*agents;
 	size_t			 nagents;
@@ -303,6 +304,16 @@ struct config_error {
 	int	line;
 	int	column;
 	char	msg[512];
+};
+
+/* A key of the workflow file as docs/workflow.md's key tables show it. */
+struct config_keyinfo {
+	const char	*name;		/* in its mapping's scope: restart.max */
+	int		 agent;		/* a key of agents: (and defaults:) */
+	int		 mapping;	/* holds keys of its own */
+	const char	*dflt;		/* as a file writes it; NULL: none */
+	char		 type[128];	/* the doc's type column */
+	const char	*doc;
 };
 
 /* chan.c: a pair of pipe ends carrying NDJSON, with backpressure. */
@@ -846,6 +857,7 @@ void	 config_print(FILE *, const struct workflow *);
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
+int	 config_keyinfo(size_t, struct config_keyinfo *);
 
 /* spawn.c */
 struct spawn_result {

@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -557,7 +559,7 @@ test_json_form(void **state)
 	config_free(b);
 }
 
-/* Heartbeat forms: off, false, a duration, a number, a map. */
+/* Heartbeat forms: off (or false, none, 0), a duration, a number, a map. */
 static void
 test_heartbeat_forms(void **state)
 {
@@ -566,7 +568,9 @@ test_heartbeat_forms(void **state)
 		double		 interval;
 		unsigned int	 misses;
 	} cases[] = {
-		{ "off", 0, 3 }, { "false", 0, 3 }, { "2s", 2, 3 },
+		{ "off", 0, 3 }, { "false", 0, 3 }, { "none", 0, 3 },
+		{ "0", 0, 3 }, { "{interval: off, misses: 2}", 0, 2 },
+		{ "2s", 2, 3 },
 		{ "2", 2, 3 }, { "250ms", 0.25, 3 }, { "10ms", 0.01, 3 },
 		{ "{interval: 1m}", 60, 3 }, { "{misses: 7}", 5, 7 },
 		{ "{interval: 3s, misses: 1}", 3, 1 },
@@ -639,6 +643,110 @@ test_restart_forms(void **state)
 	    "one_for_all");
 	assert_string_equal(config_strategy_name(STRATEGY_REST_FOR_ONE),
 	    "rest_for_one");
+}
+
+/* Return the message a workflow is refused with (static storage). */
+static const char *
+refusal(const char *text)
+{
+	static struct config_error	 err;
+	struct workflow			*wf;
+
+	wf = config_load_string(text, strlen(text), "test.yaml", &err);
+	if (wf != NULL) {
+		config_free(wf);
+		fail_msg("accepted:\n%s", text);
+	}
+	return err.msg;
+}
+
+/*
+ * An unknown key names the key one or two letters away, else the few keys
+ * a small mapping has; never a key that is not allowed there.
+ */
+static void
+test_unknown_key_suggestions(void **state)
+{
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    timout: 5s\n"), "agents.a: unknown key 'timout' "
+	    "(did you mean 'timeout'?)");
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    heartbeat: {misess: 2}\n"), "agents.a.heartbeat: unknown key "
+	    "'misess' (did you mean 'misses'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nretry: "
+	    "{maxdelay: 1s}\n"), "retry: unknown key 'maxdelay' (did you mean "
+	    "'max_delay'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nrotues: {}\n"),
+	    "the workflow: unknown key 'rotues' (did you mean 'routes'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nlimits: "
+	    "{max_stepz: 1}\n"), "limits: unknown key 'max_stepz' (did you "
+	    "mean 'max_steps'?)");
+	/* Nothing close: a small mapping lists its keys, a large one not. */
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    stop: {after: 1s}\n"), "agents.a.stop: unknown key 'after' "
+	    "(one of grace, timeout)");
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    colour: red\n"), "agents.a: unknown key 'colour'");
+	/* An agent's key outside an agent says where it belongs. */
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\n"
+	    "timeout: 5s\n"), "the workflow: unknown key 'timeout' here: it is "
+	    "a key of an agent's settings (in an entry of agents:, or in "
+	    "defaults:)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\n"
+	    "limits: {nofile: 5}\n"), "limits: unknown key 'nofile' here: it "
+	    "is a key of an agent's limits: (in an entry of agents:, or in "
+	    "defaults:)");
+	/* cmd cannot be in defaults:, so it is never what was meant there. */
+	assert_null(strstr(refusal("defaults:\n  cmdd: [cat]\nagents:\n"
+	    "  a: {cmd: [cat]}\n"), "'cmd'"));
+}
+
+/* Find a key of the table by its scope and name; -1 when there is none. */
+static ssize_t
+key_index(int agent, const char *name)
+{
+	struct config_keyinfo	ki;
+	size_t			i;
+
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++)
+		if (ki.agent == agent && strcmp(ki.name, name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/*
+ * The key table is whole: names unique, each inside a mapping that is in
+ * the table, defaults only for values, and a line of doc for every key.
+ */
+static void
+test_key_table(void **state)
+{
+	struct config_keyinfo	ki, parent;
+	char			name[128], *dot;
+	size_t			i;
+
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
+		if (key_index(ki.agent, ki.name) != (ssize_t)i)
+			fail_msg("%s is declared twice", ki.name);
+		if (ki.doc == NULL || ki.doc[0] == '\0')
+			fail_msg("%s has no doc", ki.name);
+		if (ki.mapping && ki.dflt != NULL)
+			fail_msg("%s: a mapping with a default", ki.name);
+		if (ki.type[0] == '\0')
+			fail_msg("%s has no type", ki.name);
+		strlcpy(name, ki.name, sizeof name);
+		if ((dot = strrchr(name, '.')) == NULL)
+			continue;
+		*dot = '\0';
+		if (key_index(ki.agent, name) < 0)
+			fail_msg("%s is in %s, which is no key", ki.name, name);
+		config_keyinfo((size_t)key_index(ki.agent, name), &parent);
+		if (!parent.mapping)
+			fail_msg("%s is in %s, which is no mapping", ki.name,
+			    name);
+	}
+	assert_true(i > 50);
+	assert_int_equal(config_keyinfo(i, &ki), -1);
 }
 
 /* max_line: sizes from 64 bytes to 256MiB, in any unit. */
@@ -803,6 +911,9 @@ static const struct bad_conf bad_confs[] = {
 	    "agents.a.ready: expected spawn or handshake" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    restart: always\n", 4, 14,
 	    "agents.a.restart: expected permanent, transient or temporary" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    restart: {policy: always}\n", 4,
+	    23, "agents.a.restart.policy: expected permanent, transient or "
+	    "temporary" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    children: {strategy: all}\n", 4,
 	    26, "agents.a.children.strategy: expected one_for_one" },
 	{ "agents: [a, b]\n", 1, 9, "agents: expected a mapping" },
@@ -991,6 +1102,8 @@ main(void)
 		cmocka_unit_test(test_errors_with_positions),
 		cmocka_unit_test(test_nul_byte_refused),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_unknown_key_suggestions),
+		cmocka_unit_test(test_key_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
