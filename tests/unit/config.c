@@ -7,6 +7,7 @@
  * where a text editor would show the problem.
  */
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -749,6 +750,225 @@ test_key_table(void **state)
 	assert_int_equal(config_keyinfo(i, &ki), -1);
 }
 
+/* Trim the blanks around a table cell, in place. */
+static char *
+doc_trim(char *s)
+{
+	char	*e;
+
+	while (*s == ' ')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+/* Split a table row "| a | b |" into at most max trimmed cells. */
+static size_t
+doc_cells(char *line, char **cells, size_t max)
+{
+	size_t	n = 0;
+	char	*p = line + 1, *bar;
+
+	while (n < max && (bar = strchr(p, '|')) != NULL) {
+		*bar = '\0';
+		cells[n++] = doc_trim(p);
+		p = bar + 1;
+	}
+	return n;
+}
+
+/* Where the key tables under a docs/workflow.md heading belong. */
+struct doc_place {
+	int	agent;
+	char	prefix[64];	/* "", "restart.", "limits.budget." */
+};
+
+/* Follow a heading: "## agents", "## limits", "### restart", ... */
+static void
+doc_heading(const char *line, struct doc_place *section,
+    struct doc_place *here)
+{
+	char	word[64];
+
+	if (sscanf(line + strspn(line, "#"), " %63[A-Za-z_-]", word) != 1)
+		word[0] = '\0';
+	if (strncmp(line, "## ", 3) == 0) {
+		section->agent = strcmp(word, "agents") == 0;
+		if (section->agent || strcmp(line, "## Top-level keys\n") == 0)
+			section->prefix[0] = '\0';
+		else
+			snprintf(section->prefix, sizeof section->prefix, "%s.",
+			    word);
+		*here = *section;
+	} else {
+		here->agent = section->agent;
+		snprintf(here->prefix, sizeof here->prefix, "%s%s.",
+		    section->prefix, word);
+	}
+}
+
+/* Check one row of a key table against the key table; count problems. */
+static int
+doc_row(const struct doc_place *here, char **cells, size_t n, int ctype,
+    int cdefault, unsigned char *seen)
+{
+	struct config_keyinfo	ki;
+	char			name[128], want[160];
+	ssize_t			i;
+	size_t			len = strlen(cells[0]);
+
+	if (len < 3 || cells[0][0] != '`' || cells[0][len - 1] != '`') {
+		print_message("docs: a key table row without a `key`: %s\n",
+		    cells[0]);
+		return 1;
+	}
+	snprintf(name, sizeof name, "%s%.*s", here->prefix, (int)len - 2,
+	    cells[0] + 1);
+	if ((i = key_index(here->agent, name)) < 0) {
+		print_message("docs: %s%s is no key of the workflow file\n",
+		    here->agent ? "agents.*." : "", name);
+		return 1;
+	}
+	seen[i] = 1;
+	config_keyinfo((size_t)i, &ki);
+	if (ctype >= 0 && (size_t)ctype < n &&
+	    strcmp(cells[ctype], ki.type) != 0) {
+		print_message("docs: %s: type '%s', the table says '%s'\n",
+		    name, cells[ctype], ki.type);
+		return 1;
+	}
+	if (cdefault < 0 || (size_t)cdefault >= n || ki.mapping)
+		return 0;
+	if (ki.dflt != NULL) {
+		snprintf(want, sizeof want, "`%s`", ki.dflt);
+		if (strncmp(cells[cdefault], want, strlen(want)) == 0)
+			return 0;
+	} else if (cells[cdefault][0] != '`')
+		return 0;
+	print_message("docs: %s: default '%s', the table says %s\n", name,
+	    cells[cdefault], ki.dflt != NULL ? want : "none");
+	return 1;
+}
+
+/* Open docs/workflow.md, or skip the test when run outside ctest. */
+static FILE *
+doc_open(void)
+{
+	const char	*data = getenv("CORRAL_TEST_DATA");
+	char		 path[1024];
+	FILE		*f;
+
+	if (data == NULL)
+		skip();
+	snprintf(path, sizeof path, "%s/../docs/workflow.md", data);
+	if ((f = fopen(path, "r")) == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	return f;
+}
+
+/*
+ * Every complete workflow docs/workflow.md shows (a yaml or json block with
+ * agents: at its top) loads.
+ */
+static void
+test_docs_examples_load(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 line[2048], *text = NULL;
+	size_t			 len = 0, n = 0;
+	FILE			*f = doc_open(), *block = NULL;
+	int			 bad = 0;
+
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (block == NULL) {
+			if (strcmp(line, "```yaml\n") == 0 ||
+			    strcmp(line, "```json\n") == 0)
+				block = open_memstream(&text, &len);
+			continue;
+		}
+		if (strcmp(line, "```\n") != 0) {
+			fputs(line, block);
+			continue;
+		}
+		fclose(block);
+		block = NULL;
+		if (strncmp(text, "agents:", 7) == 0 ||
+		    strstr(text, "\nagents:") != NULL ||
+		    strncmp(text, "{\"agents\"", 10) == 0) {
+			n++;
+			wf = config_load_string(text, len, "doc.yaml", &err);
+			if (wf == NULL) {
+				print_message("docs: an example does not load: "
+				    "%d:%d: %s\n%s", err.line, err.column,
+				    err.msg, text);
+				bad++;
+			}
+			config_free(wf);
+		}
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	assert_int_equal(bad, 0);
+	assert_true(n >= 5);
+}
+
+/*
+ * docs/workflow.md's key tables and the key table agree: every key is in
+ * the docs, under its mapping's heading, with the table's type and
+ * default, and the docs list no key the table lacks.
+ */
+static void
+test_docs_match_table(void **state)
+{
+	struct config_keyinfo	 ki;
+	struct doc_place	 section = { 0, "" }, here = { 0, "" };
+	unsigned char		 seen[512] = { 0 };
+	char			 line[2048], *cells[8];
+	size_t			 n, i;
+	int			 table = 0, ctype = -1, cdefault = -1;
+	int			 bad = 0;
+	FILE			*f = doc_open();
+
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "## ", 3) == 0 ||
+		    strncmp(line, "### ", 4) == 0) {
+			doc_heading(line, &section, &here);
+			continue;
+		}
+		if (line[0] != '|') {
+			table = 0;
+			continue;
+		}
+		n = doc_cells(line, cells, 8);
+		if (table == 0) {
+			/* A header row: is it a table of keys? */
+			table = n > 0 && strcmp(cells[0], "key") == 0 ? 1 : -1;
+			ctype = cdefault = -1;
+			for (i = 0; i < n; i++) {
+				if (strcmp(cells[i], "type") == 0)
+					ctype = (int)i;
+				if (strcmp(cells[i], "default") == 0)
+					cdefault = (int)i;
+			}
+		} else if (table == 1 && strncmp(cells[0], "---", 3) != 0)
+			bad += doc_row(&here, cells, n, ctype, cdefault, seen);
+	}
+	fclose(f);
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
+		if (!seen[i]) {
+			print_message("docs: %s%s (%s) is not in workflow.md's "
+			    "key tables\n", ki.agent ? "agents.*." : "",
+			    ki.name, ki.type);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
 /* max_line: sizes from 64 bytes to 256MiB, in any unit. */
 static void
 test_max_line_sizes(void **state)
@@ -1104,6 +1324,8 @@ main(void)
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_unknown_key_suggestions),
 		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_docs_match_table),
+		cmocka_unit_test(test_docs_examples_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
