@@ -506,16 +506,59 @@ config_table_read_routes(struct config_reader *rd,
 	return 0;
 }
 
-/* Read cmd:, the program's argv: a list, never a string to split. */
+/* Return nonzero when s holds only characters a plain YAML word may. */
+static int
+config_table_plain_words(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (strchr(" \t\r\n", *s) == NULL && strchr("._/+=@%-",
+		    *s) == NULL && !((*s >= 'a' && *s <= 'z') ||
+		    (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Refuse a cmd: that is one string with spaces.  corral runs no shell, so
+ * splitting it would be a guess at the user's quoting; the message shows
+ * the list to write instead.
+ */
+static int
+config_table_cmd_spaces(struct config_reader *rd, const struct config_node *n,
+    const char *path)
+{
+	char	 list[256] = "", *copy, *word, *last;
+
+	if (config_table_plain_words(n->str)) {
+		copy = xstrdup(n->str);
+		for (word = strtok_r(copy, " \t\r\n", &last); word != NULL;
+		    word = strtok_r(NULL, " \t\r\n", &last)) {
+			if (list[0] != '\0')
+				strlcat(list, ", ", sizeof list);
+			strlcat(list, word, sizeof list);
+		}
+		free(copy);
+	} else
+		strlcpy(list, "./agent, --flag", sizeof list);
+	return config_err(rd, n, "%s: a command with spaces must be a list "
+	    "of its words, such as [%s]; corral runs no shell and never "
+	    "splits a string", path, list);
+}
+
+/*
+ * Read cmd:, the program's argv.  A single word is a list of one, as
+ * for every list of strings; a string with spaces is refused.
+ */
 static int
 config_table_read_cmd(struct config_reader *rd, const struct config_key *k,
     void *base, const struct config_node *n, const char *path)
 {
 	struct agent_conf	*ac = base;
 
-	if (n->type == CONFIG_SCALAR)
-		return config_err(rd, n, "%s: expected an argv list, such as "
-		    "[./agent, --flag]", path);
+	if (n->type == CONFIG_SCALAR &&
+	    n->str[strcspn(n->str, " \t\r\n")] != '\0')
+		return config_table_cmd_spaces(rd, n, path);
 	if (config_read_list(rd, n, path, &ac->argv, &ac->argc) != 0)
 		return -1;
 	if (ac->argc == 0 || ac->argv[0][0] == '\0')

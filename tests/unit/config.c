@@ -646,6 +646,40 @@ test_restart_forms(void **state)
 	    "rest_for_one");
 }
 
+/* cmd: a single word is a list of one; a list is taken as it is. */
+static void
+test_cmd_forms(void **state)
+{
+	static const struct {
+		const char	*value;
+		size_t		 argc;
+		const char	*argv0;
+		const char	*argv1;
+	} cases[] = {
+		{ "cat", 1, "cat", NULL },
+		{ "./agent.sh", 1, "./agent.sh", NULL },
+		{ "\"/usr/bin/env\"", 1, "/usr/bin/env", NULL },
+		{ "[cat]", 1, "cat", NULL },
+		{ "[python3, \"agent one.py\"]", 2, "python3", "agent one.py" },
+	};
+	struct workflow	*wf;
+	char		 text[256];
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "agents:\n  a:\n    cmd: %s\n",
+		    cases[i].value);
+		wf = load(text);
+		assert_int_equal(wf->agents[0].argc, cases[i].argc);
+		assert_string_equal(wf->agents[0].argv[0], cases[i].argv0);
+		if (cases[i].argv1 != NULL)
+			assert_string_equal(wf->agents[0].argv[1],
+			    cases[i].argv1);
+		assert_null(wf->agents[0].argv[cases[i].argc]);
+		config_free(wf);
+	}
+}
+
 /* Return the message a workflow is refused with (static storage). */
 static const char *
 refusal(const char *text)
@@ -1119,8 +1153,13 @@ static const struct bad_conf bad_confs[] = {
 	    "agents.a.env.A: expected a string" },
 	{ "name: {x: 1}\nagents:\n  a: {cmd: [cat]}\n", 1, 7,
 	    "name: expected a string" },
-	{ "agents:\n  a:\n    cmd: cat\n", 3, 10,
-	    "agents.a.cmd: expected an argv list" },
+	{ "agents:\n  a:\n    cmd: \"python3 agent.py\"\n", 3, 10,
+	    "agents.a.cmd: a command with spaces must be a list of its words, "
+	    "such as [python3, agent.py]" },
+	{ "agents:\n  a:\n    cmd: \"sh -c 'exec cat'\"\n", 3, 10,
+	    "such as [./agent, --flag]" },
+	{ "agents:\n  a:\n    cmd: \"\"\n", 3, 10,
+	    "agents.a.cmd: the command is empty" },
 	{ "agents:\n  a:\n    cmd: [cat, [x]]\n", 3, 16,
 	    "agents.a.cmd[1]: expected a string" },
 	{ "agents:\n  a:\n    cmd: []\n", 3, 10,
@@ -1322,6 +1361,7 @@ main(void)
 		cmocka_unit_test(test_errors_with_positions),
 		cmocka_unit_test(test_nul_byte_refused),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_cmd_forms),
 		cmocka_unit_test(test_unknown_key_suggestions),
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_docs_match_table),
