@@ -103,7 +103,7 @@ _Static_assert(sizeof(enum missing_confidence) == sizeof(int), "enum size");
 			.read = config_table_read_rlimit
 
 /*
- * The order is the order of `corral check`'s print, and, within a mapping,
+ * The order is the order of `corral check --print`, and, within a mapping,
  * the order in which CONFIG_LATE keys are read (agents before routes).
  */
 const struct config_key config_table[] = {

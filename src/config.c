@@ -2,10 +2,16 @@
  * The workflow file: YAML (JSON is YAML too), made a tree of nodes that
  * remember where the file has them (config-yaml.c), then read into struct
  * workflow by walking the key table of config-table.c, which also gives
- * the defaults and the order `corral check` prints in.  Every
+ * the defaults and the order `corral check --print` prints in.  Every
  * error names the file, line and column and the key's path, and unknown
  * keys are errors, so a typo never silently becomes a default.
+ *
+ * config_check then checks what the file alone cannot say (the programs
+ * exist) and warns of what would fail later; `corral check`, `run` and
+ * `serve` all go through it.
  */
+
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +19,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "corral.h"
 #include "config.h"
@@ -620,10 +627,22 @@ config_find_agent(const struct workflow *wf, const char *name)
 static int
 config_build(struct config_reader *rd, const struct config_node *root)
 {
-	int	rc;
+	struct workflow			*wf = rd->wf;
+	const struct config_node	*where = root;
+	ssize_t				 i;
+	int				 rc;
 
 	config_fill(CONFIG_AGENT, &rd->defaults);
-	rc = config_read_map(rd, CONFIG_TOP, rd->wf, "", root, NULL);
+	rc = config_read_map(rd, CONFIG_TOP, wf, "", root, NULL);
+	if (rc == 0) {
+		/* A warning about start: points at it, or at the routes. */
+		if ((i = config_yaml_index(root, "start")) >= 0)
+			where = root->kids[i + 1];
+		else if ((i = config_yaml_index(root, "routes")) >= 0)
+			where = root->kids[i];
+		wf->start_line = where->line;
+		wf->start_column = where->column;
+	}
 	config_agent_free(&rd->defaults);
 	return rc;
 }
@@ -934,7 +953,7 @@ config_print_map(FILE *f, int scope, const void *base, const char *prefix,
 
 /*
  * Print the workflow back in normalized form: every key, with defaults
- * filled in, in a fixed order.  `corral check` prints this, and
+ * filled in, in a fixed order.  `corral check --print` prints this, and
  * the golden tests compare it.
  */
 void
@@ -1015,4 +1034,132 @@ config_keyinfo(size_t i, struct config_keyinfo *ki)
 	ki->doc = k->doc;
 	config_key_type(k, ki->type, sizeof ki->type);
 	return 0;
+}
+
+/* Print a problem as corral reports them: file, line and column, what. */
+static void __attribute__((format(printf, 6, 7)))
+config_report(FILE *f, const char *file, int line, int column,
+    const char *kind, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (line > 0)
+		fprintf(f, "corral: %s:%d:%d: %s", file, line, column, kind);
+	else
+		fprintf(f, "corral: %s: %s", file, kind);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
+
+/* Print a loading error. */
+void
+config_print_error(FILE *f, const char *file, const struct config_error *ce)
+{
+	config_report(f, file, ce->line, ce->column, "", "%s", ce->msg);
+}
+
+/*
+ * Check that prog can be found and run for agent ac, as spawn will look
+ * for it: with the agent's PATH (its env: may set one).  On failure, says
+ * why in buf.
+ */
+static int
+config_check_program(const struct workflow *wf, const struct agent_conf *ac,
+    const char *prog, char *buf, size_t len)
+{
+	struct stat	 st;
+	const char	*path = getenv("PATH");
+	char		*file;
+	size_t		 i;
+	int		 rc = 0;
+
+	for (i = 0; i < ac->nenv; i++)
+		if (strcmp(ac->env[i].key, "PATH") == 0)
+			path = ac->env[i].value;
+	if ((file = spawn_find(prog, wf, path)) == NULL) {
+		snprintf(buf, len, "%s: %s", prog, strerror(errno));
+		return -1;
+	}
+	if (stat(file, &st) == -1 || access(file, X_OK) == -1) {
+		snprintf(buf, len, "%s: %s", prog, strerror(errno));
+		rc = -1;
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(buf, len, "%s: not a regular file", prog);
+		rc = -1;
+	}
+	free(file);
+	return rc;
+}
+
+/*
+ * The program an exec adapter runs, when the file names it: not a
+ * template, which only a request can fill in.
+ */
+static const char *
+config_exec_program(const struct agent_conf *ac)
+{
+	const char	*s;
+
+	if (ac->adapter == NULL || strcmp(ac->adapter, "exec") != 0)
+		return NULL;
+	s = json_string_value(json_array_get(json_object_get(
+	    ac->adapter_conf, "argv"), 0));
+	if (s == NULL || *s == '\0' || strstr(s, "{{") != NULL)
+		return NULL;
+	return s;
+}
+
+/* Return nonzero when a request for intent would find a route. */
+static int
+config_routed(const struct workflow *wf, const char *intent)
+{
+	size_t	i;
+
+	for (i = 0; i < wf->nroutes; i++) {
+		if (strcmp(wf->routes[i].intent, intent) == 0 ||
+		    strcmp(wf->routes[i].intent, "*") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Check what loading cannot see in the file alone, and print each problem
+ * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
+ * what would fail only later: an exec adapter's program cannot be found
+ * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
+ * start intent.  `corral check`, `run` and `serve` all call this, so that
+ * what one refuses, all refuse.  Returns the number of errors.
+ */
+int
+config_check(const struct workflow *wf, int flags, FILE *f)
+{
+	const struct agent_conf	*ac;
+	const char		*prog;
+	char			 why[512];
+	size_t			 i;
+	int			 errors = 0;
+
+	for (i = 0; i < wf->nagents; i++) {
+		ac = &wf->agents[i];
+		if (ac->argv != NULL && config_check_program(wf, ac,
+		    ac->argv[0], why, sizeof why) != 0) {
+			config_report(f, wf->path, ac->line, ac->column, "",
+			    "agents.%s.cmd: %s", ac->name, why);
+			errors++;
+		}
+		if ((prog = config_exec_program(ac)) != NULL &&
+		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
+			config_report(f, wf->path, ac->line, ac->column,
+			    "warning: ", "agents.%s.adapter.argv: %s", ac->name,
+			    why);
+	}
+	if ((flags & CONFIG_CHECK_START) && !config_routed(wf, wf->start))
+		config_report(f, wf->path, wf->start_line, wf->start_column,
+		    "warning: ", "start: intent '%s' has no route and routes: "
+		    "has no \"*\" fallback, so corral run would fail with "
+		    "no_route", wf->start);
+	return errors;
 }

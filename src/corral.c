@@ -6,10 +6,7 @@
  * renders the agent tree recorded in an audit log.
  */
 
-#include <sys/stat.h>
-
 #include <err.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +31,7 @@ static const struct cmd cmds[] = {
 	    cmd_run },
 	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] [-v]",
 	    cmd_serve },
-	{ "check", "check FILE", cmd_check },
+	{ "check", "check [-p | --print] FILE", cmd_check },
 	{ "tree", "tree --log FILE [--format text|dot|mermaid]", cmd_tree },
 	{ NULL, NULL, NULL }
 };
@@ -55,26 +52,32 @@ usage(FILE *f)
 	    "result\n"
 	    "  serve   route envelopes from stdin, one result line each on "
 	    "stdout\n"
-	    "  check   validate a workflow file and print it normalized\n"
+	    "  check   validate a workflow file: ok, or its problems; --print "
+	    "shows it\n"
+	    "          normalized, every default filled in\n"
 	    "  tree    render the agent tree from an audit log\n\n"
 	    "Exit status: 0 success, 1 the workflow failed, 2 usage or "
 	    "configuration error,\n130 interrupted (SIGINT), 143 terminated "
 	    "(SIGTERM).  See corral(1).\n");
 }
 
-/* Load a workflow file or exit with the error and its position. */
+/*
+ * Load a workflow file and check it, as run, serve and check all do: every
+ * error and warning goes to stderr, and a file with an error exits 2
+ * before anything starts.  flags are config_check's.
+ */
 static struct workflow *
-load_or_exit(const char *path)
+cmd_load(const char *path, int flags)
 {
 	struct workflow		*wf;
 	struct config_error	 ce;
 
 	if ((wf = config_load(path, &ce)) == NULL) {
-		if (ce.line > 0)
-			fprintf(stderr, "corral: %s:%d:%d: %s\n", path, ce.line,
-			    ce.column, ce.msg);
-		else
-			fprintf(stderr, "corral: %s: %s\n", path, ce.msg);
+		config_print_error(stderr, path, &ce);
+		exit(EXIT_USAGE);
+	}
+	if (config_check(wf, flags, stderr) != 0) {
+		config_free(wf);
 		exit(EXIT_USAGE);
 	}
 	return wf;
@@ -149,7 +152,7 @@ cmd_start(int argc, char **argv, int mode)
 		errx(EXIT_USAGE, "serve: --goal does not apply; envelopes come "
 		    "on stdin");
 	log_init(verbose);
-	wf = load_or_exit(argv[0]);
+	wf = cmd_load(argv[0], mode == MODE_RUN ? CONFIG_CHECK_START : 0);
 	if (logpath != NULL && logpath[0] != '/') {
 		/* Keep relative to where the user stood. */
 		char *cwd = getcwd(NULL, 0);
@@ -181,51 +184,43 @@ cmd_serve(int argc, char **argv)
 	return cmd_start(argc, argv, MODE_SERVE);
 }
 
-/*
- * Check that each agent's program can be found and run.  Returns the
- * number of problems, reported on stderr.
- */
-static int
-check_programs(const struct workflow *wf)
-{
-	const struct agent_conf	*ac;
-	char			*path;
-	size_t			 i;
-	int			 bad = 0;
-
-	for (i = 0; i < wf->nagents; i++) {
-		ac = &wf->agents[i];
-		if (ac->argv == NULL)
-			continue;
-		path = spawn_find(ac->argv[0], wf, getenv("PATH"));
-		if (path == NULL || access(path, X_OK) != 0) {
-			fprintf(stderr, "corral: %s:%d:%d: agents.%s.cmd: %s: "
-			    "%s\n", wf->path, ac->line, ac->column, ac->name,
-			    ac->argv[0], strerror(errno));
-			bad++;
-		}
-		free(path);
-		errno = 0;
-	}
-	return bad;
-}
-
-/* corral check FILE. */
+/* corral check [--print] FILE. */
 static int
 cmd_check(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "print", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
 	struct workflow	*wf;
-	int		 bad;
+	int		 ch, print = 0;
 
-	if (argc != 2) {
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			print = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	wf = load_or_exit(argv[1]);
-	bad = check_programs(wf);
-	config_print(stdout, wf);
+	wf = cmd_load(argv[optind], CONFIG_CHECK_START);
+	if (print)
+		config_print(stdout, wf);
+	else
+		printf("ok\n");
 	config_free(wf);
-	return bad ? EXIT_USAGE : 0;
+	return 0;
 }
 
 /* corral tree --log FILE [--format text|dot|mermaid]. */

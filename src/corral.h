@@ -267,6 +267,8 @@ struct workflow {
 	char			*name;
 	char			*description;
 	char			*start;		/* first intent of corral run */
+	int			 start_line;	/* where a warning about start: */
+	int			 start_column;	/* points: it, routes: or the top */
 	struct agent_conf	*agents;
 	size_t			 nagents;
 	struct route_conf	*routes;
@@ -854,6 +856,9 @@ struct workflow *config_load_string(const char *, size_t, const char *,
 	    struct config_error *);
 void	 config_free(struct workflow *);
 void	 config_print(FILE *, const struct workflow *);
+void	 config_print_error(FILE *, const char *, const struct config_error *);
+int	 config_check(const struct workflow *, int, FILE *);
+#define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);

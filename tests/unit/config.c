@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -736,6 +737,121 @@ test_unknown_key_suggestions(void **state)
 	    "  a: {cmd: [cat]}\n"), "'cmd'"));
 }
 
+/* A scratch directory for config_check's programs. */
+static char	check_dir[] = "/tmp/corral-unit-check-XXXXXX";
+
+/* Make a file in check_dir with a mode. */
+static void
+check_file(const char *name, mode_t mode)
+{
+	char	path[256];
+	FILE	*f;
+
+	snprintf(path, sizeof path, "%s/%s", check_dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/*
+ * Load text as a workflow file in check_dir and check it: the number of
+ * errors, and what was printed into out (to free).
+ */
+static int
+check_text(const char *text, int flags, char **out)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 name[256];
+	size_t			 len = 0;
+	FILE			*f;
+	int			 errors;
+
+	snprintf(name, sizeof name, "%s/wf.yaml", check_dir);
+	wf = config_load_string(text, strlen(text), name, &err);
+	if (wf == NULL)
+		fail_msg("refused at %d:%d: %s\n%s", err.line, err.column,
+		    err.msg, text);
+	assert_non_null(f = open_memstream(out, &len));
+	errors = config_check(wf, flags, f);
+	fclose(f);
+	config_free(wf);
+	return errors;
+}
+
+/* Expect config_check to print exactly want, after the directory. */
+static void
+check_expect(const char *text, int flags, int errors, const char *want)
+{
+	char	*out, full[1024];
+
+	assert_int_equal(check_text(text, flags, &out), errors);
+	if (want[0] == '\0')
+		full[0] = '\0';
+	else
+		snprintf(full, sizeof full, "corral: %s/wf.yaml:%s\n",
+		    check_dir, want);
+	assert_string_equal(out, full);
+	free(out);
+}
+
+/*
+ * config_check, which check, run and serve share: programs that cannot be
+ * found or run are errors; an exec adapter's missing program and a start
+ * intent no route serves are warnings.
+ */
+static void
+test_check(void **state)
+{
+	char	text[512];
+
+	assert_non_null(mkdtemp(check_dir));
+	check_file("tool", 0755);
+	check_file("text", 0644);
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {\"*\": a}\n",
+	    CONFIG_CHECK_START, 0, "");
+	check_expect("agents:\n  a: {cmd: [./nope]}\nroutes: {\"*\": a}\n",
+	    CONFIG_CHECK_START, 1,
+	    "2:3: agents.a.cmd: ./nope: No such file or directory");
+	check_expect("agents:\n  a: {cmd: [./text]}\nroutes: {\"*\": a}\n",
+	    0, 1, "2:3: agents.a.cmd: ./text: Permission denied");
+	check_expect("agents:\n  a: {cmd: [/tmp]}\nroutes: {\"*\": a}\n", 0, 1,
+	    "2:3: agents.a.cmd: /tmp: not a regular file");
+	/* A bare name is looked for on the agent's own PATH. */
+	snprintf(text, sizeof text, "agents:\n  a:\n    cmd: tool\n"
+	    "    env: {PATH: %s}\nroutes: {\"*\": a}\n", check_dir);
+	check_expect(text, 0, 0, "");
+	check_expect("agents:\n  a: {cmd: corral-unit-no-such-tool}\n"
+	    "routes: {\"*\": a}\n", 0, 1, "2:3: agents.a.cmd: "
+	    "corral-unit-no-such-tool: No such file or directory");
+	/* exec: a warning, and nothing for a template. */
+	check_expect("agents:\n  a: {adapter: {type: exec, argv: [./nope]}}\n"
+	    "routes: {\"*\": a}\n", 0, 0, "2:3: warning: "
+	    "agents.a.adapter.argv: ./nope: No such file or directory");
+	check_expect("agents:\n  a: {adapter: {type: exec, argv: "
+	    "[\"{{task}}\"]}}\nroutes: {\"*\": a}\n", 0, 0, "");
+	/* start: at the value, at routes:, or at the top of the file. */
+	check_expect("start: analyze\nagents:\n  a: {cmd: [./tool]}\n"
+	    "routes: {plan: a}\n", CONFIG_CHECK_START, 0, "1:8: warning: "
+	    "start: intent 'analyze' has no route and routes: has no \"*\" "
+	    "fallback, so corral run would fail with no_route");
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {plan: a}\n", 0, 0,
+	    "");
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {execute: a}\n",
+	    CONFIG_CHECK_START, 0, "3:1: warning: start: intent 'plan' has no "
+	    "route and routes: has no \"*\" fallback, so corral run would fail "
+	    "with no_route");
+	check_expect("# top\nagents:\n  a: {cmd: [./tool]}\n",
+	    CONFIG_CHECK_START, 0, "2:1: warning: start: intent 'plan' has no "
+	    "route and routes: has no \"*\" fallback, so corral run would fail "
+	    "with no_route");
+	check_expect("start: analyze\nagents:\n  a: {cmd: [./tool]}\n"
+	    "routes: {analyze: a}\n", CONFIG_CHECK_START, 0, "");
+	snprintf(text, sizeof text, "rm -rf '%s'", check_dir);
+	assert_int_equal(system(text), 0);
+}
+
 /* Find a key of the table by its scope and name; -1 when there is none. */
 static ssize_t
 key_index(int agent, const char *name)
@@ -1363,6 +1479,7 @@ main(void)
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_cmd_forms),
 		cmocka_unit_test(test_unknown_key_suggestions),
+		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_docs_match_table),
 		cmocka_unit_test(test_docs_examples_load),
