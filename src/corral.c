@@ -15,7 +15,7 @@
 
 #include "corral.h"
 
-struct cmd {
+struct cmd_entry {
 	const char	*name;
 	const char	*usage;
 	int		(*exec)(int, char **);
@@ -26,7 +26,7 @@ static int	cmd_serve(int, char **);
 static int	cmd_check(int, char **);
 static int	cmd_tree(int, char **);
 
-static const struct cmd cmds[] = {
+static const struct cmd_entry cmds[] = {
 	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] [-v]",
 	    cmd_run },
 	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] [-v]",
@@ -42,9 +42,10 @@ static int	verbose;
 static void
 usage(FILE *f)
 {
-	const struct cmd	*c;
+	const struct cmd_entry	*c;
 
-	fprintf(f, "usage: corral [-v] [--help] [--version] COMMAND ...\n\n");
+	fprintf(f, "usage: corral [-hVv] [--help] [--version] [--verbose] "
+	    "COMMAND ...\n\n");
 	for (c = cmds; c->name != NULL; c++)
 		fprintf(f, "  corral %s\n", c->usage);
 	fprintf(f, "\n"
@@ -104,7 +105,7 @@ cmd_start(int argc, char **argv, int mode)
 	size_t		 maxline = 0;
 	int		 ch, text = 0, rc;
 
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "g:l:o:m:vh", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -196,7 +197,7 @@ cmd_check(int argc, char **argv)
 	struct workflow	*wf;
 	int		 ch, print = 0;
 
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -235,7 +236,7 @@ cmd_tree(int argc, char **argv)
 	const char	*logpath = NULL, *format = "text";
 	int		 ch;
 
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "l:f:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -257,43 +258,53 @@ cmd_tree(int argc, char **argv)
 	return tree_render(logpath, format, stdout);
 }
 
+/*
+ * Parse the global options, up to the command's name ('+': the command's
+ * own options are left for it), then run the command.  Each command
+ * parses its options with optind set to 0, which makes glibc's getopt
+ * start afresh, in its default order: options may follow the file.
+ */
 int
 main(int argc, char **argv)
 {
-	const struct cmd	*c;
-	int			 i;
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const struct cmd_entry	*c;
+	int			 ch;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "-v") == 0 ||
-		    strcmp(argv[i], "--verbose") == 0)
-			verbose++;
-		else if (strcmp(argv[i], "-vv") == 0)
-			verbose += 2;
-		else if (strcmp(argv[i], "--version") == 0 ||
-		    strcmp(argv[i], "-V") == 0) {
+	while ((ch = getopt_long(argc, argv, "+hVv", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
 			printf("corral %s (protocol %d)\n", CORRAL_VERSION,
 			    CORRAL_PROTOCOL_VERSION);
 			return 0;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-		    strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "corral: unknown option %s\n", argv[i]);
+		case 'v':
+			verbose++;
+			break;
+		default:
 			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
-	if (i >= argc) {
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	log_init(verbose);
 	for (c = cmds; c->name != NULL; c++) {
-		if (strcmp(c->name, argv[i]) == 0)
-			return c->exec(argc - i, argv + i);
+		if (strcmp(c->name, argv[0]) == 0)
+			return c->exec(argc, argv);
 	}
-	fprintf(stderr, "corral: unknown command %s\n", argv[i]);
+	fprintf(stderr, "corral: unknown command %s\n", argv[0]);
 	usage(stderr);
 	return EXIT_USAGE;
 }
