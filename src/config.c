@@ -1,16 +1,19 @@
 /*
- * The workflow file: YAML (JSON is YAML too) read with libfyaml's event
- * parser into a small tree that remembers where every node came from, then
- * checked key by key into struct workflow.  Every error names the file,
- * line and column and the key's path, and unknown keys are errors, so a
- * typo never silently becomes a default.  docs/workflow.md lists the keys.
+ * The workflow file: YAML (JSON is YAML too), made a tree of nodes that
+ * remember where the file has them (config-yaml.c), then read into struct
+ * workflow by walking the key table of config-table.c, which also gives
+ * the defaults and the order `corral check --print` prints in.  Every
+ * error names the file, line and column and the key's path, and unknown
+ * keys are errors, so a typo never silently becomes a default.
+ *
+ * config_check then checks what the file alone cannot say (the programs
+ * exist) and warns of what would fail later; `corral check`, `run` and
+ * `serve` all go through it.
  */
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <libfyaml.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -19,282 +22,83 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "config.h"
 
-enum cnode_type {
-	CN_SCALAR,
-	CN_MAP,
-	CN_SEQ
-};
-
-struct cnode {
-	enum cnode_type	  type;
-	int		  line;		/* 1-based */
-	int		  column;
-	int		  quoted;	/* scalar was quoted: never a number */
-	char		 *str;
-	size_t		  len;
-	struct cnode	**kids;		/* maps: key, value, key, value ... */
-	size_t		  nkids;
-	size_t		  cap;
-};
-
-struct cload {
-	struct config_error	*err;
-	const char		*file;
-	struct workflow		*wf;
-};
-
-/* Free a node tree. */
-static void
-cnode_free(struct cnode *n)
-{
-	size_t	i;
-
-	if (n == NULL)
-		return;
-	for (i = 0; i < n->nkids; i++)
-		cnode_free(n->kids[i]);
-	free(n->kids);
-	free(n->str);
-	free(n);
-}
-
-/* Append a child to a map or sequence node. */
-static void
-cnode_add(struct cnode *parent, struct cnode *kid)
-{
-	if (parent->nkids == parent->cap) {
-		parent->cap = parent->cap ? parent->cap * 2 : 8;
-		parent->kids = xreallocarray(parent->kids, parent->cap,
-		    sizeof *parent->kids);
-	}
-	parent->kids[parent->nkids++] = kid;
-}
+/* Bounds this large only keep sums finite; the docs show none. */
+#define CONFIG_VAST	1e12
 
 /* Record an error at a node's position; always returns -1. */
-static int __attribute__((format(printf, 3, 4)))
-cerr(struct cload *cl, const struct cnode *n, const char *fmt, ...)
+int
+config_err(struct config_reader *rd, const struct config_node *n,
+    const char *fmt, ...)
 {
 	va_list	ap;
 
-	if (cl->err->msg[0] != '\0')
+	if (rd->err->msg[0] != '\0')
 		return -1;	/* keep the first error */
-	cl->err->line = n != NULL ? n->line : 0;
-	cl->err->column = n != NULL ? n->column : 0;
+	rd->err->line = n != NULL ? n->line : 0;
+	rd->err->column = n != NULL ? n->column : 0;
 	va_start(ap, fmt);
-	vsnprintf(cl->err->msg, sizeof cl->err->msg, fmt, ap);
+	vsnprintf(rd->err->msg, sizeof rd->err->msg, fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
-/* Build a node tree from YAML text with libfyaml's event parser. */
-static struct cnode *
-cnode_parse(struct cload *cl, const char *text, size_t len)
-{
-	struct fy_diag_cfg	 dcfg;
-	struct fy_parse_cfg	 pcfg;
-	struct fy_diag		*diag;
-	struct fy_parser	*fyp;
-	struct fy_event		*fye;
-	struct fy_diag_error	*de;
-	const struct fy_mark	*m;
-	struct cnode		*stack[64], *root = NULL, *n;
-	int			 depth = 0, docs = 0, failed = 0;
-	void			*iter = NULL;
-	const char		*t;
-	size_t			 tl;
-
-	fy_diag_cfg_default(&dcfg);
-	dcfg.fp = NULL;
-	dcfg.output_fn = NULL;
-	if ((diag = fy_diag_create(&dcfg)) == NULL)
-		fatalx("fy_diag_create");
-	fy_diag_set_collect_errors(diag, true);
-	memset(&pcfg, 0, sizeof pcfg);
-	pcfg.flags = FYPCF_QUIET;
-	pcfg.diag = diag;
-	if ((fyp = fy_parser_create(&pcfg)) == NULL)
-		fatalx("fy_parser_create");
-	if (fy_parser_set_string(fyp, text, len) != 0)
-		fatalx("fy_parser_set_string");
-
-	while (!failed && (fye = fy_parser_parse(fyp)) != NULL) {
-		m = fy_event_start_mark(fye);
-		n = NULL;
-		switch (fye->type) {
-		case FYET_DOCUMENT_START:
-			if (++docs > 1) {
-				struct cnode where = { .line = m ? m->line + 1 :
-				    0, .column = m ? m->column + 1 : 0 };
-				cerr(cl, &where, "only one YAML document "
-				    "is allowed");
-				failed = 1;
-			}
-			break;
-		case FYET_ALIAS:
-			{
-				/* The mark is after the '*'. */
-				struct cnode where = { .line = m->line + 1,
-				    .column = m->column > 0 ? m->column : 1 };
-				cerr(cl, &where, "YAML aliases are not "
-				    "supported");
-				failed = 1;
-			}
-			break;
-		case FYET_SCALAR:
-		case FYET_MAPPING_START:
-		case FYET_SEQUENCE_START:
-			n = xcalloc(1, sizeof *n);
-			n->line = m != NULL ? m->line + 1 : 0;
-			n->column = m != NULL ? m->column + 1 : 0;
-			if (m == NULL && depth > 0 && stack[depth - 1]->nkids > 0) {
-				/* An empty value has no mark: use its key's. */
-				struct cnode *prev = stack[depth - 1]->kids[
-				    stack[depth - 1]->nkids - 1];
-				n->line = prev->line;
-				n->column = prev->column;
-			}
-			if (fye->type == FYET_SCALAR) {
-				n->type = CN_SCALAR;
-				t = fy_token_get_text(fye->scalar.value, &tl);
-				n->str = xmemdup0(t != NULL ? t : "", t ? tl : 0);
-				n->len = t != NULL ? tl : 0;
-				n->quoted = fy_token_scalar_style(
-				    fye->scalar.value) != FYSS_PLAIN;
-				/* libfyaml marks a quoted scalar after its quote. */
-				if ((fy_token_scalar_style(fye->scalar.value) ==
-				    FYSS_SINGLE_QUOTED || fy_token_scalar_style(
-				    fye->scalar.value) == FYSS_DOUBLE_QUOTED) &&
-				    n->column > 1)
-					n->column--;
-			} else
-				n->type = fye->type == FYET_MAPPING_START ?
-				    CN_MAP : CN_SEQ;
-			if (depth == 0) {
-				if (root == NULL)
-					root = n;
-				else
-					cnode_free(n);
-			} else
-				cnode_add(stack[depth - 1], n);
-			if (n->type != CN_SCALAR) {
-				if (depth == (int)(sizeof stack /
-				    sizeof stack[0])) {
-					cerr(cl, n, "nesting too deep");
-					failed = 1;
-				} else
-					stack[depth++] = n;
-			}
-			break;
-		case FYET_MAPPING_END:
-		case FYET_SEQUENCE_END:
-			if (depth > 0)
-				depth--;
-			break;
-		default:
-			break;
-		}
-		fy_parser_event_free(fyp, fye);
-	}
-	if (!failed && fy_parser_get_stream_error(fyp)) {
-		de = fy_diag_errors_iterate(diag, &iter);
-		if (de != NULL) {
-			struct cnode where = { .line = de->line,
-			    .column = de->column };
-			cerr(cl, &where, "YAML syntax: %s", de->msg);
-		} else
-			cerr(cl, NULL, "YAML syntax error");
-		failed = 1;
-	}
-	fy_parser_destroy(fyp);
-	fy_diag_destroy(diag);
-	if (failed) {
-		cnode_free(root);
-		return NULL;
-	}
-	if (root == NULL) {
-		cerr(cl, NULL, "the file is empty");
-		return NULL;
-	}
-	return root;
-}
-
-/* Return the value node of key in a map node, or NULL. */
-static struct cnode *
-cmap_get(const struct cnode *map, const char *key)
-{
-	size_t	i;
-
-	for (i = 0; i + 1 < map->nkids; i += 2) {
-		if (map->kids[i]->type == CN_SCALAR &&
-		    strcmp(map->kids[i]->str, key) == 0)
-			return map->kids[i + 1];
-	}
-	return NULL;
-}
-
-/*
- * Check a map: scalar keys, no duplicates, and every key among the
- * NULL-terminated list allowed (when given).
- */
+/* Check key i of a map: a plain string, not given before. */
 static int
-cmap_check(struct cload *cl, const struct cnode *map, const char *path,
-    const char *const *allowed)
+config_map_key(struct config_reader *rd, const struct config_node *map,
+    size_t i, const char *path)
 {
-	const struct cnode	*k;
-	size_t			 i, j;
+	const struct config_node	*k = map->kids[i];
+	size_t				 j;
 
-	if (map->type != CN_MAP)
-		return cerr(cl, map, "%s: expected a mapping", path);
-	for (i = 0; i + 1 < map->nkids; i += 2) {
-		k = map->kids[i];
-		if (k->type != CN_SCALAR)
-			return cerr(cl, k, "%s: keys must be plain strings",
-			    path);
-		for (j = 0; j < i; j += 2) {
-			if (strcmp(map->kids[j]->str, k->str) == 0)
-				return cerr(cl, k, "%s: duplicate key '%s'",
-				    path, k->str);
-		}
-		if (allowed == NULL)
-			continue;
-		for (j = 0; allowed[j] != NULL; j++)
-			if (strcmp(allowed[j], k->str) == 0)
-				break;
-		if (allowed[j] == NULL)
-			return cerr(cl, k, "%s: unknown key '%s'", path, k->str);
+	if (k->type != CONFIG_SCALAR)
+		return config_err(rd, k, "%s: keys must be plain strings",
+		    path);
+	for (j = 0; j < i; j += 2) {
+		if (strcmp(map->kids[j]->str, k->str) == 0)
+			return config_err(rd, k, "%s: duplicate key '%s'", path,
+			    k->str);
 	}
 	return 0;
 }
 
-/* Return "path.key" in a buffer valid until the next call. */
-static const char *
-csub(const char *path, const char *key)
+/* Check a map whose keys are names of the user's: plain, no duplicates. */
+int
+config_map_check(struct config_reader *rd, const struct config_node *map,
+    const char *path)
 {
-	static char	buf[300];
+	size_t	i;
 
-	snprintf(buf, sizeof buf, "%s.%s", path, key);
-	return buf;
+	if (map->type != CONFIG_MAPPING)
+		return config_err(rd, map, "%s: expected a mapping", path);
+	for (i = 0; i + 1 < map->nkids; i += 2) {
+		if (config_map_key(rd, map, i, path) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Read a string scalar. */
-static int
-cget_str(struct cload *cl, const struct cnode *n, const char *path, char **out)
+int
+config_read_str(struct config_reader *rd, const struct config_node *n,
+    const char *path, char **out)
 {
-	if (n->type != CN_SCALAR)
-		return cerr(cl, n, "%s: expected a string", path);
+	if (n->type != CONFIG_SCALAR)
+		return config_err(rd, n, "%s: expected a string", path);
 	if (memchr(n->str, '\0', n->len) != NULL)
-		return cerr(cl, n, "%s: NUL byte in string", path);
+		return config_err(rd, n, "%s: NUL byte in string", path);
 	free(*out);
 	*out = xstrdup(n->str);
 	return 0;
 }
 
-/* Read a boolean scalar. */
+/* Read a boolean scalar: unquoted true, yes, on, false, no or off. */
 static int
-cget_bool(struct cload *cl, const struct cnode *n, const char *path, int *out)
+config_read_bool(struct config_reader *rd, const struct config_node *n,
+    const char *path, int *out)
 {
-	if (n->type == CN_SCALAR && !n->quoted) {
+	if (n->type == CONFIG_SCALAR && !n->quoted) {
 		if (strcmp(n->str, "true") == 0 || strcmp(n->str, "yes") == 0 ||
 		    strcmp(n->str, "on") == 0) {
 			*out = 1;
@@ -306,552 +110,449 @@ cget_bool(struct cload *cl, const struct cnode *n, const char *path, int *out)
 			return 0;
 		}
 	}
-	return cerr(cl, n, "%s: expected true or false", path);
+	return config_err(rd, n, "%s: expected true or false", path);
 }
 
 /* Read an unsigned integer in [min, max]. */
-static int
-cget_uint(struct cload *cl, const struct cnode *n, const char *path,
-    unsigned int min, unsigned int max, unsigned int *out)
+int
+config_read_uint(struct config_reader *rd, const struct config_node *n,
+    const char *path, unsigned int min, unsigned int max, unsigned int *out)
 {
 	char		*end;
 	unsigned long	 v;
 
-	if (n->type != CN_SCALAR || n->str[0] < '0' || n->str[0] > '9')
-		return cerr(cl, n, "%s: expected a whole number", path);
+	if (n->type != CONFIG_SCALAR || n->str[0] < '0' || n->str[0] > '9')
+		return config_err(rd, n, "%s: expected a whole number", path);
 	errno = 0;
 	v = strtoul(n->str, &end, 10);
 	if (*end != '\0' || errno != 0)
-		return cerr(cl, n, "%s: expected a whole number", path);
+		return config_err(rd, n, "%s: expected a whole number", path);
 	if (v < min || v > max)
-		return cerr(cl, n, "%s: %lu is out of range (%u to %u)", path,
-		    v, min, max);
+		return config_err(rd, n, "%s: %lu is out of range (%u to %u)",
+		    path, v, min, max);
 	*out = (unsigned int)v;
 	return 0;
 }
 
 /* Read a real number in [min, max]. */
 static int
-cget_double(struct cload *cl, const struct cnode *n, const char *path,
-    double min, double max, double *out)
+config_read_double(struct config_reader *rd, const struct config_node *n,
+    const char *path, double min, double max, double *out)
 {
 	char	*end;
 	double	 v;
 
-	if (n->type != CN_SCALAR || n->quoted)
-		return cerr(cl, n, "%s: expected a number", path);
+	if (n->type != CONFIG_SCALAR || n->quoted)
+		return config_err(rd, n, "%s: expected a number", path);
 	errno = 0;
 	v = strtod(n->str, &end);
 	if (end == n->str || *end != '\0' || errno != 0 || !isfinite(v))
-		return cerr(cl, n, "%s: expected a number", path);
+		return config_err(rd, n, "%s: expected a number", path);
 	if (v < min || v > max)
-		return cerr(cl, n, "%s: %g is out of range (%g to %g)", path, v,
-		    min, max);
+		return config_err(rd, n, "%s: %g is out of range (%g to %g)",
+		    path, v, min, max);
 	*out = v;
 	return 0;
 }
 
 /* Read a duration ("30s", "500ms", 2). */
-static int
-cget_duration(struct cload *cl, const struct cnode *n, const char *path,
-    double *out)
+int
+config_read_duration(struct config_reader *rd, const struct config_node *n,
+    const char *path, double *out)
 {
-	if (n->type != CN_SCALAR || util_parse_duration(n->str, out) != 0)
-		return cerr(cl, n, "%s: expected a duration such as 30s, "
+	if (n->type != CONFIG_SCALAR || util_parse_duration(n->str, out) != 0)
+		return config_err(rd, n, "%s: expected a duration such as 30s, "
 		    "500ms or 2m", path);
 	return 0;
 }
 
-/* Read a size ("1MiB", 65536). */
-static int
-cget_size(struct cload *cl, const struct cnode *n, const char *path,
-    size_t *out)
+/* Write a size as messages and the docs show it: "64 bytes", "256MiB". */
+static void
+config_size_text(char *buf, size_t len, size_t n)
 {
-	if (n->type != CN_SCALAR || util_parse_size(n->str, out) != 0)
-		return cerr(cl, n, "%s: expected a size such as 65536, 64KiB "
-		    "or 1MiB", path);
+	util_format_size(buf, len, n);
+	if (buf[strspn(buf, "0123456789")] == '\0')
+		strlcat(buf, " bytes", len);
+}
+
+/* Read a size ("1MiB", 65536), in [min, max] when max is not 0. */
+int
+config_read_size(struct config_reader *rd, const struct config_node *n,
+    const char *path, size_t min, size_t max, size_t *out)
+{
+	char	lo[32], hi[32];
+	size_t	v;
+
+	if (n->type != CONFIG_SCALAR || util_parse_size(n->str, &v) != 0)
+		return config_err(rd, n, "%s: expected a size such as 65536, "
+		    "64KiB or 1MiB", path);
+	if (max != 0 && (v < min || v > max)) {
+		config_size_text(lo, sizeof lo, min);
+		config_size_text(hi, sizeof hi, max);
+		return config_err(rd, n, "%s: must be between %s and %s", path,
+		    lo, hi);
+	}
+	*out = v;
 	return 0;
 }
 
-/* Read a list of strings (a single string is a list of one). */
-static int
-cget_strlist(struct cload *cl, const struct cnode *n, const char *path,
-    char ***out, size_t *count)
+/* Free a list of strings. */
+static void
+config_list_free(char **list, size_t n)
 {
 	size_t	i;
 
-	if (n->type == CN_SCALAR) {
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+/* Read a list of strings (a single string is a list of one). */
+int
+config_read_list(struct config_reader *rd, const struct config_node *n,
+    const char *path, char ***out, size_t *count)
+{
+	size_t	i;
+
+	config_list_free(*out, *count);
+	*out = NULL;
+	*count = 0;
+	if (n->type == CONFIG_SCALAR) {
 		*out = xcalloc(2, sizeof **out);
 		(*out)[0] = xstrdup(n->str);
 		*count = 1;
 		return 0;
 	}
-	if (n->type != CN_SEQ)
-		return cerr(cl, n, "%s: expected a list of strings", path);
+	if (n->type != CONFIG_SEQUENCE)
+		return config_err(rd, n, "%s: expected a list of strings",
+		    path);
 	*out = xcalloc(n->nkids + 1, sizeof **out);
 	*count = n->nkids;
 	for (i = 0; i < n->nkids; i++) {
-		if (n->kids[i]->type != CN_SCALAR)
-			return cerr(cl, n->kids[i], "%s[%zu]: expected a string",
-			    path, i);
+		if (n->kids[i]->type != CONFIG_SCALAR)
+			return config_err(rd, n->kids[i], "%s[%zu]: expected a "
+			    "string", path, i);
 		(*out)[i] = xstrdup(n->kids[i]->str);
 	}
 	return 0;
 }
 
-/* Convert a node to a jansson value (scalars that look numeric stay strings
- * unless plain). */
-static json_t *
-cnode_json(const struct cnode *n)
+/* Write choices as "a, b or c", each in quote (a backquote or nothing). */
+static void
+config_choices_text(const char *const *choices, const char *quote,
+    char *buf, size_t len)
 {
-	json_t	*j;
-	char	*end;
-	double	 d;
-	size_t	 i;
+	size_t	i;
 
-	switch (n->type) {
-	case CN_MAP:
-		j = json_object();
-		for (i = 0; i + 1 < n->nkids; i += 2)
-			json_object_set_new(j, n->kids[i]->str,
-			    cnode_json(n->kids[i + 1]));
-		return j;
-	case CN_SEQ:
-		j = json_array();
-		for (i = 0; i < n->nkids; i++)
-			json_array_append_new(j, cnode_json(n->kids[i]));
-		return j;
-	default:
-		break;
+	buf[0] = '\0';
+	for (i = 0; choices[i] != NULL; i++) {
+		if (i > 0)
+			strlcat(buf, choices[i + 1] != NULL ? ", " : " or ",
+			    len);
+		strlcat(buf, quote, len);
+		strlcat(buf, choices[i], len);
+		strlcat(buf, quote, len);
 	}
-	if (!n->quoted) {
-		if (strcmp(n->str, "true") == 0)
-			return json_true();
-		if (strcmp(n->str, "false") == 0)
-			return json_false();
-		if (strcmp(n->str, "null") == 0 || strcmp(n->str, "~") == 0)
-			return json_null();
-		if (n->len > 0) {
-			d = strtod(n->str, &end);
-			if (*end == '\0' && isfinite(d)) {
-				if (d == floor(d) && fabs(d) < 9e15 &&
-				    strpbrk(n->str, ".eE") == NULL)
-					return json_integer((json_int_t)d);
-				return json_real(d);
-			}
-		}
-	}
-	if ((j = json_stringn(n->str, n->len)) == NULL)
-		j = json_string("");
-	return j;
 }
 
+/* Read one of the names in choices, as its index. */
+static int
+config_read_enum(struct config_reader *rd, const struct config_node *n,
+    const char *path, const char *const *choices, int *out)
+{
+	char	text[256];
+	int	i;
 
+	for (i = 0; n->type == CONFIG_SCALAR && choices[i] != NULL; i++) {
+		if (strcmp(n->str, choices[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	config_choices_text(choices, "", text, sizeof text);
+	return config_err(rd, n, "%s: expected %s", path, text);
+}
+
+/* Return the last part of a key's name: "max" for "restart.max". */
+const char *
+config_key_leaf(const struct config_key *k)
+{
+	const char	*dot = strrchr(k->name, '.');
+
+	return dot != NULL ? dot + 1 : k->name;
+}
+
+/*
+ * Return nonzero when k sits directly in the mapping prefix of scope ("" is
+ * the top of the scope: the file, or an entry of agents:).
+ */
+static int
+config_key_in(const struct config_key *k, int scope, const char *prefix)
+{
+	size_t	len = strlen(prefix);
+
+	if (k->scope != scope)
+		return 0;
+	if (len == 0)
+		return strchr(k->name, '.') == NULL;
+	return strncmp(k->name, prefix, len) == 0 && k->name[len] == '.' &&
+	    strchr(k->name + len + 1, '.') == NULL;
+}
+
+/* Find the key leaf in the mapping prefix of scope. */
+const struct config_key *
+config_key_find(int scope, const char *prefix, const char *leaf)
+{
+	const struct config_key	*k;
+
+	for (k = config_table; k < config_table + config_table_size; k++) {
+		if (config_key_in(k, scope, prefix) &&
+		    strcmp(config_key_leaf(k), leaf) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/*
+ * The edit distance of a and b: letters inserted, deleted, replaced, or two
+ * swapped.  SIZE_MAX for words too long to be keys.
+ */
+static size_t
+config_distance(const char *a, const char *b)
+{
+	unsigned char	d[33][33];
+	size_t		la = strlen(a), lb = strlen(b), i, j, c, v;
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned char)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned char)j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] != b[j - 1];
+			v = d[i - 1][j - 1] + c;
+			if (d[i - 1][j] + 1U < v)
+				v = d[i - 1][j] + 1U;
+			if (d[i][j - 1] + 1U < v)
+				v = d[i][j - 1] + 1U;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1U < v)
+				v = d[i - 2][j - 2] + 1U;
+			d[i][j] = (unsigned char)v;
+		}
+	}
+	return d[la][lb];
+}
+
+/*
+ * Refuse an unknown key, saying what was probably meant: an agent's key
+ * written outside the agent, a key one or two letters off, or, when there
+ * is none and the mapping has few keys, all of them.
+ */
+static int
+config_unknown(struct config_reader *rd, const struct config_node *key,
+    int scope, const char *prefix, const char *path)
+{
+	const struct config_key	*k, *best = NULL;
+	char			 list[256] = "";
+	size_t			 d, bestd = SIZE_MAX, n = 0;
+
+	if (scope == CONFIG_TOP &&
+	    config_key_find(CONFIG_AGENT, prefix, key->str) != NULL)
+		return config_err(rd, key, "%s: unknown key '%s' here: it is a "
+		    "key of an agent's %s%s (in an entry of agents:, or in "
+		    "defaults:)", path, key->str, *prefix != '\0' ? prefix :
+		    "settings", *prefix != '\0' ? ":" : "");
+	for (k = config_table; k < config_table + config_table_size; k++) {
+		if (!config_key_in(k, scope, prefix) || (rd->in_defaults &&
+		    (k->flags & CONFIG_NODEFAULT)))
+			continue;
+		d = config_distance(key->str, config_key_leaf(k));
+		if (d < bestd) {
+			bestd = d;
+			best = k;
+		}
+		if (n++ > 0)
+			strlcat(list, ", ", sizeof list);
+		strlcat(list, config_key_leaf(k), sizeof list);
+	}
+	if (best != NULL && bestd <= (strlen(key->str) <= 3 ? 1U : 2U))
+		return config_err(rd, key, "%s: unknown key '%s' (did you mean "
+		    "'%s'?)", path, key->str, config_key_leaf(best));
+	if (n <= 8)
+		return config_err(rd, key, "%s: unknown key '%s' (one of %s)",
+		    path, key->str, list);
+	return config_err(rd, key, "%s: unknown key '%s'", path, key->str);
+}
+
+/* Read the value of a key that is not a mapping, by its type. */
+int
+config_read_value(struct config_reader *rd, const struct config_key *k,
+    void *base, const struct config_node *n, const char *path)
+{
+	void	*p = (char *)base + k->offset;
+
+	switch (k->type) {
+	case CONFIG_STRING:
+		return config_read_str(rd, n, path, p);
+	case CONFIG_BOOL:
+		return config_read_bool(rd, n, path, p);
+	case CONFIG_INTEGER:
+		return config_read_uint(rd, n, path, (unsigned int)k->min,
+		    (unsigned int)k->max, p);
+	case CONFIG_NUMBER:
+		return config_read_double(rd, n, path, k->min, k->max, p);
+	case CONFIG_DURATION:
+		return config_read_duration(rd, n, path, p);
+	case CONFIG_SIZE:
+		return config_read_size(rd, n, path, (size_t)k->min,
+		    (size_t)k->max, p);
+	case CONFIG_LIST:
+		return config_read_list(rd, n, path, p,
+		    (size_t *)((char *)base + k->count));
+	case CONFIG_ENUM:
+		return config_read_enum(rd, n, path, k->choices, p);
+	case CONFIG_MAP:
+		break;
+	}
+	fatalx("%s: %s is not a value", __func__, k->name);
+}
+
+/*
+ * Read the value of any key: its own read function, its type's, or, for a
+ * mapping, its keys (a scalar in place of the mapping sets its shorthand
+ * member, as `restart: permanent` does).  Then its after check.
+ */
+static int
+config_read_key(struct config_reader *rd, const struct config_key *k,
+    void *base, const struct config_node *n, const char *path)
+{
+	const struct config_key	*m;
+	int			 rc;
+
+	if (k->read != NULL)
+		rc = k->read(rd, k, base, n, path);
+	else if (k->type != CONFIG_MAP)
+		rc = config_read_value(rd, k, base, n, path);
+	else if (n->type != CONFIG_MAPPING && k->shorthand != NULL) {
+		m = config_key_find(k->scope, k->name, k->shorthand);
+		rc = config_read_key(rd, m, base, n, path);
+	} else
+		rc = config_read_map(rd, k->scope, base, k->name, n, path);
+	if (rc == 0 && k->after != NULL)
+		rc = k->after(rd, k, base, n, path);
+	return rc;
+}
+
+/*
+ * Read a mapping of the table's keys: those directly in prefix of scope,
+ * into base.  path names the mapping in messages (NULL: the whole file).
+ * Every key is checked before any value is read; values are read in the
+ * file's order, CONFIG_LATE keys last in the table's.
+ */
+int
+config_read_map(struct config_reader *rd, int scope, void *base,
+    const char *prefix, const struct config_node *n, const char *path)
+{
+	const struct config_key		*k;
+	const struct config_node	*key, *v;
+	const char			*where = path != NULL ? path :
+					    "the workflow";
+	char				 sub[256];
+	size_t				 i;
+
+	if (n->type != CONFIG_MAPPING)
+		return config_err(rd, n, "%s: expected a mapping", where);
+	for (i = 0; i + 1 < n->nkids; i += 2) {
+		if (config_map_key(rd, n, i, where) != 0)
+			return -1;
+		key = n->kids[i];
+		if ((k = config_key_find(scope, prefix, key->str)) == NULL)
+			return config_unknown(rd, key, scope, prefix, where);
+		if (rd->in_defaults && (k->flags & CONFIG_NODEFAULT))
+			return config_err(rd, key, "%s: %s cannot have a "
+			    "default", where, key->str);
+	}
+	for (i = 0; i + 1 < n->nkids; i += 2) {
+		k = config_key_find(scope, prefix, n->kids[i]->str);
+		if (k->flags & CONFIG_LATE)
+			continue;
+		snprintf(sub, sizeof sub, "%s%s%s", path != NULL ? path : "",
+		    path != NULL ? "." : "", n->kids[i]->str);
+		if (config_read_key(rd, k, base, n->kids[i + 1], sub) != 0)
+			return -1;
+	}
+	for (k = config_table; k < config_table + config_table_size; k++) {
+		if (!config_key_in(k, scope, prefix))
+			continue;
+		v = config_yaml_get(n, config_key_leaf(k));
+		if (v == NULL && (k->flags & CONFIG_REQUIRED))
+			return config_err(rd, n, "%s has no %s: key", where,
+			    config_key_leaf(k));
+		if (v == NULL || (k->flags & CONFIG_LATE) == 0)
+			continue;
+		snprintf(sub, sizeof sub, "%s%s%s", path != NULL ? path : "",
+		    path != NULL ? "." : "", config_key_leaf(k));
+		if (config_read_key(rd, k, base, v, sub) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Fill base with the defaults of scope's keys, read from the table as a
+ * file would give them.  A default that does not read is a bug in the
+ * table, never the user's.
+ */
+static void
+config_fill(int scope, void *base)
+{
+	const struct config_key	*k;
+	struct config_error	 err;
+	struct config_reader	 rd;
+	struct config_node	 n;
+
+	memset(&err, 0, sizeof err);
+	memset(&rd, 0, sizeof rd);
+	rd.err = &err;
+	for (k = config_table; k < config_table + config_table_size; k++) {
+		if (k->scope != scope || k->dflt == NULL)
+			continue;
+		memset(&n, 0, sizeof n);
+		n.type = CONFIG_SCALAR;
+		n.str = xstrdup(k->dflt);
+		n.len = strlen(n.str);
+		if (config_read_value(&rd, k, base, &n, k->name) != 0)
+			fatalx("the default of %s: %s", k->name, err.msg);
+		free(n.str);
+	}
+}
 
 /* Name a restart policy. */
 const char *
 config_restart_name(enum restart_policy p)
 {
-	switch (p) {
-	case RESTART_PERMANENT:
-		return "permanent";
-	case RESTART_TRANSIENT:
-		return "transient";
-	default:
-		return "temporary";
-	}
+	const struct config_key	*k;
+
+	k = config_key_find(CONFIG_AGENT, "restart", "policy");
+	return k->choices[p <= RESTART_TEMPORARY ? p : RESTART_TEMPORARY];
 }
 
 /* Name a sub-agent restart strategy. */
 const char *
 config_strategy_name(enum child_strategy s)
 {
-	switch (s) {
-	case STRATEGY_ONE_FOR_ALL:
-		return "one_for_all";
-	case STRATEGY_REST_FOR_ONE:
-		return "rest_for_one";
-	default:
-		return "one_for_one";
-	}
+	const struct config_key	*k;
+
+	k = config_key_find(CONFIG_AGENT, "children", "strategy");
+	return k->choices[s <= STRATEGY_REST_FOR_ONE ? s :
+	    STRATEGY_ONE_FOR_ONE];
 }
 
-/* Fill an agent's settings with the defaults docs/workflow.md gives. */
-static void
-config_agent_defaults(struct agent_conf *ac)
-{
-	ac->instances = 1;
-	ac->autostart = 1;
-	ac->ready = READY_SPAWN;
-	ac->hb_interval = 0;
-	ac->hb_misses = 3;
-	ac->restart = RESTART_TRANSIENT;
-	ac->restart_max = 5;
-	ac->restart_within = 60;
-	ac->backoff_min = 1;
-	ac->backoff_max = 30;
-	ac->max_line = CORRAL_MAX_LINE_DEFAULT;
-	ac->max_inflight = 16;
-	ac->timeout = 30;
-	ac->stop_grace = 2;
-	ac->stop_timeout = 5;
-	ac->max_children = 0;	/* 0: the workflow's limit */
-	ac->max_depth = 0;
-	ac->strategy = STRATEGY_ONE_FOR_ONE;
-	ac->breaker_failures = 5;
-	ac->breaker_reset = 60;
-	ac->breaker_probes = 3;
-}
-
-static const struct {
-	const char	*name;
-	int		 resource;
-	int		 is_size;
-} config_rlimits[] = {
-	{ "nofile", RLIMIT_NOFILE, 0 },
-	{ "nproc", RLIMIT_NPROC, 0 },
-	{ "as", RLIMIT_AS, 1 },
-	{ "core", RLIMIT_CORE, 1 },
-	{ "cpu", RLIMIT_CPU, 0 },
-	{ "fsize", RLIMIT_FSIZE, 1 },
-	{ "data", RLIMIT_DATA, 1 },
-	{ "stack", RLIMIT_STACK, 1 },
-};
-
-/* Read an agent's `limits:` map of resource limits. */
-static int
-config_agent_limits(struct cload *cl, struct agent_conf *ac,
-    const struct cnode *n, const char *path)
-{
-	const struct cnode	*k, *v;
-	char			 p[256];
-	size_t			 i, j, sz, slot;
-	double			 d;
-
-	if (cmap_check(cl, n, path, NULL) != 0)
-		return -1;
-	/* Merge over what defaults: gave; the same resource replaces. */
-	ac->limits = xreallocarray(ac->limits, ac->nlimits + n->nkids / 2 + 1,
-	    sizeof *ac->limits);
-	for (i = 0; i + 1 < n->nkids; i += 2) {
-		k = n->kids[i];
-		v = n->kids[i + 1];
-		snprintf(p, sizeof p, "%s.%s", path, k->str);
-		for (j = 0; j < sizeof config_rlimits / sizeof config_rlimits[0];
-		    j++)
-			if (strcmp(config_rlimits[j].name, k->str) == 0)
-				break;
-		if (j == sizeof config_rlimits / sizeof config_rlimits[0])
-			return cerr(cl, k, "%s: unknown key '%s' (one of "
-			    "nofile, nproc, as, core, cpu, fsize, data, stack)",
-			    path, k->str);
-		for (slot = 0; slot < ac->nlimits; slot++)
-			if (ac->limits[slot].resource ==
-			    config_rlimits[j].resource)
-				break;
-		if (slot < ac->nlimits) {
-			/* Replace the default: move the last into its place. */
-			ac->limits[slot] = ac->limits[ac->nlimits - 1];
-			ac->nlimits--;
-		}
-		ac->limits[ac->nlimits].resource = config_rlimits[j].resource;
-		if (v->type == CN_SCALAR && strcmp(v->str, "unlimited") == 0)
-			ac->limits[ac->nlimits].value = (long long)RLIM_INFINITY;
-		else if (config_rlimits[j].is_size) {
-			if (cget_size(cl, v, p, &sz) != 0)
-				return -1;
-			ac->limits[ac->nlimits].value = (long long)sz;
-		} else if (config_rlimits[j].resource == RLIMIT_CPU) {
-			if (cget_duration(cl, v, p, &d) != 0)
-				return -1;
-			ac->limits[ac->nlimits].value = (long long)ceil(d);
-		} else {
-			unsigned int	u;
-
-			if (cget_uint(cl, v, p, 0, UINT_MAX, &u) != 0)
-				return -1;
-			ac->limits[ac->nlimits].value = u;
-		}
-		ac->nlimits++;
-	}
-	return 0;
-}
-
-/* Read one agent's settings; also used for the `defaults:` map. */
-static int
-config_agent(struct cload *cl, struct agent_conf *ac, const struct cnode *n,
-    const char *path, int is_defaults)
-{
-	static const char *const keys[] = { "cmd", "instances", "autostart",
-	    "role", "description", "ready", "heartbeat", "restart", "env",
-	    "cwd", "max_line", "max_inflight", "timeout", "stop", "children",
-	    "breaker", "limits", "user", "adapter", "budget", NULL };
-	const struct cnode	*v, *k, *x;
-	char			 p[256];
-	size_t			 i;
-	char			*s = NULL;
-
-	if (cmap_check(cl, n, path, keys) != 0)
-		return -1;
-	for (i = 0; i + 1 < n->nkids; i += 2) {
-		k = n->kids[i];
-		v = n->kids[i + 1];
-		snprintf(p, sizeof p, "%s.%s", path, k->str);
-		if (strcmp(k->str, "cmd") == 0) {
-			if (is_defaults)
-				return cerr(cl, k, "%s: cmd cannot have a "
-				    "default", path);
-			if (v->type == CN_SCALAR)
-				return cerr(cl, v, "%s: expected an argv list, "
-				    "such as [./agent, --flag]", p);
-			if (cget_strlist(cl, v, p, &ac->argv, &ac->argc) != 0)
-				return -1;
-			if (ac->argc == 0 || ac->argv[0][0] == '\0')
-				return cerr(cl, v, "%s: the command is empty", p);
-		} else if (strcmp(k->str, "instances") == 0) {
-			if (cget_uint(cl, v, p, 1, 10000, &ac->instances) != 0)
-				return -1;
-		} else if (strcmp(k->str, "autostart") == 0) {
-			if (cget_bool(cl, v, p, &ac->autostart) != 0)
-				return -1;
-		} else if (strcmp(k->str, "role") == 0) {
-			if (cget_str(cl, v, p, &ac->role) != 0)
-				return -1;
-		} else if (strcmp(k->str, "description") == 0) {
-			if (cget_str(cl, v, p, &ac->description) != 0)
-				return -1;
-		} else if (strcmp(k->str, "ready") == 0) {
-			if (v->type == CN_SCALAR && strcmp(v->str, "spawn") == 0)
-				ac->ready = READY_SPAWN;
-			else if (v->type == CN_SCALAR &&
-			    strcmp(v->str, "handshake") == 0)
-				ac->ready = READY_HANDSHAKE;
-			else
-				return cerr(cl, v, "%s: expected spawn or "
-				    "handshake", p);
-		} else if (strcmp(k->str, "heartbeat") == 0) {
-			static const char *const hk[] = { "interval", "misses",
-			    NULL };
-			if (v->type == CN_SCALAR && !v->quoted &&
-			    (strcmp(v->str, "off") == 0 ||
-			    strcmp(v->str, "false") == 0)) {
-				ac->hb_interval = 0;
-				continue;
-			}
-			if (v->type == CN_SCALAR) {
-				if (cget_duration(cl, v, p, &ac->hb_interval))
-					return -1;
-				if (ac->hb_interval < 0.01)
-					return cerr(cl, v, "%s: the interval "
-					    "must be at least 10ms", p);
-				continue;
-			}
-			if (cmap_check(cl, v, p, hk) != 0)
-				return -1;
-			if ((x = cmap_get(v, "interval")) != NULL) {
-				if (cget_duration(cl, x, csub(p, "interval"), &ac->hb_interval))
-					return -1;
-				if (ac->hb_interval < 0.01)
-					return cerr(cl, x, "%s: the interval "
-					    "must be at least 10ms", p);
-			} else if (ac->hb_interval == 0)
-				ac->hb_interval = 5;
-			if ((x = cmap_get(v, "misses")) != NULL &&
-			    cget_uint(cl, x, csub(p, "misses"), 1, 1000, &ac->hb_misses) != 0)
-				return -1;
-		} else if (strcmp(k->str, "restart") == 0) {
-			static const char *const rk[] = { "policy", "max",
-			    "within", "backoff", "backoff_max", NULL };
-			const struct cnode *pol = v;
-			if (v->type == CN_MAP) {
-				if (cmap_check(cl, v, p, rk) != 0)
-					return -1;
-				pol = cmap_get(v, "policy");
-				if ((x = cmap_get(v, "max")) != NULL &&
-				    cget_uint(cl, x, csub(p, "max"), 0, 100000,
-				    &ac->restart_max) != 0)
-					return -1;
-				if ((x = cmap_get(v, "within")) != NULL &&
-				    cget_duration(cl, x, csub(p, "within"),
-				    &ac->restart_within) != 0)
-					return -1;
-				if ((x = cmap_get(v, "backoff")) != NULL &&
-				    cget_duration(cl, x, csub(p, "backoff"), &ac->backoff_min))
-					return -1;
-				if ((x = cmap_get(v, "backoff_max")) != NULL &&
-				    cget_duration(cl, x, csub(p, "backoff_max"), &ac->backoff_max))
-					return -1;
-				if (ac->backoff_min < 1)
-					ac->backoff_min = 1;
-				if (ac->backoff_max < ac->backoff_min)
-					ac->backoff_max = ac->backoff_min;
-			}
-			if (pol == NULL)
-				continue;
-			ac->restart_set = 1;
-			if (pol->type == CN_SCALAR &&
-			    strcmp(pol->str, "permanent") == 0)
-				ac->restart = RESTART_PERMANENT;
-			else if (pol->type == CN_SCALAR &&
-			    strcmp(pol->str, "transient") == 0)
-				ac->restart = RESTART_TRANSIENT;
-			else if (pol->type == CN_SCALAR &&
-			    strcmp(pol->str, "temporary") == 0)
-				ac->restart = RESTART_TEMPORARY;
-			else
-				return cerr(cl, pol, "%s: expected permanent, "
-				    "transient or temporary", p);
-		} else if (strcmp(k->str, "env") == 0) {
-			size_t j, e;
-			if (cmap_check(cl, v, p, NULL) != 0)
-				return -1;
-			/* Merge over what defaults: gave; same name replaces. */
-			ac->env = xreallocarray(ac->env, ac->nenv + v->nkids / 2 +
-			    1, sizeof *ac->env);
-			for (j = 0; j + 1 < v->nkids; j += 2) {
-				if (v->kids[j + 1]->type != CN_SCALAR)
-					return cerr(cl, v->kids[j + 1],
-					    "%s.%s: expected a string", p,
-					    v->kids[j]->str);
-				if (v->kids[j]->str[0] == '\0' ||
-				    strchr(v->kids[j]->str, '=') != NULL)
-					return cerr(cl, v->kids[j], "%s: '%s' is "
-					    "not a valid variable name", p,
-					    v->kids[j]->str);
-				for (e = 0; e < ac->nenv; e++)
-					if (strcmp(ac->env[e].key,
-					    v->kids[j]->str) == 0)
-						break;
-				if (e < ac->nenv) {
-					free(ac->env[e].value);
-					ac->env[e].value =
-					    xstrdup(v->kids[j + 1]->str);
-					continue;
-				}
-				ac->env[ac->nenv].key = xstrdup(v->kids[j]->str);
-				ac->env[ac->nenv].value =
-				    xstrdup(v->kids[j + 1]->str);
-				ac->nenv++;
-			}
-		} else if (strcmp(k->str, "cwd") == 0) {
-			if (cget_str(cl, v, p, &ac->cwd) != 0)
-				return -1;
-		} else if (strcmp(k->str, "max_line") == 0) {
-			if (cget_size(cl, v, p, &ac->max_line) != 0)
-				return -1;
-			if (ac->max_line < 64 ||
-			    ac->max_line > CORRAL_MAX_LINE_LIMIT)
-				return cerr(cl, v, "%s: must be between 64 bytes "
-				    "and 256MiB", p);
-		} else if (strcmp(k->str, "max_inflight") == 0) {
-			if (cget_uint(cl, v, p, 1, 1000000,
-			    &ac->max_inflight) != 0)
-				return -1;
-		} else if (strcmp(k->str, "timeout") == 0) {
-			if (cget_duration(cl, v, p, &ac->timeout) != 0)
-				return -1;
-		} else if (strcmp(k->str, "stop") == 0) {
-			static const char *const sk[] = { "grace", "timeout",
-			    NULL };
-			if (cmap_check(cl, v, p, sk) != 0)
-				return -1;
-			if ((x = cmap_get(v, "grace")) != NULL &&
-			    cget_duration(cl, x, csub(p, "grace"), &ac->stop_grace) != 0)
-				return -1;
-			if ((x = cmap_get(v, "timeout")) != NULL &&
-			    cget_duration(cl, x, csub(p, "timeout"), &ac->stop_timeout) != 0)
-				return -1;
-		} else if (strcmp(k->str, "children") == 0) {
-			static const char *const ck[] = { "max", "depth",
-			    "strategy", NULL };
-			if (cmap_check(cl, v, p, ck) != 0)
-				return -1;
-			if ((x = cmap_get(v, "max")) != NULL &&
-			    cget_uint(cl, x, csub(p, "max"), 0, 100000, &ac->max_children))
-				return -1;
-			if ((x = cmap_get(v, "depth")) != NULL &&
-			    cget_uint(cl, x, csub(p, "depth"), 0, 1000, &ac->max_depth))
-				return -1;
-			if ((x = cmap_get(v, "strategy")) != NULL) {
-				if (x->type == CN_SCALAR &&
-				    strcmp(x->str, "one_for_one") == 0)
-					ac->strategy = STRATEGY_ONE_FOR_ONE;
-				else if (x->type == CN_SCALAR &&
-				    strcmp(x->str, "one_for_all") == 0)
-					ac->strategy = STRATEGY_ONE_FOR_ALL;
-				else if (x->type == CN_SCALAR &&
-				    strcmp(x->str, "rest_for_one") == 0)
-					ac->strategy = STRATEGY_REST_FOR_ONE;
-				else
-					return cerr(cl, x, "%s.strategy: "
-					    "expected one_for_one, one_for_all "
-					    "or rest_for_one", p);
-			}
-		} else if (strcmp(k->str, "breaker") == 0) {
-			static const char *const bk[] = { "failures", "reset",
-			    "probes", NULL };
-			if (cmap_check(cl, v, p, bk) != 0)
-				return -1;
-			if ((x = cmap_get(v, "failures")) != NULL &&
-			    cget_uint(cl, x, csub(p, "failures"), 1, 100000,
-			    &ac->breaker_failures) != 0)
-				return -1;
-			if ((x = cmap_get(v, "reset")) != NULL &&
-			    cget_duration(cl, x, csub(p, "reset"), &ac->breaker_reset) != 0)
-				return -1;
-			if ((x = cmap_get(v, "probes")) != NULL &&
-			    cget_uint(cl, x, csub(p, "probes"), 1, 1000, &ac->breaker_probes))
-				return -1;
-		} else if (strcmp(k->str, "limits") == 0) {
-			if (config_agent_limits(cl, ac, v, p) != 0)
-				return -1;
-		} else if (strcmp(k->str, "budget") == 0) {
-			static const char *const bk[] = { "tokens", "cost",
-			    "time", NULL };
-			if (cmap_check(cl, v, p, bk) != 0)
-				return -1;
-			if ((x = cmap_get(v, "tokens")) != NULL &&
-			    cget_double(cl, x, csub(p, "tokens"), 0, 1e18, &ac->budget_tokens))
-				return -1;
-			if ((x = cmap_get(v, "cost")) != NULL &&
-			    cget_double(cl, x, csub(p, "cost"), 0, 1e12, &ac->budget_cost))
-				return -1;
-			if ((x = cmap_get(v, "time")) != NULL &&
-			    cget_duration(cl, x, csub(p, "time"), &ac->budget_time))
-				return -1;
-		} else if (strcmp(k->str, "user") == 0) {
-			if (cget_str(cl, v, p, &ac->user) != 0)
-				return -1;
-		} else if (strcmp(k->str, "adapter") == 0) {
-			if (ac->adapter_conf != NULL)
-				json_decref(ac->adapter_conf);
-			ac->adapter_conf = NULL;
-			if (v->type == CN_SCALAR) {
-				if (cget_str(cl, v, p, &ac->adapter) != 0)
-					return -1;
-				ac->adapter_conf = json_object();
-			} else {
-				x = cmap_get(v, "type");
-				if (v->type != CN_MAP || x == NULL ||
-				    x->type != CN_SCALAR)
-					return cerr(cl, v, "%s: expected an "
-					    "adapter name or a mapping with "
-					    "type:", p);
-				if (cmap_check(cl, v, p, NULL) != 0)
-					return -1;
-				free(ac->adapter);
-				ac->adapter = xstrdup(x->str);
-				ac->adapter_conf = cnode_json(v);
-			}
-
-		}
-	}
-	free(s);
-	return 0;
-}
-
-/* Copy settings from the defaults into an agent before its own are read. */
-static void
+/* Copy the defaults into an agent before its own settings are read. */
+void
 config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 {
 	size_t	i;
@@ -888,15 +589,13 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 }
 
 /* Free one agent's settings. */
-static void
+void
 config_agent_free(struct agent_conf *ac)
 {
 	size_t	i;
 
 	free(ac->name);
-	for (i = 0; i < ac->argc; i++)
-		free(ac->argv[i]);
-	free(ac->argv);
+	config_list_free(ac->argv, ac->argc);
 	free(ac->cwd);
 	for (i = 0; i < ac->nenv; i++) {
 		free(ac->env[i].key);
@@ -924,303 +623,27 @@ config_find_agent(const struct workflow *wf, const char *name)
 	return NULL;
 }
 
-/* Return nonzero if s is a usable agent name. */
+/* Read the whole tree into rd->wf. */
 static int
-config_valid_name(const char *s)
+config_build(struct config_reader *rd, const struct config_node *root)
 {
-	const char	*p;
+	struct workflow			*wf = rd->wf;
+	const struct config_node	*where = root;
+	ssize_t				 i;
+	int				 rc;
 
-	if (*s == '\0' || strlen(s) > 48)
-		return 0;
-	for (p = s; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return 0;
+	config_fill(CONFIG_AGENT, &rd->defaults);
+	rc = config_read_map(rd, CONFIG_TOP, wf, "", root, NULL);
+	if (rc == 0) {
+		/* A warning about start: points at it, or at the routes. */
+		if ((i = config_yaml_index(root, "start")) >= 0)
+			where = root->kids[i + 1];
+		else if ((i = config_yaml_index(root, "routes")) >= 0)
+			where = root->kids[i];
+		wf->start_line = where->line;
+		wf->start_column = where->column;
 	}
-	return 1;
-}
-
-/* Read the routes: map of intent (or "*") to an agent name or a list. */
-static int
-config_routes(struct cload *cl, const struct cnode *n)
-{
-	struct workflow		*wf = cl->wf;
-	const struct cnode	*k, *v;
-	struct route_conf	*rc;
-	char			 p[256], **names = NULL;
-	size_t			 i, j, nnames = 0;
-
-	if (cmap_check(cl, n, "routes", NULL) != 0)
-		return -1;
-	wf->routes = xcalloc(n->nkids / 2 + 1, sizeof *wf->routes);
-	for (i = 0; i + 1 < n->nkids; i += 2) {
-		k = n->kids[i];
-		v = n->kids[i + 1];
-		snprintf(p, sizeof p, "routes.%s", k->str);
-		if (strcmp(k->str, "*") != 0 &&
-		    protocol_intent(k->str, k->len) < 0)
-			return cerr(cl, k, "routes: '%s' is not an intent (one "
-			    "of plan, decompose, execute, route, retrieve, "
-			    "analyze, summarize, reflect, finalize, tool.call, "
-			    "or \"*\" for the fallback)", k->str);
-		if (cget_strlist(cl, v, p, &names, &nnames) != 0)
-			goto fail;
-		if (nnames == 0) {
-			cerr(cl, v, "%s: names no agent", p);
-			goto fail;
-		}
-		rc = &wf->routes[wf->nroutes++];
-		rc->intent = xstrdup(k->str);
-		rc->line = k->line;
-		rc->agents = xcalloc(nnames, sizeof *rc->agents);
-		for (j = 0; j < nnames; j++) {
-			rc->agents[j] = config_find_agent(wf, names[j]);
-			if (rc->agents[j] == NULL) {
-				cerr(cl, v->type == CN_SEQ ? v->kids[j] : v,
-				    "%s: no agent named '%s' in agents:", p,
-				    names[j]);
-				goto fail;
-			}
-			rc->nagents++;
-		}
-		for (j = 0; j < nnames; j++)
-			free(names[j]);
-		free(names);
-		names = NULL;
-	}
-	return 0;
-fail:
-	if (names != NULL) {
-		for (j = 0; j < nnames; j++)
-			free(names[j]);
-		free(names);
-	}
-	return -1;
-}
-
-/* Read the top-level `limits:` map. */
-static int
-config_limits(struct cload *cl, const struct cnode *n)
-{
-	static const char *const keys[] = { "max_steps", "max_depth",
-	    "deadline", "max_queue", "max_inflight", "max_agents",
-	    "tree_depth", "tree_children", "budget", NULL };
-	static const char *const bkeys[] = { "tokens", "cost", "time", NULL };
-	struct workflow		*wf = cl->wf;
-	const struct cnode	*x, *b;
-
-	if (cmap_check(cl, n, "limits", keys) != 0)
-		return -1;
-	if ((x = cmap_get(n, "max_steps")) != NULL &&
-	    cget_uint(cl, x, "limits.max_steps", 1, UINT_MAX, &wf->max_steps))
-		return -1;
-	if ((x = cmap_get(n, "max_depth")) != NULL &&
-	    cget_uint(cl, x, "limits.max_depth", 1, 100000, &wf->max_depth))
-		return -1;
-	if ((x = cmap_get(n, "deadline")) != NULL &&
-	    cget_duration(cl, x, "limits.deadline", &wf->deadline))
-		return -1;
-	if ((x = cmap_get(n, "max_queue")) != NULL &&
-	    cget_uint(cl, x, "limits.max_queue", 1, 10000000, &wf->max_queue))
-		return -1;
-	if ((x = cmap_get(n, "max_inflight")) != NULL &&
-	    cget_uint(cl, x, "limits.max_inflight", 1, 10000000,
-	    &wf->max_inflight))
-		return -1;
-	if ((x = cmap_get(n, "max_agents")) != NULL &&
-	    cget_uint(cl, x, "limits.max_agents", 1, 1000000, &wf->max_agents))
-		return -1;
-	if ((x = cmap_get(n, "tree_depth")) != NULL &&
-	    cget_uint(cl, x, "limits.tree_depth", 0, 1000, &wf->tree_depth))
-		return -1;
-	if ((x = cmap_get(n, "tree_children")) != NULL &&
-	    cget_uint(cl, x, "limits.tree_children", 0, 100000,
-	    &wf->tree_children))
-		return -1;
-	if ((b = cmap_get(n, "budget")) != NULL) {
-		if (cmap_check(cl, b, "limits.budget", bkeys) != 0)
-			return -1;
-		if ((x = cmap_get(b, "tokens")) != NULL &&
-		    cget_double(cl, x, "limits.budget.tokens", 0, 1e18,
-		    &wf->budget_tokens))
-			return -1;
-		if ((x = cmap_get(b, "cost")) != NULL &&
-		    cget_double(cl, x, "limits.budget.cost", 0, 1e12,
-		    &wf->budget_cost))
-			return -1;
-		if ((x = cmap_get(b, "time")) != NULL &&
-		    cget_duration(cl, x, "limits.budget.time", &wf->budget_time))
-			return -1;
-	}
-	return 0;
-}
-
-/* Check the whole tree into cl->wf. */
-static int
-config_build(struct cload *cl, const struct cnode *root)
-{
-	static const char *const keys[] = { "name", "description", "start",
-	    "agents", "defaults", "routes", "reflection", "limits",
-	    "env_allow", "workspace", "retry", "inline_spawn", "path",
-	    "shutdown", NULL };
-	static const char *const rkeys[] = { "below", "max_rounds",
-	    "missing", NULL };
-	static const char *const tkeys[] = { "max", "initial", "factor",
-	    "max_delay", NULL };
-	struct workflow		*wf = cl->wf;
-	struct agent_conf	 defaults;
-	const struct cnode	*agents, *x, *r, *k;
-	char			 p[256], *desc = NULL;
-	size_t			 i;
-	int			 rc = -1, has_defaults = 0;
-
-	memset(&defaults, 0, sizeof defaults);
-	config_agent_defaults(&defaults);
-	if (cmap_check(cl, root, "the workflow", keys) != 0)
-		goto out;
-	if ((x = cmap_get(root, "name")) != NULL &&
-	    cget_str(cl, x, "name", &wf->name) != 0)
-		goto out;
-	if ((x = cmap_get(root, "description")) != NULL &&
-	    cget_str(cl, x, "description", &desc) != 0)
-		goto out;
-	if ((x = cmap_get(root, "start")) != NULL) {
-		if (cget_str(cl, x, "start", &wf->start) != 0)
-			goto out;
-		if (protocol_intent(wf->start, strlen(wf->start)) < 0) {
-			cerr(cl, x, "start: '%s' is not an intent", wf->start);
-			goto out;
-		}
-	}
-	if ((x = cmap_get(root, "defaults")) != NULL) {
-		if (config_agent(cl, &defaults, x, "defaults", 1) != 0)
-			goto out;
-		has_defaults = 1;
-	}
-
-	if ((agents = cmap_get(root, "agents")) == NULL) {
-		cerr(cl, root, "the workflow has no agents: key");
-		goto out;
-	}
-	if (cmap_check(cl, agents, "agents", NULL) != 0)
-		goto out;
-	if (agents->nkids == 0) {
-		cerr(cl, agents, "agents: names no agent");
-		goto out;
-	}
-	wf->agents = xcalloc(agents->nkids / 2, sizeof *wf->agents);
-	for (i = 0; i + 1 < agents->nkids; i += 2) {
-		struct agent_conf *ac = &wf->agents[wf->nagents];
-
-		k = agents->kids[i];
-		if (!config_valid_name(k->str)) {
-			cerr(cl, k, "agents: '%s' is not a valid agent name "
-			    "(letters, digits, '_' and '-', at most 48)",
-			    k->str);
-			goto out;
-		}
-		config_agent_copy(ac, &defaults);
-		ac->name = xstrdup(k->str);
-		ac->line = k->line;
-		ac->column = k->column;
-		ac->index = (unsigned int)wf->nagents;
-		wf->nagents++;
-		snprintf(p, sizeof p, "agents.%s", k->str);
-		if (config_agent(cl, ac, agents->kids[i + 1], p, 0) != 0)
-			goto out;
-		if (ac->argv == NULL && (ac->adapter == NULL ||
-		    strcmp(ac->adapter, "exec") != 0)) {
-			cerr(cl, agents->kids[i + 1], "%s: no cmd: given", p);
-			goto out;
-		}
-		if (ac->adapter != NULL) {
-			char why[256];
-
-			x = cmap_get(agents->kids[i + 1], "adapter");
-			if (adapter_table_check(ac, why, sizeof why) != 0) {
-				cerr(cl, x != NULL ? x : agents->kids[i + 1],
-				    "%s.adapter: %s", p, why);
-				goto out;
-			}
-		}
-	}
-
-	if ((r = cmap_get(root, "routes")) != NULL &&
-	    config_routes(cl, r) != 0)
-		goto out;
-
-	if ((r = cmap_get(root, "reflection")) != NULL) {
-		if (cmap_check(cl, r, "reflection", rkeys) != 0)
-			goto out;
-		if ((x = cmap_get(r, "below")) != NULL &&
-		    cget_double(cl, x, "reflection.below", 0, 1,
-		    &wf->refl_below) != 0)
-			goto out;
-		if ((x = cmap_get(r, "max_rounds")) != NULL &&
-		    cget_uint(cl, x, "reflection.max_rounds", 0, 100,
-		    &wf->refl_max_rounds) != 0)
-			goto out;
-		if ((x = cmap_get(r, "missing")) != NULL) {
-			if (x->type == CN_SCALAR && strcmp(x->str, "accept") == 0)
-				wf->refl_missing = MISSING_ACCEPT;
-			else if (x->type == CN_SCALAR &&
-			    strcmp(x->str, "reflect") == 0)
-				wf->refl_missing = MISSING_REFLECT;
-			else {
-				cerr(cl, x, "reflection.missing: expected accept "
-				    "or reflect");
-				goto out;
-			}
-		}
-	}
-	if ((r = cmap_get(root, "limits")) != NULL && config_limits(cl, r) != 0)
-		goto out;
-	if ((x = cmap_get(root, "shutdown")) != NULL) {
-		if (x->type == CN_SCALAR && strcmp(x->str, "sequential") == 0)
-			wf->shutdown_parallel = 0;
-		else if (x->type == CN_SCALAR && strcmp(x->str, "parallel") == 0)
-			wf->shutdown_parallel = 1;
-		else {
-			cerr(cl, x, "shutdown: expected sequential or parallel");
-			goto out;
-		}
-	}
-	if ((x = cmap_get(root, "path")) != NULL &&
-	    cget_strlist(cl, x, "path", &wf->agent_path, &wf->npath) != 0)
-		goto out;
-	if ((x = cmap_get(root, "inline_spawn")) != NULL &&
-	    cget_bool(cl, x, "inline_spawn", &wf->inline_spawn) != 0)
-		goto out;
-	if ((x = cmap_get(root, "env_allow")) != NULL &&
-	    cget_strlist(cl, x, "env_allow", &wf->env_allow,
-	    &wf->nenv_allow) != 0)
-		goto out;
-	if ((x = cmap_get(root, "workspace")) != NULL &&
-	    cget_str(cl, x, "workspace", &wf->workspace) != 0)
-		goto out;
-	if ((r = cmap_get(root, "retry")) != NULL) {
-		if (cmap_check(cl, r, "retry", tkeys) != 0)
-			goto out;
-		if ((x = cmap_get(r, "max")) != NULL &&
-		    cget_uint(cl, x, "retry.max", 0, 100, &wf->retries) != 0)
-			goto out;
-		if ((x = cmap_get(r, "initial")) != NULL &&
-		    cget_duration(cl, x, "retry.initial", &wf->retry_initial))
-			goto out;
-		if ((x = cmap_get(r, "factor")) != NULL &&
-		    cget_double(cl, x, "retry.factor", 1, 100,
-		    &wf->retry_factor) != 0)
-			goto out;
-		if ((x = cmap_get(r, "max_delay")) != NULL &&
-		    cget_duration(cl, x, "retry.max_delay", &wf->retry_max))
-			goto out;
-	}
-	rc = 0;
-out:
-	(void)has_defaults;
-	free(desc);
-	defaults.name = NULL;
-	config_agent_free(&defaults);
+	config_agent_free(&rd->defaults);
 	return rc;
 }
 
@@ -1248,22 +671,7 @@ config_new(const char *path)
 		copy = real;
 	}
 	wf->dir = copy;
-	wf->start = xstrdup("plan");
-	wf->refl_below = 0.5;
-	wf->refl_max_rounds = 1;
-	wf->refl_missing = MISSING_ACCEPT;
-	wf->max_steps = 1000;
-	wf->max_depth = 32;
-	wf->deadline = 0;
-	wf->max_queue = 10000;
-	wf->max_inflight = 1024;
-	wf->max_agents = 1024;
-	wf->tree_depth = 8;
-	wf->tree_children = 128;
-	wf->retries = 3;
-	wf->retry_initial = 1;
-	wf->retry_factor = 2;
-	wf->retry_max = 10;
+	config_fill(CONFIG_TOP, wf);
 	return wf;
 }
 
@@ -1272,53 +680,23 @@ struct workflow *
 config_load_string(const char *text, size_t len, const char *name,
     struct config_error *err)
 {
-	struct cload	 cl;
-	struct cnode	*root;
+	struct config_reader	 rd;
+	struct config_node	*root = NULL;
+	int			 ok = 0;
 
 	memset(err, 0, sizeof *err);
-	memset(&cl, 0, sizeof cl);
-	cl.err = err;
-	cl.file = name;
-	cl.wf = config_new(name);
-	if (memchr(text, '\0', len) != NULL) {
-		cerr(&cl, NULL, "the file holds a NUL byte");
-		config_free(cl.wf);
+	memset(&rd, 0, sizeof rd);
+	rd.err = err;
+	rd.wf = config_new(name);
+	if ((root = config_yaml_parse(&rd, text, len)) != NULL &&
+	    config_build(&rd, root) == 0)
+		ok = 1;
+	config_yaml_free(root);
+	if (!ok) {
+		config_free(rd.wf);
 		return NULL;
 	}
-	{
-		/*
-		 * YAML is UTF-8 here; checking first also keeps libfyaml
-		 * 0.7.12 out of a loop it falls into on invalid UTF-8 in a
-		 * directive line.
-		 */
-		size_t	bad, i, line = 1, col = 1;
-
-		if (!util_utf8_valid(text, len, &bad)) {
-			for (i = 0; i < bad; i++) {
-				if (text[i] == '\n') {
-					line++;
-					col = 1;
-				} else
-					col++;
-			}
-			struct cnode where = { .line = (int)line,
-			    .column = (int)col };
-			cerr(&cl, &where, "the file is not valid UTF-8");
-			config_free(cl.wf);
-			return NULL;
-		}
-	}
-	if ((root = cnode_parse(&cl, text, len)) == NULL) {
-		config_free(cl.wf);
-		return NULL;
-	}
-	if (config_build(&cl, root) != 0) {
-		cnode_free(root);
-		config_free(cl.wf);
-		return NULL;
-	}
-	cnode_free(root);
-	return cl.wf;
+	return rd.wf;
 }
 
 /* Load a workflow file. */
@@ -1380,37 +758,37 @@ config_free(struct workflow *wf)
 		free(wf->routes[i].agents);
 	}
 	free(wf->routes);
-	for (i = 0; i < wf->nenv_allow; i++)
-		free(wf->env_allow[i]);
-	free(wf->env_allow);
-	for (i = 0; i < wf->npath; i++)
-		free(wf->agent_path[i]);
-	free(wf->agent_path);
+	config_list_free(wf->env_allow, wf->nenv_allow);
+	config_list_free(wf->agent_path, wf->npath);
 	free(wf->workspace);
 	free(wf->path);
 	free(wf->dir);
 	free(wf->name);
+	free(wf->description);
 	free(wf->start);
 	free(wf);
 }
 
 /* Print a string as a YAML scalar, quoting when it needs it. */
-static void
+void
 config_print_str(FILE *f, const char *s)
 {
+	static const char *const words[] = { "true", "false", "null", "yes",
+	    "no", "on", "off", NULL };
 	const char	*p;
-	int		 plain = (*s != '\0');
+	size_t		 i;
+	int		 plain = (*s != '\0' && *s != '-' &&
+			    !(*s >= '0' && *s <= '9'));
 
 	for (p = s; *p != '\0' && plain; p++) {
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= '0' && *p <= '9') || strchr("._/-+", *p) != NULL))
 			plain = 0;
 	}
-	if (plain && strcmp(s, "true") != 0 && strcmp(s, "false") != 0 &&
-	    strcmp(s, "null") != 0 && strcmp(s, "yes") != 0 &&
-	    strcmp(s, "no") != 0 && strcmp(s, "on") != 0 &&
-	    strcmp(s, "off") != 0 && !(s[0] >= '0' && s[0] <= '9') &&
-	    s[0] != '-') {
+	for (i = 0; plain && words[i] != NULL; i++)
+		if (strcmp(s, words[i]) == 0)
+			plain = 0;
+	if (plain) {
 		fputs(s, f);
 		return;
 	}
@@ -1426,183 +804,362 @@ config_print_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Print a duration setting. */
+/* Print the value of a key that is not a mapping. */
 static void
-config_print_dur(FILE *f, const char *indent, const char *key, double d)
+config_print_value(FILE *f, const struct config_key *k, const void *base)
 {
-	char	buf[64];
+	const void	*p = (const char *)base + k->offset;
+	const char	*s;
+	char		 buf[64];
+	size_t		 i, n;
+	int		 e;
 
-	util_format_duration(buf, sizeof buf, d);
-	fprintf(f, "%s%s: %s\n", indent, key, buf);
+	switch (k->type) {
+	case CONFIG_STRING:
+		s = *(char *const *)p;
+		config_print_str(f, s != NULL ? s : "");
+		break;
+	case CONFIG_BOOL:
+		fputs(*(const int *)p ? "true" : "false", f);
+		break;
+	case CONFIG_INTEGER:
+		fprintf(f, "%u", *(const unsigned int *)p);
+		break;
+	case CONFIG_NUMBER:
+		fprintf(f, "%g", *(const double *)p);
+		break;
+	case CONFIG_DURATION:
+		if (*(const double *)p == 0 && (k->flags & CONFIG_NONE))
+			strlcpy(buf, "none", sizeof buf);
+		else
+			util_format_duration(buf, sizeof buf,
+			    *(const double *)p);
+		fputs(buf, f);
+		break;
+	case CONFIG_SIZE:
+		util_format_size(buf, sizeof buf, *(const size_t *)p);
+		fputs(buf, f);
+		break;
+	case CONFIG_LIST:
+		n = *(const size_t *)((const char *)base + k->count);
+		fputc('[', f);
+		for (i = 0; i < n; i++) {
+			if (i > 0)
+				fputs(", ", f);
+			config_print_str(f, (*(char **const *)p)[i]);
+		}
+		fputc(']', f);
+		break;
+	case CONFIG_ENUM:
+		e = *(const int *)p;
+		for (i = 0; k->choices[i] != NULL; i++)
+			if ((int)i == e)
+				fputs(k->choices[i], f);
+		break;
+	case CONFIG_MAP:
+		break;
+	}
+}
+
+/* Return nonzero when a key holds nothing: 0, no string, an empty list. */
+static int
+config_is_zero(const struct config_key *k, const void *base)
+{
+	const struct config_key	*m;
+	const void		*p = (const char *)base + k->offset;
+
+	switch (k->type) {
+	case CONFIG_STRING:
+		return *(char *const *)p == NULL;
+	case CONFIG_BOOL:
+	case CONFIG_ENUM:
+		return *(const int *)p == 0;
+	case CONFIG_INTEGER:
+		return *(const unsigned int *)p == 0;
+	case CONFIG_NUMBER:
+	case CONFIG_DURATION:
+		return *(const double *)p == 0;
+	case CONFIG_SIZE:
+		return *(const size_t *)p == 0;
+	case CONFIG_LIST:
+		return *(const size_t *)((const char *)base + k->count) == 0;
+	case CONFIG_MAP:
+		break;
+	}
+	for (m = config_table; m < config_table + config_table_size; m++) {
+		if (config_key_in(m, k->scope, k->name) &&
+		    !config_is_zero(m, base))
+			return 0;
+	}
+	return 1;
+}
+
+/* Print one key at indent, as its type and flags say. */
+static void
+config_print_key(FILE *f, const struct config_key *k, const void *base,
+    int indent)
+{
+	const struct config_key	*m;
+	int			 first = 1;
+
+	if ((k->flags & CONFIG_HIDE) ||
+	    ((k->flags & CONFIG_OMIT) && config_is_zero(k, base)))
+		return;
+	if (k->print != NULL) {
+		k->print(f, k, base, indent);
+		return;
+	}
+	fprintf(f, "%*s%s:", indent, "", config_key_leaf(k));
+	if (k->type != CONFIG_MAP) {
+		fputc(' ', f);
+		config_print_value(f, k, base);
+		fputc('\n', f);
+		return;
+	}
+	m = k->shorthand != NULL ? config_key_find(k->scope, k->name,
+	    k->shorthand) : NULL;
+	if ((k->flags & CONFIG_OFF) && m != NULL && config_is_zero(m, base)) {
+		fputs(" off\n", f);
+		return;
+	}
+	if ((k->flags & CONFIG_FLOW) == 0) {
+		fputc('\n', f);
+		config_print_map(f, k->scope, base, k->name, indent + 2);
+		return;
+	}
+	fputs(" {", f);
+	for (m = config_table; m < config_table + config_table_size; m++) {
+		if (!config_key_in(m, k->scope, k->name))
+			continue;
+		fprintf(f, "%s%s: ", first ? "" : ", ", config_key_leaf(m));
+		config_print_value(f, m, base);
+		first = 0;
+	}
+	fputs("}\n", f);
+}
+
+/* Print the keys of the mapping prefix of scope, in the table's order. */
+void
+config_print_map(FILE *f, int scope, const void *base, const char *prefix,
+    int indent)
+{
+	const struct config_key	*k;
+
+	for (k = config_table; k < config_table + config_table_size; k++) {
+		if (config_key_in(k, scope, prefix))
+			config_print_key(f, k, base, indent);
+	}
 }
 
 /*
  * Print the workflow back in normalized form: every key, with defaults
- * filled in, in a fixed order.  `corral check` prints this, and the golden
- * tests compare it.
+ * filled in, in a fixed order.  `corral check --print` prints this, and
+ * the golden tests compare it.
  */
 void
 config_print(FILE *f, const struct workflow *wf)
 {
-	const struct agent_conf	*ac;
-	const struct route_conf	*rc;
-	char			 buf[64];
-	size_t			 i, j, k;
+	config_print_map(f, CONFIG_TOP, wf, "", 0);
+}
 
-	fprintf(f, "name: ");
-	config_print_str(f, wf->name != NULL ? wf->name : "");
-	fprintf(f, "\nstart: %s\n", wf->start);
-	fprintf(f, "agents:\n");
+/* Write a key's type as docs/workflow.md's key tables do. */
+static void
+config_key_type(const struct config_key *k, char *buf, size_t len)
+{
+	char	lo[32], hi[32];
+
+	if (k->typename != NULL) {
+		strlcpy(buf, k->typename, len);
+		return;
+	}
+	switch (k->type) {
+	case CONFIG_STRING:
+		strlcpy(buf, "string", len);
+		break;
+	case CONFIG_BOOL:
+		strlcpy(buf, "bool", len);
+		break;
+	case CONFIG_INTEGER:
+		if (k->max < UINT_MAX)
+			snprintf(buf, len, "integer %.0f-%.0f", k->min, k->max);
+		else if (k->min > 0)
+			snprintf(buf, len, "integer ≥ %.0f", k->min);
+		else
+			strlcpy(buf, "integer", len);
+		break;
+	case CONFIG_NUMBER:
+		if (k->max < CONFIG_VAST)
+			snprintf(buf, len, "number %g-%g", k->min, k->max);
+		else
+			snprintf(buf, len, "number ≥ %g", k->min);
+		break;
+	case CONFIG_DURATION:
+		strlcpy(buf, "duration", len);
+		break;
+	case CONFIG_SIZE:
+		if (k->max == 0) {
+			strlcpy(buf, "size", len);
+			break;
+		}
+		config_size_text(lo, sizeof lo, (size_t)k->min);
+		config_size_text(hi, sizeof hi, (size_t)k->max);
+		snprintf(buf, len, "size, %s to %s", lo, hi);
+		break;
+	case CONFIG_LIST:
+		strlcpy(buf, "list of strings", len);
+		break;
+	case CONFIG_ENUM:
+		config_choices_text(k->choices, "`", buf, len);
+		break;
+	case CONFIG_MAP:
+		strlcpy(buf, "mapping", len);
+		break;
+	}
+}
+
+/* Describe key i of the table as the docs do; -1 past the last. */
+int
+config_keyinfo(size_t i, struct config_keyinfo *ki)
+{
+	const struct config_key	*k;
+
+	if (i >= config_table_size)
+		return -1;
+	k = &config_table[i];
+	memset(ki, 0, sizeof *ki);
+	ki->name = k->name;
+	ki->agent = k->scope == CONFIG_AGENT;
+	ki->mapping = k->type == CONFIG_MAP;
+	ki->dflt = k->dflt;
+	ki->doc = k->doc;
+	config_key_type(k, ki->type, sizeof ki->type);
+	return 0;
+}
+
+/* Print a problem as corral reports them: file, line and column, what. */
+static void __attribute__((format(printf, 6, 7)))
+config_report(FILE *f, const char *file, int line, int column,
+    const char *kind, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (line > 0)
+		fprintf(f, "corral: %s:%d:%d: %s", file, line, column, kind);
+	else
+		fprintf(f, "corral: %s: %s", file, kind);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
+
+/* Print a loading error. */
+void
+config_print_error(FILE *f, const char *file, const struct config_error *ce)
+{
+	config_report(f, file, ce->line, ce->column, "", "%s", ce->msg);
+}
+
+/*
+ * Check that prog can be found and run for agent ac, as spawn will look
+ * for it: with the agent's PATH (its env: may set one).  On failure, says
+ * why in buf.
+ */
+static int
+config_check_program(const struct workflow *wf, const struct agent_conf *ac,
+    const char *prog, char *buf, size_t len)
+{
+	struct stat	 st;
+	const char	*path = getenv("PATH");
+	char		*file;
+	size_t		 i;
+	int		 rc = 0;
+
+	for (i = 0; i < ac->nenv; i++)
+		if (strcmp(ac->env[i].key, "PATH") == 0)
+			path = ac->env[i].value;
+	if ((file = spawn_find(prog, wf, path)) == NULL) {
+		snprintf(buf, len, "%s: %s", prog, strerror(errno));
+		return -1;
+	}
+	if (stat(file, &st) == -1 || access(file, X_OK) == -1) {
+		snprintf(buf, len, "%s: %s", prog, strerror(errno));
+		rc = -1;
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(buf, len, "%s: not a regular file", prog);
+		rc = -1;
+	}
+	free(file);
+	return rc;
+}
+
+/*
+ * The program an exec adapter runs, when the file names it: not a
+ * template, which only a request can fill in.
+ */
+static const char *
+config_exec_program(const struct agent_conf *ac)
+{
+	const char	*s;
+
+	if (ac->adapter == NULL || strcmp(ac->adapter, "exec") != 0)
+		return NULL;
+	s = json_string_value(json_array_get(json_object_get(
+	    ac->adapter_conf, "argv"), 0));
+	if (s == NULL || *s == '\0' || strstr(s, "{{") != NULL)
+		return NULL;
+	return s;
+}
+
+/* Return nonzero when a request for intent would find a route. */
+static int
+config_routed(const struct workflow *wf, const char *intent)
+{
+	size_t	i;
+
+	for (i = 0; i < wf->nroutes; i++) {
+		if (strcmp(wf->routes[i].intent, intent) == 0 ||
+		    strcmp(wf->routes[i].intent, "*") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Check what loading cannot see in the file alone, and print each problem
+ * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
+ * what would fail only later: an exec adapter's program cannot be found
+ * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
+ * start intent.  `corral check`, `run` and `serve` all call this, so that
+ * what one refuses, all refuse.  Returns the number of errors.
+ */
+int
+config_check(const struct workflow *wf, int flags, FILE *f)
+{
+	const struct agent_conf	*ac;
+	const char		*prog;
+	char			 why[512];
+	size_t			 i;
+	int			 errors = 0;
+
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		fprintf(f, "  %s:\n", ac->name);
-		if (ac->argc > 0) {
-			fprintf(f, "    cmd: [");
-			for (j = 0; j < ac->argc; j++) {
-				if (j > 0)
-					fprintf(f, ", ");
-				config_print_str(f, ac->argv[j]);
-			}
-			fprintf(f, "]\n");
+		if (ac->argv != NULL && config_check_program(wf, ac,
+		    ac->argv[0], why, sizeof why) != 0) {
+			config_report(f, wf->path, ac->line, ac->column, "",
+			    "agents.%s.cmd: %s", ac->name, why);
+			errors++;
 		}
-		if (ac->adapter != NULL) {
-			char *a = json_dumps(ac->adapter_conf,
-			    CORRAL_JSON_FLAGS | JSON_SORT_KEYS);
-			fprintf(f, "    adapter: %s\n", a != NULL ? a : "{}");
-			free(a);
-		}
-		fprintf(f, "    instances: %u\n", ac->instances);
-		fprintf(f, "    autostart: %s\n", ac->autostart ? "true" :
-		    "false");
-		if (ac->role != NULL) {
-			fprintf(f, "    role: ");
-			config_print_str(f, ac->role);
-			fputc('\n', f);
-		}
-		fprintf(f, "    ready: %s\n", ac->ready == READY_SPAWN ?
-		    "spawn" : "handshake");
-		if (ac->hb_interval == 0)
-			fprintf(f, "    heartbeat: off\n");
-		else {
-			util_format_duration(buf, sizeof buf, ac->hb_interval);
-			fprintf(f, "    heartbeat: {interval: %s, misses: %u}\n",
-			    buf, ac->hb_misses);
-		}
-		fprintf(f, "    restart:\n      policy: %s\n      max: %u\n",
-		    config_restart_name(ac->restart), ac->restart_max);
-		config_print_dur(f, "      ", "within", ac->restart_within);
-		config_print_dur(f, "      ", "backoff", ac->backoff_min);
-		config_print_dur(f, "      ", "backoff_max", ac->backoff_max);
-		if (ac->nenv > 0) {
-			fprintf(f, "    env:\n");
-			for (j = 0; j < ac->nenv; j++) {
-				fprintf(f, "      %s: ", ac->env[j].key);
-				config_print_str(f, ac->env[j].value);
-				fputc('\n', f);
-			}
-		}
-		if (ac->cwd != NULL) {
-			fprintf(f, "    cwd: ");
-			config_print_str(f, ac->cwd);
-			fputc('\n', f);
-		}
-		util_format_size(buf, sizeof buf, ac->max_line);
-		fprintf(f, "    max_line: %s\n", buf);
-		fprintf(f, "    max_inflight: %u\n", ac->max_inflight);
-		config_print_dur(f, "    ", "timeout", ac->timeout);
-		fprintf(f, "    stop:\n");
-		config_print_dur(f, "      ", "grace", ac->stop_grace);
-		config_print_dur(f, "      ", "timeout", ac->stop_timeout);
-		fprintf(f, "    children: {max: %u, depth: %u, strategy: %s}\n",
-		    ac->max_children, ac->max_depth,
-		    config_strategy_name(ac->strategy));
-		util_format_duration(buf, sizeof buf, ac->breaker_reset);
-		fprintf(f, "    breaker: {failures: %u, reset: %s, probes: %u}\n",
-		    ac->breaker_failures, buf, ac->breaker_probes);
-		if (ac->budget_tokens > 0 || ac->budget_cost > 0 ||
-		    ac->budget_time > 0) {
-			util_format_duration(buf, sizeof buf, ac->budget_time);
-			fprintf(f, "    budget: {tokens: %g, cost: %g, time: %s}\n",
-			    ac->budget_tokens, ac->budget_cost, buf);
-		}
-		if (ac->nlimits > 0) {
-			fprintf(f, "    limits:\n");
-			for (j = 0; j < ac->nlimits; j++) {
-				for (k = 0; k < sizeof config_rlimits /
-				    sizeof config_rlimits[0]; k++)
-					if (config_rlimits[k].resource ==
-					    ac->limits[j].resource)
-						break;
-				if (ac->limits[j].value ==
-				    (long long)RLIM_INFINITY)
-					fprintf(f, "      %s: unlimited\n",
-					    config_rlimits[k].name);
-				else
-					fprintf(f, "      %s: %lld\n",
-					    config_rlimits[k].name,
-					    ac->limits[j].value);
-			}
-		}
-		if (ac->user != NULL) {
-			fprintf(f, "    user: ");
-			config_print_str(f, ac->user);
-			fputc('\n', f);
-		}
+		if ((prog = config_exec_program(ac)) != NULL &&
+		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
+			config_report(f, wf->path, ac->line, ac->column,
+			    "warning: ", "agents.%s.adapter.argv: %s", ac->name,
+			    why);
 	}
-	fprintf(f, "routes:%s\n", wf->nroutes == 0 ? " {}" : "");
-	for (i = 0; i < wf->nroutes; i++) {
-		rc = &wf->routes[i];
-		fprintf(f, "  ");
-		config_print_str(f, rc->intent);
-		fprintf(f, ": [");
-		for (j = 0; j < rc->nagents; j++)
-			fprintf(f, "%s%s", j > 0 ? ", " : "",
-			    rc->agents[j]->name);
-		fprintf(f, "]\n");
-	}
-	fprintf(f, "reflection:\n  below: %g\n  max_rounds: %u\n"
-	    "  missing: %s\n", wf->refl_below, wf->refl_max_rounds,
-	    wf->refl_missing == MISSING_ACCEPT ? "accept" : "reflect");
-	fprintf(f, "limits:\n  max_steps: %u\n  max_depth: %u\n",
-	    wf->max_steps, wf->max_depth);
-	if (wf->deadline == 0)
-		fprintf(f, "  deadline: none\n");
-	else
-		config_print_dur(f, "  ", "deadline", wf->deadline);
-	fprintf(f, "  max_queue: %u\n  max_inflight: %u\n  max_agents: %u\n"
-	    "  tree_depth: %u\n  tree_children: %u\n", wf->max_queue,
-	    wf->max_inflight, wf->max_agents, wf->tree_depth,
-	    wf->tree_children);
-	fprintf(f, "  budget: {tokens: %g, cost: %g, time: ",
-	    wf->budget_tokens, wf->budget_cost);
-	util_format_duration(buf, sizeof buf, wf->budget_time);
-	fprintf(f, "%s}\n", buf);
-	util_format_duration(buf, sizeof buf, wf->retry_initial);
-	fprintf(f, "retry: {max: %u, initial: %s, factor: %g, ", wf->retries,
-	    buf, wf->retry_factor);
-	util_format_duration(buf, sizeof buf, wf->retry_max);
-	fprintf(f, "max_delay: %s}\n", buf);
-	fprintf(f, "inline_spawn: %s\n", wf->inline_spawn ? "true" : "false");
-	fprintf(f, "shutdown: %s\n", wf->shutdown_parallel ? "parallel" :
-	    "sequential");
-	if (wf->npath > 0) {
-		fprintf(f, "path: [");
-		for (i = 0; i < wf->npath; i++) {
-			if (i > 0)
-				fprintf(f, ", ");
-			config_print_str(f, wf->agent_path[i]);
-		}
-		fprintf(f, "]\n");
-	}
-	if (wf->nenv_allow > 0) {
-		fprintf(f, "env_allow: [");
-		for (i = 0; i < wf->nenv_allow; i++)
-			fprintf(f, "%s%s", i > 0 ? ", " : "", wf->env_allow[i]);
-		fprintf(f, "]\n");
-	}
-	if (wf->workspace != NULL) {
-		fprintf(f, "workspace: ");
-		config_print_str(f, wf->workspace);
-		fputc('\n', f);
-	}
+	if ((flags & CONFIG_CHECK_START) && !config_routed(wf, wf->start))
+		config_report(f, wf->path, wf->start_line, wf->start_column,
+		    "warning: ", "start: intent '%s' has no route and routes: "
+		    "has no \"*\" fallback, so corral run would fail with "
+		    "no_route", wf->start);
+	return errors;
 }

@@ -6,10 +6,7 @@
  * renders the agent tree recorded in an audit log.
  */
 
-#include <sys/stat.h>
-
 #include <err.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +15,7 @@
 
 #include "corral.h"
 
-struct cmd {
+struct cmd_entry {
 	const char	*name;
 	const char	*usage;
 	int		(*exec)(int, char **);
@@ -29,12 +26,12 @@ static int	cmd_serve(int, char **);
 static int	cmd_check(int, char **);
 static int	cmd_tree(int, char **);
 
-static const struct cmd cmds[] = {
+static const struct cmd_entry cmds[] = {
 	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] [-v]",
 	    cmd_run },
 	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] [-v]",
 	    cmd_serve },
-	{ "check", "check FILE", cmd_check },
+	{ "check", "check [-p | --print] FILE", cmd_check },
 	{ "tree", "tree --log FILE [--format text|dot|mermaid]", cmd_tree },
 	{ NULL, NULL, NULL }
 };
@@ -45,9 +42,10 @@ static int	verbose;
 static void
 usage(FILE *f)
 {
-	const struct cmd	*c;
+	const struct cmd_entry	*c;
 
-	fprintf(f, "usage: corral [-v] [--help] [--version] COMMAND ...\n\n");
+	fprintf(f, "usage: corral [-hVv] [--help] [--version] [--verbose] "
+	    "COMMAND ...\n\n");
 	for (c = cmds; c->name != NULL; c++)
 		fprintf(f, "  corral %s\n", c->usage);
 	fprintf(f, "\n"
@@ -55,26 +53,32 @@ usage(FILE *f)
 	    "result\n"
 	    "  serve   route envelopes from stdin, one result line each on "
 	    "stdout\n"
-	    "  check   validate a workflow file and print it normalized\n"
+	    "  check   validate a workflow file: ok, or its problems; --print "
+	    "shows it\n"
+	    "          normalized, every default filled in\n"
 	    "  tree    render the agent tree from an audit log\n\n"
 	    "Exit status: 0 success, 1 the workflow failed, 2 usage or "
 	    "configuration error,\n130 interrupted (SIGINT), 143 terminated "
 	    "(SIGTERM).  See corral(1).\n");
 }
 
-/* Load a workflow file or exit with the error and its position. */
+/*
+ * Load a workflow file and check it, as run, serve and check all do: every
+ * error and warning goes to stderr, and a file with an error exits 2
+ * before anything starts.  flags are config_check's.
+ */
 static struct workflow *
-load_or_exit(const char *path)
+cmd_load(const char *path, int flags)
 {
 	struct workflow		*wf;
 	struct config_error	 ce;
 
 	if ((wf = config_load(path, &ce)) == NULL) {
-		if (ce.line > 0)
-			fprintf(stderr, "corral: %s:%d:%d: %s\n", path, ce.line,
-			    ce.column, ce.msg);
-		else
-			fprintf(stderr, "corral: %s: %s\n", path, ce.msg);
+		config_print_error(stderr, path, &ce);
+		exit(EXIT_USAGE);
+	}
+	if (config_check(wf, flags, stderr) != 0) {
+		config_free(wf);
 		exit(EXIT_USAGE);
 	}
 	return wf;
@@ -101,7 +105,7 @@ cmd_start(int argc, char **argv, int mode)
 	size_t		 maxline = 0;
 	int		 ch, text = 0, rc;
 
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "g:l:o:m:vh", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -149,7 +153,7 @@ cmd_start(int argc, char **argv, int mode)
 		errx(EXIT_USAGE, "serve: --goal does not apply; envelopes come "
 		    "on stdin");
 	log_init(verbose);
-	wf = load_or_exit(argv[0]);
+	wf = cmd_load(argv[0], mode == MODE_RUN ? CONFIG_CHECK_START : 0);
 	if (logpath != NULL && logpath[0] != '/') {
 		/* Keep relative to where the user stood. */
 		char *cwd = getcwd(NULL, 0);
@@ -181,51 +185,43 @@ cmd_serve(int argc, char **argv)
 	return cmd_start(argc, argv, MODE_SERVE);
 }
 
-/*
- * Check that each agent's program can be found and run.  Returns the
- * number of problems, reported on stderr.
- */
-static int
-check_programs(const struct workflow *wf)
-{
-	const struct agent_conf	*ac;
-	char			*path;
-	size_t			 i;
-	int			 bad = 0;
-
-	for (i = 0; i < wf->nagents; i++) {
-		ac = &wf->agents[i];
-		if (ac->argv == NULL)
-			continue;
-		path = spawn_find(ac->argv[0], wf, getenv("PATH"));
-		if (path == NULL || access(path, X_OK) != 0) {
-			fprintf(stderr, "corral: %s:%d:%d: agents.%s.cmd: %s: "
-			    "%s\n", wf->path, ac->line, ac->column, ac->name,
-			    ac->argv[0], strerror(errno));
-			bad++;
-		}
-		free(path);
-		errno = 0;
-	}
-	return bad;
-}
-
-/* corral check FILE. */
+/* corral check [--print] FILE. */
 static int
 cmd_check(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "print", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
 	struct workflow	*wf;
-	int		 bad;
+	int		 ch, print = 0;
 
-	if (argc != 2) {
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			print = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	wf = load_or_exit(argv[1]);
-	bad = check_programs(wf);
-	config_print(stdout, wf);
+	wf = cmd_load(argv[optind], CONFIG_CHECK_START);
+	if (print)
+		config_print(stdout, wf);
+	else
+		printf("ok\n");
 	config_free(wf);
-	return bad ? EXIT_USAGE : 0;
+	return 0;
 }
 
 /* corral tree --log FILE [--format text|dot|mermaid]. */
@@ -240,7 +236,7 @@ cmd_tree(int argc, char **argv)
 	const char	*logpath = NULL, *format = "text";
 	int		 ch;
 
-	optind = 1;
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "l:f:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -262,43 +258,53 @@ cmd_tree(int argc, char **argv)
 	return tree_render(logpath, format, stdout);
 }
 
+/*
+ * Parse the global options, up to the command's name ('+': the command's
+ * own options are left for it), then run the command.  Each command
+ * parses its options with optind set to 0, which makes glibc's getopt
+ * start afresh, in its default order: options may follow the file.
+ */
 int
 main(int argc, char **argv)
 {
-	const struct cmd	*c;
-	int			 i;
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const struct cmd_entry	*c;
+	int			 ch;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "-v") == 0 ||
-		    strcmp(argv[i], "--verbose") == 0)
-			verbose++;
-		else if (strcmp(argv[i], "-vv") == 0)
-			verbose += 2;
-		else if (strcmp(argv[i], "--version") == 0 ||
-		    strcmp(argv[i], "-V") == 0) {
+	while ((ch = getopt_long(argc, argv, "+hVv", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
 			printf("corral %s (protocol %d)\n", CORRAL_VERSION,
 			    CORRAL_PROTOCOL_VERSION);
 			return 0;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-		    strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "corral: unknown option %s\n", argv[i]);
+		case 'v':
+			verbose++;
+			break;
+		default:
 			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
-	if (i >= argc) {
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	log_init(verbose);
 	for (c = cmds; c->name != NULL; c++) {
-		if (strcmp(c->name, argv[i]) == 0)
-			return c->exec(argc - i, argv + i);
+		if (strcmp(c->name, argv[0]) == 0)
+			return c->exec(argc, argv);
 	}
-	fprintf(stderr, "corral: unknown command %s\n", argv[i]);
+	fprintf(stderr, "corral: unknown command %s\n", argv[0]);
 	usage(stderr);
 	return EXIT_USAGE;
 }

@@ -288,7 +288,10 @@ struct workflow {
 	char			*path;
 	char			*dir;		/* the file's directory */
 	char			*name;
+	char			*description;
 	char			*start;		/* first intent of corral run */
+	int			 start_line;	/* where a warning about start: */
+	int			 start_column;	/* points: it, routes: or the top */
 	struct agent_conf	*agents;
 	size_t			 nagents;
 	struct route_conf	*routes;
@@ -326,6 +329,16 @@ struct config_error {
 	int	line;
 	int	column;
 	char	msg[512];
+};
+
+/* A key of the workflow file as docs/workflow.md's key tables show it. */
+struct config_keyinfo {
+	const char	*name;		/* in its mapping's scope: restart.max */
+	int		 agent;		/* a key of agents: (and defaults:) */
+	int		 mapping;	/* holds keys of its own */
+	const char	*dflt;		/* as a file writes it; NULL: none */
+	char		 type[128];	/* the doc's type column */
+	const char	*doc;
 };
 
 /* chan.c: a pair of pipe ends carrying NDJSON, with backpressure. */
@@ -922,9 +935,13 @@ struct workflow *config_load_string(const char *, size_t, const char *,
 	    struct config_error *);
 void	 config_free(struct workflow *);
 void	 config_print(FILE *, const struct workflow *);
+void	 config_print_error(FILE *, const char *, const struct config_error *);
+int	 config_check(const struct workflow *, int, FILE *);
+#define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
+int	 config_keyinfo(size_t, struct config_keyinfo *);
 
 /* spawn.c */
 struct spawn_result {

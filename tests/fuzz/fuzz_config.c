@@ -1,7 +1,7 @@
 /*
- * Fuzz the workflow-file loader: any input either loads (and prints back
- * in normalized form, which must load again to the same print) or fails
- * with a message.
+ * Fuzz the workflow-file loader: any input either loads (then is checked
+ * as corral check, run and serve check it, and prints back in normalized
+ * form) or fails with a message.
  */
 
 #include <stdio.h>
@@ -31,6 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	f = open_memstream(&buf, &blen);
+	(void)config_check(wf, CONFIG_CHECK_START, f);
 	config_print(f, wf);
 	fclose(f);
 	config_free(wf);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The circuit breaker, per agent (breaker: {failures: 5, reset: 1s,
-# probes: 2} here; the defaults are checked with corral check):
+# probes: 2} here; the defaults are checked with corral check --print):
 #   - 5 failures in a row (timeouts) open it: "circuit open (5 failures in
 #     a row)", audit breaker state open
 #   - while open, a request with no other candidate fails fast with
@@ -33,9 +33,9 @@ agents:
 routes:
   "*": x
 YAML
-"$CORRAL" check "$T/def.yaml" >"$T/check.out" 2>&1 || fail "corral check failed: $(cat "$T/check.out")"
+"$CORRAL" check --print "$T/def.yaml" >"$T/check.out" 2>&1 || fail "corral check --print failed: $(cat "$T/check.out")"
 grep -q '^    breaker: {failures: 5, reset: 1m, probes: 3}$' "$T/check.out" ||
-    fail "expected the default breaker {failures: 5, reset: 1m, probes: 3}, corral check says: $(grep breaker "$T/check.out")"
+    fail "expected the default breaker {failures: 5, reset: 1m, probes: 3}, corral check --print says: $(grep breaker "$T/check.out")"
 
 send() {	# ID TASK [INTENT]
 	"$RG" env 1 --id "${1%-*}-" --start "${1##*-}" --task "$2" --intent "${3:-plan}" >&8

@@ -7,11 +7,15 @@
  * where a text editor would show the problem.
  */
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -557,7 +561,7 @@ test_json_form(void **state)
 	config_free(b);
 }
 
-/* Heartbeat forms: off, false, a duration, a number, a map. */
+/* Heartbeat forms: off (or false, none, 0), a duration, a number, a map. */
 static void
 test_heartbeat_forms(void **state)
 {
@@ -566,7 +570,9 @@ test_heartbeat_forms(void **state)
 		double		 interval;
 		unsigned int	 misses;
 	} cases[] = {
-		{ "off", 0, 3 }, { "false", 0, 3 }, { "2s", 2, 3 },
+		{ "off", 0, 3 }, { "false", 0, 3 }, { "none", 0, 3 },
+		{ "0", 0, 3 }, { "{interval: off, misses: 2}", 0, 2 },
+		{ "2s", 2, 3 },
 		{ "2", 2, 3 }, { "250ms", 0.25, 3 }, { "10ms", 0.01, 3 },
 		{ "{interval: 1m}", 60, 3 }, { "{misses: 7}", 5, 7 },
 		{ "{interval: 3s, misses: 1}", 3, 1 },
@@ -639,6 +645,478 @@ test_restart_forms(void **state)
 	    "one_for_all");
 	assert_string_equal(config_strategy_name(STRATEGY_REST_FOR_ONE),
 	    "rest_for_one");
+}
+
+/* cmd: a single word is a list of one; a list is taken as it is. */
+static void
+test_cmd_forms(void **state)
+{
+	static const struct {
+		const char	*value;
+		size_t		 argc;
+		const char	*argv0;
+		const char	*argv1;
+	} cases[] = {
+		{ "cat", 1, "cat", NULL },
+		{ "./agent.sh", 1, "./agent.sh", NULL },
+		{ "\"/usr/bin/env\"", 1, "/usr/bin/env", NULL },
+		{ "[cat]", 1, "cat", NULL },
+		{ "[python3, \"agent one.py\"]", 2, "python3", "agent one.py" },
+	};
+	struct workflow	*wf;
+	char		 text[256];
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "agents:\n  a:\n    cmd: %s\n",
+		    cases[i].value);
+		wf = load(text);
+		assert_int_equal(wf->agents[0].argc, cases[i].argc);
+		assert_string_equal(wf->agents[0].argv[0], cases[i].argv0);
+		if (cases[i].argv1 != NULL)
+			assert_string_equal(wf->agents[0].argv[1],
+			    cases[i].argv1);
+		assert_null(wf->agents[0].argv[cases[i].argc]);
+		config_free(wf);
+	}
+}
+
+/* Return the message a workflow is refused with (static storage). */
+static const char *
+refusal(const char *text)
+{
+	static struct config_error	 err;
+	struct workflow			*wf;
+
+	wf = config_load_string(text, strlen(text), "test.yaml", &err);
+	if (wf != NULL) {
+		config_free(wf);
+		fail_msg("accepted:\n%s", text);
+	}
+	return err.msg;
+}
+
+/*
+ * An unknown key names the key one or two letters away, else the few keys
+ * a small mapping has; never a key that is not allowed there.
+ */
+static void
+test_unknown_key_suggestions(void **state)
+{
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    timout: 5s\n"), "agents.a: unknown key 'timout' "
+	    "(did you mean 'timeout'?)");
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    heartbeat: {misess: 2}\n"), "agents.a.heartbeat: unknown key "
+	    "'misess' (did you mean 'misses'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nretry: "
+	    "{maxdelay: 1s}\n"), "retry: unknown key 'maxdelay' (did you mean "
+	    "'max_delay'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nrotues: {}\n"),
+	    "the workflow: unknown key 'rotues' (did you mean 'routes'?)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\nlimits: "
+	    "{max_stepz: 1}\n"), "limits: unknown key 'max_stepz' (did you "
+	    "mean 'max_steps'?)");
+	/* Nothing close: a small mapping lists its keys, a large one not. */
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    stop: {after: 1s}\n"), "agents.a.stop: unknown key 'after' "
+	    "(one of grace, timeout)");
+	assert_string_equal(refusal("agents:\n  a:\n    cmd: [cat]\n"
+	    "    colour: red\n"), "agents.a: unknown key 'colour'");
+	/* An agent's key outside an agent says where it belongs. */
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\n"
+	    "timeout: 5s\n"), "the workflow: unknown key 'timeout' here: it is "
+	    "a key of an agent's settings (in an entry of agents:, or in "
+	    "defaults:)");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat]}\n"
+	    "limits: {nofile: 5}\n"), "limits: unknown key 'nofile' here: it "
+	    "is a key of an agent's limits: (in an entry of agents:, or in "
+	    "defaults:)");
+	/* cmd cannot be in defaults:, so it is never what was meant there. */
+	assert_null(strstr(refusal("defaults:\n  cmdd: [cat]\nagents:\n"
+	    "  a: {cmd: [cat]}\n"), "'cmd'"));
+}
+
+/* A scratch directory for config_check's programs. */
+static char	check_dir[] = "/tmp/corral-unit-check-XXXXXX";
+
+/* Make a file in check_dir with a mode. */
+static void
+check_file(const char *name, mode_t mode)
+{
+	char	path[256];
+	FILE	*f;
+
+	snprintf(path, sizeof path, "%s/%s", check_dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/*
+ * Load text as a workflow file in check_dir and check it: the number of
+ * errors, and what was printed into out (to free).
+ */
+static int
+check_text(const char *text, int flags, char **out)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 name[256];
+	size_t			 len = 0;
+	FILE			*f;
+	int			 errors;
+
+	snprintf(name, sizeof name, "%s/wf.yaml", check_dir);
+	wf = config_load_string(text, strlen(text), name, &err);
+	if (wf == NULL)
+		fail_msg("refused at %d:%d: %s\n%s", err.line, err.column,
+		    err.msg, text);
+	assert_non_null(f = open_memstream(out, &len));
+	errors = config_check(wf, flags, f);
+	fclose(f);
+	config_free(wf);
+	return errors;
+}
+
+/* Expect config_check to print exactly want, after the directory. */
+static void
+check_expect(const char *text, int flags, int errors, const char *want)
+{
+	char	*out, full[1024];
+
+	assert_int_equal(check_text(text, flags, &out), errors);
+	if (want[0] == '\0')
+		full[0] = '\0';
+	else
+		snprintf(full, sizeof full, "corral: %s/wf.yaml:%s\n",
+		    check_dir, want);
+	assert_string_equal(out, full);
+	free(out);
+}
+
+/*
+ * config_check, which check, run and serve share: programs that cannot be
+ * found or run are errors; an exec adapter's missing program and a start
+ * intent no route serves are warnings.
+ */
+static void
+test_check(void **state)
+{
+	char	text[512];
+
+	assert_non_null(mkdtemp(check_dir));
+	check_file("tool", 0755);
+	check_file("text", 0644);
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {\"*\": a}\n",
+	    CONFIG_CHECK_START, 0, "");
+	check_expect("agents:\n  a: {cmd: [./nope]}\nroutes: {\"*\": a}\n",
+	    CONFIG_CHECK_START, 1,
+	    "2:3: agents.a.cmd: ./nope: No such file or directory");
+	check_expect("agents:\n  a: {cmd: [./text]}\nroutes: {\"*\": a}\n",
+	    0, 1, "2:3: agents.a.cmd: ./text: Permission denied");
+	check_expect("agents:\n  a: {cmd: [/tmp]}\nroutes: {\"*\": a}\n", 0, 1,
+	    "2:3: agents.a.cmd: /tmp: not a regular file");
+	/* A bare name is looked for on the agent's own PATH. */
+	snprintf(text, sizeof text, "agents:\n  a:\n    cmd: tool\n"
+	    "    env: {PATH: %s}\nroutes: {\"*\": a}\n", check_dir);
+	check_expect(text, 0, 0, "");
+	check_expect("agents:\n  a: {cmd: corral-unit-no-such-tool}\n"
+	    "routes: {\"*\": a}\n", 0, 1, "2:3: agents.a.cmd: "
+	    "corral-unit-no-such-tool: No such file or directory");
+	/* exec: a warning, and nothing for a template. */
+	check_expect("agents:\n  a: {adapter: {type: exec, argv: [./nope]}}\n"
+	    "routes: {\"*\": a}\n", 0, 0, "2:3: warning: "
+	    "agents.a.adapter.argv: ./nope: No such file or directory");
+	check_expect("agents:\n  a: {adapter: {type: exec, argv: "
+	    "[\"{{task}}\"]}}\nroutes: {\"*\": a}\n", 0, 0, "");
+	/* start: at the value, at routes:, or at the top of the file. */
+	check_expect("start: analyze\nagents:\n  a: {cmd: [./tool]}\n"
+	    "routes: {plan: a}\n", CONFIG_CHECK_START, 0, "1:8: warning: "
+	    "start: intent 'analyze' has no route and routes: has no \"*\" "
+	    "fallback, so corral run would fail with no_route");
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {plan: a}\n", 0, 0,
+	    "");
+	check_expect("agents:\n  a: {cmd: [./tool]}\nroutes: {execute: a}\n",
+	    CONFIG_CHECK_START, 0, "3:1: warning: start: intent 'plan' has no "
+	    "route and routes: has no \"*\" fallback, so corral run would fail "
+	    "with no_route");
+	check_expect("# top\nagents:\n  a: {cmd: [./tool]}\n",
+	    CONFIG_CHECK_START, 0, "2:1: warning: start: intent 'plan' has no "
+	    "route and routes: has no \"*\" fallback, so corral run would fail "
+	    "with no_route");
+	check_expect("start: analyze\nagents:\n  a: {cmd: [./tool]}\n"
+	    "routes: {analyze: a}\n", CONFIG_CHECK_START, 0, "");
+	snprintf(text, sizeof text, "rm -rf '%s'", check_dir);
+	assert_int_equal(system(text), 0);
+}
+
+/* Find a key of the table by its scope and name; -1 when there is none. */
+static ssize_t
+key_index(int agent, const char *name)
+{
+	struct config_keyinfo	ki;
+	size_t			i;
+
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++)
+		if (ki.agent == agent && strcmp(ki.name, name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/*
+ * The key table is whole: names unique, each inside a mapping that is in
+ * the table, defaults only for values, and a line of doc for every key.
+ */
+static void
+test_key_table(void **state)
+{
+	struct config_keyinfo	ki, parent;
+	char			name[128], *dot;
+	size_t			i;
+
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
+		if (key_index(ki.agent, ki.name) != (ssize_t)i)
+			fail_msg("%s is declared twice", ki.name);
+		if (ki.doc == NULL || ki.doc[0] == '\0')
+			fail_msg("%s has no doc", ki.name);
+		if (ki.mapping && ki.dflt != NULL)
+			fail_msg("%s: a mapping with a default", ki.name);
+		if (ki.type[0] == '\0')
+			fail_msg("%s has no type", ki.name);
+		strlcpy(name, ki.name, sizeof name);
+		if ((dot = strrchr(name, '.')) == NULL)
+			continue;
+		*dot = '\0';
+		if (key_index(ki.agent, name) < 0)
+			fail_msg("%s is in %s, which is no key", ki.name, name);
+		config_keyinfo((size_t)key_index(ki.agent, name), &parent);
+		if (!parent.mapping)
+			fail_msg("%s is in %s, which is no mapping", ki.name,
+			    name);
+	}
+	assert_true(i > 50);
+	assert_int_equal(config_keyinfo(i, &ki), -1);
+}
+
+/* Trim the blanks around a table cell, in place. */
+static char *
+doc_trim(char *s)
+{
+	char	*e;
+
+	while (*s == ' ')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+/* Split a table row "| a | b |" into at most max trimmed cells. */
+static size_t
+doc_cells(char *line, char **cells, size_t max)
+{
+	size_t	n = 0;
+	char	*p = line + 1, *bar;
+
+	while (n < max && (bar = strchr(p, '|')) != NULL) {
+		*bar = '\0';
+		cells[n++] = doc_trim(p);
+		p = bar + 1;
+	}
+	return n;
+}
+
+/* Where the key tables under a docs/workflow.md heading belong. */
+struct doc_place {
+	int	agent;
+	char	prefix[64];	/* "", "restart.", "limits.budget." */
+};
+
+/* Follow a heading: "## agents", "## limits", "### restart", ... */
+static void
+doc_heading(const char *line, struct doc_place *section,
+    struct doc_place *here)
+{
+	char	word[64];
+
+	if (sscanf(line + strspn(line, "#"), " %63[A-Za-z_-]", word) != 1)
+		word[0] = '\0';
+	if (strncmp(line, "## ", 3) == 0) {
+		section->agent = strcmp(word, "agents") == 0;
+		if (section->agent || strcmp(line, "## Top-level keys\n") == 0)
+			section->prefix[0] = '\0';
+		else
+			snprintf(section->prefix, sizeof section->prefix, "%s.",
+			    word);
+		*here = *section;
+	} else {
+		here->agent = section->agent;
+		snprintf(here->prefix, sizeof here->prefix, "%s%s.",
+		    section->prefix, word);
+	}
+}
+
+/* Check one row of a key table against the key table; count problems. */
+static int
+doc_row(const struct doc_place *here, char **cells, size_t n, int ctype,
+    int cdefault, unsigned char *seen)
+{
+	struct config_keyinfo	ki;
+	char			name[128], want[160];
+	ssize_t			i;
+	size_t			len = strlen(cells[0]);
+
+	if (len < 3 || cells[0][0] != '`' || cells[0][len - 1] != '`') {
+		print_message("docs: a key table row without a `key`: %s\n",
+		    cells[0]);
+		return 1;
+	}
+	snprintf(name, sizeof name, "%s%.*s", here->prefix, (int)len - 2,
+	    cells[0] + 1);
+	if ((i = key_index(here->agent, name)) < 0) {
+		print_message("docs: %s%s is no key of the workflow file\n",
+		    here->agent ? "agents.*." : "", name);
+		return 1;
+	}
+	seen[i] = 1;
+	config_keyinfo((size_t)i, &ki);
+	if (ctype >= 0 && (size_t)ctype < n &&
+	    strcmp(cells[ctype], ki.type) != 0) {
+		print_message("docs: %s: type '%s', the table says '%s'\n",
+		    name, cells[ctype], ki.type);
+		return 1;
+	}
+	if (cdefault < 0 || (size_t)cdefault >= n || ki.mapping)
+		return 0;
+	if (ki.dflt != NULL) {
+		snprintf(want, sizeof want, "`%s`", ki.dflt);
+		if (strncmp(cells[cdefault], want, strlen(want)) == 0)
+			return 0;
+	} else if (cells[cdefault][0] != '`')
+		return 0;
+	print_message("docs: %s: default '%s', the table says %s\n", name,
+	    cells[cdefault], ki.dflt != NULL ? want : "none");
+	return 1;
+}
+
+/* Open docs/workflow.md, or skip the test when run outside ctest. */
+static FILE *
+doc_open(void)
+{
+	const char	*data = getenv("CORRAL_TEST_DATA");
+	char		 path[1024];
+	FILE		*f;
+
+	if (data == NULL)
+		skip();
+	snprintf(path, sizeof path, "%s/../docs/workflow.md", data);
+	if ((f = fopen(path, "r")) == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	return f;
+}
+
+/*
+ * Every complete workflow docs/workflow.md shows (a yaml or json block with
+ * agents: at its top) loads.
+ */
+static void
+test_docs_examples_load(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 line[2048], *text = NULL;
+	size_t			 len = 0, n = 0;
+	FILE			*f = doc_open(), *block = NULL;
+	int			 bad = 0;
+
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (block == NULL) {
+			if (strcmp(line, "```yaml\n") == 0 ||
+			    strcmp(line, "```json\n") == 0)
+				block = open_memstream(&text, &len);
+			continue;
+		}
+		if (strcmp(line, "```\n") != 0) {
+			fputs(line, block);
+			continue;
+		}
+		fclose(block);
+		block = NULL;
+		if (strncmp(text, "agents:", 7) == 0 ||
+		    strstr(text, "\nagents:") != NULL ||
+		    strncmp(text, "{\"agents\"", 10) == 0) {
+			n++;
+			wf = config_load_string(text, len, "doc.yaml", &err);
+			if (wf == NULL) {
+				print_message("docs: an example does not load: "
+				    "%d:%d: %s\n%s", err.line, err.column,
+				    err.msg, text);
+				bad++;
+			}
+			config_free(wf);
+		}
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	assert_int_equal(bad, 0);
+	assert_true(n >= 5);
+}
+
+/*
+ * docs/workflow.md's key tables and the key table agree: every key is in
+ * the docs, under its mapping's heading, with the table's type and
+ * default, and the docs list no key the table lacks.
+ */
+static void
+test_docs_match_table(void **state)
+{
+	struct config_keyinfo	 ki;
+	struct doc_place	 section = { 0, "" }, here = { 0, "" };
+	unsigned char		 seen[512] = { 0 };
+	char			 line[2048], *cells[8];
+	size_t			 n, i;
+	int			 table = 0, ctype = -1, cdefault = -1;
+	int			 bad = 0;
+	FILE			*f = doc_open();
+
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "## ", 3) == 0 ||
+		    strncmp(line, "### ", 4) == 0) {
+			doc_heading(line, &section, &here);
+			continue;
+		}
+		if (line[0] != '|') {
+			table = 0;
+			continue;
+		}
+		n = doc_cells(line, cells, 8);
+		if (table == 0) {
+			/* A header row: is it a table of keys? */
+			table = n > 0 && strcmp(cells[0], "key") == 0 ? 1 : -1;
+			ctype = cdefault = -1;
+			for (i = 0; i < n; i++) {
+				if (strcmp(cells[i], "type") == 0)
+					ctype = (int)i;
+				if (strcmp(cells[i], "default") == 0)
+					cdefault = (int)i;
+			}
+		} else if (table == 1 && strncmp(cells[0], "---", 3) != 0)
+			bad += doc_row(&here, cells, n, ctype, cdefault, seen);
+	}
+	fclose(f);
+	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
+		if (!seen[i]) {
+			print_message("docs: %s%s (%s) is not in workflow.md's "
+			    "key tables\n", ki.agent ? "agents.*." : "",
+			    ki.name, ki.type);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
 }
 
 /* max_line: sizes from 64 bytes to 256MiB, in any unit. */
@@ -791,8 +1269,13 @@ static const struct bad_conf bad_confs[] = {
 	    "agents.a.env.A: expected a string" },
 	{ "name: {x: 1}\nagents:\n  a: {cmd: [cat]}\n", 1, 7,
 	    "name: expected a string" },
-	{ "agents:\n  a:\n    cmd: cat\n", 3, 10,
-	    "agents.a.cmd: expected an argv list" },
+	{ "agents:\n  a:\n    cmd: \"python3 agent.py\"\n", 3, 10,
+	    "agents.a.cmd: a command with spaces must be a list of its words, "
+	    "such as [python3, agent.py]" },
+	{ "agents:\n  a:\n    cmd: \"sh -c 'exec cat'\"\n", 3, 10,
+	    "such as [./agent, --flag]" },
+	{ "agents:\n  a:\n    cmd: \"\"\n", 3, 10,
+	    "agents.a.cmd: the command is empty" },
 	{ "agents:\n  a:\n    cmd: [cat, [x]]\n", 3, 16,
 	    "agents.a.cmd[1]: expected a string" },
 	{ "agents:\n  a:\n    cmd: []\n", 3, 10,
@@ -803,6 +1286,9 @@ static const struct bad_conf bad_confs[] = {
 	    "agents.a.ready: expected spawn or handshake" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    restart: always\n", 4, 14,
 	    "agents.a.restart: expected permanent, transient or temporary" },
+	{ "agents:\n  a:\n    cmd: [cat]\n    restart: {policy: always}\n", 4,
+	    23, "agents.a.restart.policy: expected permanent, transient or "
+	    "temporary" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    children: {strategy: all}\n", 4,
 	    26, "agents.a.children.strategy: expected one_for_one" },
 	{ "agents: [a, b]\n", 1, 9, "agents: expected a mapping" },
@@ -991,6 +1477,12 @@ main(void)
 		cmocka_unit_test(test_errors_with_positions),
 		cmocka_unit_test(test_nul_byte_refused),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_cmd_forms),
+		cmocka_unit_test(test_unknown_key_suggestions),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_docs_match_table),
+		cmocka_unit_test(test_docs_examples_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,873 @@
+/*
+ * The keys of the workflow file, each declared once, in the manner of
+ * tmux's options-table.c: its name, type, default, range, where it is
+ * kept, and a line saying what it is for.  config.c reads the file, fills
+ * in the defaults and prints the normalized workflow from this table, and
+ * the unit tests check that docs/workflow.md's key tables agree with it.
+ *
+ * Below the table are the few keys no type describes (cmd, env, limits,
+ * adapter, agents, routes, defaults) and the checks that need more than
+ * one value (heartbeat, restart, start).
+ */
+
+#include <sys/resource.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+#include "config.h"
+
+/* The interval of a heartbeat: mapping that gives none (workflow.md). */
+#define CONFIG_TABLE_HEARTBEAT	5.0
+
+static int	config_table_read_defaults(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_agents(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_routes(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_cmd(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_adapter(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_env(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_rlimit(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_interval(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_after_start(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_after_heartbeat(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_after_restart(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_after_policy(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static void	config_table_print_agents(FILE *, const struct config_key *,
+		    const void *, int);
+static void	config_table_print_routes(FILE *, const struct config_key *,
+		    const void *, int);
+static void	config_table_print_adapter(FILE *, const struct config_key *,
+		    const void *, int);
+static void	config_table_print_env(FILE *, const struct config_key *,
+		    const void *, int);
+static void	config_table_print_rlimits(FILE *, const struct config_key *,
+		    const void *, int);
+
+/* The names of the enumerations, indexed by value. */
+static const char *const config_table_ready[] = {
+	"spawn", "handshake", NULL
+};
+static const char *const config_table_restart[] = {
+	"permanent", "transient", "temporary", NULL
+};
+static const char *const config_table_strategy[] = {
+	"one_for_one", "one_for_all", "rest_for_one", NULL
+};
+static const char *const config_table_missing[] = {
+	"accept", "reflect", NULL
+};
+static const char *const config_table_shutdown[] = {
+	"sequential", "parallel", NULL
+};
+
+/* The enumerations are read and written as int. */
+_Static_assert(sizeof(enum ready_mode) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum restart_policy) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum child_strategy) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum missing_confidence) == sizeof(int), "enum size");
+
+#define TOP(f)		.scope = CONFIG_TOP, \
+			.offset = offsetof(struct workflow, f)
+#define AGENT(f)	.scope = CONFIG_AGENT, \
+			.offset = offsetof(struct agent_conf, f)
+#define RLIMIT(r)	.scope = CONFIG_AGENT, .arg = (r), \
+			.read = config_table_read_rlimit
+
+/*
+ * The order is the order of `corral check --print`, and, within a mapping,
+ * the order in which CONFIG_LATE keys are read (agents before routes).
+ */
+const struct config_key config_table[] = {
+	{ .name = "name", TOP(name), .type = CONFIG_STRING,
+	  .doc = "the workflow's name, shown by the progress view" },
+	{ .name = "description", TOP(description), .type = CONFIG_STRING,
+	  .flags = CONFIG_HIDE,
+	  .doc = "free text for people; corral does not use it" },
+	{ .name = "start", TOP(start), .type = CONFIG_STRING, .dflt = "plan",
+	  .typename = "intent", .after = config_table_after_start,
+	  .doc = "the intent of corral run's first envelope" },
+	{ .name = "defaults", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_HIDE, .read = config_table_read_defaults,
+	  .doc = "settings every agent starts from" },
+	{ .name = "agents", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_LATE|CONFIG_REQUIRED,
+	  .read = config_table_read_agents,
+	  .print = config_table_print_agents,
+	  .doc = "agent name to its settings; at least one" },
+	{ .name = "routes", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_LATE, .read = config_table_read_routes,
+	  .print = config_table_print_routes,
+	  .doc = "intent (or \"*\") to the agents that serve it" },
+
+	{ .name = "reflection", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .doc = "when a weak reply goes to another agent" },
+	{ .name = "reflection.below", TOP(refl_below), .type = CONFIG_NUMBER,
+	  .min = 0, .max = 1, .dflt = "0.5",
+	  .doc = "scores strictly below this are weak" },
+	{ .name = "reflection.max_rounds", TOP(refl_max_rounds),
+	  .type = CONFIG_INTEGER, .min = 0, .max = 100, .dflt = "1",
+	  .doc = "reflections in a row on one line of work" },
+	{ .name = "reflection.missing", TOP(refl_missing),
+	  .type = CONFIG_ENUM, .choices = config_table_missing,
+	  .dflt = "accept", .doc = "what a reply without confidence is" },
+
+	{ .name = "limits", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .doc = "bounds of a run" },
+	{ .name = "limits.max_steps", TOP(max_steps), .type = CONFIG_INTEGER,
+	  .min = 1, .max = UINT_MAX, .dflt = "1000",
+	  .doc = "requests a job may make from next_actions" },
+	{ .name = "limits.max_depth", TOP(max_depth), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 100000, .dflt = "32",
+	  .doc = "how deep a chain of next_actions may go" },
+	{ .name = "limits.deadline", TOP(deadline), .type = CONFIG_DURATION,
+	  .flags = CONFIG_NONE, .dflt = "none",
+	  .doc = "wall time of a job" },
+	{ .name = "limits.max_queue", TOP(max_queue), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 10000000, .dflt = "10000",
+	  .doc = "requests waiting per route" },
+	{ .name = "limits.max_inflight", TOP(max_inflight),
+	  .type = CONFIG_INTEGER, .min = 1, .max = 10000000, .dflt = "1024",
+	  .doc = "corral serve: jobs at once" },
+	{ .name = "limits.max_agents", TOP(max_agents), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 1000000, .dflt = "1024",
+	  .doc = "agents alive at once" },
+	{ .name = "limits.tree_depth", TOP(tree_depth), .type = CONFIG_INTEGER,
+	  .min = 0, .max = 1000, .dflt = "8",
+	  .doc = "depth of sub-agent trees" },
+	{ .name = "limits.tree_children", TOP(tree_children),
+	  .type = CONFIG_INTEGER, .min = 0, .max = 100000, .dflt = "128",
+	  .doc = "children alive per agent" },
+	{ .name = "limits.budget", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW, .doc = "a budget for the whole run" },
+	{ .name = "limits.budget.tokens", TOP(budget_tokens),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e18, .dflt = "0",
+	  .doc = "tokens the run may report; 0: no limit" },
+	{ .name = "limits.budget.cost", TOP(budget_cost),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e12, .dflt = "0",
+	  .doc = "money the run may report; 0: no limit" },
+	{ .name = "limits.budget.time", TOP(budget_time),
+	  .type = CONFIG_DURATION, .dflt = "none",
+	  .doc = "wall time of the run" },
+
+	{ .name = "retry", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW, .doc = "retrying failed requests" },
+	{ .name = "retry.max", TOP(retries), .type = CONFIG_INTEGER,
+	  .min = 0, .max = 100, .dflt = "3",
+	  .doc = "retries per request" },
+	{ .name = "retry.initial", TOP(retry_initial), .type = CONFIG_DURATION,
+	  .dflt = "1s", .doc = "the first delay" },
+	{ .name = "retry.factor", TOP(retry_factor), .type = CONFIG_NUMBER,
+	  .min = 1, .max = 100, .dflt = "2",
+	  .doc = "each delay is the previous times this" },
+	{ .name = "retry.max_delay", TOP(retry_max), .type = CONFIG_DURATION,
+	  .dflt = "10s", .doc = "the largest delay" },
+
+	{ .name = "inline_spawn", TOP(inline_spawn), .type = CONFIG_BOOL,
+	  .dflt = "false",
+	  .doc = "whether map/agents/spawn may name a command" },
+	{ .name = "shutdown", TOP(shutdown_parallel), .type = CONFIG_ENUM,
+	  .choices = config_table_shutdown, .dflt = "sequential",
+	  .doc = "how agents stop at the end" },
+	{ .name = "path", TOP(agent_path), .type = CONFIG_LIST,
+	  .count = offsetof(struct workflow, npath), .flags = CONFIG_OMIT,
+	  .doc = "directories searched for bare command names" },
+	{ .name = "env_allow", TOP(env_allow), .type = CONFIG_LIST,
+	  .count = offsetof(struct workflow, nenv_allow), .flags = CONFIG_OMIT,
+	  .doc = "variables passed on from corral's environment" },
+	{ .name = "workspace", TOP(workspace), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT,
+	  .doc = "the directory corral writes artifacts into" },
+
+	/* An entry of agents:, or defaults:. */
+	{ .name = "cmd", AGENT(argv), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, argc),
+	  .flags = CONFIG_OMIT|CONFIG_NODEFAULT, .read = config_table_read_cmd,
+	  .doc = "argv of the program, never given to a shell" },
+	{ .name = "adapter", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .typename = "name or mapping", .read = config_table_read_adapter,
+	  .print = config_table_print_adapter,
+	  .doc = "wrap a program that does not speak envelopes" },
+	{ .name = "instances", AGENT(instances), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 10000, .dflt = "1",
+	  .doc = "how many copies run" },
+	{ .name = "autostart", AGENT(autostart), .type = CONFIG_BOOL,
+	  .dflt = "true", .doc = "start with the workflow" },
+	{ .name = "role", AGENT(role), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT,
+	  .doc = "a role other agents can address with map/send" },
+	{ .name = "description", AGENT(description), .type = CONFIG_STRING,
+	  .flags = CONFIG_HIDE,
+	  .doc = "free text for people; corral does not use it" },
+	{ .name = "ready", AGENT(ready), .type = CONFIG_ENUM,
+	  .choices = config_table_ready, .dflt = "spawn",
+	  .doc = "when the agent may be given work" },
+	{ .name = "heartbeat", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW|CONFIG_OFF, .shorthand = "interval",
+	  .typename = "`off`, duration or mapping",
+	  .after = config_table_after_heartbeat, .doc = "liveness pings" },
+	{ .name = "heartbeat.interval", AGENT(hb_interval),
+	  .type = CONFIG_DURATION, .dflt = "off",
+	  .read = config_table_read_interval,
+	  .doc = "the quiet time after which the agent is pinged" },
+	{ .name = "heartbeat.misses", AGENT(hb_misses), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 1000, .dflt = "3",
+	  .doc = "intervals without an answer before UNAVAILABLE" },
+	{ .name = "restart", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .shorthand = "policy", .typename = "policy or mapping",
+	  .after = config_table_after_restart,
+	  .doc = "what happens when the process exits" },
+	{ .name = "restart.policy", AGENT(restart), .type = CONFIG_ENUM,
+	  .choices = config_table_restart, .dflt = "transient",
+	  .after = config_table_after_policy,
+	  .doc = "restart always, after an abnormal exit, or never" },
+	{ .name = "restart.max", AGENT(restart_max), .type = CONFIG_INTEGER,
+	  .min = 0, .max = 100000, .dflt = "5",
+	  .doc = "restarts allowed within the window" },
+	{ .name = "restart.within", AGENT(restart_within),
+	  .type = CONFIG_DURATION, .dflt = "60s",
+	  .doc = "the window max counts over" },
+	{ .name = "restart.backoff", AGENT(backoff_min),
+	  .type = CONFIG_DURATION, .dflt = "1s",
+	  .doc = "the delay before the first restart" },
+	{ .name = "restart.backoff_max", AGENT(backoff_max),
+	  .type = CONFIG_DURATION, .dflt = "30s", .doc = "the largest delay" },
+	{ .name = "env", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .read = config_table_read_env, .print = config_table_print_env,
+	  .doc = "variables set for the agent" },
+	{ .name = "cwd", AGENT(cwd), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .doc = "working directory" },
+	{ .name = "max_line", AGENT(max_line), .type = CONFIG_SIZE,
+	  .min = 64, .max = CORRAL_MAX_LINE_LIMIT, .dflt = "1MiB",
+	  .doc = "the longest line the agent may write" },
+	{ .name = "max_inflight", AGENT(max_inflight), .type = CONFIG_INTEGER,
+	  .min = 1, .max = 1000000, .dflt = "16",
+	  .doc = "requests outstanding at one instance" },
+	{ .name = "timeout", AGENT(timeout), .type = CONFIG_DURATION,
+	  .dflt = "30s", .doc = "how long the agent has to answer a request" },
+	{ .name = "stop", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .doc = "the stop sequence" },
+	{ .name = "stop.grace", AGENT(stop_grace), .type = CONFIG_DURATION,
+	  .dflt = "2s", .doc = "from stdin closed to SIGTERM" },
+	{ .name = "stop.timeout", AGENT(stop_timeout), .type = CONFIG_DURATION,
+	  .dflt = "5s", .doc = "from SIGTERM to SIGKILL" },
+	{ .name = "children", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW, .doc = "limits on its sub-agents" },
+	{ .name = "children.max", AGENT(max_children), .type = CONFIG_INTEGER,
+	  .min = 0, .max = 100000, .dflt = "0",
+	  .doc = "children alive at once" },
+	{ .name = "children.depth", AGENT(max_depth), .type = CONFIG_INTEGER,
+	  .min = 0, .max = 1000, .dflt = "0",
+	  .doc = "the deepest a descendant may be" },
+	{ .name = "children.strategy", AGENT(strategy), .type = CONFIG_ENUM,
+	  .choices = config_table_strategy, .dflt = "one_for_one",
+	  .doc = "which children restart with a restarted child" },
+	{ .name = "breaker", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW, .doc = "its circuit breaker" },
+	{ .name = "breaker.failures", AGENT(breaker_failures),
+	  .type = CONFIG_INTEGER, .min = 1, .max = 100000, .dflt = "5",
+	  .doc = "failures in a row that open the circuit" },
+	{ .name = "breaker.reset", AGENT(breaker_reset),
+	  .type = CONFIG_DURATION, .dflt = "60s",
+	  .doc = "how long the circuit stays open" },
+	{ .name = "breaker.probes", AGENT(breaker_probes),
+	  .type = CONFIG_INTEGER, .min = 1, .max = 1000, .dflt = "3",
+	  .doc = "requests let through while half-open" },
+	{ .name = "budget", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW|CONFIG_OMIT,
+	  .doc = "a budget for the subtree of each agent of the entry" },
+	{ .name = "budget.tokens", AGENT(budget_tokens), .type = CONFIG_NUMBER,
+	  .min = 0, .max = 1e18, .dflt = "0",
+	  .doc = "tokens the subtree may report; 0: no limit" },
+	{ .name = "budget.cost", AGENT(budget_cost), .type = CONFIG_NUMBER,
+	  .min = 0, .max = 1e12, .dflt = "0",
+	  .doc = "money the subtree may report; 0: no limit" },
+	{ .name = "budget.time", AGENT(budget_time), .type = CONFIG_DURATION,
+	  .dflt = "none", .doc = "wall time from the start or the spawn" },
+	{ .name = "limits", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .print = config_table_print_rlimits,
+	  .doc = "resource limits of the process" },
+	{ .name = "limits.nofile", RLIMIT(RLIMIT_NOFILE),
+	  .type = CONFIG_INTEGER, .min = 0, .max = UINT_MAX,
+	  .doc = "open files" },
+	{ .name = "limits.nproc", RLIMIT(RLIMIT_NPROC),
+	  .type = CONFIG_INTEGER, .min = 0, .max = UINT_MAX,
+	  .doc = "processes of the user" },
+	{ .name = "limits.as", RLIMIT(RLIMIT_AS), .type = CONFIG_SIZE,
+	  .doc = "address space" },
+	{ .name = "limits.core", RLIMIT(RLIMIT_CORE), .type = CONFIG_SIZE,
+	  .doc = "core files" },
+	{ .name = "limits.cpu", RLIMIT(RLIMIT_CPU), .type = CONFIG_DURATION,
+	  .doc = "CPU time, rounded up to whole seconds" },
+	{ .name = "limits.fsize", RLIMIT(RLIMIT_FSIZE), .type = CONFIG_SIZE,
+	  .doc = "largest file written" },
+	{ .name = "limits.data", RLIMIT(RLIMIT_DATA), .type = CONFIG_SIZE,
+	  .doc = "data segment" },
+	{ .name = "limits.stack", RLIMIT(RLIMIT_STACK), .type = CONFIG_SIZE,
+	  .doc = "stack" },
+	{ .name = "user", AGENT(user), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .doc = "run as this user" },
+};
+const size_t config_table_size = sizeof config_table / sizeof config_table[0];
+
+/* Read defaults:, the settings every entry of agents: starts from. */
+static int
+config_table_read_defaults(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	int	rc;
+
+	rd->in_defaults = 1;
+	rc = config_read_map(rd, CONFIG_AGENT, &rd->defaults, "", n, path);
+	rd->in_defaults = 0;
+	return rc;
+}
+
+/* Return nonzero if s is a usable agent name. */
+static int
+config_table_valid_name(const char *s)
+{
+	const char	*p;
+
+	if (*s == '\0' || strlen(s) > 48)
+		return 0;
+	for (p = s; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Check what one agent's keys say together: something to run, and
+ * settings its adapter accepts.
+ */
+static int
+config_table_check_agent(struct config_reader *rd, struct agent_conf *ac,
+    const struct config_node *n, const char *path)
+{
+	const struct config_node	*x;
+	char				 why[256];
+
+	if (ac->argv == NULL && (ac->adapter == NULL ||
+	    strcmp(ac->adapter, "exec") != 0))
+		return config_err(rd, n, "%s: no cmd: given", path);
+	if (ac->adapter != NULL && adapter_table_check(ac, why, sizeof why) != 0) {
+		x = config_yaml_get(n, "adapter");
+		return config_err(rd, x != NULL ? x : n, "%s.adapter: %s", path,
+		    why);
+	}
+	return 0;
+}
+
+/* Read agents:, each entry over a copy of what defaults: gave. */
+static int
+config_table_read_agents(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct workflow			*wf = base;
+	struct agent_conf		*ac;
+	const struct config_node	*name;
+	char				 p[256];
+	size_t				 i;
+
+	if (config_map_check(rd, n, path) != 0)
+		return -1;
+	if (n->nkids == 0)
+		return config_err(rd, n, "%s: names no agent", path);
+	wf->agents = xcalloc(n->nkids / 2, sizeof *wf->agents);
+	for (i = 0; i + 1 < n->nkids; i += 2) {
+		name = n->kids[i];
+		if (!config_table_valid_name(name->str))
+			return config_err(rd, name, "%s: '%s' is not a valid "
+			    "agent name (letters, digits, '_' and '-', at most "
+			    "48)", path, name->str);
+		ac = &wf->agents[wf->nagents];
+		config_agent_copy(ac, &rd->defaults);
+		ac->name = xstrdup(name->str);
+		ac->line = name->line;
+		ac->column = name->column;
+		ac->index = (unsigned int)wf->nagents++;
+		snprintf(p, sizeof p, "%s.%s", path, name->str);
+		if (config_read_map(rd, CONFIG_AGENT, ac, "", n->kids[i + 1],
+		    p) != 0)
+			return -1;
+		if (config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Free a list of names config_read_list made. */
+static void
+config_table_free_names(char **names, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* Read one row of routes: into rc; the agents must exist. */
+static int
+config_table_read_route(struct config_reader *rd, struct route_conf *rc,
+    const struct config_node *v, const char *path)
+{
+	char	**names = NULL;
+	size_t	  nnames = 0, i;
+	int	  ret = -1;
+
+	if (config_read_list(rd, v, path, &names, &nnames) != 0)
+		goto out;
+	if (nnames == 0) {
+		config_err(rd, v, "%s: names no agent", path);
+		goto out;
+	}
+	rc->agents = xcalloc(nnames, sizeof *rc->agents);
+	for (i = 0; i < nnames; i++) {
+		rc->agents[i] = config_find_agent(rd->wf, names[i]);
+		if (rc->agents[i] == NULL) {
+			config_err(rd, v->type == CONFIG_SEQUENCE ?
+			    v->kids[i] : v, "%s: no agent named '%s' in "
+			    "agents:", path, names[i]);
+			goto out;
+		}
+		rc->nagents++;
+	}
+	ret = 0;
+out:
+	config_table_free_names(names, nnames);
+	return ret;
+}
+
+/* Read routes:, a map of intent (or "*") to an agent name or a list. */
+static int
+config_table_read_routes(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct workflow			*wf = base;
+	const struct config_node	*intent;
+	struct route_conf		*rc;
+	char				 p[256];
+	size_t				 i;
+
+	if (config_map_check(rd, n, path) != 0)
+		return -1;
+	wf->routes = xcalloc(n->nkids / 2 + 1, sizeof *wf->routes);
+	for (i = 0; i + 1 < n->nkids; i += 2) {
+		intent = n->kids[i];
+		if (strcmp(intent->str, "*") != 0 &&
+		    protocol_intent(intent->str, intent->len) < 0)
+			return config_err(rd, intent, "%s: '%s' is not an "
+			    "intent (one of plan, decompose, execute, route, "
+			    "retrieve, analyze, summarize, reflect, finalize, "
+			    "tool.call, or \"*\" for the fallback)", path,
+			    intent->str);
+		rc = &wf->routes[wf->nroutes++];
+		rc->intent = xstrdup(intent->str);
+		rc->line = intent->line;
+		snprintf(p, sizeof p, "%s.%s", path, intent->str);
+		if (config_table_read_route(rd, rc, n->kids[i + 1], p) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Return nonzero when s holds only characters a plain YAML word may. */
+static int
+config_table_plain_words(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (strchr(" \t\r\n", *s) == NULL && strchr("._/+=@%-",
+		    *s) == NULL && !((*s >= 'a' && *s <= 'z') ||
+		    (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Refuse a cmd: that is one string with spaces.  corral runs no shell, so
+ * splitting it would be a guess at the user's quoting; the message shows
+ * the list to write instead.
+ */
+static int
+config_table_cmd_spaces(struct config_reader *rd, const struct config_node *n,
+    const char *path)
+{
+	char	 list[256] = "", *copy, *word, *last;
+
+	if (config_table_plain_words(n->str)) {
+		copy = xstrdup(n->str);
+		for (word = strtok_r(copy, " \t\r\n", &last); word != NULL;
+		    word = strtok_r(NULL, " \t\r\n", &last)) {
+			if (list[0] != '\0')
+				strlcat(list, ", ", sizeof list);
+			strlcat(list, word, sizeof list);
+		}
+		free(copy);
+	} else
+		strlcpy(list, "./agent, --flag", sizeof list);
+	return config_err(rd, n, "%s: a command with spaces must be a list "
+	    "of its words, such as [%s]; corral runs no shell and never "
+	    "splits a string", path, list);
+}
+
+/*
+ * Read cmd:, the program's argv.  A single word is a list of one, as
+ * for every list of strings; a string with spaces is refused.
+ */
+static int
+config_table_read_cmd(struct config_reader *rd, const struct config_key *k,
+    void *base, const struct config_node *n, const char *path)
+{
+	struct agent_conf	*ac = base;
+
+	if (n->type == CONFIG_SCALAR &&
+	    n->str[strcspn(n->str, " \t\r\n")] != '\0')
+		return config_table_cmd_spaces(rd, n, path);
+	if (config_read_list(rd, n, path, &ac->argv, &ac->argc) != 0)
+		return -1;
+	if (ac->argc == 0 || ac->argv[0][0] == '\0')
+		return config_err(rd, n, "%s: the command is empty", path);
+	return 0;
+}
+
+/*
+ * Read adapter:, a name or a mapping with type: and the adapter's own
+ * settings, kept as JSON for the adapter to check.
+ */
+static int
+config_table_read_adapter(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf		*ac = base;
+	const struct config_node	*type;
+
+	if (ac->adapter_conf != NULL)
+		json_decref(ac->adapter_conf);
+	ac->adapter_conf = NULL;
+	if (n->type == CONFIG_SCALAR) {
+		if (config_read_str(rd, n, path, &ac->adapter) != 0)
+			return -1;
+		ac->adapter_conf = json_object();
+		return 0;
+	}
+	type = n->type == CONFIG_MAPPING ? config_yaml_get(n, "type") : NULL;
+	if (type == NULL || type->type != CONFIG_SCALAR)
+		return config_err(rd, n, "%s: expected an adapter name or a "
+		    "mapping with type:", path);
+	if (config_map_check(rd, n, path) != 0)
+		return -1;
+	free(ac->adapter);
+	ac->adapter = xstrdup(type->str);
+	ac->adapter_conf = config_yaml_json(n);
+	return 0;
+}
+
+/* Read env:, merged over what defaults: gave; the same name replaces. */
+static int
+config_table_read_env(struct config_reader *rd, const struct config_key *k,
+    void *base, const struct config_node *n, const char *path)
+{
+	struct agent_conf		*ac = base;
+	const struct config_node	*name, *value;
+	size_t				 i, e;
+
+	if (config_map_check(rd, n, path) != 0)
+		return -1;
+	ac->env = xreallocarray(ac->env, ac->nenv + n->nkids / 2 + 1,
+	    sizeof *ac->env);
+	for (i = 0; i + 1 < n->nkids; i += 2) {
+		name = n->kids[i];
+		value = n->kids[i + 1];
+		if (value->type != CONFIG_SCALAR)
+			return config_err(rd, value, "%s.%s: expected a string",
+			    path, name->str);
+		if (name->str[0] == '\0' || strchr(name->str, '=') != NULL)
+			return config_err(rd, name, "%s: '%s' is not a valid "
+			    "variable name", path, name->str);
+		for (e = 0; e < ac->nenv; e++)
+			if (strcmp(ac->env[e].key, name->str) == 0)
+				break;
+		if (e < ac->nenv) {
+			free(ac->env[e].value);
+			ac->env[e].value = xstrdup(value->str);
+			continue;
+		}
+		ac->env[ac->nenv].key = xstrdup(name->str);
+		ac->env[ac->nenv].value = xstrdup(value->str);
+		ac->nenv++;
+	}
+	return 0;
+}
+
+/*
+ * Read one resource limit of limits: into the agent's list, replacing the
+ * same limit from defaults:.  Any of them may be unlimited.
+ */
+static int
+config_table_read_rlimit(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	long long		 value;
+	unsigned int		 u;
+	size_t			 sz, slot;
+	double			 d;
+
+	if (n->type == CONFIG_SCALAR && strcmp(n->str, "unlimited") == 0)
+		value = (long long)RLIM_INFINITY;
+	else if (k->type == CONFIG_SIZE) {
+		if (config_read_size(rd, n, path, 0, 0, &sz) != 0)
+			return -1;
+		value = sz > LLONG_MAX ? (long long)RLIM_INFINITY :
+		    (long long)sz;
+	} else if (k->type == CONFIG_DURATION) {
+		if (config_read_duration(rd, n, path, &d) != 0)
+			return -1;
+		value = d >= 1e18 ? (long long)RLIM_INFINITY :
+		    (long long)ceil(d);
+	} else {
+		if (config_read_uint(rd, n, path, (unsigned int)k->min,
+		    (unsigned int)k->max, &u) != 0)
+			return -1;
+		value = u;
+	}
+	for (slot = 0; slot < ac->nlimits; slot++)
+		if (ac->limits[slot].resource == k->arg)
+			break;
+	if (slot < ac->nlimits) {
+		/* Replace the default: move the last into its place. */
+		ac->limits[slot] = ac->limits[ac->nlimits - 1];
+		ac->nlimits--;
+	}
+	ac->limits = xreallocarray(ac->limits, ac->nlimits + 1,
+	    sizeof *ac->limits);
+	ac->limits[ac->nlimits].resource = k->arg;
+	ac->limits[ac->nlimits].value = value;
+	ac->nlimits++;
+	return 0;
+}
+
+/* Read heartbeat's interval, where false, like off, means none. */
+static int
+config_table_read_interval(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+
+	if (n->type == CONFIG_SCALAR && !n->quoted &&
+	    strcmp(n->str, "false") == 0) {
+		ac->hb_interval = 0;
+		return 0;
+	}
+	return config_read_value(rd, k, base, n, path);
+}
+
+/* Check that start: is an intent. */
+static int
+config_table_after_start(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct workflow	*wf = base;
+
+	if (protocol_intent(wf->start, strlen(wf->start)) < 0)
+		return config_err(rd, n, "%s: '%s' is not an intent", path,
+		    wf->start);
+	return 0;
+}
+
+/*
+ * Check heartbeat: once read.  A mapping without an interval turns
+ * heartbeats on at the default interval (unless defaults: gave one); an
+ * interval below 10 ms would keep the agent busy answering pings.
+ */
+static int
+config_table_after_heartbeat(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf		*ac = base;
+	const struct config_node	*x = n;
+
+	if (n->type == CONFIG_MAPPING &&
+	    (x = config_yaml_get(n, "interval")) == NULL) {
+		if (ac->hb_interval == 0)
+			ac->hb_interval = CONFIG_TABLE_HEARTBEAT;
+		return 0;
+	}
+	if (ac->hb_interval != 0 && ac->hb_interval < 0.01)
+		return config_err(rd, x, "%s: the interval must be at least "
+		    "10ms", path);
+	return 0;
+}
+
+/*
+ * Keep restart delays sane: at least 1 s before a restart (a crashing
+ * agent must not spin), and a largest delay no smaller than the first.
+ */
+static int
+config_table_after_restart(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+
+	if (ac->backoff_min < 1)
+		ac->backoff_min = 1;
+	if (ac->backoff_max < ac->backoff_min)
+		ac->backoff_max = ac->backoff_min;
+	return 0;
+}
+
+/*
+ * Note that the policy was written, not defaulted: a spawned agent is
+ * temporary unless its entry says otherwise.
+ */
+static int
+config_table_after_policy(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	((struct agent_conf *)base)->restart_set = 1;
+	return 0;
+}
+
+/* Print agents:, each entry with every key. */
+static void
+config_table_print_agents(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct workflow	*wf = base;
+	size_t			 i;
+
+	fprintf(f, "%*sagents:\n", indent, "");
+	for (i = 0; i < wf->nagents; i++) {
+		fprintf(f, "%*s%s:\n", indent + 2, "", wf->agents[i].name);
+		config_print_map(f, CONFIG_AGENT, &wf->agents[i], "",
+		    indent + 4);
+	}
+}
+
+/* Print routes:, every row as a list. */
+static void
+config_table_print_routes(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct workflow	*wf = base;
+	const struct route_conf	*rc;
+	size_t			 i, j;
+
+	fprintf(f, "%*sroutes:%s\n", indent, "", wf->nroutes == 0 ? " {}" :
+	    "");
+	for (i = 0; i < wf->nroutes; i++) {
+		rc = &wf->routes[i];
+		fprintf(f, "%*s", indent + 2, "");
+		config_print_str(f, rc->intent);
+		fprintf(f, ": [");
+		for (j = 0; j < rc->nagents; j++)
+			fprintf(f, "%s%s", j > 0 ? ", " : "",
+			    rc->agents[j]->name);
+		fprintf(f, "]\n");
+	}
+}
+
+/* Print adapter: as the JSON the adapter checks. */
+static void
+config_table_print_adapter(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	char			*s;
+
+	if (ac->adapter == NULL)
+		return;
+	s = json_dumps(ac->adapter_conf, CORRAL_JSON_FLAGS | JSON_SORT_KEYS);
+	fprintf(f, "%*sadapter: %s\n", indent, "", s != NULL ? s : "{}");
+	free(s);
+}
+
+/* Print env:, when there is any. */
+static void
+config_table_print_env(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	size_t			 i;
+
+	if (ac->nenv == 0)
+		return;
+	fprintf(f, "%*senv:\n", indent, "");
+	for (i = 0; i < ac->nenv; i++) {
+		fprintf(f, "%*s%s: ", indent + 2, "", ac->env[i].key);
+		config_print_str(f, ac->env[i].value);
+		fputc('\n', f);
+	}
+}
+
+/* Print limits:, the resource limits, in bytes and seconds. */
+static void
+config_table_print_rlimits(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	const struct config_key	*r;
+	const char		*name;
+	size_t			 i;
+
+	if (ac->nlimits == 0)
+		return;
+	fprintf(f, "%*slimits:\n", indent, "");
+	for (i = 0; i < ac->nlimits; i++) {
+		name = "?";
+		for (r = config_table; r < config_table + config_table_size;
+		    r++) {
+			if (r->read == config_table_read_rlimit &&
+			    r->arg == ac->limits[i].resource)
+				name = config_key_leaf(r);
+		}
+		if (ac->limits[i].value == (long long)RLIM_INFINITY)
+			fprintf(f, "%*s%s: unlimited\n", indent + 2, "", name);
+		else
+			fprintf(f, "%*s%s: %lld\n", indent + 2, "", name,
+			    ac->limits[i].value);
+	}
+}
