@@ -298,14 +298,23 @@ agent_pipe_check(struct agent *a, const char *what)
 	}
 }
 
-/* The grace after a pipe closed ran out: the process really runs on. */
+/*
+ * The pipe timer ran out.  After the process exited: something it left
+ * behind still holds its pipes (the lifecycle escalates on its group).
+ * Before: a pipe closed and the process really runs on.
+ */
 static void
 agent_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct agent	*a = w->data;
 
-	if (a->proc.flags & AP_EXITED)
+	if (a->proc.flags & AP_EXITED) {
+		if ((a->proc.flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
+		    (AP_OUT_EOF | AP_ERR_EOF))
+			agent_news(a, AE_REAPED, "exited, but something still "
+			    "holds its output pipes");
 		return;
+	}
 	log_warnx("agent %s: %s but is still running; terminating it", a->id,
 	    a->proc.pipe_what);
 	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
@@ -413,9 +422,11 @@ agent_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 	p->exited_at = ev_now(loop);
 	ev_timer_stop(loop, &p->pipe_w);
 	if ((p->flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
-	    (AP_OUT_EOF | AP_ERR_EOF))
-		agent_news(a, AE_REAPED, "exited, but something still holds "
-		    "its output pipes");
+	    (AP_OUT_EOF | AP_ERR_EOF)) {
+		/* EOF comes any moment, unless a descendant holds the pipes. */
+		ev_timer_set(&p->pipe_w, a->conf->stop_grace, 0);
+		ev_timer_start(loop, &p->pipe_w);
+	}
 	agent_check_exited(a);
 }
 

@@ -49,6 +49,9 @@ static int	config_table_read_rlimit(struct config_reader *,
 static int	config_table_read_interval(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
+static int	config_table_after_then(struct config_reader *,
+		    const struct config_key *, void *, const struct config_node *,
+		    const char *);
 static int	config_table_after_start(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -84,6 +87,9 @@ static const char *const config_table_strategy[] = {
 };
 static const char *const config_table_missing[] = {
 	"accept", "reflect", NULL
+};
+static const char *const config_table_join[] = {
+	"all", "first", NULL
 };
 static const char *const config_table_shutdown[] = {
 	"sequential", "parallel", NULL
@@ -139,6 +145,17 @@ const struct config_key config_table[] = {
 	{ .name = "reflection.missing", TOP(refl_missing),
 	  .type = CONFIG_ENUM, .choices = config_table_missing,
 	  .dflt = "accept", .doc = "what a reply without confidence is" },
+
+	{ .name = "join", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .shorthand = "wait", .typename = "wait or mapping",
+	  .doc = "how the branches of a fan-out come together" },
+	{ .name = "join.wait", TOP(join_first), .type = CONFIG_ENUM,
+	  .choices = config_table_join, .dflt = "all",
+	  .doc = "wait for every branch, or end at the first finalize" },
+	{ .name = "join.then", TOP(join_then), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .typename = "intent",
+	  .after = config_table_after_then,
+	  .doc = "an intent that gets every branch's end, to combine them" },
 
 	{ .name = "limits", .scope = CONFIG_TOP, .type = CONFIG_MAP,
 	  .doc = "bounds of a run" },
@@ -712,6 +729,21 @@ config_table_after_start(struct config_reader *rd,
 	if (protocol_intent(wf->start, strlen(wf->start)) < 0)
 		return config_err(rd, n, "%s: '%s' is not an intent", path,
 		    wf->start);
+	return 0;
+}
+
+/* Check that join.then: is an intent. */
+static int
+config_table_after_then(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct workflow	*wf = base;
+
+	if (wf->join_then != NULL &&
+	    protocol_intent(wf->join_then, strlen(wf->join_then)) < 0)
+		return config_err(rd, n, "%s: '%s' is not an intent", path,
+		    wf->join_then);
 	return 0;
 }
 

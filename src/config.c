@@ -766,6 +766,7 @@ config_free(struct workflow *wf)
 	free(wf->name);
 	free(wf->description);
 	free(wf->start);
+	free(wf->join_then);
 	free(wf);
 }
 

@@ -299,6 +299,8 @@ struct workflow {
 	double			 refl_below;
 	unsigned int		 refl_max_rounds;
 	enum missing_confidence	 refl_missing;
+	int			 join_first;	/* join.wait: first, else all */
+	char			*join_then;	/* join.then: an intent, or NULL */
 	unsigned int		 max_steps;
 	unsigned int		 max_depth;	/* lineage depth of a job */
 	double			 deadline;	/* seconds; 0: none */
@@ -555,6 +557,20 @@ struct route {
 	unsigned int		 served[PRIO_COUNT];
 };
 
+struct msg;
+TAILQ_HEAD(jobmsgs, msg);
+
+/* engine.c: how one branch of a job ended (a reply or an error). */
+struct branch_end {
+	char			 id[CORRAL_ID_MAX];	/* its last request */
+	uint8_t			 intent;
+	uint8_t			 error;
+	uint8_t			 linked;	/* names the job's input */
+	uint8_t			 finalized;	/* a finalize reply */
+	char			*line;
+	size_t			 len;
+};
+
 /* engine.c: a job is one goal (run) or one input envelope (serve). */
 struct job {
 	uint64_t		 seq;
@@ -562,14 +578,15 @@ struct job {
 	int			 origin;
 #define JOB_RUN		0
 #define JOB_SERVE	1
-	unsigned int		 pending;	/* requests not yet answered */
+	unsigned int		 pending;	/* requests that point at it */
+	unsigned int		 open;		/* branch requests unanswered */
 	unsigned int		 steps;
 	int			 done;
 	int			 failed;
-	char			*last;		/* the latest terminal envelope */
-	size_t			 lastlen;
-	int			 last_error;
-	int			 last_linked;	/* last names the job's input */
+	struct jobmsgs		 msgs;		/* its live requests */
+	struct branch_end	*ends;		/* branches that ended */
+	size_t			 nends;
+	size_t			 endcap;
 	ev_tstamp		 started;
 	ev_timer		 deadline_w;
 	TAILQ_ENTRY(job)	 entry;
@@ -606,10 +623,14 @@ struct msg {
 	struct agent		*target;	/* addressed to this agent */
 	struct agent		*parent_agent;	/* a task's result goes here */
 	ev_tstamp		 accepted;
+	uint64_t		 seq;		/* acceptance order */
 	ev_tstamp		 deadline;
 	double			 timeout;
 	ev_timer		 timer;
+	char			*weak;		/* a reflection: the weak reply */
+	size_t			 weaklen;
 	TAILQ_ENTRY(msg)	 entry;
+	TAILQ_ENTRY(msg)	 job_entry;
 };
 
 /* route.c: what it tells the engine, which owns requests. */
@@ -1156,6 +1177,11 @@ int	 budget_over(const struct agent *, char *, size_t);
 void	 budget_run_timeout(const char *);
 void	 budget_account(struct agent *, double, double, double);
 
+/* join.c */
+char	*join_result(const struct job *, size_t *, int *, int *);
+char	*join_request(const struct job *, const char *, const char *, size_t *);
+void	 join_summary(const char *, size_t, char *, size_t);
+
 /* route.c */
 void	 route_init(const struct workflow *, const struct route_hooks *);
 unsigned int route_queued_count(void);
@@ -1207,6 +1233,7 @@ void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 int	 engine_start_goal(const char *);
 void	 engine_shutdown(const char *);
+void	 engine_interrupt(const char *);
 int	 engine_idle(void);
 
 /* auditlog.c */
@@ -1263,6 +1290,7 @@ int	 workspace_artifacts(struct agent *, struct jscan *, const char *,
 	    const struct env *, char *, size_t);
 
 /* pidns.c */
+#define PIDNS_FORWARDED	0x636f7272	/* a signal the waiter forwards */
 int	 pidns_enter(void);
 
 /* progress.c */

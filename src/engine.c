@@ -34,6 +34,11 @@
 
 #define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
 
+/* How a request's end bears on its job (engine_request_end). */
+#define END_NONE	0	/* the branch goes on in other requests */
+#define END_BRANCH	1	/* the line ends its branch */
+#define END_FINAL	2	/* ... and is a finalize */
+
 static const struct workflow	*engine_wf;
 static struct engine_hooks	 engine_hooks;
 static struct engine_task_hooks	 engine_task;
@@ -42,6 +47,8 @@ static struct msgq		 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
 static unsigned int		 engine_njobs;
 static uint64_t			 engine_job_seq;
+static uint64_t			 engine_msg_seq;
+static int			 engine_join_then = -1;
 static struct engine_stats	 engine_stats;
 static struct jscan		*engine_pool[ENGINE_SCANNERS];
 static size_t			 engine_npool;
@@ -49,8 +56,13 @@ static int			 engine_stopping;
 
 static void	engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
-static void	engine_branch_done(struct job *, const char *, size_t, int,
+static void	engine_request_end(struct msg *, const char *, size_t, int,
 		    int);
+static void	engine_follow(struct msg *, struct agent *, struct jscan *,
+		    const char *, size_t, struct env *, const char *, int);
+static void	engine_unreflected(struct msg *, const char *);
+static size_t	engine_cancel_rest(struct job *, const char *, const char *,
+		    const char *, struct msg *);
 static void	engine_undispatch(struct msg *);
 static void	engine_notice(struct agent *, const char *, const char *,
 		    const char *, const char *);
@@ -83,6 +95,8 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 
 	engine_wf = wf;
 	engine_hooks = *hooks;
+	engine_join_then = wf->join_then != NULL ? protocol_intent(wf->join_then,
+	    strlen(wf->join_then)) : -1;
 	memset(&engine_task, 0, sizeof engine_task);
 	memset(&engine_stats, 0, sizeof engine_stats);
 	engine_njobs = 0;
@@ -150,6 +164,7 @@ engine_job_create(int origin)
 	j = xcalloc(1, sizeof *j);
 	j->seq = ++engine_job_seq;
 	j->origin = origin;
+	TAILQ_INIT(&j->msgs);
 	j->started = ev_now(LOOP);
 	ev_timer_init(&j->deadline_w, engine_job_deadline_cb, 0, 0);
 	j->deadline_w.data = j;
@@ -181,12 +196,17 @@ engine_out(const char *line, size_t len)
 static void
 engine_job_release(struct job *j)
 {
+	size_t	i;
+
 	if (!j->done || j->pending > 0)
 		return;
+
 	ev_timer_stop(LOOP, &j->deadline_w);
 	TAILQ_REMOVE(&engine_jobs, j, entry);
 	engine_njobs--;
-	free(j->last);
+	for (i = 0; i < j->nends; i++)
+		free(j->ends[i].line);
+	free(j->ends);
 	free(j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 0);
@@ -208,6 +228,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	char			*relinked = NULL;
 	size_t			 llen;
 
+	char			 summary[1024];
+
 	if (j->done)
 		return;
 	j->done = 1;
@@ -215,6 +237,11 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	ev_timer_stop(LOOP, &j->deadline_w);
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
 	    "ok", NULL);
+	if (is_error) {
+		/* One line for every failed job: what happened, and a hint. */
+		join_summary(line, len, summary, sizeof summary);
+		log_warnx("job %s failed: %s", j->id, summary);
+	}
 	if (j->origin != JOB_SERVE) {
 		if (engine_hooks.result != NULL)
 			engine_hooks.result(line, len, is_error);
@@ -273,21 +300,42 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 	m->prio = PRIO_NORMAL;
 	m->job = j;
 	m->accepted = ev_now(LOOP);
+	m->seq = ++engine_msg_seq;
 	ev_timer_init(&m->timer, engine_msg_timer_cb, 0, 0);
 	m->timer.data = m;
-	if (j != NULL)
+	if (j != NULL) {
+		/* A child's task is the child's work, not a branch of the job. */
 		j->pending++;
+		if (kind != MSG_TASK)
+			j->open++;
+		TAILQ_INSERT_TAIL(&j->msgs, m, job_entry);
+	}
 	engine_stats.accepted++;
 	engine_stats.live_msgs++;
 	return m;
+}
+
+/* Take a request out of its job: the job no longer waits for it. */
+static struct job *
+engine_msg_detach(struct msg *m)
+{
+	struct job	*j = m->job;
+
+	if (j != NULL) {
+		TAILQ_REMOVE(&j->msgs, m, job_entry);
+		m->job = NULL;
+	}
+	return j;
 }
 
 /* Free a request (its outcome has been recorded). */
 static void
 engine_msg_free(struct msg *m)
 {
+	engine_msg_detach(m);
 	ev_timer_stop(LOOP, &m->timer);
 	free(m->line);
+	free(m->weak);
 	free(m);
 	engine_stats.live_msgs--;
 }
@@ -516,7 +564,11 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	    category, "code", code, "reason", why, NULL);
 	e = envelope_error(code, category, NULL, why, m->id, NULL, &len);
 	auditlog_envelope("error", NULL, m->id, e, len);
-	engine_request_done(m, e, len, 1);
+	if (m->kind == MSG_REFLECT && m->weak != NULL && !engine_stopping &&
+	    m->job != NULL && !m->job->done)
+		engine_unreflected(m, why);
+	else
+		engine_request_done(m, e, len, 1);
 	free(e);
 }
 
@@ -604,43 +656,79 @@ engine_account(struct agent *a, const struct env *env)
 	budget_account(a, env->tokens_in, env->tokens_out, env->cost);
 }
 
-/*
- * One branch of a job ended with a terminal envelope: remember it as the
- * job's latest, and end the job when nothing of it is left.
- */
+/* Remember how a branch of job j ended: its last request, and the line. */
 static void
-engine_branch_done(struct job *j, const char *line, size_t len, int is_error,
-    int linked)
+engine_branch_end(struct job *j, const struct msg *m, const char *line,
+    size_t len, int is_error, int finalized)
 {
-	if (j == NULL)
-		return;
-	if (j->pending > 0)
-		j->pending--;
-	if (!j->done) {
-		if (j->pending == 0)
-			engine_job_finish(j, line, len, is_error, linked);
-		else {
-			free(j->last);
-			j->last = xmemdup0(line, len);
-			j->lastlen = len;
-			j->last_error = is_error;
-			j->last_linked = linked;
-		}
+	struct branch_end	*e;
+
+	if (j->nends == j->endcap) {
+		j->endcap = j->endcap == 0 ? 4 : j->endcap * 2;
+		j->ends = xreallocarray(j->ends, j->endcap, sizeof *j->ends);
 	}
-	engine_job_release(j);
+	e = &j->ends[j->nends++];
+	memset(e, 0, sizeof *e);
+	strlcpy(e->id, m->id, sizeof e->id);
+	e->intent = m->kind == MSG_REFLECT ? m->orig_intent : m->intent;
+	e->error = is_error != 0;
+	e->linked = (m->kind == MSG_INPUT || m->kind == MSG_GOAL);
+	e->finalized = finalized != 0;
+	e->line = xmemdup0(line, len);
+	e->len = len;
 }
 
 /*
- * A request reached its outcome with envelope line (a reply, or an error
- * corral made).  Requests that belong to a job end a branch; a spawned
- * child's task reports to its parent instead.
+ * Nothing of job j is left: its result comes from its branches' ends
+ * (join.c), or, with join.then and several branches, one more request
+ * gets them all.
  */
-void
-engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
+static void
+engine_join(struct job *j)
 {
-	struct job	*j = m->job;
+	struct msg	*m;
+	char		 id[CORRAL_ID_MAX], *line;
+	size_t		 len;
+	int		 is_error, linked;
+
+	if (j->nends > 1 && engine_join_then >= 0 && !engine_stopping) {
+		protocol_new_id(id, sizeof id);
+		line = join_request(j, protocol_intent_name(engine_join_then),
+		    id, &len);
+		log_info("job %s: %zu branches ended; %s combines them", j->id,
+		    j->nends, protocol_intent_name(engine_join_then));
+		m = engine_msg_create(j, line, len, MSG_ACTION,
+		    engine_join_then);
+		strlcpy(m->id, id, sizeof m->id);
+		auditlog_envelope("env", NULL, id, line, len);
+		/* The join step's reply is the job's one branch now. */
+		while (j->nends > 0)
+			free(j->ends[--j->nends].line);
+		engine_submit(m);
+		return;
+	}
+	line = join_result(j, &len, &is_error, &linked);
+	if (j->nends > 1)
+		auditlog_envelope("join", NULL, j->id, line, len);
+	engine_job_finish(j, line, len, is_error, linked);
+	free(line);
+}
+
+/*
+ * Request m reached its outcome with envelope line (a reply, or an error
+ * corral made).  With end, the line ends a branch of m's job (END_FINAL:
+ * a finalize); without, the branch goes on in other requests (next
+ * actions, a reflection).  A
+ * spawned child's task reports to its parent instead, and never ends a
+ * branch of the job.  The job ends when nothing of it is left.
+ */
+static void
+engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
+    int end)
+{
+	struct job	*j;
 	struct agent	*a = NULL;
-	int		 linked = (m->kind == MSG_INPUT || m->kind == MSG_GOAL);
+	int		 kind;
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
@@ -650,26 +738,78 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 	}
 	if (m->kind == MSG_TASK && engine_task.done != NULL)
 		engine_task.done(m, line, len, is_error);
-	m->job = NULL;
+	j = engine_msg_detach(m);
+	if (j != NULL && end && m->kind != MSG_TASK && !j->done)
+		engine_branch_end(j, m, line, len, is_error, end == END_FINAL);
+	kind = m->kind;
 	engine_msg_free(m);
 	if (a != NULL)
 		route_kick(a);
-	engine_branch_done(j, line, len, is_error, linked);
+	if (j == NULL)
+		return;
+	if (j->pending > 0)
+		j->pending--;
+	if (kind != MSG_TASK && j->open > 0)
+		j->open--;
+	if (j->open == 0 && !j->done)
+		engine_join(j);
+	engine_job_release(j);
 }
 
-/* Ask for a reflection on a weak reply.  Returns 0 if one was sent. */
-static int
-engine_reflect(struct msg *req, struct agent *a, struct jscan *js,
+/* A request ended with line, which ends its branch. */
+void
+engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
+{
+	engine_request_end(m, line, len, is_error, END_BRANCH);
+}
+
+/*
+ * End every request job j still has but except: its result is known
+ * (join: first) or corral is interrupted.  Each ends in one outcome, cancelled, and a
+ * child working on one is stopped with its task.
+ */
+static size_t
+engine_cancel_rest(struct job *j, const char *category, const char *code,
+    const char *why, struct msg *except)
+{
+	struct msg	*m, *next;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH_SAFE(m, &j->msgs, job_entry, next) {
+		/* A child's task is its own work, stopped with corral. */
+		if (m == except || (m->kind == MSG_TASK && !engine_stopping))
+			continue;
+		if (m->where == MSG_INFLIGHT && m->agent != NULL &&
+		    m->agent->adapter != NULL)
+			adapter_cancel(m->agent, m);
+		if (m->where == MSG_RETRYING) {
+			TAILQ_REMOVE(&engine_retrying, m, entry);
+			m->where = MSG_NOWHERE;
+		}
+		n++;
+		engine_fail(m, category, code, "%s", why);
+	}
+	return n;
+}
+
+/*
+ * Make the reflection on a weak reply of agent a to req (not yet routed),
+ * or return NULL when reflection does not apply: the rounds are used up,
+ * or nothing routes reflect.  The reflection keeps the weak reply, which
+ * stands if the reflection fails.
+ */
+static struct msg *
+engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
     const char *line, size_t len, const struct env *env, const char *reply_id)
 {
 	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *rl;
+	char		 id[CORRAL_ID_MAX], *rl, score[32];
 	size_t		 rlen;
 
 	if (req->round >= engine_wf->refl_max_rounds)
-		return -1;
+		return NULL;
 	if (route_for(INTENT_REFLECT) == NULL)
-		return -1;
+		return NULL;
 	protocol_new_id(id, sizeof id);
 	rl = envelope_reflect(js, line, len, env, id, reply_id,
 	    protocol_intent_name(env->intent), req->round + 1, &rlen);
@@ -681,26 +821,71 @@ engine_reflect(struct msg *req, struct agent *a, struct jscan *js,
 	m->timeout = req->timeout;	/* the reflection serves the same need */
 	m->exclude = a;
 	m->parent_agent = req->parent_agent;
+	m->weak = xmemdup0(line, len);
+	m->weaklen = len;
 	/* A reflection stands in for the reply it reflects on. */
 	m->orig_intent = (uint8_t)(req->kind == MSG_REFLECT ? req->orig_intent :
 	    env->intent);
 	engine_stats.reflections++;
 	log_info("request %s: reply %s from %s has confidence %s; reflecting "
-	    "(round %u)", req->id, reply_id, a->id, env->has_score ? "below "
-	    "the threshold" : "missing", m->round);
-	if (auditlog_enabled()) {
-		char score[32];
+	    "(round %u)", req->id, reply_id, a != NULL ? a->id : "?",
+	    env->has_score ? "below the threshold" : "missing", m->round);
+	if (env->has_score)
+		snprintf(score, sizeof score, "%g", env->score);
+	else
+		snprintf(score, sizeof score, "none");
+	auditlog_event("reflect", a != NULL ? a->id : NULL, id, "of", reply_id,
+	    "score", score, NULL);
+	auditlog_envelope("env", NULL, id, rl, rlen);
+	return m;
+}
 
-		if (env->has_score)
-			snprintf(score, sizeof score, "%g", env->score);
-		else
-			snprintf(score, sizeof score, "none");
-		auditlog_event("reflect", a->id, id, "of", reply_id, "score",
-		    score, NULL);
-		auditlog_envelope("env", NULL, id, rl, rlen);
+/*
+ * A reflection failed (no agent serves reflect any more, or it timed out,
+ * or its agent was lost): reflection is an improvement, never a point of
+ * failure, so the weak reply stands, with corral's note of the risk
+ * ({"corral":{"risk":"not reflected: ..."}}), and its branch goes on as
+ * if it had not been weak.
+ */
+static void
+engine_unreflected(struct msg *m, const char *why)
+{
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	struct jsonw		 w;
+	char			 reply_id[CORRAL_ID_MAX], risk[600], *member;
+	char			*line;
+	size_t			 mlen, len;
+
+	js = engine_scan_take();
+	if (jscan_run(js, m->weak, m->weaklen) != 0 ||
+	    envelope_check(js, m->weak, m->weaklen, &env, &err) != 0 ||
+	    envelope_trace_id(js, m->weak, &env, reply_id, sizeof reply_id) !=
+	    0) {
+		/* It was checked when it came: our own invariant. */
+		fatalx("request %s: the weak reply it keeps is not an envelope",
+		    m->id);
 	}
-	engine_submit(m);
-	return 0;
+	snprintf(risk, sizeof risk, "not reflected: %s", why);
+	jsonw_init(&w);
+	jsonw_object(&w);
+	jsonw_key(&w, "risk");
+	jsonw_str(&w, risk);
+	jsonw_object_end(&w);
+	member = jsonw_finish(&w, &mlen);
+	line = envelope_mark(js, m->weak, m->weaklen, member, &len);
+	free(member);
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0)
+		fatalx("request %s: marking the weak reply broke it", m->id);
+	log_warnx("request %s: the reflection failed (%s); the weak reply %s "
+	    "stands", m->id, why, reply_id);
+	auditlog_event("unreflected", NULL, m->id, "reply", reply_id, "reason",
+	    why, NULL);
+	engine_follow(m, NULL, js, line, len, &env, reply_id, 0);
+	free(line);
+	engine_scan_give(js);
 }
 
 /* Stop a job at a limit, with an error envelope as its result. */
@@ -734,10 +919,13 @@ engine_run_budget(const char *why)
 		engine_limit(j, "budget_exceeded", "%s", why);
 }
 
-/* Follow a reply's next_actions.  Returns how many requests were made. */
+/*
+ * Make the requests of a reply's next_actions (not yet routed: the
+ * caller routes them once req has ended).  Returns how many.
+ */
 static int
 engine_actions(struct msg *req, struct jscan *js, const char *line,
-    const struct env *env, const char *reply_id)
+    const struct env *env, const char *reply_id, struct msgq *out)
 {
 	struct job	*j = req->job;
 	struct msg	*m;
@@ -786,7 +974,7 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 		engine_stats.steps++;
 		n++;
 		auditlog_envelope("env", NULL, id, al, alen);
-		engine_submit(m);
+		TAILQ_INSERT_TAIL(out, m, entry);
 	}
 	return n;
 }
@@ -845,9 +1033,7 @@ static void
 engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
-	struct job	*j = req->job;
 	char		 reply_id[CORRAL_ID_MAX], *filled, why[320];
-	int		 ctype_error;
 
 	lifecycle_replied(a);
 	breaker_success(a);
@@ -870,37 +1056,109 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		engine_notice(a, "artifact_refused", "outputs.artifacts", why,
 		    reply_id);
 
-	ctype_error = (env->ctype == CT_ERROR);
-	if (j != NULL && j->done) {
-		/* The job already has its result; nothing follows. */
-		engine_request_done(req, line, len, ctype_error);
-	} else if (engine_weak(env) && engine_reflect(req, a, js, line, len,
-	    env, reply_id) == 0) {
-		/* The reflection carries the job on; this branch ends. */
-		if (j != NULL)
-			j->pending--;
-		req->job = NULL;
-		engine_msg_free(req);
-	} else if ((env->intent == INTENT_FINALIZE || (req->kind ==
-	    MSG_REFLECT && req->orig_intent == INTENT_FINALIZE)) &&
-	    !ctype_error && j != NULL && req->kind != MSG_TASK) {
-		engine_job_finish(j, line, len, 0, req->kind == MSG_INPUT);
-		engine_request_done(req, line, len, 0);
-	} else if (!ctype_error && req->kind != MSG_TASK && req->kind !=
-	    MSG_SEND && engine_actions(req, js, line, env, reply_id) > 0) {
-		/* This branch goes on in its next actions. */
-		if (j != NULL) {
-			free(j->last);
-			j->last = xmemdup0(line, len);
-			j->lastlen = len;
-			j->last_error = 0;
-			j->last_linked = (req->kind == MSG_INPUT);
-		}
-		engine_request_done(req, line, len, 0);
-	} else
-		engine_request_done(req, line, len, ctype_error);
+	engine_follow(req, a, js, line, len, env, reply_id, 1);
 	free(filled);
 	route_kick(a);
+}
+
+/*
+ * The first finalize of a job with join: first: it is the job's result,
+ * saying how many branches were still open; those are cancelled.
+ */
+static void
+engine_first(struct job *j, struct msg *req, struct jscan *js,
+    const char *line, size_t len)
+{
+	struct msg	*m;
+	struct jsonw	 w;
+	char		*member, *marked = NULL;
+	size_t		 mlen, open = 0, llen = len;
+
+	TAILQ_FOREACH(m, &j->msgs, job_entry)
+		if (m != req && m->kind != MSG_TASK)
+			open++;
+	if (open > 0) {
+		jsonw_init(&w);
+		jsonw_object(&w);
+		jsonw_key(&w, "join");
+		jsonw_object(&w);
+		jsonw_key(&w, "wait");
+		jsonw_str(&w, "first");
+		jsonw_key(&w, "open");
+		jsonw_u64(&w, open);
+		jsonw_key(&w, "cancelled");
+		jsonw_array(&w);
+		TAILQ_FOREACH(m, &j->msgs, job_entry)
+			if (m != req && m->kind != MSG_TASK)
+				jsonw_str(&w, m->id);
+		jsonw_array_end(&w);
+		jsonw_object_end(&w);
+		jsonw_object_end(&w);
+		member = jsonw_finish(&w, &mlen);
+		marked = envelope_mark(js, line, len, member, &llen);
+		free(member);
+		log_info("job %s: the first finalize ends it; %zu open branches "
+		    "are cancelled", j->id, open);
+	}
+	engine_job_finish(j, marked != NULL ? marked : line, llen, 0,
+	    req->kind == MSG_INPUT && marked == NULL);
+	free(marked);
+	(void)engine_cancel_rest(j, "REJECTED", "cancelled", "the job ended at "
+	    "its first finalize (join: first)", req);
+}
+
+/*
+ * What follows a valid reply to req (or a weak reply that stands after
+ * its reflection failed: no reflecting then): a reflection, the end of
+ * the job at the first finalize (join: first), the reply's next actions,
+ * or the end of its branch.  req ends here, before anything it leads to
+ * is routed.
+ */
+static void
+engine_follow(struct msg *req, struct agent *a, struct jscan *js,
+    const char *line, size_t len, struct env *env, const char *reply_id,
+    int may_reflect)
+{
+	struct job	*j = req->job;
+	struct msgq	 next = TAILQ_HEAD_INITIALIZER(next);
+	struct msg	*m;
+	int		 ctype_error = (env->ctype == CT_ERROR), finalize;
+
+	if (j == NULL || j->done || engine_stopping) {
+		/* The job has its result, or corral stops: nothing follows. */
+		engine_request_end(req, line, len, ctype_error, END_BRANCH);
+		return;
+	}
+	if (may_reflect && engine_weak(env) && (m = engine_reflection(req, a,
+	    js, line, len, env, reply_id)) != NULL) {
+		/* The reflection carries the branch on. */
+		engine_request_end(req, line, len, 0, END_NONE);
+		engine_submit(m);
+		return;
+	}
+	finalize = (env->intent == INTENT_FINALIZE || (req->kind ==
+	    MSG_REFLECT && req->orig_intent == INTENT_FINALIZE)) &&
+	    !ctype_error && req->kind != MSG_TASK;
+	if (finalize && engine_wf->join_first) {
+		engine_first(j, req, js, line, len);
+		engine_request_end(req, line, len, 0, END_BRANCH);
+		return;
+	}
+	if (finalize) {
+		engine_request_end(req, line, len, 0, END_FINAL);
+		return;
+	}
+	if (!ctype_error && req->kind != MSG_TASK &&
+	    engine_actions(req, js, line, env, reply_id, &next) > 0) {
+		/* This branch goes on in its next actions. */
+		engine_request_end(req, line, len, 0, END_NONE);
+		while ((m = TAILQ_FIRST(&next)) != NULL) {
+			TAILQ_REMOVE(&next, m, entry);
+			engine_submit(m);
+		}
+		return;
+	}
+	engine_request_end(req, line, len, ctype_error, END_BRANCH);
 }
 
 /* Send an agent (NULL: serve's stdin) an error notice about its output. */
@@ -1360,6 +1618,26 @@ engine_shutdown(const char *why)
 		m->where = MSG_NOWHERE;
 		ev_timer_stop(LOOP, &m->timer);
 		engine_fail(m, "UNAVAILABLE", "shutdown", "%s", why);
+	}
+}
+
+/*
+ * corral was interrupted: routing stops at once.  Every unfinished job
+ * ends with an error that says so, and what it still had in flight or
+ * waiting is cancelled; nothing that finishes during the shutdown is
+ * followed or becomes a result.
+ */
+void
+engine_interrupt(const char *why)
+{
+	struct job	*j, *next;
+
+	engine_stopping = 1;
+	TAILQ_FOREACH_SAFE(j, &engine_jobs, entry, next) {
+		if (!j->done)
+			engine_limit(j, "shutdown", "%s", why);
+		(void)engine_cancel_rest(j, "UNAVAILABLE", "shutdown", why,
+		    NULL);
 	}
 }
 

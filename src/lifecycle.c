@@ -49,7 +49,7 @@ struct life_rule {
 
 static life_action	life_spawn, life_spawned, life_ready, life_begin_stop,
 			life_term, life_kill, life_kill_wait, life_exited,
-			life_pipes_held, life_broken, life_failed,
+			life_broken, life_failed,
 			life_suspend, life_resume, life_cancel_backoff,
 			life_timedout;
 
@@ -103,7 +103,7 @@ static const struct life_rule lifecycle_rules[] = {
 	/* Stopping, for good or to start again. */
 	RUNNING(AE_STOP, AS_STOPPING, life_begin_stop),
 	RUNNING(AE_RESTART, AS_STOPPING, life_begin_stop),
-	RUNNING(AE_REAPED, AS_STOPPING, life_pipes_held),
+	RUNNING(AE_REAPED, AS_TERMINATING, life_term),
 	RUNNING(AE_BROKEN, AS_TERMINATING, life_broken),
 	RUNNING(AE_KILL, AS_KILLING, life_kill),
 	{ AS_STOPPING, AE_TIMER, AS_TERMINATING, life_term },
@@ -737,14 +737,6 @@ life_begin_stop(struct agent *a, const char *why)
 			lifecycle_feed(a, AE_EXITED, "no calls running");
 		return;
 	}
-	agent_close_stdin(a);
-	lifecycle_arm(a, a->conf->stop_grace);
-}
-
-/* The process exited but its pipes are held: escalate on its group. */
-static void
-life_pipes_held(struct agent *a, const char *why)
-{
 	agent_close_stdin(a);
 	lifecycle_arm(a, a->conf->stop_grace);
 }

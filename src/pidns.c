@@ -108,7 +108,9 @@ pidns_wait(pid_t child, const sigset_t *set)
 		 */
 		if (si.si_code == SI_KERNEL)
 			continue;
-		(void)kill(child, sig);
+		/* Marked, so the supervisor knows it from its own copy. */
+		(void)sigqueue(child, sig, (union sigval){ .sival_int =
+		    PIDNS_FORWARDED });
 	}
 	(void)kill(child, SIGKILL);
 	(void)waitpid(child, &status, 0);

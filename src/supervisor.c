@@ -12,6 +12,8 @@
  * and hears of the run's result and of agents that stop for good.
  */
 
+#include <sys/signalfd.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,7 +36,8 @@ static struct {
 	int			 stdin_pause;	/* reasons not to read it */
 	int			 stdout_flags;
 	ev_prepare		 prepare_w;
-	ev_signal		 sig_w[4];
+	int			 sigfd;		/* signalfd of the four */
+	ev_io			 sig_w;
 	ev_timer		 budget_w;
 	int			 shutting_down;	/* 1 stopping, 2 done */
 	int			 interrupted;	/* the signal, or 0 */
@@ -84,27 +87,72 @@ supervisor_kill_all(void)
 			lifecycle_kill(a);
 }
 
-/* SIGINT, SIGTERM, SIGHUP or SIGQUIT. */
-static void
-supervisor_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+/* Count the agents that still have a process. */
+static unsigned int
+supervisor_count_alive(void)
 {
-	if (w->signum == SIGQUIT) {
+	struct agent	*a;
+	unsigned int	 n = 0;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (lifecycle_alive(a))
+			n++;
+	return n;
+}
+
+/* SIGINT, SIGTERM, SIGHUP or SIGQUIT: stop, or (again) kill. */
+static void
+supervisor_signal(int sig)
+{
+	char	why[64];
+
+	if (sig == SIGQUIT) {
 		/* Ctrl-\: no grace for anyone. */
 		log_warnx("QUIT: killing every agent now");
 		sv.interrupted = SIGQUIT;
+		engine_interrupt("corral was stopped by SIGQUIT");
 		supervisor_shutdown(SIGQUIT);
 		supervisor_kill_all();
 		return;
 	}
 	if (sv.shutting_down && sv.interrupted) {
 		log_warnx("second %s: killing every agent now",
-		    util_signame(w->signum));
+		    util_signame(sig));
 		supervisor_kill_all();
 		return;
 	}
-	log_info("%s: shutting down", util_signame(w->signum));
-	sv.interrupted = w->signum;
-	supervisor_shutdown(w->signum);
+	log_warnx("%s: stopping %u agents (interrupt again to kill)",
+	    util_signame(sig), supervisor_count_alive());
+	sv.interrupted = sig;
+	snprintf(why, sizeof why, "corral was interrupted by SIG%s",
+	    util_signame(sig));
+	engine_interrupt(why);
+	supervisor_shutdown(sig);
+}
+
+/*
+ * A signal arrived.  In a pid namespace a signal that the whole process
+ * group got (timeout(1), a supervisor stopping its child) reaches this
+ * process twice: directly, and forwarded by the waiter.  So the waiter's
+ * forwards (marked) and the terminal's signals count, and a direct signal
+ * from another process is left to the waiter, which always gets it too.
+ */
+static void
+supervisor_sig_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct signalfd_siginfo	 si;
+	ssize_t			 n;
+
+	while ((n = read(sv.sigfd, &si, sizeof si)) == (ssize_t)sizeof si) {
+		if (sv.pidns && si.ssi_code != SI_KERNEL &&
+		    !(si.ssi_code == SI_QUEUE &&
+		    si.ssi_int == PIDNS_FORWARDED)) {
+			log_debug("%s sent to the supervisor itself: the waiter "
+			    "forwards it", util_signame((int)si.ssi_signo));
+			continue;
+		}
+		supervisor_signal((int)si.ssi_signo);
+	}
 }
 
 /* Return the exit status corral should end with. */
@@ -602,15 +650,21 @@ int
 supervisor_run(const struct workflow *wf, int mode, const char *goal,
     const char *logpath, int output_text)
 {
-	static const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	int		 i;
+	sigset_t	 set;
 
 	supervisor_setup(wf, mode);
 	sv.output_text = output_text;
-	for (i = 0; i < 4; i++) {
-		ev_signal_init(&sv.sig_w[i], supervisor_signal_cb, sigs[i]);
-		ev_signal_start(LOOP, &sv.sig_w[i]);
-	}
+	/* Read as a descriptor: each signal with who sent it. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((sv.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		fatal("signalfd");
+	ev_io_init(&sv.sig_w, supervisor_sig_cb, sv.sigfd, EV_READ);
+	ev_io_start(LOOP, &sv.sig_w);
 	if (logpath != NULL && auditlog_open(logpath, wf->path) != 0) {
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;

@@ -44,8 +44,8 @@ for mode in pidns nopidns; do
 		want=130
 		[ $sig = TERM ] && want=143
 		[ "$RC" = $want ] || fail "$mode: SIG$sig: expected exit status $want, got $RC"
-		log_has "corral: $sig: shutting down" ||
-		    fail "$mode: SIG$sig: expected '$sig: shutting down' in the log"
+		log_has "corral: $sig: stopping 1 agents (interrupt again to kill)" ||
+		    fail "$mode: SIG$sig: expected '$sig: stopping 1 agents (interrupt again to kill)' in the log"
 		log_has 'corral: agent a: BUSY -> STOPPING (shutdown)' ||
 		    fail "$mode: SIG$sig: expected 'agent a: BUSY -> STOPPING (shutdown)'"
 		log_has 'corral: agent a: STOPPING -> STOPPED (exit status 0)' ||

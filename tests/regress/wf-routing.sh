@@ -96,8 +96,8 @@ r=$(audit_routes "$LOG" | awk '{ print $1 "/" $2 }' | tr '\n' ' ')
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 
-# 3b. No finalize: when no branch is left, the last reply is the result.
-# Two execute branches, the second instance 150 ms slower.
+# 3b. No finalize: when no branch is left, every branch's last reply is
+# the result (join: all): one envelope listing both, status ok.
 cat >"$T/nofinal.yaml" <<YAML
 agents:
   a:
@@ -111,8 +111,10 @@ routes:
 YAML
 corral_run 10 run "$T/nofinal.yaml" --goal go --log "$LOG"
 expect_rc 0
-[ "$(result_field "$OUT" .intent)/$(result_field "$OUT" .content.text)" = "execute/execute by b.2" ] ||
-    fail "no finalize: expected the last branch's reply (b.2's execute) as the result: $(cat "$OUT")"
+got=$(jq -r '[.content.type, (.content.data.branches | length),
+    ([.content.data.branches[] | .status + ":" + .envelope.content.text] | sort | join(","))] | join(" ")' "$OUT")
+[ "$got" = "json 2 ok:execute by b.1,ok:execute by b.2" ] ||
+    fail "no finalize: expected both branches' replies in the result, got '$got': $(cat "$OUT")"
 audit_all "$LOG" 'select(.ev == "job_end") | .status == "ok"' ||
     fail "no finalize: expected job_end ok"
 expect_audit_ok "$LOG"

@@ -77,9 +77,10 @@ expected_next(enum agent_state s, enum agent_event ev, int working)
 		return s;
 	}
 	/* A running agent. */
-	if (ev == AE_STOP || ev == AE_RESTART || ev == AE_REAPED)
+	if (ev == AE_STOP || ev == AE_RESTART)
 		return AS_STOPPING;
-	if (ev == AE_BROKEN)
+	/* Pipes held past the grace, or broken: SIGTERM at once. */
+	if (ev == AE_REAPED || ev == AE_BROKEN)
 		return AS_TERMINATING;
 	if (ev == AE_KILL)
 		return AS_KILLING;

@@ -1,0 +1,72 @@
+#!/bin/sh
+# A fan-out and its join: a plan reply with three next_actions, each
+# branch answered by a finalize.
+#   join: all (the default): the job waits for every branch; the result
+#     lists all three, status ok; nothing is dropped.
+#   join: first: the first finalize ends the job and is its result; the
+#     two branches still open are cancelled (one outcome each, code
+#     cancelled) and the result lists them in corral.join.
+#   join: {then: summarize}: every branch's end goes to one summarize
+#     request, whose finalize is the result.
+. "$(dirname "$0")/lib.sh"
+. "$TESTDIR/tools/wflib.sh"
+
+LOG="$T/audit.ndjson"
+
+# wf JOIN [SLOW]: three executors; with SLOW the second and third hang.
+wf() {
+	s=""
+	[ "${2:-}" = slow ] && s=", --hang"
+	cat >"$T/wf.yaml" <<YAML
+agents:
+  planner:
+    cmd: [$WA, --next, "execute:a", --next, "execute:b", --next, "execute:c"]
+  fast:
+    cmd: [$WA, --intent, finalize, --text, "fast"]
+  slow1:
+    cmd: [$WA, --intent, finalize, --text, "slow1"$s]
+  slow2:
+    cmd: [$WA, --intent, finalize, --text, "slow2"$s]
+  gather:
+    cmd: [$WA, --intent, finalize, --text, "gathered"]
+routes:
+  plan: planner
+  execute: [fast, slow1, slow2]
+  summarize: gather
+$1
+YAML
+}
+
+wf ""
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 0
+got=$(jq -r '[.intent, .content.type, ([.content.data.branches[] | .status + ":" + .envelope.content.text] | sort | join(","))] | join(" ")' "$OUT")
+[ "$got" = "finalize json ok:fast,ok:slow1,ok:slow2" ] ||
+    fail "join all: expected the three branches in the result, got '$got'"
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+wf "join: first" slow
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 0
+[ "$(result_field "$OUT" .content.text)" = fast ] ||
+    fail "join first: expected the fast finalize as the result: $(head -c 400 "$OUT")"
+[ "$(result_field "$OUT" '.corral.join.open')" = 2 ] &&
+[ "$(result_field "$OUT" '.corral.join.cancelled | length')" = 2 ] ||
+    fail "join first: expected corral.join with open 2 and two cancelled ids: $(result_field "$OUT" .corral)"
+for id in $(result_field "$OUT" '.corral.join.cancelled[]'); do
+	c=$(jq -r --arg id "$id" 'select(.ev == "outcome" and .id == $id) | .code' "$LOG")
+	[ "$c" = cancelled ] || fail "join first: cancelled request $id has outcome code '$c'"
+done
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+wf "join: {then: summarize}"
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 0
+[ "$(result_field "$OUT" .content.text)" = gathered ] ||
+    fail "join then: expected gather's finalize as the result: $(head -c 400 "$OUT")"
+n=$(jq -r 'select(.ev == "env" and .env.intent == "summarize") | .env.content.data.branches | length' "$LOG")
+[ "$n" = 3 ] || fail "join then: expected one summarize request with 3 branches, got '$n'"
+expect_audit_ok "$LOG"
+exit 0
