@@ -185,6 +185,7 @@ agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 	    sr) != 0)
 		return -1;
 	p->flags = AP_RUNNING;
+	p->nerr = 0;	/* the stderr of this incarnation only */
 	p->pid = sr->pid;
 	p->hostpid = sr->hostpid;
 	p->spawned_at = ev_now(LOOP);
@@ -357,7 +358,23 @@ agent_in_error(struct chan *c, int error)
 	agent_pipe_check(a, "closed its stdin");
 }
 
-/* Log one stderr line with the agent's name. */
+/* Keep a stderr line among the last few, for the errors that quote it. */
+static void
+agent_err_keep(struct agent *a, const char *line, size_t len)
+{
+	char	*slot;
+
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (len == 0)
+		return;
+	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
+	len = util_utf8_cut(line, len, AGENT_ERRLINE - 1);
+	memcpy(slot, line, len);
+	slot[len] = '\0';
+}
+
+/* Log one stderr line with the agent's name, and keep it. */
 static void
 agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
@@ -368,6 +385,32 @@ agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 		log_agent_line(a->id, line, len, extra);
 	else if (kind == NDJSON_LINE || kind == NDJSON_NUL)
 		log_agent_line(a->id, line, len, 0);
+	else
+		return;
+	agent_err_keep(a, line, len);
+}
+
+/*
+ * Write the agent's last stderr lines (at most n), oldest first, quoted
+ * and joined, into buf; returns the length (0: none).
+ */
+size_t
+agent_stderr_tail(const struct agent *a, char *buf, size_t len,
+    unsigned int n)
+{
+	unsigned int	i, have = a->proc.nerr;
+	size_t		o = 0;
+
+	buf[0] = '\0';
+	if (n > AGENT_ERRTAIL)
+		n = AGENT_ERRTAIL;
+	if (n > have)
+		n = have;
+	for (i = have - n; i < have && o < len; i++) {
+		o += (size_t)snprintf(buf + o, len - o, "%s\"%s\"", i > have - n ?
+		    ", " : "", a->proc.errtail[i % AGENT_ERRTAIL]);
+	}
+	return o < len ? o : len - 1;
 }
 
 /* Drain the agent's stderr into the log; it must never block the agent. */

@@ -246,6 +246,7 @@ struct agent_conf {
 	unsigned int		 hb_misses;
 	enum restart_policy	 restart;
 	unsigned int		 restart_max;
+	unsigned int		 failed_starts;	/* in a row: FAILED */
 	double			 restart_within;
 	double			 backoff_min;
 	double			 backoff_max;
@@ -376,6 +377,8 @@ struct chan {
 };
 
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
+#define AGENT_ERRTAIL	3	/* stderr lines kept for error messages */
+#define AGENT_ERRLINE	240	/* bytes kept of each */
 struct agent_proc {
 	pid_t			 pid;		/* as corral sees it */
 	pid_t			 hostpid;	/* as the user's shell sees it */
@@ -395,6 +398,8 @@ struct agent_proc {
 	const char		*pipe_what;
 	ev_tstamp		 spawned_at;
 	ev_tstamp		 exited_at;
+	char			 errtail[AGENT_ERRTAIL][AGENT_ERRLINE];
+	unsigned int		 nerr;		/* stderr lines so far */
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
 };
@@ -410,6 +415,7 @@ struct life {
 #define LF_RESTART_REQ	0x10	/* restart after this exit, whatever it is */
 #define LF_STOP_ASKED	0x20	/* corral began stopping this process */
 #define LF_STOP_PENDING	0x40	/* stops once its children have */
+#define LF_SPOKE	0x80	/* wrote a line, or became ready by itself */
 	int			 policy;	/* restart policy; -1: entry's */
 	ev_timer		 life_w;	/* stop steps, backoff */
 	ev_timer		 hb_w;		/* heartbeats */
@@ -418,12 +424,14 @@ struct life {
 	unsigned int		 hb_missed;
 	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
+	unsigned int		 failed_starts;	/* exits in a row before a line */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
 	unsigned int		 restart_count;
 	uint64_t		 start_seq;
 	char			*stop_why;	/* of a pending stop */
 	char			*cause;		/* why it failed for good */
+	char			*last_exit;	/* its last exit, and stderr */
 };
 
 /* route.c: an agent as a candidate for work (written by route.c). */
@@ -467,6 +475,8 @@ struct work {
 	unsigned int		 warn_count;
 	unsigned int		 warn_dropped;
 	unsigned int		 notices_dropped;
+	unsigned int		 bad_streak;	/* bad lines in a row */
+	char			 bad_first[160];	/* the first of them */
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */
@@ -870,6 +880,7 @@ void	 util_raise_nofile(void);
 size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
+size_t	 util_utf8_cut(const char *, size_t, size_t);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);
@@ -1003,6 +1014,7 @@ int	 agent_full(const struct agent *);
 int	 agent_writable(const struct agent *);
 int	 agent_sigstopped(const struct agent *);
 int	 agent_exited(const struct agent *);
+size_t	 agent_stderr_tail(const struct agent *, char *, size_t, unsigned int);
 void	 agent_signal(struct agent *, int);
 void	 agent_close_stdin(struct agent *);
 void	 agent_abandon_pipes(struct agent *);
@@ -1139,6 +1151,7 @@ int	 lifecycle_leaving(const struct agent *);
 int	 lifecycle_stop_asked(const struct agent *);
 int	 lifecycle_handshaking(const struct agent *);
 const char *lifecycle_cause(const struct agent *);
+const char *lifecycle_last_exit(const struct agent *);
 void	 lifecycle_set_policy(struct agent *, int);
 struct agent *lifecycle_create(struct agent_conf *, unsigned int,
 	    struct agent *);
@@ -1154,6 +1167,7 @@ int	 lifecycle_has_live_children(const struct agent *);
 void	 lifecycle_stop(struct agent *, const char *);
 void	 lifecycle_restart(struct agent *, const char *);
 void	 lifecycle_kill(struct agent *);
+void	 lifecycle_fail(struct agent *, const char *);
 
 /* breaker.c */
 void	 breaker_init(agent_cb);

@@ -33,6 +33,7 @@
 #include "corral.h"
 
 #define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
+#define ENGINE_BAD_STREAK 10000	/* non-JSON lines in a row: failed */
 
 /* How a request's end bears on its job (engine_request_end). */
 #define END_NONE	0	/* the branch goes on in other requests */
@@ -620,6 +621,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct msg	*m = w->data;
 	struct agent	*a;
 	double		 waited = ev_now(loop) - m->accepted;
+	char		 tail[300], last[320];
 
 	switch (m->where) {
 	case MSG_RETRYING:
@@ -639,9 +641,14 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		m->agent = a;
 		breaker_failure(a);
 		lifecycle_timeout(a);
+		/* Its stderr often says why ("connection refused"). */
+		last[0] = '\0';
+		if (agent_stderr_tail(a, tail, sizeof tail, 1) > 0)
+			snprintf(last, sizeof last, "; its last stderr: %s",
+			    tail);
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
-		    "within %.3gs", a->id, m->timeout > 0 ? m->timeout :
-		    a->conf->timeout);
+		    "within %.3gs%s", a->id, m->timeout > 0 ? m->timeout :
+		    a->conf->timeout, last);
 		route_kick(a);
 		return;
 	default:
@@ -1350,6 +1357,63 @@ engine_bad_line(struct agent *a, size_t max, struct jscan *js,
 	return 0;
 }
 
+/*
+ * The in-flight request an invalid reply names in its trace.parents, if
+ * any.
+ */
+static struct msg *
+engine_raw_match(struct agent *a, struct jscan *js, const char *line)
+{
+	struct msg	*m;
+	int		 t, p, e;
+
+	if (js->tok[0].type != JT_OBJECT ||
+	    (t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    js->tok[t].type != JT_OBJECT ||
+	    (p = JSCAN_GET(js, line, t, "parents")) == -1 ||
+	    js->tok[p].type != JT_ARRAY)
+		return NULL;
+	for (e = jscan_first(js, p); e != -1; e = jscan_next(js, p, e)) {
+		if (js->tok[e].type != JT_STRING)
+			continue;
+		TAILQ_FOREACH(m, &a->work.inflight, entry)
+			if (jscan_str_equal(js, line + js->tok[e].off,
+			    js->tok[e].len, js->tok[e].flags & JT_ESCAPED,
+			    m->id, strlen(m->id)))
+				return m;
+	}
+	return NULL;
+}
+
+/*
+ * Count a line from agent a that is not JSON.  An agent that prints plain
+ * text for every line it reads, notices included, would loop with corral
+ * for ever; after ENGINE_BAD_STREAK such lines in a row, with nothing
+ * valid between them, it is failed, with a cause that quotes the first.
+ * A burst of garbage (some megabytes of it) stays below that.
+ */
+static void
+engine_bad(struct agent *a, const char *line, size_t len)
+{
+	char	why[400], q[200];
+	size_t	n;
+
+	if (a->work.bad_streak++ == 0) {
+		n = util_utf8_cut(line, len, sizeof a->work.bad_first - 1);
+		memcpy(a->work.bad_first, line, n);
+		a->work.bad_first[n] = '\0';
+	}
+	if (a->work.bad_streak < ENGINE_BAD_STREAK || !lifecycle_alive(a) ||
+	    lifecycle_stopping(a))
+		return;
+	log_escape(q, sizeof q, a->work.bad_first, strlen(a->work.bad_first));
+	snprintf(why, sizeof why, "it writes non-JSON to stdout (%u bad lines "
+	    "in a row, the first: \"%s\"); log to stderr instead",
+	    a->work.bad_streak, q);
+	a->work.bad_streak = 0;
+	lifecycle_fail(a, why);
+}
+
 /* A line an agent wrote on its stdout, scanned with js. */
 static void
 engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
@@ -1360,10 +1424,15 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	struct msg		*req;
 	char			 id[CORRAL_ID_MAX];
 
-	if (engine_bad_line(a, a->conf->max_line, js, line, len, kind, extra))
+	if (engine_bad_line(a, a->conf->max_line, js, line, len, kind,
+	    extra)) {
+		engine_bad(a, line, len);
 		return;
+	}
+	a->work.bad_streak = 0;
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		a->work.bad_streak = 0;
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(&a->peer, line, len);
 		return;
@@ -1372,6 +1441,20 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		engine_warn_agent(a, "invalid envelope: %s", err.msg);
 		engine_notice(a, err.code, err.path, err.msg,
 		    engine_raw_trace_id(js, line, id, sizeof id));
+		/*
+		 * A reply whose next_actions cannot be followed (an unknown
+		 * intent, a missing task) fails its request now, not at its
+		 * timeout: it is the agent's answer, and it is wrong.
+		 */
+		if (strncmp(err.path, "outputs.next_actions", 20) == 0 &&
+		    (req = engine_raw_match(a, js, line)) != NULL &&
+		    req->kind != MSG_TASK) {
+			engine_undispatch(req);
+			req->agent = a;
+			engine_fail(req, "REJECTED", err.code, "agent %s replied "
+			    "with an invalid envelope: %s", a->id, err.msg);
+			route_kick(a);
+		}
 		return;
 	}
 	a->proc.msgs_out++;
@@ -1538,7 +1621,7 @@ engine_start_goal(const char *goal)
  * (or are delivered again, for HIGH and CRITICAL ones).
  */
 static void
-engine_agent_gone(struct agent *a, const char *why)
+engine_agent_gone(struct agent *a, const char *why, const char *note)
 {
 	struct msg	*m;
 
@@ -1560,8 +1643,8 @@ engine_agent_gone(struct agent *a, const char *why)
 			continue;
 		}
 		breaker_failure(a);
-		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s before "
-		    "replying", a->id, why);
+		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s ended "
+		    "before replying: %s", a->id, note);
 	}
 	route_check_orphans();
 }
@@ -1574,12 +1657,16 @@ static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
     enum agent_event ev, const char *why)
 {
-	if ((ev == AE_EXITED && to == AS_STOPPED) || ev == AE_BROKEN)
-		engine_agent_gone(a, why);
+	/* How it ended, with its last stderr lines: the cause of the error. */
+	if (ev == AE_EXITED && to == AS_STOPPED)
+		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?
+		    lifecycle_last_exit(a) : why);
+	else if (ev == AE_BROKEN)
+		engine_agent_gone(a, why, why);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)
 			why = lifecycle_cause(a);
-		engine_agent_gone(a, why);
+		engine_agent_gone(a, why, why);
 		if (engine_task.failed != NULL)
 			engine_task.failed(a, why);
 		route_check_orphans();

@@ -153,6 +153,8 @@ static int			lifecycle_shutdown;
 static uint64_t			lifecycle_seq;
 
 static void	lifecycle_news(struct agent *, enum agent_event, const char *);
+static int	lifecycle_may_restart(const struct agent *);
+static void	lifecycle_giveup(struct agent *, const char *, const char *);
 static void	lifecycle_hb_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_life_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_recover_cb(struct ev_loop *, ev_timer *, int);
@@ -335,6 +337,36 @@ lifecycle_feed(struct agent *a, enum agent_event ev, const char *why)
 }
 
 /*
+ * The process ended (why: its exit status).  How, with the stderr that
+ * explains it, goes into the errors of the requests that wanted it, so it
+ * is noted before anyone hears of the exit.  An exit before its first
+ * line (or its handshake) is a failed start.
+ */
+static void
+lifecycle_note_exit(struct agent *a, const char *why)
+{
+	char	note[1024], tail[800];
+
+	if (!lifecycle_alive(a) || adapter_per_call(a))
+		return;
+	if (agent_stderr_tail(a, tail, sizeof tail, 2) > 0)
+		snprintf(note, sizeof note, "%s; its last stderr: %s", why,
+		    tail);
+	else
+		snprintf(note, sizeof note, "%s, and wrote nothing on stderr",
+		    why);
+	free(a->life.last_exit);
+	a->life.last_exit = xstrdup(note);
+	if (!(a->life.flags & (LF_SPOKE | LF_STOP_ASKED)) &&
+	    ++a->life.failed_starts >= a->conf->failed_starts) {
+		snprintf(note, sizeof note, "failed to start %u times in a row",
+		    a->life.failed_starts);
+		free(a->life.cause);
+		a->life.cause = xstrdup(note);
+	}
+}
+
+/*
  * News from below: agent.c about the process, an adapter about its tool.
  * A handshake counts once; a continued process starts its heartbeat
  * count afresh.
@@ -342,7 +374,7 @@ lifecycle_feed(struct agent *a, enum agent_event ev, const char *why)
 static void
 lifecycle_news(struct agent *a, enum agent_event ev, const char *why)
 {
-	char	buf[96];
+	char	buf[1200], cause[64];
 
 	switch (ev) {
 	case AE_HANDSHAKE:
@@ -355,6 +387,20 @@ lifecycle_news(struct agent *a, enum agent_event ev, const char *why)
 	case AE_RESTART:
 		lifecycle_restart(a, why);
 		return;
+	case AE_EXITED:
+		lifecycle_note_exit(a, why);
+		if (a->life.failed_starts >= a->conf->failed_starts &&
+		    lifecycle_alive(a) && !lifecycle_stopping(a) &&
+		    lifecycle_may_restart(a)) {
+			/* Failed for good before anyone hears of the exit. */
+			snprintf(cause, sizeof cause, "failed to start %u times "
+			    "in a row", a->life.failed_starts);
+			snprintf(buf, sizeof buf, "%s: %s", cause,
+			    a->life.last_exit);
+			lifecycle_giveup(a, cause, buf);
+			return;
+		}
+		break;
 	case AE_SIGCONT:
 		a->life.last_activity = ev_now(LOOP);
 		a->life.flags &= ~LF_MISSED;
@@ -444,6 +490,16 @@ lifecycle_cause(const struct agent *a)
 	return a->life.cause;
 }
 
+/*
+ * How the agent's process last ended, with its last stderr lines: "exit
+ * status 2; its last stderr: ...", or NULL before any exit.
+ */
+const char *
+lifecycle_last_exit(const struct agent *a)
+{
+	return a->life.last_exit;
+}
+
 /* Remember why the agent fails for good, then fail it. */
 static void
 lifecycle_giveup(struct agent *a, const char *cause, const char *why)
@@ -509,6 +565,7 @@ lifecycle_forget(struct agent *a)
 	free(a->life.restarts);
 	free(a->life.stop_why);
 	free(a->life.cause);
+	free(a->life.last_exit);
 	adapter_free(a);
 }
 
@@ -528,7 +585,7 @@ life_spawn(struct agent *a, const char *why)
 	char			**argv;
 	int			  rc;
 
-	a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT | LF_STOP_ASKED);
+	a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT | LF_STOP_ASKED | LF_SPOKE);
 	a->life.flags |= LF_NOT_READY;
 	a->life.timeouts = 0;
 	a->life.hb_missed = 0;
@@ -594,6 +651,9 @@ lifecycle_ready(struct agent *a, const char *why)
 	if (!(a->life.flags & LF_NOT_READY))
 		return;
 	a->life.flags &= ~LF_NOT_READY;
+	/* Ready by its own word (not merely spawned): it started. */
+	if (a->conf->ready != READY_SPAWN || a->adapter != NULL)
+		a->life.flags |= LF_SPOKE;
 	lifecycle_feed(a, AE_HANDSHAKE, why);
 }
 
@@ -648,6 +708,8 @@ lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
 void
 lifecycle_activity(struct agent *a)
 {
+	a->life.flags |= LF_SPOKE;
+	a->life.failed_starts = 0;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
 	a->life.hb_pinged = 0;
@@ -884,7 +946,8 @@ lifecycle_will_restart(const struct agent *a)
 {
 	if (a->life.state == AS_BACKOFF)
 		return 1;
-	if (a->life.state == AS_FAILED || !lifecycle_may_restart(a))
+	if (a->life.state == AS_FAILED || !lifecycle_may_restart(a) ||
+	    a->life.failed_starts >= a->conf->failed_starts)
 		return 0;
 	return lifecycle_recent_restarts(a, ev_now(LOOP)) <
 	    a->conf->restart_max;
@@ -921,7 +984,7 @@ lifecycle_after_stop(struct agent *a, const char *st)
 	unsigned int	 recent;
 	double		 delay;
 	int		 requested = (a->life.flags & LF_RESTART_REQ) != 0;
-	char		 why[128];
+	char		 why[1200];
 
 	if (!lifecycle_may_restart(a)) {
 		a->life.flags &= ~LF_RESTART_REQ;
@@ -936,6 +999,7 @@ lifecycle_after_stop(struct agent *a, const char *st)
 		lifecycle_giveup(a, "restart intensity exceeded", why);
 		return;
 	}
+
 	lifecycle_count_restart(a, now);
 	delay = lifecycle_backoff(a->conf, recent + 1, now -
 	    a->proc.spawned_at);
@@ -1090,6 +1154,14 @@ lifecycle_restart(struct agent *a, const char *why)
 		return;
 	}
 	lifecycle_feed(a, AE_RESTART, why);
+}
+
+/* Give up on a running agent for good: it is killed and FAILED. */
+void
+lifecycle_fail(struct agent *a, const char *why)
+{
+	a->life.flags |= LF_NORESTART;
+	lifecycle_giveup(a, why, why);
 }
 
 /* Kill the agent's process group now (a second interrupt). */

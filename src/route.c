@@ -293,6 +293,44 @@ route_forget_agent(struct agent *a)
 }
 
 /*
+ * Say why a row has no agent left: each of its agents that failed or
+ * stopped for good, with its cause, and the entries that never started.
+ */
+static void
+route_why_none(const struct route *r, char *buf, size_t len)
+{
+	const struct agent	*a;
+	const char		*cause, *last;
+	char			 one[1100];
+	size_t			 i;
+	int			 n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < r->nconfs; i++) {
+		if (TAILQ_EMPTY(&route_pools[r->confs[i]->index])) {
+			snprintf(one, sizeof one, "%s%s was never started%s",
+			    n++ ? "; " : ": ", r->confs[i]->name,
+			    r->confs[i]->autostart ? "" : " (autostart: false)");
+			strlcat(buf, one, len);
+			continue;
+		}
+		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
+		    slot.pool_entry) {
+			if (route_potential(a))
+				continue;
+			cause = lifecycle_cause(a);
+			last = lifecycle_last_exit(a);
+			snprintf(one, sizeof one, "%s%s %s%s%s%s%s%s", n++ ?
+			    "; " : ": ", a->id, a->life.state == AS_FAILED ?
+			    "failed" : "stopped", cause ? " (" : "",
+			    cause ? cause : "", cause ? ")" : "",
+			    last ? ", its last exit: " : "", last ? last : "");
+			strlcat(buf, one, len);
+		}
+	}
+}
+
+/*
  * Route a request: dispatch it, queue it, or fail it.  Returns 0 when it
  * was dispatched or queued, -1 when it failed (its outcome is recorded).
  */
@@ -303,7 +341,7 @@ route_submit(struct msg *m)
 	struct agent	*a;
 	unsigned int	 others;
 	int		 excluded;
-	char		 why[256];
+	char		 why[2048], causes[1800];
 
 	if ((r = route_for(m->intent)) == NULL) {
 		snprintf(why, sizeof why, "no route for intent %s and no \"*\" "
@@ -318,10 +356,11 @@ route_submit(struct msg *m)
 		return 0;
 	}
 	if (others == 0 && !excluded) {
+		route_why_none(r, causes, sizeof causes);
 		snprintf(why, sizeof why, "no agent is left to serve intent %s "
-		    "(route %s)", protocol_intent_name(m->intent),
+		    "(route %s)%s", protocol_intent_name(m->intent),
 		    r->intent == ROUTE_FALLBACK ? "\"*\"" :
-		    protocol_intent_name(r->intent));
+		    protocol_intent_name(r->intent), causes);
 		route_hooks.fail(m, "UNAVAILABLE", "no_agent", why);
 		return -1;
 	}
@@ -436,7 +475,7 @@ route_check_orphans(void)
 	struct msg	*m, *next;
 	unsigned int	 others;
 	int		 j, level, excluded;
-	char		 why[160];
+	char		 why[2048], causes[1800];
 
 	if (route_queued == 0)
 		return;
@@ -450,9 +489,10 @@ route_check_orphans(void)
 				if (others > 0 || excluded)
 					continue;
 				route_dequeue(m);
+				route_why_none(r, causes, sizeof causes);
 				snprintf(why, sizeof why, "no agent is left to "
-				    "serve intent %s",
-				    protocol_intent_name(m->intent));
+				    "serve intent %s%s",
+				    protocol_intent_name(m->intent), causes);
 				route_hooks.fail(m, "UNAVAILABLE", "no_agent",
 				    why);
 			}

@@ -344,6 +344,23 @@ util_utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
+/*
+ * The length of the first n bytes of s or less, cut at most at max and
+ * never inside a UTF-8 character.
+ */
+size_t
+util_utf8_cut(const char *s, size_t n, size_t max)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+
+	if (n <= max)
+		return n;
+	/* Back over continuation bytes to the start of a character. */
+	while (max > 0 && (p[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
 /* Return nonzero if n bytes at s are valid UTF-8; else set *bad. */
 int
 util_utf8_valid(const char *s, size_t n, size_t *bad)

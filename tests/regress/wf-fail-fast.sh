@@ -1,0 +1,130 @@
+#!/bin/sh
+# Failing fast, with the cause:
+#   1. An agent that exits at start again and again (a flag it does not
+#      know) is FAILED after three failed starts, a few seconds, not after
+#      its whole restart budget; the run's error and corral's log carry its
+#      exit status and its last stderr line.  With ready: spawn the goal
+#      is given to it at once and fails at its first exit, with the same
+#      cause.
+#   2. A timeout error carries the agent's last stderr line.
+#   3. A reply with an invalid next_action (an unknown intent) fails its
+#      request at once with the validation error, not at its timeout.
+#   4. An agent that answers every line, notices included, with plain text
+#      does not loop with corral for ever: it is FAILED with a cause that
+#      says it writes non-JSON to stdout, quoting the first line.
+. "$(dirname "$0")/lib.sh"
+. "$TESTDIR/tools/wflib.sh"
+
+LOG="$T/audit.ndjson"
+
+# 1. Failed starts.
+cat >"$T/bad-flag.sh" <<'SH'
+#!/bin/sh
+echo "error: unknown option --fast" >&2
+exit 2
+SH
+chmod +x "$T/bad-flag.sh"
+cat >"$T/start.yaml" <<YAML
+agents:
+  worker:
+    cmd: [$T/bad-flag.sh]
+    ready: handshake
+routes:
+  "*": worker
+YAML
+s=$(now)
+corral_run 60 run "$T/start.yaml" --goal go --log "$LOG"
+t=$(elapsed "$s")
+note "failed starts: the run ended after ${t}s"
+expect_rc 1
+expect_error_result "$OUT" no_agent
+msg=$(result_field "$OUT" .content.text)
+case $msg in
+*"failed to start 3 times in a row"*"exit status 2"*"error: unknown option --fast"*) ;;
+*) fail "failed starts: the error does not give the cause: $msg" ;;
+esac
+log_has 'corral: agent worker: INITIALIZING -> FAILED (failed to start 3 times in a row: exit status 2; its last stderr: "error: unknown option --fast")' ||
+    fail "failed starts: no FAILED line with the exit status and stderr"
+[ "$(grep -c '"ev":"spawn"' "$LOG")" -eq 3 ] ||
+    fail "failed starts: expected 3 spawns, got $(grep -c '"ev":"spawn"' "$LOG")"
+expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+sed -i '/ready: handshake/d' "$T/start.yaml"
+corral_run 60 run "$T/start.yaml" --goal go
+expect_rc 1
+expect_error_result "$OUT" agent_lost
+case $(result_field "$OUT" .content.text) in
+*'ended before replying: exit status 2; its last stderr: "error: unknown option --fast"'*) ;;
+*) fail "ready at spawn: the error does not give the cause: $(result_field "$OUT" .content.text)" ;;
+esac
+
+# 2. A timeout quotes the last stderr line.
+cat >"$T/refused.sh" <<'SH'
+#!/bin/sh
+read -r line
+echo "connection failed: 127.0.0.1:9 refused" >&2
+sleep 60
+SH
+chmod +x "$T/refused.sh"
+cat >"$T/timeout.yaml" <<YAML
+agents:
+  cli:
+    cmd: [$T/refused.sh]
+    timeout: 1s
+routes:
+  "*": cli
+retry: {max: 0}
+YAML
+corral_run 60 run "$T/timeout.yaml" --goal go
+expect_rc 1
+expect_error_result "$OUT" timeout
+case $(result_field "$OUT" .content.text) in
+*'its last stderr: "connection failed: 127.0.0.1:9 refused"'*) ;;
+*) fail "timeout: the error does not quote the last stderr line: $(result_field "$OUT" .content.text)" ;;
+esac
+
+# 3. An invalid next_action fails its request at once.
+cat >"$T/next.yaml" <<YAML
+agents:
+  planner:
+    cmd: [$WA, --next, "bogus:do it"]
+    timeout: 120s
+routes:
+  "*": planner
+YAML
+s=$(now)
+corral_run 60 run "$T/next.yaml" --goal go
+t=$(elapsed "$s")
+expect_rc 1
+expect_error_result "$OUT" invalid_envelope
+case $(result_field "$OUT" .content.text) in
+*"outputs.next_actions[0].intent is not an intent"*) ;;
+*) fail "next action: expected the validation error, got: $(result_field "$OUT" .content.text)" ;;
+esac
+fcmp "$t" "<" 60 || fail "next action: the request waited ${t}s, as for its timeout"
+
+# 4. A program that answers every line with plain text.
+cat >"$T/chatty.sh" <<'SH'
+#!/bin/sh
+while IFS= read -r line; do
+	printf 'you said: %.40s\n' "$line"
+done
+SH
+chmod +x "$T/chatty.sh"
+cat >"$T/chatty.yaml" <<YAML
+agents:
+  chatty:
+    cmd: [$T/chatty.sh]
+    timeout: 120s
+routes:
+  "*": chatty
+YAML
+corral_run 120 run "$T/chatty.yaml" --goal go
+expect_rc 1
+log_has 'corral: agent chatty: READY -> FAILED (it writes non-JSON to stdout' ||
+log_has 'corral: agent chatty: BUSY -> FAILED (it writes non-JSON to stdout' ||
+    fail "chatty: expected it FAILED because it writes non-JSON to stdout"
+log_has '; log to stderr instead)' && log_has 'the first: "you said: {' ||
+    fail "chatty: the cause does not quote the first line or give the advice"
+exit 0
