@@ -369,6 +369,8 @@ class Agent:
         #: The workflow's workspace directory, or None.
         self.workspace = os.environ.get("CORRAL_WORKSPACE") or None
         self._under_corral = "CORRAL_AGENT_ID" in os.environ
+        #: How many of corral's pings have been answered.
+        self.pings = 0
 
         self._handlers: Dict[str, Handler] = {}
         self._on_notice: Callback = self._log_notice
@@ -715,7 +717,9 @@ class Agent:
         try:
             self._write_bytes(self._encode(out))
         except (InputClosed, ValueError):
-            pass
+            return
+        if frame.get("method") == "ping":
+            self.pings += 1
 
     def _pump(self, deadline: Optional[float]) -> bool:
         """Take one item from the reader; False when the deadline passed."""
@@ -950,19 +954,35 @@ class Agent:
             if t not in self._spawned:
                 raise ValueError(f"no child with task {t} is waiting to be "
                                  "collected")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while any(t not in self._results for t in tids):
-            if self._eof:
-                raise InputClosed("corral closed our input")
-            if not self._pump(deadline):
-                have = sum(1 for t in tids if t in self._results)
-                raise TimeoutError(f"{have} of {len(tids)} child results "
-                                   f"after {timeout}s")
+        try:
+            self.wait_for(lambda: all(t in self._results for t in tids),
+                          timeout)
+        except TimeoutError:
+            have = sum(1 for t in tids if t in self._results)
+            raise TimeoutError(f"{have} of {len(tids)} child results after "
+                               f"{timeout}s") from None
         out = []
         for t in tids:
             out.append(self._results.pop(t))
             self._spawned.pop(t, None)
         return out
+
+    def wait_for(self, condition: Callable[[], bool],
+                 timeout: Optional[float] = None) -> None:
+        """Handle what arrives until condition() is true: pings are
+        answered, messages and notices go to their callbacks, child
+        results and requests are kept for later.  For a handler
+        that waits for a message (a child waiting for its parent's go, a
+        parent gathering progress).  Raises TimeoutError after timeout
+        seconds (None: no limit), InputClosed at the end of input."""
+        self._start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not condition():
+            if self._eof:
+                raise InputClosed("corral closed our input")
+            if not self._pump(deadline):
+                raise TimeoutError(f"the condition did not hold within "
+                                   f"{timeout}s")
 
     def send(self, to: Union[str, Dict[str, Any]],
              envelope: Union[Envelope, str]) -> List[str]:
