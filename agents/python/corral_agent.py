@@ -387,6 +387,7 @@ class Agent:
         self._spawned: Dict[str, Child] = {}    # task id -> child, no result yet
         self._results: Dict[str, Message] = {}  # task id -> its result
         self._answered: Set[str] = set()        # request ids replied to
+        self._tasks: Set[str] = set()           # ids of tasks received
         self._started = False
         self._eof = False
         self._broken = False
@@ -592,8 +593,13 @@ class Agent:
         data = self._encode(env)
         parents = _obj(env.get("trace")).get("parents")
         self._write_bytes(data)
-        if isinstance(parents, list):
-            self._answered.update(p for p in parents if isinstance(p, str))
+        if not isinstance(parents, list):
+            return
+        # What ends a task is a finalize or an error; before, progress.
+        ends = env.get("intent") == "finalize" or \
+            _obj(env.get("content")).get("type") == "error"
+        self._answered.update(p for p in parents if isinstance(p, str) and
+                              (ends or p not in self._tasks))
 
     def _encode(self, obj: Dict[str, Any]) -> bytes:
         s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
@@ -645,6 +651,15 @@ class Agent:
                          daemon=True).start()
 
     def _reader(self) -> None:
+        # Whatever stops the thread, the main loop must hear of it.
+        try:
+            self._read_lines()
+        except BaseException:
+            self.log("the reader stopped:\n" + traceback.format_exc().rstrip())
+        finally:
+            self._items.put(("eof", None))
+
+    def _read_lines(self) -> None:
         buf = bytearray()
         scan = 0
         skipped = 0
@@ -658,7 +673,6 @@ class Agent:
             if not chunk:
                 if buf and not discarding:
                     self._line(bytes(buf))  # the last line may lack its \n
-                self._items.put(("eof", None))
                 return
             buf += chunk
             while True:
@@ -691,8 +705,9 @@ class Agent:
             self._debug("<-", raw)
         try:
             obj = json.loads(raw)
-        except ValueError as e:   # UnicodeDecodeError is a ValueError
-            self.log(f"skipped an invalid line ({e})")
+        except (ValueError, RecursionError) as e:  # bad UTF-8 is a ValueError
+            self.log(f"skipped an invalid line ({type(e).__name__}: "
+                     f"{str(e)[:200]})")
             return
         if not isinstance(obj, dict):
             self.log("skipped a line that is not a JSON object")
@@ -752,6 +767,8 @@ class Agent:
                 else:
                     self._callback(self._on_child_result, m)
             else:
+                if m.is_task and m.id:
+                    self._tasks.add(m.id)
                 self._inbox.append(m)
         return True
 

@@ -3,10 +3,12 @@
 #
 # 1. Without corral, lines piped into an agent: a ping is answered, a
 #    notice, a message and a stray child result are not, invalid lines
-#    are skipped, a handler's exception, a reply that is not an envelope
-#    and an intent without a handler are answered with error envelopes,
-#    print() and a subprocess's output go to stderr, the last line may
-#    lack its newline, and at end of input the agent exits 0.
+#    are skipped (a line nested too deep for Python's json too), a
+#    handler's exception, a reply that is not an envelope and an intent
+#    without a handler are answered with error envelopes, so is a task
+#    whose handler raises after writing progress, print() and a
+#    subprocess's output go to stderr, the last line may lack its
+#    newline, and at end of input the agent exits 0.
 # 2. examples/python-team: the lead spawns one lookup child per term,
 #    the children send progress to it and finalize, the writer's cheat
 #    sheet is the result; a term not in the glossary is reported.
@@ -58,6 +60,11 @@ def plan(req):
 def execute(req):
     return {"not": "an envelope"}
 
+@agent.on("task")
+def task(req):
+    agent.write(agent.reply(req, "half way", intent="execute"))
+    raise KeyError("after progress")
+
 agent.run()
 PY
 req() {
@@ -66,6 +73,7 @@ req() {
 {
 	echo 'not json at all'
 	echo '[1, 2, 3]'
+	python3 -c 'print("{\"a\":" * 3000 + "1" + "}" * 3000)'
 	echo '{"jsonrpc":"2.0","id":7,"method":"ping"}'
 	echo '{"protocol":"multiagent-1.0","role":"system","intent":"route","task":"Report an error","content":{"type":"error","text":"bad line"},"trace":{"id":"n-1"},"corral":{"kind":"notice"}}'
 	echo '{"protocol":"multiagent-1.0","role":"agent","intent":"execute","task":"hi","content":{"type":"text","text":"hi"},"trace":{"id":"m-1"},"corral":{"kind":"message","from":"other"}}'
@@ -73,6 +81,7 @@ req() {
 	req plan raise r1; echo
 	req execute x r2; echo
 	req analyze x r3; printf '\r\n'
+	echo '{"protocol":"multiagent-1.0","role":"agent","intent":"execute","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"t1"},"corral":{"kind":"task","parent":"p"}}'
 	echo '{"jsonrpc":"2.0","id":"s","method":"no/such"}'
 	echo '{"jsonrpc":"2.0","method":"ping"}'
 	echo
@@ -82,7 +91,7 @@ PYTHONPATH=$PYMOD python3 "$T/solo.py" <"$T/solo.in" >"$T/solo.out" 2>"$T/solo.e
 rc=$?
 [ $rc = 0 ] || fail "the agent exited $rc at end of input: $(tail -n 5 "$T/solo.err")"
 n=$(wc -l <"$T/solo.out")
-[ "$n" = 6 ] || fail "expected 6 lines on stdout (ping, -32601, 4 replies), got $n: $(cat "$T/solo.out")"
+[ "$n" = 8 ] || fail "expected 8 lines on stdout (ping, -32601, 4 replies, a task's progress and error), got $n: $(cat "$T/solo.out")"
 jq -e . "$T/solo.out" >/dev/null 2>&1 || fail "stdout holds a line that is not JSON: $(cat "$T/solo.out")"
 grep -qxF '{"jsonrpc":"2.0","id":7,"result":{}}' "$T/solo.out" ||
     fail "expected the ping answered: $(cat "$T/solo.out")"
@@ -90,8 +99,8 @@ grep -qxF '{"jsonrpc":"2.0","id":"s","error":{"code":-32601,"message":"method no
     fail "expected -32601 for an unknown method: $(cat "$T/solo.out")"
 # Each request, and nothing else, has exactly one reply naming it.
 parents=$(jq -r 'select(.protocol) | .trace.parents | join(",")' "$T/solo.out" | tr '\n' ' ')
-[ "$parents" = "r1 r2 r3 r4 " ] ||
-    fail "expected one reply to each of r1 r2 r3 r4, in order; the replies name: $parents"
+[ "$parents" = "r1 r2 r3 t1 t1 r4 " ] ||
+    fail "expected one reply to each of r1 r2 r3 r4 and two envelopes for t1, in order; the replies name: $parents"
 audit_all "$T/solo.out" 'select(.protocol) | .agent.name == "Solo" and
     (.trace.id | test("^Solo-[0-9]+-[0-9]+$")) and
     (.timestamp | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$"))' ||
@@ -106,17 +115,21 @@ reply r2 '.content.text' | grep -q '^"ValueError: the execute handler.s reply is
     fail "expected an error envelope for a reply that is not an envelope: $(reply r2 .)"
 [ "$(reply r3 '[.content.type, .content.data.category]')" = '["error","REJECTED"]' ] ||
     fail "expected an error envelope for an intent without a handler: $(reply r3 .)"
+# A task's progress does not end it: the exception after it still does.
+[ "$(jq -c 'select(.trace.parents == ["t1"]) | [.intent, .content.type, .content.text]' "$T/solo.out" | tr '\n' ' ')" = \
+    '["execute","text","half way"] ["finalize","error","KeyError: '"'after progress'"'"] ' ] ||
+    fail "expected the task's progress, then its error: $(grep '"t1"' "$T/solo.out")"
 [ "$(reply r4 '[.intent, .content.text, .confidence.score, .outputs.next_actions[0].args.n]')" = \
     '["plan","planned the last line",0.9,1]' ] ||
     fail "expected the last line (no newline) answered: $(reply r4 .)"
-for s in 'Solo: skipped an invalid line' 'Solo: skipped a line that is not a JSON object' \
+for s in 'Solo: skipped an invalid line' 'Solo: skipped an invalid line (RecursionError' 'Solo: skipped a line that is not a JSON object' \
     'Solo: corral reports a problem with our output: bad line' \
     'Solo: message from other ignored' 'Solo: result of child k-1 ignored' \
     'RuntimeError: boom on purpose' 'print() goes to stderr' \
     "a subprocess's stdout goes to stderr"; do
 	grep -qF -- "$s" "$T/solo.err" || fail "expected '$s' on stderr: $(cat "$T/solo.err")"
 done
-note "1. piped lines: 6 answers, every other line skipped or logged"
+note "1. piped lines: 8 lines out, every other line skipped or logged"
 
 # --- 2. The example ---------------------------------------------------------
 LOG="$T/example.ndjson"
