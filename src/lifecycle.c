@@ -154,6 +154,8 @@ static uint64_t			lifecycle_seq;
 
 static void	lifecycle_news(struct agent *, enum agent_event, const char *);
 static int	lifecycle_may_restart(const struct agent *);
+static unsigned int lifecycle_recent_restarts(const struct agent *,
+		    ev_tstamp);
 static void	lifecycle_giveup(struct agent *, const char *, const char *);
 static void	lifecycle_hb_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_life_cb(struct ev_loop *, ev_timer *, int);
@@ -389,9 +391,11 @@ lifecycle_news(struct agent *a, enum agent_event ev, const char *why)
 		return;
 	case AE_EXITED:
 		lifecycle_note_exit(a, why);
+		/* (The restart intensity, when it is spent too, says so.) */
 		if (a->life.failed_starts >= a->conf->failed_starts &&
 		    lifecycle_alive(a) && !lifecycle_stopping(a) &&
-		    lifecycle_may_restart(a)) {
+		    lifecycle_may_restart(a) && lifecycle_recent_restarts(a,
+		    ev_now(LOOP)) < a->conf->restart_max) {
 			/* Failed for good before anyone hears of the exit. */
 			snprintf(cause, sizeof cause, "failed to start %u times "
 			    "in a row", a->life.failed_starts);
