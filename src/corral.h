@@ -276,6 +276,10 @@ struct agent_conf {
 	json_t			*adapter_conf;
 	/* Filled in at load time. */
 	unsigned int		 index;
+	int			 own;		/* a child's copy (subagent.c) */
+#define CONF_OWN	0x01
+#define CONF_OWN_ARGV	0x02
+#define CONF_OWN_LIMITS	0x04
 };
 
 struct route_conf {
@@ -306,6 +310,7 @@ struct workflow {
 	unsigned int		 max_depth;	/* lineage depth of a job */
 	double			 deadline;	/* seconds; 0: none */
 	unsigned int		 max_queue;	/* messages waiting per route */
+	size_t			 max_memory;	/* bytes in requests, results */
 	unsigned int		 max_inflight;	/* jobs in flight in serve */
 	unsigned int		 max_agents;	/* alive at once */
 	unsigned int		 tree_depth;	/* sub-agent depth */
@@ -490,6 +495,9 @@ struct child {
 	char			*last_reply;	/* its latest envelope */
 	size_t			 last_reply_len;
 	int			 last_reply_error;
+	ev_tstamp		 refused_at;	/* log rate limit of refusals */
+	unsigned int		 refused_logged;
+	unsigned int		 refused_dropped;
 };
 
 /* rpc.c: someone corral speaks JSON-RPC with. */
@@ -1136,6 +1144,7 @@ int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 void	 lifecycle_init(void);
 void	 lifecycle_observe(lifecycle_observer);
 void	 lifecycle_set_shutdown(void);
+int	 lifecycle_shutting_down(void);
 const char *lifecycle_state_name(enum agent_state);
 const char *lifecycle_map_state(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
@@ -1223,6 +1232,7 @@ struct engine_stats {
 	uint64_t	 live_msgs;
 	uint64_t	 notices_dropped;
 	uint64_t	 steps;
+	size_t		 bytes;		/* held in requests and results */
 };
 void	 engine_init(const struct workflow *, const struct engine_hooks *);
 void	 engine_on_task(const struct engine_task_hooks *);

@@ -205,8 +205,10 @@ engine_job_release(struct job *j)
 	ev_timer_stop(LOOP, &j->deadline_w);
 	TAILQ_REMOVE(&engine_jobs, j, entry);
 	engine_njobs--;
-	for (i = 0; i < j->nends; i++)
+	for (i = 0; i < j->nends; i++) {
+		engine_stats.bytes -= j->ends[i].len;
 		free(j->ends[i].line);
+	}
 	free(j->ends);
 	free(j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
@@ -304,6 +306,7 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 	m->seq = ++engine_msg_seq;
 	ev_timer_init(&m->timer, engine_msg_timer_cb, 0, 0);
 	m->timer.data = m;
+	engine_stats.bytes += len;
 	if (j != NULL) {
 		/* A child's task is the child's work, not a branch of the job. */
 		j->pending++;
@@ -314,6 +317,15 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 	engine_stats.accepted++;
 	engine_stats.live_msgs++;
 	return m;
+}
+
+/*
+ * Return nonzero if n more bytes of envelopes fit under limits.memory.
+ */
+static int
+engine_room(size_t n)
+{
+	return engine_stats.bytes + n <= engine_wf->max_memory;
 }
 
 /* Take a request out of its job: the job no longer waits for it. */
@@ -335,6 +347,7 @@ engine_msg_free(struct msg *m)
 {
 	engine_msg_detach(m);
 	ev_timer_stop(LOOP, &m->timer);
+	engine_stats.bytes -= m->len + m->weaklen;
 	free(m->line);
 	free(m->weak);
 	free(m);
@@ -526,6 +539,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why)
 		line = envelope_corral_set(js, m->line, m->len, &env,
 		    "retry_count", member, &len);
 		free(m->line);
+		engine_stats.bytes += len - m->len;
 		m->line = line;
 		m->len = len;
 	}
@@ -683,6 +697,7 @@ engine_branch_end(struct job *j, const struct msg *m, const char *line,
 	e->finalized = finalized != 0;
 	e->line = xmemdup0(line, len);
 	e->len = len;
+	engine_stats.bytes += len;
 }
 
 /*
@@ -709,8 +724,10 @@ engine_join(struct job *j)
 		strlcpy(m->id, id, sizeof m->id);
 		auditlog_envelope("env", NULL, id, line, len);
 		/* The join step's reply is the job's one branch now. */
-		while (j->nends > 0)
-			free(j->ends[--j->nends].line);
+		while (j->nends > 0) {
+			engine_stats.bytes -= j->ends[--j->nends].len;
+			free(j->ends[j->nends].line);
+		}
 		engine_submit(m);
 		return;
 	}
@@ -817,6 +834,11 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 		return NULL;
 	if (route_for(INTENT_REFLECT) == NULL)
 		return NULL;
+	if (!engine_room(2 * len + 256)) {
+		log_warnx("request %s: no room under limits.memory to reflect "
+		    "on reply %s; it stands", req->id, reply_id);
+		return NULL;
+	}
 	protocol_new_id(id, sizeof id);
 	rl = envelope_reflect(js, line, len, env, id, reply_id,
 	    protocol_intent_name(env->intent), req->round + 1, &rlen);
@@ -830,6 +852,7 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 	m->parent_agent = req->parent_agent;
 	m->weak = xmemdup0(line, len);
 	m->weaklen = len;
+	engine_stats.bytes += len;
 	/* A reflection stands in for the reply it reflects on. */
 	m->orig_intent = (uint8_t)(req->kind == MSG_REFLECT ? req->orig_intent :
 	    env->intent);
@@ -963,6 +986,13 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 		t = JSCAN_GET(js, line, e, "intent");
 		iv = jscan_text(js, line, t, &il);
 		intent = protocol_intent(iv, il);
+		if (!engine_room(js->tok[e].len + ctxlen + 512)) {
+			engine_limit(j, "memory_limit", "the next actions of "
+			    "reply %s would hold more than limits.memory (%zu "
+			    "bytes) in requests", reply_id,
+			    engine_wf->max_memory);
+			return n;
+		}
 		protocol_new_id(id, sizeof id);
 		al = envelope_action(js, line, e, id, reply_id, ctx, ctxlen,
 		    &alen);
@@ -1567,6 +1597,20 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	if (envelope_check(js, line, len, &env, &err) != 0) {
 		engine_warn_agent(NULL, "invalid envelope: %s", err.msg);
 		engine_notice(NULL, err.code, err.path, err.msg,
+		    engine_raw_trace_id(js, line, id, sizeof id));
+		goto out;
+	}
+	if (!engine_room(len + 256)) {
+		engine_warn_agent(NULL, "refused: limits.memory is reached");
+		engine_notice(NULL, "memory_limit", NULL, "corral holds as many "
+		    "envelopes as limits.memory allows; send this again later",
+		    engine_raw_trace_id(js, line, id, sizeof id));
+		goto out;
+	}
+	if (budget_run_spent()) {
+		/* The run's budget is spent: no new work is taken. */
+		engine_notice(NULL, "budget_exceeded", NULL, "the run's budget "
+		    "is spent; no new work is taken",
 		    engine_raw_trace_id(js, line, id, sizeof id));
 		goto out;
 	}

@@ -221,6 +221,13 @@ lifecycle_set_shutdown(void)
 	lifecycle_shutdown = 1;
 }
 
+/* Return nonzero once corral is shutting down. */
+int
+lifecycle_shutting_down(void)
+{
+	return lifecycle_shutdown;
+}
+
 /* Name a state as people see it. */
 const char *
 lifecycle_state_name(enum agent_state s)

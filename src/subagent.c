@@ -34,8 +34,6 @@
 #include "corral.h"
 
 static const struct workflow	 *subagent_wf;
-static struct agent_conf	**subagent_inline;	/* inline spawns */
-static size_t			  subagent_ninline;
 static uint64_t			  subagent_sent;
 
 static double	subagent_narrow(double, double);
@@ -48,6 +46,7 @@ static void	subagent_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	subagent_budget_over(struct agent *, const char *);
 static void	subagent_forget(struct agent *);
+static void	subagent_conf_free(struct agent_conf *);
 
 /* Set the module up: the engine's tasks and the children's lives. */
 void
@@ -59,8 +58,6 @@ subagent_init(const struct workflow *wf)
 	};
 
 	subagent_wf = wf;
-	subagent_inline = NULL;
-	subagent_ninline = 0;
 	subagent_sent = 0;
 	engine_on_task(&th);
 	lifecycle_observe(subagent_lifecycle);
@@ -74,6 +71,7 @@ subagent_forget(struct agent *a)
 {
 	free(a->child.spawn_id);
 	free(a->child.last_reply);
+	subagent_conf_free(a->conf);
 }
 
 /* The effective limit: the smaller of two, where 0 means "no limit". */
@@ -162,47 +160,116 @@ subagent_alive_children(struct agent *p)
 	return n;
 }
 
-/*
- * Build an agent entry for an inline command (when the workflow allows):
- * the parent's settings with another argv.  Each entry is allocated on
- * its own, since children point at it for their whole life; they live
- * until corral exits.  An inline entry is in no route, so its children
- * are never routable, visible or not.
- */
-static struct agent_conf *
-subagent_inline_conf(struct agent *p, json_t *cmd)
+/* The tighter of two limits, where -1 means none. */
+static long long
+subagent_tighter(long long a, long long b)
 {
-	struct agent_conf	*ac;
-	size_t			 i, n = json_array_size(cmd);
-
-	subagent_inline = xreallocarray(subagent_inline, subagent_ninline + 1,
-	    sizeof *subagent_inline);
-	ac = xcalloc(1, sizeof *ac);
-	*ac = *p->conf;
-	xasprintf(&ac->name, "%s-inline", p->conf->name);
-	ac->argv = xcalloc(n + 1, sizeof *ac->argv);
-	for (i = 0; i < n; i++)
-		ac->argv[i] = xstrdup(json_string_value(json_array_get(cmd, i)));
-	ac->argc = n;
-	ac->env = NULL;
-	ac->nenv = 0;
-	ac->limits = NULL;
-	ac->nlimits = 0;
-	ac->role = NULL;
-	ac->description = NULL;
-	ac->user = NULL;
-	ac->adapter = NULL;
-	ac->adapter_conf = NULL;
-	ac->index = UINT32_MAX;
-	subagent_inline[subagent_ninline++] = ac;
-	return ac;
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
 }
 
 /*
- * Build the child's task envelope from the spawn's "task": an envelope
- * object, or a string taken as an execute task.  Returns the line, or
- * NULL with why filled.
+ * Merge the parent's resource limits into the child's: every resource
+ * either sets is limited, to the tighter of the two.  Returns a new
+ * array, or NULL when the parent sets none.
  */
+static struct rlimit_conf *
+subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
+    size_t *np)
+{
+	struct rlimit_conf	*out;
+	size_t			 i, j, n;
+
+	if (p->nlimits == 0)
+		return NULL;
+	out = xcalloc(p->nlimits + c->nlimits, sizeof *out);
+	n = c->nlimits;
+	memcpy(out, c->limits, c->nlimits * sizeof *out);
+	for (i = 0; i < p->nlimits; i++) {
+		for (j = 0; j < n; j++)
+			if (out[j].resource == p->limits[i].resource)
+				break;
+		if (j == n)
+			out[n++] = p->limits[i];
+		else
+			out[j].value = subagent_tighter(out[j].value,
+			    p->limits[i].value);
+	}
+	*np = n;
+	return out;
+}
+
+/*
+ * The settings a child runs with.  A child never gets more than its
+ * parent: it runs as the parent's user when the parent runs as one, and
+ * with every resource limit at most the parent's (each agent is a child
+ * of corral, so nothing of the parent's process carries over by itself).
+ * An inline command (when the workflow allows it) runs with its parent's
+ * settings and another argv; an inline entry is in no route, so its
+ * children are never routable.  Returns the entry itself when nothing
+ * changes, else a copy the child owns (subagent_forget frees it).
+ */
+static struct agent_conf *
+subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
+{
+	const struct agent_conf	*pc = p->conf;
+	struct agent_conf	*ac;
+	size_t			 i, n;
+
+	if (cmd == NULL && pc->user == NULL && pc->nlimits == 0)
+		return entry;
+	ac = xcalloc(1, sizeof *ac);
+	*ac = cmd != NULL ? *pc : *entry;
+	ac->own = CONF_OWN;
+	if (cmd != NULL) {
+		n = json_array_size(cmd);
+		xasprintf(&ac->name, "%s-inline", pc->name);
+		ac->argv = xcalloc(n + 1, sizeof *ac->argv);
+		for (i = 0; i < n; i++)
+			ac->argv[i] = xstrdup(json_string_value(
+			    json_array_get(cmd, i)));
+		ac->argc = n;
+		ac->role = NULL;
+		ac->description = NULL;
+		ac->adapter = NULL;
+		ac->adapter_conf = NULL;
+		ac->index = UINT32_MAX;
+		ac->own |= CONF_OWN_ARGV;
+	}
+	if (pc->user != NULL)
+		ac->user = pc->user;
+	if ((ac->limits = subagent_limits_merge(pc, cmd != NULL ? pc : entry,
+	    &ac->nlimits)) != NULL)
+		ac->own |= CONF_OWN_LIMITS;
+	else if (cmd == NULL) {
+		ac->limits = entry->limits;
+		ac->nlimits = entry->nlimits;
+	}
+	return ac;
+}
+
+/* Free the settings subagent_child_conf made for a child. */
+static void
+subagent_conf_free(struct agent_conf *ac)
+{
+	size_t	i;
+
+	if (!(ac->own & CONF_OWN))
+		return;
+	if (ac->own & CONF_OWN_ARGV) {
+		for (i = 0; i < ac->argc; i++)
+			free(ac->argv[i]);
+		free(ac->argv);
+		free(ac->name);
+	}
+	if (ac->own & CONF_OWN_LIMITS)
+		free(ac->limits);
+	free(ac);
+}
+
 /*
  * Build the child's task envelope from the spawn's "task": an envelope
  * object, or a string taken as an execute task.  Returns the line, or
@@ -308,6 +375,10 @@ subagent_limits(struct agent *p, char *why, size_t len)
 	struct agent	*x;
 	unsigned int	 depth = p->depth + 1, maxdepth, maxkids;
 
+	if (lifecycle_leaving(p) || lifecycle_shutting_down()) {
+		snprintf(why, len, "%s is stopping: it may not spawn", p->id);
+		return -1;
+	}
 	if (subagent_wf->tree_depth == 0 || depth > subagent_wf->tree_depth) {
 		snprintf(why, len, "depth limit: a child of %s would be at "
 		    "depth %u, the limit is %u", p->id, depth,
@@ -346,10 +417,13 @@ subagent_limits(struct agent *p, char *why, size_t len)
 	return 0;
 }
 
-/* Find the catalogue entry (or inline command) a spawn names. */
+/*
+ * Find the catalogue entry a spawn names, or, for an inline command, the
+ * parent's own (*cmd set).
+ */
 static struct agent_conf *
-subagent_entry(struct agent *p, json_t *params, int *code, char *why,
-    size_t len)
+subagent_entry(struct agent *p, json_t *params, json_t **cmdp, int *code,
+    char *why, size_t len)
 {
 	struct agent_conf	*ac;
 	json_t			*name, *cmd;
@@ -359,6 +433,7 @@ subagent_entry(struct agent *p, json_t *params, int *code, char *why,
 	if (name == NULL)
 		name = json_object_get(params, "name");
 	cmd = json_object_get(params, "cmd");
+	*cmdp = NULL;
 	*code = CORRAL_E_PARAMS;
 	if (json_is_string(name)) {
 		if ((ac = config_find_agent(subagent_wf,
@@ -386,26 +461,42 @@ subagent_entry(struct agent *p, json_t *params, int *code, char *why,
 			    "strings");
 			return NULL;
 		}
-	return subagent_inline_conf(p, cmd);
+	*cmdp = cmd;
+	return p->conf;
 }
 
-/* Refuse a spawn, with the log line, audit event and error it deserves. */
+/*
+ * Refuse a spawn, with the audit event and error it deserves, and a log
+ * line: at most ten a second per agent, so an agent that asks again and
+ * again cannot flood the log (each refusal is still audited).
+ */
 static void
 subagent_refuse(struct peer *from, json_t *id, int code, const char *why)
 {
 	struct agent	*p = from->agent;
+	struct child	*c = &p->child;
+	ev_tstamp	 now = ev_now(LOOP);
 
-	if (code == CORRAL_E_PARAMS)
-		log_info("agent %s: spawn refused: %s", p->id, why);
-	else {
-		if (code == CORRAL_E_LIMIT)
-			log_warnx("agent %s: spawn refused: %s", p->id, why);
-		else
-			log_info("agent %s: spawn refused: %s", p->id, why);
+	if (code != CORRAL_E_PARAMS)
 		auditlog_event("spawn_refused", p->id, NULL, "reason", why,
 		    NULL);
-	}
 	rpc_error(from, id, code, why, "REJECTED");
+	if (now - c->refused_at >= 1.0) {
+		if (c->refused_dropped > 0)
+			log_warnx("agent %s: %u more spawns were refused", p->id,
+			    c->refused_dropped);
+		c->refused_at = now;
+		c->refused_logged = 0;
+		c->refused_dropped = 0;
+	}
+	if (++c->refused_logged > 10) {
+		c->refused_dropped++;
+		return;
+	}
+	if (code == CORRAL_E_LIMIT)
+		log_warnx("agent %s: spawn refused: %s", p->id, why);
+	else
+		log_info("agent %s: spawn refused: %s", p->id, why);
 }
 
 /*
@@ -474,10 +565,10 @@ void
 subagent_spawn(struct peer *from, json_t *id, json_t *params)
 {
 	struct agent		*p = from->agent, *c;
-	struct agent_conf	*ac;
+	struct agent_conf	*ac, *entry;
 	struct msg		*cur, *m;
 	struct env		 env;
-	json_t			*task, *res;
+	json_t			*task, *res, *cmd;
 	char			 why[512], tid[CORRAL_ID_MAX], *line;
 	size_t			 len;
 	double			 budget[3];
@@ -488,7 +579,8 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		    "with agent and task", "REJECTED");
 		return;
 	}
-	if ((ac = subagent_entry(p, params, &code, why, sizeof why)) == NULL) {
+	if ((entry = subagent_entry(p, params, &cmd, &code, why,
+	    sizeof why)) == NULL) {
 		subagent_refuse(from, id, code, why);
 		return;
 	}
@@ -510,6 +602,8 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		return;
 	}
 
+	/* Only now, when it will run: its settings (see above). */
+	ac = subagent_child_conf(p, entry, cmd);
 	c = lifecycle_create(ac, 0, p);
 	if (!visible)
 		c->flags |= AGENT_HIDDEN;
