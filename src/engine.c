@@ -70,6 +70,24 @@ static void	engine_run_budget(const char *);
 static void	engine_forget_agent(struct agent *);
 
 /*
+ * The workspace wrote or refused an artifact, after the reply that carried
+ * it went on: the first refusal of a reply earns its author a notice.
+ */
+static void
+engine_artifact(const struct workspace_result *r)
+{
+	struct agent	*a;
+	char		 why[320];
+
+	if (r->why == NULL || !r->first_refusal ||
+	    (a = agent_find(r->agent)) == NULL)
+		return;
+	snprintf(why, sizeof why, "artifact %s refused: %s", r->path, r->why);
+	engine_notice(a, "artifact_refused", "outputs.artifacts", why,
+	    r->reply);
+}
+
+/*
  * Set the engine up for a workflow, with the supervisor's hooks, and
  * below it the routing table.
  */
@@ -95,6 +113,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	adapter_on_reply(engine_adapter_reply);
 	budget_init(wf);
 	budget_on_run(engine_run_budget);
+	workspace_on_result(engine_artifact);
 }
 
 /* Register the sub-agent module's part in tasks. */
@@ -846,7 +865,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
 	struct job	*j = req->job;
-	char		 reply_id[CORRAL_ID_MAX], *filled, why[320];
+	char		 reply_id[CORRAL_ID_MAX], *filled;
 	int		 ctype_error;
 
 	lifecycle_replied(a);
@@ -865,10 +884,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
-	if (workspace_enabled() && workspace_artifacts(a, js, line, env, why,
-	    sizeof why) >= 0 && why[0] != '\0')
-		engine_notice(a, "artifact_refused", "outputs.artifacts", why,
-		    reply_id);
+	if (workspace_enabled())
+		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	ctype_error = (env->ctype == CT_ERROR);
 	if (j != NULL && j->done) {

@@ -649,9 +649,9 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		supervisor_drain_stdout();
 	else
 		supervisor_print_result();
+	workspace_close();	/* its last outcomes go before run_end */
 	supervisor_run_end();
 	auditlog_close();
-	workspace_close();
 	engine_scan_drain();
 	return supervisor_exit_status();
 }
