@@ -1193,9 +1193,11 @@ void	 engine_shutdown(const char *);
 int	 engine_idle(void);
 
 /* auditlog.c */
+typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
-void	 auditlog_close(void);
+int	 auditlog_close(void);
 int	 auditlog_enabled(void);
+void	 auditlog_on_error(auditlog_error_cb);
 void	 auditlog_flush(void);
 void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
