@@ -399,18 +399,42 @@ audit_safe(const char *s, size_t n)
 }
 
 /*
+ * Append a member whose value is a string from anywhere: as it is when
+ * nothing needs escaping (the common case), else through the JSON writer.
+ * key holds the comma, the quoted name and the colon.
+ */
+static void
+audit_member(const char *key, size_t kl, const char *v, size_t vl)
+{
+	char	*p;
+
+	if (!audit_safe(v, vl)) {
+		ndjson_writer_add(&audit_w, key, kl);
+		jsonw_string(&audit_w, v, vl);
+		return;
+	}
+	p = audit_room(kl + vl + 2);
+	memcpy(p, key, kl);
+	p += kl;
+	*p++ = '"';
+	memcpy(p, v, vl);
+	p[vl] = '"';
+	audit_w.tail += kl + vl + 2;
+}
+
+/*
  * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
- * hand into the queue: this runs several times for every envelope.
+ * hand into the queue: this runs several times for every envelope.  The
+ * agent's id is escaped like the rest: most are names and numbers, but an
+ * adapter's sub-agents are named from an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	size_t		 al = agent != NULL ? strlen(agent) : 0;
-	size_t		 il = id != NULL ? strlen(id) : 0;
 	char		*p, *start;
 	uint64_t	 us;
 
-	start = p = audit_room(96 + strlen(ev) + al + il);
+	start = p = audit_room(96 + strlen(ev));
 	memcpy(p, "{\"seq\":", 7);
 	p += 7;
 	p += util_u64(p, ++audit_seq);
@@ -429,20 +453,11 @@ auditlog_begin(const char *ev, const char *agent, const char *id)
 	p += 6;
 	memcpy(p, ",\"ev\":", 6);
 	p = audit_plain(p + 6, ev);
-	if (agent != NULL) {
-		/* Agent ids are names and numbers: nothing to escape. */
-		memcpy(p, ",\"agent\":", 9);
-		p = audit_plain(p + 9, agent);
-	}
-	if (id != NULL && audit_safe(id, il)) {
-		memcpy(p, ",\"id\":", 6);
-		p = audit_plain(p + 6, id);
-	}
 	audit_w.tail += (size_t)(p - start);
-	if (id != NULL && !audit_safe(id, il)) {
-		ndjson_writer_add(&audit_w, ",\"id\":", 6);
-		jsonw_string(&audit_w, id, il);
-	}
+	if (agent != NULL)
+		audit_member(",\"agent\":", 9, agent, strlen(agent));
+	if (id != NULL)
+		audit_member(",\"id\":", 6, id, strlen(id));
 }
 
 /* End a line; flush early if a lot is queued. */
