@@ -236,8 +236,8 @@ workspace_path_problem(const char *path, size_t len)
 		if (clen == 2 && path[start] == '.' && path[start + 1] == '.')
 			return "\"..\" is refused";
 		if (clen > NAME_MAX)
-			return "a path component is longer than " WS_STR(NAME_MAX)
-			    " bytes";
+			return "a path component is longer than "
+			    WS_STR(NAME_MAX) " bytes";
 		if (clen > 0 && !(clen == 1 && path[start] == '.') &&
 		    ++comps > WORKSPACE_DEPTH_MAX)
 			return "the path has more than "
@@ -404,7 +404,7 @@ workspace_commit(int dir, const char *tmp, const char *name, enum ws_op op)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -1;
-	/* A file system without RENAME_NOREPLACE: link, which never replaces. */
+	/* No RENAME_NOREPLACE in this file system: link never replaces. */
 	if (linkat(dir, tmp, dir, name, 0) == -1)
 		return -1;
 	(void)unlinkat(dir, tmp, 0);

@@ -90,8 +90,8 @@ parse_log(json_t **out, size_t max)
 		out[n] = json_loadb(p, (size_t)(nl - p),
 		    JSON_REJECT_DUPLICATES, &e);
 		if (out[n] == NULL)
-			fail_msg("line %zu is not JSON (%s): %.*s", n + 1, e.text,
-			    (int)(nl - p), p);
+			fail_msg("line %zu is not JSON (%s): %.*s", n + 1,
+			    e.text, (int)(nl - p), p);
 		assert_true(json_is_object(out[n]));
 		assert_true(json_is_integer(json_object_get(out[n], "seq")));
 		assert_int_equal(json_integer_value(json_object_get(out[n],
