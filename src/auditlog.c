@@ -11,7 +11,16 @@
  * while the writer is busy, and one write takes them all.  The loop waits
  * for the writer only when 1 MiB has piled up (the log is never cut
  * short), and everything is written at exit.
+ *
+ * The log holds whole lines only.  A write that fails (a full disk) or
+ * stops short is cut back to the end of the last whole line with
+ * ftruncate, nothing more is written, and the loop hears of it once
+ * (ev_async) and tells whoever registered with auditlog_on_error: the
+ * supervisor, whose policy is to stop.  A record with a hole in it would
+ * be worse than one that ends early.
  */
+
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +38,7 @@
 #define AUDIT_LINGER	0.001		/* the longest a line waits */
 
 static int			audit_fd = -1;
+static char			*audit_path;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
 static double			audit_t0;
@@ -43,8 +53,17 @@ static struct ndjson_writer	audit_out;
 static int			audit_busy;	/* audit_out is being written */
 static int			audit_quit;
 static int			audit_threaded;
+static int			audit_error;	/* errno of the failed write */
+static int			audit_cut_error; /* errno of a failed cut */
+
+/* The loop's view of a failure. */
+static int			audit_failed;	/* nothing more is queued */
+static int			audit_told;	/* the callback has heard */
+static ev_async			audit_async;
+static auditlog_error_cb	audit_on_error;
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
+static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
 static void	*auditlog_thread(void *);
 
 /*
@@ -54,11 +73,32 @@ static void	*auditlog_thread(void *);
 int
 auditlog_open(const char *path, const char *wfpath)
 {
-	char	ts[40];
+	struct stat	st;
+	char		ts[40], last;
+	int		rfd;
 
 	audit_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (audit_fd == -1)
 		return -1;
+	/*
+	 * A file that ends in a torn line (a corral killed mid-write) gets
+	 * a newline first, so that line does not swallow our first one.
+	 */
+	if (fstat(audit_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0 && (rfd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		if (pread(rfd, &last, 1, st.st_size - 1) == 1 &&
+		    last != '\n' && write(audit_fd, "\n", 1) != 1) {
+			/* The first batch's write will say what is wrong. */
+		}
+		close(rfd);
+	}
+	audit_path = xstrdup(path);
+	audit_seq = 0;
+	audit_error = audit_cut_error = 0;
+	audit_failed = audit_told = 0;
+	ev_async_init(&audit_async, auditlog_async_cb);
+	ev_async_start(LOOP, &audit_async);
+	ev_unref(LOOP);
 	ndjson_writer_init(&audit_w, 0, AUDIT_FLUSH);
 	ndjson_writer_init(&audit_out, 0, AUDIT_FLUSH);
 	audit_threaded = pthread_create(&audit_thread, NULL, auditlog_thread,
@@ -74,26 +114,66 @@ auditlog_open(const char *path, const char *wfpath)
 int
 auditlog_enabled(void)
 {
-	return audit_fd != -1;
+	return audit_fd != -1 && !audit_failed;
 }
 
-/* Write a whole buffer to the log (either thread). */
-static void
+/*
+ * Register who hears, once, that the log could not be written: the path
+ * and the errno.  Called on the loop, or from auditlog_close.
+ */
+void
+auditlog_on_error(auditlog_error_cb cb)
+{
+	audit_on_error = cb;
+}
+
+/*
+ * Write a batch of whole lines to the log (either thread).  When a write
+ * fails or stops short, cut the file back to the end of the last whole
+ * line, so no torn line stays for a later write to glue onto.  Returns 0,
+ * or the errno of the failure.
+ */
+static int
 auditlog_write(const char *p, size_t left)
 {
-	ssize_t	n;
+	const char	*start = p, *nl;
+	size_t		 done = 0, keep;
+	ssize_t		 n;
+	off_t		 end;
+	int		 error;
 
 	while (left > 0) {
 		n = write(audit_fd, p, left);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			log_warn("audit log write");
-			return;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			error = n == 0 ? EIO : errno;
+			goto cut;
 		}
 		p += n;
 		left -= (size_t)n;
+		done += (size_t)n;
 	}
+	return 0;
+cut:
+	nl = done > 0 ? memrchr(start, '\n', done) : NULL;
+	keep = nl != NULL ? (size_t)(nl - start) + 1 : 0;
+	if (keep < done) {
+		/* O_APPEND: the offset is where our last byte went. */
+		if ((end = lseek(audit_fd, 0, SEEK_CUR)) == -1 ||
+		    ftruncate(audit_fd, end - (off_t)(done - keep)) == -1)
+			audit_cut_error = errno;
+	}
+	return error;
+}
+
+/* Take note of a failed write, once, and wake the loop to hear of it. */
+static void
+auditlog_fail(int error)
+{
+	if (audit_error == 0)
+		audit_error = error;
+	ev_async_send(LOOP, &audit_async);
 }
 
 /* The writer thread: write each buffer handed over, until told to quit. */
@@ -101,6 +181,7 @@ static void *
 auditlog_thread(void *arg)
 {
 	sigset_t	all;
+	int		fail, error;
 
 	/* Signals are the loop's business, never this thread's. */
 	sigfillset(&all);
@@ -111,10 +192,14 @@ auditlog_thread(void *arg)
 			pthread_cond_wait(&audit_cv, &audit_mu);
 		if (!audit_busy && audit_quit)
 			break;
+		fail = audit_error != 0;
 		pthread_mutex_unlock(&audit_mu);
-		auditlog_write(audit_out.buf + audit_out.head,
-		    audit_out.tail - audit_out.head);
+		/* After a failure nothing more is written: no hole, no glue. */
+		error = fail ? 0 : auditlog_write(audit_out.buf +
+		    audit_out.head, audit_out.tail - audit_out.head);
 		pthread_mutex_lock(&audit_mu);
+		if (error != 0)
+			auditlog_fail(error);
 		audit_out.head = audit_out.tail = 0;
 		audit_busy = 0;
 		pthread_cond_broadcast(&audit_cv);
@@ -132,13 +217,17 @@ static int
 auditlog_handover(int wait)
 {
 	struct ndjson_writer	tmp;
+	int			error;
 
 	if (audit_w.tail == audit_w.head)
 		return 1;
 	if (!audit_threaded) {
-		auditlog_write(audit_w.buf + audit_w.head,
-		    audit_w.tail - audit_w.head);
+		if (audit_error == 0 && (error = auditlog_write(audit_w.buf +
+		    audit_w.head, audit_w.tail - audit_w.head)) != 0)
+			auditlog_fail(error);
 		audit_w.head = audit_w.tail = 0;
+		if (audit_error != 0)
+			audit_failed = 1;
 		return 1;
 	}
 	pthread_mutex_lock(&audit_mu);
@@ -148,6 +237,13 @@ auditlog_handover(int wait)
 	}
 	while (audit_busy)
 		pthread_cond_wait(&audit_cv, &audit_mu);
+	if (audit_error != 0) {
+		/* The writer failed: drop what is queued, queue no more. */
+		audit_failed = 1;
+		audit_w.head = audit_w.tail = 0;
+		pthread_mutex_unlock(&audit_mu);
+		return 1;
+	}
 	tmp = audit_out;
 	audit_out = audit_w;
 	audit_w = tmp;
@@ -168,7 +264,7 @@ auditlog_handover(int wait)
 void
 auditlog_tick(void)
 {
-	if (audit_fd == -1 || audit_w.tail == audit_w.head)
+	if (audit_fd == -1 || audit_failed || audit_w.tail == audit_w.head)
 		return;
 	if ((audit_w.tail - audit_w.head >= AUDIT_BATCH ||
 	    util_mono() - audit_last >= AUDIT_LINGER) && auditlog_handover(0))
@@ -177,6 +273,41 @@ auditlog_tick(void)
 		ev_timer_init(&audit_timer, auditlog_timer_cb, AUDIT_LINGER, 0);
 		ev_timer_start(LOOP, &audit_timer);
 	}
+}
+
+/*
+ * Tell the one who registered that the log failed (once), and log what
+ * could not be repaired.  On the loop, or from auditlog_close.
+ */
+static void
+auditlog_report(void)
+{
+	int	error, cut;
+
+	pthread_mutex_lock(&audit_mu);
+	error = audit_error;
+	cut = audit_cut_error;
+	pthread_mutex_unlock(&audit_mu);
+	if (error == 0 || audit_told)
+		return;
+	audit_told = 1;
+	audit_failed = 1;
+	audit_w.head = audit_w.tail = 0;
+	if (cut != 0)
+		log_warnx("audit log %s: its torn last line could not be cut "
+		    "off: %s", audit_path, strerror(cut));
+	if (audit_on_error != NULL)
+		audit_on_error(audit_path, error);
+	else
+		log_warnx("audit log %s: %s; nothing more is written to it",
+		    audit_path, strerror(error));
+}
+
+/* The writer failed: the loop hears of it here. */
+static void
+auditlog_async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	auditlog_report();
 }
 
 /* The writer may be free now: try again. */
@@ -201,12 +332,17 @@ auditlog_flush(void)
 	pthread_mutex_unlock(&audit_mu);
 }
 
-/* Close the audit log. */
-void
+/*
+ * Close the audit log.  Returns 0, or the errno of the write that failed;
+ * the callback has heard of it by then.
+ */
+int
 auditlog_close(void)
 {
+	int	error;
+
 	if (audit_fd == -1)
-		return;
+		return 0;
 	ev_timer_stop(LOOP, &audit_timer);
 	auditlog_flush();
 	if (audit_threaded) {
@@ -218,10 +354,17 @@ auditlog_close(void)
 		audit_threaded = 0;
 		audit_quit = 0;
 	}
+	auditlog_report();
+	error = audit_error;
+	ev_ref(LOOP);
+	ev_async_stop(LOOP, &audit_async);
 	close(audit_fd);
 	audit_fd = -1;
+	free(audit_path);
+	audit_path = NULL;
 	ndjson_writer_free(&audit_w);
 	ndjson_writer_free(&audit_out);
+	return error;
 }
 
 /*
@@ -256,18 +399,42 @@ audit_safe(const char *s, size_t n)
 }
 
 /*
+ * Append a member whose value is a string from anywhere: as it is when
+ * nothing needs escaping (the common case), else through the JSON writer.
+ * key holds the comma, the quoted name and the colon.
+ */
+static void
+audit_member(const char *key, size_t kl, const char *v, size_t vl)
+{
+	char	*p;
+
+	if (!audit_safe(v, vl)) {
+		ndjson_writer_add(&audit_w, key, kl);
+		jsonw_string(&audit_w, v, vl);
+		return;
+	}
+	p = audit_room(kl + vl + 2);
+	memcpy(p, key, kl);
+	p += kl;
+	*p++ = '"';
+	memcpy(p, v, vl);
+	p[vl] = '"';
+	audit_w.tail += kl + vl + 2;
+}
+
+/*
  * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
- * hand into the queue: this runs several times for every envelope.
+ * hand into the queue: this runs several times for every envelope.  The
+ * agent's id is escaped like the rest: most are names and numbers, but an
+ * adapter's sub-agents are named from an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	size_t		 al = agent != NULL ? strlen(agent) : 0;
-	size_t		 il = id != NULL ? strlen(id) : 0;
 	char		*p, *start;
 	uint64_t	 us;
 
-	start = p = audit_room(96 + strlen(ev) + al + il);
+	start = p = audit_room(96 + strlen(ev));
 	memcpy(p, "{\"seq\":", 7);
 	p += 7;
 	p += util_u64(p, ++audit_seq);
@@ -286,20 +453,11 @@ auditlog_begin(const char *ev, const char *agent, const char *id)
 	p += 6;
 	memcpy(p, ",\"ev\":", 6);
 	p = audit_plain(p + 6, ev);
-	if (agent != NULL) {
-		/* Agent ids are names and numbers: nothing to escape. */
-		memcpy(p, ",\"agent\":", 9);
-		p = audit_plain(p + 9, agent);
-	}
-	if (id != NULL && audit_safe(id, il)) {
-		memcpy(p, ",\"id\":", 6);
-		p = audit_plain(p + 6, id);
-	}
 	audit_w.tail += (size_t)(p - start);
-	if (id != NULL && !audit_safe(id, il)) {
-		ndjson_writer_add(&audit_w, ",\"id\":", 6);
-		jsonw_string(&audit_w, id, il);
-	}
+	if (agent != NULL)
+		audit_member(",\"agent\":", 9, agent, strlen(agent));
+	if (id != NULL)
+		audit_member(",\"id\":", 6, id, strlen(id));
 }
 
 /* End a line; flush early if a lot is queued. */
@@ -323,7 +481,7 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 	size_t		 kl, vl;
 	char		*p;
 
-	if (audit_fd == -1)
+	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
 	va_start(ap, id);
@@ -359,7 +517,7 @@ void
 auditlog_envelope(const char *ev, const char *agent, const char *id,
     const char *line, size_t len)
 {
-	if (audit_fd == -1)
+	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
 	ndjson_writer_add(&audit_w, ",\"env\":", 7);
@@ -375,7 +533,7 @@ void
 auditlog_fields(const char *ev, const char *agent, const char *id,
     const char *obj, size_t len)
 {
-	if (audit_fd == -1)
+	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
 	if (len > 2) {
@@ -392,7 +550,7 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 {
 	char	*s;
 
-	if (audit_fd == -1) {
+	if (audit_fd == -1 || audit_failed) {
 		json_decref(fields);
 		return;
 	}

@@ -1261,9 +1261,11 @@ void	 engine_interrupt(const char *);
 int	 engine_idle(void);
 
 /* auditlog.c */
+typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
-void	 auditlog_close(void);
+int	 auditlog_close(void);
 int	 auditlog_enabled(void);
+void	 auditlog_on_error(auditlog_error_cb);
 void	 auditlog_flush(void);
 void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
@@ -1303,15 +1305,25 @@ void	 supervisor_shutdown(int);
 int	 supervisor_any_alive(void);
 
 /* workspace.c */
+#define WORKSPACE_PATH_MAX	1024	/* bytes in an artifact's path */
+#define WORKSPACE_DEPTH_MAX	32	/* components in an artifact's path */
+struct workspace_result {
+	const char	*agent;		/* the author's id */
+	const char	*reply;		/* the trace.id of the reply */
+	const char	*path;
+	const char	*why;		/* NULL: written; else why refused */
+	size_t		 size;		/* the content's bytes */
+	int		 first_refusal;	/* the first refused of its reply */
+};
+typedef void (*workspace_result_cb)(const struct workspace_result *);
 int	 workspace_open(const struct workflow *);
 void	 workspace_close(void);
 int	 workspace_enabled(void);
 const char *workspace_dir(void);
 const char *workspace_path_problem(const char *, size_t);
-int	 workspace_write(const char *, size_t, const char *, const char *,
-	    size_t, char *, size_t);
-int	 workspace_artifacts(struct agent *, struct jscan *, const char *,
-	    const struct env *, char *, size_t);
+void	 workspace_on_result(workspace_result_cb);
+int	 workspace_artifacts(const char *, const char *, struct jscan *,
+	    const char *);
 
 /* pidns.c */
 #define PIDNS_FORWARDED	0x636f7272	/* a signal the waiter forwards */

@@ -83,6 +83,24 @@ static void	engine_run_budget(const char *);
 static void	engine_forget_agent(struct agent *);
 
 /*
+ * The workspace wrote or refused an artifact, after the reply that carried
+ * it went on: the first refusal of a reply earns its author a notice.
+ */
+static void
+engine_artifact(const struct workspace_result *r)
+{
+	struct agent	*a;
+	char		 why[320];
+
+	if (r->why == NULL || !r->first_refusal ||
+	    (a = agent_find(r->agent)) == NULL)
+		return;
+	snprintf(why, sizeof why, "artifact %s refused: %s", r->path, r->why);
+	engine_notice(a, "artifact_refused", "outputs.artifacts", why,
+	    r->reply);
+}
+
+/*
  * Set the engine up for a workflow, with the supervisor's hooks, and
  * below it the routing table.
  */
@@ -110,6 +128,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	adapter_on_reply(engine_adapter_reply);
 	budget_init(wf);
 	budget_on_run(engine_run_budget);
+	workspace_on_result(engine_artifact);
 }
 
 /* Register the sub-agent module's part in tasks. */
@@ -1070,7 +1089,7 @@ static void
 engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
-	char		 reply_id[CORRAL_ID_MAX], *filled, why[320];
+	char		 reply_id[CORRAL_ID_MAX], *filled;
 
 	lifecycle_replied(a);
 	breaker_success(a);
@@ -1088,10 +1107,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
-	if (workspace_enabled() && workspace_artifacts(a, js, line, env, why,
-	    sizeof why) >= 0 && why[0] != '\0')
-		engine_notice(a, "artifact_refused", "outputs.artifacts", why,
-		    reply_id);
+	if (workspace_enabled())
+		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
 	free(filled);

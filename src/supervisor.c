@@ -42,6 +42,7 @@ static struct {
 	int			 shutting_down;	/* 1 stopping, 2 done */
 	int			 interrupted;	/* the signal, or 0 */
 	int			 exit_status;
+	int			 audit_failed;	/* the audit log: exit 1 */
 	struct agent		*stopping;	/* the agent being stopped */
 	int			 picking;	/* in supervisor_stop_next */
 	int			 output_text;
@@ -159,6 +160,8 @@ supervisor_sig_cb(struct ev_loop *loop, ev_io *w, int revents)
 static int
 supervisor_exit_status(void)
 {
+	if (sv.audit_failed)
+		return EXIT_WORKFLOW;
 	if (sv.interrupted == SIGINT)
 		return EXIT_INTERRUPT;
 	if (sv.interrupted != 0)
@@ -283,6 +286,20 @@ supervisor_result(const char *line, size_t len, int is_error)
 	sv.resultlen = len;
 	sv.result_error = is_error;
 	sv.exit_status = is_error ? EXIT_WORKFLOW : 0;
+	supervisor_shutdown(0);
+}
+
+/*
+ * The audit log could not be written (a full disk): the run's record is
+ * incomplete from here on, so no more work is taken, the run shuts down
+ * as it would at the end, and corral exits 1 (docs/auditlog.md).
+ */
+static void
+supervisor_audit_failed(const char *path, int error)
+{
+	log_warnx("audit log %s: %s; stopping: no more work is accepted",
+	    path, strerror(error));
+	sv.audit_failed = 1;
 	supervisor_shutdown(0);
 }
 
@@ -553,6 +570,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	subagent_init(wf);
 	lifecycle_observe(supervisor_lifecycle);
 	agent_on_free(supervisor_forget);
+	auditlog_on_error(supervisor_audit_failed);
 	progress_init(wf, mode);
 }
 
@@ -703,9 +721,9 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		supervisor_drain_stdout();
 	else
 		supervisor_print_result();
+	workspace_close();	/* its last outcomes go before run_end */
 	supervisor_run_end();
-	auditlog_close();
-	workspace_close();
+	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
 	engine_scan_drain();
 	return supervisor_exit_status();
 }

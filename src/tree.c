@@ -31,6 +31,8 @@ struct tree {
 	size_t		 n;
 	size_t		 cap;
 	double		 last_t;
+	int		 started;	/* a run_start was seen */
+	int		 ended;		/* and a run_end after the last one */
 };
 
 /* Find or add a node. */
@@ -75,6 +77,11 @@ tree_line(struct tree *t, json_t *j)
 	at = json_number_value(json_object_get(j, "t"));
 	if (at > t->last_t)
 		t->last_t = at;
+	if (ev != NULL && strcmp(ev, "run_start") == 0) {
+		t->started = 1;
+		t->ended = 0;
+	} else if (ev != NULL && strcmp(ev, "run_end") == 0)
+		t->ended = 1;
 	if (ev == NULL || agent == NULL)
 		return;
 	if (strcmp(ev, "spawn") == 0) {
@@ -218,7 +225,14 @@ tree_safe(const char *id, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
-/* Render the tree recorded in an audit log.  Returns an exit status. */
+/*
+ * Render the tree recorded in an audit log.  Returns an exit status.
+ *
+ * Every complete line of a log ends with a newline and parses.  A last
+ * line without one was cut short (corral killed mid-write, or a log that
+ * is still being written): it is left out, and so is any line that does
+ * not parse, and both are reported; the tree is drawn from the rest.
+ */
 int
 tree_render(const char *path, const char *format, FILE *f)
 {
@@ -227,8 +241,9 @@ tree_render(const char *path, const char *format, FILE *f)
 	json_t		*j;
 	FILE		*in;
 	char		*line = NULL, label[256], a[128], b[128];
-	size_t		 cap = 0, i, bad = 0;
+	size_t		 cap = 0, i, bad = 0, first_bad = 0, lineno = 0;
 	ssize_t		 n;
+	int		 torn = 0;
 
 	if ((in = fopen(path, "r")) == NULL) {
 		fprintf(stderr, "corral: %s: %s\n", path, strerror(errno));
@@ -236,18 +251,33 @@ tree_render(const char *path, const char *format, FILE *f)
 	}
 	memset(&t, 0, sizeof t);
 	while ((n = getline(&line, &cap, in)) > 0) {
+		lineno++;
+		if (line[n - 1] != '\n') {
+			torn = 1;	/* the last line: getline is at EOF */
+			break;
+		}
 		if ((j = json_loadb(line, (size_t)n, 0, &e)) == NULL) {
-			bad++;
+			if (bad++ == 0)
+				first_bad = lineno;
 			continue;
 		}
 		tree_line(&t, j);
 		json_decref(j);
 	}
+	if (ferror(in))
+		fprintf(stderr, "corral: %s: %s\n", path, strerror(errno));
 	free(line);
 	fclose(in);
 	if (bad > 0)
-		fprintf(stderr, "corral: %s: %zu lines were not JSON\n", path,
-		    bad);
+		fprintf(stderr, "corral: %s: line %zu is not JSON (%zu such "
+		    "line%s in all)\n", path, first_bad, bad, bad == 1 ? "" :
+		    "s");
+	if (torn)
+		fprintf(stderr, "corral: %s: the last line is cut short (it has "
+		    "no newline): the log ends mid-write\n", path);
+	else if (t.started && !t.ended)
+		fprintf(stderr, "corral: %s: the last run has no run_end: it "
+		    "was still going, or its log ends early\n", path);
 
 	if (strcmp(format, "dot") == 0) {
 		fprintf(f, "digraph corral {\n  node [shape=box];\n");

@@ -1,0 +1,271 @@
+/*
+ * Unit tests of the audit log (src/auditlog.c).
+ *
+ * What is held: every line is one valid JSON object whatever bytes the
+ * agent, id and string members carry (quotes, backslashes, control
+ * characters, invalid UTF-8, which becomes U+FFFD), seq counts 1, 2, 3,
+ * seq and t are numbers and so are the numbers given through
+ * auditlog_fields and auditlog_json; a log that ends in a torn line gets
+ * a newline before the first new line; and a write that fails (/dev/full)
+ * is reported once through the error callback with its errno, after which
+ * nothing more is queued and auditlog_close returns that errno.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "corral.h"
+
+static char	dir[64];
+static char	path[128];
+static int	errors_seen;
+static int	error_seen;
+
+/* A fresh directory and log path for each test. */
+static int
+setup(void **state)
+{
+	strlcpy(dir, "/tmp/corral-unit-audit.XXXXXX", sizeof dir);
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(path, sizeof path, "%s/audit.ndjson", dir);
+	if (ev_default_loop(0) == NULL)
+		return -1;
+	errors_seen = 0;
+	error_seen = 0;
+	auditlog_on_error(NULL);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+/* Read a whole file; *len gets its size. */
+static char *
+slurp(const char *p, size_t *len)
+{
+	FILE	*f;
+	char	*buf;
+	size_t	 cap = 1 << 20;
+
+	assert_non_null(f = fopen(p, "r"));
+	buf = xmalloc(cap);
+	*len = fread(buf, 1, cap - 1, f);
+	buf[*len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/*
+ * Parse every line of the log: each must be a JSON object ending with a
+ * newline, with seq 1, 2, 3 ... and a number t.  Returns the lines parsed,
+ * in out (at most max).
+ */
+static size_t
+parse_log(json_t **out, size_t max)
+{
+	json_error_t	 e;
+	char		*buf, *p, *nl;
+	size_t		 len, n = 0;
+
+	buf = slurp(path, &len);
+	assert_true(len > 0);
+	assert_int_equal(buf[len - 1], '\n');
+	for (p = buf; *p != '\0'; p = nl + 1) {
+		assert_non_null(nl = strchr(p, '\n'));
+		out[n] = json_loadb(p, (size_t)(nl - p),
+		    JSON_REJECT_DUPLICATES, &e);
+		if (out[n] == NULL)
+			fail_msg("line %zu is not JSON (%s): %.*s", n + 1,
+			    e.text, (int)(nl - p), p);
+		assert_true(json_is_object(out[n]));
+		assert_true(json_is_integer(json_object_get(out[n], "seq")));
+		assert_int_equal(json_integer_value(json_object_get(out[n],
+		    "seq")), n + 1);
+		assert_true(json_is_number(json_object_get(out[n], "t")));
+		n++;
+		assert_true(n <= max);
+	}
+	free(buf);
+	return n;
+}
+
+static const char *
+str(json_t *line, const char *key)
+{
+	return json_string_value(json_object_get(line, key));
+}
+
+/* Hostile bytes in every place a string goes. */
+static void
+test_hostile_strings(void **state)
+{
+	static const char	*hostile[] = {
+		"plain",
+		"quote\" and \\backslash",
+		"\",\"forged\":\"member",
+		"new\nline\ttab\r\x01\x1f",
+		"caf\xc3\xa9 \xe2\x80\xa8",	/* valid UTF-8, U+2028 */
+		"bad \xff\xfe utf8 \xc3",	/* invalid UTF-8 */
+		"}\n{\"seq\":0}",
+	};
+	static const char	*env = "{\"a\":\"b\\\"\"}";
+	json_t		*lines[64], *fields;
+	struct jsonw	 j;
+	char		*s;
+	size_t		 i, n, len, k = 0;
+
+	assert_int_equal(auditlog_open(path, "wf \"x\".yaml"), 0);
+	for (i = 0; i < sizeof hostile / sizeof hostile[0]; i++)
+		auditlog_event("state", hostile[i], hostile[i], "from",
+		    hostile[i], "to", "READY", "reason", NULL, NULL);
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "path");
+	jsonw_str(&j, hostile[3]);
+	jsonw_key(&j, "bytes");
+	jsonw_u64(&j, 12345);
+	jsonw_object_end(&j);
+	s = jsonw_finish(&j, &len);
+	auditlog_fields("artifact", hostile[1], hostile[2], s, len);
+	free(s);
+	fields = json_pack("{s:i, s:s}", "count", 7, "what", hostile[2]);
+	auditlog_json("adapter_event", hostile[6], fields);
+	auditlog_envelope("reply", hostile[5], hostile[5], env, strlen(env));
+	assert_int_equal(auditlog_close(), 0);
+
+	n = parse_log(lines, 64);
+	assert_int_equal(n, 1 + 7 + 3);
+	assert_string_equal(str(lines[0], "ev"), "run_start");
+	assert_string_equal(str(lines[0], "workflow"), "wf \"x\".yaml");
+	for (i = 0; i < 7; i++) {
+		json_t	*l = lines[1 + i];
+
+		assert_string_equal(str(l, "ev"), "state");
+		if (i == 5) {
+			/* Bytes that are not UTF-8 are U+FFFD each. */
+			assert_string_equal(str(l, "agent"),
+			    "bad \xef\xbf\xbd\xef\xbf\xbd utf8 \xef\xbf\xbd");
+			assert_string_equal(str(l, "from"), str(l, "agent"));
+		} else {
+			assert_string_equal(str(l, "agent"), hostile[i]);
+			assert_string_equal(str(l, "id"), hostile[i]);
+			assert_string_equal(str(l, "from"), hostile[i]);
+		}
+		assert_null(json_object_get(l, "forged"));
+		assert_null(json_object_get(l, "reason"));
+	}
+	k = 8;
+	assert_string_equal(str(lines[k], "agent"), hostile[1]);
+	assert_string_equal(str(lines[k], "id"), hostile[2]);
+	assert_string_equal(str(lines[k], "path"), hostile[3]);
+	assert_true(json_is_integer(json_object_get(lines[k], "bytes")));
+	assert_int_equal(json_integer_value(json_object_get(lines[k],
+	    "bytes")), 12345);
+	k++;
+	assert_string_equal(str(lines[k], "agent"), hostile[6]);
+	assert_true(json_is_integer(json_object_get(lines[k], "count")));
+	assert_string_equal(str(lines[k], "what"), hostile[2]);
+	k++;
+	assert_string_equal(str(json_object_get(lines[k], "env"), "a"),
+	    "b\"");
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+}
+
+/* A log whose last line was torn gets a newline before ours. */
+static void
+test_torn_tail(void **state)
+{
+	char	*buf;
+	size_t	 len;
+	int	 fd;
+
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
+	assert_int_equal(write(fd, "{\"seq\":1,\"t\":0.1", 16), 16);
+	close(fd);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_true(strncmp(buf, "{\"seq\":1,\"t\":0.1\n{\"seq\":1,", 26) == 0);
+	assert_int_equal(buf[len - 1], '\n');
+	free(buf);
+}
+
+static void
+on_error(const char *p, int error)
+{
+	errors_seen++;
+	error_seen = error;
+	assert_string_equal(p, "/dev/full");
+}
+
+/* A failed write is reported once, and nothing more is queued. */
+static void
+test_write_error(void **state)
+{
+	int	i;
+
+	auditlog_on_error(on_error);
+	assert_int_equal(auditlog_open("/dev/full", "wf.yaml"), 0);
+	for (i = 0; i < 100; i++)
+		auditlog_event("state", "a", NULL, "to", "READY", NULL);
+	auditlog_flush();
+	/* The writer has failed; the loop hears of it through ev_async. */
+	for (i = 0; i < 100 && errors_seen == 0; i++)
+		ev_run(LOOP, EVRUN_NOWAIT);
+	assert_int_equal(errors_seen, 1);
+	assert_int_equal(error_seen, ENOSPC);
+	assert_false(auditlog_enabled());
+	for (i = 0; i < 100; i++)
+		auditlog_event("state", "a", NULL, "to", "READY", NULL);
+	auditlog_flush();
+	ev_run(LOOP, EVRUN_NOWAIT);
+	assert_int_equal(auditlog_close(), ENOSPC);
+	assert_int_equal(errors_seen, 1);
+	auditlog_on_error(NULL);
+}
+
+/* A failure found only by the last flush is reported by close. */
+static void
+test_write_error_at_close(void **state)
+{
+	auditlog_on_error(on_error);
+	assert_int_equal(auditlog_open("/dev/full", "wf.yaml"), 0);
+	auditlog_event("state", "a", NULL, "to", "READY", NULL);
+	assert_int_equal(auditlog_close(), ENOSPC);
+	assert_int_equal(errors_seen, 1);
+	assert_int_equal(error_seen, ENOSPC);
+	auditlog_on_error(NULL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hostile_strings, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_write_error, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_write_error_at_close,
+		    setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
