@@ -188,12 +188,13 @@ chan_release_waiters(struct chan *c)
 
 /*
  * Make reader r wait for writer w: called by whoever just queued a line
- * from r to w and found w full.
+ * from r to w and found w full.  r may be w itself: a peer whose requests
+ * get answers it does not read stops being read until it reads them.
  */
 void
 chan_block(struct chan *r, struct chan *w)
 {
-	if (r == NULL || r == w || r->blocked_on != NULL || r->rfd == -1)
+	if (r == NULL || r->blocked_on != NULL || r->rfd == -1)
 		return;
 	r->blocked_on = w;
 	TAILQ_INSERT_TAIL(&w->waiters, r, wait_entry);

@@ -1054,6 +1054,8 @@ char	*envelope_action(struct jscan *, const char *, int, const char *,
 	    const char *, const char *, size_t, size_t *);
 char	*envelope_mark(struct jscan *, const char *, size_t,
 	    const char *, size_t *);
+char	*envelope_strip_corral(struct jscan *, const char *, size_t,
+	    const struct env *, size_t *);
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
 char	*envelope_corral_set(struct jscan *, const char *, size_t,

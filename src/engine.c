@@ -846,7 +846,7 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
     const char *line, size_t len, const struct env *env, const char *reply_id)
 {
 	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *rl, score[32];
+	char		 id[CORRAL_ID_MAX], *rl;
 	size_t		 rlen;
 
 	if (req->round >= engine_wf->refl_max_rounds)
@@ -879,12 +879,26 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 	log_info("request %s: reply %s from %s has confidence %s; reflecting "
 	    "(round %u)", req->id, reply_id, a != NULL ? a->id : "?",
 	    env->has_score ? "below the threshold" : "missing", m->round);
-	if (env->has_score)
-		snprintf(score, sizeof score, "%g", env->score);
-	else
-		snprintf(score, sizeof score, "none");
-	auditlog_event("reflect", a != NULL ? a->id : NULL, id, "of", reply_id,
-	    "score", score, NULL);
+	if (auditlog_enabled()) {
+		struct jsonw	 w;
+		char		*f;
+		size_t		 flen;
+
+		jsonw_init(&w);
+		jsonw_object(&w);
+		jsonw_key(&w, "of");
+		jsonw_str(&w, reply_id);
+		jsonw_key(&w, "score");
+		if (env->has_score)
+			jsonw_num(&w, env->score);
+		else
+			jsonw_raw(&w, "null", 4);
+		jsonw_object_end(&w);
+		f = jsonw_finish(&w, &flen);
+		auditlog_fields("reflect", a != NULL ? a->id : NULL, id, f,
+		    flen);
+		free(f);
+	}
 	auditlog_envelope("env", NULL, id, rl, rlen);
 	return m;
 }
@@ -969,6 +983,26 @@ engine_run_budget(const char *why)
 }
 
 /*
+ * The ttl_ms of a next action's args (raw JSON), in seconds, or 0.  The
+ * args sit deeper than the reply's tape records, so they get a scan of
+ * their own.
+ */
+static double
+engine_action_ttl(const char *args, size_t len)
+{
+	struct jscan	*js = engine_scan_take();
+	double		 ttl = 0;
+	int		 t;
+
+	if (jscan_run(js, args, len) == 0 && js->tok[0].type == JT_OBJECT &&
+	    (t = JSCAN_GET(js, args, 0, "ttl_ms")) != -1 &&
+	    js->tok[t].type == JT_NUMBER && jscan_number(js, args, t) >= 0)
+		ttl = jscan_number(js, args, t) / 1000.0;
+	engine_scan_give(js);
+	return ttl;
+}
+
+/*
  * Make the requests of a reply's next_actions (not yet routed: the
  * caller routes them once req has ended).  Returns how many.
  */
@@ -981,7 +1015,7 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 	char		 id[CORRAL_ID_MAX], *al;
 	const char	*ctx = NULL, *iv;
 	size_t		 alen, ctxlen = 0, il;
-	int		 e, t, n = 0, intent, c, args, ttl;
+	int		 e, t, n = 0, intent, c, args;
 
 	if (env->next_actions == -1 || j == NULL || j->done)
 		return 0;
@@ -1021,11 +1055,9 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 		m->prio = req->prio;
 		m->parent_agent = req->parent_agent;
 		/* args.ttl_ms becomes the new request's deadline. */
-		if ((args = JSCAN_GET(js, line, e, "args")) != -1 &&
-		    (ttl = JSCAN_GET(js, line, args, "ttl_ms")) != -1 &&
-		    js->tok[ttl].type == JT_NUMBER &&
-		    jscan_number(js, line, ttl) >= 0)
-			m->timeout = jscan_number(js, line, ttl) / 1000.0;
+		if ((args = JSCAN_GET(js, line, e, "args")) != -1)
+			m->timeout = engine_action_ttl(line + js->tok[args].off,
+			    js->tok[args].len);
 		j->steps++;
 		engine_stats.steps++;
 		n++;
@@ -1033,6 +1065,36 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 		TAILQ_INSERT_TAIL(out, m, entry);
 	}
 	return n;
+}
+
+/*
+ * Take a forged "corral" member out of a line from an agent (a) or a
+ * client: only corral writes it.  Returns the line to use (*copy set when
+ * it is a new one, js then holding its tape), or NULL when the copy could
+ * not be scanned.
+ */
+static const char *
+engine_unforge(struct jscan *js, struct agent *a, const char *line,
+    size_t *len, struct env *env, char **copy)
+{
+	struct env_error	err;
+	size_t			clen;
+
+	*copy = NULL;
+	if (env->corral == -1 ||
+	    (*copy = envelope_strip_corral(js, line, *len, env, &clen)) == NULL)
+		return line;
+	log_info("%s%s: its corral member was dropped (only corral writes it)",
+	    a != NULL ? "agent " : "stdin", a != NULL ? a->id : "");
+	auditlog_event("unforged", a != NULL ? a->id : "stdin", NULL, NULL);
+	if (jscan_run(js, *copy, clen) != 0 ||
+	    envelope_check(js, *copy, clen, env, &err) != 0) {
+		free(*copy);
+		*copy = NULL;
+		return NULL;
+	}
+	*len = clen;
+	return *copy;
 }
 
 /*
@@ -1089,13 +1151,15 @@ static void
 engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
-	char		 reply_id[CORRAL_ID_MAX], *filled;
+	char		 reply_id[CORRAL_ID_MAX], *filled, *unforged;
 
 	lifecycle_replied(a);
 	breaker_success(a);
 	engine_stats.replied++;
-	if ((line = engine_fill(js, req, line, &len, env, reply_id,
+	if ((line = engine_unforge(js, a, line, &len, env, &unforged)) ==
+	    NULL || (line = engine_fill(js, req, line, &len, env, reply_id,
 	    &filled)) == NULL) {
+		free(unforged);
 		engine_stats.replied--;
 		engine_fail(req, "INTERNAL", "bad_reply", "the reply of agent %s "
 		    "could not be completed with a trace id", a->id);
@@ -1112,6 +1176,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
 	free(filled);
+	free(unforged);
 	route_kick(a);
 }
 
@@ -1598,7 +1663,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	struct jscan		*js;
 	struct job		*j;
 	struct msg		*m;
-	char			 id[CORRAL_ID_MAX], *copy;
+	char			 id[CORRAL_ID_MAX], *copy, *stripped = NULL;
 	size_t			 clen;
 
 	js = engine_scan_take();
@@ -1631,6 +1696,13 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		    engine_raw_trace_id(js, line, id, sizeof id));
 		goto out;
 	}
+	/* Only corral says what a line is: nobody may forge that. */
+	if ((line = (char *)engine_unforge(js, NULL, line, &len, &env,
+	    &stripped)) == NULL) {
+		engine_notice(NULL, "invalid_envelope", "corral", "the input "
+		    "could not be read without its corral member", NULL);
+		goto out;
+	}
 	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
 		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
@@ -1651,6 +1723,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	engine_submit(m);
 out:
+	free(stripped);
 	engine_scan_give(js);
 }
 

@@ -1032,6 +1032,41 @@ envelope_mark(struct jscan *js, const char *s, size_t len,
 }
 
 /*
+ * Take our "corral" member out of an envelope from someone else: corral
+ * alone says what a line is (a task, a child's result, a notice), so
+ * nobody may forge it.  Returns a new buffer, or NULL when there is none.
+ */
+char *
+envelope_strip_corral(struct jscan *js, const char *s, size_t len,
+    const struct env *env, size_t *outlen)
+{
+	struct splice	 ed[1];
+	uint32_t	 i, end, prev = 0;
+	size_t		 from, to;
+
+	if (env->corral == -1)
+		return NULL;
+	end = js->tok[0].next;
+	for (i = 1; i < end; prev = i, i = js->tok[i + 1].next) {
+		if ((int)i + 1 != env->corral)
+			continue;
+		if (js->tok[i + 1].next < end) {
+			/* Up to the next member's key: the comma goes too. */
+			from = js->tok[i].off;
+			to = js->tok[js->tok[i + 1].next].off;
+		} else if (prev != 0) {
+			/* The last member: from the end of the one before. */
+			from = js->tok[prev + 1].off + js->tok[prev + 1].len;
+			to = js->tok[i + 1].off + js->tok[i + 1].len;
+		} else
+			return NULL;	/* the only member: not an envelope */
+		ed[0] = (struct splice){ from, to - from, "", 0, 0 };
+		return envelope_splice(s, len, ed, 1, outlen);
+	}
+	return NULL;
+}
+
+/*
  * Put id first in trace.parents (creating trace or parents as needed).
  * Returns a new buffer.
  */

@@ -12,7 +12,9 @@
  *
  * Queues are served highest priority first, FIFO within a level.  So that
  * a flood of urgent work cannot starve the rest, a head that has waited
- * longer than ROUTE_AGING seconds is served before higher levels.
+ * longer than ROUTE_AGING seconds is served before higher levels; among
+ * aged heads, the lowest level first, so a burst of urgent work delays
+ * the rest by about ROUTE_AGING and no more.
  */
 
 #include <stdlib.h>
@@ -440,16 +442,25 @@ route_kick(struct agent *a)
 				if ((m = route_takeable(r, level, a)) == NULL)
 					continue;
 				if (now - m->accepted > ROUTE_AGING) {
-					/* Aged: oldest of the aged wins. */
-					if (!aged || m->accepted < best->accepted) {
+					/*
+					 * Aged: it jumps ahead.  Among aged
+					 * heads the lowest level goes first
+					 * (the one the others starve), then
+					 * the oldest, by the order they came:
+					 * a burst read at one instant keeps
+					 * that order, not its timestamp.
+					 */
+					if (!aged || level < best_level ||
+					    (level == best_level &&
+					    m->seq < best->seq)) {
 						best = m;
 						best_r = r;
 						best_level = level;
 					}
 					aged = 1;
 				} else if (!aged && (level > best_level ||
-				    (level == best_level &&
-				    m->accepted < best->accepted))) {
+				    (level == best_level && m->seq <
+				    best->seq))) {
 					best = m;
 					best_r = r;
 					best_level = level;

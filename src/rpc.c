@@ -24,8 +24,16 @@ rpc_send(struct peer *p, json_t *frame)
 		log_warnx("%s: a control frame could not be built", p->name);
 		return;
 	}
-	if (p->chan != NULL)
+	if (p->chan != NULL) {
 		chan_write_line(p->chan, s, strlen(s));
+		/*
+		 * A peer that sends requests and does not read the answers
+		 * would grow our memory: stop reading it (and whoever made
+		 * this answer) until it reads them.
+		 */
+		if (chan_full(p->chan))
+			chan_block(chan_source(), p->chan);
+	}
 	if (p->agent != NULL)
 		p->agent->proc.msgs_in++;
 	free(s);

@@ -621,8 +621,24 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		return;
 	}
 	budget_set(c, budget[0], budget[1], budget[2]);
-	auditlog_event("spawn_child", c->id, tid, "parent", p->id, "name",
-	    ac->name, "visible", visible ? "true" : "false", NULL);
+	if (auditlog_enabled()) {
+		struct jsonw	 w;
+		char		*f;
+		size_t		 flen;
+
+		jsonw_init(&w);
+		jsonw_object(&w);
+		jsonw_key(&w, "parent");
+		jsonw_str(&w, p->id);
+		jsonw_key(&w, "name");
+		jsonw_str(&w, ac->name);
+		jsonw_key(&w, "visible");
+		jsonw_bool(&w, visible);
+		jsonw_object_end(&w);
+		f = jsonw_finish(&w, &flen);
+		auditlog_fields("spawn_child", c->id, tid, f, flen);
+		free(f);
+	}
 	subagent_audit_edge(c);
 	log_info("agent %s: spawned child %s (depth %u)", p->id, c->id,
 	    c->depth);
@@ -658,7 +674,9 @@ subagent_resolve(struct agent *from, json_t *to, struct agent **out,
 		    json_is_string(json_object_get(to, "agent")) ?
 		    json_string_value(json_object_get(to, "agent")) :
 		    json_string_value(json_object_get(to, "participant"));
-		if ((t = agent_find(s)) == NULL) {
+		/* A hidden agent it may not reach does not exist for it. */
+		if ((t = agent_find(s)) == NULL || (!subagent_may_reach(from,
+		    t) && (t->flags & AGENT_HIDDEN))) {
 			snprintf(why, whylen, "no agent '%.64s'", s);
 			return 0;
 		}
@@ -677,7 +695,9 @@ subagent_resolve(struct agent *from, json_t *to, struct agent **out,
 		snprintf(why, whylen, "none of the addressed agents exists");
 		json_array_foreach(json_object_get(to, "agents"), i, v) {
 			if (!json_is_string(v) ||
-			    (t = agent_find(json_string_value(v))) == NULL)
+			    (t = agent_find(json_string_value(v))) == NULL ||
+			    (!subagent_may_reach(from, t) &&
+			    (t->flags & AGENT_HIDDEN)))
 				continue;
 			if (!subagent_may_reach(from, t)) {
 				snprintf(why, whylen, "%s may not address %s",
@@ -846,7 +866,12 @@ subagent_descendant(struct peer *from, json_t *id, json_t *params,
 	struct agent	*t;
 	char		 why[128];
 
-	if ((t = subagent_param_agent(params)) == NULL) {
+	/*
+	 * A hidden agent it may not reach does not exist for it, as
+	 * map/agents/get says.
+	 */
+	if ((t = subagent_param_agent(params)) == NULL || (t != from->agent &&
+	    !subagent_may_reach(from->agent, t) && (t->flags & AGENT_HIDDEN))) {
 		rpc_error(from, id, CORRAL_E_NOTFOUND, "agent not found",
 		    "REJECTED");
 		return NULL;

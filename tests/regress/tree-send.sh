@@ -12,11 +12,13 @@
 # {siblings: true}; b1 -> {ancestors: true}; other -> v-3 (visible) and
 # {role: worker} (only v-3: the hidden ones are not reachable); other ->
 # root by role.
-# Refused with 2004: other -> a-1 (a hidden child, unrelated sender);
-# b1 -> a-1 (its hidden "aunt"); and, as the code has it, a hidden sender
-# may not reach a visible agent outside its family (b1 -> v-3, b1 ->
-# other).  other may not map/agents/stop a-1 (2004, not a descendant).
-# Not found (2001): an unknown id, an address that matches no agent.
+# Not found (2001), as for an unknown id: a hidden agent the sender may
+# not reach does not exist for it: other -> a-1 (a hidden child,
+# unrelated sender); b1 -> a-1 (its hidden "aunt"); other may not
+# map/agents/stop a-1 either, and is not told it exists.
+# Refused with 2004: a hidden sender may not reach a visible agent outside
+# its family (b1 -> v-3, b1 -> other).
+# Not found (2001) too: an address that matches no agent.
 # map/agents/list shows each agent only what it may reach.
 . "$(dirname "$0")/tree-lib.sh"
 
@@ -120,11 +122,11 @@ expect 'send_ok a-1 1 ["root"]' 'message root a-1 a-to-parent' \
 rec_lines 'send_ok root 3 ["a-1","b-2","v-3"]' | grep -c . | grep -qx 2 ||
     fail "root's {children: true} and {role: worker} should both reach a-1, b-2, v-3"
 # Unrelated senders and hidden targets.
-expect 'send_error other 2004 other may not address a-1' \
+expect "send_error other 2001 no agent 'a-1'" \
     'send_ok other 1 ["v-3"]' 'message v-3 other other-to-v' 'message v-3 other other-role' \
     'send_ok other 1 ["root"]' 'message root other other-done' \
-    'stop_error other 2004 an agent may stop only its own descendants' \
-    'send_error b1-4 2004 b1-4 may not address a-1' \
+    'stop_error other 2001 agent not found' \
+    "send_error b1-4 2001 no agent 'a-1'" \
     'send_error b1-4 2004 b1-4 may not address v-3' \
     'send_error b1-4 2004 b1-4 may not address other' \
     'send_error b1-4 2001 the address matches no agent' \
@@ -142,10 +144,10 @@ got other
 expect 'list root root,other,a-1,b-2,v-3,b1-4' 'list b1-4 root,b-2,b1-4' \
     'list other root,other,v-3'
 # The refusals are logged and audited.
-log_has "agent other: map/send refused: other may not address a-1" ||
-    fail "no log line for other's refused map/send"
+log_has "agent b1-4: map/send refused: b1-4 may not address v-3" ||
+    fail "no log line for b1-4's refused map/send"
 n=$(audit_count -w ev=send_refused)
-[ "$n" = 4 ] || fail "expected 4 send_refused audit events, got $n"
+[ "$n" = 2 ] || fail "expected 2 send_refused audit events, got $n"
 # Messages are marked as such, from their sender.
 audit_count -w ev=send -w agent=v-3 -w env.corral.kind=message \
     -w env.corral.from=other >/dev/null ||

@@ -273,7 +273,7 @@ YAML
 		[ "$(result_field "$OUT" .content.text)" = "plan by author" ] ||
 		    fail "missing: accept: expected the author's reply: $(cat "$OUT")"
 	else
-		[ "$n" = "none " ] || fail "missing: reflect: expected one reflection with score none, got '$n'"
+		[ "$n" = "null " ] || fail "missing: reflect: expected one reflection with score null, got '$n'"
 		[ "$(result_field "$OUT" .content.text)" = "reflect by critic" ] ||
 		    fail "missing: reflect: expected the critic's reply: $(cat "$OUT")"
 		grep -q '^recv .*"corral":{"reflect":{"of":"[^"]*","intent":"finalize","round":1}}' "$T/critic-$missing.rec" ||
