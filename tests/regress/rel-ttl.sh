@@ -1,0 +1,39 @@
+#!/bin/sh
+# A next action's args.ttl_ms is its request's deadline: the planner
+# proposes one execute step with args {"ttl_ms": 300} for a worker that
+# never answers (timeout: 30s).  The step fails with timeout well before
+# the worker's 30 s, and so does the job (it once waited the full 30 s).
+. "$(dirname "$0")/lib.sh"
+. "$TESTDIR/tools/wflib.sh"
+
+LOG="$T/audit.ndjson"
+cat >"$T/reply.json" <<'JSON'
+{"protocol":"multiagent-1.0","role":"agent","agent":{"id":"planner","name":"planner","model":"sh"},"intent":"plan","task":"t","content":{"type":"text","text":"go"},"outputs":{"next_actions":[{"intent":"execute","task":"w","args":{"ttl_ms":300}}]}}
+JSON
+cat >"$T/planner.sh" <<EOF
+read -r line
+cat "$T/reply.json"
+while read -r line; do :; done
+EOF
+cat >"$T/wf.yaml" <<YAML
+agents:
+  planner:
+    cmd: [/bin/sh, $T/planner.sh]
+  worker:
+    cmd: [$WA, --hang]
+    timeout: 30s
+routes:
+  plan: planner
+  execute: worker
+YAML
+s=$(now)
+corral_run 25 run "$T/wf.yaml" --goal go --log "$LOG"
+took=$(elapsed "$s")
+expect_rc 1
+grep -q '"code":"timeout"' "$OUT" ||
+    fail "the job did not end with the step's timeout: $(head -c 400 "$OUT")"
+# 30 s is the worker's own timeout; 300 ms the step's.  Anything far
+# below 30 s shows ttl_ms was used, however loaded the machine.
+fcmp "$took" "<" 20 || fail "the job took ${took}s: ttl_ms 300 was not the deadline"
+expect_no_leftovers 5
+exit 0
