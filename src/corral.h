@@ -1054,8 +1054,10 @@ char	*envelope_action(struct jscan *, const char *, int, const char *,
 	    const char *, const char *, size_t, size_t *);
 char	*envelope_mark(struct jscan *, const char *, size_t,
 	    const char *, size_t *);
-char	*envelope_strip_corral(struct jscan *, const char *, size_t,
-	    const struct env *, size_t *);
+#define FORGED_CORRAL	0x1	/* it carried our corral member */
+#define FORGED_SENDER	0x2	/* its agent.id named someone else */
+char	*envelope_own(struct jscan *, const char *, size_t,
+	    const struct env *, const char *, int *, size_t *);
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
 char	*envelope_corral_set(struct jscan *, const char *, size_t,

@@ -1068,10 +1068,10 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 }
 
 /*
- * Take a forged "corral" member out of a line from an agent (a) or a
- * client: only corral writes it.  Returns the line to use (*copy set when
- * it is a new one, js then holding its tape), or NULL when the copy could
- * not be scanned.
+ * Make a line from an agent (a) or a client honest: only corral writes
+ * the corral member, and an agent's reply names the agent that wrote it.
+ * Returns the line to use (*copy set when it is a new one, js then holding
+ * its tape), or NULL when the copy could not be scanned.
  */
 static const char *
 engine_unforge(struct jscan *js, struct agent *a, const char *line,
@@ -1079,14 +1079,23 @@ engine_unforge(struct jscan *js, struct agent *a, const char *line,
 {
 	struct env_error	err;
 	size_t			clen;
+	int			forged;
 
-	*copy = NULL;
-	if (env->corral == -1 ||
-	    (*copy = envelope_strip_corral(js, line, *len, env, &clen)) == NULL)
+	*copy = envelope_own(js, line, *len, env, a != NULL ? a->id : NULL,
+	    &forged, &clen);
+	if (*copy == NULL)
 		return line;
-	log_info("%s%s: its corral member was dropped (only corral writes it)",
-	    a != NULL ? "agent " : "stdin", a != NULL ? a->id : "");
-	auditlog_event("unforged", a != NULL ? a->id : "stdin", NULL, NULL);
+	if (forged & FORGED_CORRAL)
+		log_info("%s%s: its corral member was dropped (only corral "
+		    "writes it)", a != NULL ? "agent " : "stdin",
+		    a != NULL ? a->id : "");
+	if (forged & FORGED_SENDER)
+		log_info("agent %s: its reply named another agent.id; it names "
+		    "%s now", a->id, a->id);
+	auditlog_event("unforged", a != NULL ? a->id : "stdin", NULL,
+	    "corral", (forged & FORGED_CORRAL) ? "dropped" : "none",
+	    "agent_id", (forged & FORGED_SENDER) ? "replaced" : "kept",
+	    NULL);
 	if (jscan_run(js, *copy, clen) != 0 ||
 	    envelope_check(js, *copy, clen, env, &err) != 0) {
 		free(*copy);

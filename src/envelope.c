@@ -1032,22 +1032,27 @@ envelope_mark(struct jscan *js, const char *s, size_t len,
 }
 
 /*
- * Take our "corral" member out of an envelope from someone else: corral
- * alone says what a line is (a task, a child's result, a notice), so
- * nobody may forge it.  Returns a new buffer, or NULL when there is none.
+ * Make an envelope from someone else honest: our "corral" member goes
+ * (corral alone says what a line is: a task, a child's result, a notice),
+ * and when sender is given, agent.id becomes the agent that really wrote
+ * it.  *forged says which of the two was found (FORGED_*).  Returns a new
+ * buffer, or NULL when nothing had to change.
  */
 char *
-envelope_strip_corral(struct jscan *js, const char *s, size_t len,
-    const struct env *env, size_t *outlen)
+envelope_own(struct jscan *js, const char *s, size_t len,
+    const struct env *env, const char *sender, int *forged, size_t *outlen)
 {
-	struct splice	 ed[1];
+	struct splice	 ed[2];
+	struct piece	 pc;
+	size_t		 ned = 0, from, to;
 	uint32_t	 i, end, prev = 0;
-	size_t		 from, to;
+	int		 ag, id, piece = 0;
+	char		*out;
 
-	if (env->corral == -1)
-		return NULL;
+	*forged = 0;
 	end = js->tok[0].next;
-	for (i = 1; i < end; prev = i, i = js->tok[i + 1].next) {
+	for (i = 1; env->corral != -1 && i < end;
+	    prev = i, i = js->tok[i + 1].next) {
 		if ((int)i + 1 != env->corral)
 			continue;
 		if (js->tok[i + 1].next < end) {
@@ -1059,11 +1064,31 @@ envelope_strip_corral(struct jscan *js, const char *s, size_t len,
 			from = js->tok[prev + 1].off + js->tok[prev + 1].len;
 			to = js->tok[i + 1].off + js->tok[i + 1].len;
 		} else
-			return NULL;	/* the only member: not an envelope */
-		ed[0] = (struct splice){ from, to - from, "", 0, 0 };
-		return envelope_splice(s, len, ed, 1, outlen);
+			break;		/* the only member: not an envelope */
+		ed[ned++] = (struct splice){ from, to - from, "", 0, 0 };
+		*forged |= FORGED_CORRAL;
+		break;
 	}
-	return NULL;
+	if (sender != NULL &&
+	    (ag = JSCAN_GET(js, s, 0, "agent")) != -1 &&
+	    js->tok[ag].type == JT_OBJECT &&
+	    (id = JSCAN_GET(js, s, ag, "id")) != -1 &&
+	    !(js->tok[id].type == JT_STRING && jscan_str_equal(js,
+	    s + js->tok[id].off, js->tok[id].len,
+	    js->tok[id].flags & JT_ESCAPED, sender, strlen(sender)))) {
+		piece_init(&pc, "");
+		piece_str(&pc, sender);
+		ed[ned] = piece_at(&pc, js->tok[id].off);
+		ed[ned++].del = js->tok[id].len;
+		piece = 1;
+		*forged |= FORGED_SENDER;
+	}
+	if (ned == 0)
+		return NULL;
+	out = envelope_splice(s, len, ed, ned, outlen);
+	if (piece)
+		ndjson_writer_free(&pc.w);
+	return out;
 }
 
 /*
