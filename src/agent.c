@@ -22,7 +22,7 @@
 
 #include "corral.h"
 
-#define AGENT_FREE_HOOKS	8
+#define AGENT_FREE_HOOKS	16
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
 static struct agent_tree	agent_tree = RB_INITIALIZER(&agent_tree);
@@ -132,7 +132,8 @@ agent_prev(struct agent *a)
 /*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
- * instances); children get a run-wide number ("researcher-7").
+ * instances); children, and instance 0 (agents a client spawned), get a
+ * run-wide number ("researcher-7").
  */
 struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
@@ -150,7 +151,8 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	TAILQ_INIT(&a->children);
 	TAILQ_INIT(&a->slot.direct);
 	TAILQ_INIT(&a->work.inflight);
-	if (parent != NULL)
+	if (parent != NULL || instance == 0)
+		/* A child, or a root agent a client spawned. */
 		xasprintf(&a->id, "%s-%llu", ac->name,
 		    (unsigned long long)++agent_child_seq);
 	else if (ac->instances > 1)

@@ -12,11 +12,11 @@
 # {siblings: true}; b1 -> {ancestors: true}; other -> v-3 (visible) and
 # {role: worker} (only v-3: the hidden ones are not reachable); other ->
 # root by role.
-# Refused with 2004: other -> a-1 (a hidden child, unrelated sender);
+# Refused with 1003: other -> a-1 (a hidden child, unrelated sender);
 # b1 -> a-1 (its hidden "aunt"); and, as the code has it, a hidden sender
 # may not reach a visible agent outside its family (b1 -> v-3, b1 ->
-# other).  other may not map/agents/stop a-1 (2004, not a descendant).
-# Not found (2001): an unknown id, an address that matches no agent.
+# other).  other may not map/agents/stop a-1 (1003, not a descendant).
+# Not found: an unknown id (2001), an address that matches no agent (2000).
 # map/agents/list shows each agent only what it may reach.
 . "$(dirname "$0")/tree-lib.sh"
 
@@ -120,14 +120,14 @@ expect 'send_ok a-1 1 ["root"]' 'message root a-1 a-to-parent' \
 rec_lines 'send_ok root 3 ["a-1","b-2","v-3"]' | grep -c . | grep -qx 2 ||
     fail "root's {children: true} and {role: worker} should both reach a-1, b-2, v-3"
 # Unrelated senders and hidden targets.
-expect 'send_error other 2004 other may not address a-1' \
+expect 'send_error other 1003 other may not address a-1' \
     'send_ok other 1 ["v-3"]' 'message v-3 other other-to-v' 'message v-3 other other-role' \
     'send_ok other 1 ["root"]' 'message root other other-done' \
-    'stop_error other 2004 an agent may stop only its own descendants' \
-    'send_error b1-4 2004 b1-4 may not address a-1' \
-    'send_error b1-4 2004 b1-4 may not address v-3' \
-    'send_error b1-4 2004 b1-4 may not address other' \
-    'send_error b1-4 2001 the address matches no agent' \
+    'stop_error other 1003 an agent may stop only its own descendants' \
+    'send_error b1-4 1003 b1-4 may not address a-1' \
+    'send_error b1-4 1003 b1-4 may not address v-3' \
+    'send_error b1-4 1003 b1-4 may not address other' \
+    'send_error b1-4 2000 the address matches no agent' \
     "send_error root 2001 no agent 'nosuch'"
 [ "$(rec_count 'send_ok other 1 ["v-3"]')" = 2 ] ||
     fail "other's {role: worker} should reach only v-3"
