@@ -35,6 +35,7 @@ static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
 static size_t		agent_nfree_hooks;
+static agent_send_cb	agent_send_hook;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
@@ -67,6 +68,16 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
+}
+
+/*
+ * Register who writes lines for agents that speak MAP only (the SDK's
+ * AgentConnection): it wraps what corral sends them in MAP messages.
+ */
+void
+agent_on_send(agent_send_cb cb)
+{
+	agent_send_hook = cb;
 }
 
 /* Register one more module that must forget an agent before it is freed. */
@@ -245,6 +256,9 @@ agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
 void
 agent_send(struct agent *a, const char *line, size_t len)
 {
+	if ((a->peer.flags & PEER_MAPAGENT) && agent_send_hook != NULL &&
+	    agent_send_hook(a, line, len))
+		return;		/* sent as a MAP message */
 	chan_write_line(&a->proc.io, line, len);
 	a->proc.msgs_in++;
 }

@@ -550,6 +550,7 @@ typedef void (*agent_event_cb)(struct agent *, enum agent_event,
 typedef void (*agent_line_cb)(struct agent *, char *, size_t,
     enum ndjson_kind, size_t);
 typedef void (*agent_cb)(struct agent *);
+typedef int (*agent_send_cb)(struct agent *, const char *, size_t);
 
 /* budget.c: a subtree that went over its budget, and why. */
 typedef void (*budget_cb)(struct agent *, const char *);
@@ -1014,6 +1015,7 @@ RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
 void	 agent_on_free(agent_cb);
+void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_first(void);

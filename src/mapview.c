@@ -180,6 +180,8 @@ mapview_forget(struct agent *a)
 		mapview_emit("agent_unregistered", a, &j, 1);
 	}
 	event_peer_gone(&a->peer);
+	free(a->peer.cname);
+	a->peer.cname = NULL;
 	free(a->map.owner);
 	free(a->map.reported);
 	free(a->map.last_error);

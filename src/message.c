@@ -18,6 +18,13 @@
  * waits for.  _corral/route does the same with the routing table
  * choosing the agent by the envelope's intent.  Such a request is one
  * request, not a job: its reply's next_actions are not followed.
+ *
+ * An agent that connected as MAP's participantType "agent" (the SDK's
+ * AgentConnection, which reads nothing but JSON-RPC) is in MAP mode:
+ * whatever corral would write to it as an envelope (requests, its task,
+ * child results, notices) goes as a map/message instead, and its
+ * map/send with meta.isResult naming one of its requests (or its task)
+ * is its reply, as AgentConnection.reply() sends it (SPEC.md 11).
  */
 
 #include <stdlib.h>
@@ -49,11 +56,15 @@ static TAILQ_HEAD(, message_req) message_reqs =
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
 
+static int	message_wrap(struct agent *, const char *, size_t);
+
 /* Forget pending requests (set up again: the tests do). */
 void
 message_init(void)
 {
 	struct message_req	*r;
+
+	agent_on_send(message_wrap);
 
 	while ((r = TAILQ_FIRST(&message_reqs)) != NULL) {
 		TAILQ_REMOVE(&message_reqs, r, entry);
@@ -575,6 +586,127 @@ message_member(const char *from, const char *mid)
 }
 
 /*
+ * Write an envelope to an agent in MAP mode as a map/message: a request
+ * (from corral, expecting a response), its task (from its parent), a
+ * child's result, a message, a notice.  Returns 0 when the line is not
+ * an envelope to wrap (it then goes as it is).
+ */
+static int
+message_wrap(struct agent *a, const char *line, size_t len)
+{
+	json_t		*env, *cm, *meta, *msg, *to;
+	const char	*kind, *tid, *from = "corral", *id = NULL;
+	char		 mid[EVENT_ID_LEN + 1];
+
+	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
+		return 0;
+	cm = json_object_get(env, "corral");
+	kind = json_string_value(json_object_get(cm, "kind"));
+	tid = json_string_value(json_object_get(json_object_get(env, "trace"),
+	    "id"));
+	meta = json_object();
+	if (kind == NULL || strcmp(kind, "task") == 0) {
+		/* Work to answer: its id is what the reply correlates to. */
+		id = tid;
+		json_object_set_new(meta, "expectsResponse", json_true());
+		if (tid != NULL)
+			json_object_set_new(meta, "correlationId",
+			    json_string(tid));
+		if (kind != NULL) {
+			from = json_string_value(json_object_get(cm, "parent"));
+			json_object_set_new(meta, "relationship",
+			    json_string("parent-to-child"));
+		}
+	} else if (strcmp(kind, CORRAL_KIND_CHILD_RESULT) == 0) {
+		from = json_string_value(json_object_get(cm, "child"));
+		json_object_set_new(meta, "isResult", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "spawn"));
+		json_object_set_new(meta, "relationship",
+		    json_string("child-to-parent"));
+	} else if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0) {
+		from = json_string_value(json_object_get(cm, "from"));
+		id = json_string_value(json_object_get(cm, "messageId"));
+	}
+	to = json_pack("{s:s}", "agent", a->id);
+	msg = message_new(from != NULL ? from : "corral", to, env, meta, mid);
+	if (id != NULL)
+		json_object_set_new(msg, "id", json_string(id));
+	rpc_notify(&a->peer, CORRAL_M_MESSAGE, json_pack("{s:o}", "message",
+	    msg));
+	json_decref(to);
+	json_decref(meta);
+	json_decref(env);
+	return 1;
+}
+
+/*
+ * A map/send from an agent that is its reply to one of its requests or
+ * its task (meta.isResult, meta.correlationId naming it), as the SDK's
+ * reply() sends it: the payload, an envelope (or wrapped in a finalize
+ * envelope when it is not one), goes to the engine as if the agent had
+ * written it.  Returns 0 when the send is not such a reply.
+ */
+static int
+message_agent_reply(struct peer *from, json_t *id, json_t *payload,
+    json_t *meta)
+{
+	struct agent		*a = from->agent;
+	struct msg		*m, *hit = NULL;
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	json_t			*e, *trace;
+	const char		*corr;
+	char			*line, mid[EVENT_ID_LEN + 1];
+	int			 valid;
+
+	corr = json_string_value(json_object_get(meta, "correlationId"));
+	if (a == NULL || !json_is_true(json_object_get(meta, "isResult")) ||
+	    corr == NULL)
+		return 0;
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
+		if (strcmp(m->id, corr) == 0)
+			hit = m;
+	if (hit == NULL && (a->child.task == NULL ||
+	    strcmp(a->child.task->id, corr) != 0))
+		return 0;
+	valid = 0;
+	if (json_is_object(payload) && (line = json_dumps(payload,
+	    CORRAL_JSON_FLAGS)) != NULL) {
+		js = engine_scan_take();
+		valid = jscan_run(js, line, strlen(line)) == 0 &&
+		    envelope_check(js, line, strlen(line), &env, &err) == 0;
+		engine_scan_give(js);
+		free(line);
+	}
+	if (valid)
+		e = json_deep_copy(payload);
+	else
+		e = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:O*}}", "protocol",
+		    CORRAL_ENVELOPE_PROTOCOL, "role", "agent", "intent",
+		    "finalize", "task", "reply", "content", "type", "json",
+		    "data", payload);
+	if (!json_is_object(trace = json_object_get(e, "trace"))) {
+		trace = json_object();
+		json_object_set_new(e, "trace", trace);
+	}
+	if (json_object_get(trace, "parents") == NULL)
+		json_object_set_new(trace, "parents", json_pack("[s]", corr));
+	line = json_dumps(e, CORRAL_JSON_FLAGS);
+	json_decref(e);
+	event_new_id(mid);
+	rpc_reply(from, id, json_pack("{s:s, s:[s]}", "messageId", mid,
+	    "delivered", hit != NULL || a->parent == NULL ? "corral" :
+	    a->parent->id));
+	if (line != NULL) {
+		agent_input(a, line, strlen(line), NDJSON_LINE, 0);
+		free(line);
+	}
+	return 1;
+}
+
+/*
  * map/send: deliver a payload to the participants an address names.  A
  * client's message that expects a response, to one agent, is a request
  * to it (see the top of this file).
@@ -606,6 +738,8 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		    "address) and payload (an envelope, or a string)", NULL);
 		return;
 	}
+	if (message_agent_reply(from, id, payload, meta))
+		return;
 	if ((code = message_resolve(from, to, targets, &n, why,
 	    sizeof why)) != 0) {
 		if (code == CORRAL_E_DENIED) {
@@ -618,9 +752,16 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		    json_pack("{s:i}", "corralCode", message_old_code(code)));
 		return;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		/* An agent in MAP mode takes the Message, as a client does. */
+		if (targets[i].agent != NULL &&
+		    (targets[i].agent->peer.flags & PEER_MAPAGENT)) {
+			targets[i].peer = &targets[i].agent->peer;
+			targets[i].agent = NULL;
+		}
 		if (targets[i].agent != NULL)
 			agents++;
+	}
 	msg = message_new(from->name, to, payload, meta, mid);
 	corrj = json_object_get(meta, "correlationId");
 	if (json_is_true(json_object_get(meta, "isResult")) &&

@@ -5,7 +5,10 @@
 # control socket connects, lists agents, subscribes and gets the events
 # in order, spawns an agent, sends it a message, makes a request of it,
 # replays, draws the graph, stops it; an AgentConnection inside corral
-# (tests/map/agent.mjs) registers and spawns a child of its own.
+# (tests/map/agent.mjs) registers and spawns a child of its own; an agent
+# on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
+# it reads no envelopes) serves the workflow's requests in MAP mode, and a
+# client's request.
 #
 # The SDK is installed into the build tree (tests/map/install.sh); when
 # node or the npm registry is out of reach the test is SKIPPED.
@@ -37,7 +40,12 @@ agents:
     autostart: false
     ready: handshake
     env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
+  pure:
+    cmd: [node, $MAP/sdk-only-agent.mjs, --report, $T/pure.txt]
+    ready: handshake
+    env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
 routes:
+  analyze: pure
   "*": echo
 YAML
 serve_start "$T/wf.yaml" -v --control "$SOCK" --log "$T/audit.ndjson"
@@ -75,6 +83,18 @@ grep -q "agent.mjs\[sdk-agent-[0-9]*\]: ok spawn child=sdk-leaf-" "$T/agents.txt
     fail "sdk-agent did not spawn: $(cat "$T/agents.txt")"
 grep -q "agent.mjs\[sdk-leaf-[0-9]*\]: ok connect id=sdk-leaf-" "$T/agents.txt" ||
     fail "sdk-leaf did not register: $(cat "$T/agents.txt")"
+# MAP mode: a workflow request to the SDK-only agent, and a client's.
+echo '{"protocol":"multiagent-1.0","role":"user","intent":"analyze","task":"look closer","content":{"type":"text","text":"x"},"trace":{"id":"in-1"}}' >&8
+wait_for 'grep -q "\"in-1\"" "$OUT"' 20 || fail "no result for in-1 from the SDK-only agent"
+grep '"in-1"' "$OUT" | grep -q '"intent":"finalize","task":"look closer","content":{"type":"text","text":"sdk-only-agent pure: look closer"}' ||
+    fail "in-1's result: $(cat "$OUT")"
+"$CORRAL" send -S "$SOCK" --wait pure "are you there" >"$T/reply" 2>"$T/reply.err" ||
+    fail "a client's request of the SDK-only agent: $(cat "$T/reply" "$T/reply.err")"
+grep -q '"text":"sdk-only-agent pure: are you there"' "$T/reply" || fail "reply: $(cat "$T/reply")"
+grep -q "sdk-only\[pure\]: ok message in-1 from corral (a request)" "$T/pure.txt" ||
+    fail "the SDK-only agent: $(cat "$T/pure.txt")"
+grep -q FAIL "$T/pure.txt" && fail "the SDK-only agent failed: $(cat "$T/pure.txt")"
+
 serve_eof
 corral_wait 20
 expect_rc 0
