@@ -252,5 +252,12 @@ main(int argc, char **argv)
 	}
 	fprintf(stderr, "ctlpeer: %d connections, %ld lines%s\n", n, total,
 	    short_ ? ", some short" : "");
+	for (i = 0; i < n; i++) {
+		close(conns[i].fd);
+		free(conns[i].buf);
+	}
+	free(conns);
+	free(pfd);
+	free(data);
 	return short_ ? 1 : 0;
 }
