@@ -466,3 +466,23 @@ client_attach(struct client *c, const char *path, const char *run,
 	}
 	return 0;
 }
+
+/* How long something has run, for a person: 0.4s, 12s, 4m05s, 2h03m. */
+void
+client_uptime(char *buf, size_t len, double secs)
+{
+	long	s = (long)secs;
+
+	if (secs < 0)
+		secs = s = 0;
+	if (secs < 10)
+		snprintf(buf, len, "%.1fs", secs);
+	else if (s < 60)
+		snprintf(buf, len, "%lds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%ldm%02lds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, len, "%ldd%02ldh", s / 86400, s % 86400 / 3600);
+}

@@ -27,7 +27,7 @@ cmd_ps_uptime(char *buf, size_t len, json_t *started)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	d = (double)ts.tv_sec + ts.tv_nsec / 1e9 -
 	    (double)json_integer_value(started) / 1000.0;
-	util_format_duration(buf, len, d > 0 ? d : 0);
+	client_uptime(buf, len, d);
 }
 
 /* Print one agent line, indented by its depth. */

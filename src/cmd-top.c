@@ -177,7 +177,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 	if ((s.f = open_memstream(&s.buf, &s.len)) == NULL)
 		return;
 	fputs("\033[H", s.f);
-	util_format_duration(up, sizeof up, cmd_top_metric(metrics,
+	client_uptime(up, sizeof up, cmd_top_metric(metrics,
 	    "corral_uptime_seconds", NULL, NULL));
 	cmd_top_line(&s, "\033[1mcorral top\033[0m  run %s  %s (%s, pid "
 	    "%lld)  up %s    q quits",

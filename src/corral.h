@@ -1087,6 +1087,7 @@ void	 client_close(struct client *);
 void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
+void	 client_uptime(char *, size_t, double);
 
 /* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
  * cmd-metrics.c: the commands that use the control socket. */

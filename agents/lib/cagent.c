@@ -1003,7 +1003,7 @@ cagent_send_to(struct cagent *ca, json_t *to, json_t *env)
 	    "envelope", env), 0);
 	if (res == NULL)
 		return -1;
-	n = (int)json_integer_value(json_object_get(res, "delivered"));
+	n = (int)json_array_size(json_object_get(res, "delivered"));
 	json_decref(res);
 	return n;
 }
