@@ -484,6 +484,7 @@ struct peer {
 #define PEER_ORPHAN	0x02	/* its agents outlive it */
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
 #define PEER_LISTED	0x08	/* among the participants (rpc_peer_add) */
+#define PEER_SOCKET	0x10	/* a connection to the control socket */
 	uint64_t		 ping_seq;
 	char			*cname;		/* map/connect's name */
 	uint64_t		 since_ms;	/* connected at */
@@ -1064,6 +1065,8 @@ uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
 void	 event_emit(const struct event_info *, const char *, size_t);
+void	 event_emit_state(const char *, const char *, const char *,
+	    const char *, const char *, const char *, int);
 void	 event_drained(struct peer *);
 void	 event_subscribe(struct peer *, json_t *, json_t *);
 void	 event_unsubscribe(struct peer *, json_t *, json_t *);

@@ -22,6 +22,11 @@
  * which, so it can fetch them with map/replay.  A slow subscriber costs
  * corral a bounded buffer, never more.
  *
+ * An agent's busy/idle changes come and go with every request, on the
+ * hot path: when nobody subscribes, such a change is kept as a compact
+ * record (ids, time, two state names), and its text is written only when
+ * a replay asks for it.  Its bytes are the same either way.
+ *
  * This module knows peers, not agents: whoever emits an event says who
  * its source is and the roles the filters need.
  */
@@ -35,6 +40,7 @@
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
 #define EVENT_SLOT_KEEP		(64 * 1024)	/* a slot keeps a buffer this big */
+#define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
 #define EVENT_SUBS_MAX		64	/* subscriptions per peer */
 #define EVENT_REPLAY_LIMIT	1000	/* events per map/replay answer */
 
@@ -53,6 +59,8 @@ struct event_rec {
 #define EV_SOURCE	0x01
 #define EV_AGENT	0x02
 #define EV_CORR		0x04
+#define EV_LAZY		0x08	/* a state change whose text waits */
+	const char	*lz[3];		/* its previous, new, corral state */
 };
 
 struct event_sub {
@@ -80,6 +88,8 @@ static uint64_t			 event_ulid_ms;
 static char			*event_log;	/* the audit log's path */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+static void	event_materialize(struct event_rec *);
 
 /* Forget every event and subscription (a new run; the tests set up many). */
 void
@@ -126,19 +136,18 @@ event_now_ms(void)
 static void
 event_ulid_encode(const uint8_t *b, char *out)
 {
-	int		i, k, bit;
-	unsigned int	v;
+	uint64_t	hi = 0, lo = 0;
+	int		i;
 
-	/* 130 bits of characters: the first two are always zero. */
-	for (i = 0; i < 26; i++) {
-		v = 0;
-		for (k = 0; k < 5; k++) {
-			bit = i * 5 - 2 + k;
-			v <<= 1;
-			if (bit >= 0)
-				v |= (b[bit / 8] >> (7 - bit % 8)) & 1;
-		}
-		out[i] = event_b32[v];
+	for (i = 0; i < 8; i++) {
+		hi = hi << 8 | b[i];
+		lo = lo << 8 | b[8 + i];
+	}
+	/* Five bits at a time from the bottom; the top character has three. */
+	for (i = 25; i >= 0; i--) {
+		out[i] = event_b32[lo & 31];
+		lo = lo >> 5 | hi << 59;
+		hi >>= 5;
 	}
 	out[26] = '\0';
 }
@@ -308,8 +317,11 @@ event_filter_match(json_t *f, const char *type, const char *source,
 
 /* Does a record pass a filter? */
 static int
-event_rec_match(json_t *f, const struct event_rec *r)
+event_rec_match(json_t *f, struct event_rec *r)
 {
+	/* A filter on metadata reads the text. */
+	if (json_object_size(json_object_get(f, "metadataMatch")) > 0)
+		event_materialize(r);
 	return event_filter_match(f, r->type, event_key(r, EV_SOURCE),
 	    r->srole, event_key(r, EV_AGENT), r->arole, event_key(r, EV_CORR),
 	    r->text, r->len);
@@ -422,8 +434,9 @@ event_evict(void)
 
 	r = &event_ring[(event_head + EVENT_HISTORY - event_count) %
 	    EVENT_HISTORY];
-	event_bytes -= r->len;
+	event_bytes -= (r->has & EV_LAZY) ? EVENT_LAZY_BYTES : r->len;
 	r->len = 0;
+	r->has = 0;
 	if (r->cap > EVENT_SLOT_KEEP) {
 		/* A big event's buffer is not kept for the next one. */
 		free(r->text);
@@ -473,18 +486,15 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 }
 
 /*
- * Emit an event: type and source as ei says, data a JSON object built
- * with the JSON writer (or NULL).  It is kept for replay, written to the
- * audit log when ei asks, and delivered to every subscription it passes.
+ * Take the next slot of the ring for an event ei describes: its id, its
+ * time, the keys and roles the filters read.
  */
-void
-event_emit(const struct event_info *ei, const char *data, size_t dlen)
+static struct event_rec *
+event_slot(const struct event_info *ei)
 {
 	struct event_rec	*r;
-	struct event_sub	*s;
-	struct jsonw		 j;
-	char			*text, *p;
-	size_t			 len, kl;
+	char			*p;
+	size_t			 kl;
 
 	if (event_ring == NULL)
 		event_ring = xcalloc(EVENT_HISTORY, sizeof *event_ring);
@@ -500,6 +510,138 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 	r->type = ei->type;
 	r->srole = ei->source_role;
 	r->arole = ei->agent_role;
+	/* source, agent, corr: each NUL-terminated, empty when absent. */
+	kl = (ei->source ? strlen(ei->source) : 0) + (ei->agent ?
+	    strlen(ei->agent) : 0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
+	event_store(&r->keys, &r->kcap, kl);
+	p = r->keys;
+	p = stpcpy(p, ei->source ? ei->source : "") + 1;
+	p = stpcpy(p, ei->agent ? ei->agent : "") + 1;
+	(void)stpcpy(p, ei->corr ? ei->corr : "");
+	r->has = (ei->source ? EV_SOURCE : 0) | (ei->agent ? EV_AGENT : 0) |
+	    (ei->corr ? EV_CORR : 0);
+	return r;
+}
+
+/* The data of an agent_state_changed event (a new string). */
+static char *
+event_state_data(const char *agent, const char *from, const char *to,
+    const char *why, const char *cstate, size_t *len)
+{
+	struct jsonw	j;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "agentId");
+	jsonw_str(&j, agent);
+	jsonw_key(&j, "previousState");
+	jsonw_str(&j, from);
+	jsonw_key(&j, "newState");
+	jsonw_str(&j, to);
+	if (why != NULL && *why != '\0') {
+		jsonw_key(&j, "reason");
+		jsonw_str(&j, why);
+	}
+	jsonw_key(&j, "corralState");
+	jsonw_str(&j, cstate);
+	jsonw_object_end(&j);
+	return jsonw_finish(&j, len);
+}
+
+/*
+ * Write the text of a lazy record, now that somebody reads it: exactly
+ * what event_emit would have written.
+ */
+static void
+event_materialize(struct event_rec *r)
+{
+	struct jsonw	 j;
+	const char	*agent;
+	char		*data, *text;
+	size_t		 dlen, len;
+
+	if (!(r->has & EV_LAZY))
+		return;
+	agent = event_key(r, EV_AGENT);
+	data = event_state_data(agent, r->lz[0], r->lz[1], NULL, r->lz[2],
+	    &dlen);
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "id");
+	jsonw_str(&j, r->id);
+	jsonw_key(&j, "type");
+	jsonw_str(&j, r->type);
+	jsonw_key(&j, "timestamp");
+	jsonw_u64(&j, r->ms);
+	jsonw_key(&j, "source");
+	jsonw_str(&j, event_key(r, EV_SOURCE));
+	jsonw_key(&j, "data");
+	jsonw_raw(&j, data, dlen);
+	jsonw_object_end(&j);
+	text = jsonw_finish(&j, &len);
+	free(data);
+	event_store(&r->text, &r->cap, len + 1);
+	memcpy(r->text, text, len + 1);
+	free(text);
+	r->len = len;
+	r->has &= ~EV_LAZY;
+	event_bytes += len;
+	event_bytes -= EVENT_LAZY_BYTES;
+}
+
+/*
+ * Emit an agent_state_changed event: from, to and cstate are strings
+ * that outlive the run (MAP's and corral's state names).  A change
+ * nobody watches, without a reason and not for the audit log (busy and
+ * idle), is kept as a lazy record.
+ */
+void
+event_emit_state(const char *agent, const char *role, const char *from,
+    const char *to, const char *cstate, const char *why, int audit)
+{
+	struct event_info	 ei;
+	struct event_rec	*r;
+	char			*data;
+	size_t			 len;
+
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_state_changed";
+	ei.source = agent;
+	ei.source_role = role;
+	ei.agent = agent;
+	ei.agent_role = role;
+	ei.audit = audit;
+	if (audit || (why != NULL && *why != '\0') ||
+	    !TAILQ_EMPTY(&event_subs)) {
+		data = event_state_data(agent, from, to, why, cstate, &len);
+		event_emit(&ei, data, len);
+		free(data);
+		return;
+	}
+	r = event_slot(&ei);
+	r->has |= EV_LAZY;
+	r->lz[0] = from;
+	r->lz[1] = to;
+	r->lz[2] = cstate;
+	r->len = 0;
+	event_bytes += EVENT_LAZY_BYTES;
+}
+
+/*
+ * Emit an event: type and source as ei says, data a JSON object built
+ * with the JSON writer (or NULL).  It is kept for replay, written to the
+ * audit log when ei asks, and delivered to every subscription it passes.
+ */
+void
+event_emit(const struct event_info *ei, const char *data, size_t dlen)
+{
+	struct event_rec	*r;
+	struct event_sub	*s;
+	struct jsonw		 j;
+	char			*text;
+	size_t			 len;
+
+	r = event_slot(ei);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "id");
@@ -526,17 +668,6 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 	/* The history is bounded in bytes too: payloads can be large. */
 	while (event_bytes > EVENT_HISTORY_BYTES && event_count > 1)
 		event_evict();
-
-	/* source, agent, corr: each NUL-terminated, empty when absent. */
-	kl = (ei->source ? strlen(ei->source) : 0) + (ei->agent ?
-	    strlen(ei->agent) : 0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
-	event_store(&r->keys, &r->kcap, kl);
-	p = r->keys;
-	p = stpcpy(p, ei->source ? ei->source : "") + 1;
-	p = stpcpy(p, ei->agent ? ei->agent : "") + 1;
-	(void)stpcpy(p, ei->corr ? ei->corr : "");
-	r->has = (ei->source ? EV_SOURCE : 0) | (ei->agent ? EV_AGENT : 0) |
-	    (ei->corr ? EV_CORR : 0);
 
 	if (ei->audit)
 		event_audit(ei, r);
@@ -694,16 +825,21 @@ struct event_replay {
 	struct jsonw	 out;		/* the events array, being built */
 };
 
+/* Is an event in the span a replay asks for? */
+static int
+event_replay_in(struct event_replay *rp, const char *id, uint64_t ms)
+{
+	if (rp->after != NULL ? strcmp(id, rp->after) <= 0 : ms < rp->from)
+		return 0;
+	return rp->to == 0 || ms <= rp->to;
+}
+
 /* Consider one event for a replay. */
 static void
 event_replay_one(struct event_replay *rp, const char *id, uint64_t ms,
     const char *text, size_t len, int match)
 {
-	if (rp->after != NULL ? strcmp(id, rp->after) <= 0 : ms < rp->from)
-		return;
-	if (rp->to != 0 && ms > rp->to)
-		return;
-	if (!match)
+	if (!event_replay_in(rp, id, ms) || !match)
 		return;
 	if (rp->total++ >= rp->limit)
 		return;
@@ -850,8 +986,12 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	for (i = 0; i < event_count; i++) {
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
 		    EVENT_HISTORY];
-		event_replay_one(&rp, r->id, r->ms, r->text, r->len,
-		    event_rec_match(rp.filter, r));
+		if (!event_replay_in(&rp, r->id, r->ms) ||
+		    !event_rec_match(rp.filter, r))
+			continue;
+		if (rp.total < rp.limit)
+			event_materialize(r);
+		event_replay_one(&rp, r->id, r->ms, r->text, r->len, 1);
 	}
 	jsonw_array_end(&rp.out);
 	s = jsonw_finish(&rp.out, &len);

@@ -121,7 +121,6 @@ static void
 mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
     enum agent_event ev, const char *why)
 {
-	struct jsonw	 j;
 	const char	*ns = mapview_state(to), *os;
 	uint64_t	 now = event_now_ms();
 	int		 audit;
@@ -145,22 +144,8 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	a->map.state = ns;
 	audit = !((to == AS_BUSY && from == AS_READY) || (to == AS_READY &&
 	    from == AS_BUSY));
-	jsonw_init(&j);
-	jsonw_object(&j);
-	jsonw_key(&j, "agentId");
-	jsonw_str(&j, a->id);
-	jsonw_key(&j, "previousState");
-	jsonw_str(&j, os);
-	jsonw_key(&j, "newState");
-	jsonw_str(&j, ns);
-	if (why != NULL && *why != '\0') {
-		jsonw_key(&j, "reason");
-		jsonw_str(&j, why);
-	}
-	jsonw_key(&j, "corralState");
-	jsonw_str(&j, lifecycle_state_name(to));
-	jsonw_object_end(&j);
-	mapview_emit("agent_state_changed", a, &j, audit);
+	event_emit_state(a->id, a->conf->role, os, ns,
+	    lifecycle_state_name(to), why, audit);
 }
 
 /* An agent is about to be freed: corral forgets it. */

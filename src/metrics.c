@@ -257,7 +257,8 @@ metrics_json(void)
 	    "Deliveries of map/send");
 	metrics_sample(x, NULL, NULL, (double)message_count());
 	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p))
-		clients++;
+		if (p->flags & PEER_SOCKET)
+			clients++;
 	event_counts(&ev, &dropped, &subs);
 	x = metrics_add(list, "corral_control_clients", "gauge",
 	    "Connections to the control socket");

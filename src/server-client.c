@@ -82,6 +82,7 @@ server_client_create(int fd, uid_t uid, pid_t pid)
 	c->peer.name = c->name;
 	c->peer.chan = &c->chan;
 	c->peer.role = PEER_CLIENT;
+	c->peer.flags = PEER_SOCKET;
 	rpc_peer_add(&c->peer);
 	TAILQ_INSERT_TAIL(&server_clients, c, entry);
 	server_nclients++;

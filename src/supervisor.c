@@ -713,8 +713,11 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
 	}
-	if (mode == MODE_SERVE)
+	if (mode == MODE_SERVE) {
 		supervisor_stdio_start();
+		/* A participant like a socket's client: it may be messaged. */
+		rpc_peer_add(&sv.stdio_peer);
+	}
 	(void)server_start();
 	supervisor_start_agents();
 	progress_start();
@@ -741,6 +744,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	progress_stop();
 	chan_flush_all();
 	server_stop();
+	rpc_peer_remove(&sv.stdio_peer);
 	if (mode == MODE_SERVE)
 		supervisor_drain_stdout();
 	else

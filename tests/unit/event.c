@@ -1,7 +1,7 @@
 /*
  * Unit tests of MAP's event stream (src/event.c): event ids, the naming
  * styles of event types, subscriptions and their filters and sequence
- * numbers, and map/replay from the history.
+ * numbers, map/replay from the history, and lazily kept state changes.
  *
  * Frames go to a peer whose channel writes into a pipe; the tests read
  * them back and check them with jansson.
@@ -221,6 +221,47 @@ test_replay(void **state)
 	json_decref(id);
 }
 
+/*
+ * A state change nobody watches is kept lazily; written out for a
+ * replay, it has the same bytes as one written at once (ids and times
+ * aside).
+ */
+static void
+test_lazy(void **state)
+{
+	json_t		*f, *res, *params, *id = json_integer(3), *e0, *e1;
+	char		*s0, *s1;
+
+	event_emit_state("a", "worker", "idle", "busy", "BUSY", NULL, 0);
+	event_subscribe(&upeer, id, NULL);
+	event_emit_state("a", "worker", "idle", "busy", "BUSY", NULL, 0);
+	json_decref(frames());		/* the answer and the live event */
+	params = json_pack("{s:{s:[s]}}", "filter", "roles", "worker");
+	event_replay(&upeer, id, params);
+	json_decref(params);
+	f = frames();
+	res = json_object_get(json_array_get(f, 0), "result");
+	assert_int_equal(json_array_size(json_object_get(res, "events")), 2);
+	e0 = json_object_get(json_array_get(json_object_get(res, "events"), 0),
+	    "event");
+	e1 = json_object_get(json_array_get(json_object_get(res, "events"), 1),
+	    "event");
+	json_object_del(e0, "id");
+	json_object_del(e0, "timestamp");
+	json_object_del(e1, "id");
+	json_object_del(e1, "timestamp");
+	s0 = json_dumps(e0, JSON_COMPACT);
+	s1 = json_dumps(e1, JSON_COMPACT);
+	assert_string_equal(s0, s1);
+	assert_string_equal(s0, "{\"type\":\"agent_state_changed\",\"source\":"
+	    "\"a\",\"data\":{\"agentId\":\"a\",\"previousState\":\"idle\","
+	    "\"newState\":\"busy\",\"corralState\":\"BUSY\"}}");
+	free(s0);
+	free(s1);
+	json_decref(f);
+	json_decref(id);
+}
+
 /* Bad filters and params are -32602, and nothing is subscribed. */
 static void
 test_bad(void **state)
@@ -253,6 +294,7 @@ main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad, setup, teardown),
 	};
 
