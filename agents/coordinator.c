@@ -127,7 +127,7 @@ coordinator_spawn(struct cagent *ca, const struct coordinator_conf *conf,
 			(*out)++;
 			return;
 		}
-		if (cagent_error_code(ca) != CORRAL_E_LIMIT)
+		if (cagent_error_code(ca) != CORRAL_E_EXHAUSTED)
 			break;
 		if (*out == 0) {
 			/*

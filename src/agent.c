@@ -22,7 +22,7 @@
 
 #include "corral.h"
 
-#define AGENT_FREE_HOOKS	8
+#define AGENT_FREE_HOOKS	16
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
 static struct agent_tree	agent_tree = RB_INITIALIZER(&agent_tree);
@@ -35,6 +35,7 @@ static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
 static size_t		agent_nfree_hooks;
+static agent_send_cb	agent_send_hook;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
@@ -67,6 +68,16 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
+}
+
+/*
+ * Register who writes lines for agents that speak MAP only (the SDK's
+ * AgentConnection): it wraps what corral sends them in MAP messages.
+ */
+void
+agent_on_send(agent_send_cb cb)
+{
+	agent_send_hook = cb;
 }
 
 /* Register one more module that must forget an agent before it is freed. */
@@ -132,7 +143,8 @@ agent_prev(struct agent *a)
 /*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
- * instances); children get a run-wide number ("researcher-7").
+ * instances); children, and instance 0 (agents a client spawned), get a
+ * run-wide number ("researcher-7").
  */
 struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
@@ -150,7 +162,8 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	TAILQ_INIT(&a->children);
 	TAILQ_INIT(&a->slot.direct);
 	TAILQ_INIT(&a->work.inflight);
-	if (parent != NULL)
+	if (parent != NULL || instance == 0)
+		/* A child, or a root agent a client spawned. */
 		xasprintf(&a->id, "%s-%llu", ac->name,
 		    (unsigned long long)++agent_child_seq);
 	else if (ac->instances > 1)
@@ -244,6 +257,9 @@ agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
 void
 agent_send(struct agent *a, const char *line, size_t len)
 {
+	if ((a->peer.flags & PEER_MAPAGENT) && agent_send_hook != NULL &&
+	    agent_send_hook(a, line, len))
+		return;		/* sent as a MAP message */
 	chan_write_line(&a->proc.io, line, len);
 	a->proc.msgs_in++;
 }

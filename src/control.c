@@ -1,11 +1,16 @@
 /*
- * Control frames: JSON-RPC 2.0 with MAP method names, from an agent on
- * its pipes or from a client (corral serve's stdin).
+ * Control frames: JSON-RPC 2.0 with MAP's method names, from an agent on
+ * its pipes or from a client (a control socket connection, corral serve's
+ * stdin).
  *
  * Control frames are rare next to envelopes, so they are parsed with
  * jansson.  One table names every method, who may call it, and its
  * handler; a request gets exactly one response, a bad frame gets a
- * JSON-RPC error, and the next line is read as usual.
+ * JSON-RPC error, and the next line is read as usual.  The handshake
+ * (map/connect, map/agents/register) and the methods that describe a
+ * participant are here; the others belong to the modules they act on.
+ * docs/protocol.md has the conformance table: every method of the MAP
+ * SDK and what corral answers.
  */
 
 #include <stdlib.h>
@@ -16,21 +21,47 @@
 static void	control_connect(struct peer *, json_t *, json_t *);
 static void	control_ping(struct peer *, json_t *, json_t *);
 static void	control_disconnect(struct peer *, json_t *, json_t *);
+static void	control_register(struct peer *, json_t *, json_t *);
+static void	control_unregister(struct peer *, json_t *, json_t *);
+static void	control_update(struct peer *, json_t *, json_t *);
+static void	control_scopes(struct peer *, json_t *, json_t *);
+static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
 
 static const struct control_method control_methods[] = {
 	{ CORRAL_M_CONNECT,	BOTH,		control_connect },
 	{ CORRAL_M_PING,	BOTH,		control_ping },
-	{ CORRAL_M_DISCONNECT,	PEER_AGENT,	control_disconnect },
-	{ CORRAL_M_SPAWN,	PEER_AGENT,	subagent_spawn },
-	{ CORRAL_M_SEND,	PEER_AGENT,	subagent_send },
-	{ CORRAL_M_STOP,	PEER_AGENT,	subagent_stop },
-	{ CORRAL_M_SUSPEND,	PEER_AGENT,	subagent_suspend },
-	{ CORRAL_M_RESUME,	PEER_AGENT,	subagent_resume },
-	{ CORRAL_M_LIST,	PEER_AGENT,	subagent_list },
-	{ CORRAL_M_GET,		PEER_AGENT,	subagent_get },
+	{ CORRAL_M_DISCONNECT,	BOTH,		control_disconnect },
+	{ CORRAL_M_REGISTER,	BOTH,		control_register },
+	{ CORRAL_M_UNREGISTER,	BOTH,		control_unregister },
+	{ CORRAL_M_UPDATE,	BOTH,		control_update },
+	{ CORRAL_M_SPAWN,	BOTH,		subagent_spawn },
+	{ CORRAL_M_SEND,	BOTH,		message_send },
+	{ CORRAL_M_STOP,	BOTH,		subagent_stop },
+	{ CORRAL_M_SUSPEND,	BOTH,		subagent_suspend },
+	{ CORRAL_M_RESUME,	BOTH,		subagent_resume },
+	{ CORRAL_M_LIST,	BOTH,		mapview_list },
+	{ CORRAL_M_GET,		BOTH,		mapview_get },
+	{ CORRAL_M_GRAPH,	BOTH,		mapview_graph },
+	{ CORRAL_M_SUBSCRIBE,	BOTH,		event_subscribe },
+	{ CORRAL_M_UNSUBSCRIBE,	BOTH,		event_unsubscribe },
+	{ CORRAL_M_REPLAY,	BOTH,		event_replay },
+	{ CORRAL_M_SCOPES,	BOTH,		control_scopes },
+	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
+	{ CORRAL_M_ROUTE,	PEER_CLIENT,	message_route },
+	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 };
+
+/* What the supervisor told us about the run. */
+static struct control_info	control_run;
+
+/* Learn about the run: its name, pid, mode, start, and how to stop it. */
+void
+control_init(const struct control_info *ci)
+{
+	control_run = *ci;
+}
 
 /* Find a method by name. */
 static const struct control_method *
@@ -45,26 +76,119 @@ control_find(const char *name)
 	return NULL;
 }
 
-/* Answer map/connect: an agent's handshake, or a client's greeting. */
+/* Emit participant_connected or participant_disconnected for a client. */
+static void
+control_participant(struct peer *p, const char *type)
+{
+	struct event_info	 ei;
+	struct jsonw		 j;
+	char			*s;
+	size_t			 len;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "participantId");
+	jsonw_str(&j, p->name);
+	jsonw_key(&j, "participantType");
+	jsonw_str(&j, p->agent != NULL ? "agent" : "client");
+	if (p->cname != NULL) {
+		jsonw_key(&j, "name");
+		jsonw_str(&j, p->cname);
+	}
+	jsonw_object_end(&j);
+	s = jsonw_finish(&j, &len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = type;
+	ei.source = p->name;
+	ei.audit = 1;
+	event_emit(&ei, s, len);
+	free(s);
+}
+
+/*
+ * A client is going: say so, and stop the agents it owns (or leave them
+ * running with no owner, with the orphan policy).
+ */
+void
+control_gone(struct peer *p)
+{
+	if (p->flags & PEER_CONNECTED)
+		control_participant(p, "participant_disconnected");
+	mapview_owner_gone(p->name, (p->flags & PEER_ORPHAN) != 0);
+	event_peer_gone(p);
+	p->flags &= ~PEER_CONNECTED;
+}
+
+/* The capabilities corral offers, in the SDK's four groups. */
+static json_t *
+control_capabilities(struct peer *p)
+{
+	return json_pack("{s:{s:b, s:b}, s:{s:b, s:b, s:b}, "
+	    "s:{s:b, s:b, s:b, s:b, s:b}, s:{s:b, s:b}}",
+	    "observation", "canObserve", 1, "canQuery", 1,
+	    "messaging", "canSend", 1, "canReceive", 1, "canBroadcast", 1,
+	    "lifecycle", "canSpawn", 1, "canRegister", p->agent != NULL,
+	    "canUnregister", 1, "canSteer", 0, "canStop", 1,
+	    "scopes", "canCreateScopes", 0, "canManageScopes", 0);
+}
+
+/*
+ * Answer map/connect: an agent's handshake, or a client's greeting.  An
+ * agent that connects as MAP's participantType "agent" (the SDK's
+ * AgentConnection) is ready once it has registered; any other is ready
+ * now.
+ */
 static void
 control_connect(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
-	json_t		*res;
+	json_t		*res, *v, *run;
+	const char	*ptype;
 
-	res = json_pack("{s:i, s:s, s:s, s:{s:b, s:b, s:b, s:b}, "
-	    "s:{s:s, s:s}}",
+	v = json_object_get(params, "protocolVersion");
+	if (v != NULL && (!json_is_integer(v) || json_integer_value(v) !=
+	    CORRAL_PROTOCOL_VERSION)) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "protocolVersion must be 1",
+		    NULL);
+		return;
+	}
+	ptype = json_string_value(json_object_get(params, "participantType"));
+	v = json_object_get(params, "name");
+	if (json_is_string(v) && p->cname == NULL)
+		p->cname = xstrndup(json_string_value(v), 128);
+	v = json_object_get(json_object_get(params, "disconnectPolicy"),
+	    "agentBehavior");
+	if (json_is_string(v) && strcmp(json_string_value(v), "orphan") == 0)
+		p->flags |= PEER_ORPHAN;
+	if (a != NULL && ptype != NULL && strcmp(ptype, "agent") == 0)
+		p->flags |= PEER_MAPAGENT;
+
+	run = json_pack("{s:s, s:s, s:s, s:I, s:I}", "runId",
+	    protocol_run_id(), "workflow", control_run.workflow != NULL ?
+	    control_run.workflow : "", "mode", control_run.mode != NULL ?
+	    control_run.mode : "", "pid", (json_int_t)control_run.pid,
+	    "startedAt", (json_int_t)control_run.started_ms);
+	if (control_run.path != NULL)
+		json_object_set_new(run, "path", json_string(control_run.path));
+	if (a != NULL)
+		json_object_set_new(run, "agentName",
+		    json_string(a->conf->name));
+	res = json_pack("{s:i, s:s, s:s, s:o, s:{s:s, s:s}, s:{s:o}}",
 	    "protocolVersion", CORRAL_PROTOCOL_VERSION,
 	    "sessionId", protocol_run_id(),
 	    "participantId", p->name,
-	    "capabilities", "canSpawn", a != NULL, "canSend", a != NULL,
-	    "canReceive", 1, "canQuery", a != NULL,
-	    "systemInfo", "name", "corral", "version", CORRAL_VERSION);
-	if (a != NULL)
-		json_object_set_new(json_object_get(res, "systemInfo"),
-		    "agentName", json_string(a->conf->name));
+	    "capabilities", control_capabilities(p),
+	    "systemInfo", "name", "corral", "version", CORRAL_VERSION,
+	    "_meta", "corral", run);
 	rpc_reply(p, id, res);
-	if (a != NULL && lifecycle_handshaking(a)) {
+	if (!(p->flags & PEER_CONNECTED)) {
+		p->flags |= PEER_CONNECTED;
+		p->since_ms = event_now_ms();
+		if (a == NULL)
+			control_participant(p, "participant_connected");
+	}
+	if (a != NULL && lifecycle_handshaking(a) &&
+	    !(p->flags & PEER_MAPAGENT)) {
 		/* Recorded first: becoming ready dispatches queued work. */
 		auditlog_event("handshake", a->id, NULL, NULL);
 		lifecycle_ready(a, "handshake");
@@ -78,12 +202,120 @@ control_ping(struct peer *p, json_t *id, json_t *params)
 	rpc_reply(p, id, json_object());
 }
 
-/* map/disconnect: the agent is done and stops. */
+/*
+ * map/disconnect: a client says goodbye (it closes its side next); an
+ * agent is done and stops.
+ */
 static void
 control_disconnect(struct peer *p, json_t *id, json_t *params)
 {
-	rpc_reply(p, id, json_object());
-	lifecycle_stop(p->agent, "map/disconnect");
+	uint64_t	since = p->since_ms != 0 ? p->since_ms :
+			    control_run.started_ms;
+
+	rpc_reply(p, id, json_pack("{s:{s:s, s:I, s:I}}", "session", "id",
+	    protocol_run_id(), "createdAt", (json_int_t)since, "closedAt",
+	    (json_int_t)event_now_ms()));
+	if (p->agent != NULL)
+		lifecycle_stop(p->agent, "map/disconnect");
+}
+
+/*
+ * map/agents/register: an agent process registers itself (the SDK's
+ * AgentConnection does right after map/connect).  corral started it, so
+ * the answer is the agent as corral knows it: its id, not one it asks
+ * for.  Its metadata is kept; with ready: handshake it is ready now.
+ */
+static void
+control_register(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*a = p->agent;
+
+	if (a == NULL) {
+		rpc_error(p, id, CORRAL_E_DENIED, "clients cannot add agents: "
+		    "corral starts them (map/agents/spawn)", NULL);
+		return;
+	}
+	mapview_merge(a, json_object_get(params, "metadata"));
+	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
+	if (lifecycle_handshaking(a)) {
+		auditlog_event("handshake", a->id, NULL, NULL);
+		lifecycle_ready(a, "map/agents/register");
+	}
+}
+
+/*
+ * map/agents/unregister: an agent unregistering itself (the SDK does
+ * before map/disconnect) changes nothing; a client's unregister stops
+ * that agent for good.
+ */
+static void
+control_unregister(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*t = mapview_param_agent(params);
+
+	if (p->agent != NULL && (t == NULL || t == p->agent)) {
+		rpc_reply(p, id, json_pack("{s:o}", "agent",
+		    mapview_describe(p->agent)));
+		return;
+	}
+	if (t == NULL || !mapview_sees(p, t)) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found", NULL);
+		return;
+	}
+	if (p->agent != NULL) {
+		rpc_error(p, id, CORRAL_E_DENIED, "an agent may unregister only "
+		    "itself", NULL);
+		return;
+	}
+	lifecycle_stop(t, "unregistered");
+	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(t)));
+}
+
+/*
+ * map/agents/update: metadata is merged; a state the agent reports is
+ * kept as metadata.reportedState and does not move corral's lifecycle.
+ * An agent may update only itself.
+ */
+static void
+control_update(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*t = mapview_param_agent(params);
+	json_t		*st;
+
+	if (t == NULL && p->agent != NULL &&
+	    json_object_get(params, "agentId") == NULL)
+		t = p->agent;
+	if (t == NULL || !mapview_sees(p, t)) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found", NULL);
+		return;
+	}
+	if (p->agent != NULL && t != p->agent) {
+		rpc_error(p, id, CORRAL_E_DENIED, "an agent may update only "
+		    "itself", NULL);
+		return;
+	}
+	mapview_merge(t, json_object_get(params, "metadata"));
+	st = json_object_get(params, "state");
+	if (json_is_string(st))
+		mapview_report(t, json_string_value(st));
+	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(t)));
+}
+
+/* map/scopes/list: corral has no scopes. */
+static void
+control_scopes(struct peer *p, json_t *id, json_t *params)
+{
+	rpc_reply(p, id, json_pack("{s:[]}", "scopes"));
+}
+
+/* _corral/shutdown: stop the whole run, as SIGTERM would. */
+static void
+control_shutdown(struct peer *p, json_t *id, json_t *params)
+{
+	rpc_reply(p, id, json_pack("{s:b}", "stopping", 1));
+	log_info("%s: stopping the run", p->name);
+	if (control_run.shutdown != NULL)
+		control_run.shutdown();
 }
 
 /*
@@ -96,51 +328,67 @@ control_valid(struct peer *p, json_t *j, json_t *id, json_t *method)
 	json_t	*params = json_object_get(j, "params");
 	json_t	*ver = json_object_get(j, "jsonrpc");
 
-	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
-		rpc_error(p, id, CORRAL_E_INVALID, "jsonrpc must be \"2.0\"",
-		    "REJECTED");
-		return -1;
-	}
-	if (method == NULL) {
-		rpc_error(p, id, CORRAL_E_INVALID, "a request needs a method",
-		    "REJECTED");
-		return -1;
-	}
-	if (!json_is_string(method)) {
-		rpc_error(p, id, CORRAL_E_INVALID, "method must be a string",
-		    "REJECTED");
-		return -1;
-	}
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
 	    !json_is_real(id) && !json_is_null(id)) {
 		/* JSON-RPC: an id we cannot echo is answered with null. */
 		json_t *nul = json_null();
 
 		rpc_error(p, nul, CORRAL_E_INVALID, "id must be a string, a "
-		    "number or null", "REJECTED");
+		    "number or null", NULL);
 		json_decref(nul);
 		return -1;
 	}
-	if (params != NULL && !json_is_object(params) &&
-	    !json_is_array(params)) {
+	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
+		rpc_error(p, id, CORRAL_E_INVALID, "jsonrpc must be \"2.0\"",
+		    NULL);
+		return -1;
+	}
+	if (method == NULL) {
+		rpc_error(p, id, CORRAL_E_INVALID, "a request needs a method",
+		    NULL);
+		return -1;
+	}
+	if (!json_is_string(method)) {
+		rpc_error(p, id, CORRAL_E_INVALID, "method must be a string",
+		    NULL);
+		return -1;
+	}
+	if (params != NULL && !json_is_object(params)) {
 		rpc_error(p, id, CORRAL_E_PARAMS, "params must be an object",
-		    "REJECTED");
+		    NULL);
 		return -1;
 	}
 	return 0;
 }
 
-/* Handle one JSON-RPC frame from a peer (the scanner accepted it). */
+/*
+ * Handle one JSON-RPC frame from a peer.  A client's line that is not
+ * JSON, or not an object, is answered with -32700 or -32600 (id null):
+ * a client has nobody else to tell it.
+ */
 void
 control_frame(struct peer *p, const char *line, size_t len)
 {
 	const struct control_method	*cm;
 	json_error_t			 e;
-	json_t				*j, *id, *method;
-	char				 msg[160];
+	json_t				*j, *id, *method, *nul;
+	char				 msg[256];
 
-	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL) {
-		log_warnx("%s: control frame: %s", p->name, e.text);
+	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL ||
+	    !json_is_object(j)) {
+		if (j == NULL)
+			snprintf(msg, sizeof msg, "parse error: %s", e.text);
+		else
+			snprintf(msg, sizeof msg, "a frame must be one JSON-RPC "
+			    "object (batches are not supported)");
+		log_warnx("%s: control frame: %s", p->name, msg);
+		if (p->agent == NULL) {
+			nul = json_null();
+			rpc_error(p, nul, j == NULL ? CORRAL_E_PARSE :
+			    CORRAL_E_INVALID, msg, NULL);
+			json_decref(nul);
+		}
+		json_decref(j);
 		return;
 	}
 	id = json_object_get(j, "id");
@@ -152,9 +400,11 @@ control_frame(struct peer *p, const char *line, size_t len)
 		goto out;
 	cm = control_find(json_string_value(method));
 	if (cm == NULL || !(cm->who & p->role)) {
-		snprintf(msg, sizeof msg, "method not found: %.100s",
+		/* Notifications we do not know (map/subscribe.ack) are
+		 * ignored, as JSON-RPC says. */
+		snprintf(msg, sizeof msg, "Method not found: %.100s",
 		    json_string_value(method));
-		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, "REJECTED");
+		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
 		goto out;
 	}
 	cm->fn(p, id, json_object_get(j, "params"));

@@ -24,15 +24,23 @@ struct cmd_entry {
 static int	cmd_run(int, char **);
 static int	cmd_serve(int, char **);
 static int	cmd_check(int, char **);
-static int	cmd_tree(int, char **);
 
 static const struct cmd_entry cmds[] = {
-	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] [-v]",
-	    cmd_run },
-	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] [-v]",
-	    cmd_serve },
+	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] "
+	    "[--control PATH | --no-control] [-v]", cmd_run },
+	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] "
+	    "[--control PATH | --no-control] [-v]", cmd_serve },
 	{ "check", "check [-p | --print] FILE", cmd_check },
-	{ "tree", "tree --log FILE [--format text|dot|mermaid]", cmd_tree },
+	{ "tree", "tree [--log FILE | -S PATH] [--format text|dot|mermaid]",
+	    cmd_tree },
+	{ "ps", "ps [-S PATH] [--json]", cmd_ps },
+	{ "events", "events [-S PATH] [-f] [--filter TYPES] [--agent IDS] "
+	    "[--json|--text]", cmd_events },
+	{ "send", "send [-S PATH] [--wait|--no-wait] AGENT|INTENT ENVELOPE",
+	    cmd_send },
+	{ "stop", "stop [-S PATH] [--force] [--wait] [AGENT]", cmd_stop },
+	{ "top", "top [-S PATH] [-d SECS] [-n COUNT]", cmd_top },
+	{ "metrics", "metrics [-S PATH] [--json]", cmd_metrics },
 	{ NULL, NULL, NULL }
 };
 
@@ -56,7 +64,17 @@ usage(FILE *f)
 	    "  check   validate a workflow file: ok, or its problems; --print "
 	    "shows it\n"
 	    "          normalized, every default filled in\n"
-	    "  tree    render the agent tree from an audit log\n\n"
+	    "  tree    render the agent tree, live or from an audit log\n"
+	    "  ps      list the running corrals and their agents\n"
+	    "  events  print a running corral's events (--follow: as they "
+	    "come)\n"
+	    "  send    send an envelope to an agent, or through the routes\n"
+	    "  stop    stop an agent, or the whole run\n"
+	    "  top     a live full-screen view of a running corral\n"
+	    "  metrics a running corral's metrics, in Prometheus' format\n"
+	    "\nps ... metrics talk to a running corral over its control socket "
+	    "(-S PATH,\n--run ID, or the only one running); see docs/control.md."
+	    "\n\n"
 	    "Exit status: 0 success, 1 the workflow failed, 2 usage or "
 	    "configuration error,\n130 interrupted (SIGINT), 143 terminated "
 	    "(SIGTERM).  See corral(1).\n");
@@ -90,6 +108,8 @@ static const struct option run_opts[] = {
 	{ "log", required_argument, NULL, 'l' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-line", required_argument, NULL, 'm' },
+	{ "control", required_argument, NULL, 'S' },
+	{ "no-control", no_argument, NULL, 'N' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -106,9 +126,15 @@ cmd_start(int argc, char **argv, int mode)
 	int		 ch, text = 0, rc;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "g:l:o:m:vh", run_opts,
+	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:N", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'S':
+			server_configure(optarg, 0);
+			break;
+		case 'N':
+			server_configure(NULL, 1);
+			break;
 		case 'm':
 			if (util_parse_size(optarg, &maxline) != 0 ||
 			    maxline < 64 || maxline > CORRAL_MAX_LINE_LIMIT)
@@ -222,40 +248,6 @@ cmd_check(int argc, char **argv)
 		printf("ok\n");
 	config_free(wf);
 	return 0;
-}
-
-/* corral tree --log FILE [--format text|dot|mermaid]. */
-static int
-cmd_tree(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "log", required_argument, NULL, 'l' },
-		{ "format", required_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char	*logpath = NULL, *format = "text";
-	int		 ch;
-
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "l:f:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			logpath = optarg;
-			break;
-		case 'f':
-			format = optarg;
-			break;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (logpath == NULL || optind != argc)
-		errx(EXIT_USAGE, "tree: --log FILE is required");
-	if (strcmp(format, "text") != 0 && strcmp(format, "dot") != 0 &&
-	    strcmp(format, "mermaid") != 0)
-		errx(EXIT_USAGE, "tree: --format must be text, dot or mermaid");
-	return tree_render(logpath, format, stdout);
 }
 
 /*

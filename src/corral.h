@@ -421,6 +421,7 @@ struct life {
 #define LF_STOP_ASKED	0x20	/* corral began stopping this process */
 #define LF_STOP_PENDING	0x40	/* stops once its children have */
 #define LF_SPOKE	0x80	/* wrote a line, or became ready by itself */
+#define LF_FAULT	0x100	/* stopped for a fault: its exit is abnormal */
 	int			 policy;	/* restart policy; -1: entry's */
 	ev_timer		 life_w;	/* stop steps, backoff */
 	ev_timer		 hb_w;		/* heartbeats */
@@ -500,15 +501,44 @@ struct child {
 	unsigned int		 refused_dropped;
 };
 
-/* rpc.c: someone corral speaks JSON-RPC with. */
+/*
+ * rpc.c: someone corral speaks JSON-RPC with: an agent on its pipes, or a
+ * client (a control socket connection, corral serve's stdin).  Its name
+ * is its MAP participantId.
+ */
 struct peer {
-	const char		*name;		/* in logs */
+	const char		*name;		/* in logs; its participantId */
 	struct agent		*agent;		/* NULL: not an agent */
 	struct chan		*chan;		/* where frames go */
 	int			 role;
 #define PEER_AGENT	0x01	/* an agent process on its pipes */
-#define PEER_CLIENT	0x02	/* a client (corral serve's stdin) */
+#define PEER_CLIENT	0x02	/* a client (socket, corral serve's stdin) */
+	int			 flags;
+#define PEER_CONNECTED	0x01	/* map/connect answered */
+#define PEER_ORPHAN	0x02	/* its agents outlive it */
+#define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
+#define PEER_LISTED	0x08	/* among the participants (rpc_peer_add) */
+#define PEER_SOCKET	0x10	/* a connection to the control socket */
 	uint64_t		 ping_seq;
+	char			*cname;		/* map/connect's name */
+	uint64_t		 since_ms;	/* connected at */
+	unsigned int		 nsubs;		/* its subscriptions (event.c) */
+	TAILQ_ENTRY(peer)	 entry;		/* the participants */
+};
+
+/* mapview.c: how MAP sees an agent (written by mapview.c). */
+struct mapinfo {
+	char			*owner;		/* the client that spawned it */
+	const char		*state;		/* the MAP state last announced */
+	json_t			*metadata;	/* from register, spawn, update */
+	char			*reported;	/* state the agent reported */
+	char			*last_error;	/* its latest failed request */
+	uint64_t		 created_ms;
+	uint64_t		 started_ms;
+	uint64_t		 stopped_ms;
+	int			 flags;
+#define MAPF_REGISTERED	0x01	/* agent_registered was emitted */
+#define MAPF_ORPHANED	0x02	/* its owner left; it runs on */
 };
 
 /*
@@ -540,6 +570,7 @@ struct agent {
 	struct work		 work;		/* engine.c */
 	struct child		 child;		/* subagent.c */
 	struct peer		 peer;		/* rpc.c */
+	struct mapinfo		 map;		/* mapview.c */
 	struct adapter		*adapter;	/* adapter.c */
 };
 TAILQ_HEAD(agents, agent);
@@ -554,6 +585,7 @@ typedef void (*agent_event_cb)(struct agent *, enum agent_event,
 typedef void (*agent_line_cb)(struct agent *, char *, size_t,
     enum ndjson_kind, size_t);
 typedef void (*agent_cb)(struct agent *);
+typedef int (*agent_send_cb)(struct agent *, const char *, size_t);
 
 /* budget.c: a subtree that went over its budget, and why. */
 typedef void (*budget_cb)(struct agent *, const char *);
@@ -623,7 +655,7 @@ struct msg {
 #define MSG_ACTION	2	/* from a reply's next_actions */
 #define MSG_REFLECT	3	/* a reflection on a weak reply */
 #define MSG_TASK	4	/* a spawned child's initial task */
-#define MSG_SEND	5	/* map/send between agents */
+#define MSG_SEND	5	/* a client's request (map/send, _corral/route) */
 	uint8_t			 orig_intent;	/* reflections: of the reply */
 	uint8_t			 where;
 #define MSG_NOWHERE	0
@@ -667,6 +699,9 @@ struct engine_hooks {
 	void	(*pause)(int, int);	/* stdin: a reason on or off */
 	void	(*idle)(void);		/* a job was released */
 	void	(*control)(struct peer *, const char *, size_t);
+	/* A request's outcome: "replied", "error" or "expired". */
+	void	(*outcome)(const struct msg *, const char *, const char *,
+		    const char *, const char *);
 };
 
 /* envelope.c: what the validator extracts from a multiagent-1.0 line. */
@@ -716,6 +751,39 @@ struct control_method {
 	const char	*name;
 	int		 who;		/* PEER_AGENT, PEER_CLIENT or both */
 	void		(*fn)(struct peer *, json_t *, json_t *);
+};
+
+/* event.c: what the emitter of an event says about it. */
+#define EVENT_ID_LEN	26	/* a ULID */
+struct event_info {
+	const char	*type;		/* one of MAP's EVENT_TYPES */
+	const char	*source;	/* the participant it is about or from */
+	const char	*source_role;	/* the source agent's role, or NULL */
+	const char	*agent;		/* data.agentId, or NULL */
+	const char	*agent_role;	/* that agent's role, or NULL */
+	const char	*corr;		/* data.correlationId, or NULL */
+	int		 audit;		/* also into the audit log */
+};
+
+/* control.c: what the supervisor tells the control plane about the run. */
+struct control_info {
+	const char	*workflow;	/* its name */
+	const char	*path;		/* its file */
+	const char	*mode;		/* "run" or "serve" */
+	long		 pid;		/* the pid to signal, as the shell sees it */
+	uint64_t	 started_ms;
+	void		(*shutdown)(void);	/* _corral/shutdown */
+};
+
+/* client.c: a connection to a running corral's control socket. */
+struct client {
+	int			 fd;
+	char			 path[108];
+	struct ndjson_reader	 rd;
+	json_t			*queue;		/* frames read, not taken */
+	json_t			*info;		/* map/connect's result */
+	long long		 next_id;
+	int			 eof;
 };
 
 /* proc.c: a short-lived process run for one request. */
@@ -1006,6 +1074,7 @@ RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
 void	 agent_on_free(agent_cb);
+void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_first(void);
@@ -1035,9 +1104,63 @@ void	 agent_reap_dead(int);
 /* rpc.c */
 void	 rpc_send(struct peer *, json_t *);
 void	 rpc_reply(struct peer *, json_t *, json_t *);
-void	 rpc_error(struct peer *, json_t *, int, const char *, const char *);
+void	 rpc_error(struct peer *, json_t *, int, const char *, json_t *);
 void	 rpc_notify(struct peer *, const char *, json_t *);
 void	 rpc_ping(struct peer *);
+void	 rpc_send_text(struct peer *, const char *, size_t);
+void	 rpc_send_event(struct peer *, const char *, size_t);
+const char *rpc_category(int);
+int	 rpc_retryable(int);
+void	 rpc_peer_add(struct peer *);
+void	 rpc_peer_remove(struct peer *);
+struct peer *rpc_peer_find(const char *);
+struct peer *rpc_peer_first(void);
+struct peer *rpc_peer_next(struct peer *);
+int	 rpc_full(const struct peer *);
+
+/* event.c */
+void	 event_init(void);
+void	 event_set_log(const char *);
+uint64_t event_now_ms(void);
+void	 event_new_id(char *);
+int	 event_type_match(const char *, const char *);
+void	 event_emit(const struct event_info *, const char *, size_t);
+void	 event_emit_state(const char *, const char *, const char *,
+	    const char *, const char *, const char *, int);
+void	 event_drained(struct peer *);
+void	 event_subscribe(struct peer *, json_t *, json_t *);
+void	 event_unsubscribe(struct peer *, json_t *, json_t *);
+void	 event_peer_gone(struct peer *);
+void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
+void	 event_replay(struct peer *, json_t *, json_t *);
+
+/* client.c */
+int	 client_dir(char *, size_t, int, char *, size_t);
+int	 client_probe(const char *);
+size_t	 client_sockets(const char *, char ***);
+void	 client_sockets_free(char **, size_t);
+int	 client_find(const char *, const char *, char *, size_t, char *,
+	    size_t);
+int	 client_open(struct client *, const char *, const char *, char *,
+	    size_t);
+json_t	*client_call(struct client *, const char *, json_t *, int, json_t **);
+json_t	*client_next(struct client *, int, int *);
+json_t	*client_run(struct client *);
+void	 client_close(struct client *);
+void	 client_error_text(json_t *, char *, size_t);
+int	 client_attach(struct client *, const char *, const char *,
+	    const char *);
+void	 client_uptime(char *, size_t, double);
+
+/* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
+ * cmd-metrics.c: the commands that use the control socket. */
+int	 cmd_ps(int, char **);
+int	 cmd_tree(int, char **);
+int	 cmd_events(int, char **);
+int	 cmd_send(int, char **);
+int	 cmd_stop(int, char **);
+int	 cmd_top(int, char **);
+int	 cmd_metrics(int, char **);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1279,19 +1402,63 @@ void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
 
+/* mapview.c */
+void	 mapview_init(void);
+const char *mapview_state(enum agent_state);
+const char *mapview_owner(const struct agent *);
+void	 mapview_set_owner(struct agent *, const char *);
+void	 mapview_merge(struct agent *, json_t *);
+void	 mapview_report(struct agent *, const char *);
+void	 mapview_note_error(struct agent *, const char *);
+void	 mapview_owner_gone(const char *, int);
+int	 mapview_may_reach(struct agent *, struct agent *);
+int	 mapview_sees(const struct peer *, struct agent *);
+json_t	*mapview_describe(struct agent *);
+struct agent *mapview_param_agent(json_t *);
+void	 mapview_list(struct peer *, json_t *, json_t *);
+void	 mapview_get(struct peer *, json_t *, json_t *);
+void	 mapview_graph(struct peer *, json_t *, json_t *);
+
+/* message.c */
+void	 message_init(void);
+uint64_t message_count(void);
+void	 message_send(struct peer *, json_t *, json_t *);
+void	 message_route(struct peer *, json_t *, json_t *);
+void	 message_result(const char *, struct agent *, const char *,
+	    const char *, size_t, const char *);
+void	 message_reply(struct agent *, struct msg *, struct jscan *,
+	    const char *, size_t, struct env *);
+void	 message_done(struct msg *, const char *, size_t, int);
+
 /* subagent.c */
 void	 subagent_init(const struct workflow *);
 void	 subagent_spawn(struct peer *, json_t *, json_t *);
-void	 subagent_send(struct peer *, json_t *, json_t *);
 void	 subagent_stop(struct peer *, json_t *, json_t *);
 void	 subagent_suspend(struct peer *, json_t *, json_t *);
 void	 subagent_resume(struct peer *, json_t *, json_t *);
-void	 subagent_list(struct peer *, json_t *, json_t *);
-void	 subagent_get(struct peer *, json_t *, json_t *);
-uint64_t subagent_sent_count(void);
+
+/* metrics.c */
+void	 metrics_init(void);
+void	 metrics_outcome(const struct msg *, const char *, const char *);
+json_t	*metrics_json(void);
+void	 metrics_request(struct peer *, json_t *, json_t *);
 
 /* control.c */
+void	 control_init(const struct control_info *);
 void	 control_frame(struct peer *, const char *, size_t);
+void	 control_gone(struct peer *);
+
+/* server-client.c */
+unsigned int server_client_count(void);
+void	 server_client_create(int, uid_t, pid_t);
+void	 server_client_reap(void);
+void	 server_client_close_all(void);
+
+/* server.c */
+void	 server_configure(const char *, int);
+const char *server_path(void);
+int	 server_start(void);
+void	 server_stop(void);
 
 /* supervisor.c */
 #define MODE_RUN	0
@@ -1341,5 +1508,6 @@ void	 progress_update(void);
 
 /* tree.c */
 int	 tree_render(const char *, const char *, FILE *);
+int	 tree_render_graph(json_t *, double, const char *, FILE *);
 
 #endif /* CORRAL_H */

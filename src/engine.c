@@ -596,6 +596,9 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	auditlog_event("outcome", m->agent != NULL ? m->agent->id : NULL,
 	    m->id, "outcome", expired ? "expired" : "error", "category",
 	    category, "code", code, "reason", why, NULL);
+	if (engine_hooks.outcome != NULL)
+		engine_hooks.outcome(m, expired ? "expired" : "error", category,
+		    code, why);
 	e = envelope_error(code, category, NULL, why, m->id, NULL, &len);
 	auditlog_envelope("error", NULL, m->id, e, len);
 	if (m->kind == MSG_REFLECT && m->weak != NULL && !engine_stopping &&
@@ -636,6 +639,8 @@ engine_replied(struct msg *m, struct agent *a, const char *reply_id,
 	engine_stats.replied++;
 	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
 	    "replied", "reply", reply_id, "reason", reason, NULL);
+	if (engine_hooks.outcome != NULL)
+		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
 	engine_request_done(m, line, len, is_error);
 }
 
@@ -779,7 +784,8 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		a = m->agent;
 		engine_undispatch(m);
 	}
-	if (m->kind == MSG_TASK && engine_task.done != NULL)
+	if ((m->kind == MSG_TASK || m->kind == MSG_SEND) &&
+	    engine_task.done != NULL)
 		engine_task.done(m, line, len, is_error);
 	j = engine_msg_detach(m);
 	if (j != NULL && end && m->kind != MSG_TASK && !j->done)
@@ -1177,6 +1183,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	auditlog_envelope("reply", a->id, reply_id, line, len);
 	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
 	    "reply", reply_id, NULL);
+	if (engine_hooks.outcome != NULL)
+		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
@@ -1580,7 +1588,7 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	}
 	a->proc.msgs_out++;
 	if ((req = engine_match(a, js, line, &env)) != NULL &&
-	    req->kind == MSG_TASK) {
+	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
 		if (engine_task.reply != NULL)
 			engine_task.reply(a, req, js, line, len, &env);
 		return;

@@ -596,7 +596,8 @@ life_spawn(struct agent *a, const char *why)
 	char			**argv;
 	int			  rc;
 
-	a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT | LF_STOP_ASKED | LF_SPOKE);
+	a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT | LF_STOP_ASKED | LF_SPOKE |
+	    LF_FAULT);
 	a->life.flags |= LF_NOT_READY;
 	a->life.timeouts = 0;
 	a->life.hb_missed = 0;
@@ -818,6 +819,7 @@ life_begin_stop(struct agent *a, const char *why)
 static void
 life_broken(struct agent *a, const char *why)
 {
+	a->life.flags |= LF_FAULT;
 	agent_close_stdin(a);
 	agent_signal(a, SIGTERM);
 	agent_signal(a, SIGCONT);
@@ -912,7 +914,9 @@ lifecycle_wants_restart(const struct agent *a)
 	case RESTART_PERMANENT:
 		return 1;
 	case RESTART_TRANSIENT:
-		return !WIFEXITED_OK(a->proc.status);
+		/* Stopped for a fault, it failed, whatever status it chose. */
+		return (a->life.flags & LF_FAULT) ||
+		    !WIFEXITED_OK(a->proc.status);
 	default:
 		return 0;
 	}

@@ -3,15 +3,21 @@
  *
  * A request gets exactly one response, with its id echoed as the same
  * JSON type; a notification (no id) gets none.  Errors carry a code, a
- * message, and data naming the category (TIMEOUT, UNAVAILABLE, REJECTED,
- * INTERNAL) and whether trying again may help.  Frames are built with
- * jansson: the control plane is rare next to envelopes.
+ * message, and data naming MAP's category of the code and whether trying
+ * again may help (the SDK's ERROR_CODES and its MAPRequestError helpers:
+ * docs/protocol.md).  Frames are built with jansson: the control plane is
+ * rare next to envelopes.
+ *
+ * The participants that are not agents (clients) are listed here too, so
+ * that a message can be addressed to one by its participantId.
  */
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
+
+static TAILQ_HEAD(, peer) rpc_peers = TAILQ_HEAD_INITIALIZER(rpc_peers);
 
 /* Write a frame to a peer (a borrowed reference). */
 void
@@ -24,8 +30,16 @@ rpc_send(struct peer *p, json_t *frame)
 		log_warnx("%s: a control frame could not be built", p->name);
 		return;
 	}
+	rpc_send_text(p, s, strlen(s));
+	free(s);
+}
+
+/* Write a frame already serialized (by the JSON writer) to a peer. */
+void
+rpc_send_text(struct peer *p, const char *s, size_t len)
+{
 	if (p->chan != NULL) {
-		chan_write_line(p->chan, s, strlen(s));
+		chan_write_line(p->chan, s, len);
 		/*
 		 * A peer that sends requests and does not read the answers
 		 * would grow our memory: stop reading it (and whoever made
@@ -36,7 +50,18 @@ rpc_send(struct peer *p, json_t *frame)
 	}
 	if (p->agent != NULL)
 		p->agent->proc.msgs_in++;
-	free(s);
+}
+
+/*
+ * Write an event notification to a peer.  Unlike an answer it never stops
+ * anyone's reading: the event module drops events for a peer that does
+ * not read them.
+ */
+void
+rpc_send_event(struct peer *p, const char *s, size_t len)
+{
+	if (p->chan != NULL)
+		chan_write_line(p->chan, s, len);
 }
 
 /* Answer request id with a result (stolen reference). */
@@ -55,28 +80,62 @@ rpc_reply(struct peer *p, json_t *id, json_t *result)
 	json_decref(f);
 }
 
+/* MAP's category of an error code (the SDK's ErrorCategory). */
+const char *
+rpc_category(int code)
+{
+	if (code == CORRAL_E_INTERNAL)
+		return "internal";
+	if (code <= -32000 && code >= -32768)
+		return "protocol";
+	if (code >= 1000 && code < 2000)
+		return "auth";
+	if (code >= 2000 && code < 3000)
+		return "routing";
+	if (code >= 3000 && code < 4000)
+		return "agent";
+	if (code >= 4000 && code < 5000)
+		return "resource";
+	if (code >= 5000 && code < 6000)
+		return "federation";
+	return "internal";
+}
+
+/*
+ * Whether trying again may help, as the SDK's helpers say for each code:
+ * TOKEN_EXPIRED, DELIVERY_FAILED, NOT_RESPONDING, EXHAUSTED and
+ * RATE_LIMITED.
+ */
+int
+rpc_retryable(int code)
+{
+	return code == 1002 || code == CORRAL_E_DELIVERY || code == 3002 ||
+	    code == CORRAL_E_EXHAUSTED || code == 4001;
+}
+
 /*
  * Answer request id with an error: a code, a message (which may quote
  * the peer's bytes, cut anywhere: it is made valid UTF-8), and data
- * naming the category and whether a retry may help.
+ * naming the category and whether a retry may help, with corral's own
+ * details (a stolen reference, or NULL).
  */
 void
 rpc_error(struct peer *p, json_t *id, int code, const char *msg,
-    const char *category)
+    json_t *details)
 {
-	json_t	*f;
-	int	 retryable;
+	json_t	*f, *data;
 
-	if (id == NULL)
+	if (id == NULL) {
+		json_decref(details);
 		return;
-	if (category == NULL)
-		category = "REJECTED";
-	retryable = strcmp(category, "TIMEOUT") == 0 ||
-	    strcmp(category, "UNAVAILABLE") == 0;
-	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:{s:s, s:b}}}", "jsonrpc",
-	    "2.0", "id", id, "error", "code", code, "message",
-	    jsonw_text(msg, strlen(msg)), "data", "category", category,
-	    "retryable", retryable);
+	}
+	data = json_pack("{s:s, s:b}", "category", rpc_category(code),
+	    "retryable", rpc_retryable(code));
+	if (details != NULL)
+		json_object_set_new(data, "details", details);
+	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:o}}", "jsonrpc", "2.0", "id",
+	    id, "error", "code", code, "message", jsonw_text(msg, strlen(msg)),
+	    "data", data);
 	rpc_send(p, f);
 	json_decref(f);
 }
@@ -106,4 +165,58 @@ rpc_ping(struct peer *p)
 	    (json_int_t)++p->ping_seq, "method", CORRAL_M_PING);
 	rpc_send(p, f);
 	json_decref(f);
+}
+
+/* List a participant that is not an agent (a client). */
+void
+rpc_peer_add(struct peer *p)
+{
+	if (p->flags & PEER_LISTED)
+		return;
+	TAILQ_INSERT_TAIL(&rpc_peers, p, entry);
+	p->flags |= PEER_LISTED;
+}
+
+/* Take a participant off the list: it is going away. */
+void
+rpc_peer_remove(struct peer *p)
+{
+	if (!(p->flags & PEER_LISTED))
+		return;
+	TAILQ_REMOVE(&rpc_peers, p, entry);
+	p->flags &= ~PEER_LISTED;
+}
+
+/* Find a listed participant by its participantId. */
+struct peer *
+rpc_peer_find(const char *name)
+{
+	struct peer	*p;
+
+	TAILQ_FOREACH(p, &rpc_peers, entry)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
+}
+
+/* The first listed participant (then rpc_peer_next), or NULL. */
+struct peer *
+rpc_peer_first(void)
+{
+	return TAILQ_FIRST(&rpc_peers);
+}
+
+/* The listed participant after p, or NULL. */
+struct peer *
+rpc_peer_next(struct peer *p)
+{
+	return TAILQ_NEXT(p, entry);
+}
+
+/* Return nonzero if frames written to p now would only pile up. */
+int
+rpc_full(const struct peer *p)
+{
+	return p->chan == NULL || p->chan->wfd == -1 ||
+	    (p->chan->flags & CHAN_WCLOSED) || chan_full(p->chan);
 }

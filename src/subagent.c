@@ -17,12 +17,20 @@
  * first, deepest first (the lifecycle sees to that).  Restart strategies
  * (one_for_one, one_for_all, rest_for_one) come from the parent's
  * workflow entry; a child that exceeds its restart intensity escalates:
- * its parent gets an error.  map/send lets an agent reach its parent,
- * children, siblings, descendants, a role, or a named agent it may see.
+ * its parent gets an error.
+ *
+ * A client (a control socket connection) spawns too: a top-level agent,
+ * visible, kept, owned by the client (mapview.c stops it when the client
+ * goes), with or without a first message; that message's result goes to
+ * the client as a MAP Message (message.c).  Spawns come in MAP's shape
+ * (name, initialMessage, metadata, visibility, _meta.corral) or corral's
+ * (agent, task, visible ...), and refusals carry MAP's error codes with
+ * corral's old code in error.data.details.corralCode.
  *
  * The control plane calls the handlers here (control.c's method table);
- * the engine tells this module of its tasks' replies and ends, and the
- * lifecycle of its children's transitions, through callbacks.
+ * the engine tells this module of its tasks' replies and ends (and of
+ * requests sent through the control plane, which go on to message.c),
+ * and the lifecycle of its children's transitions, through callbacks.
  */
 
 #include <math.h>
@@ -34,7 +42,14 @@
 #include "corral.h"
 
 static const struct workflow	 *subagent_wf;
-static uint64_t			  subagent_sent;
+
+/* Why a spawn is refused: MAP's code, corral's old one, a reason word. */
+struct subagent_refusal {
+	int		 code;
+	int		 old;
+	const char	*reason;	/* error.data.details.reason */
+	char		 why[512];
+};
 
 static double	subagent_narrow(double, double);
 static void	subagent_task_reply(struct agent *, struct msg *,
@@ -58,7 +73,6 @@ subagent_init(const struct workflow *wf)
 	};
 
 	subagent_wf = wf;
-	subagent_sent = 0;
 	engine_on_task(&th);
 	lifecycle_observe(subagent_lifecycle);
 	budget_on_subtree(subagent_budget_over);
@@ -83,57 +97,6 @@ subagent_min(unsigned int a, unsigned int b)
 	if (b == 0)
 		return a;
 	return a < b ? a : b;
-}
-
-/* Describe an agent as MAP's agents/list and agents/get do. */
-static json_t *
-subagent_describe(struct agent *a)
-{
-	json_t		*j, *kids;
-	struct agent	*c;
-
-	kids = json_array();
-	TAILQ_FOREACH(c, &a->children, sibling)
-		json_array_append_new(kids, json_string(c->id));
-	j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:{s:s, s:f, s:f, "
-	    "s:I, s:b}}",
-	    "id", a->id, "name", a->conf->name,
-	    "state", lifecycle_map_state(a->life.state),
-	    "ownerId", a->parent != NULL ? a->parent->id : "corral",
-	    "depth", (int)a->depth, "children", kids,
-	    "metadata", "corralState", lifecycle_state_name(a->life.state),
-	    "tokens", a->budget.tokens, "cost", a->budget.cost, "pid",
-	    (json_int_t)a->proc.hostpid,
-	    "visible", !(a->flags & AGENT_HIDDEN));
-	if (a->parent != NULL)
-		json_object_set_new(j, "parent", json_string(a->parent->id));
-	if (a->conf->role != NULL)
-		json_object_set_new(j, "role", json_string(a->conf->role));
-	if (a->adapter != NULL && a->adapter->ops->metadata != NULL) {
-		json_t *md = a->adapter->ops->metadata(a);
-
-		if (md != NULL) {
-			json_object_update(json_object_get(j, "metadata"), md);
-			json_decref(md);
-		}
-	}
-	return j;
-}
-
-/* Return nonzero if from may address to (docs/subagents.md). */
-static int
-subagent_may_reach(struct agent *from, struct agent *to)
-{
-	if (from == to)
-		return 0;
-	if (to->parent == from || from->parent == to)
-		return 1;
-	if (agent_is_descendant(to, from) || agent_is_descendant(from, to))
-		return 1;
-	if (from->parent == to->parent)
-		return 1;	/* siblings (root agents are siblings too) */
-	/* A hidden agent is reached only by its family, and reaches only it. */
-	return !(to->flags & AGENT_HIDDEN) && !(from->flags & AGENT_HIDDEN);
 }
 
 /*
@@ -215,10 +178,13 @@ subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
 static struct agent_conf *
 subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
 {
-	const struct agent_conf	*pc = p->conf;
+	const struct agent_conf	*pc;
 	struct agent_conf	*ac;
 	size_t			 i, n;
 
+	if (p == NULL)
+		return entry;	/* a client's agent: the entry as written */
+	pc = p->conf;
 	if (cmd == NULL && pc->user == NULL && pc->nlimits == 0)
 		return entry;
 	ac = xcalloc(1, sizeof *ac);
@@ -367,21 +333,36 @@ subagent_current(struct agent *a)
 /*
  * Check the tree's limits for a new child of p: depth (every ancestor's
  * own limit bounds its whole subtree), children of p, agents running,
- * budgets.  Returns 0, or -1 with why.
+ * budgets.  A client's agents (p NULL) count against the agents limit
+ * and the run's budget only.  Returns 0, or -1 with the refusal.
  */
 static int
-subagent_limits(struct agent *p, char *why, size_t len)
+subagent_limits(struct agent *p, struct subagent_refusal *r)
 {
 	struct agent	*x;
-	unsigned int	 depth = p->depth + 1, maxdepth, maxkids;
+	unsigned int	 depth, maxdepth, maxkids;
 
-	if (lifecycle_leaving(p) || lifecycle_shutting_down()) {
-		snprintf(why, len, "%s is stopping: it may not spawn", p->id);
+	r->old = CORRAL_E_OLD_LIMIT;
+	r->code = CORRAL_E_SPAWN;
+	r->reason = "stopping";
+	if (lifecycle_shutting_down()) {
+		snprintf(r->why, sizeof r->why, "corral is stopping: no new "
+		    "agent starts");
 		return -1;
 	}
+	if (p != NULL && lifecycle_leaving(p)) {
+		snprintf(r->why, sizeof r->why, "%s is stopping: it may not "
+		    "spawn", p->id);
+		return -1;
+	}
+	if (p == NULL)
+		goto alive;
+	depth = p->depth + 1;
+	r->code = CORRAL_E_QUOTA;
+	r->reason = "depth";
 	if (subagent_wf->tree_depth == 0 || depth > subagent_wf->tree_depth) {
-		snprintf(why, len, "depth limit: a child of %s would be at "
-		    "depth %u, the limit is %u", p->id, depth,
+		snprintf(r->why, sizeof r->why, "depth limit: a child of %s "
+		    "would be at depth %u, the limit is %u", p->id, depth,
 		    subagent_wf->tree_depth);
 		return -1;
 	}
@@ -389,10 +370,10 @@ subagent_limits(struct agent *p, char *why, size_t len)
 		maxdepth = subagent_min(x->conf->max_depth,
 		    x->child.limit_depth);
 		if (maxdepth != 0 && depth > maxdepth) {
-			snprintf(why, len, "depth limit: a child of %s would be "
-			    "at depth %u, the limit is %u%s%s", p->id, depth,
-			    maxdepth, x != p ? ", set on " : "", x != p ?
-			    x->id : "");
+			snprintf(r->why, sizeof r->why, "depth limit: a child "
+			    "of %s would be at depth %u, the limit is %u%s%s",
+			    p->id, depth, maxdepth, x != p ? ", set on " : "",
+			    x != p ? x->id : "");
 			return -1;
 		}
 	}
@@ -400,65 +381,86 @@ subagent_limits(struct agent *p, char *why, size_t len)
 	    p->conf->max_children);
 	if (p->child.limit_children != 0)
 		maxkids = subagent_min(maxkids, p->child.limit_children);
+	r->code = CORRAL_E_EXHAUSTED;
+	r->reason = "fan_out";
 	if (subagent_alive_children(p) >= maxkids) {
-		snprintf(why, len, "fan-out limit: %s already has %u children "
-		    "alive, the limit is %u", p->id,
+		snprintf(r->why, sizeof r->why, "fan-out limit: %s already has "
+		    "%u children alive, the limit is %u", p->id,
 		    subagent_alive_children(p), maxkids);
 		return -1;
 	}
+alive:
+	r->code = CORRAL_E_EXHAUSTED;
+	r->reason = "agents";
 	if (agent_count_running() >= subagent_wf->max_agents) {
-		snprintf(why, len, "agents limit: %u agents are alive, the "
-		    "limit is %u", agent_count_running(),
+		snprintf(r->why, sizeof r->why, "agents limit: %u agents are "
+		    "alive, the limit is %u", agent_count_running(),
 		    subagent_wf->max_agents);
 		return -1;
 	}
-	if (budget_over(p, why, len))
+	r->code = CORRAL_E_QUOTA;
+	r->reason = "budget";
+	if (p != NULL && budget_over(p, r->why, sizeof r->why))
 		return -1;
+	if (p == NULL && budget_run_spent()) {
+		snprintf(r->why, sizeof r->why, "the run's budget is spent");
+		return -1;
+	}
 	return 0;
 }
 
 /*
- * Find the catalogue entry a spawn names, or, for an inline command, the
- * parent's own (*cmd set).
+ * Find the catalogue entry a spawn names: MAP's name, or corral's agent
+ * (opts holds corral's options); for corral's inline cmd, the parent's
+ * own entry, with *cmdp set.
  */
 static struct agent_conf *
-subagent_entry(struct agent *p, json_t *params, json_t **cmdp, int *code,
-    char *why, size_t len)
+subagent_entry(struct agent *p, json_t *params, json_t *opts, json_t **cmdp,
+    struct subagent_refusal *r)
 {
 	struct agent_conf	*ac;
 	json_t			*name, *cmd;
 	size_t			 i;
 
-	name = json_object_get(params, "agent");
+	name = json_object_get(opts, "agent");
 	if (name == NULL)
 		name = json_object_get(params, "name");
-	cmd = json_object_get(params, "cmd");
+	cmd = json_object_get(opts, "cmd");
 	*cmdp = NULL;
-	*code = CORRAL_E_PARAMS;
+	r->code = CORRAL_E_PARAMS;
+	r->old = CORRAL_E_PARAMS;
+	r->reason = NULL;
 	if (json_is_string(name)) {
 		if ((ac = config_find_agent(subagent_wf,
 		    json_string_value(name))) == NULL) {
-			snprintf(why, len, "unknown agent '%.64s': not in the "
-			    "workflow's agents:", json_string_value(name));
-			*code = CORRAL_E_UNKNOWN_AGENT;
+			snprintf(r->why, sizeof r->why, "unknown agent "
+			    "'%.64s': not in the workflow's agents:",
+			    json_string_value(name));
+			r->code = CORRAL_E_SPAWN;
+			r->old = CORRAL_E_OLD_UNKNOWN;
+			r->reason = "unknown_agent";
 		}
 		return ac;
 	}
 	if (!json_is_array(cmd) || json_array_size(cmd) == 0) {
-		snprintf(why, len, "params.agent must name an agent of the "
-		    "workflow");
+		snprintf(r->why, sizeof r->why, "params.name must name an agent "
+		    "of the workflow");
 		return NULL;
 	}
-	if (!subagent_wf->inline_spawn) {
-		snprintf(why, len, "inline commands are not allowed by this "
-		    "workflow (set inline_spawn: true)");
-		*code = CORRAL_E_UNKNOWN_AGENT;
+	if (!subagent_wf->inline_spawn || p == NULL) {
+		snprintf(r->why, sizeof r->why, p == NULL ? "inline commands "
+		    "are for agents' children, not for clients" : "inline "
+		    "commands are not allowed by this workflow (set "
+		    "inline_spawn: true)");
+		r->code = CORRAL_E_SPAWN;
+		r->old = CORRAL_E_OLD_UNKNOWN;
+		r->reason = "inline_not_allowed";
 		return NULL;
 	}
 	for (i = 0; i < json_array_size(cmd); i++)
 		if (!json_is_string(json_array_get(cmd, i))) {
-			snprintf(why, len, "params.cmd must be a list of "
-			    "strings");
+			snprintf(r->why, sizeof r->why, "params.cmd must be a "
+			    "list of strings");
 			return NULL;
 		}
 	*cmdp = cmd;
@@ -471,32 +473,38 @@ subagent_entry(struct agent *p, json_t *params, json_t **cmdp, int *code,
  * again cannot flood the log (each refusal is still audited).
  */
 static void
-subagent_refuse(struct peer *from, json_t *id, int code, const char *why)
+subagent_refuse(struct peer *from, json_t *id, struct subagent_refusal *r)
 {
-	struct agent	*p = from->agent;
-	struct child	*c = &p->child;
+	struct child	*c = from->agent != NULL ? &from->agent->child : NULL;
+	json_t		*details = NULL;
+	const char	*what = from->agent != NULL ? "agent " : "";
 	ev_tstamp	 now = ev_now(LOOP);
 
-	if (code != CORRAL_E_PARAMS)
-		auditlog_event("spawn_refused", p->id, NULL, "reason", why,
-		    NULL);
-	rpc_error(from, id, code, why, "REJECTED");
-	if (now - c->refused_at >= 1.0) {
-		if (c->refused_dropped > 0)
-			log_warnx("agent %s: %u more spawns were refused", p->id,
-			    c->refused_dropped);
-		c->refused_at = now;
-		c->refused_logged = 0;
-		c->refused_dropped = 0;
+	if (r->code != CORRAL_E_PARAMS)
+		auditlog_event("spawn_refused", from->name, NULL, "reason",
+		    r->why, NULL);
+	if (r->reason != NULL)
+		details = json_pack("{s:s, s:i}", "reason", r->reason,
+		    "corralCode", r->old);
+	rpc_error(from, id, r->code, r->why, details);
+	if (c != NULL) {
+		if (now - c->refused_at >= 1.0) {
+			if (c->refused_dropped > 0)
+				log_warnx("agent %s: %u more spawns were "
+				    "refused", from->name, c->refused_dropped);
+			c->refused_at = now;
+			c->refused_logged = 0;
+			c->refused_dropped = 0;
+		}
+		if (++c->refused_logged > 10) {
+			c->refused_dropped++;
+			return;
+		}
 	}
-	if (++c->refused_logged > 10) {
-		c->refused_dropped++;
-		return;
-	}
-	if (code == CORRAL_E_LIMIT)
-		log_warnx("agent %s: spawn refused: %s", p->id, why);
+	if (r->code == CORRAL_E_EXHAUSTED || r->code == CORRAL_E_QUOTA)
+		log_warnx("%s%s: spawn refused: %s", what, from->name, r->why);
 	else
-		log_info("agent %s: spawn refused: %s", p->id, why);
+		log_info("%s%s: spawn refused: %s", what, from->name, r->why);
 }
 
 /*
@@ -538,6 +546,37 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	    "time", 0));
 }
 
+/* Record a spawn: who asked (parent, or a client as owner), what, seen? */
+static void
+subagent_audit_spawn(struct agent *c, const char *owner, const char *tid,
+    int visible)
+{
+	struct jsonw	 j;
+	char		*s;
+	size_t		 len;
+
+	if (!auditlog_enabled())
+		return;
+	jsonw_init(&j);
+	jsonw_object(&j);
+	if (c->parent != NULL) {
+		jsonw_key(&j, "parent");
+		jsonw_str(&j, c->parent->id);
+	}
+	if (owner != NULL) {
+		jsonw_key(&j, "owner");
+		jsonw_str(&j, owner);
+	}
+	jsonw_key(&j, "name");
+	jsonw_str(&j, c->conf->name);
+	jsonw_key(&j, "visible");
+	jsonw_bool(&j, visible);
+	jsonw_object_end(&j);
+	s = jsonw_finish(&j, &len);
+	auditlog_fields("spawn_child", c->id, tid, s, len);
+	free(s);
+}
+
 /* Record a new edge of the tree: the child, its parent and its depth. */
 static void
 subagent_audit_edge(struct agent *c)
@@ -546,7 +585,7 @@ subagent_audit_edge(struct agent *c)
 	char		*s;
 	size_t		 len;
 
-	if (!auditlog_enabled())
+	if (!auditlog_enabled() || c->parent == NULL)
 		return;
 	jsonw_init(&j);
 	jsonw_object(&j);
@@ -560,46 +599,127 @@ subagent_audit_edge(struct agent *c)
 	free(s);
 }
 
-/* map/agents/spawn. */
+/*
+ * corral's options of a spawn: its own shape's members at the top, then
+ * metadata.corral, then _meta.corral (MAP's shape has no place for them:
+ * the SDK's typed spawn() has metadata, a raw request has _meta).
+ */
+static json_t *
+subagent_options(json_t *params)
+{
+	static const char *const keys[] = { "agent", "task", "visible", "keep",
+	    "restart", "timeout", "limits", "cmd", NULL };
+	json_t	*o = json_object(), *x;
+	size_t	 i;
+
+	for (i = 0; keys[i] != NULL; i++)
+		if ((x = json_object_get(params, keys[i])) != NULL)
+			json_object_set(o, keys[i], x);
+	x = json_object_get(json_object_get(params, "metadata"), "corral");
+	if (json_is_object(x))
+		json_object_update(o, x);
+	x = json_object_get(json_object_get(params, "_meta"), "corral");
+	if (json_is_object(x))
+		json_object_update(o, x);
+	return o;
+}
+
+/*
+ * Check who may spawn under whom, and the spawn's scopes: an agent spawns
+ * its own children, a client top-level agents.  Returns 0, or -1 with
+ * the refusal.
+ */
+static int
+subagent_check_parent(struct peer *from, json_t *params,
+    struct subagent_refusal *r)
+{
+	json_t	*v = json_object_get(params, "parent");
+
+	r->reason = NULL;
+	if (v != NULL && from->agent == NULL) {
+		r->code = CORRAL_E_PARAMS;
+		snprintf(r->why, sizeof r->why, "a client spawns top-level "
+		    "agents: params.parent must be absent");
+		return -1;
+	}
+	if (v != NULL && (!json_is_string(v) ||
+	    strcmp(json_string_value(v), from->agent->id) != 0)) {
+		r->code = CORRAL_E_DENIED;
+		r->old = CORRAL_E_OLD_DENIED;
+		r->reason = "parent";
+		snprintf(r->why, sizeof r->why, "%s may spawn only its own "
+		    "children", from->agent->id);
+		return -1;
+	}
+	if (json_array_size(json_object_get(params, "scopes")) > 0) {
+		r->code = CORRAL_E_NOSCOPE;
+		r->old = CORRAL_E_PARAMS;
+		r->reason = "scope";
+		snprintf(r->why, sizeof r->why, "corral has no scopes");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * map/agents/spawn, in MAP's shape (name, initialMessage, metadata,
+ * visibility) or corral's (agent, task, visible ...).  An agent spawns a
+ * child with a task; a client spawns a top-level agent it owns, with or
+ * without a first message.  Answers the new agent and, when it has a
+ * task, the task's id as messageId.
+ */
 void
 subagent_spawn(struct peer *from, json_t *id, json_t *params)
 {
+	struct subagent_refusal	 r;
 	struct agent		*p = from->agent, *c;
 	struct agent_conf	*ac, *entry;
-	struct msg		*cur, *m;
+	struct msg		*cur, *m = NULL;
 	struct env		 env;
-	json_t			*task, *res, *cmd;
-	char			 why[512], tid[CORRAL_ID_MAX], *line;
-	size_t			 len;
+	json_t			*opts, *task, *res, *vis, *cmd;
+	char			 tid[CORRAL_ID_MAX], *line = NULL;
+	size_t			 len = 0;
 	double			 budget[3];
-	int			 intent, visible, code;
+	int			 intent = 0, visible;
 
 	if (!json_is_object(params)) {
 		rpc_error(from, id, CORRAL_E_PARAMS, "params must be an object "
-		    "with agent and task", "REJECTED");
+		    "naming the agent to spawn", NULL);
 		return;
 	}
-	if ((entry = subagent_entry(p, params, &cmd, &code, why,
-	    sizeof why)) == NULL) {
-		subagent_refuse(from, id, code, why);
-		return;
+	memset(&r, 0, sizeof r);
+	opts = subagent_options(params);
+	if (subagent_check_parent(from, params, &r) != 0 ||
+	    (entry = subagent_entry(p, params, opts, &cmd, &r)) == NULL)
+		goto refuse;
+	task = json_object_get(opts, "task");
+	if (task == NULL)
+		task = json_object_get(json_object_get(params,
+		    "initialMessage"), "payload");
+	if (task == NULL && p != NULL) {
+		r.code = CORRAL_E_PARAMS;
+		r.reason = NULL;
+		snprintf(r.why, sizeof r.why, "a child needs a task: "
+		    "params.initialMessage.payload (or params.task)");
+		goto refuse;
 	}
-	if ((task = json_object_get(params, "task")) == NULL) {
-		subagent_refuse(from, id, CORRAL_E_PARAMS, "params.task is "
-		    "required");
-		return;
-	}
-	if (subagent_limits(p, why, sizeof why) != 0) {
-		subagent_refuse(from, id, CORRAL_E_LIMIT, why);
-		return;
-	}
-	visible = json_is_true(json_object_get(params, "visible"));
-	cur = subagent_current(p);
-	protocol_new_id(tid, sizeof tid);
-	if ((line = subagent_task_line(task, tid, cur != NULL ? cur->id : NULL,
-	    p->id, &len, why, sizeof why, &intent, &env)) == NULL) {
-		subagent_refuse(from, id, CORRAL_E_PARAMS, why);
-		return;
+	if (subagent_limits(p, &r) != 0)
+		goto refuse;
+	vis = json_object_get(params, "visibility");
+	visible = p == NULL || json_is_true(json_object_get(opts, "visible")) ||
+	    (json_is_string(vis) && strcmp(json_string_value(vis),
+	    "public") == 0);
+	cur = p != NULL ? subagent_current(p) : NULL;
+	tid[0] = '\0';
+	if (task != NULL) {
+		protocol_new_id(tid, sizeof tid);
+		if ((line = subagent_task_line(task, tid, cur != NULL ?
+		    cur->id : NULL, from->name, &len, r.why, sizeof r.why,
+		    &intent, &env)) == NULL) {
+			r.code = CORRAL_E_PARAMS;
+			r.reason = NULL;
+			goto refuse;
+		}
 	}
 
 	/* Only now, when it will run: its settings (see above). */
@@ -607,359 +727,169 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	c = lifecycle_create(ac, 0, p);
 	if (!visible)
 		c->flags |= AGENT_HIDDEN;
-	c->child.spawn_id = xstrdup(tid);
-	subagent_child_settings(c, ac, params, budget);
+	if (p == NULL)
+		mapview_set_owner(c, from->name);
+	mapview_merge(c, json_object_get(params, "metadata"));
+	if (tid[0] != '\0')
+		c->child.spawn_id = xstrdup(tid);
+	subagent_child_settings(c, ac, opts, budget);
+	if (p == NULL)
+		c->child.keep = 1;	/* a client's agent waits for work */
 	if (visible)
 		route_add_agent(c);
 	if (lifecycle_start(c) != 0) {
-		snprintf(why, sizeof why, "spawn failed: %s could not be "
+		r.code = CORRAL_E_SPAWN;
+		r.old = CORRAL_E_OLD_SPAWN;
+		r.reason = "start";
+		snprintf(r.why, sizeof r.why, "spawn failed: %s could not be "
 		    "started (see the log)", c->id);
 		free(line);
 		agent_mark_dead(c);
 		route_remove_agent(c);
-		rpc_error(from, id, CORRAL_E_SPAWN, why, "INTERNAL");
+		json_decref(opts);
+		rpc_error(from, id, r.code, r.why, json_pack("{s:s, s:i}",
+		    "reason", r.reason, "corralCode", r.old));
 		return;
 	}
 	budget_set(c, budget[0], budget[1], budget[2]);
-	if (auditlog_enabled()) {
-		struct jsonw	 w;
-		char		*f;
-		size_t		 flen;
-
-		jsonw_init(&w);
-		jsonw_object(&w);
-		jsonw_key(&w, "parent");
-		jsonw_str(&w, p->id);
-		jsonw_key(&w, "name");
-		jsonw_str(&w, ac->name);
-		jsonw_key(&w, "visible");
-		jsonw_bool(&w, visible);
-		jsonw_object_end(&w);
-		f = jsonw_finish(&w, &flen);
-		auditlog_fields("spawn_child", c->id, tid, f, flen);
-		free(f);
-	}
+	subagent_audit_spawn(c, p != NULL ? NULL : from->name,
+	    tid[0] != '\0' ? tid : NULL, visible);
 	subagent_audit_edge(c);
-	log_info("agent %s: spawned child %s (depth %u)", p->id, c->id,
-	    c->depth);
+	log_info("%s: spawned %s %s (depth %u)", from->name, p != NULL ?
+	    "child" : "agent", c->id, c->depth);
 
-	m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
-	    MSG_TASK, intent);
-	strlcpy(m->id, tid, sizeof m->id);
-	m->target = c;
-	m->parent_agent = p;
-	m->timeout = c->child.task_timeout;
-	m->prio = (uint8_t)env.prio;
-	c->child.task = m;
-	auditlog_envelope("task", c->id, tid, line, len);
-	route_direct(m);
-
-	res = json_pack("{s:o, s:s}", "agent", subagent_describe(c), "task",
-	    tid);
+	if (line != NULL) {
+		m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
+		    MSG_TASK, intent);
+		strlcpy(m->id, tid, sizeof m->id);
+		m->target = c;
+		m->parent_agent = p;
+		m->timeout = c->child.task_timeout;
+		m->prio = (uint8_t)env.prio;
+		c->child.task = m;
+		auditlog_envelope("task", c->id, tid, line, len);
+	}
+	res = json_pack("{s:o}", "agent", mapview_describe(c));
+	if (m != NULL)
+		json_object_set_new(res, "messageId", json_string(tid));
+	/* The response first: the task may fail at once, and say so. */
 	rpc_reply(from, id, res);
-}
+	if (m != NULL)
+		route_direct(m);
+	json_decref(opts);
+	return;
 
-/* Resolve a map/send address to agents; returns the number found. */
-static size_t
-subagent_resolve(struct agent *from, json_t *to, struct agent **out,
-    size_t max, char *why, size_t whylen)
-{
-	struct agent	*a, *t;
-	size_t		 n = 0;
-	const char	*s;
-
-	if (json_is_string(to) || json_is_string(json_object_get(to,
-	    "agent")) || json_is_string(json_object_get(to, "participant"))) {
-		s = json_is_string(to) ? json_string_value(to) :
-		    json_is_string(json_object_get(to, "agent")) ?
-		    json_string_value(json_object_get(to, "agent")) :
-		    json_string_value(json_object_get(to, "participant"));
-		/* A hidden agent it may not reach does not exist for it. */
-		if ((t = agent_find(s)) == NULL || (!subagent_may_reach(from,
-		    t) && (t->flags & AGENT_HIDDEN))) {
-			snprintf(why, whylen, "no agent '%.64s'", s);
-			return 0;
-		}
-		if (!subagent_may_reach(from, t)) {
-			snprintf(why, whylen, "%s may not address %s", from->id,
-			    t->id);
-			return (size_t)-1;
-		}
-		out[n++] = t;
-		return n;
-	}
-	if (json_is_array(json_object_get(to, "agents"))) {
-		json_t	*v;
-		size_t	 i;
-
-		snprintf(why, whylen, "none of the addressed agents exists");
-		json_array_foreach(json_object_get(to, "agents"), i, v) {
-			if (!json_is_string(v) ||
-			    (t = agent_find(json_string_value(v))) == NULL ||
-			    (!subagent_may_reach(from, t) &&
-			    (t->flags & AGENT_HIDDEN)))
-				continue;
-			if (!subagent_may_reach(from, t)) {
-				snprintf(why, whylen, "%s may not address %s",
-				    from->id, t->id);
-				return (size_t)-1;
-			}
-			if (n < max)
-				out[n++] = t;
-		}
-		return n;
-	}
-	if (json_is_true(json_object_get(to, "parent"))) {
-		if (from->parent == NULL) {
-			snprintf(why, whylen, "%s has no parent", from->id);
-			return 0;
-		}
-		out[n++] = from->parent;
-		return n;
-	}
-	for (a = agent_first(); a != NULL; a = agent_next(a)) {
-		if (a == from || (a->flags & AGENT_DEAD) || !lifecycle_alive(a))
-			continue;
-		if (n >= max)
-			break;
-		if (json_is_true(json_object_get(to, "children")) &&
-		    a->parent == from)
-			out[n++] = a;
-		else if (json_is_true(json_object_get(to, "descendants")) &&
-		    agent_is_descendant(a, from))
-			out[n++] = a;
-		else if (json_is_true(json_object_get(to, "siblings")) &&
-		    a->parent == from->parent)
-			out[n++] = a;
-		else if (json_is_true(json_object_get(to, "ancestors")) &&
-		    agent_is_descendant(from, a))
-			out[n++] = a;
-		else if (json_is_string(json_object_get(to, "role")) &&
-		    a->conf->role != NULL && strcmp(a->conf->role,
-		    json_string_value(json_object_get(to, "role"))) == 0 &&
-		    subagent_may_reach(from, a))
-			out[n++] = a;
-	}
-	if (n == 0)
-		snprintf(why, whylen, "the address matches no agent");
-	return n;
+refuse:
+	json_decref(opts);
+	subagent_refuse(from, id, &r);
 }
 
 /*
- * Build the member corral adds to what it delivers: {"kind":kind} and
- * string pairs after it (NULL-terminated), escaped by the one writer.
- */
-static char *
-subagent_member(const char *kind, ...)
-{
-	struct jsonw	 j;
-	va_list		 ap;
-	const char	*k, *v;
-	size_t		 len;
-
-	jsonw_init(&j);
-	jsonw_object(&j);
-	jsonw_key(&j, "kind");
-	jsonw_str(&j, kind);
-	va_start(ap, kind);
-	while ((k = va_arg(ap, const char *)) != NULL) {
-		v = va_arg(ap, const char *);
-		jsonw_key(&j, k);
-		jsonw_str(&j, v);
-	}
-	va_end(ap);
-	jsonw_object_end(&j);
-	return jsonw_finish(&j, &len);
-}
-
-/* map/send: deliver an envelope, one way, to the agents addressed. */
-void
-subagent_send(struct peer *from_peer, json_t *id, json_t *params)
-{
-	struct agent		*from = from_peer->agent, *targets[256];
-	struct env		 env;
-	struct env_error	 err;
-	struct jscan		*js;
-	json_t			*to, *envj, *ids, *res;
-	char			 why[256], *member, *s, *line;
-	char			 msgid[CORRAL_ID_MAX];
-	size_t			 n, i, len, mlen;
-
-	to = json_object_get(params, "to");
-	envj = json_object_get(params, "envelope");
-	if (envj == NULL)
-		envj = json_object_get(params, "message");
-	if (envj == NULL)
-		envj = json_object_get(params, "payload");
-	if (to == NULL || !json_is_object(envj)) {
-		rpc_error(from_peer, id, CORRAL_E_PARAMS, "params needs to (an "
-		    "address) and envelope (an object)", "REJECTED");
-		return;
-	}
-	s = json_dumps(envj, CORRAL_JSON_FLAGS);
-	len = strlen(s);
-	js = engine_scan_take();
-	err.msg[0] = '\0';
-	if (jscan_run(js, s, len) != 0 ||
-	    envelope_check(js, s, len, &env, &err) != 0) {
-		snprintf(why, sizeof why, "params.envelope is not a valid "
-		    "envelope: %s", err.msg[0] ? err.msg : "invalid JSON");
-		rpc_error(from_peer, id, CORRAL_E_PARAMS, why, "REJECTED");
-		goto out;
-	}
-	why[0] = '\0';
-	n = subagent_resolve(from, to, targets, 256, why, sizeof why);
-	if (n == (size_t)-1) {
-		log_info("agent %s: map/send refused: %s", from->id, why);
-		auditlog_event("send_refused", from->id, NULL, "reason", why,
-		    NULL);
-		rpc_error(from_peer, id, CORRAL_E_DENIED, why, "REJECTED");
-		goto out;
-	}
-	if (n == 0) {
-		rpc_error(from_peer, id, CORRAL_E_NOTFOUND, why, "REJECTED");
-		goto out;
-	}
-	if (envelope_trace_id(js, s, &env, msgid, sizeof msgid) != 0)
-		msgid[0] = '\0';
-	member = subagent_member(CORRAL_KIND_MESSAGE, "from", from->id, NULL);
-	line = envelope_mark(js, s, len, member, &mlen);
-	free(member);
-	ids = json_array();
-	for (i = 0; i < n; i++) {
-		agent_send(targets[i], line, mlen);
-		json_array_append_new(ids, json_string(targets[i]->id));
-		auditlog_envelope("send", targets[i]->id, msgid[0] ? msgid :
-		    NULL, line, mlen);
-	}
-	subagent_sent += n;
-	res = json_pack("{s:i, s:o}", "delivered", (int)n, "to", ids);
-	rpc_reply(from_peer, id, res);
-	free(line);
-out:
-	engine_scan_give(js);
-	free(s);
-}
-
-/* Find the agent named by params.agentId (or id, or agent). */
-static struct agent *
-subagent_param_agent(json_t *params)
-{
-	json_t	*v;
-
-	v = json_object_get(params, "agentId");
-	if (v == NULL)
-		v = json_object_get(params, "id");
-	if (v == NULL)
-		v = json_object_get(params, "agent");
-	return json_is_string(v) ? agent_find(json_string_value(v)) : NULL;
-}
-
-/*
- * The descendant of the caller a method acts on, or NULL after the error
- * is sent.
+ * The agent a stop, suspend or resume acts on, or NULL after the error is
+ * sent: a client may act on any agent, an agent on its descendants.
  */
 static struct agent *
-subagent_descendant(struct peer *from, json_t *id, json_t *params,
+subagent_target(struct peer *from, json_t *id, json_t *params,
     const char *what)
 {
 	struct agent	*t;
 	char		 why[128];
 
-	/*
-	 * A hidden agent it may not reach does not exist for it, as
-	 * map/agents/get says.
-	 */
-	if ((t = subagent_param_agent(params)) == NULL || (t != from->agent &&
-	    !subagent_may_reach(from->agent, t) && (t->flags & AGENT_HIDDEN))) {
+	/* A hidden agent it may not reach does not exist for it. */
+	if ((t = mapview_param_agent(params)) == NULL ||
+	    (t->flags & AGENT_DEAD) || (from->agent != NULL &&
+	    t != from->agent && (t->flags & AGENT_HIDDEN) &&
+	    !mapview_may_reach(from->agent, t))) {
 		rpc_error(from, id, CORRAL_E_NOTFOUND, "agent not found",
-		    "REJECTED");
+		    json_pack("{s:i}", "corralCode", CORRAL_E_OLD_NOTFOUND));
 		return NULL;
 	}
-	if (!agent_is_descendant(t, from->agent)) {
+	if (from->agent != NULL && !agent_is_descendant(t, from->agent)) {
 		snprintf(why, sizeof why, "an agent may %s only its own "
 		    "descendants", what);
-		rpc_error(from, id, CORRAL_E_DENIED, why, "REJECTED");
+		rpc_error(from, id, CORRAL_E_DENIED, why, json_pack("{s:i}",
+		    "corralCode", CORRAL_E_OLD_DENIED));
 		return NULL;
 	}
 	return t;
 }
 
-/* map/agents/stop: stop a descendant and its subtree. */
+/*
+ * map/agents/stop: stop an agent and its subtree, deepest first; with
+ * force, kill them now.
+ */
 void
 subagent_stop(struct peer *from, json_t *id, json_t *params)
 {
 	struct agent	*t;
+	json_t		*res;
+	char		 why[128];
 
-	if ((t = subagent_descendant(from, id, params, "stop")) == NULL)
+	if ((t = subagent_target(from, id, params, "stop")) == NULL)
 		return;
-	lifecycle_stop(t, "stopped by its parent");
-	rpc_reply(from, id, json_pack("{s:b, s:s}", "stopping", 1, "agentId",
-	    t->id));
+	if (from->agent != NULL)
+		snprintf(why, sizeof why, "stopped by its parent");
+	else
+		snprintf(why, sizeof why, "stopped by %s", from->name);
+	lifecycle_stop(t, why);
+	if (json_is_true(json_object_get(params, "force")) &&
+	    lifecycle_alive(t))
+		lifecycle_kill(t);
+	res = mapview_describe(t);
+	if (lifecycle_alive(t))
+		/* Its children stop first; it is on its way out already. */
+		json_object_set_new(res, "state", json_string("stopping"));
+	rpc_reply(from, id, json_pack("{s:b, s:o}", "stopping", 1, "agent",
+	    res));
 }
 
-/* map/agents/suspend: stop a descendant's process where it is. */
+/* map/agents/suspend: stop an agent's process where it is. */
 void
 subagent_suspend(struct peer *from, json_t *id, json_t *params)
 {
 	struct agent	*t;
 	char		 why[128];
 
-	if ((t = subagent_descendant(from, id, params,
+	if ((t = subagent_target(from, id, params,
 	    "suspend or resume")) == NULL)
 		return;
-	snprintf(why, sizeof why, "suspended by %s", from->agent->id);
+	if (t->life.state == AS_SUSPENDED) {
+		rpc_reply(from, id, json_pack("{s:b, s:o}", "suspended", 0,
+		    "agent", mapview_describe(t)));
+		return;
+	}
+	snprintf(why, sizeof why, "suspended by %s", from->name);
 	lifecycle_feed(t, AE_SUSPEND, why);
-	rpc_reply(from, id, json_pack("{s:s, s:s}", "agentId", t->id, "state",
-	    lifecycle_map_state(t->life.state)));
+	if (t->life.state != AS_SUSPENDED) {
+		snprintf(why, sizeof why, "%s cannot be suspended: it is %s",
+		    t->id, mapview_state(t->life.state));
+		rpc_error(from, id, CORRAL_E_STATE, why, NULL);
+		return;
+	}
+	rpc_reply(from, id, json_pack("{s:b, s:o}", "suspended", 1, "agent",
+	    mapview_describe(t)));
 }
 
-/* map/agents/resume: let a suspended descendant run again. */
+/* map/agents/resume: let a suspended agent run again. */
 void
 subagent_resume(struct peer *from, json_t *id, json_t *params)
 {
 	struct agent	*t;
 	char		 why[128];
 
-	if ((t = subagent_descendant(from, id, params,
+	if ((t = subagent_target(from, id, params,
 	    "suspend or resume")) == NULL)
 		return;
-	snprintf(why, sizeof why, "resumed by %s", from->agent->id);
-	lifecycle_feed(t, AE_RESUME, why);
-	rpc_reply(from, id, json_pack("{s:s, s:s}", "agentId", t->id, "state",
-	    lifecycle_map_state(t->life.state)));
-}
-
-/* map/agents/list: the agents the caller may see. */
-void
-subagent_list(struct peer *from, json_t *id, json_t *params)
-{
-	struct agent	*t, *a = from->agent;
-	json_t		*list;
-
-	list = json_array();
-	for (t = agent_first(); t != NULL; t = agent_next(t)) {
-		if ((t->flags & AGENT_DEAD) || (a != NULL && t != a &&
-		    !subagent_may_reach(a, t)))
-			continue;
-		json_array_append_new(list, subagent_describe(t));
-	}
-	rpc_reply(from, id, json_pack("{s:o}", "agents", list));
-}
-
-/* map/agents/get: one agent the caller may see. */
-void
-subagent_get(struct peer *from, json_t *id, json_t *params)
-{
-	struct agent	*t, *a = from->agent;
-
-	if ((t = subagent_param_agent(params)) == NULL || (a != NULL &&
-	    t != a && !subagent_may_reach(a, t))) {
-		rpc_error(from, id, CORRAL_E_NOTFOUND, "agent not found",
-		    "REJECTED");
+	if (t->life.state != AS_SUSPENDED) {
+		snprintf(why, sizeof why, "%s is not suspended: it is %s",
+		    t->id, mapview_state(t->life.state));
+		rpc_error(from, id, CORRAL_E_STATE, why, NULL);
 		return;
 	}
-	rpc_reply(from, id, json_pack("{s:o}", "agent", subagent_describe(t)));
+	snprintf(why, sizeof why, "resumed by %s", from->name);
+	lifecycle_feed(t, AE_RESUME, why);
+	rpc_reply(from, id, json_pack("{s:b, s:o}", "resumed",
+	    t->life.state != AS_SUSPENDED, "agent", mapview_describe(t)));
 }
 
 /*
@@ -1017,9 +947,18 @@ subagent_task_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct agent	*c = m->target;
 
+	if (m->kind == MSG_SEND) {
+		message_done(m, line, len, is_error);
+		return;
+	}
 	if (c != NULL && c->child.task == m)
 		c->child.task = NULL;
-	subagent_deliver(m->parent_agent, c, m->id, line, len, is_error);
+	if (m->parent_agent == NULL && c != NULL && c->map.owner != NULL)
+		/* A client's agent: its result goes to the client. */
+		message_result(c->map.owner, c, m->id, line, len, NULL);
+	else
+		subagent_deliver(m->parent_agent, c, m->id, line, len,
+		    is_error);
 	if (c != NULL && !c->child.keep && lifecycle_alive(c) &&
 	    !lifecycle_stopping(c))
 		lifecycle_stop(c, is_error ? "task failed" : "task finished");
@@ -1037,6 +976,10 @@ subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
 	char			 id[CORRAL_ID_MAX], *filled;
 	size_t			 flen;
 
+	if (task->kind == MSG_SEND) {
+		message_reply(c, task, js, line, len, env);
+		return;
+	}
 	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
 		filled = envelope_fill(js, line, len, env, id, task->id, &flen);
@@ -1187,9 +1130,3 @@ subagent_budget_over(struct agent *p, const char *why)
 	lifecycle_stop(p, why);
 }
 
-/* How many envelopes map/send delivered. */
-uint64_t
-subagent_sent_count(void)
-{
-	return subagent_sent;
-}

@@ -60,6 +60,7 @@ supervisor_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	chan_flush_all();
 	auditlog_tick();
 	agent_reap_dead(0);
+	server_client_reap();
 	if (sv.shutting_down == 2 && agent_count_running() == 0 &&
 	    !supervisor_any_alive())
 		ev_break(loop, EVBREAK_ALL);
@@ -523,6 +524,84 @@ supervisor_control(struct peer *p, const char *line, size_t len)
 }
 
 /*
+ * A request's outcome: counted for the metrics; a failure is remembered
+ * on its agent and is a system_error event.
+ */
+static void
+supervisor_outcome(const struct msg *m, const char *outcome,
+    const char *category, const char *code, const char *why)
+{
+	struct event_info	 ei;
+	struct jsonw		 j;
+	struct agent		*a = m->agent != NULL ? m->agent : m->target;
+	char			*s;
+	size_t			 len;
+
+	metrics_outcome(m, outcome, code);
+	if (strcmp(outcome, "replied") == 0 || why == NULL)
+		return;
+	if (a != NULL)
+		mapview_note_error(a, why);
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "code");
+	jsonw_str(&j, code != NULL ? code : "error");
+	jsonw_key(&j, "category");
+	jsonw_str(&j, category != NULL ? category : "INTERNAL");
+	jsonw_key(&j, "message");
+	jsonw_str(&j, why);
+	jsonw_key(&j, "requestId");
+	jsonw_str(&j, m->id);
+	if (a != NULL) {
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, a->id);
+	}
+	jsonw_object_end(&j);
+	s = jsonw_finish(&j, &len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = "system_error";
+	ei.source = a != NULL ? a->id : "corral";
+	ei.source_role = a != NULL ? a->conf->role : NULL;
+	ei.agent = a != NULL ? a->id : NULL;
+	ei.agent_role = ei.source_role;
+	ei.audit = 1;
+	event_emit(&ei, s, len);
+	free(s);
+}
+
+/* _corral/shutdown: a client stops the run, as SIGTERM would. */
+static void
+supervisor_control_stop(void)
+{
+	if (sv.shutting_down)
+		return;
+	sv.interrupted = SIGTERM;
+	supervisor_shutdown(SIGTERM);
+}
+
+/*
+ * The pid a person would signal: the waiter, in the caller's pid
+ * namespace (our parent, as the host's /proc sees it), else ours.
+ */
+static long
+supervisor_host_pid(void)
+{
+	FILE	*f;
+	char	 line[128];
+	long	 pid = (long)getpid();
+
+	if (!sv.pidns || (f = fopen("/proc/self/status", "r")) == NULL)
+		return pid;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "PPid:", 5) == 0) {
+			pid = strtol(line + 5, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return pid;
+}
+
+/*
  * Set up the supervisor's state, loop and modules for a workflow, without
  * starting anything.  The unit tests and fuzz targets use this too.
  */
@@ -530,6 +609,7 @@ void
 supervisor_setup(const struct workflow *wf, int mode)
 {
 	struct engine_hooks	eh;
+	struct control_info	ci;
 	uint32_t		r;
 
 	/* Set up again (the tests do): the old watcher leaves the loop. */
@@ -544,7 +624,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	snprintf(sv.run_id, sizeof sv.run_id, "%06x", r & 0xffffff);
 	protocol_set_run(sv.run_id);
 	sv.stdio.rfd = sv.stdio.wfd = -1;
-	sv.stdio_peer.name = "corral-serve";
+	sv.stdio_peer.name = "client:stdio";
 	sv.stdio_peer.chan = &sv.stdio;
 	sv.stdio_peer.role = PEER_CLIENT;
 	sv.pidns = (getpid() == 1);
@@ -566,8 +646,21 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
 	eh.control = supervisor_control;
+	eh.outcome = supervisor_outcome;
 	engine_init(wf, &eh);
 	subagent_init(wf);
+	event_init();
+	message_init();
+	mapview_init();
+	metrics_init();
+	memset(&ci, 0, sizeof ci);
+	ci.workflow = wf->name != NULL ? wf->name : wf->path;
+	ci.path = wf->path;
+	ci.mode = mode == MODE_RUN ? "run" : "serve";
+	ci.pid = supervisor_host_pid();
+	ci.started_ms = event_now_ms();
+	ci.shutdown = supervisor_control_stop;
+	control_init(&ci);
 	lifecycle_observe(supervisor_lifecycle);
 	agent_on_free(supervisor_forget);
 	auditlog_on_error(supervisor_audit_failed);
@@ -687,12 +780,17 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;
 	}
+	event_set_log(logpath);
 	if (workspace_open(wf) != 0) {
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
 	}
-	if (mode == MODE_SERVE)
+	if (mode == MODE_SERVE) {
 		supervisor_stdio_start();
+		/* A participant like a socket's client: it may be messaged. */
+		rpc_peer_add(&sv.stdio_peer);
+	}
+	(void)server_start();
 	supervisor_start_agents();
 	progress_start();
 	if (wf->budget_time > 0) {
@@ -717,6 +815,8 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		supervisor_sweep();
 	progress_stop();
 	chan_flush_all();
+	server_stop();
+	rpc_peer_remove(&sv.stdio_peer);
 	if (mode == MODE_SERVE)
 		supervisor_drain_stdout();
 	else

@@ -1,8 +1,8 @@
 /*
- * corral tree --log FILE: the agent tree of a run, rebuilt from its audit
- * log, as indented text, Graphviz dot or Mermaid.  Each node shows the
- * agent's last state, its depth, how long it lived, and the tokens and
- * cost its replies reported.
+ * corral tree: the agent tree of a run, rebuilt from its audit log (or,
+ * for a running corral, from its map/structure/graph), as indented text,
+ * Graphviz dot or Mermaid.  Each node shows the agent's last state, its
+ * depth, how long it lived, and the tokens and cost its replies reported.
  */
 
 #include <errno.h>
@@ -225,6 +225,60 @@ tree_safe(const char *id, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
+/* Print a tree in a format: text, dot or mermaid. */
+static void
+tree_print(struct tree *t, const char *format, FILE *f)
+{
+	char	label[256], a[128], b[128];
+	size_t	i;
+
+	if (strcmp(format, "dot") == 0) {
+		fprintf(f, "digraph corral {\n  node [shape=box];\n");
+		for (i = 0; i < t->n; i++) {
+			tree_label(t, &t->nodes[i], label, sizeof label, "\\n");
+			fprintf(f, "  \"%s\" [label=\"%s\\n%s\"];\n",
+			    t->nodes[i].id, t->nodes[i].id, label);
+		}
+		for (i = 0; i < t->n; i++)
+			if (t->nodes[i].parent != NULL)
+				fprintf(f, "  \"%s\" -> \"%s\";\n",
+				    t->nodes[i].parent, t->nodes[i].id);
+		fprintf(f, "}\n");
+	} else if (strcmp(format, "mermaid") == 0) {
+		fprintf(f, "graph TD\n");
+		for (i = 0; i < t->n; i++) {
+			tree_label(t, &t->nodes[i], label, sizeof label,
+			    "<br/>");
+			tree_safe(t->nodes[i].id, a, sizeof a);
+			fprintf(f, "  %s[\"%s<br/>%s\"]\n", a, t->nodes[i].id,
+			    label);
+		}
+		for (i = 0; i < t->n; i++) {
+			if (t->nodes[i].parent == NULL)
+				continue;
+			tree_safe(t->nodes[i].parent, a, sizeof a);
+			tree_safe(t->nodes[i].id, b, sizeof b);
+			fprintf(f, "  %s --> %s\n", a, b);
+		}
+	} else
+		tree_text(t, NULL, "", f);
+}
+
+/* Free a tree's nodes. */
+static void
+tree_free(struct tree *t)
+{
+	size_t	i;
+
+	for (i = 0; i < t->n; i++) {
+		free(t->nodes[i].id);
+		free(t->nodes[i].name);
+		free(t->nodes[i].parent);
+		free(t->nodes[i].state);
+	}
+	free(t->nodes);
+}
+
 /*
  * Render the tree recorded in an audit log.  Returns an exit status.
  *
@@ -240,8 +294,8 @@ tree_render(const char *path, const char *format, FILE *f)
 	json_error_t	 e;
 	json_t		*j;
 	FILE		*in;
-	char		*line = NULL, label[256], a[128], b[128];
-	size_t		 cap = 0, i, bad = 0, first_bad = 0, lineno = 0;
+	char		*line = NULL;
+	size_t		 cap = 0, bad = 0, first_bad = 0, lineno = 0;
 	ssize_t		 n;
 	int		 torn = 0;
 
@@ -279,43 +333,56 @@ tree_render(const char *path, const char *format, FILE *f)
 		fprintf(stderr, "corral: %s: the last run has no run_end: it "
 		    "was still going, or its log ends early\n", path);
 
-	if (strcmp(format, "dot") == 0) {
-		fprintf(f, "digraph corral {\n  node [shape=box];\n");
-		for (i = 0; i < t.n; i++) {
-			tree_label(&t, &t.nodes[i], label, sizeof label, "\\n");
-			fprintf(f, "  \"%s\" [label=\"%s\\n%s\"];\n",
-			    t.nodes[i].id, t.nodes[i].id, label);
-		}
-		for (i = 0; i < t.n; i++)
-			if (t.nodes[i].parent != NULL)
-				fprintf(f, "  \"%s\" -> \"%s\";\n",
-				    t.nodes[i].parent, t.nodes[i].id);
-		fprintf(f, "}\n");
-	} else if (strcmp(format, "mermaid") == 0) {
-		fprintf(f, "graph TD\n");
-		for (i = 0; i < t.n; i++) {
-			tree_label(&t, &t.nodes[i], label, sizeof label,
-			    "<br/>");
-			tree_safe(t.nodes[i].id, a, sizeof a);
-			fprintf(f, "  %s[\"%s<br/>%s\"]\n", a, t.nodes[i].id,
-			    label);
-		}
-		for (i = 0; i < t.n; i++) {
-			if (t.nodes[i].parent == NULL)
-				continue;
-			tree_safe(t.nodes[i].parent, a, sizeof a);
-			tree_safe(t.nodes[i].id, b, sizeof b);
-			fprintf(f, "  %s --> %s\n", a, b);
-		}
-	} else
-		tree_text(&t, NULL, "", f);
+	tree_print(&t, format, f);
+	tree_free(&t);
+	return 0;
+}
 
-	for (i = 0; i < t.n; i++) {
-		free(t.nodes[i].id);
-		free(t.nodes[i].name);
-		free(t.nodes[i].parent);
-		free(t.nodes[i].state);
+/* A time in milliseconds since the epoch, as seconds (absent: -1). */
+static double
+tree_ms(json_t *v)
+{
+	return json_is_integer(v) ? (double)json_integer_value(v) / 1000.0 :
+	    -1;
+}
+
+/*
+ * Render the tree of a running corral from map/structure/graph's result
+ * (now: the time, in seconds since the epoch).  Returns an exit status.
+ */
+int
+tree_render_graph(json_t *graph, double now, const char *format, FILE *f)
+{
+	struct tree	 t;
+	struct tnode	*n;
+	json_t		*node, *md, *life;
+	const char	*s;
+	size_t		 i;
+
+	memset(&t, 0, sizeof t);
+	t.last_t = now;
+	json_array_foreach(json_object_get(graph, "nodes"), i, node) {
+		if ((s = json_string_value(json_object_get(node, "id"))) ==
+		    NULL)
+			continue;
+		n = tree_node(&t, s);
+		md = json_object_get(node, "metadata");
+		life = json_object_get(node, "lifecycle");
+		tree_set(&n->name, json_string_value(json_object_get(node,
+		    "name")));
+		tree_set(&n->parent, json_string_value(json_object_get(node,
+		    "parent")));
+		s = json_string_value(json_object_get(md, "corralState"));
+		tree_set(&n->state, s != NULL ? s :
+		    json_string_value(json_object_get(node, "state")));
+		n->start = tree_ms(json_object_get(life, "startedAt"));
+		n->end = tree_ms(json_object_get(life, "stoppedAt"));
+		n->tokens = json_number_value(json_object_get(md, "tokens"));
+		n->cost = json_number_value(json_object_get(md, "cost"));
+		n->restarts = (unsigned int)json_integer_value(
+		    json_object_get(md, "restarts"));
 	}
-	free(t.nodes);
+	tree_print(&t, format, f);
+	tree_free(&t);
 	return 0;
 }

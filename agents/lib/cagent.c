@@ -185,7 +185,8 @@ cagent_error(const struct cagent *ca)
 
 /*
  * The JSON-RPC error code of the last failed control call (such as
- * CORRAL_E_LIMIT when a spawn hit a limit), or 0 for other failures.
+ * CORRAL_E_EXHAUSTED when a spawn hit the fan-out limit), or 0 for other
+ * failures.
  */
 int
 cagent_error_code(const struct cagent *ca)
@@ -918,7 +919,7 @@ cagent_spawn(struct cagent *ca, const char *agent, json_t *task,
 	if ((res = cagent_call(ca, CORRAL_M_SPAWN, params, 0)) == NULL)
 		return NULL;
 	id = cagent_str(json_object_get(res, "agent"), "id");
-	tid = cagent_str(res, "task");
+	tid = cagent_str(res, "messageId");
 	if (*id == '\0') {
 		cagent_set_error(ca, "spawn %s: the response names no agent",
 		    agent);
@@ -1002,7 +1003,7 @@ cagent_send_to(struct cagent *ca, json_t *to, json_t *env)
 	    "envelope", env), 0);
 	if (res == NULL)
 		return -1;
-	n = (int)json_integer_value(json_object_get(res, "delivered"));
+	n = (int)json_array_size(json_object_get(res, "delivered"));
 	json_decref(res);
 	return n;
 }

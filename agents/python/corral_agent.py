@@ -62,7 +62,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, List, NamedTuple,
 __all__ = [
     "Agent", "Message", "Child", "CallError", "InputClosed", "action",
     "artifact", "INTENTS", "E_NOT_FOUND", "E_SPAWN_FAILED", "E_LIMIT",
-    "E_FORBIDDEN", "E_UNKNOWN_AGENT",
+    "E_FORBIDDEN", "E_UNKNOWN_AGENT", "E_QUOTA", "E_NO_ADDRESS",
+    "E_TERMINATED",
 ]
 
 __version__ = "1"
@@ -76,12 +77,16 @@ ROLES = ("agent", "user", "system", "tool")
 CONTENT_TYPES = ("text", "code", "json", "tool_result", "error")
 CATEGORIES = ("TIMEOUT", "UNAVAILABLE", "REJECTED", "INTERNAL")
 
-#: JSON-RPC error codes of corral's control calls (docs/protocol.md).
+#: JSON-RPC error codes of corral's control calls: MAP's (docs/protocol.md).
+#: CallError.reason tells apart the refusals that share a code.
+E_FORBIDDEN = 1003        # the caller may not reach that agent
+E_NO_ADDRESS = 2000       # the address matches no agent
 E_NOT_FOUND = 2001        # no such agent
-E_SPAWN_FAILED = 2002     # the child's process could not be started
-E_LIMIT = 2003            # a limit refused it: depth, fan-out, agents, budget
-E_FORBIDDEN = 2004        # the caller may not reach that agent
-E_UNKNOWN_AGENT = 2005    # not in the workflow's agents:
+E_TERMINATED = 3003       # the target has stopped
+E_SPAWN_FAILED = 3004     # not in the workflow's agents, or could not start
+E_UNKNOWN_AGENT = E_SPAWN_FAILED    # reason "unknown_agent"
+E_LIMIT = 4000            # fan-out or agents alive: try again later
+E_QUOTA = 4002            # depth or budget: trying again will not help
 
 MAX_LINE = 64 * 1024 * 1024     # longer input lines are skipped whole
 CALL_TIMEOUT = 30.0             # seconds a control call waits by default
@@ -103,6 +108,14 @@ class CallError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+    @property
+    def reason(self) -> Optional[str]:
+        """Why, in a word, when corral says: "fan_out", "depth",
+        "budget", "unknown_agent", ... (error.data.details.reason)."""
+        details = _obj(_obj(self.data).get("details"))
+        r = details.get("reason")
+        return r if isinstance(r, str) else None
 
 
 class InputClosed(BaseException):
@@ -924,8 +937,10 @@ class Agent:
         in seconds; keep leaves the child running after its result;
         visible lets the workflow route to it; limits is {"depth": n,
         "children": n, "budget": {"tokens": n, "cost": usd, "time": s}}.
-        Raises CallError: code E_LIMIT when a limit refused it,
-        E_UNKNOWN_AGENT for an entry the workflow does not have."""
+        Raises CallError: code E_LIMIT when fan-out or the agents limit
+        refused it (try again once a child is done), E_QUOTA for depth or
+        budget, E_UNKNOWN_AGENT (reason "unknown_agent") for an entry the
+        workflow does not have."""
         params: Dict[str, Any] = {"agent": agent, "task": task}
         if keep:
             params["keep"] = True
@@ -939,7 +954,8 @@ class Agent:
             params["limits"] = limits
         res = _obj(self.call("map/agents/spawn", params))
         info = _obj(res.get("agent"))
-        cid, tid = _str(info.get("id")), _str(res.get("task"))
+        cid = _str(info.get("id"))
+        tid = _str(res.get("messageId")) or _str(res.get("task"))
         if not cid or not tid:
             raise CallError("map/agents/spawn", None,
                             "the answer names no agent or no task")
@@ -1011,7 +1027,7 @@ class Agent:
         if isinstance(envelope, str):
             envelope = self.envelope("execute", envelope, envelope)
         res = _obj(self.call("map/send", {"to": to, "envelope": envelope}))
-        ids = res.get("to")
+        ids = res.get("delivered", res.get("to"))
         return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) \
             else []
 

@@ -20,8 +20,8 @@
 #define CORRAL_MAX_LINE_DEFAULT		(1024UL * 1024)
 #define CORRAL_MAX_LINE_LIMIT		(256UL * 1024 * 1024)
 
-/* Control methods (JSON-RPC "method"). */
-#define CORRAL_M_CONNECT	"map/connect"	/* agent -> corral: handshake */
+/* Control methods (JSON-RPC "method"), MAP's names (docs/protocol.md). */
+#define CORRAL_M_CONNECT	"map/connect"	/* handshake, agent or client */
 #define CORRAL_M_DISCONNECT	"map/disconnect"
 #define CORRAL_M_PING		"ping"		/* either way */
 #define CORRAL_M_SPAWN		"map/agents/spawn"
@@ -31,18 +31,50 @@
 #define CORRAL_M_RESUME		"map/agents/resume"
 #define CORRAL_M_LIST		"map/agents/list"
 #define CORRAL_M_GET		"map/agents/get"
+#define CORRAL_M_REGISTER	"map/agents/register"
+#define CORRAL_M_UNREGISTER	"map/agents/unregister"
+#define CORRAL_M_UPDATE		"map/agents/update"
+#define CORRAL_M_SUBSCRIBE	"map/subscribe"
+#define CORRAL_M_UNSUBSCRIBE	"map/unsubscribe"
+#define CORRAL_M_REPLAY		"map/replay"
+#define CORRAL_M_GRAPH		"map/structure/graph"
+#define CORRAL_M_SCOPES		"map/scopes/list"
+#define CORRAL_M_EVENT		"map/event"	/* notification to a subscriber */
+#define CORRAL_M_MESSAGE	"map/message"	/* notification to a recipient */
+/* corral's extensions, named as the SDK's callExtension() examples are. */
+#define CORRAL_M_METRICS	"_corral/metrics"
+#define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
+#define CORRAL_M_SHUTDOWN	"_corral/shutdown"
 
-/* JSON-RPC and MAP error codes corral uses. */
+/*
+ * Error codes: JSON-RPC's and MAP's (the SDK's ERROR_CODES).  The
+ * category and retryable flag in error.data follow from the code.
+ */
 #define CORRAL_E_PARSE		(-32700)
 #define CORRAL_E_INVALID	(-32600)
 #define CORRAL_E_NOMETHOD	(-32601)
 #define CORRAL_E_PARAMS		(-32602)
 #define CORRAL_E_INTERNAL	(-32603)
-#define CORRAL_E_NOTFOUND	2001	/* agent not found */
-#define CORRAL_E_SPAWN		2002	/* spawn failed */
-#define CORRAL_E_LIMIT		2003	/* depth, fan-out, alive or budget */
-#define CORRAL_E_DENIED		2004	/* sender may not reach target */
-#define CORRAL_E_UNKNOWN_AGENT	2005	/* not in the workflow's catalogue */
+#define CORRAL_E_DENIED		1003	/* PERMISSION_DENIED */
+#define CORRAL_E_NOADDRESS	2000	/* ADDRESS_NOT_FOUND: matches nobody */
+#define CORRAL_E_NOTFOUND	2001	/* AGENT_NOT_FOUND */
+#define CORRAL_E_NOSCOPE	2002	/* SCOPE_NOT_FOUND: corral has none */
+#define CORRAL_E_DELIVERY	2003	/* DELIVERY_FAILED (retryable) */
+#define CORRAL_E_STATE		3001	/* STATE_INVALID */
+#define CORRAL_E_TERMINATED	3003	/* TERMINATED: the target stopped */
+#define CORRAL_E_SPAWN		3004	/* SPAWN_FAILED */
+#define CORRAL_E_EXHAUSTED	4000	/* EXHAUSTED: fan-out, agents alive */
+#define CORRAL_E_QUOTA		4002	/* QUOTA_EXCEEDED: depth, budget */
+
+/*
+ * corral's codes before it took MAP's, still given in
+ * error.data.details.corralCode.
+ */
+#define CORRAL_E_OLD_NOTFOUND	2001
+#define CORRAL_E_OLD_SPAWN	2002
+#define CORRAL_E_OLD_LIMIT	2003
+#define CORRAL_E_OLD_DENIED	2004
+#define CORRAL_E_OLD_UNKNOWN	2005
 
 /*
  * The "corral" member corral adds to envelopes it delivers when they are
@@ -53,5 +85,6 @@
 #define CORRAL_KIND_NOTICE		"notice"
 #define CORRAL_KIND_CHILD_RESULT	"child_result"
 #define CORRAL_KIND_MESSAGE		"message"
+#define CORRAL_KIND_REPLY		"reply"
 
 #endif /* CORRAL_PROTOCOL_H */

@@ -1,7 +1,9 @@
 /*
- * Fuzz the JSON-RPC control-frame handler as an agent would drive it: each
- * input line that jscan accepts and that carries "jsonrpc" goes to
- * control_frame for an agent of a workflow with nothing to spawn.
+ * Fuzz the JSON-RPC control-frame handler as an agent and as a control
+ * socket client would drive it: each input that jscan accepts and that
+ * carries "jsonrpc" goes to control_frame for an agent of a workflow with
+ * nothing to spawn, then for a client; any input at all goes to the
+ * client as a line too (a client's bad line gets an error, not silence).
  * Every request must be answered (or refused) without crashing, leaking
  * or spawning anything.
  */
@@ -17,6 +19,8 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static struct agent	*fuzz_agent;
 static struct jscan	*js;
+static struct chan	 fuzz_chan;
+static struct peer	 fuzz_client;
 
 /* Build a supervisor with one agent whose stdin goes to /dev/null. */
 static void
@@ -36,6 +40,12 @@ fuzz_setup(void)
 	    open("/dev/null", O_WRONLY | O_CLOEXEC), 1 << 20, fuzz_agent);
 	fuzz_agent->life.state = AS_READY;
 	js = jscan_create(4);
+	chan_init(&fuzz_chan, "client:fuzz", -1, open("/dev/null",
+	    O_WRONLY | O_CLOEXEC), 1 << 20, NULL);
+	fuzz_client.name = "client:fuzz";
+	fuzz_client.chan = &fuzz_chan;
+	fuzz_client.role = PEER_CLIENT;
+	rpc_peer_add(&fuzz_client);
 }
 
 int
@@ -47,10 +57,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_setup();
 	if (size > 1 << 16)
 		return 0;
-	if (jscan_run(js, s, size) != 0 || js->tok[0].type != JT_OBJECT ||
-	    jscan_get(js, s, 0, "jsonrpc") == -1)
-		return 0;
-	control_frame(&fuzz_agent->peer, s, size);
+	if (jscan_run(js, s, size) == 0 && js->tok[0].type == JT_OBJECT &&
+	    jscan_get(js, s, 0, "jsonrpc") != -1) {
+		control_frame(&fuzz_agent->peer, s, size);
+		chan_flush_all();
+		agent_reap_dead(0);
+	}
+	control_frame(&fuzz_client, s, size);
 	chan_flush_all();
 	agent_reap_dead(0);
 	return 0;

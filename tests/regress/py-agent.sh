@@ -13,9 +13,9 @@
 #    the children send progress to it and finalize, the writer's cheat
 #    sheet is the result; a term not in the glossary is reported.
 # 3. A tree: a child that holds until its parent sends it "go" makes a
-#    second spawn hit the fan-out limit (CallError 2003); send to the
+#    second spawn hit the fan-out limit (CallError 4000); send to the
 #    child, wait for it, a kept child reports progress with map/send,
-#    list_agents sees it, stop stops it, an unknown entry is 2005.
+#    list_agents sees it, stop stops it, an unknown entry is 3004.
 # 4. corral serve, heartbeats on: a handler that stays busy until the
 #    reader thread answered three pings finishes and the agent is never
 #    UNAVAILABLE; a handler's exception gives an error envelope and the
@@ -294,8 +294,8 @@ expect_rc 0
 # d FILTER: a jq filter over the result's content.data, compact.
 d() { head -n 1 "$OUT" | jq -c -r ".content.data | $1" 2>/dev/null; }
 hold=$(d .hold) kept=$(d .kept)
-[ "$(d .refused)" = 2003 ] || fail "expected the second spawn refused with 2003 (fan-out), got $(d .refused)"
-[ "$(d .unknown)" = 2005 ] || fail "expected 2005 for an unknown entry, got $(d .unknown)"
+[ "$(d .refused)" = 4000 ] || fail "expected the second spawn refused with 4000 (fan-out), got $(d .refused)"
+[ "$(d .unknown)" = 3004 ] || fail "expected 3004 for an unknown entry, got $(d .unknown)"
 [ "$(d .sent)" = "[\"$hold\"]" ] || fail "expected send to reach $hold, got $(d .sent)"
 [ "$(d .held)" = "[true,\"$hold\",{\"got\":[\"boss: go\"]}]" ] ||
     fail "expected the held child to finish with the parent's go: $(d .held)"
@@ -318,7 +318,7 @@ audit_has "$LOG" --arg k "$kept" 'select(.ev == "send" and .agent == "boss" and 
 audit_has "$LOG" --arg k "$kept" 'select(.ev == "state" and .agent == $k and .to == "STOPPED")' ||
     fail "expected the kept child $kept STOPPED"
 expect_audit_ok "$LOG"
-note "3. tree: refused 2003, send both ways, wait, keep, list, stop, 2005"
+note "3. tree: refused 4000, send both ways, wait, keep, list, stop, 3004"
 
 # --- 4. corral serve with heartbeats ------------------------------------------
 write_team serve.yaml "heartbeat: {interval: 300ms, misses: 2}"

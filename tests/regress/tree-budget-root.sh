@@ -4,7 +4,7 @@
 # 1. budget: {tokens: 100} on the entry of a workflow agent (root, not a
 #    spawned child): root's subtree reports 120 tokens, then root tries
 #    to spawn again.  Either root's subtree is stopped for its budget
-#    (audit budget_exceeded for root) or the spawn is refused (2003,
+#    (audit budget_exceeded for root) or the spawn is refused (4002,
 #    "budget: the subtree of root ...").
 # 2. limits: {budget: {time: 1s}}: a run whose tree never finishes ends
 #    with budget_exceeded after about 1 s (limits.deadline, a few seconds,
@@ -35,7 +35,7 @@ JSON
 corral_run 10 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 bad=
 if ! audit_count -w ev=budget_exceeded -w agent=root >/dev/null &&
-    ! rec_lines "spawn_error root 2003 budget: the subtree of root" | grep -q .; then
+    ! rec_lines "spawn_error root 4002 budget: the subtree of root" | grep -q .; then
 	bad="root's entry budget: {tokens: 100} was not enforced: its subtree used 120 tokens and root could still spawn ($(rec_lines "spawned root" | tr '\n' ';'))"
 fi
 expect_clean

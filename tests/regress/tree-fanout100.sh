@@ -4,7 +4,7 @@
 #
 # limits: {tree_children: 100, max_agents: 128}.  root spawns 100 children
 # that wait for a "go" message; the 101st spawn is refused (fan-out
-# limit, 2003); one map/send to {children: true} reaches all 100; each
+# limit, 4000); one map/send to {children: true} reaches all 100; each
 # finalizes; root gets 100 child_results, one per child, and finalizes.
 . "$(dirname "$0")/tree-lib.sh"
 
@@ -39,8 +39,8 @@ expect_rc 0
 
 [ "$(rec_count "spawned root ")" = 100 ] ||
     fail "expected 100 children spawned, got $(rec_count "spawned root ")"
-rec_has "spawn_error root 2003 fan-out limit: root already has 100 children alive, the limit is 100" ||
-    fail "the 101st spawn should be refused with 2003 (fan-out limit): $(rec_lines spawn_error)"
+rec_has "spawn_error root 4000 fan-out limit: root already has 100 children alive, the limit is 100" ||
+    fail "the 101st spawn should be refused with 4000 (fan-out limit): $(rec_lines spawn_error)"
 rec_lines "send_ok root 100 " | grep -q . ||
     fail "map/send to {children: true} should reach 100 children: $(rec_lines send_)"
 n=$(rec_count "message kid-")
@@ -59,8 +59,8 @@ n=$(rec_lines "result root " | awk '$4 == "ok"' | grep -c .)
 [ "$(out_get content.data.results.99.ok)" = true ] &&
     [ "$(out_get content.data.results.100)" = - ] ||
     fail "root's result should list exactly 100 results"
-[ "$(out_get content.data.spawn_errors.0.code)" = 2003 ] ||
-    fail "root's result should list the refused spawn (2003)"
+[ "$(out_get content.data.spawn_errors.0.code)" = 4000 ] ||
+    fail "root's result should list the refused spawn (4000)"
 # 101 processes ran: root and its 100 children, each one started once.
 n=$(rec_count "start ")
 [ "$n" = 101 ] || fail "expected 101 agent starts, got $n"

@@ -58,7 +58,7 @@ depth3=$(audit_get -w ev=edge -w depth=3 -p agent -p parent | tr '\t\n' '< ')
 [ -z "$deep" ] ||
     fail "limits {depth: 2} on a spawn, or children: {depth: 2} on an entry, should keep the subtree above depth 4; agents at depth 4 (child<parent): $deep; at depth 3: $depth3"
 # The refusals name the limit.
-rec_lines "spawn_error " | grep -q "2003 depth limit" ||
-    fail "expected spawns refused with 2003 depth limit: $(rec_lines spawn_error)"
+rec_lines "spawn_error " | grep -q "4002 depth limit" ||
+    fail "expected spawns refused with 4002 depth limit: $(rec_lines spawn_error)"
 expect_clean
 exit 0

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Depth and fan-out limits refuse a spawn with JSON-RPC error 2003 and a
+# Depth and fan-out limits refuse a spawn with MAP's error 4002
+# (QUOTA_EXCEEDED: depth) or 4000 (EXHAUSTED: fan-out, agents alive) and a
 # message naming the limit, logged and audited; nothing is started for
 # it, and the parent keeps working (its later spawns succeed, its result
 # comes out).
@@ -14,7 +15,8 @@
 # After its children's results root spawns again; a finished child may
 # hold its place for a moment (tree-limits-slot.sh), so it retries.
 # Run 2, limits {max_agents: 3}: the spawn that would make a 4th agent is
-# refused; unknown agents and inline commands are refused with 2005.  A
+# refused; unknown agents and inline commands are refused with 3004
+# (SPAWN_FAILED; corral's old code 2005 is in error.data.details).  A
 # finished child counts until its process is gone, so root retries its
 # last spawn for a while.
 . "$(dirname "$0")/tree-lib.sh"
@@ -64,28 +66,30 @@ JSON
 corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 expect_rc 0
 
-# expect_refused AGENT MESSAGE: AGENT got 2003 with MESSAGE, corral logged
-# it and audited it.
+# expect_refused AGENT CODE MESSAGE: AGENT got CODE with MESSAGE, corral
+# logged it and audited it.
 expect_refused() {
-	rec_has "spawn_error $1 2003 $2" ||
-	    fail "$1: expected a spawn refused with 2003 '$2'; $1 got: $(rec_lines "spawn_error $1 ")"
+	_c=$2
+	set -- "$1" "$3"
+	rec_has "spawn_error $1 $_c $2" ||
+	    fail "$1: expected a spawn refused with $_c '$2'; $1 got: $(rec_lines "spawn_error $1 ")"
 	log_has "agent $1: spawn refused: $2" ||
 	    fail "$1: no log line 'agent $1: spawn refused: $2'"
 	audit_count -w ev=spawn_refused -w agent="$1" -w reason="$2" >/dev/null ||
 	    fail "$1: no spawn_refused audit event with reason '$2'"
 }
 
-expect_refused root "fan-out limit: root already has 2 children alive, the limit is 2"
-expect_refused node-1 "fan-out limit: node-1 already has 3 children alive, the limit is 3"
+expect_refused root 4000 "fan-out limit: root already has 2 children alive, the limit is 2"
+expect_refused node-1 4000 "fan-out limit: node-1 already has 3 children alive, the limit is 3"
 x=$(rec_children node-1 | tail -n 1)
 [ -n "$x" ] && [ "$(rec_children node-1 | grep -c .)" = 4 ] ||
     fail "node-1 should have spawned 3 + 1 children: $(rec_children node-1)"
-expect_refused "$x" "depth limit: a child of $x would be at depth 3, the limit is 2"
-expect_refused node-2 "fan-out limit: node-2 already has 1 children alive, the limit is 1"
+expect_refused "$x" 4002 "depth limit: a child of $x would be at depth 3, the limit is 2"
+expect_refused node-2 4000 "fan-out limit: node-2 already has 1 children alive, the limit is 1"
 d=$(rec_children root | sed -n 3p)
 s=$(rec_id shallow)
-expect_refused "$d" "depth limit: a child of $d would be at depth 2, the limit is 1"
-expect_refused "$s" "depth limit: a child of $s would be at depth 2, the limit is 1"
+expect_refused "$d" 4002 "depth limit: a child of $d would be at depth 2, the limit is 1"
+expect_refused "$s" 4002 "depth limit: a child of $s would be at depth 2, the limit is 1"
 n=$(audit_get -w ev=spawn_refused -p agent -p reason | sort -u | grep -c .)
 [ "$n" = 6 ] || fail "expected 6 different refusals, got $n: $(audit_get -w ev=spawn_refused -p agent -p reason)"
 
@@ -100,7 +104,7 @@ kids=$(for i in 0 1 2 3 4; do out_get content.data.results.$i.child; done | sort
 want=$(printf '%s\n' - node-1 node-2 "$d" "$s" | sort | tr '\n' ' ')
 [ "$kids" = "$want" ] ||
     fail "root's result should have the results of node-1, node-2, $d and $s: $(out_get content.text)"
-[ "$(out_get content.data.spawn_errors.0.code)" = 2003 ] ||
+[ "$(out_get content.data.spawn_errors.0.code)" = 4000 ] ||
     fail "root's result should list its refused spawn: $(out_get content.data.spawn_errors)"
 expect_clean
 
@@ -130,11 +134,11 @@ cat >"$T/root.json" <<JSON
 JSON
 corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 expect_rc 0
-expect_refused root "agents limit: 3 agents are alive, the limit is 3"
-rec_has "spawn_error root 2005 unknown agent 'nosuch': not in the workflow's agents:" ||
-    fail "spawning an unknown agent should fail with 2005: $(rec_lines "spawn_error root 2005")"
-rec_lines "spawn_error root 2005 inline commands are not allowed" | grep -q . ||
-    fail "an inline command without inline_spawn should fail with 2005: $(rec_lines "spawn_error root 2005")"
+expect_refused root 4000 "agents limit: 3 agents are alive, the limit is 3"
+rec_has "spawn_error root 3004 unknown agent 'nosuch': not in the workflow's agents:" ||
+    fail "spawning an unknown agent should fail with 3004: $(rec_lines "spawn_error root 3004")"
+rec_lines "spawn_error root 3004 inline commands are not allowed" | grep -q . ||
+    fail "an inline command without inline_spawn should fail with 3004: $(rec_lines "spawn_error root 3004")"
 kids=$(for i in 0 1 2 3; do out_get content.data.results.$i.ok; done | tr '\n' ' ')
 [ "$kids" = "true true true - " ] && [ "$(out_get content.data.results.2.child)" = node-3 ] ||
     fail "root should finish with its 2 children and the one spawned after them: $(out_get content.text)"

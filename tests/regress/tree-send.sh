@@ -16,9 +16,9 @@
 # not reach does not exist for it: other -> a-1 (a hidden child,
 # unrelated sender); b1 -> a-1 (its hidden "aunt"); other may not
 # map/agents/stop a-1 either, and is not told it exists.
-# Refused with 2004: a hidden sender may not reach a visible agent outside
+# Refused with 1003: a hidden sender may not reach a visible agent outside
 # its family (b1 -> v-3, b1 -> other).
-# Not found (2001) too: an address that matches no agent.
+# Not found: an address that matches no agent (2000).
 # map/agents/list shows each agent only what it may reach.
 . "$(dirname "$0")/tree-lib.sh"
 
@@ -127,9 +127,9 @@ expect "send_error other 2001 no agent 'a-1'" \
     'send_ok other 1 ["root"]' 'message root other other-done' \
     'stop_error other 2001 agent not found' \
     "send_error b1-4 2001 no agent 'a-1'" \
-    'send_error b1-4 2004 b1-4 may not address v-3' \
-    'send_error b1-4 2004 b1-4 may not address other' \
-    'send_error b1-4 2001 the address matches no agent' \
+    'send_error b1-4 1003 b1-4 may not address v-3' \
+    'send_error b1-4 1003 b1-4 may not address other' \
+    'send_error b1-4 2000 the address matches no agent' \
     "send_error root 2001 no agent 'nosuch'"
 [ "$(rec_count 'send_ok other 1 ["v-3"]')" = 2 ] ||
     fail "other's {role: worker} should reach only v-3"

@@ -14,7 +14,7 @@
  *              "cmd": [ARGV]}}
  *                      map/agents/spawn, N times; "plan" travels in the
  *                      child's task as inputs.parameters.plan; "retry_ms":
- *                      retry a spawn refused with 2003 for that long; the
+ *                      retry a spawn refused with 4000 for that long; the
  *                      other members are passed on as the spawn's params
  *   {"await": true}    wait for a child_result from every child spawned
  *   {"send": {"to": ADDRESS, "text": T}}
@@ -488,7 +488,7 @@ do_spawn(struct run *r, json_t *s)
 		end = tool_mono() + json_number_value(json_object_get(s,
 		    "retry_ms")) / 1000.0;
 		while ((err = json_object_get(res, "error")) != NULL &&
-		    json_integer_value(json_object_get(err, "code")) == 2003 &&
+		    json_integer_value(json_object_get(err, "code")) == 4000 &&
 		    tool_mono() < end) {
 			json_decref(res);
 			pump_for(20);
@@ -506,7 +506,7 @@ do_spawn(struct run *r, json_t *s)
 			v = json_object_get(json_object_get(res, "result"),
 			    "agent");
 			record("spawned %s %s %s", self_id, str(v, "id"),
-			    str(json_object_get(res, "result"), "task"));
+			    str(json_object_get(res, "result"), "messageId"));
 			json_array_append_new(r->kids, json_string(str(v,
 			    "id")));
 		}
@@ -534,11 +534,11 @@ do_send(struct run *r, json_t *s)
 		    "ok", 0, "code", json_object_get(err, "code"), "message",
 		    str(err, "message")));
 	} else {
-		x = json_object_get(json_object_get(res, "result"), "to");
+		x = json_object_get(json_object_get(res, "result"),
+		    "delivered");
 		ids = json_dumps(x, JSON_COMPACT);
 		record("send_ok %s %lld %s", self_id, (long long)
-		    json_integer_value(json_object_get(json_object_get(res,
-		    "result"), "delivered")), ids != NULL ? ids : "?");
+		    json_array_size(x), ids != NULL ? ids : "?");
 		free(ids);
 		json_array_append_new(r->sends, json_pack("{s:b, s:O}", "ok",
 		    1, "to", x));

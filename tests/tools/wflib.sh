@@ -15,7 +15,7 @@ WA="$TOOLS/wfagent"
 command -v jq >/dev/null 2>&1 || skip "jq is missing (apt-get install jq)"
 
 # The requests of a log: the events that create one, by request id.
-WF_ACCEPT='.ev == "goal" or .ev == "input" or .ev == "env" or .ev == "task"'
+WF_ACCEPT='.ev == "goal" or .ev == "input" or .ev == "env" or .ev == "task" or .ev == "request"'
 
 # audit_problems LOG: check that every accepted request has exactly one
 # outcome event, no outcome names an unknown request, and the run_end

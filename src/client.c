@@ -1,0 +1,488 @@
+/*
+ * The client side of the control socket, for corral's own commands (ps,
+ * events, send, stop, top, metrics, tree): where running corrals put
+ * their sockets, finding the one meant, and a small blocking JSON-RPC
+ * client over it.
+ *
+ * Sockets live in a private directory, $XDG_RUNTIME_DIR/corral or
+ * /tmp/corral-UID, which must be ours and closed to everybody else, as
+ * tmux checks its own: a socket's mode alone does not protect it on
+ * every system.  A run's socket is <run id>.sock there.  A socket that
+ * refuses connections is stale (its corral died without removing it).
+ */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define CLIENT_MAX_LINE	(64UL * 1024 * 1024)	/* a graph of many agents */
+
+/*
+ * The directory of control sockets, made (mode 0700) when create is set,
+ * and checked: a directory, ours, with no access for group and others.
+ * Returns 0, or -1 with err.
+ */
+int
+client_dir(char *buf, size_t len, int create, char *err, size_t errlen)
+{
+	const char	*xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat	 st;
+
+	if (xdg != NULL && *xdg != '\0')
+		snprintf(buf, len, "%s/corral", xdg);
+	else
+		snprintf(buf, len, "/tmp/corral-%ld", (long)geteuid());
+	if (create && mkdir(buf, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", buf, strerror(errno));
+		return -1;
+	}
+	if (lstat(buf, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", buf, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s: not a private directory of ours "
+		    "(it must be owned by uid %ld, mode 0700)", buf,
+		    (long)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+/* Fill a socket address; returns -1 when the path is too long. */
+static int
+client_addr(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof *sa);
+	sa->sun_family = AF_UNIX;
+	if (strlcpy(sa->sun_path, path, sizeof sa->sun_path) >=
+	    sizeof sa->sun_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Connect to a socket; returns the descriptor, or -1 with errno. */
+static int
+client_connect(const char *path)
+{
+	struct sockaddr_un	sa;
+	int			fd, saved;
+
+	if (client_addr(&sa, path) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Is there a corral behind a socket?  1 yes, 0 no (nothing listens: a
+ * stale socket, or no socket), -1 cannot tell (errno).
+ */
+int
+client_probe(const char *path)
+{
+	int	fd;
+
+	if ((fd = client_connect(path)) != -1) {
+		close(fd);
+		return 1;
+	}
+	if (errno == ECONNREFUSED || errno == ENOENT)
+		return 0;
+	return -1;
+}
+
+/* Order paths by name. */
+static int
+client_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The sockets in a directory (*.sock), sorted; returns how many, the
+ * paths in *out (free each, then the array).
+ */
+size_t
+client_sockets(const char *dir, char ***out)
+{
+	DIR		*d;
+	struct dirent	*de;
+	size_t		 n = 0, len;
+	char		**v = NULL;
+
+	*out = NULL;
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL && n < 4096) {
+		len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".sock") != 0)
+			continue;
+		v = xreallocarray(v, n + 1, sizeof *v);
+		xasprintf(&v[n++], "%s/%s", dir, de->d_name);
+	}
+	closedir(d);
+	if (n > 0)
+		qsort(v, n, sizeof *v, client_cmp);
+	*out = v;
+	return n;
+}
+
+/* Free what client_sockets returned. */
+void
+client_sockets_free(char **v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * The socket of the run a command means: path when given, else
+ * $CORRAL_CONTROL, else the one live run in the directory (or the run
+ * named by run, an id or a prefix of one).  Returns 0 with the path in
+ * out, or -1 with err.
+ */
+int
+client_find(const char *path, const char *run, char *out, size_t len,
+    char *err, size_t errlen)
+{
+	char	  dir[512], **v, *base, names[512] = "";
+	size_t	  n, i, live = 0, nl;
+	int	  found = -1;
+
+	if (path == NULL)
+		path = getenv("CORRAL_CONTROL");
+	if (path != NULL && *path != '\0') {
+		strlcpy(out, path, len);
+		return 0;
+	}
+	if (client_dir(dir, sizeof dir, 0, err, errlen) != 0)
+		return -1;
+	n = client_sockets(dir, &v);
+	for (i = 0; i < n; i++) {
+		base = strrchr(v[i], '/') + 1;
+		if (run != NULL && strncmp(base, run, strlen(run)) != 0)
+			continue;
+		if (client_probe(v[i]) != 1)
+			continue;
+		live++;
+		found = (int)i;
+		nl = strlen(names);
+		snprintf(names + nl, sizeof names - nl, "%s%.*s", nl ? ", " :
+		    "", (int)(strlen(base) - 5), base);
+	}
+	if (live == 1)
+		strlcpy(out, v[found], len);
+	else if (live == 0)
+		snprintf(err, errlen, "no running corral%s%s found in %s",
+		    run != NULL ? " with run id " : "", run != NULL ? run : "",
+		    dir);
+	else
+		snprintf(err, errlen, "%zu corrals are running (%s): choose one "
+		    "with --run ID or -S PATH", live, names);
+	client_sockets_free(v, n);
+	return live == 1 ? 0 : -1;
+}
+
+/* Queue a frame the reader framed. */
+static void
+client_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct client	*c = arg;
+	json_t		*j;
+
+	if (kind != NDJSON_LINE) {
+		fprintf(stderr, "corral: a frame of %zu bytes from corral was "
+		    "dropped\n", extra);
+		return;
+	}
+	if ((j = json_loadb(line, len, 0, NULL)) == NULL) {
+		fprintf(stderr, "corral: corral sent a line that is not JSON\n");
+		return;
+	}
+	json_array_append_new(c->queue, j);
+}
+
+/* Milliseconds on the monotonic clock. */
+static int64_t
+client_ms(void)
+{
+	return (int64_t)(util_mono() * 1000.0);
+}
+
+/*
+ * Read what the socket has, waiting up to timeout_ms (< 0: forever).
+ * Returns 1 when something was read, 0 on timeout, -1 at end of file or
+ * on an error.
+ */
+static int
+client_read(struct client *c, int timeout_ms)
+{
+	struct pollfd	 pfd;
+	char		 buf[65536];
+	ssize_t		 n;
+	int		 rc;
+
+	if (c->eof)
+		return -1;
+	pfd.fd = c->fd;
+	pfd.events = POLLIN;
+	rc = poll(&pfd, 1, timeout_ms);
+	if (rc == -1)
+		return errno == EINTR ? 0 : -1;
+	if (rc == 0)
+		return 0;
+	n = read(c->fd, buf, sizeof buf);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0) {
+		c->eof = 1;
+		ndjson_finish(&c->rd, client_line, c);
+		return -1;
+	}
+	ndjson_feed(&c->rd, buf, (size_t)n, client_line, c);
+	return 1;
+}
+
+/* Write all of a buffer (blocking); returns 0, or -1 with errno. */
+static int
+client_write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Write one frame (blocking). */
+static int
+client_write(struct client *c, json_t *frame)
+{
+	char	*s;
+	size_t	 len;
+	int	 rc;
+
+	if ((s = json_dumps(frame, CORRAL_JSON_FLAGS)) == NULL)
+		return -1;
+	len = strlen(s);
+	s[len] = '\n';
+	rc = client_write_all(c->fd, s, len + 1);
+	free(s);
+	return rc;
+}
+
+/*
+ * Call a method and wait up to timeout_ms for its answer.  Returns the
+ * result (a new reference); or NULL with *error the error object (a new
+ * reference), or NULL with *error NULL when the connection failed or
+ * timed out.  Notifications that arrive meanwhile are kept for
+ * client_next.
+ */
+json_t *
+client_call(struct client *c, const char *method, json_t *params,
+    int timeout_ms, json_t **error)
+{
+	json_t		*f, *x, *res;
+	json_int_t	 id = ++c->next_id;
+	int64_t		 end = client_ms() + timeout_ms;
+	size_t		 i;
+	int		 left;
+
+	*error = NULL;
+	f = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method",
+	    method);
+	if (params != NULL)
+		json_object_set_new(f, "params", params);
+	if (client_write(c, f) != 0) {
+		json_decref(f);
+		return NULL;
+	}
+	json_decref(f);
+	for (;;) {
+		json_array_foreach(c->queue, i, x) {
+			if (json_integer_value(json_object_get(x, "id")) != id ||
+			    json_object_get(x, "method") != NULL)
+				continue;
+			res = json_incref(json_object_get(x, "result"));
+			if (res == NULL)
+				*error = json_incref(json_object_get(x,
+				    "error"));
+			json_array_remove(c->queue, i);
+			return res;
+		}
+		left = (int)(end - client_ms());
+		if (left <= 0 || client_read(c, left) == -1)
+			return NULL;
+	}
+}
+
+/*
+ * The next notification, waiting up to timeout_ms (< 0: forever): a new
+ * reference, or NULL on timeout (*eof 0) or at the end (*eof 1).
+ */
+json_t *
+client_next(struct client *c, int timeout_ms, int *eof)
+{
+	json_t	*x;
+	size_t	 i;
+	int64_t	 end = client_ms() + timeout_ms;
+	int	 left, rc;
+
+	*eof = 0;
+	for (;;) {
+		json_array_foreach(c->queue, i, x)
+			if (json_object_get(x, "method") != NULL) {
+				json_incref(x);
+				json_array_remove(c->queue, i);
+				return x;
+			}
+		left = timeout_ms < 0 ? -1 : (int)(end - client_ms());
+		if (timeout_ms >= 0 && left <= 0)
+			return NULL;
+		if ((rc = client_read(c, left)) == -1) {
+			*eof = 1;
+			return NULL;
+		}
+	}
+}
+
+/*
+ * Connect to a corral and greet it (map/connect as a client named name).
+ * Returns 0, or -1 with err.
+ */
+int
+client_open(struct client *c, const char *path, const char *name, char *err,
+    size_t errlen)
+{
+	json_t	*res, *e;
+
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+	strlcpy(c->path, path, sizeof c->path);
+	if ((c->fd = client_connect(path)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, errno == ECONNREFUSED ?
+		    "no corral is listening (a stale socket)" :
+		    strerror(errno));
+		return -1;
+	}
+	ndjson_reader_init(&c->rd, CLIENT_MAX_LINE, 0);
+	c->queue = json_array();
+	res = client_call(c, CORRAL_M_CONNECT, json_pack("{s:i, s:s, s:s}",
+	    "protocolVersion", CORRAL_PROTOCOL_VERSION, "participantType",
+	    "client", "name", name), 10000, &e);
+	if (res == NULL) {
+		snprintf(err, errlen, "%s: map/connect: %s", path, e != NULL ?
+		    json_string_value(json_object_get(e, "message")) :
+		    "no answer");
+		json_decref(e);
+		client_close(c);
+		return -1;
+	}
+	c->info = res;
+	return 0;
+}
+
+/* The run's own data from map/connect's _meta.corral (borrowed). */
+json_t *
+client_run(struct client *c)
+{
+	return json_object_get(json_object_get(c->info, "_meta"), "corral");
+}
+
+/* Close the connection. */
+void
+client_close(struct client *c)
+{
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+	json_decref(c->queue);
+	json_decref(c->info);
+	c->queue = c->info = NULL;
+	ndjson_reader_free(&c->rd);
+}
+
+/* Describe an error object for a person: "message (code N)". */
+void
+client_error_text(json_t *e, char *buf, size_t len)
+{
+	if (e == NULL) {
+		snprintf(buf, len, "no answer from corral");
+		return;
+	}
+	snprintf(buf, len, "%s (error %lld)",
+	    json_string_value(json_object_get(e, "message")) != NULL ?
+	    json_string_value(json_object_get(e, "message")) : "?",
+	    (long long)json_integer_value(json_object_get(e, "code")));
+}
+
+/*
+ * For a command: find the run meant (-S PATH, --run ID, or the only one)
+ * and connect to it as name.  Returns 0, or -1 after saying why on
+ * stderr.
+ */
+int
+client_attach(struct client *c, const char *path, const char *run,
+    const char *name)
+{
+	char	sock[512], err[1024];
+
+	if (client_find(path, run, sock, sizeof sock, err, sizeof err) != 0 ||
+	    client_open(c, sock, name, err, sizeof err) != 0) {
+		fprintf(stderr, "corral: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* How long something has run, for a person: 0.4s, 12s, 4m05s, 2h03m. */
+void
+client_uptime(char *buf, size_t len, double secs)
+{
+	long	s = (long)secs;
+
+	if (secs < 0)
+		secs = s = 0;
+	if (secs < 10)
+		snprintf(buf, len, "%.1fs", secs);
+	else if (s < 60)
+		snprintf(buf, len, "%lds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%ldm%02lds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, len, "%ldd%02ldh", s / 86400, s % 86400 / 3600);
+}

@@ -1,0 +1,291 @@
+/*
+ * corral events: a running corral's MAP events, from the start of the run
+ * (map/replay), and with --follow as they happen (map/subscribe).
+ *
+ *   corral events [-S PATH] [--run ID] [-f] [--filter TYPES] [--agent ID]
+ *                 [--since EVENTID] [--new] [--json | --text]
+ *
+ * Output is NDJSON, one MAP Event object a line, or on a terminal (or
+ * with --text) one readable line each.  With --follow the subscription
+ * is made before the history is read, and events already printed from
+ * the history are skipped, so nothing falls between the two.  It ends
+ * when corral does.
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define CMD_EVENTS_USAGE	"usage: corral events [-S PATH] [--run ID] " \
+	"[-f|--follow] [--filter TYPE,...] [--agent ID,...] [--since EVENTID] " \
+	"[--new] [--json|--text]\n"
+
+/* Split "a,b,c" into a JSON array of strings (a new reference). */
+static json_t *
+cmd_events_list(const char *s)
+{
+	json_t		*a = json_array();
+	const char	*p;
+
+	while (*s != '\0') {
+		if ((p = strchr(s, ',')) == NULL)
+			p = s + strlen(s);
+		if (p > s)
+			json_array_append_new(a, json_stringn(s, (size_t)(p - s)));
+		s = *p == ',' ? p + 1 : p;
+	}
+	return a;
+}
+
+/* A JSON value as compact text, for a readable line (freed by caller). */
+static char *
+cmd_events_dump(json_t *v)
+{
+	char	*s;
+
+	if (v == NULL || (s = json_dumps(v, JSON_ENCODE_ANY |
+	    CORRAL_JSON_FLAGS)) == NULL)
+		return xstrdup("-");
+	return s;
+}
+
+/* String member k of o, or "-". */
+static const char *
+cmd_events_str(json_t *o, const char *k)
+{
+	const char	*s = json_string_value(json_object_get(o, k));
+
+	return s != NULL ? s : "-";
+}
+
+/* Print an event as one readable line. */
+static void
+cmd_events_text(json_t *ev)
+{
+	json_t		*d = json_object_get(ev, "data");
+	const char	*type = cmd_events_str(ev, "type");
+	char		 when[32], what[512], *x;
+	time_t		 t;
+	struct tm	 tm;
+	json_int_t	 ms = json_integer_value(json_object_get(ev,
+			    "timestamp"));
+
+	t = (time_t)(ms / 1000);
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%H:%M:%S", &tm);
+	if (strcmp(type, "agent_registered") == 0)
+		snprintf(what, sizeof what, "registered: %s, owner %s%s%s",
+		    cmd_events_str(d, "name"), cmd_events_str(d, "ownerId"),
+		    json_object_get(d, "parent") ? ", parent " : "",
+		    json_object_get(d, "parent") ? cmd_events_str(d,
+		    "parent") : "");
+	else if (strcmp(type, "agent_state_changed") == 0)
+		snprintf(what, sizeof what, "%s -> %s%s%s%s",
+		    cmd_events_str(d, "previousState"),
+		    cmd_events_str(d, "newState"),
+		    json_object_get(d, "reason") ? " (" : "",
+		    json_object_get(d, "reason") ? cmd_events_str(d, "reason") :
+		    "", json_object_get(d, "reason") ? ")" : "");
+	else if (strcmp(type, "agent_unregistered") == 0)
+		snprintf(what, sizeof what, "unregistered (%s)",
+		    cmd_events_str(d, "reason"));
+	else if (strcmp(type, "agent_orphaned") == 0)
+		snprintf(what, sizeof what, "orphaned: %s left",
+		    cmd_events_str(d, "previousOwner"));
+	else if (strncmp(type, "participant_", 12) == 0)
+		snprintf(what, sizeof what, "%s (%s)", type + 12,
+		    cmd_events_str(d, "name"));
+	else if (strcmp(type, "message_sent") == 0) {
+		x = cmd_events_dump(json_object_get(d, "to"));
+		snprintf(what, sizeof what, "message %s to %s%s%s",
+		    cmd_events_str(d, "messageId"), x,
+		    json_object_get(d, "correlationId") ? ", result of " : "",
+		    json_object_get(d, "correlationId") ? cmd_events_str(d,
+		    "correlationId") : "");
+		free(x);
+	} else if (strcmp(type, "message_delivered") == 0) {
+		x = cmd_events_dump(json_object_get(d, "deliveredTo"));
+		snprintf(what, sizeof what, "message %s delivered to %s",
+		    cmd_events_str(d, "messageId"), x);
+		free(x);
+	} else if (strcmp(type, "message_failed") == 0)
+		snprintf(what, sizeof what, "message %s not delivered: %s",
+		    cmd_events_str(d, "messageId"), cmd_events_str(d, "reason"));
+	else if (strcmp(type, "system_error") == 0)
+		snprintf(what, sizeof what, "%s: %s", cmd_events_str(d, "code"),
+		    cmd_events_str(d, "message"));
+	else {
+		x = cmd_events_dump(d);
+		snprintf(what, sizeof what, "%s", x);
+		free(x);
+	}
+	printf("%s.%03d %-20s %-16s %s\n", when, (int)(ms % 1000), type,
+	    cmd_events_str(ev, "source"), what);
+}
+
+/* Print an event in the chosen format. */
+static void
+cmd_events_print(json_t *ev, int text)
+{
+	char	*s;
+
+	if (text)
+		cmd_events_text(ev);
+	else if ((s = json_dumps(ev, CORRAL_JSON_FLAGS)) != NULL) {
+		printf("%s\n", s);
+		free(s);
+	}
+}
+
+/*
+ * Print the history after *last (empty: from the start), page by page;
+ * *last becomes the last event printed.  Returns 0, or -1 on an error.
+ */
+static int
+cmd_events_history(struct client *c, json_t *filter, char *last, size_t len,
+    int text)
+{
+	json_t	*params, *res, *e, *item;
+	size_t	 i;
+	char	 err[512];
+	int	 more = 1;
+
+	while (more) {
+		params = json_pack("{s:i}", "limit", 1000);
+		if (*last != '\0')
+			json_object_set_new(params, "afterEventId",
+			    json_string(last));
+		if (filter != NULL)
+			json_object_set(params, "filter", filter);
+		if ((res = client_call(c, CORRAL_M_REPLAY, params, 30000,
+		    &e)) == NULL) {
+			client_error_text(e, err, sizeof err);
+			fprintf(stderr, "corral: map/replay: %s\n", err);
+			json_decref(e);
+			return -1;
+		}
+		json_array_foreach(json_object_get(res, "events"), i, item) {
+			cmd_events_print(json_object_get(item, "event"), text);
+			strlcpy(last, cmd_events_str(item, "eventId"), len);
+		}
+		more = json_is_true(json_object_get(res, "hasMore")) &&
+		    json_array_size(json_object_get(res, "events")) > 0;
+		json_decref(res);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+/* corral events. */
+int
+cmd_events(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "control", required_argument, NULL, 'S' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "filter", required_argument, NULL, 't' },
+		{ "agent", required_argument, NULL, 'a' },
+		{ "since", required_argument, NULL, 's' },
+		{ "new", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "text", no_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct client	 c;
+	const char	*path = NULL, *run = NULL, *sub;
+	json_t		*filter = NULL, *res, *e, *n, *p;
+	char		 last[64] = "", err[512];
+	int		 ch, follow = 0, text = isatty(STDOUT_FILENO), fresh = 0;
+	int		 eof;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "S:r:ft:a:s:njT", opts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'S':
+			path = optarg;
+			break;
+		case 'r':
+			run = optarg;
+			break;
+		case 'f':
+			follow = 1;
+			break;
+		case 't':
+		case 'a':
+			if (filter == NULL)
+				filter = json_object();
+			json_object_set_new(filter, ch == 't' ? "eventTypes" :
+			    "fromAgents", cmd_events_list(optarg));
+			break;
+		case 's':
+			strlcpy(last, optarg, sizeof last);
+			break;
+		case 'n':
+			fresh = 1;
+			break;
+		case 'j':
+			text = 0;
+			break;
+		case 'T':
+			text = 1;
+			break;
+		default:
+			fprintf(stderr, CMD_EVENTS_USAGE);
+			json_decref(filter);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (fresh && !follow)) {
+		fprintf(stderr, CMD_EVENTS_USAGE);
+		json_decref(filter);
+		return EXIT_USAGE;
+	}
+	if (client_attach(&c, path, run, "corral-events") != 0) {
+		json_decref(filter);
+		return 1;
+	}
+	sub = NULL;
+	if (follow) {
+		res = client_call(&c, CORRAL_M_SUBSCRIBE, filter != NULL ?
+		    json_pack("{s:O}", "filter", filter) : NULL, 10000, &e);
+		if (res == NULL) {
+			client_error_text(e, err, sizeof err);
+			fprintf(stderr, "corral: map/subscribe: %s\n", err);
+			json_decref(e);
+			goto fail;
+		}
+		json_object_set(c.info, "subscription",
+		    json_object_get(res, "subscriptionId"));
+		json_decref(res);
+		sub = json_string_value(json_object_get(c.info,
+		    "subscription"));
+	}
+	if (!fresh && cmd_events_history(&c, filter, last, sizeof last,
+	    text) != 0)
+		goto fail;
+	while (follow) {
+		if ((n = client_next(&c, -1, &eof)) == NULL)
+			break;		/* corral is gone */
+		p = json_object_get(n, "params");
+		if (strcmp(cmd_events_str(n, "method"), CORRAL_M_EVENT) == 0 &&
+		    strcmp(cmd_events_str(p, "subscriptionId"), sub) == 0 &&
+		    strcmp(cmd_events_str(p, "eventId"), last) > 0) {
+			cmd_events_print(json_object_get(p, "event"), text);
+			fflush(stdout);
+		}
+		json_decref(n);
+	}
+	json_decref(filter);
+	client_close(&c);
+	return 0;
+fail:
+	json_decref(filter);
+	client_close(&c);
+	return 1;
+}

@@ -1,0 +1,172 @@
+/*
+ * corral ps: the corrals running on this machine (for this user) and
+ * their agents, read from each one's control socket.
+ *
+ *   corral ps [-S PATH] [--json]
+ *
+ * Without -S, every socket in the private directory is asked; stale ones
+ * (their corral is gone) are skipped.  --json prints one object a run:
+ * the run (map/connect's _meta.corral, with its socket) and its agents
+ * (MAP's Agent objects, as map/agents/list gives them).
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "corral.h"
+
+/* The uptime of a run started at ms (since the epoch). */
+static void
+cmd_ps_uptime(char *buf, size_t len, json_t *started)
+{
+	struct timespec	ts;
+	double		d;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d = (double)ts.tv_sec + ts.tv_nsec / 1e9 -
+	    (double)json_integer_value(started) / 1000.0;
+	client_uptime(buf, len, d);
+}
+
+/* Print one agent line, indented by its depth. */
+static void
+cmd_ps_agent(json_t *a)
+{
+	json_t		*md = json_object_get(a, "metadata");
+	const char	*err;
+	char		 id[64];
+	int		 depth = (int)json_integer_value(json_object_get(md,
+			    "depth"));
+
+	snprintf(id, sizeof id, "%*s%s", depth * 2, "",
+	    json_string_value(json_object_get(a, "id")));
+	printf("  %-20s %-13s %-8lld %-8lld %-6lld %-6lld %-8lld %-8.0f "
+	    "%-9.4f", id, json_string_value(json_object_get(a, "state")),
+	    (long long)json_integer_value(json_object_get(md, "pid")),
+	    (long long)json_integer_value(json_object_get(md, "inflight")),
+	    (long long)json_integer_value(json_object_get(md, "msgsIn")),
+	    (long long)json_integer_value(json_object_get(md, "msgsOut")),
+	    (long long)json_integer_value(json_object_get(md, "restarts")),
+	    json_number_value(json_object_get(md, "tokens")),
+	    json_number_value(json_object_get(md, "cost")));
+	if ((err = json_string_value(json_object_get(md, "lastError"))) !=
+	    NULL)
+		printf(" %.60s", err);
+	printf("\n");
+}
+
+/* Show one run; returns 0, or -1 when it could not be asked. */
+static int
+cmd_ps_run(const char *sock, int json, int *first)
+{
+	struct client	 c;
+	json_t		*res, *e, *run, *agents, *a, *out;
+	char		 err[1024], up[32], *s;
+	size_t		 i;
+
+	if (client_open(&c, sock, "corral-ps", err, sizeof err) != 0) {
+		fprintf(stderr, "corral: %s\n", err);
+		return -1;
+	}
+	res = client_call(&c, CORRAL_M_LIST, NULL, 10000, &e);
+	if (res == NULL) {
+		client_error_text(e, err, sizeof err);
+		fprintf(stderr, "corral: %s: %s\n", sock, err);
+		json_decref(e);
+		client_close(&c);
+		return -1;
+	}
+	run = json_deep_copy(client_run(&c));
+	if (run == NULL)
+		run = json_object();
+	json_object_set_new(run, "socket", json_string(sock));
+	agents = json_object_get(res, "agents");
+	if (json) {
+		out = json_pack("{s:o, s:O}", "run", run, "agents", agents);
+		s = json_dumps(out, CORRAL_JSON_FLAGS);
+		printf("%s\n", s != NULL ? s : "{}");
+		free(s);
+		json_decref(out);
+	} else {
+		if (!*first)
+			printf("\n");
+		printf("%-8s %-8s %-6s %-8s %-7s %-20s %s\n", "RUN", "PID",
+		    "MODE", "UPTIME", "AGENTS", "WORKFLOW", "SOCKET");
+		cmd_ps_uptime(up, sizeof up, json_object_get(run,
+		    "startedAt"));
+		printf("%-8s %-8lld %-6s %-8s %-7zu %-20s %s\n",
+		    json_string_value(json_object_get(run, "runId")),
+		    (long long)json_integer_value(json_object_get(run, "pid")),
+		    json_string_value(json_object_get(run, "mode")), up,
+		    json_array_size(agents),
+		    json_string_value(json_object_get(run, "workflow")), sock);
+		printf("  %-20s %-13s %-8s %-8s %-6s %-6s %-8s %-8s %-9s %s\n",
+		    "AGENT", "STATE", "PID", "INFLIGHT", "IN", "OUT",
+		    "RESTARTS", "TOKENS", "COST", "LAST ERROR");
+		json_array_foreach(agents, i, a)
+			cmd_ps_agent(a);
+		json_decref(run);
+	}
+	*first = 0;
+	json_decref(res);
+	client_close(&c);
+	return 0;
+}
+
+/* corral ps. */
+int
+cmd_ps(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "control", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char	*path = NULL;
+	char		 dir[512], err[600], **v;
+	size_t		 n, i;
+	int		 ch, json = 0, first = 1, bad = 0, shown = 0;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "S:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'S':
+			path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
+		return EXIT_USAGE;
+	}
+	if (path == NULL)
+		path = getenv("CORRAL_CONTROL");
+	if (path != NULL && *path != '\0')
+		return cmd_ps_run(path, json, &first) == 0 ? 0 : 1;
+	if (client_dir(dir, sizeof dir, 0, err, sizeof err) != 0) {
+		if (!json)
+			printf("no corral is running (%s)\n", err);
+		return 0;
+	}
+	n = client_sockets(dir, &v);
+	for (i = 0; i < n; i++) {
+		if (client_probe(v[i]) != 1)
+			continue;	/* stale: its corral is gone */
+		if (cmd_ps_run(v[i], json, &first) != 0)
+			bad++;
+		else
+			shown++;
+	}
+	client_sockets_free(v, n);
+	if (shown == 0 && bad == 0 && !json)
+		printf("no corral is running (%s is empty)\n", dir);
+	return bad ? 1 : 0;
+}

@@ -1,0 +1,368 @@
+/*
+ * corral top: a full-screen live view of a running corral, to leave open
+ * beside a long run: its agents with their states, work in flight and
+ * queued, messages, restarts, tokens, cost and last error, and the run's
+ * totals.  It redraws every second (-d) and quits on q, or when corral
+ * exits.
+ *
+ *   corral top [-S PATH] [--run ID] [-d SECS] [-n COUNT]
+ *
+ * It draws with plain ANSI sequences on the terminal's alternate screen
+ * (no curses: corral depends on nothing it does not need), restores the
+ * terminal on the way out, and fits what it draws to the window's size.
+ * -n draws that many screens and exits (for scripts and tests).
+ */
+
+#include <sys/ioctl.h>
+
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define CMD_TOP_USAGE	"usage: corral top [-S PATH] [--run ID] [-d SECS] " \
+	"[-n COUNT]\n"
+
+static struct termios		 cmd_top_saved;
+static int			 cmd_top_raw;
+static volatile sig_atomic_t	 cmd_top_quit;
+
+/* Give the terminal back as it was. */
+static void
+cmd_top_restore(void)
+{
+	static const char	leave[] = "\033[?25h\033[?1049l";
+
+	if (cmd_top_raw) {
+		(void)tcsetattr(STDIN_FILENO, TCSAFLUSH, &cmd_top_saved);
+		cmd_top_raw = 0;
+	}
+	(void)!write(STDOUT_FILENO, leave, sizeof leave - 1);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: leave the loop (the terminal is restored). */
+static void
+cmd_top_signal(int sig)
+{
+	cmd_top_quit = 1;
+}
+
+/* Read keys without echo or line buffering, when stdin is a terminal. */
+static void
+cmd_top_keys(void)
+{
+	struct termios	t;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO,
+	    &cmd_top_saved) == -1)
+		return;
+	t = cmd_top_saved;
+	t.c_lflag &= ~(ICANON | ECHO);
+	t.c_cc[VMIN] = 0;
+	t.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) == 0)
+		cmd_top_raw = 1;
+}
+
+/* The window's size (80x24 when it cannot be told). */
+static void
+cmd_top_size(int *cols, int *rows)
+{
+	struct winsize	ws;
+
+	*cols = 80;
+	*rows = 24;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 &&
+	    ws.ws_row > 0) {
+		*cols = ws.ws_col;
+		*rows = ws.ws_row;
+	}
+}
+
+/* A screen being drawn: lines cut to the width, at most rows of them. */
+struct cmd_top_screen {
+	FILE	*f;
+	char	*buf;
+	size_t	 len;
+	int	 cols;
+	int	 rows;
+	int	 row;
+};
+
+/* Add one line to the screen, cut to its width. */
+static void __attribute__((format(printf, 2, 3)))
+cmd_top_line(struct cmd_top_screen *s, const char *fmt, ...)
+{
+	va_list	ap;
+	char	line[1024];
+
+	if (s->row >= s->rows)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if ((int)strlen(line) > s->cols)
+		line[s->cols] = '\0';
+	/* Erase what the last screen left to the right, then go on. */
+	fprintf(s->f, "%s\033[K%s", line, ++s->row < s->rows ? "\r\n" : "");
+}
+
+/* The value of metric name's sample with label key=value (or none). */
+static double
+cmd_top_metric(json_t *metrics, const char *name, const char *key,
+    const char *value)
+{
+	json_t		*m, *smp, *l;
+	size_t		 i, j;
+	double		 sum = 0;
+
+	json_array_foreach(json_object_get(metrics, "metrics"), i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "name")),
+		    name) != 0)
+			continue;
+		json_array_foreach(json_object_get(m, "samples"), j, smp) {
+			l = json_object_get(json_object_get(smp, "labels"),
+			    key != NULL ? key : "");
+			if (key == NULL || (json_is_string(l) &&
+			    strcmp(json_string_value(l), value) == 0))
+				sum += json_number_value(json_object_get(smp,
+				    "value"));
+		}
+	}
+	return sum;
+}
+
+/* The histogram's sum or count (suffix "_sum" or "_count"). */
+static double
+cmd_top_hist(json_t *metrics, const char *suffix)
+{
+	json_t		*m, *smp;
+	size_t		 i, j;
+
+	json_array_foreach(json_object_get(metrics, "metrics"), i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "name")),
+		    "corral_request_duration_seconds") != 0)
+			continue;
+		json_array_foreach(json_object_get(m, "samples"), j, smp)
+			if (json_is_string(json_object_get(smp, "suffix")) &&
+			    strcmp(json_string_value(json_object_get(smp,
+			    "suffix")), suffix) == 0)
+				return json_number_value(json_object_get(smp,
+				    "value"));
+	}
+	return 0;
+}
+
+/* Draw one screen from the agents and the metrics. */
+static void
+cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
+{
+	struct cmd_top_screen	 s;
+	json_t			*run = client_run(c), *a, *md, *m, *smp;
+	const char		*err, *st;
+	char			 up[32], id[64], queues[256];
+	size_t			 i, j, ql;
+	unsigned int		 idle = 0, busy = 0, other = 0;
+	double			 count, sum;
+
+	memset(&s, 0, sizeof s);
+	cmd_top_size(&s.cols, &s.rows);
+	if ((s.f = open_memstream(&s.buf, &s.len)) == NULL)
+		return;
+	fputs("\033[H", s.f);
+	client_uptime(up, sizeof up, cmd_top_metric(metrics,
+	    "corral_uptime_seconds", NULL, NULL));
+	cmd_top_line(&s, "\033[1mcorral top\033[0m  run %s  %s (%s, pid "
+	    "%lld)  up %s    q quits",
+	    json_string_value(json_object_get(run, "runId")),
+	    json_string_value(json_object_get(run, "workflow")),
+	    json_string_value(json_object_get(run, "mode")),
+	    (long long)json_integer_value(json_object_get(run, "pid")), up);
+	json_array_foreach(agents, i, a) {
+		st = json_string_value(json_object_get(a, "state"));
+		if (strcmp(st, "idle") == 0)
+			idle++;
+		else if (strcmp(st, "busy") == 0)
+			busy++;
+		else
+			other++;
+	}
+	count = cmd_top_hist(metrics, "_count");
+	sum = cmd_top_hist(metrics, "_sum");
+	cmd_top_line(&s, "agents %zu: %u busy, %u idle, %u other    "
+	    "requests %.0f accepted, %.0f replied, %.0f errors, %.0f expired,"
+	    " mean %.3fs", json_array_size(agents), busy, idle, other,
+	    cmd_top_metric(metrics, "corral_requests_accepted_total", NULL,
+	    NULL), cmd_top_metric(metrics, "corral_requests_total", "outcome",
+	    "replied"), cmd_top_metric(metrics, "corral_requests_total",
+	    "outcome", "error"), cmd_top_metric(metrics,
+	    "corral_requests_total", "outcome", "expired"),
+	    count > 0 ? sum / count : 0.0);
+	queues[0] = '\0';
+	json_array_foreach(json_object_get(metrics, "metrics"), i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "name")),
+		    "corral_queue_depth") != 0)
+			continue;
+		json_array_foreach(json_object_get(m, "samples"), j, smp) {
+			ql = strlen(queues);
+			snprintf(queues + ql, sizeof queues - ql, "%s%s %.0f",
+			    ql ? ", " : "", json_string_value(json_object_get(
+			    json_object_get(smp, "labels"), "intent")),
+			    json_number_value(json_object_get(smp, "value")));
+		}
+	}
+	cmd_top_line(&s, "tokens %.0f  cost $%.4f    queued: %s    events "
+	    "%.0f (%.0f dropped), clients %.0f",
+	    cmd_top_metric(metrics, "corral_tokens_total", NULL, NULL),
+	    cmd_top_metric(metrics, "corral_cost_usd_total", NULL, NULL),
+	    queues[0] != '\0' ? queues : "-",
+	    cmd_top_metric(metrics, "corral_events_total", NULL, NULL),
+	    cmd_top_metric(metrics, "corral_events_dropped_total", NULL, NULL),
+	    cmd_top_metric(metrics, "corral_control_clients", NULL, NULL));
+	cmd_top_line(&s, "%s", "");
+	cmd_top_line(&s, "\033[7m%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s "
+	    "%-8s %-9s %-30s\033[0m", "AGENT", "STATE", "PID", "INFLIGHT",
+	    "QUEUE", "IN", "OUT", "RESTARTS", "TOKENS", "COST", "LAST ERROR");
+	json_array_foreach(agents, i, a) {
+		md = json_object_get(a, "metadata");
+		snprintf(id, sizeof id, "%*s%s", (int)json_integer_value(
+		    json_object_get(md, "depth")) * 2, "",
+		    json_string_value(json_object_get(a, "id")));
+		err = json_string_value(json_object_get(md, "lastError"));
+		cmd_top_line(&s, "%-22s %-13s %-8lld %-8lld %-6lld %-7lld "
+		    "%-7lld %-8lld %-8.0f %-9.4f %s", id,
+		    json_string_value(json_object_get(a, "state")),
+		    (long long)json_integer_value(json_object_get(md, "pid")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "inflight")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "queued")),
+		    (long long)json_integer_value(json_object_get(md, "msgsIn")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "msgsOut")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "restarts")),
+		    json_number_value(json_object_get(md, "tokens")),
+		    json_number_value(json_object_get(md, "cost")),
+		    err != NULL ? err : "");
+	}
+	fputs("\033[J", s.f);
+	fclose(s.f);
+	(void)!write(STDOUT_FILENO, s.buf, s.len);
+	free(s.buf);
+}
+
+/* Wait up to ms for a key; returns nonzero when it was q (or Q). */
+static int
+cmd_top_key(int ms)
+{
+	struct pollfd	pfd = { STDIN_FILENO, POLLIN, 0 };
+	char		ch;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return 0;
+	if (read(STDIN_FILENO, &ch, 1) != 1) {
+		/* stdin closed: just wait out the interval. */
+		if (ms > 0)
+			poll(NULL, 0, ms);
+		return 0;
+	}
+	return ch == 'q' || ch == 'Q';
+}
+
+/* corral top. */
+int
+cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "control", required_argument, NULL, 'S' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char	 enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
+	struct client		 c;
+	struct sigaction	 sa;
+	const char		*path = NULL, *run = NULL, *why = NULL;
+	json_t			*list, *metrics, *e;
+	double			 delay = 1;
+	long			 count = -1;
+	char			*end;
+	int			 ch;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "S:r:d:n:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'S':
+			path = optarg;
+			break;
+		case 'r':
+			run = optarg;
+			break;
+		case 'd':
+			if (util_parse_duration(optarg, &delay) != 0 ||
+			    delay < 0.1) {
+				fprintf(stderr, "corral: top: -d: at least "
+				    "0.1s\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			count = strtol(optarg, &end, 10);
+			if (*end != '\0' || count < 1) {
+				fprintf(stderr, "corral: top: -n: a count\n");
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			fprintf(stderr, CMD_TOP_USAGE);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, CMD_TOP_USAGE);
+		return EXIT_USAGE;
+	}
+	if (client_attach(&c, path, run, "corral-top") != 0)
+		return 1;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = cmd_top_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	cmd_top_keys();
+	(void)!write(STDOUT_FILENO, enter, sizeof enter - 1);
+	while (!cmd_top_quit) {
+		list = client_call(&c, CORRAL_M_LIST, NULL, 10000, &e);
+		json_decref(e);
+		metrics = list != NULL ? client_call(&c, CORRAL_M_METRICS, NULL,
+		    10000, &e) : NULL;
+		json_decref(e);
+		if (list == NULL || metrics == NULL) {
+			json_decref(list);
+			why = "corral exited";
+			break;
+		}
+		cmd_top_draw(&c, json_object_get(list, "agents"), metrics);
+		json_decref(list);
+		json_decref(metrics);
+		if (count > 0 && --count == 0)
+			break;
+		if (cmd_top_key((int)(delay * 1000)))
+			break;
+	}
+	cmd_top_restore();
+	client_close(&c);
+	if (why != NULL)
+		printf("corral top: %s\n", why);
+	return 0;
+}

@@ -1,0 +1,584 @@
+/*
+ * MAP's view of corral's agents: the Agent object, the state names, who
+ * may see whom, map/agents/list, map/agents/get, map/structure/graph, and
+ * the agent events (registered, state changed, orphaned, unregistered).
+ *
+ * The Agent object carries only what MAP's types name; everything of
+ * corral's own goes under metadata (corralState, depth, pid, tokens ...),
+ * as tests/map/SPEC.md says, so a strict validator of the SDK's schemas
+ * accepts it.  corral's states map onto MAP's: READY is idle, INITIALIZING
+ * registered, UNAVAILABLE x-unavailable (MAP has no such state; custom
+ * states take the x- prefix).
+ *
+ * Events come from the lifecycle's observer list, so nothing below has
+ * to know they exist.  A busy/idle change is an event like any other but
+ * is kept out of the audit log, as the log keeps READY <-> BUSY out.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+static void	mapview_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
+static void	mapview_forget(struct agent *);
+
+/* MAP's name of each of corral's states (the hidden steps included). */
+static const char *const mapview_states[AS_COUNT] = {
+	"registered", "idle", "busy", "x-unavailable", "suspended",
+	"stopping", "stopped", "failed", "stopping", "stopping", "stopped"
+};
+
+/* Set the module up: it hears of every transition and every free. */
+void
+mapview_init(void)
+{
+	lifecycle_observe(mapview_lifecycle);
+	agent_on_free(mapview_forget);
+}
+
+/* MAP's name of a state. */
+const char *
+mapview_state(enum agent_state s)
+{
+	return s < AS_COUNT ? mapview_states[s] : "x-unknown";
+}
+
+/* Milliseconds since the epoch of a loop time (0 stays 0). */
+static json_int_t
+mapview_ms(ev_tstamp t)
+{
+	return t > 0 ? (json_int_t)(t * 1000.0) : 0;
+}
+
+/* Who started an agent: its client, its parent, corral; NULL: orphaned. */
+const char *
+mapview_owner(const struct agent *a)
+{
+	if (a->map.flags & MAPF_ORPHANED)
+		return NULL;
+	if (a->map.owner != NULL)
+		return a->map.owner;
+	return a->parent != NULL ? a->parent->id : "corral";
+}
+
+/* Emit an event about an agent, with data built by the JSON writer. */
+static void
+mapview_emit(const char *type, struct agent *a, struct jsonw *j, int audit)
+{
+	struct event_info	 ei;
+	char			*s;
+	size_t			 len;
+
+	s = jsonw_finish(j, &len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = type;
+	ei.source = a->id;
+	ei.source_role = a->conf->role;
+	ei.agent = a->id;
+	ei.agent_role = a->conf->role;
+	ei.audit = audit;
+	event_emit(&ei, s, len);
+	free(s);
+}
+
+/* agent_registered: a new agent, in state registered. */
+static void
+mapview_registered(struct agent *a)
+{
+	struct jsonw	 j;
+	const char	*owner = mapview_owner(a);
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "agentId");
+	jsonw_str(&j, a->id);
+	jsonw_key(&j, "name");
+	jsonw_str(&j, a->conf->name);
+	if (a->conf->role != NULL) {
+		jsonw_key(&j, "role");
+		jsonw_str(&j, a->conf->role);
+	}
+	if (a->parent != NULL) {
+		jsonw_key(&j, "parent");
+		jsonw_str(&j, a->parent->id);
+	}
+	jsonw_key(&j, "ownerId");
+	jsonw_str(&j, owner);
+	jsonw_key(&j, "state");
+	jsonw_str(&j, "registered");
+	jsonw_object_end(&j);
+	mapview_emit("agent_registered", a, &j, 1);
+}
+
+/*
+ * A transition: the first one of an agent registers it; a change of its
+ * MAP state is an agent_state_changed event.  A process that exits takes
+ * its subscriptions and its MAP handshake with it.
+ */
+static void
+mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
+{
+	const char	*ns = mapview_state(to), *os;
+	uint64_t	 now = event_now_ms();
+	int		 audit;
+
+	if (!(a->map.flags & MAPF_REGISTERED)) {
+		a->map.flags |= MAPF_REGISTERED;
+		a->map.created_ms = now;
+		a->map.state = "registered";
+		mapview_registered(a);
+	}
+	if (ev == AE_SPAWNED)
+		a->map.started_ms = now;
+	if (to == AS_STOPPED || to == AS_FAILED || to == AS_BACKOFF) {
+		a->map.stopped_ms = now;
+		event_peer_gone(&a->peer);
+		a->peer.flags &= ~(PEER_CONNECTED | PEER_MAPAGENT);
+	}
+	if (strcmp(ns, a->map.state) == 0)
+		return;
+	os = a->map.state;
+	a->map.state = ns;
+	audit = !((to == AS_BUSY && from == AS_READY) || (to == AS_READY &&
+	    from == AS_BUSY));
+	event_emit_state(a->id, a->conf->role, os, ns,
+	    lifecycle_state_name(to), why, audit);
+}
+
+/* An agent is about to be freed: corral forgets it. */
+static void
+mapview_forget(struct agent *a)
+{
+	struct jsonw	j;
+
+	if (a->map.flags & MAPF_REGISTERED) {
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, a->id);
+		jsonw_key(&j, "reason");
+		jsonw_str(&j, "done");
+		jsonw_object_end(&j);
+		mapview_emit("agent_unregistered", a, &j, 1);
+	}
+	event_peer_gone(&a->peer);
+	free(a->peer.cname);
+	a->peer.cname = NULL;
+	free(a->map.owner);
+	free(a->map.reported);
+	free(a->map.last_error);
+	json_decref(a->map.metadata);
+	memset(&a->map, 0, sizeof a->map);
+}
+
+/* The client that spawns an agent owns it (before it starts). */
+void
+mapview_set_owner(struct agent *a, const char *owner)
+{
+	free(a->map.owner);
+	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
+}
+
+/* Merge metadata given by a spawn, a register or an update (borrowed). */
+void
+mapview_merge(struct agent *a, json_t *md)
+{
+	if (!json_is_object(md))
+		return;
+	if (a->map.metadata == NULL)
+		a->map.metadata = json_object();
+	json_object_update(a->map.metadata, md);
+	/* corral's own options are not the agent's metadata. */
+	json_object_del(a->map.metadata, "corral");
+}
+
+/* The state an agent says it is in (map/agents/update); NULL clears. */
+void
+mapview_report(struct agent *a, const char *state)
+{
+	free(a->map.reported);
+	a->map.reported = state != NULL ? xstrdup(state) : NULL;
+}
+
+/* A request at an agent failed: remembered for ps and top. */
+void
+mapview_note_error(struct agent *a, const char *why)
+{
+	free(a->map.last_error);
+	a->map.last_error = xstrdup(why);
+}
+
+/*
+ * The clients that owned agents left: stop those agents, or, with the
+ * orphan policy, leave them running with no owner.
+ */
+void
+mapview_owner_gone(const char *owner, int orphan)
+{
+	struct agent	*a;
+	struct jsonw	 j;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (a->map.owner == NULL || strcmp(a->map.owner, owner) != 0 ||
+		    (a->map.flags & MAPF_ORPHANED))
+			continue;
+		if (!orphan) {
+			if (lifecycle_alive(a) || a->life.state == AS_BACKOFF)
+				lifecycle_stop(a, "its client disconnected");
+			continue;
+		}
+		a->map.flags |= MAPF_ORPHANED;
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, a->id);
+		jsonw_key(&j, "previousOwner");
+		jsonw_str(&j, owner);
+		jsonw_object_end(&j);
+		mapview_emit("agent_orphaned", a, &j, 1);
+	}
+}
+
+/* Return nonzero if from may address to (docs/subagents.md). */
+int
+mapview_may_reach(struct agent *from, struct agent *to)
+{
+	if (from == NULL)
+		return 1;	/* a client reaches every agent */
+	if (from == to)
+		return 0;
+	if (to->parent == from || from->parent == to)
+		return 1;
+	if (agent_is_descendant(to, from) || agent_is_descendant(from, to))
+		return 1;
+	if (from->parent == to->parent)
+		return 1;	/* siblings (root agents are siblings too) */
+	/* A hidden agent is reached only by its family, and reaches only it. */
+	return !(to->flags & AGENT_HIDDEN) && !(from->flags & AGENT_HIDDEN);
+}
+
+/* Return nonzero if the peer may see agent t (list, get, graph). */
+int
+mapview_sees(const struct peer *p, struct agent *t)
+{
+	if (t->flags & AGENT_DEAD)
+		return 0;
+	return p->agent == NULL || p->agent == t ||
+	    mapview_may_reach(p->agent, t);
+}
+
+/* The lifecycle member of an Agent: when it was created, ran, stopped. */
+static json_t *
+mapview_life(struct agent *a)
+{
+	json_t	*l = json_object();
+	char	 st[64];
+	int	 down = (a->life.state == AS_STOPPED ||
+		    a->life.state == AS_FAILED || a->life.state == AS_BACKOFF);
+
+	if (a->map.created_ms != 0)
+		json_object_set_new(l, "createdAt",
+		    json_integer((json_int_t)a->map.created_ms));
+	if (a->map.started_ms != 0)
+		json_object_set_new(l, "startedAt",
+		    json_integer((json_int_t)a->map.started_ms));
+	if (down && a->map.stopped_ms != 0)
+		json_object_set_new(l, "stoppedAt",
+		    json_integer((json_int_t)a->map.stopped_ms));
+	if (mapview_ms(a->life.last_activity) != 0)
+		json_object_set_new(l, "lastActiveAt",
+		    json_integer(mapview_ms(a->life.last_activity)));
+	if (down && (a->proc.flags & AP_EXITED)) {
+		if (WIFEXITED(a->proc.status))
+			json_object_set_new(l, "exitCode",
+			    json_integer(WEXITSTATUS(a->proc.status)));
+		util_describe_status(st, sizeof st, a->proc.status);
+		json_object_set_new(l, "exitReason", json_string(st));
+	}
+	return l;
+}
+
+/* Describe an agent as MAP's Agent object (a new reference). */
+json_t *
+mapview_describe(struct agent *a)
+{
+	json_t		*j, *kids, *md, *extra;
+	struct agent	*c;
+	struct msg	*m;
+	const char	*owner = mapview_owner(a);
+	int		 queued = 0;
+
+	kids = json_array();
+	TAILQ_FOREACH(c, &a->children, sibling)
+		if (!(c->flags & AGENT_DEAD))
+			json_array_append_new(kids, json_string(c->id));
+	j = json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o}",
+	    "id", a->id,
+	    "ownerId", owner != NULL ? json_string(owner) : json_null(),
+	    "name", a->conf->name,
+	    "state", mapview_state(a->life.state),
+	    "visibility", (a->flags & AGENT_HIDDEN) ? "parent-only" : "public",
+	    "children", kids,
+	    "lifecycle", mapview_life(a));
+	if (a->parent != NULL)
+		json_object_set_new(j, "parent", json_string(a->parent->id));
+	if (a->conf->role != NULL)
+		json_object_set_new(j, "role", json_string(a->conf->role));
+	if (a->conf->description != NULL)
+		json_object_set_new(j, "description",
+		    json_string(a->conf->description));
+
+	/* The agent's own metadata first: corral's members win. */
+	md = a->map.metadata != NULL ? json_deep_copy(a->map.metadata) :
+	    json_object();
+	if (a->adapter != NULL && a->adapter->ops->metadata != NULL &&
+	    (extra = a->adapter->ops->metadata(a)) != NULL) {
+		json_object_update(md, extra);
+		json_decref(extra);
+	}
+	TAILQ_FOREACH(m, &a->slot.direct, entry)
+		queued++;
+	extra = json_pack("{s:s, s:i, s:I, s:f, s:f, s:b, s:i, s:i, s:i, "
+	    "s:I, s:I}",
+	    "corralState", lifecycle_state_name(a->life.state),
+	    "depth", (int)a->depth,
+	    "pid", (json_int_t)a->proc.hostpid,
+	    "tokens", a->budget.tokens,
+	    "cost", a->budget.cost,
+	    "visible", !(a->flags & AGENT_HIDDEN),
+	    "restarts", (int)a->life.restart_count,
+	    "inflight", (int)a->work.outstanding,
+	    "queued", queued,
+	    "msgsIn", (json_int_t)a->proc.msgs_in,
+	    "msgsOut", (json_int_t)a->proc.msgs_out);
+	json_object_update(md, extra);
+	json_decref(extra);
+	if (a->map.reported != NULL)
+		json_object_set_new(md, "reportedState",
+		    json_string(a->map.reported));
+	if (a->map.last_error != NULL)
+		json_object_set_new(md, "lastError",
+		    jsonw_text(a->map.last_error, strlen(a->map.last_error)));
+	if (lifecycle_cause(a) != NULL)
+		json_object_set_new(md, "failure",
+		    jsonw_text(lifecycle_cause(a), strlen(lifecycle_cause(a))));
+	json_object_set_new(j, "metadata", md);
+	return j;
+}
+
+/* Does filter member key (an array of strings) allow v?  Empty: yes. */
+static int
+mapview_in(json_t *f, const char *key, const char *v)
+{
+	json_t	*a = json_object_get(f, key), *x;
+	size_t	 i;
+
+	if (json_array_size(a) == 0)
+		return 1;
+	if (v == NULL)
+		return 0;
+	json_array_foreach(a, i, x)
+		if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Does an agent pass a map/agents/list filter?  states, roles, parent,
+ * ownerId and hasChildren apply; scopes match nothing (corral has none);
+ * the others are ignored (SPEC.md 5).
+ */
+static int
+mapview_match(struct agent *a, json_t *f)
+{
+	json_t	*v;
+	int	 kids;
+
+	if (f == NULL)
+		return 1;
+	if (!mapview_in(f, "states", mapview_state(a->life.state)) ||
+	    !mapview_in(f, "roles", a->conf->role))
+		return 0;
+	if (json_array_size(json_object_get(f, "scopes")) > 0)
+		return 0;
+	v = json_object_get(f, "parent");
+	if (json_is_string(v) && (a->parent == NULL ||
+	    strcmp(a->parent->id, json_string_value(v)) != 0))
+		return 0;
+	v = json_object_get(f, "ownerId");
+	if (json_is_string(v) && (mapview_owner(a) == NULL ||
+	    strcmp(mapview_owner(a), json_string_value(v)) != 0))
+		return 0;
+	v = json_object_get(f, "hasChildren");
+	if (json_is_boolean(v)) {
+		kids = !TAILQ_EMPTY(&a->children);
+		if (kids != json_is_true(v))
+			return 0;
+	}
+	return 1;
+}
+
+/* map/agents/list: the agents the caller may see, filtered. */
+void
+mapview_list(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*t;
+	json_t		*list, *f = json_object_get(params, "filter");
+
+	if (f != NULL && !json_is_object(f)) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "params.filter must be an "
+		    "object", NULL);
+		return;
+	}
+	list = json_array();
+	for (t = agent_first(); t != NULL; t = agent_next(t))
+		if (mapview_sees(p, t) && mapview_match(t, f))
+			json_array_append_new(list, mapview_describe(t));
+	rpc_reply(p, id, json_pack("{s:o}", "agents", list));
+}
+
+/* The agent params name (agentId, or corral's id / agent), or NULL. */
+struct agent *
+mapview_param_agent(json_t *params)
+{
+	json_t	*v;
+
+	v = json_object_get(params, "agentId");
+	if (v == NULL)
+		v = json_object_get(params, "id");
+	if (v == NULL)
+		v = json_object_get(params, "agent");
+	if (!json_is_string(v))
+		return NULL;
+	/* "agent:ID" is MAP's string form of an address. */
+	if (strncmp(json_string_value(v), "agent:", 6) == 0)
+		return agent_find(json_string_value(v) + 6);
+	return agent_find(json_string_value(v));
+}
+
+/* Add the descendants of a the caller sees to list, down to depth. */
+static void
+mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
+{
+	struct agent	*c;
+
+	if (depth == 0)
+		return;
+	TAILQ_FOREACH(c, &a->children, sibling) {
+		if (!mapview_sees(p, c))
+			continue;
+		json_array_append_new(list, mapview_describe(c));
+		mapview_descend(p, c, list, depth - 1);
+	}
+}
+
+/*
+ * map/agents/get: one agent the caller may see, with the relatives
+ * include asks for.
+ */
+void
+mapview_get(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*t, *x;
+	json_t		*res, *inc, *list;
+	int		 depth = -1;
+
+	if ((t = mapview_param_agent(params)) == NULL || !mapview_sees(p, t)) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found",
+		    json_pack("{s:i}", "corralCode", CORRAL_E_OLD_NOTFOUND));
+		return;
+	}
+	res = json_pack("{s:o}", "agent", mapview_describe(t));
+	/* getAgent(id, options) spreads the options next to agentId. */
+	inc = json_object_get(params, "include");
+	if (inc == NULL)
+		inc = params;
+	if (json_is_integer(json_object_get(inc, "maxDepth")))
+		depth = (int)json_integer_value(json_object_get(inc,
+		    "maxDepth"));
+	if (json_is_true(json_object_get(inc, "parent")) && t->parent != NULL &&
+	    mapview_sees(p, t->parent))
+		json_object_set_new(res, "parent", mapview_describe(t->parent));
+	if (json_is_true(json_object_get(inc, "children"))) {
+		list = json_array();
+		mapview_descend(p, t, list, 1);
+		json_object_set_new(res, "children", list);
+	}
+	if (json_is_true(json_object_get(inc, "siblings"))) {
+		list = json_array();
+		for (x = agent_first(); x != NULL; x = agent_next(x))
+			if (x != t && x->parent == t->parent &&
+			    mapview_sees(p, x))
+				json_array_append_new(list, mapview_describe(x));
+		json_object_set_new(res, "siblings", list);
+	}
+	if (json_is_true(json_object_get(inc, "ancestors"))) {
+		list = json_array();
+		for (x = t->parent; x != NULL; x = x->parent)
+			if (mapview_sees(p, x))
+				json_array_append_new(list, mapview_describe(x));
+		json_object_set_new(res, "ancestors", list);
+	}
+	if (json_is_true(json_object_get(inc, "descendants"))) {
+		list = json_array();
+		mapview_descend(p, t, list, depth);
+		json_object_set_new(res, "descendants", list);
+	}
+	rpc_reply(p, id, res);
+}
+
+/* Is a within depth levels below root (depth < 0: any)? */
+static int
+mapview_under(struct agent *a, struct agent *root, int depth)
+{
+	int	d = 0;
+
+	for (; a != NULL; a = a->parent, d++) {
+		if (a == root)
+			return depth < 0 || d <= depth;
+	}
+	return 0;
+}
+
+/*
+ * map/structure/graph: the agents as nodes (the subtree of rootAgentId
+ * down to depth, when given) and an edge from each parent to each child.
+ */
+void
+mapview_graph(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*t, *root = NULL;
+	json_t		*nodes, *edges, *v;
+	int		 depth = -1;
+
+	v = json_object_get(params, "rootAgentId");
+	if (v != NULL) {
+		if (!json_is_string(v) || (root = agent_find(
+		    json_string_value(v))) == NULL || !mapview_sees(p, root)) {
+			rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found",
+			    json_pack("{s:i}", "corralCode",
+			    CORRAL_E_OLD_NOTFOUND));
+			return;
+		}
+	}
+	if (json_is_integer(json_object_get(params, "depth")))
+		depth = (int)json_integer_value(json_object_get(params,
+		    "depth"));
+	nodes = json_array();
+	edges = json_array();
+	for (t = agent_first(); t != NULL; t = agent_next(t)) {
+		if (!mapview_sees(p, t) || (root != NULL &&
+		    !mapview_under(t, root, depth)))
+			continue;
+		json_array_append_new(nodes, mapview_describe(t));
+		if (t->parent != NULL && t != root && mapview_sees(p, t->parent))
+			json_array_append_new(edges, json_pack("{s:s, s:s, s:s}",
+			    "from", t->parent->id, "to", t->id, "type",
+			    "parent-child"));
+	}
+	rpc_reply(p, id, json_pack("{s:o, s:o}", "nodes", nodes, "edges",
+	    edges));
+}

@@ -1,0 +1,974 @@
+/*
+ * Messages between participants: map/send with MAP's addresses, requests
+ * that expect a response, and corral's _corral/route.
+ *
+ * A message goes to agents and to clients.  An agent on its pipes gets
+ * the payload as an envelope marked {"corral":{"kind":"message",...}};
+ * a client gets MAP's Message in a map/message notification.  Every
+ * send is two events, message_sent and message_delivered (with the
+ * Message itself), and message_failed for targets that could not take
+ * it.
+ *
+ * A client's message that expects a response, to one agent, becomes a
+ * request to that agent (MSG_SEND): corral delivers the payload as an
+ * ordinary request envelope whose trace.id is the message id, and the
+ * agent's reply comes back to the client as a Message with meta.isResult
+ * and the correlation id, and as a message_delivered event carrying that
+ * correlation id, which is what the SDK's ClientConnection.request()
+ * waits for.  _corral/route does the same with the routing table
+ * choosing the agent by the envelope's intent.  Such a request is one
+ * request, not a job: its reply's next_actions are not followed.
+ *
+ * An agent that connected as MAP's participantType "agent" (the SDK's
+ * AgentConnection, which reads nothing but JSON-RPC) is in MAP mode:
+ * whatever corral would write to it as an envelope (requests, its task,
+ * child results, notices) goes as a map/message instead, and its
+ * map/send with meta.isResult naming one of its requests (or its task)
+ * is its reply, as AgentConnection.reply() sends it (SPEC.md 11).
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+#define MESSAGE_TARGETS		256	/* targets of one map/send */
+#define MESSAGE_PENDING		1024	/* requests awaiting their reply */
+
+/* One target of a message: an agent, or a client. */
+struct message_target {
+	struct agent	*agent;
+	struct peer	*peer;
+	const char	*id;
+};
+
+/* A request sent through the control plane, awaiting its reply. */
+struct message_req {
+	char			 id[CORRAL_ID_MAX];	/* the request's */
+	char			*requester;	/* participantId */
+	char			*corr;		/* correlation id of the reply */
+	char			 responder[CORRAL_ID_MAX];	/* who replied */
+	TAILQ_ENTRY(message_req) entry;
+};
+
+static TAILQ_HEAD(, message_req) message_reqs =
+				    TAILQ_HEAD_INITIALIZER(message_reqs);
+static unsigned int		 message_nreqs;
+static uint64_t			 message_sent;
+
+static int	message_wrap(struct agent *, const char *, size_t);
+
+/* Forget pending requests (set up again: the tests do). */
+void
+message_init(void)
+{
+	struct message_req	*r;
+
+	agent_on_send(message_wrap);
+
+	while ((r = TAILQ_FIRST(&message_reqs)) != NULL) {
+		TAILQ_REMOVE(&message_reqs, r, entry);
+		free(r->requester);
+		free(r->corr);
+		free(r);
+	}
+	message_nreqs = 0;
+	message_sent = 0;
+}
+
+/* How many deliveries map/send made. */
+uint64_t
+message_count(void)
+{
+	return message_sent;
+}
+
+/*
+ * Remember who awaits the reply to request id.  The list is bounded: a
+ * request that never ends (its agent went away meanwhile) is forgotten
+ * once MESSAGE_PENDING newer ones wait.
+ */
+static void
+message_req_add(const char *id, const char *requester, const char *corr)
+{
+	struct message_req	*r;
+
+	if (message_nreqs >= MESSAGE_PENDING) {
+		r = TAILQ_FIRST(&message_reqs);
+		log_warnx("request %s: forgotten, %u newer requests wait",
+		    r->id, message_nreqs);
+		TAILQ_REMOVE(&message_reqs, r, entry);
+		free(r->requester);
+		free(r->corr);
+		free(r);
+		message_nreqs--;
+	}
+	r = xcalloc(1, sizeof *r);
+	strlcpy(r->id, id, sizeof r->id);
+	r->requester = xstrdup(requester);
+	r->corr = xstrdup(corr);
+	TAILQ_INSERT_TAIL(&message_reqs, r, entry);
+	message_nreqs++;
+}
+
+/* Take the record of request id off the list (the caller frees it). */
+static struct message_req *
+message_req_take(const char *id)
+{
+	struct message_req	*r;
+
+	TAILQ_FOREACH(r, &message_reqs, entry)
+		if (strcmp(r->id, id) == 0) {
+			TAILQ_REMOVE(&message_reqs, r, entry);
+			message_nreqs--;
+			return r;
+		}
+	return NULL;
+}
+
+/* Emit a message event whose data was built with the JSON writer. */
+static void
+message_emit(const char *type, const char *source, const char *corr,
+    struct jsonw *j)
+{
+	struct event_info	 ei;
+	struct agent		*a = agent_find(source);
+	char			*s;
+	size_t			 len;
+
+	s = jsonw_finish(j, &len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = type;
+	ei.source = source;
+	ei.source_role = a != NULL ? a->conf->role : NULL;
+	ei.corr = corr;
+	ei.audit = 1;
+	event_emit(&ei, s, len);
+	free(s);
+}
+
+/* Write a JSON value held by jansson with the JSON writer. */
+static void
+message_json(struct jsonw *j, json_t *v)
+{
+	char	*s;
+
+	if ((s = json_dumps(v, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS)) == NULL) {
+		jsonw_raw(j, "null", 4);
+		return;
+	}
+	jsonw_raw(j, s, strlen(s));
+	free(s);
+}
+
+/*
+ * The events of one send: message_sent, then message_delivered to the
+ * targets that took it, and message_failed when some did not.  The
+ * correlation id is given only for results (the SDK's request() takes
+ * the first message_delivered carrying its own).
+ */
+static void
+message_events(json_t *msg, json_t *delivered, const char *failed_why,
+    const char *corr)
+{
+	struct jsonw	 j;
+	const char	*mid = json_string_value(json_object_get(msg, "id"));
+	const char	*from = json_string_value(json_object_get(msg, "from"));
+	json_t		*ts = json_object_get(msg, "timestamp");
+	json_t		*prio = json_object_get(json_object_get(msg, "meta"),
+			    "priority");
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "messageId");
+	jsonw_str(&j, mid);
+	jsonw_key(&j, "from");
+	jsonw_str(&j, from);
+	jsonw_key(&j, "to");
+	message_json(&j, json_object_get(msg, "to"));
+	jsonw_key(&j, "timestamp");
+	message_json(&j, ts);
+	if (corr != NULL) {
+		jsonw_key(&j, "correlationId");
+		jsonw_str(&j, corr);
+	}
+	if (json_is_string(prio)) {
+		jsonw_key(&j, "priority");
+		jsonw_str(&j, json_string_value(prio));
+	}
+	jsonw_object_end(&j);
+	message_emit("message_sent", from, corr, &j);
+
+	if (json_array_size(delivered) > 0) {
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "messageId");
+		jsonw_str(&j, mid);
+		jsonw_key(&j, "from");
+		jsonw_str(&j, from);
+		jsonw_key(&j, "deliveredTo");
+		message_json(&j, delivered);
+		jsonw_key(&j, "timestamp");
+		message_json(&j, ts);
+		jsonw_key(&j, "message");
+		message_json(&j, msg);
+		if (corr != NULL) {
+			jsonw_key(&j, "correlationId");
+			jsonw_str(&j, corr);
+		}
+		jsonw_object_end(&j);
+		message_emit("message_delivered", from, corr, &j);
+	}
+	if (failed_why != NULL) {
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "messageId");
+		jsonw_str(&j, mid);
+		jsonw_key(&j, "from");
+		jsonw_str(&j, from);
+		jsonw_key(&j, "to");
+		message_json(&j, json_object_get(msg, "to"));
+		jsonw_key(&j, "reason");
+		jsonw_str(&j, failed_why);
+		jsonw_key(&j, "code");
+		jsonw_u64(&j, CORRAL_E_DELIVERY);
+		jsonw_object_end(&j);
+		message_emit("message_failed", from, corr, &j);
+	}
+}
+
+/* Build MAP's Message (a new reference). */
+static json_t *
+message_new(const char *from, json_t *to, json_t *payload, json_t *meta,
+    char *mid)
+{
+	json_t	*m;
+
+	event_new_id(mid);
+	m = json_pack("{s:s, s:s, s:O, s:I}", "id", mid, "from", from, "to",
+	    to, "timestamp", (json_int_t)event_now_ms());
+	if (payload != NULL)
+		json_object_set(m, "payload", payload);
+	if (json_is_object(meta))
+		json_object_set_new(m, "meta", json_deep_copy(meta));
+	return m;
+}
+
+/*
+ * The envelope an agent on its pipes gets for a payload: the payload
+ * itself when it is an envelope, or a string made an execute envelope.
+ * trace_id, when given, becomes its trace.id (a request's).  Returns the
+ * line and fills env, or NULL with why.
+ */
+static char *
+message_envelope(json_t *payload, const char *role, const char *trace_id,
+    size_t *lenp, struct env *env, char *why, size_t whylen)
+{
+	struct env_error	 err;
+	struct jscan		*js;
+	json_t			*t, *trace;
+	char			*s, ts[40];
+
+	if (json_is_string(payload)) {
+		util_rfc3339(ts, sizeof ts);
+		t = json_pack("{s:s, s:s, s:s, s:s, s:O, s:{s:s, s:O}}",
+		    "protocol", CORRAL_ENVELOPE_PROTOCOL, "role", role,
+		    "timestamp", ts, "intent", "execute", "task", payload,
+		    "content", "type", "text", "text", payload);
+	} else if (json_is_object(payload))
+		t = json_deep_copy(payload);
+	else {
+		snprintf(why, whylen, "params.payload must be an envelope or a "
+		    "string for an agent");
+		return NULL;
+	}
+	if (trace_id != NULL) {
+		if (!json_is_object(trace = json_object_get(t, "trace"))) {
+			trace = json_object();
+			json_object_set_new(t, "trace", trace);
+		}
+		json_object_set_new(trace, "id", json_string(trace_id));
+	}
+	s = json_dumps(t, CORRAL_JSON_FLAGS);
+	json_decref(t);
+	if (s == NULL) {
+		snprintf(why, whylen, "params.payload could not be serialized");
+		return NULL;
+	}
+	*lenp = strlen(s);
+	js = engine_scan_take();
+	err.msg[0] = '\0';
+	if (jscan_run(js, s, *lenp) != 0 ||
+	    envelope_check(js, s, *lenp, env, &err) != 0) {
+		snprintf(why, whylen, "params.payload is not a valid envelope: "
+		    "%s", err.msg[0] ? err.msg : "invalid JSON");
+		engine_scan_give(js);
+		free(s);
+		return NULL;
+	}
+	engine_scan_give(js);
+	return s;
+}
+
+/* Add one target, unless it is the sender or already there. */
+static void
+message_add(struct message_target *out, size_t *n, struct agent *a,
+    struct peer *p, struct peer *from)
+{
+	size_t	i;
+
+	if ((a != NULL && a == from->agent) || (p != NULL && p == from) ||
+	    *n >= MESSAGE_TARGETS)
+		return;
+	for (i = 0; i < *n; i++)
+		if ((a != NULL && out[i].agent == a) ||
+		    (p != NULL && out[i].peer == p))
+			return;
+	out[*n].agent = a;
+	out[*n].peer = p;
+	out[*n].id = a != NULL ? a->id : p->name;
+	(*n)++;
+}
+
+/* Is an agent there to take a message (started, not on its way out)? */
+static int
+message_live(struct agent *a)
+{
+	return !(a->flags & AGENT_DEAD) && lifecycle_alive(a) &&
+	    !lifecycle_stopping(a);
+}
+
+/*
+ * Resolve one participant id: an agent the sender may reach, or a
+ * client.  Returns 0, or an error code with why.
+ */
+static int
+message_one(struct peer *from, const char *id, struct message_target *out,
+    size_t *n, char *why, size_t whylen)
+{
+	struct agent	*t;
+	struct peer	*p;
+
+	if (strncmp(id, "agent:", 6) == 0)
+		id += 6;
+	else if (strncmp(id, "scope:", 6) == 0) {
+		snprintf(why, whylen, "corral has no scopes");
+		return CORRAL_E_NOSCOPE;
+	}
+	if ((t = agent_find(id)) != NULL && from->agent != NULL &&
+	    t != from->agent && (t->flags & AGENT_HIDDEN) &&
+	    !mapview_may_reach(from->agent, t))
+		t = NULL;	/* hidden from it: it does not exist for it */
+	if (t != NULL) {
+		if (from->agent != NULL && t != from->agent &&
+		    !mapview_may_reach(from->agent, t)) {
+			snprintf(why, whylen, "%s may not address %s",
+			    from->name, t->id);
+			return CORRAL_E_DENIED;
+		}
+		if (!message_live(t)) {
+			snprintf(why, whylen, "agent %s is %s", t->id,
+			    mapview_state(t->life.state));
+			return CORRAL_E_TERMINATED;
+		}
+		message_add(out, n, t, NULL, from);
+		return 0;
+	}
+	if ((p = rpc_peer_find(id)) != NULL) {
+		message_add(out, n, NULL, p, from);
+		return 0;
+	}
+	snprintf(why, whylen, "no agent '%.64s'", id);
+	return CORRAL_E_NOTFOUND;
+}
+
+/* Does agent a answer a hierarchical address relative to agent from? */
+static int
+message_related(struct agent *from, struct agent *a, json_t *to)
+{
+	return (json_is_true(json_object_get(to, "parent")) &&
+	    from->parent == a) ||
+	    (json_is_true(json_object_get(to, "children")) &&
+	    a->parent == from) ||
+	    (json_is_true(json_object_get(to, "descendants")) &&
+	    agent_is_descendant(a, from)) ||
+	    (json_is_true(json_object_get(to, "siblings")) &&
+	    a->parent == from->parent && a != from) ||
+	    (json_is_true(json_object_get(to, "ancestors")) &&
+	    agent_is_descendant(from, a));
+}
+
+/*
+ * Resolve a MAP address to its targets (SPEC.md 6).  Returns 0, or an
+ * error code with why: 2001 for a named agent that does not exist, 2000
+ * for an address that matches nobody, 1003 for one the sender may not
+ * reach, 2002 for scopes, 3003 for a stopped agent, -32602 for forms
+ * corral does not serve.
+ */
+static int
+message_resolve(struct peer *from, json_t *to, struct message_target *out,
+    size_t *n, char *why, size_t whylen)
+{
+	struct agent	*a;
+	struct peer	*p;
+	json_t		*v, *x;
+	const char	*role, *who;
+	size_t		 i;
+	int		 code;
+
+	*n = 0;
+	if (json_is_string(to))
+		return message_one(from, json_string_value(to), out, n, why,
+		    whylen);
+	if (!json_is_object(to)) {
+		snprintf(why, whylen, "params.to must be an address");
+		return CORRAL_E_PARAMS;
+	}
+	if ((v = json_object_get(to, "agent")) != NULL ||
+	    (v = json_object_get(to, "participant")) != NULL) {
+		if (json_object_get(to, "system") != NULL) {
+			snprintf(why, whylen, "corral is not federated");
+			return CORRAL_E_PARAMS;
+		}
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "an address names an id");
+			return CORRAL_E_PARAMS;
+		}
+		return message_one(from, json_string_value(v), out, n, why,
+		    whylen);
+	}
+	if (json_object_get(to, "scope") != NULL ||
+	    json_object_get(to, "within") != NULL) {
+		snprintf(why, whylen, "corral has no scopes");
+		return CORRAL_E_NOSCOPE;
+	}
+	if (json_object_get(to, "system") != NULL) {
+		snprintf(why, whylen, "corral itself has no mailbox");
+		return CORRAL_E_PARAMS;
+	}
+	if ((v = json_object_get(to, "agents")) != NULL) {
+		if (!json_is_array(v)) {
+			snprintf(why, whylen, "to.agents must be a list of ids");
+			return CORRAL_E_PARAMS;
+		}
+		json_array_foreach(v, i, x) {
+			if (!json_is_string(x))
+				continue;
+			code = message_one(from, json_string_value(x), out, n,
+			    why, whylen);
+			if (code == CORRAL_E_DENIED)
+				return code;
+		}
+		goto done;
+	}
+	if ((v = json_object_get(to, "participants")) != NULL) {
+		who = json_string_value(v);
+		if (who == NULL || (strcmp(who, "all") != 0 &&
+		    strcmp(who, "agents") != 0 && strcmp(who, "clients") != 0)) {
+			snprintf(why, whylen, "to.participants must be all, "
+			    "agents or clients");
+			return CORRAL_E_PARAMS;
+		}
+		if (strcmp(who, "clients") != 0)
+			for (a = agent_first(); a != NULL; a = agent_next(a))
+				if (message_live(a) && (from->agent == NULL ||
+				    mapview_may_reach(from->agent, a)))
+					message_add(out, n, a, NULL, from);
+		if (strcmp(who, "agents") != 0)
+			for (p = rpc_peer_first(); p != NULL;
+			    p = rpc_peer_next(p))
+				message_add(out, n, NULL, p, from);
+		goto done;
+	}
+	role = json_string_value(json_object_get(to, "role"));
+	if (role != NULL || json_is_true(json_object_get(to, "broadcast"))) {
+		for (a = agent_first(); a != NULL; a = agent_next(a))
+			if (message_live(a) && (role == NULL ||
+			    (a->conf->role != NULL && strcmp(a->conf->role,
+			    role) == 0)) && (from->agent == NULL ||
+			    mapview_may_reach(from->agent, a)))
+				message_add(out, n, a, NULL, from);
+		goto done;
+	}
+	if (json_object_get(to, "parent") != NULL ||
+	    json_object_get(to, "children") != NULL ||
+	    json_object_get(to, "siblings") != NULL ||
+	    json_object_get(to, "ancestors") != NULL ||
+	    json_object_get(to, "descendants") != NULL) {
+		if (from->agent == NULL) {
+			snprintf(why, whylen, "a client has no parent, children "
+			    "or siblings: name agents");
+			return CORRAL_E_PARAMS;
+		}
+		if (json_is_true(json_object_get(to, "parent")) &&
+		    from->agent->parent == NULL && json_object_size(to) == 1) {
+			snprintf(why, whylen, "%s has no parent",
+			    from->agent->id);
+			return CORRAL_E_NOADDRESS;
+		}
+		for (a = agent_first(); a != NULL; a = agent_next(a))
+			if (message_live(a) && message_related(from->agent, a,
+			    to))
+				message_add(out, n, a, NULL, from);
+		goto done;
+	}
+	snprintf(why, whylen, "params.to is not an address corral knows");
+	return CORRAL_E_PARAMS;
+done:
+	if (*n == 0) {
+		snprintf(why, whylen, "the address matches no agent");
+		return CORRAL_E_NOADDRESS;
+	}
+	return 0;
+}
+
+/* corral's old code for a refusal, kept in error.data.details. */
+static int
+message_old_code(int code)
+{
+	switch (code) {
+	case CORRAL_E_DENIED:
+		return CORRAL_E_OLD_DENIED;
+	case CORRAL_E_NOTFOUND:
+	case CORRAL_E_NOADDRESS:
+	case CORRAL_E_TERMINATED:
+		return CORRAL_E_OLD_NOTFOUND;
+	default:
+		return code;
+	}
+}
+
+/*
+ * Make a request of an envelope payload: to agent t, or, when t is NULL,
+ * to whichever agent the routing table picks for its intent.  The reply
+ * goes to the requester with correlation id corr.  Returns 0, or -1 with
+ * why.
+ */
+static int
+message_request(struct peer *from, struct agent *t, json_t *payload,
+    const char *mid, const char *corr, char *why, size_t whylen)
+{
+	struct env	 env;
+	struct msg	*m;
+	char		*line;
+	size_t		 len;
+
+	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
+	    "user", mid, &len, &env, why, whylen)) == NULL)
+		return -1;
+	m = engine_msg_create(NULL, line, len, MSG_SEND, env.intent);
+	strlcpy(m->id, mid, sizeof m->id);
+	m->target = t;
+	m->prio = (uint8_t)env.prio;
+	m->timeout = env.ttl;
+	message_req_add(mid, from->name, corr);
+	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
+	if (t != NULL)
+		route_direct(m);
+	else
+		(void)route_submit(m);
+	return 0;
+}
+
+/* The member corral adds to a message it delivers as an envelope. */
+static char *
+message_member(const char *from, const char *mid)
+{
+	struct jsonw	j;
+	size_t		len;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "kind");
+	jsonw_str(&j, CORRAL_KIND_MESSAGE);
+	jsonw_key(&j, "from");
+	jsonw_str(&j, from);
+	jsonw_key(&j, "messageId");
+	jsonw_str(&j, mid);
+	jsonw_object_end(&j);
+	return jsonw_finish(&j, &len);
+}
+
+/*
+ * Write an envelope to an agent in MAP mode as a map/message: a request
+ * (from corral, expecting a response), its task (from its parent), a
+ * child's result, a message, a notice.  Returns 0 when the line is not
+ * an envelope to wrap (it then goes as it is).
+ */
+static int
+message_wrap(struct agent *a, const char *line, size_t len)
+{
+	json_t		*env, *cm, *meta, *msg, *to;
+	const char	*kind, *tid, *from = "corral", *id = NULL;
+	char		 mid[EVENT_ID_LEN + 1];
+
+	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
+		return 0;
+	cm = json_object_get(env, "corral");
+	kind = json_string_value(json_object_get(cm, "kind"));
+	tid = json_string_value(json_object_get(json_object_get(env, "trace"),
+	    "id"));
+	meta = json_object();
+	if (kind == NULL || strcmp(kind, "task") == 0) {
+		/* Work to answer: its id is what the reply correlates to. */
+		id = tid;
+		json_object_set_new(meta, "expectsResponse", json_true());
+		if (tid != NULL)
+			json_object_set_new(meta, "correlationId",
+			    json_string(tid));
+		if (kind != NULL) {
+			from = json_string_value(json_object_get(cm, "parent"));
+			json_object_set_new(meta, "relationship",
+			    json_string("parent-to-child"));
+		}
+	} else if (strcmp(kind, CORRAL_KIND_CHILD_RESULT) == 0) {
+		from = json_string_value(json_object_get(cm, "child"));
+		json_object_set_new(meta, "isResult", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "spawn"));
+		json_object_set_new(meta, "relationship",
+		    json_string("child-to-parent"));
+	} else if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0) {
+		from = json_string_value(json_object_get(cm, "from"));
+		id = json_string_value(json_object_get(cm, "messageId"));
+	}
+	to = json_pack("{s:s}", "agent", a->id);
+	msg = message_new(from != NULL ? from : "corral", to, env, meta, mid);
+	if (id != NULL)
+		json_object_set_new(msg, "id", json_string(id));
+	rpc_notify(&a->peer, CORRAL_M_MESSAGE, json_pack("{s:o}", "message",
+	    msg));
+	json_decref(to);
+	json_decref(meta);
+	json_decref(env);
+	return 1;
+}
+
+/*
+ * A map/send from an agent that is its reply to one of its requests or
+ * its task (meta.isResult, meta.correlationId naming it), as the SDK's
+ * reply() sends it: the payload, an envelope (or wrapped in a finalize
+ * envelope when it is not one), goes to the engine as if the agent had
+ * written it.  Returns 0 when the send is not such a reply.
+ */
+static int
+message_agent_reply(struct peer *from, json_t *id, json_t *payload,
+    json_t *meta)
+{
+	struct agent		*a = from->agent;
+	struct msg		*m, *hit = NULL;
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	json_t			*e, *trace;
+	const char		*corr;
+	char			*line, mid[EVENT_ID_LEN + 1];
+	int			 valid;
+
+	corr = json_string_value(json_object_get(meta, "correlationId"));
+	if (a == NULL || !json_is_true(json_object_get(meta, "isResult")) ||
+	    corr == NULL)
+		return 0;
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
+		if (strcmp(m->id, corr) == 0)
+			hit = m;
+	if (hit == NULL && (a->child.task == NULL ||
+	    strcmp(a->child.task->id, corr) != 0))
+		return 0;
+	valid = 0;
+	if (json_is_object(payload) && (line = json_dumps(payload,
+	    CORRAL_JSON_FLAGS)) != NULL) {
+		js = engine_scan_take();
+		valid = jscan_run(js, line, strlen(line)) == 0 &&
+		    envelope_check(js, line, strlen(line), &env, &err) == 0;
+		engine_scan_give(js);
+		free(line);
+	}
+	if (valid)
+		e = json_deep_copy(payload);
+	else
+		e = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:O*}}", "protocol",
+		    CORRAL_ENVELOPE_PROTOCOL, "role", "agent", "intent",
+		    "finalize", "task", "reply", "content", "type", "json",
+		    "data", payload);
+	if (!json_is_object(trace = json_object_get(e, "trace"))) {
+		trace = json_object();
+		json_object_set_new(e, "trace", trace);
+	}
+	if (json_object_get(trace, "parents") == NULL)
+		json_object_set_new(trace, "parents", json_pack("[s]", corr));
+	line = json_dumps(e, CORRAL_JSON_FLAGS);
+	json_decref(e);
+	event_new_id(mid);
+	rpc_reply(from, id, json_pack("{s:s, s:[s]}", "messageId", mid,
+	    "delivered", hit != NULL || a->parent == NULL ? "corral" :
+	    a->parent->id));
+	if (line != NULL) {
+		agent_input(a, line, strlen(line), NDJSON_LINE, 0);
+		free(line);
+	}
+	return 1;
+}
+
+/*
+ * map/send: deliver a payload to the participants an address names.  A
+ * client's message that expects a response, to one agent, is a request
+ * to it (see the top of this file).
+ */
+void
+message_send(struct peer *from, json_t *id, json_t *params)
+{
+	struct message_target	 targets[MESSAGE_TARGETS];
+	struct env		 env;
+	struct env_error	 err;
+	json_t			*to, *payload, *meta, *msg, *ids, *corrj;
+	char			 why[256], mid[EVENT_ID_LEN + 1], *line = NULL;
+	char			*member = NULL, *marked = NULL, *failed = NULL;
+	const char		*corr = NULL;
+	size_t			 n, i, len = 0, mlen = 0;
+	int			 code, agents = 0;
+	struct jscan		*js;
+
+	to = json_object_get(params, "to");
+	payload = json_object_get(params, "payload");
+	if (payload == NULL)
+		payload = json_object_get(params, "envelope");
+	if (payload == NULL)
+		payload = json_object_get(params, "message");
+	meta = json_object_get(params, "meta");
+	if (to == NULL || payload == NULL || (meta != NULL &&
+	    !json_is_object(meta))) {
+		rpc_error(from, id, CORRAL_E_PARAMS, "params needs to (an "
+		    "address) and payload (an envelope, or a string)", NULL);
+		return;
+	}
+	if (message_agent_reply(from, id, payload, meta))
+		return;
+	if ((code = message_resolve(from, to, targets, &n, why,
+	    sizeof why)) != 0) {
+		if (code == CORRAL_E_DENIED) {
+			log_info("%s%s: map/send refused: %s", from->agent !=
+			    NULL ? "agent " : "", from->name, why);
+			auditlog_event("send_refused", from->name, NULL,
+			    "reason", why, NULL);
+		}
+		rpc_error(from, id, code, why, code == CORRAL_E_PARAMS ? NULL :
+		    json_pack("{s:i}", "corralCode", message_old_code(code)));
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		/* An agent in MAP mode takes the Message, as a client does. */
+		if (targets[i].agent != NULL &&
+		    (targets[i].agent->peer.flags & PEER_MAPAGENT)) {
+			targets[i].peer = &targets[i].agent->peer;
+			targets[i].agent = NULL;
+		}
+		if (targets[i].agent != NULL)
+			agents++;
+	}
+	msg = message_new(from->name, to, payload, meta, mid);
+	corrj = json_object_get(meta, "correlationId");
+	if (json_is_true(json_object_get(meta, "isResult")) &&
+	    json_is_string(corrj))
+		corr = json_string_value(corrj);
+
+	/* A client's request to one agent: the agent's reply comes back. */
+	if (from->agent == NULL && n == 1 && agents == 1 &&
+	    json_is_true(json_object_get(meta, "expectsResponse"))) {
+		if (message_request(from, targets[0].agent, payload, mid,
+		    json_is_string(corrj) ? json_string_value(corrj) : mid, why,
+		    sizeof why) != 0) {
+			rpc_error(from, id, CORRAL_E_PARAMS, why, NULL);
+			json_decref(msg);
+			return;
+		}
+		ids = json_pack("[s]", targets[0].id);
+		message_sent++;
+		message_events(msg, ids, NULL, corr);
+		rpc_reply(from, id, json_pack("{s:s, s:o}", "messageId", mid,
+		    "delivered", ids));
+		json_decref(msg);
+		return;
+	}
+
+	if (agents > 0) {
+		if ((line = message_envelope(payload, from->agent != NULL ?
+		    "agent" : "user", NULL, &len, &env, why,
+		    sizeof why)) == NULL) {
+			rpc_error(from, id, CORRAL_E_PARAMS, why, NULL);
+			json_decref(msg);
+			return;
+		}
+		member = message_member(from->name, mid);
+		js = engine_scan_take();
+		if (jscan_run(js, line, len) == 0 &&
+		    envelope_check(js, line, len, &env, &err) == 0)
+			marked = envelope_mark(js, line, len, member, &mlen);
+		engine_scan_give(js);
+	}
+	ids = json_array();
+	for (i = 0; i < n; i++) {
+		if (targets[i].agent != NULL) {
+			if (marked == NULL || agent_full(targets[i].agent) ||
+			    !agent_writable(targets[i].agent)) {
+				failed = "a target is not reading its stdin";
+				continue;
+			}
+			agent_send(targets[i].agent, marked, mlen);
+			auditlog_envelope("send", targets[i].agent->id, mid,
+			    marked, mlen);
+		} else {
+			if (rpc_full(targets[i].peer)) {
+				failed = "a client is not reading";
+				continue;
+			}
+			rpc_notify(targets[i].peer, CORRAL_M_MESSAGE,
+			    json_pack("{s:O}", "message", msg));
+		}
+		json_array_append_new(ids, json_string(targets[i].id));
+		message_sent++;
+	}
+	message_events(msg, ids, failed, corr);
+	if (json_array_size(ids) == 0)
+		rpc_error(from, id, CORRAL_E_DELIVERY, failed != NULL ? failed :
+		    "no target took the message", NULL);
+	else
+		rpc_reply(from, id, json_pack("{s:s, s:O}", "messageId", mid,
+		    "delivered", ids));
+	json_decref(ids);
+	json_decref(msg);
+	free(line);
+	free(member);
+	free(marked);
+}
+
+/*
+ * _corral/route: an envelope through the routing table, as a request
+ * whose reply comes back to the caller (corral send INTENT).
+ */
+void
+message_route(struct peer *from, json_t *id, json_t *params)
+{
+	json_t	*payload = json_object_get(params, "payload"), *corrj;
+	char	 why[256], mid[EVENT_ID_LEN + 1];
+
+	if (payload == NULL)
+		payload = json_object_get(params, "envelope");
+	if (!json_is_object(payload) && !json_is_string(payload)) {
+		rpc_error(from, id, CORRAL_E_PARAMS, "params.payload must be an "
+		    "envelope or a string", NULL);
+		return;
+	}
+	corrj = json_object_get(params, "correlationId");
+	event_new_id(mid);
+	/* Answered first: routing may fail the request at once. */
+	rpc_reply(from, id, json_pack("{s:s}", "messageId", mid));
+	if (message_request(from, NULL, payload, mid, json_is_string(corrj) ?
+	    json_string_value(corrj) : mid, why, sizeof why) != 0)
+		message_result(from->name, NULL, mid, NULL, 0, why);
+}
+
+/*
+ * Deliver a result to participant to: an envelope line (the reply to a
+ * request, or a client's agent's task result), or, when line is NULL,
+ * an error saying why.  It is a Message with meta.isResult and the
+ * correlation id, and a message_delivered event carrying that id.
+ */
+void
+message_result(const char *to, struct agent *from, const char *corr,
+    const char *line, size_t len, const char *why)
+{
+	struct peer	*p = rpc_peer_find(to);
+	json_t		*payload, *msg, *ids, *meta, *addr;
+	char		 mid[EVENT_ID_LEN + 1];
+	const char	*sender = from != NULL ? from->id : "corral";
+
+	if (line != NULL)
+		payload = json_loadb(line, len, 0, NULL);
+	else
+		payload = json_pack("{s:s, s:s}", "error", "request_failed",
+		    "message", why);
+	if (payload == NULL)
+		payload = json_null();
+	meta = json_pack("{s:b, s:s}", "isResult", 1, "correlationId", corr);
+	if (from != NULL && from->parent == NULL && from->map.owner != NULL &&
+	    strcmp(from->map.owner, to) == 0)
+		json_object_set_new(meta, "relationship",
+		    json_string("child-to-parent"));
+	addr = json_pack("{s:s}", "participant", to);
+	msg = message_new(sender, addr, payload, meta, mid);
+	json_decref(addr);
+	ids = json_array();
+	if (p != NULL && !rpc_full(p)) {
+		rpc_notify(p, CORRAL_M_MESSAGE, json_pack("{s:O}", "message",
+		    msg));
+		json_array_append_new(ids, json_string(to));
+	} else
+		log_info("result %s for %s not delivered: %s", corr, to,
+		    p == NULL ? "it is gone" : "it is not reading");
+	message_events(msg, ids, json_array_size(ids) == 0 ?
+	    "the requester is gone or not reading" : NULL, corr);
+	json_decref(ids);
+	json_decref(msg);
+	json_decref(meta);
+	json_decref(payload);
+}
+
+/*
+ * An envelope from agent a about request m (MSG_SEND): it is the reply,
+ * whatever its intent.  Filled in as any reply is (trace.id, parents).
+ */
+void
+message_reply(struct agent *a, struct msg *m, struct jscan *js,
+    const char *line, size_t len, struct env *env)
+{
+	struct env_error	 err;
+	struct message_req	*r;
+	char			 id[CORRAL_ID_MAX], *filled;
+	size_t			 flen;
+
+	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+		protocol_new_id(id, sizeof id);
+		filled = envelope_fill(js, line, len, env, id, m->id, &flen);
+	} else
+		filled = envelope_fill(js, line, len, env, NULL, m->id, &flen);
+	if (filled != NULL) {
+		if (jscan_run(js, filled, flen) != 0 ||
+		    envelope_check(js, filled, flen, env, &err) != 0) {
+			log_warnx("agent %s: the reply to request %s could not "
+			    "be completed; dropped", a->id, m->id);
+			free(filled);
+			return;
+		}
+		line = filled;
+		len = flen;
+	}
+	engine_account(a, env);
+	auditlog_envelope("reply", a->id, id, line, len);
+	TAILQ_FOREACH(r, &message_reqs, entry)
+		if (strcmp(r->id, m->id) == 0)
+			strlcpy(r->responder, a->id, sizeof r->responder);
+	engine_replied(m, a, id, NULL, line, len, env->ctype == CT_ERROR);
+	free(filled);
+}
+
+/* A request made through the control plane has its outcome. */
+void
+message_done(struct msg *m, const char *line, size_t len, int is_error)
+{
+	struct message_req	*r;
+	struct agent		*a;
+
+	if ((r = message_req_take(m->id)) == NULL) {
+		log_info("request %s: its requester was forgotten", m->id);
+		return;
+	}
+	/* Who answered: the agent that replied, or was to. */
+	if ((a = m->agent) == NULL && (r->responder[0] == '\0' ||
+	    (a = agent_find(r->responder)) == NULL))
+		a = m->target;
+	message_result(r->requester, a, r->corr, line, len, NULL);
+	free(r->requester);
+	free(r->corr);
+	free(r);
+}

@@ -1,0 +1,283 @@
+/*
+ * The run's numbers: messages per agent, request latency, outcomes and
+ * errors by code, queue depths, restarts, tokens and cost, the control
+ * plane's clients and events.
+ *
+ * Most numbers are read where they already are (the engine's outcome
+ * counters, each agent's parts, the routing table); what nobody else
+ * keeps, the latency histogram and the errors by code, is counted here
+ * from the outcome of every request, which the supervisor passes on.
+ * _corral/metrics answers them as JSON, each metric with its type, help
+ * and samples; `corral metrics` prints that as Prometheus' text format,
+ * so programs and Prometheus read the same numbers.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+
+#define METRICS_CODES	64	/* distinct error codes counted by name */
+
+/* Upper bounds of the latency histogram's buckets, in seconds. */
+static const double metrics_bounds[] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120
+};
+#define METRICS_BUCKETS	(sizeof metrics_bounds / sizeof metrics_bounds[0])
+
+static struct {
+	uint64_t	 buckets[METRICS_BUCKETS + 1];	/* the last: +Inf */
+	uint64_t	 count;
+	double		 sum;
+	uint64_t	 outcomes[3];	/* replied, error, expired */
+	struct {
+		char	 code[32];
+		uint64_t n;
+	}		 codes[METRICS_CODES];
+	size_t		 ncodes;
+	uint64_t	 other_codes;
+	ev_tstamp	 started;
+} mt;
+
+/* Start counting (a new run). */
+void
+metrics_init(void)
+{
+	memset(&mt, 0, sizeof mt);
+	mt.started = ev_now(LOOP);
+}
+
+/* A request had its outcome ("replied", "error", "expired"). */
+void
+metrics_outcome(const struct msg *m, const char *outcome, const char *code)
+{
+	double	d = ev_now(LOOP) - m->accepted;
+	size_t	i;
+
+	if (d < 0)
+		d = 0;
+	for (i = 0; i < METRICS_BUCKETS && d > metrics_bounds[i]; i++)
+		;
+	mt.buckets[i]++;
+	mt.count++;
+	mt.sum += d;
+	if (strcmp(outcome, "replied") == 0)
+		mt.outcomes[0]++;
+	else if (strcmp(outcome, "expired") == 0)
+		mt.outcomes[2]++;
+	else
+		mt.outcomes[1]++;
+	if (code == NULL || strcmp(outcome, "replied") == 0)
+		return;
+	for (i = 0; i < mt.ncodes; i++)
+		if (strcmp(mt.codes[i].code, code) == 0) {
+			mt.codes[i].n++;
+			return;
+		}
+	if (mt.ncodes == METRICS_CODES) {
+		mt.other_codes++;
+		return;
+	}
+	strlcpy(mt.codes[mt.ncodes].code, code, sizeof mt.codes[0].code);
+	mt.codes[mt.ncodes++].n = 1;
+}
+
+/* Add a metric with no samples yet; returns its samples array. */
+static json_t *
+metrics_add(json_t *list, const char *name, const char *type,
+    const char *help)
+{
+	json_t	*samples = json_array();
+
+	json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o}", "name",
+	    name, "type", type, "help", help, "samples", samples));
+	return samples;
+}
+
+/* Add a sample with one label (key NULL: none). */
+static void
+metrics_sample(json_t *samples, const char *key, const char *value, double v)
+{
+	json_t	*labels = json_object();
+
+	if (key != NULL)
+		json_object_set_new(labels, key, jsonw_text(value,
+		    strlen(value)));
+	json_array_append_new(samples, json_pack("{s:o, s:f}", "labels",
+	    labels, "value", v));
+}
+
+/* The metrics of every agent, one sample per agent. */
+static void
+metrics_agents(json_t *list)
+{
+	json_t		*in, *out, *fl, *q, *rs, *tok, *cost, *states;
+	struct agent	*a;
+	struct msg	*m;
+	unsigned int	 n, count[AS_COUNT];
+	int		 s;
+	const char	*name;
+
+	in = metrics_add(list, "corral_agent_messages_in_total", "counter",
+	    "Lines corral wrote to the agent (requests, messages, control)");
+	out = metrics_add(list, "corral_agent_messages_out_total", "counter",
+	    "Envelopes the agent wrote");
+	fl = metrics_add(list, "corral_agent_inflight", "gauge",
+	    "Requests the agent is working on");
+	q = metrics_add(list, "corral_agent_queue_depth", "gauge",
+	    "Requests waiting for this agent alone (tasks, addressed requests)");
+	rs = metrics_add(list, "corral_agent_restarts_total", "counter",
+	    "Times the agent's process was started again");
+	tok = metrics_add(list, "corral_agent_tokens_total", "counter",
+	    "Tokens the replies of the agent and its descendants reported");
+	cost = metrics_add(list, "corral_agent_cost_usd_total", "counter",
+	    "Cost the replies of the agent and its descendants reported");
+	memset(count, 0, sizeof count);
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (a->flags & AGENT_DEAD)
+			continue;
+		count[a->life.state]++;
+		n = 0;
+		TAILQ_FOREACH(m, &a->slot.direct, entry)
+			n++;
+		metrics_sample(in, "agent", a->id, (double)a->proc.msgs_in);
+		metrics_sample(out, "agent", a->id, (double)a->proc.msgs_out);
+		metrics_sample(fl, "agent", a->id, a->work.outstanding);
+		metrics_sample(q, "agent", a->id, n);
+		metrics_sample(rs, "agent", a->id, a->life.restart_count);
+		metrics_sample(tok, "agent", a->id, a->budget.tokens);
+		metrics_sample(cost, "agent", a->id, a->budget.cost);
+	}
+	states = metrics_add(list, "corral_agents", "gauge",
+	    "Agents by state (corral's names; docs/lifecycle.md)");
+	for (s = 0; s < AS_COUNT; s++) {
+		/* The hidden steps count under the state people see. */
+		if (s == AS_TERMINATING || s == AS_KILLING)
+			count[AS_STOPPING] += count[s];
+		else if (s == AS_BACKOFF)
+			count[AS_STOPPED] += count[s];
+	}
+	for (s = 0; s < AS_TERMINATING; s++) {
+		name = lifecycle_state_name((enum agent_state)s);
+		metrics_sample(states, "state", name, count[s]);
+	}
+}
+
+/* The requests: outcomes, latency, errors by code, queues. */
+static void
+metrics_requests(json_t *list)
+{
+	const struct engine_stats	*st = engine_stats_get();
+	json_t				*x, *b;
+	struct route			*r;
+	char				 le[32];
+	uint64_t			 cum = 0;
+	size_t				 i;
+	int				 k;
+
+	x = metrics_add(list, "corral_requests_accepted_total", "counter",
+	    "Requests corral accepted (goals, inputs, next actions, "
+	    "reflections, tasks, requests of clients)");
+	metrics_sample(x, NULL, NULL, (double)st->accepted);
+	x = metrics_add(list, "corral_requests_total", "counter",
+	    "Requests that had their outcome, by outcome");
+	metrics_sample(x, "outcome", "replied", (double)mt.outcomes[0]);
+	metrics_sample(x, "outcome", "error", (double)mt.outcomes[1]);
+	metrics_sample(x, "outcome", "expired", (double)mt.outcomes[2]);
+	x = metrics_add(list, "corral_errors_total", "counter",
+	    "Requests that failed, by error code (docs/protocol.md)");
+	for (i = 0; i < mt.ncodes; i++)
+		metrics_sample(x, "code", mt.codes[i].code,
+		    (double)mt.codes[i].n);
+	if (mt.other_codes > 0)
+		metrics_sample(x, "code", "other", (double)mt.other_codes);
+	x = metrics_add(list, "corral_rejected_lines_total", "counter",
+	    "Invalid lines from agents or stdin");
+	metrics_sample(x, NULL, NULL, (double)st->rejected);
+	x = metrics_add(list, "corral_retries_total", "counter",
+	    "Requests routed again after a transient failure");
+	metrics_sample(x, NULL, NULL, (double)st->retried);
+	x = metrics_add(list, "corral_reflections_total", "counter",
+	    "Weak replies sent for reflection");
+	metrics_sample(x, NULL, NULL, (double)st->reflections);
+
+	/* A histogram: cumulative buckets, then _sum and _count. */
+	json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o}", "name",
+	    "corral_request_duration_seconds", "type", "histogram", "help",
+	    "Time from accepting a request to its outcome", "samples",
+	    b = json_array()));
+	for (i = 0; i <= METRICS_BUCKETS; i++) {
+		cum += mt.buckets[i];
+		if (i < METRICS_BUCKETS)
+			snprintf(le, sizeof le, "%g", metrics_bounds[i]);
+		else
+			strlcpy(le, "+Inf", sizeof le);
+		json_array_append_new(b, json_pack("{s:s, s:{s:s}, s:I}",
+		    "suffix", "_bucket", "labels", "le", le, "value",
+		    (json_int_t)cum));
+	}
+	json_array_append_new(b, json_pack("{s:s, s:{}, s:f}", "suffix",
+	    "_sum", "labels", "value", mt.sum));
+	json_array_append_new(b, json_pack("{s:s, s:{}, s:I}", "suffix",
+	    "_count", "labels", "value", (json_int_t)mt.count));
+
+	x = metrics_add(list, "corral_queue_depth", "gauge",
+	    "Requests waiting in the routing table, by intent");
+	for (k = 0; k <= INTENT_COUNT; k++) {
+		if ((r = route_row(k)) == NULL || r->nconfs == 0)
+			continue;
+		metrics_sample(x, "intent", k == ROUTE_FALLBACK ? "*" :
+		    protocol_intent_name(k), r->queued);
+	}
+}
+
+/* The whole set, as _corral/metrics answers it (a new reference). */
+json_t *
+metrics_json(void)
+{
+	json_t		*list = json_array(), *x;
+	double		 tokens, cost, secs;
+	uint64_t	 ev, dropped;
+	unsigned int	 subs, clients = 0;
+	struct peer	*p;
+
+	x = metrics_add(list, "corral_uptime_seconds", "gauge",
+	    "Seconds since the run started");
+	metrics_sample(x, NULL, NULL, ev_now(LOOP) - mt.started);
+	metrics_agents(list);
+	metrics_requests(list);
+	budget_totals(&tokens, &cost, &secs);
+	x = metrics_add(list, "corral_tokens_total", "counter",
+	    "Tokens the run's replies reported");
+	metrics_sample(x, NULL, NULL, tokens);
+	x = metrics_add(list, "corral_cost_usd_total", "counter",
+	    "Cost the run's replies reported");
+	metrics_sample(x, NULL, NULL, cost);
+	x = metrics_add(list, "corral_messages_sent_total", "counter",
+	    "Deliveries of map/send");
+	metrics_sample(x, NULL, NULL, (double)message_count());
+	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p))
+		if (p->flags & PEER_SOCKET)
+			clients++;
+	event_counts(&ev, &dropped, &subs);
+	x = metrics_add(list, "corral_control_clients", "gauge",
+	    "Connections to the control socket");
+	metrics_sample(x, NULL, NULL, clients);
+	x = metrics_add(list, "corral_subscriptions", "gauge",
+	    "Event subscriptions (map/subscribe)");
+	metrics_sample(x, NULL, NULL, subs);
+	x = metrics_add(list, "corral_events_total", "counter",
+	    "MAP events emitted");
+	metrics_sample(x, NULL, NULL, (double)ev);
+	x = metrics_add(list, "corral_events_dropped_total", "counter",
+	    "Events not sent to subscribers that did not read in time");
+	metrics_sample(x, NULL, NULL, (double)dropped);
+	return json_pack("{s:o}", "metrics", list);
+}
+
+/* _corral/metrics. */
+void
+metrics_request(struct peer *p, json_t *id, json_t *params)
+{
+	rpc_reply(p, id, metrics_json());
+}

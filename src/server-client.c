@@ -1,0 +1,247 @@
+/*
+ * A connection to the control socket: a client participant, speaking
+ * the same NDJSON JSON-RPC as agents do on their pipes.
+ *
+ * Its lines go to the control plane (control_frame) one at a time.  What
+ * corral writes back waits in the connection's channel, whose writer has
+ * the channels' watermarks; the memory a client can cost is bounded:
+ *
+ *   - events to a client above its high watermark are dropped and
+ *     counted (event.c tells it once it reads again);
+ *   - a client whose answers pile up above the high watermark is not
+ *     read any more until they drain to the low one.  The lines of the
+ *     chunk already read wait in a pending buffer (at most one read),
+ *     and are handled, in order, as room comes back.
+ *
+ * A connection that ends, or fails, is marked dead in its own callback
+ * and freed later from the loop's prepare callback, never inside one of
+ * its own callbacks.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+struct server_client {
+	struct peer			 peer;
+	struct chan			 chan;
+	char				 name[32];	/* client:N */
+	int				 flags;
+#define SC_DEAD		0x01
+#define SC_PAUSED	0x02	/* answers pile up: lines wait */
+	char				*pend;		/* lines, '\n'-ended */
+	size_t				 plen;
+	size_t				 pcap;
+	TAILQ_ENTRY(server_client)	 entry;
+};
+
+static TAILQ_HEAD(, server_client) server_clients =
+				    TAILQ_HEAD_INITIALIZER(server_clients);
+static unsigned int		 server_nclients;
+static unsigned int		 server_ndead;
+static uint64_t			 server_client_seq;
+
+static void	server_client_line(struct chan *, enum ndjson_kind, char *,
+		    size_t, size_t);
+static void	server_client_eof(struct chan *, int);
+static void	server_client_werror(struct chan *, int);
+static void	server_client_drained(struct chan *, int);
+
+/* How many clients are connected. */
+unsigned int
+server_client_count(void)
+{
+	return server_nclients - server_ndead;
+}
+
+/* A new connection (already checked) becomes a client. */
+void
+server_client_create(int fd, uid_t uid, pid_t pid)
+{
+	struct server_client	*c;
+	int			 wfd;
+
+	/* Two descriptors, so that the channel closes each once. */
+	if ((wfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1) {
+		log_warn("control: dup");
+		close(fd);
+		return;
+	}
+	c = xcalloc(1, sizeof *c);
+	snprintf(c->name, sizeof c->name, "client:%llu",
+	    (unsigned long long)++server_client_seq);
+	chan_init(&c->chan, c->name, fd, wfd, CORRAL_MAX_LINE_DEFAULT, c);
+	c->chan.on_line = server_client_line;
+	c->chan.on_eof = server_client_eof;
+	c->chan.on_werror = server_client_werror;
+	c->chan.on_drain = server_client_drained;
+	c->peer.name = c->name;
+	c->peer.chan = &c->chan;
+	c->peer.role = PEER_CLIENT;
+	c->peer.flags = PEER_SOCKET;
+	rpc_peer_add(&c->peer);
+	TAILQ_INSERT_TAIL(&server_clients, c, entry);
+	server_nclients++;
+	chan_start(&c->chan);
+	log_debug("control: %s connected (uid %ld, pid %ld)", c->name,
+	    (long)uid, (long)pid);
+}
+
+/* The client is gone: its agents and subscriptions go; freed later. */
+static void
+server_client_dead(struct server_client *c, const char *why)
+{
+	if (c->flags & SC_DEAD)
+		return;
+	c->flags |= SC_DEAD;
+	server_ndead++;
+	log_debug("control: %s %s", c->name, why);
+	chan_stop_reading(&c->chan);
+	rpc_peer_remove(&c->peer);
+	control_gone(&c->peer);
+}
+
+/* Handle one line: a JSON-RPC frame, or an error for a bad line. */
+static void
+server_client_handle(struct server_client *c, enum ndjson_kind kind,
+    char *line, size_t len, size_t extra)
+{
+	json_t	*nul;
+	char	 why[128];
+
+	if (kind == NDJSON_LINE) {
+		control_frame(&c->peer, line, len);
+		return;
+	}
+	if (kind == NDJSON_TOOLONG)
+		snprintf(why, sizeof why, "a line of %zu bytes exceeds the "
+		    "limit of %zu bytes and was dropped", extra, c->chan.rd.max);
+	else
+		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
+		    "%zu and was dropped", extra);
+	nul = json_null();
+	rpc_error(&c->peer, nul, kind == NDJSON_TOOLONG ? CORRAL_E_INVALID :
+	    CORRAL_E_PARSE, why, NULL);
+	json_decref(nul);
+}
+
+/* Stop reading while the client's answers pile up. */
+static void
+server_client_check(struct server_client *c)
+{
+	if (!(c->flags & SC_PAUSED) && chan_full(&c->chan)) {
+		c->flags |= SC_PAUSED;
+		chan_stop_reading(&c->chan);
+	}
+}
+
+/* A line from the client. */
+static void
+server_client_line(struct chan *ch, enum ndjson_kind kind, char *line,
+    size_t len, size_t extra)
+{
+	struct server_client	*c = ch->owner;
+
+	if (c->flags & SC_DEAD)
+		return;
+	if ((c->flags & SC_PAUSED) && kind == NDJSON_LINE) {
+		/* The rest of a chunk already read: it waits its turn. */
+		if (c->plen + len + 1 > c->pcap) {
+			c->pcap = c->plen + len + 1 + 4096;
+			c->pend = xreallocarray(c->pend, 1, c->pcap);
+		}
+		memcpy(c->pend + c->plen, line, len);
+		c->pend[c->plen + len] = '\n';
+		c->plen += len + 1;
+		return;
+	}
+	server_client_handle(c, kind, line, len, extra);
+	server_client_check(c);
+}
+
+/*
+ * The client's answers drained: events it missed are summed up, waiting
+ * lines are handled while there is room, then reading starts again.
+ */
+static void
+server_client_drained(struct chan *ch, int arg)
+{
+	struct server_client	*c = ch->owner;
+	char			*nl;
+	size_t			 off = 0, len;
+
+	if (c->flags & SC_DEAD)
+		return;
+	event_drained(&c->peer);
+	if (!(c->flags & SC_PAUSED))
+		return;
+	c->flags &= ~SC_PAUSED;
+	while (off < c->plen && !(c->flags & (SC_DEAD | SC_PAUSED))) {
+		nl = memchr(c->pend + off, '\n', c->plen - off);
+		len = (size_t)(nl - (c->pend + off));
+		server_client_handle(c, NDJSON_LINE, c->pend + off, len, 0);
+		off += len + 1;
+		server_client_check(c);
+	}
+	memmove(c->pend, c->pend + off, c->plen - off);
+	c->plen -= off;
+	if (!(c->flags & (SC_DEAD | SC_PAUSED)))
+		chan_resume_reading(&c->chan);
+}
+
+/* The client closed its side. */
+static void
+server_client_eof(struct chan *ch, int arg)
+{
+	server_client_dead(ch->owner, "disconnected");
+}
+
+/* Writing to the client failed: it is gone. */
+static void
+server_client_werror(struct chan *ch, int error)
+{
+	server_client_dead(ch->owner, strerror(error));
+}
+
+/* Free a client. */
+static void
+server_client_free(struct server_client *c)
+{
+	TAILQ_REMOVE(&server_clients, c, entry);
+	server_nclients--;
+	if (c->flags & SC_DEAD)
+		server_ndead--;
+	chan_close(&c->chan);
+	free(c->peer.cname);
+	free(c->pend);
+	free(c);
+}
+
+/* Free the clients that are gone (the loop's prepare callback). */
+void
+server_client_reap(void)
+{
+	struct server_client	*c, *next;
+
+	if (server_ndead == 0)
+		return;
+	TAILQ_FOREACH_SAFE(c, &server_clients, entry, next)
+		if (c->flags & SC_DEAD)
+			server_client_free(c);
+}
+
+/* corral is exiting: write what each client can take, and close it. */
+void
+server_client_close_all(void)
+{
+	struct server_client	*c;
+
+	while ((c = TAILQ_FIRST(&server_clients)) != NULL) {
+		server_client_dead(c, "closed: corral is exiting");
+		server_client_free(c);
+	}
+}

@@ -1,0 +1,274 @@
+/*
+ * The control socket: a Unix stream socket on which a running corral
+ * speaks MAP to clients (corral ps, events, top ..., the MAP SDK).
+ *
+ * By default it is <run id>.sock in the private directory of client.c
+ * ($XDG_RUNTIME_DIR/corral or /tmp/corral-UID, mode 0700); --control
+ * PATH puts it elsewhere, --no-control turns it off.  The socket is mode
+ * 0600, and every connection is checked with SO_PEERCRED: the same uid
+ * as corral, or root, else it is closed.  A socket that nobody listens
+ * on any more (its corral was killed) is stale: corral removes stale
+ * sockets from the directory when it starts, and replaces one at its
+ * own path.  A failure here never stops the run: it runs without a
+ * socket, and says why.
+ *
+ * Accepting backs off for a second when descriptors run out, as tmux's
+ * server_add_accept does, rather than spinning on a listener that stays
+ * readable.  Each connection becomes a client (server-client.c), up to
+ * SERVER_CLIENTS at once.
+ */
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define SERVER_CLIENTS	128	/* connections at once */
+#define SERVER_BACKLOG	128
+
+static struct {
+	int		 fd;
+	ev_io		 w;
+	ev_timer	 backoff;
+	char		 path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	ino_t		 ino;		/* of the socket we made */
+	dev_t		 dev;
+	char		*want;		/* --control PATH */
+	int		 off;		/* --no-control */
+} srv = { .fd = -1 };
+
+static void	server_accept_cb(struct ev_loop *, ev_io *, int);
+static void	server_backoff_cb(struct ev_loop *, ev_timer *, int);
+
+/* Choose the socket: a path (NULL: the default), or none at all. */
+void
+server_configure(const char *path, int off)
+{
+	free(srv.want);
+	srv.want = path != NULL ? xstrdup(path) : NULL;
+	srv.off = off;
+}
+
+/* The socket's path, or NULL when there is none. */
+const char *
+server_path(void)
+{
+	return srv.fd != -1 ? srv.path : NULL;
+}
+
+/* Remove the stale sockets of dead corrals from the directory. */
+static void
+server_sweep(const char *dir)
+{
+	char	**v;
+	size_t	  n, i;
+
+	n = client_sockets(dir, &v);
+	for (i = 0; i < n; i++)
+		if (client_probe(v[i]) == 0 && unlink(v[i]) == 0)
+			log_info("control: removed the stale socket %s", v[i]);
+	client_sockets_free(v, n);
+}
+
+/*
+ * Make the path free for our socket: nothing there, or a stale socket
+ * (removed).  Returns -1 when a live corral, or something that is not a
+ * socket, is there.
+ */
+static int
+server_claim(const char *path)
+{
+	struct stat	st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_warnx("control: %s exists and is not a socket", path);
+		return -1;
+	}
+	switch (client_probe(path)) {
+	case 1:
+		log_warnx("control: %s is the socket of a running corral",
+		    path);
+		return -1;
+	case 0:
+		if (unlink(path) == -1) {
+			log_warn("control: unlink %s", path);
+			return -1;
+		}
+		log_info("control: replaced the stale socket %s", path);
+		return 0;
+	default:
+		log_warn("control: %s", path);
+		return -1;
+	}
+}
+
+/*
+ * Open the control socket.  Returns 0 (with or without a socket: a
+ * failure is logged and the run goes on without one).
+ */
+int
+server_start(void)
+{
+	struct sockaddr_un	 sa;
+	struct stat		 st;
+	char			 dir[512], err[600], tmp[600];
+	int			 fd;
+
+	if (srv.off)
+		return 0;
+	if (srv.want != NULL)
+		strlcpy(dir, srv.want, sizeof dir);
+	else {
+		if (client_dir(dir, sizeof dir, 1, err, sizeof err) != 0) {
+			log_warnx("control: %s; no control socket", err);
+			return 0;
+		}
+		server_sweep(dir);
+		strlcat(dir, "/", sizeof dir);
+		strlcat(dir, protocol_run_id(), sizeof dir);
+		strlcat(dir, ".sock", sizeof dir);
+	}
+	/*
+	 * Bound and listening under a temporary name first, then renamed
+	 * into place: another corral's sweep never sees our socket before
+	 * it listens, and takes it for stale.
+	 */
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", dir, (long)getpid());
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlcpy(sa.sun_path, tmp, sizeof sa.sun_path) >=
+	    sizeof sa.sun_path) {
+		log_warnx("control: %s: the path is too long for a socket",
+		    dir);
+		return 0;
+	}
+	if (server_claim(dir) != 0) {
+		log_warnx("control: no control socket");
+		return 0;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		log_warn("control: socket");
+		return 0;
+	}
+	(void)unlink(tmp);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == -1 ||
+	    chmod(tmp, 0600) == -1 || listen(fd, SERVER_BACKLOG) == -1 ||
+	    rename(tmp, dir) == -1 || stat(dir, &st) == -1) {
+		log_warn("control: %s", dir);
+		(void)unlink(tmp);
+		close(fd);
+		return 0;
+	}
+	srv.fd = fd;
+	srv.ino = st.st_ino;
+	srv.dev = st.st_dev;
+	strlcpy(srv.path, dir, sizeof srv.path);
+	ev_io_init(&srv.w, server_accept_cb, fd, EV_READ);
+	ev_io_start(LOOP, &srv.w);
+	ev_timer_init(&srv.backoff, server_backoff_cb, 1.0, 0);
+	log_info("control socket %s", srv.path);
+	return 0;
+}
+
+/*
+ * Close the socket and remove it (if it is still ours: another corral
+ * may have replaced it), and every client with it.
+ */
+void
+server_stop(void)
+{
+	struct stat	st;
+
+	server_client_close_all();
+	if (srv.fd == -1)
+		return;
+	ev_io_stop(LOOP, &srv.w);
+	ev_timer_stop(LOOP, &srv.backoff);
+	close(srv.fd);
+	srv.fd = -1;
+	if (stat(srv.path, &st) == 0 && st.st_ino == srv.ino &&
+	    st.st_dev == srv.dev)
+		(void)unlink(srv.path);
+}
+
+/* Descriptors may be free again: accept again. */
+static void
+server_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	if (srv.fd != -1)
+		ev_io_start(loop, &srv.w);
+}
+
+/*
+ * Refuse a connection with a JSON-RPC error, written at once (a new
+ * socket's buffer takes one line), and close it.
+ */
+static void
+server_refuse(int fd, int code, const char *why)
+{
+	json_t	*f;
+	char	*s;
+
+	f = json_pack("{s:s, s:n, s:{s:i, s:s, s:{s:s, s:b}}}", "jsonrpc",
+	    "2.0", "id", "error", "code", code, "message", why, "data",
+	    "category", rpc_category(code), "retryable", rpc_retryable(code));
+	if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL) {
+		(void)!write(fd, s, strlen(s));
+		(void)!write(fd, "\n", 1);
+		free(s);
+	}
+	json_decref(f);
+	close(fd);
+}
+
+/* A connection is waiting: check who it is, and make it a client. */
+static void
+server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ucred	cred;
+	socklen_t	len = sizeof cred;
+	int		fd;
+
+	fd = accept4(srv.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			/* Out of descriptors: try again in a second. */
+			log_warn("control: accept");
+			ev_io_stop(loop, &srv.w);
+			ev_timer_stop(loop, &srv.backoff);
+			ev_timer_set(&srv.backoff, 1.0, 0);
+			ev_timer_start(loop, &srv.backoff);
+		}
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		log_warn("control: SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		log_warnx("control: refused a connection from uid %ld (pid %ld): "
+		    "only uid %ld and root may connect", (long)cred.uid,
+		    (long)cred.pid, (long)geteuid());
+		server_refuse(fd, CORRAL_E_DENIED, "permission denied: another "
+		    "user's corral");
+		return;
+	}
+	if (server_client_count() >= SERVER_CLIENTS) {
+		log_warnx("control: refused a connection: %d clients are "
+		    "connected, the limit", SERVER_CLIENTS);
+		server_refuse(fd, CORRAL_E_EXHAUSTED, "too many clients");
+		return;
+	}
+	server_client_create(fd, cred.uid, cred.pid);
+}

@@ -1,0 +1,101 @@
+#!/bin/sh
+# The real MAP TypeScript SDK (@multi-agent-protocol/sdk, pinned in
+# tests/map/package.json) against corral, every frame validated against
+# the SDK's own schemas (tests/map/lib): a ClientConnection over the
+# control socket connects, lists agents, subscribes and gets the events
+# in order, spawns an agent, sends it a message, makes a request of it,
+# replays, draws the graph, stops it; an AgentConnection inside corral
+# (tests/map/agent.mjs) registers and spawns a child of its own; an agent
+# on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
+# it reads no envelopes) serves the workflow's requests in MAP mode, and a
+# client's request.
+#
+# The SDK is installed into the build tree (tests/map/install.sh); when
+# node or the npm registry is out of reach the test is SKIPPED.
+. "$(dirname "$0")/ctl-lib.sh"
+
+command -v node >/dev/null 2>&1 || skip "node is not installed"
+MAP="${TESTDIR:-$(dirname "$0")/..}/map"
+MAP_SDK_PREFIX=${MAP_SDK_PREFIX:-$(dirname "$CORRAL")/map-sdk}
+export MAP_SDK_PREFIX
+out=$(sh "$MAP/install.sh" 2>&1)
+case $? in
+0) ;;
+77) skip "$(printf '%s\n' "$out" | grep SKIPPED | head -n 1)" ;;
+*) fail "installing the SDK: $out" ;;
+esac
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  echo:
+    cmd: [$TA]
+    role: worker
+  sdk-agent:
+    cmd: [node, $MAP/agent.mjs, --spawn, "sdk-leaf:leaf work", --report, $T/agents.txt]
+    autostart: false
+    ready: handshake
+    env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
+  sdk-leaf:
+    cmd: [node, $MAP/agent.mjs, --report, $T/agents.txt]
+    autostart: false
+    ready: handshake
+    env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
+  pure:
+    cmd: [node, $MAP/sdk-only-agent.mjs, --report, $T/pure.txt]
+    ready: handshake
+    env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
+routes:
+  analyze: pure
+  "*": echo
+YAML
+serve_start "$T/wf.yaml" -v --control "$SOCK" --log "$T/audit.ndjson"
+wait_sock
+ms=$((10000 * SLOW))
+
+# The workflow's own history, then a client's whole scenario.
+node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
+    connect list subscribe:agent_registered,agent_state_changed spawn:echo \
+    wait:agent_registered:@spawned wait:agent_state_changed:@spawned \
+    stop:@spawned wait-state:@spawned:stopped replay:all unsubscribe \
+    disconnect >"$T/c1" 2>&1 || fail "client (events in order):
+$(cat "$T/c1")"
+grep -q "^ok replay:all [0-9]* events" "$T/c1" || fail "client: $(cat "$T/c1")"
+node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
+    --scenario full --spawn-name echo --tree-name sdk-agent >"$T/c2" 2>&1 ||
+    fail "client (full scenario):
+$(cat "$T/c2")"
+grep -q "^[0-9]* passed, 0 failed$" "$T/c2" || fail "client: $(tail -n 3 "$T/c2")"
+for s in "connect" "spawn:echo" "wait:agent_registered:@spawned" "send:@spawned" \
+    "request:@spawned" "spawn:sdk-agent" "wait-child:@spawned" "graph" "stop:@spawned" \
+    "replay:after-first" "frames"; do
+	grep -q "^ok $s" "$T/c2" || fail "client: no 'ok $s':
+$(cat "$T/c2")"
+done
+note "$(tail -n 1 "$T/c2")"
+
+# The SDK agents: registered, spawned, answered, and left cleanly.
+wait_for '[ "$(grep -c "ok exit" "$T/agents.txt" 2>/dev/null)" = 2 ]' 20 ||
+    fail "both SDK agents should have exited: $(cat "$T/agents.txt" 2>/dev/null)"
+grep -q "FAIL" "$T/agents.txt" && fail "an SDK agent failed a check: $(grep FAIL "$T/agents.txt")"
+grep -q "agent.mjs\[sdk-agent-[0-9]*\]: ok connect id=sdk-agent-" "$T/agents.txt" ||
+    fail "sdk-agent did not register: $(cat "$T/agents.txt")"
+grep -q "agent.mjs\[sdk-agent-[0-9]*\]: ok spawn child=sdk-leaf-" "$T/agents.txt" ||
+    fail "sdk-agent did not spawn: $(cat "$T/agents.txt")"
+grep -q "agent.mjs\[sdk-leaf-[0-9]*\]: ok connect id=sdk-leaf-" "$T/agents.txt" ||
+    fail "sdk-leaf did not register: $(cat "$T/agents.txt")"
+# MAP mode: a workflow request to the SDK-only agent, and a client's.
+echo '{"protocol":"multiagent-1.0","role":"user","intent":"analyze","task":"look closer","content":{"type":"text","text":"x"},"trace":{"id":"in-1"}}' >&8
+wait_for 'grep -q "\"in-1\"" "$OUT"' 20 || fail "no result for in-1 from the SDK-only agent"
+grep '"in-1"' "$OUT" | grep -q '"intent":"finalize","task":"look closer","content":{"type":"text","text":"sdk-only-agent pure: look closer"}' ||
+    fail "in-1's result: $(cat "$OUT")"
+"$CORRAL" send -S "$SOCK" --wait pure "are you there" >"$T/reply" 2>"$T/reply.err" ||
+    fail "a client's request of the SDK-only agent: $(cat "$T/reply" "$T/reply.err")"
+grep -q '"text":"sdk-only-agent pure: are you there"' "$T/reply" || fail "reply: $(cat "$T/reply")"
+grep -q "sdk-only\[pure\]: ok message in-1 from corral (a request)" "$T/pure.txt" ||
+    fail "the SDK-only agent: $(cat "$T/pure.txt")"
+grep -q FAIL "$T/pure.txt" && fail "the SDK-only agent failed: $(cat "$T/pure.txt")"
+
+serve_eof
+corral_wait 20
+expect_rc 0
+exit 0

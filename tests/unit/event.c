@@ -1,0 +1,304 @@
+/*
+ * Unit tests of MAP's event stream (src/event.c): event ids, the naming
+ * styles of event types, subscriptions and their filters and sequence
+ * numbers, map/replay from the history, and lazily kept state changes.
+ *
+ * Frames go to a peer whose channel writes into a pipe; the tests read
+ * them back and check them with jansson.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "corral.h"
+
+static struct chan	 uchan;
+static struct peer	 upeer;
+static int		 ufd[2];
+
+/* A peer on a pipe, a loop, an empty history. */
+static int
+setup(void **state)
+{
+	if (ev_default_loop(EVFLAG_AUTO) == NULL || pipe(ufd) == -1)
+		return -1;
+	(void)fcntl(ufd[0], F_SETFL, O_NONBLOCK);
+	chan_init(&uchan, "client:unit", -1, ufd[1], 1 << 20, NULL);
+	memset(&upeer, 0, sizeof upeer);
+	upeer.name = "client:unit";
+	upeer.chan = &uchan;
+	upeer.role = PEER_CLIENT;
+	event_init();
+	return 0;
+}
+
+/* Close the pipe and forget the subscriptions. */
+static int
+teardown(void **state)
+{
+	event_peer_gone(&upeer);
+	event_init();
+	chan_close(&uchan);
+	close(ufd[0]);
+	return 0;
+}
+
+/* The frames written so far, parsed (a new JSON array). */
+static json_t *
+frames(void)
+{
+	static char	buf[1 << 20];
+	json_t		*a = json_array(), *j;
+	ssize_t		 n;
+	size_t		 len = 0;
+	char		*p, *nl;
+
+	chan_flush_all();
+	while ((n = read(ufd[0], buf + len, sizeof buf - len - 1)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	for (p = buf; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		*nl = '\0';
+		j = json_loads(p, 0, NULL);
+		assert_non_null(j);
+		json_array_append_new(a, j);
+	}
+	return a;
+}
+
+/* Emit an event of a type from a source. */
+static void
+emit(const char *type, const char *source, const char *role)
+{
+	struct event_info	ei;
+	char			data[128];
+
+	memset(&ei, 0, sizeof ei);
+	ei.type = type;
+	ei.source = source;
+	ei.source_role = role;
+	ei.agent = source;
+	ei.agent_role = role;
+	snprintf(data, sizeof data, "{\"agentId\":\"%s\"}", source);
+	event_emit(&ei, data, strlen(data));
+}
+
+/* Ids are ULIDs and grow, even many within one millisecond. */
+static void
+test_ids(void **state)
+{
+	char	prev[EVENT_ID_LEN + 1] = "", id[EVENT_ID_LEN + 1];
+	int	i;
+	size_t	k;
+
+	for (i = 0; i < 5000; i++) {
+		event_new_id(id);
+		assert_int_equal(strlen(id), 26);
+		assert_true(id[0] >= '0' && id[0] <= '7');
+		for (k = 0; k < 26; k++)
+			assert_non_null(strchr("0123456789ABCDEFGHJKMNPQRSTVWXYZ",
+			    id[k]));
+		assert_true(strcmp(id, prev) > 0);
+		strlcpy(prev, id, sizeof prev);
+	}
+}
+
+/* Filters name event types in any style, with prefixes and "*". */
+static void
+test_types(void **state)
+{
+	assert_true(event_type_match("agent_registered", "agent_registered"));
+	assert_true(event_type_match("agent_registered", "agent.registered"));
+	assert_true(event_type_match("agent_registered", "agent-registered"));
+	assert_true(event_type_match("agent_state_changed", "agent.state-changed"));
+	assert_true(event_type_match("agent_state_changed", "agent.*"));
+	assert_true(event_type_match("message_sent", "message_*"));
+	assert_true(event_type_match("system_error", "*"));
+	assert_false(event_type_match("agent_registered", "agent"));
+	assert_false(event_type_match("agent_registered", "message.*"));
+	assert_false(event_type_match("agent_registered", "agent_unregistered"));
+}
+
+/*
+ * A subscription's answer comes before its events; it gets only what its
+ * filter passes, numbered 1, 2, 3; nothing after it ends.
+ */
+static void
+test_subscribe(void **state)
+{
+	json_t		*params, *f, *id = json_integer(7), *x;
+	const char	*sid;
+	size_t		 i;
+
+	params = json_loads("{\"filter\":{\"eventTypes\":[\"agent.state.changed\"],"
+	    "\"fromRoles\":[\"worker\"]}}", 0, NULL);
+	event_subscribe(&upeer, id, params);
+	emit("agent_state_changed", "a", "worker");
+	emit("agent_registered", "a", "worker");
+	emit("agent_state_changed", "b", "boss");
+	emit("agent_state_changed", "c", "worker");
+	f = frames();
+	assert_int_equal(json_array_size(f), 3);
+	sid = json_string_value(json_object_get(json_object_get(
+	    json_array_get(f, 0), "result"), "subscriptionId"));
+	assert_non_null(sid);
+	for (i = 1; i < 3; i++) {
+		x = json_object_get(json_array_get(f, i), "params");
+		assert_string_equal(json_string_value(json_object_get(
+		    json_array_get(f, i), "method")), "map/event");
+		assert_string_equal(json_string_value(json_object_get(x,
+		    "subscriptionId")), sid);
+		assert_int_equal(json_integer_value(json_object_get(x,
+		    "sequenceNumber")), i);
+		assert_string_equal(json_string_value(json_object_get(
+		    json_object_get(x, "event"), "type")), "agent_state_changed");
+		assert_string_equal(json_string_value(json_object_get(x,
+		    "eventId")), json_string_value(json_object_get(
+		    json_object_get(x, "event"), "id")));
+	}
+	json_decref(params);
+	params = json_pack("{s:s}", "subscriptionId", sid);
+	event_unsubscribe(&upeer, id, params);
+	emit("agent_state_changed", "a", "worker");
+	json_decref(f);
+	f = frames();
+	assert_int_equal(json_array_size(f), 1);	/* the answer only */
+	assert_non_null(json_object_get(json_object_get(json_array_get(f, 0),
+	    "result"), "subscription"));
+	json_decref(f);
+	json_decref(params);
+	json_decref(id);
+}
+
+/* map/replay: after an id, with a limit and a filter, in order. */
+static void
+test_replay(void **state)
+{
+	json_t		*f, *res, *ev, *params, *id = json_string("r1");
+	char		 first[EVENT_ID_LEN + 1];
+	int		 i;
+
+	for (i = 0; i < 10; i++)
+		emit(i % 2 ? "message_sent" : "agent_state_changed",
+		    i % 2 ? "x" : "y", NULL);
+	params = json_pack("{s:i}", "limit", 1000);
+	event_replay(&upeer, id, params);
+	json_decref(params);
+	f = frames();
+	res = json_object_get(json_array_get(f, 0), "result");
+	assert_int_equal(json_array_size(json_object_get(res, "events")), 10);
+	assert_false(json_is_true(json_object_get(res, "hasMore")));
+	strlcpy(first, json_string_value(json_object_get(json_array_get(
+	    json_object_get(res, "events"), 0), "eventId")), sizeof first);
+	json_decref(f);
+
+	params = json_pack("{s:s, s:i, s:{s:[s]}}", "afterEventId", first,
+	    "limit", 2, "filter", "eventTypes", "message_sent");
+	event_replay(&upeer, id, params);
+	json_decref(params);
+	f = frames();
+	res = json_object_get(json_array_get(f, 0), "result");
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(f, 0), "id")), "r1");
+	assert_int_equal(json_array_size(json_object_get(res, "events")), 2);
+	assert_true(json_is_true(json_object_get(res, "hasMore")));
+	assert_int_equal(json_integer_value(json_object_get(res,
+	    "totalCount")), 5);
+	ev = json_object_get(json_array_get(json_object_get(res, "events"), 0),
+	    "event");
+	assert_string_equal(json_string_value(json_object_get(ev, "type")),
+	    "message_sent");
+	assert_true(strcmp(json_string_value(json_object_get(ev, "id")),
+	    first) > 0);
+	json_decref(f);
+	json_decref(id);
+}
+
+/*
+ * A state change nobody watches is kept lazily; written out for a
+ * replay, it has the same bytes as one written at once (ids and times
+ * aside).
+ */
+static void
+test_lazy(void **state)
+{
+	json_t		*f, *res, *params, *id = json_integer(3), *e0, *e1;
+	char		*s0, *s1;
+
+	event_emit_state("a", "worker", "idle", "busy", "BUSY", NULL, 0);
+	event_subscribe(&upeer, id, NULL);
+	event_emit_state("a", "worker", "idle", "busy", "BUSY", NULL, 0);
+	json_decref(frames());		/* the answer and the live event */
+	params = json_pack("{s:{s:[s]}}", "filter", "roles", "worker");
+	event_replay(&upeer, id, params);
+	json_decref(params);
+	f = frames();
+	res = json_object_get(json_array_get(f, 0), "result");
+	assert_int_equal(json_array_size(json_object_get(res, "events")), 2);
+	e0 = json_object_get(json_array_get(json_object_get(res, "events"), 0),
+	    "event");
+	e1 = json_object_get(json_array_get(json_object_get(res, "events"), 1),
+	    "event");
+	json_object_del(e0, "id");
+	json_object_del(e0, "timestamp");
+	json_object_del(e1, "id");
+	json_object_del(e1, "timestamp");
+	s0 = json_dumps(e0, JSON_COMPACT);
+	s1 = json_dumps(e1, JSON_COMPACT);
+	assert_string_equal(s0, s1);
+	assert_string_equal(s0, "{\"type\":\"agent_state_changed\",\"source\":"
+	    "\"a\",\"data\":{\"agentId\":\"a\",\"previousState\":\"idle\","
+	    "\"newState\":\"busy\",\"corralState\":\"BUSY\"}}");
+	free(s0);
+	free(s1);
+	json_decref(f);
+	json_decref(id);
+}
+
+/* Bad filters and params are -32602, and nothing is subscribed. */
+static void
+test_bad(void **state)
+{
+	json_t		*f, *p, *id = json_integer(1);
+
+	p = json_loads("{\"filter\":{\"eventTypes\":\"agent_registered\"}}", 0,
+	    NULL);
+	event_subscribe(&upeer, id, p);
+	json_decref(p);
+	p = json_loads("{\"afterEventId\":5}", 0, NULL);
+	event_replay(&upeer, id, p);
+	json_decref(p);
+	f = frames();
+	assert_int_equal(json_array_size(f), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_array_get(f, 0), "error"), "code")), -32602);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_array_get(f, 1), "error"), "code")), -32602);
+	assert_int_equal(upeer.nsubs, 0);
+	json_decref(f);
+	json_decref(id);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_types),
+		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad, setup, teardown),
+	};
+
+	if (ev_default_loop(EVFLAG_AUTO) == NULL)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
