@@ -12,6 +12,7 @@
  * and hears of the run's result and of agents that stop for good.
  */
 
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 
 #include <errno.h>
@@ -724,9 +725,14 @@ supervisor_run_end(void)
 {
 	const struct engine_stats	*st = engine_stats_get();
 	struct jsonw			 j;
+	struct rusage			 ru;
 	char				*s;
 	size_t				 len;
+	long				 peak = 0;
 
+	/* corral's own peak memory, the figure docs/reliability.md bounds. */
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		peak = ru.ru_maxrss;	/* kB */
 	if (auditlog_enabled()) {
 		jsonw_init(&j);
 		jsonw_object(&j);
@@ -742,15 +748,18 @@ supervisor_run_end(void)
 		jsonw_u64(&j, st->rejected);
 		jsonw_key(&j, "late");
 		jsonw_u64(&j, st->late);
+		jsonw_key(&j, "peak_rss_kb");
+		jsonw_u64(&j, (uint64_t)peak);
 		jsonw_object_end(&j);
 		s = jsonw_finish(&j, &len);
 		auditlog_fields("run_end", NULL, NULL, s, len);
 		free(s);
 	}
 	log_info("done: %llu accepted, %llu replied, %llu errored, %llu "
-	    "expired, %llu rejected", (unsigned long long)st->accepted,
-	    (unsigned long long)st->replied, (unsigned long long)st->errored,
-	    (unsigned long long)st->expired, (unsigned long long)st->rejected);
+	    "expired, %llu rejected; peak memory %.1f MB",
+	    (unsigned long long)st->accepted, (unsigned long long)st->replied,
+	    (unsigned long long)st->errored, (unsigned long long)st->expired,
+	    (unsigned long long)st->rejected, peak / 1024.0);
 }
 
 /*
