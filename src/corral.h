@@ -1167,7 +1167,8 @@ int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
-char	*envelope_goal(const char *, const char *, const char *, size_t *);
+char	*envelope_goal(const char *, json_t *, json_t *, const char *, size_t *,
+	    char *, size_t);
 char	*envelope_fill(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
 char	*envelope_reflect(struct jscan *, const char *, size_t,
@@ -1382,7 +1383,7 @@ void	 engine_limit(struct job *, const char *, const char *, ...)
 void	 engine_limit_all(const char *, const char *);
 void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
-int	 engine_start_goal(const char *);
+int	 engine_start_goal(const char *, size_t);
 void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);
 int	 engine_idle(void);

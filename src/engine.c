@@ -1744,25 +1744,44 @@ out:
 	engine_scan_give(js);
 }
 
-/* Start corral run's job with the goal as its first envelope. */
+/*
+ * Start corral run's job with its first envelope, built and checked by
+ * envelope_goal: the trace.id it names (else a new one) is the job's.
+ */
 int
-engine_start_goal(const char *goal)
+engine_start_goal(const char *line, size_t len)
 {
-	struct job	*j;
-	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *line;
-	size_t		 len;
-	int		 intent;
+	struct env_error	 err;
+	struct env		 env;
+	struct jscan		*js;
+	struct job		*j;
+	struct msg		*m;
+	char			 id[CORRAL_ID_MAX], *copy;
+	size_t			 clen;
 
-	intent = protocol_intent(engine_wf->start, strlen(engine_wf->start));
-	protocol_new_id(id, sizeof id);
-	if ((line = envelope_goal(goal, engine_wf->start, id, &len)) == NULL)
+	js = engine_scan_take();
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0) {
+		engine_scan_give(js);
 		return -1;
+	}
+	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
+		protocol_new_id(id, sizeof id);
+		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
+	} else
+		copy = envelope_fill(js, line, len, &env, NULL, NULL, &clen);
+	if (copy == NULL) {
+		copy = xmemdup0(line, len);
+		clen = len;
+	}
 	j = engine_job_create(JOB_RUN);
 	strlcpy(j->id, id, sizeof j->id);
-	m = engine_msg_create(j, line, len, MSG_GOAL, intent);
+	m = engine_msg_create(j, copy, clen, MSG_GOAL, env.intent);
 	strlcpy(m->id, id, sizeof m->id);
-	auditlog_envelope("goal", NULL, id, line, len);
+	m->prio = (uint8_t)env.prio;
+	m->timeout = env.ttl;
+	auditlog_envelope("goal", NULL, id, copy, clen);
+	engine_scan_give(js);
 	engine_submit(m);
 	return 0;
 }
