@@ -38,8 +38,9 @@
 #define CORRAL_JSON_LOAD	(JSON_REJECT_DUPLICATES)
 
 /*
- * The intents of multiagent-1.0 (seed 000).  INTENT_COUNT is also the
- * index of the "*" fallback route.
+ * The intents of multiagent-1.0.  A workflow may add up to INTENT_EXTRA
+ * of its own (intents:), numbered from INTENT_COUNT; INTENT_MAX, after
+ * them all, is the index of the "*" fallback route.
  */
 enum intent {
 	INTENT_PLAN,
@@ -54,7 +55,10 @@ enum intent {
 	INTENT_TOOL_CALL,
 	INTENT_COUNT
 };
-#define ROUTE_FALLBACK	INTENT_COUNT
+#define INTENT_EXTRA	32
+#define INTENT_MAX	(INTENT_COUNT + INTENT_EXTRA)
+#define INTENT_NAME_MAX	32	/* bytes in a workflow's own intent */
+#define ROUTE_FALLBACK	INTENT_MAX
 
 /* Priorities, as seed 001 numbers them. */
 enum prio {
@@ -325,6 +329,8 @@ struct workflow {
 	size_t			 npath;
 	char			**env_allow;
 	size_t			 nenv_allow;
+	char			**intents;	/* its own, beyond the ten */
+	size_t			 nintents;
 	char			*workspace;
 	unsigned int		 retries;
 	double			 retry_initial;
@@ -979,6 +985,10 @@ char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
 int	 protocol_intent(const char *, size_t);
+const char *protocol_intent_check(const char *);
+void	 protocol_set_intents(char **, size_t);
+size_t	 protocol_intent_count(void);
+void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);

@@ -382,12 +382,13 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 				return -1;
 			x = JSCAN_GET(js, s, e, "intent");
 			if (env_intent(js, s, x) < 0) {
+				char list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
 				snprintf(p, sizeof p,
 				    "outputs.next_actions[%d].intent", i);
+				protocol_intent_list(list, sizeof list);
 				return env_fail(err, p, "%s is not an intent "
-				    "(plan, decompose, execute, route, "
-				    "retrieve, analyze, summarize, reflect, "
-				    "finalize, tool.call)", p);
+				    "(%s)", p, list);
 			}
 			if ((x = JSCAN_GET(js, s, e, "args")) != -1 &&
 			    js->tok[x].type != JT_OBJECT) {
@@ -592,11 +593,13 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		} else if (KEY("intent")) {
 			if (env_want(js, t, JT_STRING, err, "intent") != 0)
 				return -1;
-			if ((env->intent = env_intent(js, s, t)) < 0)
+			if ((env->intent = env_intent(js, s, t)) < 0) {
+				char list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
+				protocol_intent_list(list, sizeof list);
 				return env_fail(err, "intent", "intent must be "
-				    "one of plan, decompose, execute, route, "
-				    "retrieve, analyze, summarize, reflect, "
-				    "finalize, tool.call");
+				    "one of %s", list);
+			}
 		} else if (KEY("task")) {
 			if (env_want(js, t, JT_STRING, err, "task") != 0)
 				return -1;

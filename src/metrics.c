@@ -223,7 +223,7 @@ metrics_requests(json_t *list)
 
 	x = metrics_add(list, "corral_queue_depth", "gauge",
 	    "Requests waiting in the routing table, by intent");
-	for (k = 0; k <= INTENT_COUNT; k++) {
+	for (k = 0; k <= INTENT_MAX; k++) {
 		if ((r = route_row(k)) == NULL || r->nconfs == 0)
 			continue;
 		metrics_sample(x, "intent", k == ROUTE_FALLBACK ? "*" :

@@ -1231,11 +1231,53 @@ test_intent_names(void **state)
 	assert_string_equal(protocol_intent_name(ROUTE_FALLBACK), "*");
 }
 
+/*
+ * A workflow's own intents follow the ten, validate in envelopes and
+ * next_actions, are listed in refusals, and go with the next workflow.
+ */
+static void
+test_workflow_intents(void **state)
+{
+	static const char *const sa = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"t\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"x\"},\"outputs\":"
+	    "{\"next_actions\":[{\"intent\":\"translate\",\"task\":\"t\"}]}}";
+	char		*names[] = { "review", "translate" };
+	struct env	 env;
+	struct env_error err;
+	char		 list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
+	assert_int_equal(check(sa, strlen(sa), &env, &err), -1);
+	protocol_set_intents(names, 2);
+	assert_int_equal(protocol_intent_count(), INTENT_COUNT + 2);
+	assert_int_equal(protocol_intent("review", 6), INTENT_COUNT);
+	assert_int_equal(protocol_intent("translate", 9), INTENT_COUNT + 1);
+	assert_string_equal(protocol_intent_name(INTENT_COUNT + 1),
+	    "translate");
+	assert_string_equal(protocol_intent_name(ROUTE_FALLBACK), "*");
+	assert_int_equal(check(sa, strlen(sa), &env, &err), 0);
+	assert_int_equal(env.intent, INTENT_COUNT);
+	protocol_intent_list(list, sizeof list);
+	assert_non_null(strstr(list, "tool.call, review, translate"));
+	assert_null(protocol_intent_check("re-view_2.x"));
+	assert_non_null(protocol_intent_check("plan"));
+	assert_non_null(protocol_intent_check("Review"));
+	assert_non_null(protocol_intent_check("2x"));
+	assert_non_null(protocol_intent_check("a b"));
+	assert_non_null(protocol_intent_check(""));
+	assert_non_null(protocol_intent_check(
+	    "abcdefghijklmnopqrstuvwxyzabcdefg"));	/* 33 bytes */
+	protocol_set_intents(NULL, 0);
+	assert_int_equal(protocol_intent("review", 6), -1);
+	assert_int_equal(check(sa, strlen(sa), &env, &err), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_canonical_examples),
+		cmocka_unit_test(test_workflow_intents),
 		cmocka_unit_test(test_unknown_members_accepted),
 		cmocka_unit_test(test_optional_and_edge_values),
 		cmocka_unit_test(test_escaped_values),
