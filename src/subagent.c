@@ -150,7 +150,8 @@ subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
 		return NULL;
 	out = xcalloc(p->nlimits + c->nlimits, sizeof *out);
 	n = c->nlimits;
-	memcpy(out, c->limits, c->nlimits * sizeof *out);
+	if (n > 0)
+		memcpy(out, c->limits, n * sizeof *out);
 	for (i = 0; i < p->nlimits; i++) {
 		for (j = 0; j < n; j++)
 			if (out[j].resource == p->limits[i].resource)
