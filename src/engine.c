@@ -1310,13 +1310,15 @@ engine_agent_gone(struct agent *a, const char *why)
 
 /*
  * An agent changed state: work at an agent that exited, broke or failed
- * ends now.
+ * ends now, and so does work waiting for a restart that was called off
+ * (BACKOFF -> STOPPED).
  */
 static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
     enum agent_event ev, const char *why)
 {
-	if ((ev == AE_EXITED && to == AS_STOPPED) || ev == AE_BROKEN)
+	if ((ev == AE_EXITED && to == AS_STOPPED) || ev == AE_BROKEN ||
+	    (from == AS_BACKOFF && to == AS_STOPPED))
 		engine_agent_gone(a, why);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)
