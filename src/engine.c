@@ -644,6 +644,11 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
+	if (m->where == MSG_RETRYING) {
+		/* Ended while it waited for a retry (its child failed, say). */
+		TAILQ_REMOVE(&engine_retrying, m, entry);
+		m->where = MSG_NOWHERE;
+	}
 	if (m->where == MSG_INFLIGHT) {
 		a = m->agent;
 		engine_undispatch(m);
