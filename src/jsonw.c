@@ -135,8 +135,8 @@ jsonw_string(struct ndjson_writer *w, const char *s, size_t n)
 
 /*
  * Make a jansson string from bytes that may not be valid UTF-8 (a tool's
- * output, a message that quotes a peer): invalid bytes become U+FFFD, so
- * nothing is silently lost and jansson never refuses it.
+ * output, a message that quotes a peer): invalid bytes and NUL become
+ * U+FFFD, so nothing is silently lost and no reader refuses it.
  */
 json_t *
 jsonw_text(const char *s, size_t n)
@@ -146,7 +146,8 @@ jsonw_text(const char *s, size_t n)
 	json_t			*j;
 	size_t			 i = 0, len;
 
-	if ((j = json_stringn(s, n)) != NULL)
+	/* jansson takes a NUL, but corral refuses \u0000 when it reads. */
+	if (memchr(s, '\0', n) == NULL && (j = json_stringn(s, n)) != NULL)
 		return j;
 	ndjson_writer_init(&w, 0, 1);
 	while (i < n) {
