@@ -295,8 +295,11 @@ jsonw_num(struct jsonw *j, double v)
 		jsonw_raw(j, "null", 4);
 		return;
 	}
-	if (v == (double)(int64_t)v && v > -9e15 && v < 9e15)
+	if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v)
 		n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+	else if (fabs(v) > 1.79769313486231e308)
+		/* 15 digits would round the largest doubles past DBL_MAX. */
+		n = snprintf(buf, sizeof buf, "%.17g", v);
 	else
 		n = snprintf(buf, sizeof buf, "%.15g", v);
 	jsonw_raw(j, buf, (size_t)n);
