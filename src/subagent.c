@@ -88,6 +88,18 @@ subagent_min(unsigned int a, unsigned int b)
 	return a < b ? a : b;
 }
 
+/*
+ * A subtree's total for JSON.  Agents report what they like, so totals
+ * can reach the largest doubles or overflow to infinity: jansson cannot
+ * hold infinity, and writes numbers above 1.79769313486231e308 with 15
+ * digits as more than DBL_MAX, which no reader takes.
+ */
+static double
+subagent_total(double v)
+{
+	return v < 1.79769313486231e308 ? v : 1.79769313486231e308;
+}
+
 /* Describe an agent as MAP's agents/list and agents/get do. */
 static json_t *
 subagent_describe(struct agent *a)
@@ -105,7 +117,8 @@ subagent_describe(struct agent *a)
 	    "ownerId", a->parent != NULL ? a->parent->id : "corral",
 	    "depth", (int)a->depth, "children", kids,
 	    "metadata", "corralState", lifecycle_state_name(a->life.state),
-	    "tokens", a->budget.tokens, "cost", a->budget.cost, "pid",
+	    "tokens", subagent_total(a->budget.tokens), "cost",
+	    subagent_total(a->budget.cost), "pid",
 	    (json_int_t)a->proc.hostpid,
 	    "visible", !(a->flags & AGENT_HIDDEN));
 	if (a->parent != NULL)
