@@ -7,6 +7,7 @@
  * code points above U+10FFFF, 0xfe and 0xff), NUL, and strings of 64 KB.
  * They go into every field of every message that can carry such text:
  * the JSON writer (src/jsonw.c: jsonw_string, jsonw_text, the builder),
+ * the numbers adapters write (adapter_number),
  * the envelopes of src/envelope.c (error, fill, reflect, action, mark,
  * add_parent, corral_set, goal), JSON-RPC frames (src/rpc.c, through a
  * peer whose channel writes to a pipe read here) and the audit log
@@ -604,6 +605,36 @@ test_builder_numbers(void **state)
 	free(s);
 }
 
+/*
+ * adapter_number: token counts and prices from a tool's output (any
+ * number JSON holds, and their sums), as JSON numbers: whole ones as
+ * integers, the rest as reals.  Huge ones must not go through an integer
+ * conversion (undefined: clang's -fsanitize=float-cast-overflow stops).
+ */
+static void
+test_adapter_number(void **state)
+{
+	static const double reals[] = { 0.25, -0.5, 1e300, -1e300, 9.3e18,
+	    -9.3e18, 1e16, 1.7976931348623157e308 };
+	json_t	*v;
+	size_t	 i;
+
+	v = adapter_number(12);
+	assert_true(json_is_integer(v));
+	assert_int_equal(json_integer_value(v), 12);
+	json_decref(v);
+	v = adapter_number(-4096);
+	assert_true(json_is_integer(v));
+	assert_int_equal(json_integer_value(v), -4096);
+	json_decref(v);
+	for (i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+		v = adapter_number(reals[i]);
+		assert_true(json_is_real(v));
+		assert_true(json_real_value(v) == reals[i]);
+		json_decref(v);
+	}
+}
+
 /* ---- Envelopes. ---- */
 
 #define BASE	"\"protocol\":\"multiagent-1.0\",\"role\":\"agent\"," \
@@ -1196,6 +1227,7 @@ main(void)
 		cmocka_unit_test(test_text_hostile),
 		cmocka_unit_test(test_builder_hostile),
 		cmocka_unit_test(test_builder_numbers),
+		cmocka_unit_test(test_adapter_number),
 		cmocka_unit_test(test_envelope_error_hostile),
 		cmocka_unit_test(test_envelope_fill_hostile),
 		cmocka_unit_test(test_envelope_reflect_hostile),
