@@ -881,11 +881,19 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		engine_request_done(req, line, len, ctype_error);
 	} else if (engine_weak(env) && engine_reflect(req, a, js, line, len,
 	    env, reply_id) == 0) {
-		/* The reflection carries the job on; this branch ends. */
-		if (j != NULL)
-			j->pending--;
+		/*
+		 * The reflection carries the job on; this branch ends.  When
+		 * the reflection failed at once (nobody to route it to), this
+		 * was the job's last request: its failure is the result.
+		 */
 		req->job = NULL;
 		engine_msg_free(req);
+		if (j != NULL && j->pending > 0 && --j->pending == 0 &&
+		    !j->done && j->last != NULL)
+			engine_job_finish(j, j->last, j->lastlen, j->last_error,
+			    j->last_linked);
+		if (j != NULL)
+			engine_job_release(j);
 	} else if ((env->intent == INTENT_FINALIZE || (req->kind ==
 	    MSG_REFLECT && req->orig_intent == INTENT_FINALIZE)) &&
 	    !ctype_error && j != NULL && req->kind != MSG_TASK) {
