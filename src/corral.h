@@ -979,6 +979,7 @@ void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
 void	 jsonw_num(struct jsonw *, double);
+double	 jsonw_finite(double);
 void	 jsonw_bool(struct jsonw *, int);
 void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);

@@ -780,6 +780,11 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
+	if (m->where == MSG_RETRYING) {
+		/* Ended while it waited for a retry (its child failed, say). */
+		TAILQ_REMOVE(&engine_retrying, m, entry);
+		m->where = MSG_NOWHERE;
+	}
 	if (m->where == MSG_INFLIGHT) {
 		a = m->agent;
 		engine_undispatch(m);
@@ -1821,7 +1826,8 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 
 /*
  * An agent changed state: work at an agent that exited, broke or failed
- * ends now.
+ * ends now, and so does work waiting for a restart that was called off
+ * (BACKOFF -> STOPPED).
  */
 static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
@@ -1831,7 +1837,7 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?
 		    lifecycle_last_exit(a) : why);
-	else if (ev == AE_BROKEN)
+	else if (ev == AE_BROKEN || (from == AS_BACKOFF && to == AS_STOPPED))
 		engine_agent_gone(a, why, why);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)

@@ -104,7 +104,7 @@ metrics_sample(json_t *samples, const char *key, const char *value, double v)
 		json_object_set_new(labels, key, jsonw_text(value,
 		    strlen(value)));
 	json_array_append_new(samples, json_pack("{s:o, s:f}", "labels",
-	    labels, "value", v));
+	    labels, "value", jsonw_finite(v)));
 }
 
 /* The metrics of every agent, one sample per agent. */

@@ -33,6 +33,7 @@
  * and the lifecycle of its children's transitions, through callbacks.
  */
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -324,6 +325,18 @@ subagent_param_num(json_t *obj, const char *key, double dflt)
 	return dflt;
 }
 
+/*
+ * Read a count from params.limits (a number >= 0), or 0: a number beyond
+ * what an unsigned int holds is as good as no limit, and must not wrap.
+ */
+static unsigned int
+subagent_param_count(json_t *obj, const char *key)
+{
+	double	v = subagent_param_num(obj, key, 0);
+
+	return v >= (double)UINT_MAX ? UINT_MAX : (unsigned int)v;
+}
+
 /* The request the agent is working on now, to link lineage and job. */
 static struct msg *
 subagent_current(struct agent *a)
@@ -533,10 +546,8 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	/* Budgets: the agent's own, narrowed by the spawn's, and inherited. */
 	limits = json_object_get(params, "limits");
 	budget = json_object_get(limits, "budget");
-	c->child.limit_depth = (unsigned int)subagent_param_num(limits,
-	    "depth", 0);
-	c->child.limit_children = (unsigned int)subagent_param_num(limits,
-	    "children", 0);
+	c->child.limit_depth = subagent_param_count(limits, "depth");
+	c->child.limit_children = subagent_param_count(limits, "children");
 	c->child.task_timeout = subagent_param_num(params, "timeout", 0);
 	c->child.keep = json_is_true(json_object_get(params, "keep"));
 	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
