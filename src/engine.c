@@ -502,6 +502,24 @@ engine_retry(struct msg *m)
 		    "down");
 		return;
 	}
+	/*
+	 * A task belongs to its one agent (a hidden child is in no route):
+	 * it goes back to that agent's own queue, or fails if the agent
+	 * will never run again.
+	 */
+	if (m->target != NULL) {
+		if ((m->target->flags & AGENT_DEAD) ||
+		    lifecycle_leaving(m->target) ||
+		    (!lifecycle_alive(m->target) &&
+		    !lifecycle_will_restart(m->target))) {
+			engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s "
+			    "is gone; %s cannot be tried again", m->target->id,
+			    m->id);
+			return;
+		}
+		route_direct(m);
+		return;
+	}
 	engine_submit(m);
 }
 
