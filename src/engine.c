@@ -1032,6 +1032,43 @@ engine_action_ttl(const char *args, size_t len)
 }
 
 /*
+ * Check the ttl_ms of each next action's args, which sit below the
+ * reply's tape: a number of milliseconds >= 0, or absent.  Returns 0, or
+ * -1 with err filled as envelope_check fills it.
+ */
+static int
+engine_check_ttls(struct jscan *js, const char *line, const struct env *env,
+    struct env_error *err)
+{
+	struct jscan	*sub;
+	int		 e, args, t, i = 0, bad = 0;
+
+	if (env->next_actions == -1)
+		return 0;
+	for (e = jscan_first(js, env->next_actions); e != -1 && !bad;
+	    e = jscan_next(js, env->next_actions, e), i++) {
+		if ((args = JSCAN_GET(js, line, e, "args")) == -1)
+			continue;
+		sub = engine_scan_take();
+		if (jscan_run(sub, line + js->tok[args].off,
+		    js->tok[args].len) == 0 && (t = JSCAN_GET(sub,
+		    line + js->tok[args].off, 0, "ttl_ms")) != -1 &&
+		    (sub->tok[t].type != JT_NUMBER || jscan_number(sub,
+		    line + js->tok[args].off, t) < 0))
+			bad = 1;
+		engine_scan_give(sub);
+	}
+	if (!bad)
+		return 0;
+	err->code = "invalid_envelope";
+	snprintf(err->path, sizeof err->path,
+	    "outputs.next_actions[%d].args.ttl_ms", i - 1);
+	snprintf(err->msg, sizeof err->msg, "%s must be a number >= 0",
+	    err->path);
+	return -1;
+}
+
+/*
  * Make the requests of a reply's next_actions (not yet routed: the
  * caller routes them once req has ended).  Returns how many.
  */
@@ -1510,8 +1547,8 @@ engine_bad_line(struct agent *a, size_t max, struct jscan *js,
 }
 
 /*
- * The in-flight request an invalid reply names in its trace.parents, if
- * any.
+ * The in-flight request an invalid reply names in its trace.parents, or,
+ * when it names none, the oldest one (as for a valid reply).
  */
 static struct msg *
 engine_raw_match(struct agent *a, struct jscan *js, const char *line)
@@ -1519,9 +1556,14 @@ engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 	struct msg	*m;
 	int		 t, p, e;
 
-	if (js->tok[0].type != JT_OBJECT ||
-	    (t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
-	    js->tok[t].type != JT_OBJECT ||
+	if (js->tok[0].type != JT_OBJECT)
+		return NULL;
+	/* No parents named: the oldest outstanding, as engine_match says. */
+	if ((t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    (js->tok[t].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, t, "parents") == -1))
+		return TAILQ_FIRST(&a->work.inflight);
+	if (js->tok[t].type != JT_OBJECT ||
 	    (p = JSCAN_GET(js, line, t, "parents")) == -1 ||
 	    js->tok[p].type != JT_ARRAY)
 		return NULL;
@@ -1589,7 +1631,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 			engine_hooks.control(&a->peer, line, len);
 		return;
 	}
-	if (envelope_check(js, line, len, &env, &err) != 0) {
+	if (envelope_check(js, line, len, &env, &err) != 0 ||
+	    engine_check_ttls(js, line, &env, &err) != 0) {
 		engine_warn_agent(a, "invalid envelope: %s", err.msg);
 		engine_notice(a, err.code, err.path, err.msg,
 		    engine_raw_trace_id(js, line, id, sizeof id));
