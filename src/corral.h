@@ -554,6 +554,8 @@ struct mapinfo {
 struct agent {
 	char			*id;
 	struct agent_conf	*conf;
+	/* Frees conf after every module forgot the agent; NULL: shared. */
+	void			(*conf_free)(struct agent_conf *);
 	unsigned int		 instance;
 	int			 flags;
 #define AGENT_HIDDEN	0x01	/* a child hidden from the routing table */

@@ -837,8 +837,8 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 
 /*
  * End every request job j still has but except: its result is known
- * (join: first) or corral is interrupted.  Each ends in one outcome, cancelled, and a
- * child working on one is stopped with its task.
+ * (join: first) or corral is interrupted.  Each ends in one outcome,
+ * cancelled, and a child working on one is stopped with its task.
  */
 static size_t
 engine_cancel_rest(struct job *j, const char *category, const char *code,
@@ -1594,7 +1594,8 @@ engine_bad(struct agent *a, const char *line, size_t len)
 
 	if (a->work.bad_streak++ == 0) {
 		n = util_utf8_cut(line, len, sizeof a->work.bad_first - 1);
-		memcpy(a->work.bad_first, line, n);
+		if (n > 0)
+			memcpy(a->work.bad_first, line, n);
 		a->work.bad_first[n] = '\0';
 	}
 	if (a->work.bad_streak < ENGINE_BAD_STREAK || !lifecycle_alive(a) ||
