@@ -1735,6 +1735,41 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 }
 
 /*
+ * Make a new job from a checked envelope (scanned in js): a serve input
+ * or run's goal.  Its trace.id, or a new one when it names none, is the
+ * job's id; the request is recorded but not yet routed.
+ */
+static struct msg *
+engine_job_start(struct jscan *js, const char *line, size_t len,
+    struct env *env, int origin)
+{
+	struct job	*j;
+	struct msg	*m;
+	char		 id[CORRAL_ID_MAX], *copy;
+	size_t		 clen;
+
+	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+		protocol_new_id(id, sizeof id);
+		copy = envelope_fill(js, line, len, env, id, NULL, &clen);
+	} else
+		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
+	if (copy == NULL) {
+		copy = xmemdup0(line, len);
+		clen = len;
+	}
+	j = engine_job_create(origin);
+	strlcpy(j->id, id, sizeof j->id);
+	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
+	    MSG_INPUT, env->intent);
+	strlcpy(m->id, id, sizeof m->id);
+	m->prio = (uint8_t)env->prio;
+	m->timeout = env->ttl;
+	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
+	    clen);
+	return m;
+}
+
+/*
  * A line on corral serve's stdin, from peer: a new job.  Whatever is
  * wrong with it, it gets exactly one line back.
  */
@@ -1745,10 +1780,8 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
-	struct job		*j;
 	struct msg		*m;
-	char			 id[CORRAL_ID_MAX], *copy, *stripped = NULL;
-	size_t			 clen;
+	char			 id[CORRAL_ID_MAX], *stripped = NULL;
 
 	js = engine_scan_take();
 	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
@@ -1787,22 +1820,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		    "could not be read without its corral member", NULL);
 		goto out;
 	}
-	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
-		protocol_new_id(id, sizeof id);
-		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
-	} else
-		copy = envelope_fill(js, line, len, &env, NULL, NULL, &clen);
-	if (copy == NULL) {
-		copy = xmemdup0(line, len);
-		clen = len;
-	}
-	j = engine_job_create(JOB_SERVE);
-	strlcpy(j->id, id, sizeof j->id);
-	m = engine_msg_create(j, copy, clen, MSG_INPUT, env.intent);
-	strlcpy(m->id, id, sizeof m->id);
-	m->prio = (uint8_t)env.prio;
-	m->timeout = env.ttl;
-	auditlog_envelope("input", NULL, id, copy, clen);
+	m = engine_job_start(js, line, len, &env, JOB_SERVE);
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	engine_submit(m);
@@ -1821,10 +1839,7 @@ engine_start_goal(const char *line, size_t len)
 	struct env_error	 err;
 	struct env		 env;
 	struct jscan		*js;
-	struct job		*j;
 	struct msg		*m;
-	char			 id[CORRAL_ID_MAX], *copy;
-	size_t			 clen;
 
 	js = engine_scan_take();
 	if (jscan_run(js, line, len) != 0 ||
@@ -1832,22 +1847,7 @@ engine_start_goal(const char *line, size_t len)
 		engine_scan_give(js);
 		return -1;
 	}
-	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
-		protocol_new_id(id, sizeof id);
-		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
-	} else
-		copy = envelope_fill(js, line, len, &env, NULL, NULL, &clen);
-	if (copy == NULL) {
-		copy = xmemdup0(line, len);
-		clen = len;
-	}
-	j = engine_job_create(JOB_RUN);
-	strlcpy(j->id, id, sizeof j->id);
-	m = engine_msg_create(j, copy, clen, MSG_GOAL, env.intent);
-	strlcpy(m->id, id, sizeof m->id);
-	m->prio = (uint8_t)env.prio;
-	m->timeout = env.ttl;
-	auditlog_envelope("goal", NULL, id, copy, clen);
+	m = engine_job_start(js, line, len, &env, JOB_RUN);
 	engine_scan_give(js);
 	engine_submit(m);
 	return 0;
