@@ -1511,7 +1511,13 @@ int	 workspace_artifacts(const char *, const char *, struct jscan *,
 	    const char *);
 
 /* pidns.c */
-#define PIDNS_FORWARDED	0x636f7272	/* a signal the waiter forwards */
+/*
+ * The waiter forwards a signal to the supervisor on this real-time
+ * signal, the original's number in its value: real-time signals queue,
+ * so a forward never merges with the supervisor's own pending copy of a
+ * signal the whole process group got.
+ */
+#define PIDNS_SIGNAL	(SIGRTMIN + 1)
 int	 pidns_enter(void);
 
 /* progress.c */

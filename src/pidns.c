@@ -108,9 +108,9 @@ pidns_wait(pid_t child, const sigset_t *set)
 		 */
 		if (si.si_code == SI_KERNEL)
 			continue;
-		/* Marked, so the supervisor knows it from its own copy. */
-		(void)sigqueue(child, sig, (union sigval){ .sival_int =
-		    PIDNS_FORWARDED });
+		/* Its own signal, so the supervisor knows it from its copy. */
+		(void)sigqueue(child, PIDNS_SIGNAL, (union sigval){
+		    .sival_int = sig });
 	}
 	(void)kill(child, SIGKILL);
 	(void)waitpid(child, &status, 0);
@@ -172,6 +172,8 @@ pidns_enter(void)
 		_exit(70);	/* the waiter is already gone */
 	close(alive[0]);
 	(void)waiter;
+	/* Forwards wait until the supervisor reads them (signalfd). */
+	sigaddset(&old, PIDNS_SIGNAL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return 1;
 

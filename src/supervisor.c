@@ -137,8 +137,9 @@ supervisor_signal(int sig)
  * A signal arrived.  In a pid namespace a signal that the whole process
  * group got (timeout(1), a supervisor stopping its child) reaches this
  * process twice: directly, and forwarded by the waiter.  So the waiter's
- * forwards (marked) and the terminal's signals count, and a direct signal
- * from another process is left to the waiter, which always gets it too.
+ * forwards (PIDNS_SIGNAL, which queue) and the terminal's signals count,
+ * and a direct signal from another process is left to the waiter, which
+ * always gets it too.
  */
 static void
 supervisor_sig_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -147,9 +148,15 @@ supervisor_sig_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ssize_t			 n;
 
 	while ((n = read(sv.sigfd, &si, sizeof si)) == (ssize_t)sizeof si) {
-		if (sv.pidns && si.ssi_code != SI_KERNEL &&
-		    !(si.ssi_code == SI_QUEUE &&
-		    si.ssi_int == PIDNS_FORWARDED)) {
+		if ((int)si.ssi_signo == PIDNS_SIGNAL) {
+			/* The waiter's forward: the signal is its value. */
+			if (si.ssi_code == SI_QUEUE && (si.ssi_int == SIGINT ||
+			    si.ssi_int == SIGTERM || si.ssi_int == SIGHUP ||
+			    si.ssi_int == SIGQUIT))
+				supervisor_signal(si.ssi_int);
+			continue;
+		}
+		if (sv.pidns && si.ssi_code != SI_KERNEL) {
 			log_debug("%s sent to the supervisor itself: the waiter "
 			    "forwards it", util_signame((int)si.ssi_signo));
 			continue;
@@ -780,6 +787,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, PIDNS_SIGNAL);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((sv.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
