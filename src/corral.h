@@ -1510,6 +1510,7 @@ int	 workspace_artifacts(const char *, const char *, struct jscan *,
 /* pidns.c */
 #define PIDNS_FORWARDED	0x636f7272	/* a signal the waiter forwards */
 int	 pidns_enter(void);
+int	 pidns_host_proc(void);
 
 /* progress.c */
 void	 progress_init(const struct workflow *, int);

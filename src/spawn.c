@@ -50,6 +50,7 @@ struct spawn_child {
 	int			 err;
 	pid_t			 parent;
 	int			 pidns;
+	int			 hostproc;	/* the host's /proc, or -1 */
 	const struct rlimit_conf *limits;
 	size_t			 nlimits;
 	int			 set_core;
@@ -145,8 +146,12 @@ spawn_child_main(void *arg)
 	if (setsid() == -1)
 		spawn_child_fail(sc, "setsid");
 	if (sc->pidns) {
-		/* /proc is the host's: /proc/self names our host pid. */
-		n = readlink("/proc/self", self, sizeof self - 1);
+		/* The host's /proc names our host pid as "self". */
+		if (sc->hostproc != -1)
+			n = readlinkat(sc->hostproc, "self", self,
+			    sizeof self - 1);
+		else
+			n = readlink("/proc/self", self, sizeof self - 1);
 		if (n > 0) {
 			for (i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++)
 				hp = hp * 10 + (self[i] - '0');
@@ -504,6 +509,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	sc.err = err[1];
 	sc.parent = getpid();
 	sc.pidns = spawn_pidns;
+	sc.hostproc = pidns_host_proc();
 	sc.limits = ac->limits;
 	sc.nlimits = ac->nlimits;
 	sc.set_core = 1;

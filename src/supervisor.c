@@ -590,9 +590,20 @@ supervisor_host_pid(void)
 	FILE	*f;
 	char	 line[128];
 	long	 pid = (long)getpid();
+	int	 fd;
 
-	if (!sv.pidns || (f = fopen("/proc/self/status", "r")) == NULL)
+	if (!sv.pidns)
 		return pid;
+	if (pidns_host_proc() != -1)
+		fd = openat(pidns_host_proc(), "self/status", O_RDONLY |
+		    O_CLOEXEC);
+	else
+		fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || (f = fdopen(fd, "r")) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return pid;
+	}
 	while (fgets(line, sizeof line, f) != NULL)
 		if (strncmp(line, "PPid:", 5) == 0) {
 			pid = strtol(line + 5, NULL, 10);
