@@ -34,6 +34,7 @@ static agent_event_cb	agent_event_hook;
 static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
+static agent_cb		agent_conf_free_hook;
 static size_t		agent_nfree_hooks;
 static agent_send_cb	agent_send_hook;
 
@@ -92,6 +93,16 @@ agent_on_free(agent_cb cb)
 	if (agent_nfree_hooks == AGENT_FREE_HOOKS)
 		fatalx("agent_on_free: more than %d hooks", AGENT_FREE_HOOKS);
 	agent_free_hooks[agent_nfree_hooks++] = cb;
+}
+
+/*
+ * Register who frees the settings it made for some agents (subagent.c):
+ * after every module forgot the agent, since forgetting may read them.
+ */
+void
+agent_on_conf_free(agent_cb cb)
+{
+	agent_conf_free_hook = cb;
 }
 
 /* Tell the lifecycle of an event (from here, or from an adapter). */
@@ -601,6 +612,8 @@ agent_free(struct agent *a)
 
 	for (i = 0; i < agent_nfree_hooks; i++)
 		agent_free_hooks[i](a);
+	if (agent_conf_free_hook != NULL)
+		agent_conf_free_hook(a);
 	while ((c = TAILQ_FIRST(&a->children)) != NULL) {
 		TAILQ_REMOVE(&a->children, c, sibling);
 		c->parent = NULL;

@@ -1119,6 +1119,7 @@ RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
 void	 agent_on_free(agent_cb);
+void	 agent_on_conf_free(agent_cb);
 void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);

@@ -62,6 +62,7 @@ static void	subagent_lifecycle(struct agent *, enum agent_state,
 static void	subagent_budget_over(struct agent *, const char *);
 static void	subagent_forget(struct agent *);
 static void	subagent_conf_free(struct agent_conf *);
+static void	subagent_conf_forget(struct agent *);
 static void	subagent_confine(struct agent_conf *,
 		    const struct agent_conf *, int);
 
@@ -79,6 +80,7 @@ subagent_init(const struct workflow *wf)
 	lifecycle_observe(subagent_lifecycle);
 	budget_on_subtree(subagent_budget_over);
 	agent_on_free(subagent_forget);
+	agent_on_conf_free(subagent_conf_forget);
 }
 
 /* An agent is about to be freed. */
@@ -87,6 +89,15 @@ subagent_forget(struct agent *a)
 {
 	free(a->child.spawn_id);
 	free(a->child.last_reply);
+}
+
+/*
+ * Free the settings made for a child, once every module has forgotten it
+ * (mapview's goodbye event still reads its role).
+ */
+static void
+subagent_conf_forget(struct agent *a)
+{
 	subagent_conf_free(a->conf);
 }
 
