@@ -46,3 +46,27 @@ adapter_table_check(const struct agent_conf *ac, char *why, size_t len)
 	}
 	return ops->check != NULL ? ops->check(ac, why, len) : 0;
 }
+
+/*
+ * Where an adapter's CLI keeps its state, as a path of its environment:
+ * a confined agent may write there (confine.c).  Kept here, beside the
+ * names, so that each adapter's file stays about its protocol.
+ */
+const char *
+adapter_table_home(const char *name)
+{
+	static const struct {
+		const char	*name;
+		const char	*home;
+	} homes[] = {
+		{ "claude", "$CLAUDE_CONFIG_DIR" },
+		{ "codex", "$CODEX_HOME" },
+		{ "gemini", "~/.gemini" },
+	};
+	size_t	i;
+
+	for (i = 0; name != NULL && i < sizeof homes / sizeof homes[0]; i++)
+		if (strcmp(homes[i].name, name) == 0)
+			return homes[i].home;
+	return NULL;
+}

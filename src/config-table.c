@@ -77,6 +77,11 @@ static void	config_table_print_env(FILE *, const struct config_key *,
 		    const void *, int);
 static void	config_table_print_rlimits(FILE *, const struct config_key *,
 		    const void *, int);
+static int	config_table_read_confine(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static void	config_table_print_confine(FILE *, const struct config_key *,
+		    const void *, int);
 
 /* The names of the enumerations, indexed by value. */
 static const char *const config_table_ready[] = {
@@ -366,6 +371,24 @@ const struct config_key config_table[] = {
 	  .doc = "stack" },
 	{ .name = "user", AGENT(user), .type = CONFIG_STRING,
 	  .flags = CONFIG_OMIT, .doc = "run as this user" },
+	{ .name = "confine", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .typename = "`on`, `off` or mapping",
+	  .read = config_table_read_confine,
+	  .print = config_table_print_confine,
+	  .doc = "Landlock: where the process may write, read and connect" },
+	{ .name = "confine.write", AGENT(confine.write), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, confine.nwrite),
+	  .doc = "more paths it may write beneath" },
+	{ .name = "confine.read", AGENT(confine.read), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, confine.nread),
+	  .doc = "when given, the only paths it may read beneath" },
+	{ .name = "confine.connect", AGENT(confine.connect),
+	  .type = CONFIG_LIST, .typename = "list of ports",
+	  .count = offsetof(struct agent_conf, confine.nconnect),
+	  .doc = "when given, the only TCP ports it may connect to" },
+	{ .name = "confine.required", AGENT(confine.required),
+	  .type = CONFIG_BOOL, .dflt = "false",
+	  .doc = "refuse to run unless the kernel enforces all of it" },
 };
 const size_t config_table_size = sizeof config_table / sizeof config_table[0];
 
@@ -413,6 +436,7 @@ config_table_check_agent(struct config_reader *rd, struct agent_conf *ac,
 	if (ac->argv == NULL && (ac->adapter == NULL ||
 	    strcmp(ac->adapter, "exec") != 0))
 		return config_err(rd, n, "%s: no cmd: given", path);
+	ac->confine.home = adapter_table_home(ac->adapter);
 	if (ac->adapter != NULL && adapter_table_check(ac, why, sizeof why) != 0) {
 		x = config_yaml_get(n, "adapter");
 		return config_err(rd, x != NULL ? x : n, "%s.adapter: %s", path,
@@ -947,4 +971,91 @@ config_table_print_rlimits(FILE *f, const struct config_key *k,
 			fprintf(f, "%*s%s: %lld\n", indent + 2, "", name,
 			    ac->limits[i].value);
 	}
+}
+
+/*
+ * Read confine:.  A mapping merges with what defaults: gave, member by
+ * member; `on` confines with the defaults' members; `off` lifts a
+ * default confinement for this entry.  read: and connect: count from
+ * being given at all: an empty list allows nothing.
+ */
+static int
+config_table_read_confine(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct confine			*c = &((struct agent_conf *)base)->confine;
+	const struct config_node	*x;
+	size_t				 i;
+	int				 on;
+
+	if (n->type == CONFIG_SCALAR) {
+		if (n->quoted || (strcmp(n->str, "on") != 0 &&
+		    strcmp(n->str, "off") != 0 && strcmp(n->str, "true") != 0 &&
+		    strcmp(n->str, "false") != 0))
+			return config_err(rd, n, "%s: expected on, off or a "
+			    "mapping", path);
+		on = strcmp(n->str, "on") == 0 || strcmp(n->str, "true") == 0;
+		if (on) {
+			c->flags |= CONFINE_ON;
+			return 0;
+		}
+		config_list_free(c->write, c->nwrite);
+		config_list_free(c->read, c->nread);
+		config_list_free(c->connect, c->nconnect);
+		memset(c, 0, sizeof *c);
+		return 0;
+	}
+	if (config_read_map(rd, CONFIG_AGENT, base, "confine", n, path) != 0)
+		return -1;
+	c->flags |= CONFINE_ON;
+	if (config_yaml_get(n, "read") != NULL)
+		c->flags |= CONFINE_READ;
+	if ((x = config_yaml_get(n, "connect")) != NULL)
+		c->flags |= CONFINE_CONNECT;
+	for (i = 0; i < c->nconnect; i++)
+		if (confine_port(c->connect[i]) == -1)
+			return config_err(rd, x, "%s.connect: %s is not a TCP "
+			    "port (1 to 65535)", path, c->connect[i]);
+	return 0;
+}
+
+/* Print a list of strings in flow style. */
+static void
+config_table_print_list(FILE *f, char *const *list, size_t n)
+{
+	size_t	i;
+
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			fputs(", ", f);
+		config_print_str(f, list[i]);
+	}
+	fputc(']', f);
+}
+
+/*
+ * Print confine: when it is on.  read: and connect: only when given:
+ * their absence means no limit, an empty list means nothing allowed.
+ */
+static void
+config_table_print_confine(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct confine	*c = &((const struct agent_conf *)base)->confine;
+
+	if (!(c->flags & CONFINE_ON))
+		return;
+	fprintf(f, "%*sconfine: {write: ", indent, "");
+	config_table_print_list(f, c->write, c->nwrite);
+	if (c->flags & CONFINE_READ) {
+		fputs(", read: ", f);
+		config_table_print_list(f, c->read, c->nread);
+	}
+	if (c->flags & CONFINE_CONNECT) {
+		fputs(", connect: ", f);
+		config_table_print_list(f, c->connect, c->nconnect);
+	}
+	fprintf(f, ", required: %s}\n", c->required ? "true" : "false");
 }

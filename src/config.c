@@ -197,7 +197,7 @@ config_read_size(struct config_reader *rd, const struct config_node *n,
 }
 
 /* Free a list of strings. */
-static void
+void
 config_list_free(char **list, size_t n)
 {
 	size_t	i;
@@ -205,6 +205,21 @@ config_list_free(char **list, size_t n)
 	for (i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
+}
+
+/* Copy a list of strings (NULL stays NULL). */
+static char **
+config_list_copy(char *const *list, size_t n)
+{
+	char	**out;
+	size_t	  i;
+
+	if (list == NULL)
+		return NULL;
+	out = xcalloc(n + 1, sizeof *out);
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(list[i]);
+	return out;
 }
 
 /* Read a list of strings (a single string is a list of one). */
@@ -578,6 +593,12 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 		}
 		dst->nenv = src->nenv;
 	}
+	dst->confine.write = config_list_copy(src->confine.write,
+	    src->confine.nwrite);
+	dst->confine.read = config_list_copy(src->confine.read,
+	    src->confine.nread);
+	dst->confine.connect = config_list_copy(src->confine.connect,
+	    src->confine.nconnect);
 	dst->limits = NULL;
 	dst->nlimits = 0;
 	if (src->nlimits > 0) {
@@ -606,6 +627,9 @@ config_agent_free(struct agent_conf *ac)
 	free(ac->description);
 	free(ac->limits);
 	free(ac->user);
+	config_list_free(ac->confine.write, ac->confine.nwrite);
+	config_list_free(ac->confine.read, ac->confine.nread);
+	config_list_free(ac->confine.connect, ac->confine.nconnect);
 	free(ac->adapter);
 	if (ac->adapter_conf != NULL)
 		json_decref(ac->adapter_conf);

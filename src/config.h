@@ -119,6 +119,7 @@ int	 config_read_duration(struct config_reader *,
 	    const struct config_node *, const char *, double *);
 int	 config_read_size(struct config_reader *, const struct config_node *,
 	    const char *, size_t, size_t, size_t *);
+void	 config_list_free(char **, size_t);
 int	 config_read_list(struct config_reader *, const struct config_node *,
 	    const char *, char ***, size_t *);
 int	 config_read_value(struct config_reader *, const struct config_key *,

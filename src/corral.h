@@ -232,6 +232,37 @@ struct rlimit_conf {
 	long long value;	/* -1: leave as inherited */
 };
 
+/*
+ * confine: (docs/workflow.md): the agent's Landlock policy.  The lists
+ * belong to the workflow; copies of the struct share them.
+ */
+struct confine {
+	int			 flags;
+#define CONFINE_ON	 0x01	/* confine: given */
+#define CONFINE_READ	 0x02	/* read: given: reads only there */
+#define CONFINE_CONNECT	 0x04	/* connect: given: TCP only to those */
+	int			 required;
+	char			**write;
+	size_t			 nwrite;
+	char			**read;
+	size_t			 nread;
+	char			**connect;	/* ports, as written */
+	size_t			 nconnect;
+	const char		*home;	/* its adapter's config dir, "$VAR" */
+};
+
+/*
+ * A parent's confinement, carried to a sub-agent corral starts: applied
+ * as a Landlock layer of its own, so the child gets no more than the
+ * parent had.  Its strings belong to the workflow.
+ */
+struct confine_layer {
+	struct confine		 c;
+	const char		*cwd;	/* the parent's cwd:, as written */
+	const struct env_var	*env;	/* the parent's env: */
+	size_t			 nenv;
+};
+
 struct agent_conf {
 	char			*name;
 	int			 line;
@@ -275,6 +306,9 @@ struct agent_conf {
 	struct rlimit_conf	*limits;
 	size_t			 nlimits;
 	char			*user;
+	struct confine		 confine;
+	struct confine_layer	*confine_up;	/* its parents' */
+	size_t			 nconfine_up;
 	/* Adapters (docs/adapters.md). */
 	char			*adapter;
 	json_t			*adapter_conf;
@@ -284,6 +318,7 @@ struct agent_conf {
 #define CONF_OWN	0x01
 #define CONF_OWN_ARGV	0x02
 #define CONF_OWN_LIMITS	0x04
+#define CONF_OWN_CONFINE 0x08
 };
 
 struct route_conf {
@@ -1072,7 +1107,7 @@ struct spawn_result {
 	int	out;
 	int	err;
 	int	error;		/* errno of a failed spawn */
-	char	what[64];	/* which step failed */
+	char	what[192];	/* which step failed */
 };
 void	 spawn_init(const struct workflow *, int);
 int	 spawn_argv(const struct agent_conf *, char *const *, const char *,
@@ -1279,6 +1314,7 @@ extern const struct adapter_ops adapter_mcp_ops;
 
 /* adapter-table.c */
 const struct adapter_ops *adapter_table_find(const char *);
+const char *adapter_table_home(const char *);
 int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 
 /* lifecycle.c */
@@ -1489,6 +1525,23 @@ int	 supervisor_run(const struct workflow *, int, const char *,
 void	 supervisor_shutdown(int);
 int	 supervisor_any_alive(void);
 
+/* confine.c */
+/* How an agent's $VARs are looked up: its environment, or a parent's. */
+typedef const char *(*confine_var_cb)(const void *, const char *);
+struct confine_where {
+	const char	*dir;		/* the workflow's, for relative paths */
+	const char	*cwd;		/* absolute */
+	const char	*workspace;	/* or NULL */
+	const char	*exe;		/* the program, absolute */
+	confine_var_cb	 var;
+	const void	*arg;
+};
+int	 confine_abi(void);
+int	 confine_gaps(const struct confine *, char *, size_t);
+int	 confine_ruleset(const struct confine *, const struct confine_where *,
+	    char *, size_t);
+int	 confine_port(const char *);
+
 /* workspace.c */
 #define WORKSPACE_PATH_MAX	1024	/* bytes in an artifact's path */
 #define WORKSPACE_DEPTH_MAX	32	/* components in an artifact's path */
@@ -1519,6 +1572,7 @@ int	 workspace_artifacts(const char *, const char *, struct jscan *,
  */
 #define PIDNS_SIGNAL	(SIGRTMIN + 1)
 int	 pidns_enter(void);
+int	 pidns_host_proc(void);
 
 /* progress.c */
 void	 progress_init(const struct workflow *, int);

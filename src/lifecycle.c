@@ -1140,6 +1140,9 @@ lifecycle_has_live_children(const struct agent *a)
 void
 lifecycle_stop(struct agent *a, const char *why)
 {
+	int	stopping = (a->life.flags & (LF_STOP_PENDING | LF_NORESTART)) ==
+		    (LF_STOP_PENDING | LF_NORESTART);
+
 	a->life.flags |= LF_NORESTART;
 	a->life.flags &= ~LF_RESTART_REQ;
 	if (a->life.state == AS_FAILED || lifecycle_stopping(a))
@@ -1147,8 +1150,11 @@ lifecycle_stop(struct agent *a, const char *why)
 	if (lifecycle_alive(a) && lifecycle_stop_children(a,
 	    "its parent is stopping")) {
 		a->life.flags |= LF_STOP_PENDING;
-		free(a->life.stop_why);
-		a->life.stop_why = xstrdup(why);
+		/* The first reason to stop stays the one the log gives. */
+		if (!stopping || a->life.stop_why == NULL) {
+			free(a->life.stop_why);
+			a->life.stop_why = xstrdup(why);
+		}
 		return;
 	}
 	lifecycle_feed(a, AE_STOP, why);

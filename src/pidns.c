@@ -23,8 +23,15 @@
  * reparented to it and killed at shutdown, but a SIGKILL of corral then
  * leaves detached grandchildren running.  docs/reliability.md says so.
  * CORRAL_NO_PIDNS=1 chooses that mode on purpose.
+ *
+ * The namespace gets its own /proc, in a mount namespace of its own: with
+ * the host's /proc, /proc/<pid> names another process than getpid() says,
+ * and sandboxes inside agents (bubblewrap reads /proc/<pid>/ns) fail.  A
+ * descriptor of the host's /proc is kept, so corral can still tell the
+ * host pids that ps and kill outside see.
  */
 
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -39,6 +46,8 @@
 #include <unistd.h>
 
 #include "corral.h"
+
+static int	pidns_hostproc = -1;
 
 /* Write a string to a /proc file; returns 0 on success. */
 static int
@@ -72,6 +81,46 @@ pidns_unshare_user(void)
 	if (pidns_write("/proc/self/gid_map", map) != 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * In the supervisor: a mount namespace of our own with a fresh /proc of
+ * the new pid namespace.  Mounts are made slaves, not private: what the
+ * host mounts later still shows inside, and our /proc never leaks out.
+ * On failure /proc stays the host's, as it was before.
+ */
+static void
+pidns_mount_proc(void)
+{
+	int	fd;
+
+	if ((fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if (unshare(CLONE_NEWNS) == -1) {
+		log_info("no mount namespace (%s): /proc is the host's",
+		    strerror(errno));
+		close(fd);
+		return;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == -1 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) == -1) {
+		log_info("cannot mount /proc for the pid namespace (%s): "
+		    "/proc is the host's", strerror(errno));
+		close(fd);
+		return;
+	}
+	pidns_hostproc = fd;
+}
+
+/*
+ * The host's /proc, when the namespace has its own (else -1): readlinkat
+ * of "self" there gives a process's host pid.
+ */
+int
+pidns_host_proc(void)
+{
+	return pidns_hostproc;
 }
 
 /* The waiter: forward signals, then exit as the supervisor did. */
@@ -175,6 +224,7 @@ pidns_enter(void)
 	/* Forwards wait until the supervisor reads them (signalfd). */
 	sigaddset(&old, PIDNS_SIGNAL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	pidns_mount_proc();
 	return 1;
 
 fallback:

@@ -14,14 +14,16 @@
  * In the child, in order: every signal back to its default disposition
  * (a handler must never run on the borrowed stack), death signal SIGKILL
  * and a check that corral did not die before that was set, a new session,
- * the three pipes on 0, 1 and 2, every other descriptor closed, the
- * working directory, resource limits, umask 077, no-new-privileges, the
- * user, the signal mask cleared, exec.
+ * the three pipes on 0, 1 and 2, the agent's Landlock rulesets (made by
+ * confine.c in the parent; no-new-privileges first, as Landlock wants),
+ * every other descriptor closed, the working directory, resource limits,
+ * umask 077, the user, no-new-privileges, the signal mask cleared, exec.
  */
 
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -37,6 +39,12 @@
 #include "corral.h"
 
 #define SPAWN_STACK	(64 * 1024)
+/* Landlock stacks at most 16 layers on a process. */
+#define SPAWN_LAYERS	15
+
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self	446
+#endif
 
 extern char **environ;
 
@@ -50,6 +58,7 @@ struct spawn_child {
 	int			 err;
 	pid_t			 parent;
 	int			 pidns;
+	int			 hostproc;	/* the host's /proc, or -1 */
 	const struct rlimit_conf *limits;
 	size_t			 nlimits;
 	int			 set_core;
@@ -58,6 +67,8 @@ struct spawn_child {
 	const gid_t		*groups;
 	int			 ngroups;
 	int			 drop;
+	const int		*rulesets;	/* Landlock, applied in order */
+	int			 nrulesets;
 	/* Written by the child. */
 	volatile int		 error;
 	volatile const char	*what;
@@ -145,8 +156,12 @@ spawn_child_main(void *arg)
 	if (setsid() == -1)
 		spawn_child_fail(sc, "setsid");
 	if (sc->pidns) {
-		/* /proc is the host's: /proc/self names our host pid. */
-		n = readlink("/proc/self", self, sizeof self - 1);
+		/* The host's /proc names our host pid as "self". */
+		if (sc->hostproc != -1)
+			n = readlinkat(sc->hostproc, "self", self,
+			    sizeof self - 1);
+		else
+			n = readlink("/proc/self", self, sizeof self - 1);
 		if (n > 0) {
 			for (i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++)
 				hp = hp * 10 + (self[i] - '0');
@@ -158,6 +173,12 @@ spawn_child_main(void *arg)
 	    spawn_child_dup(sc->out, 1) == -1 ||
 	    spawn_child_dup(sc->err, 2) == -1)
 		spawn_child_fail(sc, "dup2");
+	if (sc->nrulesets > 0 &&
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		spawn_child_fail(sc, "prctl(PR_SET_NO_NEW_PRIVS)");
+	for (i = 0; i < sc->nrulesets; i++)
+		if (syscall(SYS_landlock_restrict_self, sc->rulesets[i], 0) == -1)
+			spawn_child_fail(sc, "landlock_restrict_self");
 	closefrom(3);
 
 	if (sc->cwd != NULL && chdir(sc->cwd) == -1)
@@ -427,6 +448,117 @@ spawn_pipe(int fds[2])
 	return pipe2(fds, O_CLOEXEC);
 }
 
+/* Look a variable up in an environment under construction. */
+static const char *
+spawn_var_env(const void *arg, const char *name)
+{
+	char *const	*e;
+	size_t		 n = strlen(name);
+
+	for (e = arg; *e != NULL; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/*
+ * Look a variable up as a parent's environment had it: its env:, else
+ * ours when the allowlist passed it on.
+ */
+static const char *
+spawn_var_layer(const void *arg, const char *name)
+{
+	const struct confine_layer	*l = arg;
+	size_t				 i;
+
+	for (i = 0; i < l->nenv; i++)
+		if (strcmp(l->env[i].key, name) == 0)
+			return l->env[i].value;
+	if (spawn_env_allowed(spawn_wf, name, strlen(name)))
+		return getenv(name);
+	return NULL;
+}
+
+/* A cwd: as written, made absolute; allocated. */
+static char *
+spawn_abs_cwd(const char *cwd)
+{
+	char	*s;
+
+	if (cwd == NULL)
+		return getcwd(NULL, 0);
+	if (cwd[0] == '/' || spawn_wf == NULL)
+		return xstrdup(cwd);
+	xasprintf(&s, "%s/%s", spawn_wf->dir, cwd);
+	return s;
+}
+
+/*
+ * Make an agent's Landlock rulesets: its own confine:, then those of the
+ * parents it inherits (Landlock intersects them).  Returns 0 with their
+ * descriptors in rs, or -1 with sr filled.
+ */
+static int
+spawn_confine(const struct agent_conf *ac, char **envp, const char *path,
+    int *rs, int *nrs, struct spawn_result *sr)
+{
+	const struct confine_layer	*l;
+	const struct confine		*c;
+	struct confine_where		 w;
+	const char			*lcwd;
+	char				*cwd;
+	size_t				 i;
+	int				 fd;
+
+	*nrs = 0;
+	for (i = 0; i <= ac->nconfine_up; i++) {
+		memset(&w, 0, sizeof w);
+		if (i == 0) {
+			if (!(ac->confine.flags & CONFINE_ON))
+				continue;
+			c = &ac->confine;
+			lcwd = ac->cwd;
+			w.var = spawn_var_env;
+			w.arg = envp;
+		} else {
+			l = &ac->confine_up[i - 1];
+			c = &l->c;
+			lcwd = l->cwd;
+			w.var = spawn_var_layer;
+			w.arg = l;
+		}
+		if (*nrs == SPAWN_LAYERS) {
+			sr->error = E2BIG;
+			snprintf(sr->what, sizeof sr->what, "confine: more "
+			    "than %d layers", SPAWN_LAYERS);
+			goto fail;
+		}
+		if ((cwd = spawn_abs_cwd(lcwd)) == NULL) {
+			sr->error = errno;
+			snprintf(sr->what, sizeof sr->what, "confine: getcwd");
+			goto fail;
+		}
+		w.dir = spawn_wf != NULL ? spawn_wf->dir : NULL;
+		w.cwd = cwd;
+		w.workspace = workspace_dir();
+		w.exe = path;
+		fd = confine_ruleset(c, &w, sr->what, sizeof sr->what);
+		sr->error = errno;
+		free(cwd);
+		if (fd == -1)
+			goto fail;
+		if (fd >= 0)
+			rs[(*nrs)++] = fd;
+	}
+	sr->error = 0;
+	return 0;
+
+fail:
+	while (*nrs > 0)
+		close(rs[--(*nrs)]);
+	return -1;
+}
+
 /*
  * Start a process for an agent's settings (environment, directory, limits,
  * user) running argv, with its three pipes.  On success fills sr (our ends
@@ -445,6 +577,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	int			 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int			 err[2] = { -1, -1 };
 	char			**envp, *path = NULL, *cwd = NULL;
+	int			 rs[SPAWN_LAYERS], nrs = 0;
 	sigset_t		 old;
 	pid_t			 pid;
 	size_t			 i;
@@ -488,6 +621,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 		sc.groups = groups;
 		sc.ngroups = ngroups;
 	}
+	if (spawn_confine(ac, envp, path, rs, &nrs, sr) != 0)
+		goto fail;
 	if (spawn_pipe(in) == -1 || spawn_pipe(out) == -1 ||
 	    spawn_pipe(err) == -1) {
 		sr->error = errno;
@@ -504,8 +639,11 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	sc.err = err[1];
 	sc.parent = getpid();
 	sc.pidns = spawn_pidns;
+	sc.hostproc = pidns_host_proc();
 	sc.limits = ac->limits;
 	sc.nlimits = ac->nlimits;
+	sc.rulesets = rs;
+	sc.nrulesets = nrs;
 	sc.set_core = 1;
 	for (i = 0; i < ac->nlimits; i++)
 		if (ac->limits[i].resource == RLIMIT_CORE)
@@ -515,6 +653,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
 	    CLONE_VM | CLONE_VFORK | SIGCHLD, &sc);
 	spawn_restore_signals(&old);
+	while (nrs > 0)
+		close(rs[--nrs]);
 	if (pid == -1) {
 		sr->error = errno;
 		snprintf(sr->what, sizeof sr->what, "clone");
@@ -550,6 +690,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	return 0;
 
 fail:
+	while (nrs > 0)
+		close(rs[--nrs]);
 	for (i = 0; i < 2; i++) {
 		if (in[i] != -1)
 			close(in[i]);

@@ -63,6 +63,8 @@ static void	subagent_lifecycle(struct agent *, enum agent_state,
 static void	subagent_budget_over(struct agent *, const char *);
 static void	subagent_forget(struct agent *);
 static void	subagent_conf_free(struct agent_conf *);
+static void	subagent_confine(struct agent_conf *,
+		    const struct agent_conf *, int);
 
 /* Set the module up: the engine's tasks and the children's lives. */
 void
@@ -186,7 +188,8 @@ subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
 	if (p == NULL)
 		return entry;	/* a client's agent: the entry as written */
 	pc = p->conf;
-	if (cmd == NULL && pc->user == NULL && pc->nlimits == 0)
+	if (cmd == NULL && pc->user == NULL && pc->nlimits == 0 &&
+	    !(pc->confine.flags & CONFINE_ON) && pc->nconfine_up == 0)
 		return entry;
 	ac = xcalloc(1, sizeof *ac);
 	*ac = cmd != NULL ? *pc : *entry;
@@ -215,7 +218,53 @@ subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
 		ac->limits = entry->limits;
 		ac->nlimits = entry->nlimits;
 	}
+	/* An inline child's own confine: is its parent's already. */
+	subagent_confine(ac, pc, cmd == NULL);
 	return ac;
+}
+
+/*
+ * Carry a parent's confinement to its child: every layer the parent runs
+ * under becomes a layer of the child's, on top of the child's own
+ * confine:.  Landlock enforces all of them, so the child never gets more
+ * than its parent had.
+ */
+static void
+subagent_confine(struct agent_conf *ac, const struct agent_conf *pc,
+    int own)
+{
+	struct confine_layer	*l, p, mine;
+	size_t			 n, i;
+
+	memset(&p, 0, sizeof p);
+	p.c = pc->confine;
+	p.cwd = pc->cwd;
+	p.env = pc->env;
+	p.nenv = pc->nenv;
+	memset(&mine, 0, sizeof mine);
+	mine.c = ac->confine;
+	mine.cwd = ac->cwd;
+	mine.env = ac->env;
+	mine.nenv = ac->nenv;
+	/* The same policy twice restricts no more: a child of its own entry. */
+	own = own && (pc->confine.flags & CONFINE_ON) &&
+	    memcmp(&p, &mine, sizeof p) != 0;
+	for (i = 0; own && i < pc->nconfine_up; i++)
+		if (memcmp(&p, &pc->confine_up[i], sizeof p) == 0)
+			own = 0;
+	n = pc->nconfine_up + (own ? 1 : 0);
+	ac->confine_up = NULL;
+	ac->nconfine_up = 0;
+	if (n == 0)
+		return;
+	l = xcalloc(n, sizeof *l);
+	if (pc->nconfine_up > 0)
+		memcpy(l, pc->confine_up, pc->nconfine_up * sizeof *l);
+	if (own)
+		l[n - 1] = p;
+	ac->confine_up = l;
+	ac->nconfine_up = n;
+	ac->own |= CONF_OWN_CONFINE;
 }
 
 /* Free the settings subagent_child_conf made for a child. */
@@ -234,6 +283,8 @@ subagent_conf_free(struct agent_conf *ac)
 	}
 	if (ac->own & CONF_OWN_LIMITS)
 		free(ac->limits);
+	if (ac->own & CONF_OWN_CONFINE)
+		free(ac->confine_up);
 	free(ac);
 }
 

@@ -597,9 +597,20 @@ supervisor_host_pid(void)
 	FILE	*f;
 	char	 line[128];
 	long	 pid = (long)getpid();
+	int	 fd;
 
-	if (!sv.pidns || (f = fopen("/proc/self/status", "r")) == NULL)
+	if (!sv.pidns)
 		return pid;
+	if (pidns_host_proc() != -1)
+		fd = openat(pidns_host_proc(), "self/status", O_RDONLY |
+		    O_CLOEXEC);
+	else
+		fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd == -1 || (f = fdopen(fd, "r")) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return pid;
+	}
 	while (fgets(line, sizeof line, f) != NULL)
 		if (strncmp(line, "PPid:", 5) == 0) {
 			pid = strtol(line + 5, NULL, 10);
@@ -726,6 +737,55 @@ supervisor_start_agents(void)
 	}
 }
 
+/*
+ * Say once what this kernel cannot enforce of the agents' confine:, and
+ * refuse to run an agent that requires all of it.  Returns nonzero to
+ * refuse.
+ */
+static int
+supervisor_confine(const struct workflow *wf)
+{
+	struct {
+		char	gap[256];
+		char	names[256];
+	}			 seen[4];
+	const struct agent_conf	*ac;
+	char			 gap[256];
+	size_t			 i, j, nseen = 0;
+	int			 refuse = 0, logged = 0;
+
+	for (i = 0; i < wf->nagents; i++) {
+		ac = &wf->agents[i];
+		if ((ac->confine.flags & CONFINE_ON) && !logged++)
+			log_info("confine: Landlock ABI %d", confine_abi());
+		if (!confine_gaps(&ac->confine, gap, sizeof gap))
+			continue;
+		if (ac->confine.required) {
+			log_warnx("agent %s: confine: required, but %s",
+			    ac->name, gap);
+			refuse = 1;
+			continue;
+		}
+		for (j = 0; j < nseen; j++)
+			if (strcmp(seen[j].gap, gap) == 0)
+				break;
+		if (j == nseen) {
+			if (nseen == sizeof seen / sizeof seen[0])
+				continue;
+			strlcpy(seen[j].gap, gap, sizeof seen[j].gap);
+			seen[j].names[0] = '\0';
+			nseen++;
+		}
+		if (seen[j].names[0] != '\0')
+			strlcat(seen[j].names, ", ", sizeof seen[j].names);
+		strlcat(seen[j].names, ac->name, sizeof seen[j].names);
+	}
+	for (j = 0; j < nseen; j++)
+		log_warnx("confine: not enforced in full for %s: %s",
+		    seen[j].names, seen[j].gap);
+	return refuse;
+}
+
 /* Record the run's outcome counts at its end. */
 static void
 supervisor_run_end(void)
@@ -793,6 +853,8 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		fatal("signalfd");
 	ev_io_init(&sv.sig_w, supervisor_sig_cb, sv.sigfd, EV_READ);
 	ev_io_start(LOOP, &sv.sig_w);
+	if (supervisor_confine(wf) != 0)
+		return EXIT_USAGE;
 	if (logpath != NULL && auditlog_open(logpath, wf->path) != 0) {
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;

@@ -28,8 +28,10 @@ for mode in pidns nopidns; do
 	corral_start run "$T/wf.yaml" --goal go -v
 	wait_for '[ -s "$T/gc.pid" ] && [ -s "$T/gc2.pid" ]' 10 ||
 	    fail "$mode: the agents did not report their grandchildren"
-	gc=$(cat "$T/gc.pid")
-	gc2=$(cat "$T/gc2.pid")
+	gc=$(host_pid $(cat "$T/gc.pid"))
+	gc2=$(host_pid $(cat "$T/gc2.pid"))
+	[ -n "$gc" ] && [ -n "$gc2" ] ||
+	    fail "$mode: the grandchildren are not alive: $(cat "$T/gc.pid" "$T/gc2.pid")"
 	corral_wait 20
 	[ $mode = pidns ] && need_pidns
 	expect_rc 0

@@ -32,8 +32,9 @@ for mode in pidns pidns-supervisor nopidns; do
 	wait_for '[ -s "$T/a.pid" ] && [ -s "$T/gc.pid" ]' 10 ||
 	    fail "$mode: the agent did not report itself and its grandchild"
 	[ $mode != nopidns ] && need_pidns
-	apid=$(cat "$T/a.pid")
-	gc=$(cat "$T/gc.pid")
+	apid=$(host_pid $(cat "$T/a.pid"))
+	gc=$(host_pid $(cat "$T/gc.pid"))
+	[ -n "$gc" ] || fail "$mode: no live grandchild with pid $(cat "$T/gc.pid")"
 	[ "$apid" = "$(log_pid a)" ] ||
 	    fail "$mode: the log says agent a is pid $(log_pid a), it says it is $apid"
 	sup=$(supervisor_pid)

@@ -184,6 +184,35 @@ supervisor_pid() {
 	echo "$CORRAL_PID"
 }
 
+# host_pid PID...: the host pids of pids the test tools reported.  In
+# corral's pid namespace an agent has the namespace's own /proc, so the
+# tools report namespace pids (tests/tools/tool.h); the NSpid lines of
+# the host's /proc map them to the pids ps and kill see here.  A pid that
+# no live process of corral's namespace has is left out: it is gone (and
+# once corral has exited, nothing of its namespace lives).  Without a
+# namespace, or when corral could not mount its /proc (it says so with
+# -v), the tools' pids are host pids already.
+host_pid() {
+	if [ "${CORRAL_NO_PIDNS:-0}" != 0 ] || log_has "no pid namespace" ||
+	    log_has "/proc is the host's"; then
+		[ $# -gt 0 ] && printf '%s\n' "$@"
+		return 0
+	fi
+	[ -n "$CORRAL_PID" ] || return 0
+	_hns=$(readlink "/proc/$(supervisor_pid)/ns/pid" 2>/dev/null)
+	[ -n "$_hns" ] && [ "$_hns" != "$(readlink /proc/$$/ns/pid)" ] ||
+	    return 0
+	for _hp in "$@"; do
+		for _hh in $(grep -s '^NSpid:' /proc/[0-9]*/status |
+		    awk -v p="$_hp" 'NF == 3 && $3 == p {
+			split($1, f, "/"); print f[3] }'); do
+			[ "$(readlink "/proc/$_hh/ns/pid" 2>/dev/null)" = "$_hns" ] &&
+			    echo "$_hh"
+		done
+	done
+	return 0
+}
+
 # Number of open descriptors of PID.
 fd_count() {
 	ls "/proc/$1/fd" 2>/dev/null | wc -l
@@ -193,6 +222,7 @@ fd_count() {
 # /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.
 corral_start() {
 	: >"$ERR"
+	: >"$OUT"
 	"$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR" &
 	CORRAL_PID=$!
 }
@@ -202,7 +232,10 @@ corral_start() {
 # The fifo is opened read-write first, so that opening it never blocks even
 # if corral exits at once; corral itself must not inherit fd 8.
 serve_start() {
+	# Emptied here, not by the background job's redirection, so that a
+	# wait for output never sees the last run's.
 	: >"$ERR"
+	: >"$OUT"
 	rm -f "$T/stdin"
 	mkfifo "$T/stdin" || fail "mkfifo $T/stdin"
 	exec 8<>"$T/stdin"

@@ -33,12 +33,15 @@ cat >"$T/root.json" <<JSON
 JSON
 corral_start run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 wait_rec_count "worker " 2 10
+# Their host pids while they live (kid-1's worker at least does).
+ws=$(host_pid $(awk '$1 == "worker" { print $3 }' "$REC"))
+[ -n "$ws" ] || fail "no worker is alive: $(cat "$REC")"
 wait_rec "result root done-2 ok - done" 10
 note_supervisor
-kill -9 "$(rec_pid kid-1)"
+kid=$(rec_pid kid-1)
+kill -9 "$kid"
 wait_rec "result root kid-1 fail child_failed child kid-1 killed by signal KILL before finishing its task" 10
-expect_gone "$(rec_pid kid-1)" "$(rec_pid done-2)"
-ws="$(awk '$1 == "worker" { print $3 }' "$REC")"
+expect_gone "$kid" "$(rec_pid done-2)"
 wait_for '[ -z "$(alive_of $ws)" ]' 1 ||
     fail "processes left in a gone child's process group should die with it; still running: $(ps -o pid=,stat=,args= -p "$(alive_of $ws | tr '\n' ',' | sed 's/,$//')")"
 : >"$T/checked"

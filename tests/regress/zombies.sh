@@ -27,7 +27,7 @@ for mode in pidns nopidns; do
 	wait_for '[ -s "$T/keep.pid" ]' 10 || fail "$mode: keeper's grandchild did not start"
 	sup=$(supervisor_pid)
 	# An orphaned grandchild that is killed: its new parent must reap it.
-	kill -9 "$(cat "$T/keep.pid")"
+	kill -9 "$(host_pid $(cat "$T/keep.pid"))"
 	# Two crashes of crashy, each leaving an orphan that exits 200ms later.
 	wait_for '[ "$(grep -c "corral: agent crashy: READY -> STOPPED (exit status 1)" "$ERR")" -ge 2 ]' 10 ||
 	    fail "$mode: expected crashy to crash twice"

@@ -31,11 +31,11 @@
  *                          @ID@ replaced by the request's trace.id
  *
  * Options:
- *   --record FILE   append "start HOSTPID AGENT", "req AGENT ID TASK
+ *   --record FILE   append "start PID AGENT", "req AGENT ID TASK
  *                   RETRY", "notice AGENT CODE", "crash AGENT", "eof
  *                   AGENT" lines (one write each, O_APPEND)
  *   --dump DIR      at start, copy /proc/self/{status,limits,stat} and the
- *                   environment into DIR, and the host pid into DIR/pid
+ *                   environment into DIR, and its pid into DIR/pid
  *   --script FILE   replies for the "script" task, one a line
  *   --deaf          never read stdin at all
  *   --read-rate B   read stdin at about B bytes a second at most (a slow
@@ -43,7 +43,7 @@
  *   --linger        keep running after EOF on stdin
  *   --no-pings      do not answer heartbeat pings
  *
- * Pids are host pids (readlink /proc/self), as in testagent.
+ * Pids are as /proc names them (tool_pid in tool.h), as in testagent.
  */
 
 #include <sys/stat.h>
@@ -89,7 +89,7 @@ static double		 read_rate;
 static double		 read_start;
 static double		 read_total;
 static const char	*aid = "?";
-static long		 hostpid;
+static long		 selfpid;
 
 static struct chunk	*qhead, *qtail;
 static struct timer	 timers[1024];
@@ -195,7 +195,7 @@ dump(void)
 	}
 	snprintf(path, sizeof path, "%s/pid.tmp", dump_dir);
 	if ((f = fopen(path, "w")) != NULL) {
-		fprintf(f, "%ld\n", hostpid);
+		fprintf(f, "%ld\n", selfpid);
 		fclose(f);
 	}
 	/* Publish each file whole. */
@@ -595,12 +595,12 @@ main(int argc, char **argv)
 	}
 	if ((e = getenv("CORRAL_AGENT_ID")) != NULL)
 		aid = e;
-	hostpid = tool_host_pid();
+	selfpid = tool_pid();
 	read_start = tool_mono();
 	if (dump_dir != NULL)
 		dump();
 	atexit(record_flush);
-	record("start %ld %s", hostpid, aid);
+	record("start %ld %s", selfpid, aid);
 	record_flush();
 	(void)fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
 

@@ -6,10 +6,10 @@
  * notices and other kinds, and stops at EOF on stdin.  Options add the
  * misbehaviour a script wants to see supervised:
  *
- *   --record FILE      append "start HOSTPID SECONDS" at start (monotonic
+ *   --record FILE      append "start PID SECONDS" at start (monotonic
  *                      clock), "recv LINE" for every line read, "early N"
  *                      and "connect" around a handshake, "eof" at EOF
- *   --pidfile FILE     write the host pid (not the namespace pid) to FILE
+ *   --pidfile FILE     write its pid (tool_pid, tool.h) to FILE
  *   --exit N           exit with status N right after starting
  *   --crash-first N    exit 1 at start while FILE (--record) holds at most
  *                      N start lines, i.e. crash in the first N runs
@@ -18,7 +18,7 @@
  *   --ignore-term      ignore SIGTERM, and keep running after EOF
  *   --linger           keep running after EOF (SIGTERM still kills)
  *   --grandchild FILE  double-fork a grandchild that calls setsid(), puts
- *                      /dev/null on 0-2, writes its host pid to FILE and
+ *                      /dev/null on 0-2, writes its pid to FILE and
  *                      sleeps (for --grandchild-life MS, else for ever)
  *   --grandchild-keep  the grandchild keeps the agent's stdout and stderr
  *   --stderr-bytes N   write N bytes to stderr, in 1 KiB lines
@@ -35,8 +35,8 @@
  *   --hang             read requests but never answer them
  *   --reply-text TEXT  the reply's content.text (default "ok AGENT_ID")
  *
- * Pids are reported as host pids (readlink /proc/self), which is what a
- * script outside corral's pid namespace can kill.
+ * Pids are as /proc names them (tool_pid in tool.h): namespace pids in
+ * corral's pid namespace, which the scripts map to host pids to kill.
  */
 
 #ifndef _GNU_SOURCE
@@ -211,7 +211,7 @@ spawn_grandchild(void)
 			if (fd > 2)
 				close(fd);
 		}
-		write_pidfile(grandchild_path, tool_host_pid());
+		write_pidfile(grandchild_path, tool_pid());
 		if (grandchild_life > 0) {
 			tool_msleep(grandchild_life);
 			_exit(0);
@@ -476,7 +476,7 @@ main(int argc, char **argv)
 	/* Before anything else can open a descriptor. */
 	if (fds_path != NULL)
 		list_fds(fds_path);
-	hp = tool_host_pid();
+	hp = tool_pid();
 	record("start %ld %.6f", hp, tool_mono());
 	if (pidfile != NULL)
 		write_pidfile(pidfile, hp);

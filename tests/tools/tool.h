@@ -16,9 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The host pid: /proc is the host's even inside corral's pid namespace. */
+/*
+ * Our pid as /proc names it.  In corral's pid namespace /proc is the
+ * namespace's own, so this is the namespace pid; the regress scripts map
+ * it to the host pid they can kill (lib.sh, host_pid).  Where /proc is
+ * the host's (no namespace, or corral could not mount one), it is the
+ * host pid itself.
+ */
 static inline long
-tool_host_pid(void)
+tool_pid(void)
 {
 	char	buf[32];
 	ssize_t	n;

@@ -55,17 +55,17 @@
  * "spawn_errors", "sends", "messages"}.
  *
  * The record file gets one line per event, written with one write(2):
- *   start ID NAME HOSTPID        task ID TASKID PARENT
+ *   start ID NAME PID        task ID TASKID PARENT
  *   spawned ID CHILD TASKID      spawn_error ID CODE MESSAGE
  *   result ID CHILD ok|fail CODE TEXT
- *   worker ID HOSTPID
+ *   worker ID PID
  *   message ID FROM TEXT         send_ok ID N TARGETS
- *   send_error ID CODE MESSAGE   grandchild ID HOSTPID
+ *   send_error ID CODE MESSAGE   grandchild ID PID
  *   notice ID TEXT               final ID TEXT       eof ID
  *   list ID ID1,ID2,...          stop_ok ID TARGET   stop_error ID CODE MSG
  *
- * Pids are host pids (readlink /proc/self): corral runs agents in a pid
- * namespace and a script outside can only kill host pids.  Deliberate
+ * Pids are as /proc names them (tool_pid in tool.h); the scripts map
+ * them to the host pids they can kill (lib.sh, host_pid).  Deliberate
  * exits use _exit(), so that a sanitizer's exit-time checks cannot change
  * the status a script expects.
  */
@@ -418,7 +418,7 @@ grandchild(void)
 			_exit(1);
 		if ((gc = fork()) != 0)
 			_exit(gc == -1);
-		record("grandchild %s %ld", self_id, tool_host_pid());
+		record("grandchild %s %ld", self_id, tool_pid());
 		close(sync[1]);
 		for (;;)
 			pause();
@@ -438,7 +438,7 @@ worker(void)
 	if ((pid = fork_quiet(sync)) == -1)
 		return;
 	if (pid == 0) {
-		record("worker %s %ld", self_id, tool_host_pid());
+		record("worker %s %ld", self_id, tool_pid());
 		close(sync[1]);
 		for (;;)
 			pause();
@@ -844,7 +844,7 @@ main(int argc, char **argv)
 	messages = json_array();
 	responses = json_object();
 	dflt = load_plan(plan_path);
-	record("start %s %s %ld", self_id, self_name, tool_host_pid());
+	record("start %s %s %ld", self_id, self_name, tool_pid());
 	if (boot_path != NULL) {
 		plan = load_plan(boot_path);
 		run_plan(NULL, plan);

@@ -1119,6 +1119,72 @@ test_docs_match_table(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * confine: on, off and a mapping, merged with defaults: by member; read:
+ * and connect: count from being given; ports are checked; the print
+ * loads back to the same print.
+ */
+static void
+test_confine_forms(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf, *again;
+	char			*p1, *p2;
+	const char		*text =
+	    "defaults:\n"
+	    "  confine: {write: [/srv], required: true}\n"
+	    "agents:\n"
+	    "  a:\n    cmd: [cat]\n"
+	    "  b:\n    cmd: [cat]\n    confine: off\n"
+	    "  c:\n    cmd: [cat]\n    confine: {read: [], connect: [443, \"80\"]}\n"
+	    "  d:\n    cmd: [cat]\n    confine: on\n"
+	    "    adapter: {type: codex}\n"
+	    "  e:\n    cmd: [cat]\n    confine: {write: [x, $HOME/y]}\n";
+	const struct confine	*c;
+
+	wf = load(text);
+	c = &wf->agents[0].confine;
+	assert_int_equal(c->flags, CONFINE_ON);
+	assert_int_equal(c->required, 1);
+	assert_int_equal(c->nwrite, 1);
+	assert_string_equal(c->write[0], "/srv");
+	assert_int_equal(wf->agents[1].confine.flags, 0);
+	c = &wf->agents[2].confine;
+	assert_int_equal(c->flags, CONFINE_ON | CONFINE_READ | CONFINE_CONNECT);
+	assert_int_equal(c->nread, 0);
+	assert_int_equal(c->nconnect, 2);
+	assert_int_equal(c->nwrite, 1);
+	assert_int_equal(c->required, 1);
+	c = &wf->agents[3].confine;
+	assert_int_equal(c->flags, CONFINE_ON);
+	assert_string_equal(c->home, "$CODEX_HOME");
+	c = &wf->agents[4].confine;
+	assert_int_equal(c->nwrite, 2);
+	assert_string_equal(c->write[1], "$HOME/y");
+
+	p1 = print_workflow(wf);
+	assert_non_null(strstr(p1, "confine: {write: [/srv], read: [], "
+	    "connect: ["));
+	again = config_load_string(p1, strlen(p1), "print.yaml", &err);
+	if (again == NULL)
+		fail_msg("the print does not load: %s\n%s", err.msg, p1);
+	p2 = print_workflow(again);
+	assert_string_equal(p1, p2);
+	free(p1);
+	free(p2);
+	config_free(again);
+	config_free(wf);
+
+	text = "agents:\n  a:\n    cmd: [cat]\n    confine: {connect: [0]}\n";
+	wf = config_load_string(text, strlen(text), "bad.yaml", &err);
+	assert_null(wf);
+	assert_non_null(strstr(err.msg, "is not a TCP port"));
+	text = "agents:\n  a:\n    cmd: [cat]\n    confine: maybe\n";
+	wf = config_load_string(text, strlen(text), "bad.yaml", &err);
+	assert_null(wf);
+	assert_non_null(strstr(err.msg, "on, off or a mapping"));
+}
+
 /* max_line: sizes from 64 bytes to 256MiB, in any unit. */
 static void
 test_max_line_sizes(void **state)
@@ -1471,6 +1537,7 @@ main(void)
 		cmocka_unit_test(test_json_form),
 		cmocka_unit_test(test_heartbeat_forms),
 		cmocka_unit_test(test_restart_forms),
+		cmocka_unit_test(test_confine_forms),
 		cmocka_unit_test(test_max_line_sizes),
 		cmocka_unit_test(test_quoting_and_comments),
 		cmocka_unit_test(test_print_is_reloadable),

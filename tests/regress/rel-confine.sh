@@ -1,0 +1,171 @@
+#!/bin/sh
+# confine: (Landlock) on plain agents, no CLI needed.
+#
+# 1. A confined shell agent writes beneath its cwd, a write: path and
+#    /dev/null, and is refused (EACCES) beneath any other directory;
+#    reads stay allowed everywhere; TCP connect reaches a listed port
+#    (nothing listens: "Connection refused") and is refused for another
+#    ("Permission denied") where the kernel's Landlock has net rules
+#    (ABI 4); it cannot signal corral (ABI 6).  The same program
+#    unconfined writes outside.
+# 2. read: narrows reads to the base set, its cwd and the listed paths.
+# 3. A sub-agent corral starts for a confined parent inherits the
+#    parent's confinement, though its own entry has none.
+# 4. No Landlock (CORRAL_LANDLOCK=0 plays that kernel): corral says once
+#    what it cannot enforce and runs; with required: true it refuses to
+#    start (exit 2).  An ABI without net rules (CORRAL_LANDLOCK=3) with
+#    connect: the same.
+. "$(dirname "$0")/lib.sh"
+TR="$TOOLS/treeagent"
+command -v bash >/dev/null 2>&1 || skip "bash is not installed (its /dev/tcp makes the connects)"
+
+mkdir -p "$T/box" "$T/free" "$T/listed" "$T/outside" "$T/readable" \
+    "$T/reader" "$T/root"
+echo secret >"$T/outside/secret"
+echo open >"$T/readable/file"
+P1=47001 P2=47002
+
+# probe NAME: try every access, one "what result" line each, into the
+# agent's cwd (always writable), then idle until EOF like an agent.
+cat >"$T/probe.sh" <<'SH'
+out=$PWD/probe.$CORRAL_AGENT_ID
+try() {
+	_w=$1
+	shift
+	if _e=$("$@" 2>&1); then
+		echo "$_w ok" >>"$out.tmp"
+	else
+		case $_e in
+		*"ermission denied"*) echo "$_w EACCES" >>"$out.tmp" ;;
+		*"ot permitted"*) echo "$_w EPERM" >>"$out.tmp" ;;
+		*"onnection refused"*) echo "$_w refused" >>"$out.tmp" ;;
+		*) echo "$_w other: $_e" >>"$out.tmp" ;;
+		esac
+	fi
+}
+try cwd touch "$PWD/made"
+try outside touch "$T/outside/$CORRAL_AGENT_ID"
+try listed touch "$T/listed/$CORRAL_AGENT_ID"
+try devnull sh -c 'echo x >/dev/null'
+try read-outside cat "$T/outside/secret"
+try read-listed cat "$T/readable/file"
+try connect-listed bash -c "exec 3<>/dev/tcp/127.0.0.1/$P1"
+try connect-other bash -c "exec 3<>/dev/tcp/127.0.0.1/$P2"
+try signal kill -0 1
+mv "$out.tmp" "$out"
+exec cat >/dev/null
+SH
+
+cat >"$T/wf.yaml" <<YAML
+agents:
+  box:
+    cmd: [sh, $T/probe.sh]
+    env: {T: $T, P1: "$P1", P2: "$P2"}
+    cwd: $T/box
+    confine: {write: [$T/listed], connect: [$P1]}
+  free:
+    cmd: [sh, $T/probe.sh]
+    env: {T: $T, P1: "$P1", P2: "$P2"}
+    cwd: $T/free
+  reader:
+    cmd: [sh, $T/probe.sh]
+    env: {T: $T, P1: "$P1", P2: "$P2"}
+    cwd: $T/reader
+    confine: {read: [$T/readable, $T/probe.sh]}
+  root:
+    cmd: [$TR, --record, $T/root/rec, --boot, $T/root.json]
+    cwd: $T/root
+    confine: on
+  kid:
+    cmd: [sh, $T/probe.sh]
+    env: {T: $T, P1: "$P1", P2: "$P2"}
+    cwd: $T/root
+    autostart: false
+routes:
+  "*": free
+YAML
+echo '{"steps": [{"spawn": {"agent": "kid"}}, {"hang": true}]}' >"$T/root.json"
+
+# has FILE LINE: the probe's result file holds that line.
+has() {
+	grep -qxF -- "$2" "$1" 2>/dev/null
+}
+# expect FILE LINE...: every line is there.
+expect() {
+	_f=$1
+	shift
+	for _l in "$@"; do
+		has "$_f" "$_l" || fail "$(basename "$_f"): expected '$_l'; got: $(cat "$_f" 2>/dev/null | tr '\n' ';')"
+	done
+}
+
+# 1-3, where the kernel has Landlock (corral -v names its ABI).
+serve_start "$T/wf.yaml" -v
+wait_log "confine: Landlock ABI" 10
+ABI=$(sed -n 's/^corral: confine: Landlock ABI \([0-9]*\)$/\1/p' "$ERR")
+note "Landlock ABI $ABI"
+[ "$ABI" -ge 1 ] && wait_for '[ -s "$T/box/probe.box" ] && [ -s "$T/free/probe.free" ] &&
+    [ -s "$T/reader/probe.reader" ] && ls "$T"/root/probe.kid* >/dev/null 2>&1' 20 ||
+    fail "the probes did not all report: $(ls "$T"/*/probe.* "$T/root" 2>&1 | tr '\n' ' ')"
+serve_eof
+corral_wait 10
+expect_rc 0
+[ "$ABI" -ge 1 ] && ! log_has "not enforced" ||
+    fail "corral warned on a kernel with Landlock ABI $ABI"
+
+[ "$ABI" -ge 1 ] && {
+expect "$T/box/probe.box" "cwd ok" "outside EACCES" "listed ok" \
+    "devnull ok" "read-outside ok" "read-listed ok" "connect-listed refused"
+[ -e "$T/outside/box" ] && fail "box wrote outside"
+if [ "$ABI" -ge 4 ]; then
+	expect "$T/box/probe.box" "connect-other EACCES"
+else
+	expect "$T/box/probe.box" "connect-other refused"
+fi
+[ "$ABI" -ge 6 ] && expect "$T/box/probe.box" "signal EPERM"
+expect "$T/free/probe.free" "cwd ok" "outside ok" "listed ok" \
+    "read-outside ok" "connect-other refused" "signal ok"
+expect "$T/reader/probe.reader" "cwd ok" "outside EACCES" "listed EACCES" \
+    "devnull ok" "read-outside EACCES" "read-listed ok"
+# The kid's entry has no confine:, but its parent had.
+kid=$(ls "$T"/root/probe.kid* | head -n 1)
+expect "$kid" "cwd ok" "outside EACCES" "listed EACCES" "read-outside ok"
+note "box: $(tr '\n' ';' <"$T/box/probe.box")"
+note "kid: $(tr '\n' ';' <"$kid")"
+}
+
+# 4. No Landlock, or no net rules.
+cat >"$T/plain.yaml" <<YAML
+agents:
+  box:
+    cmd: [sh, -c, 'touch $T/outside/unconfined; exec cat >/dev/null']
+    confine: {connect: [$P1]}
+  two:
+    cmd: [cat]
+    confine: on
+routes:
+  "*": two
+YAML
+sed 's/confine: on/confine: {required: true}/' "$T/plain.yaml" >"$T/required.yaml"
+
+CORRAL_LANDLOCK=0 corral_run 10 run "$T/plain.yaml" --goal go -v
+expect_rc 0
+[ "$(log_count "confine: not enforced in full for box, two: this kernel has no Landlock")" = 1 ] ||
+    fail "expected one warning naming box and two: $(grep confine "$ERR")"
+[ -e "$T/outside/unconfined" ] || fail "without Landlock the agent should have run unconfined"
+CORRAL_LANDLOCK=0 corral_run 10 run "$T/required.yaml" --goal go -v
+expect_rc 2
+log_has "agent two: confine: required, but this kernel has no Landlock" ||
+    fail "expected the refusal to name two: $(cat "$ERR")"
+log_has "spawned" && fail "corral started agents although it refused"
+if [ "$ABI" -ge 4 ]; then
+	sed 's/confine: {connect: \[\(.*\)\]}/confine: {connect: [\1], required: true}/' \
+	    "$T/plain.yaml" >"$T/net.yaml"
+	CORRAL_LANDLOCK=3 corral_run 10 run "$T/net.yaml" --goal go -v
+	expect_rc 2
+	log_has "agent box: confine: required, but Landlock ABI 3 cannot restrict TCP connect" ||
+	    fail "expected the refusal for connect: under ABI 3: $(cat "$ERR")"
+fi
+expect_no_leftovers
+[ "$ABI" -ge 1 ] || skip "this kernel has no Landlock: only the refusals were checked"
+exit 0
