@@ -3,11 +3,12 @@
 // AgentConnection over its own stdin and stdout (corral's pipes, NDJSON).
 //
 //   node agent.mjs [--spawn NAME[:TEXT]] [--name N] [--role R] [--report FILE]
-//                  [--timeout MS] [--exit-after-spawn]
+//                  [--timeout MS] [--exit-after-spawn] [--keep]
 //
 // It connects (map/connect, then map/agents/register: AgentConnection.
 // connect() sends both), optionally spawns one child with the SDK's spawn()
-// (map/agents/spawn {name, parent, initialMessage?}), answers every
+// (map/agents/spawn {name, parent, initialMessage?}; --keep adds corral's
+// keep: true, so the child stays after its task), answers every
 // map/message that expects a response with AgentConnection.reply(), and
 // still speaks corral's own protocol on the same pipes: it answers corral's
 // `ping` and every multiagent-1.0 request envelope with a finalize
@@ -42,6 +43,7 @@ const opt = { timeout: 10000, report: process.env.MAP_AGENT_REPORT };
 		case '--report': opt.report = v(); break;
 		case '--timeout': opt.timeout = Number(v()); break;
 		case '--exit-after-spawn': opt.exitAfterSpawn = true; break;
+		case '--keep': opt.keep = true; break;
 		default:
 			process.stderr.write(`agent.mjs: unknown argument ${a[i]}\n`);
 			process.exit(2);
@@ -224,6 +226,8 @@ if (opt.spawn) {
 	const [name, ...rest] = opt.spawn.split(':');
 	const text = rest.join(':');
 	const options = { name };
+	if (opt.keep)
+		options.keep = true;	/* corral's extension: the child stays after its task */
 	if (text) {
 		options.initialMessage = { id: `agent-mjs-${process.pid}-${Date.now()}`, from: agent.agentId,
 		    to: { agent: name }, timestamp: Date.now(), meta: { expectsResponse: true },

@@ -5,7 +5,8 @@
 # control socket connects, lists agents, subscribes and gets the events
 # in order, spawns an agent, sends it a message, makes a request of it,
 # replays, draws the graph, stops it; an AgentConnection inside corral
-# (tests/map/agent.mjs) registers and spawns a child of its own; an agent
+# (tests/map/agent.mjs) registers and spawns a child of its own (kept
+# after its task, so the client can ask it too); an agent
 # on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
 # it reads no envelopes) serves the workflow's requests in MAP mode, and a
 # client's request.
@@ -31,7 +32,7 @@ agents:
     cmd: [$TA]
     role: worker
   sdk-agent:
-    cmd: [node, $MAP/agent.mjs, --spawn, "sdk-leaf:leaf work", --report, $T/agents.txt]
+    cmd: [node, $MAP/agent.mjs, --spawn, "sdk-leaf:leaf work", --keep, --report, $T/agents.txt]
     autostart: false
     ready: handshake
     env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
