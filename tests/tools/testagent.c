@@ -15,6 +15,7 @@
  *                      N start lines, i.e. crash in the first N runs
  *   --crash-after N    exit 3 on receiving the Nth request
  *   --die-after MS     exit 1 MS milliseconds after starting
+ *   --exit-when FILE   exit 1 once FILE exists (looked for every 20 ms)
  *   --ignore-term      ignore SIGTERM (recording "term" when one comes),
  *                      and keep running after EOF
  *   --linger           keep running after EOF (SIGTERM still kills)
@@ -76,6 +77,7 @@ static const char	*grandchild_path;
 static const char	*fds_path;
 static const char	*env_path;
 static const char	*pause_path;
+static const char	*exit_when;
 static const char	*reply_text;
 static int		 exit_code = -1;
 static int		 crash_first = -1;
@@ -104,6 +106,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: testagent [--record FILE] [--pidfile FILE] "
 	    "[--exit N] [--crash-first N] [--crash-after N] [--die-after MS] "
+	    "[--exit-when FILE] "
 	    "[--ignore-term] [--linger] [--grandchild FILE] "
 	    "[--grandchild-life MS] [--grandchild-keep] [--stderr-bytes N] "
 	    "[--stderr-line N] [--oversize N] [--fds FILE] [--env FILE] [--no-pings] "
@@ -456,6 +459,8 @@ main(int argc, char **argv)
 			crash_after = atol(ARG());
 		else if (strcmp(o, "--die-after") == 0)
 			die_after = atol(ARG());
+		else if (strcmp(o, "--exit-when") == 0)
+			exit_when = ARG();
 		else if (strcmp(o, "--ignore-term") == 0)
 			ignore_term = 1;
 		else if (strcmp(o, "--linger") == 0)
@@ -550,6 +555,14 @@ main(int argc, char **argv)
 				record("die");
 				exit(1);
 			}
+		}
+		if (exit_when != NULL) {
+			if (access(exit_when, F_OK) == 0) {
+				record("die");
+				exit(1);
+			}
+			if (left < 0 || left > 20)
+				left = 20;
 		}
 		if (poll(&pfd, 1, left) == -1) {
 			if (errno == EINTR)
