@@ -44,7 +44,7 @@ if [ "${1:-}" = --inner ]; then
 	wait_err 'agent coder: claude session' 30 || exit 1
 	pid=$(sed -n 's/.*agent coder: spawned (pid \([0-9]*\)).*/\1/p' "$T/err")
 	term_down 20
-	sleep 0.2
+	wait_until 5 '[ "$(ps -o pid= -p "$pid" | wc -l)" = 0 ]'
 	echo "shutdown $TERM_SECS rc $RC alive $(ps -o pid= -p "$pid" | wc -l)" >>"$T/times"
 	exit 0
 fi

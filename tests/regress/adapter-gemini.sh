@@ -26,7 +26,7 @@ if [ "${1:-}" = --inner ]; then
 	echo "timeout $(since "$FED_AT")" >>"$T/times"
 	pid=$(sed -n 's/.*agent tool: started gemini (pid \([0-9]*\)).*/\1/p' \
 	    "$T/err" | tail -n 1)
-	sleep 0.5
+	wait_until 5 '[ "$(ps -o pid= -s "$pid" | wc -l)" = 0 ]'
 	echo "slow-pid $pid $(ps -o pid= -s "$pid" | wc -l)" >>"$T/times"
 	serve_down 30
 	exit $RC
