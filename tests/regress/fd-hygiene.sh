@@ -3,10 +3,10 @@
 # extra ones (7 and 9 here) and holds its own (pipes to other agents, the
 # audit log); also after a restart, and with or without the pid namespace.
 # corral's own descriptor count does not grow across restarts.  Each
-# count is taken while b waits B seconds (2 x SLOW) to restart.
+# count is taken while b waits B seconds (1 x SLOW) to restart.
 . "$(dirname "$0")/lib.sh"
 
-B=$((2 * SLOW))
+B=$SLOW
 
 cat >"$T/wf.yaml" <<YAML
 agents:

@@ -74,6 +74,7 @@ show_log() {
 # Fail the test with a message saying what was expected and what was seen.
 fail() {
 	echo "FAIL: $*" >&2
+	echo "(SLOW=$SLOW: deadlines were multiplied by $SLOW)" >&2
 	show_log
 	exit 1
 }

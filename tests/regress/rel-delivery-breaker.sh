@@ -1,6 +1,6 @@
 #!/bin/sh
 # The circuit breaker, per agent (breaker: {failures: 5, reset: R,
-# probes: 2} here, R 2 s times SLOW; the defaults are checked with corral
+# probes: 2} here, R 1 s + 1 s times SLOW; the defaults are checked with corral
 # check):
 #   - 5 failures in a row (timeouts) open it: "circuit open (5 failures in
 #     a row)", audit breaker state open
@@ -10,16 +10,16 @@
 #     opens it again ("a probe failed"); a successful probe closes it
 #     ("circuit closed (a probe succeeded)") and work flows again
 # The open state lasts R: the two requests for it are written the moment
-# the log says the circuit opened.  b's timeout (1 s times SLOW) only
+# the log says the circuit opened.  b's timeout (500 ms times SLOW) only
 # ends the requests that hang; the others are answered at once.
 . "$(dirname "$0")/rel-lib.sh"
 
-R=$((2 * SLOW))
+R=$((1 + SLOW))
 cat >"$T/wf.yaml" <<YAML
 agents:
   b:
     cmd: [$RA, --record, $T/rec]
-    timeout: $((1000 * SLOW))ms
+    timeout: $((500 * SLOW))ms
     heartbeat: {interval: $((200 * SLOW))ms, misses: 5}
     breaker: {failures: 5, reset: ${R}s, probes: 2}
   alt:

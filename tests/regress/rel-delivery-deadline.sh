@@ -10,7 +10,7 @@
 #   - a duplicate reply is dropped and counted: one result per request
 #   - accounting: accepted = replied + errored + expired
 # The agent's own timeout (20 s x SLOW) is far from the 300 ms deadlines;
-# the late reply comes 1.5 s x SLOW after its request, well after 300 ms.
+# the late reply comes 1 s x SLOW after its request, well after 300 ms.
 . "$(dirname "$0")/rel-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -47,9 +47,9 @@ note "t-2 (top-level ttl_ms 300) expired after ${t}s"
 fcmp "$t" "<" $((3 * SLOW)) || fail "t-2 expired after ${t}s, long after its 300 ms deadline (x$SLOW)"
 log_has 'UNAVAILABLE' && fail "s is UNAVAILABLE after 2 timeouts: $(grep UNAVAILABLE "$ERR")"
 
-# The third timeout in a row: UNAVAILABLE.  The reply comes at 1.5 s
+# The third timeout in a row: UNAVAILABLE.  The reply comes at 1 s
 # (x SLOW): late, dropped, and a sign of life.
-env_with t-3 sleep:$((1500 * SLOW)) ',"ttl_ms":300' >&8
+env_with t-3 sleep:$((1000 * SLOW)) ',"ttl_ms":300' >&8
 wait_result t-3 5
 [ "$(code_of t-3)" = timeout ] || fail "t-3: expected a timeout error"
 wait_for 'grep -q "corral: agent s: [A-Z]* -> UNAVAILABLE (3 consecutive timeouts)" "$ERR"' 5 ||

@@ -4,10 +4,10 @@
 # (running, but silent: it stops answering pings) is UNAVAILABLE after
 # about 3 missed heartbeat intervals and READY when it answers again.
 # The stop/continue part runs with and without the pid namespace.  The
-# interval is 500 ms x SLOW, so that a busy machine does not miss three.
+# interval is 300 ms x SLOW, so that a busy machine does not miss three.
 . "$(dirname "$0")/lib.sh"
 
-I=$((500 * SLOW))	# the heartbeat interval, ms
+I=$((300 * SLOW))	# the heartbeat interval, ms
 cat >"$T/wf.yaml" <<YAML
 agents:
   hb:

@@ -103,12 +103,12 @@ expect_rc 0
 expect_audit_ok "$LOG"
 
 # 4. A reply after the request timed out (300 ms; the reply comes after
-# 1.5 s x SLOW).
+# 1 s x SLOW).
 rm -f "$LOG"
 cat >"$T/slow.yaml" <<YAML
 agents:
   slow:
-    cmd: [$WA, --record, $T/slow.rec, --delay, "$((1500 * SLOW))", --intent, finalize]
+    cmd: [$WA, --record, $T/slow.rec, --delay, "$((1000 * SLOW))", --intent, finalize]
     timeout: 300ms
 routes:
   "*": slow
