@@ -15,20 +15,7 @@
 # 5. EOF: the kept children stop with the run.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  worker:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  plan: root
-  analyze: worker
-YAML
+tree_wf -R 'plan: root' -R 'analyze: worker' worker node
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "worker", "visible": true, "keep": true,
