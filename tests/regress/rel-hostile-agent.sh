@@ -30,9 +30,7 @@ ncat=$("$RG" hostile --names | wc -l)
 ask() {
 	"$RG" env 1 --id a- --start "$1" --task "$2" --intent "${3:-plan}" \
 	    ${4:+--ttl "$4"} >&8
-	_id="a-$1"
-	wait_for '[ -n "$(result_of "$_id")" ]' 60 ||
-	    fail "no result for a-$1 (task $2) within 60s (x$SLOW)"
+	wait_result "a-$1" 60
 }
 
 # expect_reply N: the result of a-N is h's reply.
