@@ -121,6 +121,16 @@ wait_for() {
 	eval "$1"
 }
 
+# wait_steady N TIMEOUT CMD [ARG...]: wait until CMD prints the same value
+# N looks in a row (0.05 s apart, so N / 20 seconds): a count or position
+# that has stopped changing.  The value is left in STEADY.
+wait_steady() {
+	_ws_n=$1 _ws_t=$2
+	shift 2
+	_ws_cmd=$* _ws_prev= _ws_same=-1
+	wait_for 'STEADY=$($_ws_cmd); if [ "$STEADY" = "$_ws_prev" ]; then _ws_same=$((_ws_same + 1)); else _ws_same=0; fi; _ws_prev=$STEADY; [ $_ws_same -ge $_ws_n ]' "$_ws_t"
+}
+
 # Does corral's stderr hold this fixed string?
 log_has() {
 	grep -qF -- "$1" "$ERR" 2>/dev/null

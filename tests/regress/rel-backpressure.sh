@@ -74,8 +74,8 @@ if [ "$SAN" = 0 ] && [ "$hwm" -ge 40960 ]; then
 fi
 
 # slow_stdout INPUT: run corral serve with a stdout nobody reads until it
-# has stopped reading its stdin (12 looks, 0.6 s, without progress: its
-# stdout is full), note its RSS then, and let a reader drain it.  Sets rss.
+# has stopped reading its stdin (0.6 s without progress: its stdout is
+# full), note its RSS then, and let a reader drain it.  Sets rss.
 slow_stdout() {
 	rm -f "$T/out.fifo" "$T/drain"
 	mkfifo "$T/out.fifo"
@@ -89,11 +89,10 @@ slow_stdout() {
 	sup=$(sup_pid)
 	wait_for '[ "$(stdin_pos "$sup")" -gt 0 ] 2>/dev/null' 10 ||
 	    fail "corral did not read its stdin"
-	_p= _same=0
-	wait_for '_q=$(stdin_pos "$sup"); if [ "$_q" = "$_p" ]; then _same=$((_same + 1)); else _same=0; fi; _p=$_q; [ $_same -ge 12 ]' 30 ||
+	wait_steady 12 30 stdin_pos "$sup" ||
 	    fail "corral kept reading its stdin for 30s (x$SLOW) with nobody reading its stdout"
 	rss=$(rss_of "$sup")
-	note "stdout blocked: corral stopped reading at byte $_p of $(wc -c <"$1")"
+	note "stdout blocked: corral stopped reading at byte $STEADY of $(wc -c <"$1")"
 	: >"$T/drain"
 	corral_wait 60
 	expect_rc 0

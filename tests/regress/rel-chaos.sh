@@ -50,11 +50,10 @@ ready_all() {	# all 20 agents alive and READY (or BUSY) again
 serve_start "$T/wf.yaml" --log "$AUD" -v
 sup=$(sup_pid)
 wait_for ready_all 20 || fail "the 20 agents did not all start: $(agent_pids | wc -l) running"
-# The count once it holds still (10 looks, 0.5 s).
-_p= _same=0
-wait_for '_q=$(fd_count "$sup"); if [ "$_q" = "$_p" ]; then _same=$((_same + 1)); else _same=0; fi; _p=$_q; [ $_same -ge 10 ]' 10 ||
+# The count once it holds still (0.5 s).
+wait_steady 10 10 fd_count "$sup" ||
     fail "corral's descriptor count does not settle with 20 idle agents"
-fd0=$(fd_count "$sup")
+fd0=$STEADY
 note "corral (pid $sup) holds $fd0 descriptors with 20 agents; $N requests over ${SECS}s"
 
 "$RG" env "$N" --id c- --rate "$RATE" --priority cycle --every 20 hang \

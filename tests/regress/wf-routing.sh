@@ -308,7 +308,12 @@ envelope a-1 analyze >&8
 wait_for 'grep -q "\"ev\":\"route\",\"agent\":\"other\",\"id\":\"a-1\"" "$LOG" 2>/dev/null' 5 ||
     fail "exclusion: a-1 never reached other"
 envelope p-1 plan >&8
-wait_for 'rid=$(jq -r '"'"'select(.ev == "reflect") | .id'"'"' "$LOG" 2>/dev/null); [ -n "$rid" ] && grep -q "\"ev\":\"queue\",\"id\":\"$rid\"" "$LOG"' 10 ||
+# The reflection of author's weak reply is waiting in the queue.
+reflection_queued() {
+	rid=$(jq -r 'select(.ev == "reflect") | .id' "$LOG" 2>/dev/null)
+	[ -n "$rid" ] && grep -q "\"ev\":\"queue\",\"id\":\"$rid\"" "$LOG"
+}
+wait_for reflection_queued 10 ||
     fail "exclusion: expected author's weak reply reflected on, and the reflection queued for the busy other: $(grep -E '"ev":"(reflect|queue|route)"' "$LOG" | cut -c1-200)"
 : >"$T/other-go"
 serve_eof
