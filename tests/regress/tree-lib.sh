@@ -8,6 +8,8 @@
 #   Q       the NDJSON picker (tests/tools/treeq.c)
 #   REC     the record file every treeagent of the test appends to
 #   LOG     the audit log (pass --log "$LOG" to corral)
+# and tree_wf, which writes the workflow most tree tests share (root runs
+# the plan in $T/root.json; the entries it spawns start only then).
 #
 # Every agent of a test is "$TR --record $REC ...", so its argv names $T
 # and lib.sh's marker search (marker_procs) finds it, and so do the
