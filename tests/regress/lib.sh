@@ -247,8 +247,11 @@ fd_count() {
 }
 
 # corral_start ARGS...: start corral in the background with stdin from
-# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.
+# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.  Both files
+# are emptied here, before corral starts: a check of $OUT must never see
+# the previous run's lines because the new one has not opened it yet.
 corral_start() {
+	: >"$OUT"
 	: >"$ERR"
 	"$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR" &
 	CORRAL_PID=$!
@@ -259,6 +262,7 @@ corral_start() {
 # The fifo is opened read-write first, so that opening it never blocks even
 # if corral exits at once; corral itself must not inherit fd 8.
 serve_start() {
+	: >"$OUT"
 	: >"$ERR"
 	rm -f "$T/stdin"
 	mkfifo "$T/stdin" || fail "mkfifo $T/stdin"

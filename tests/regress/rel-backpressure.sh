@@ -39,6 +39,7 @@ stdin_pos() {
 # (1 MiB), one read (256 KiB) and the pipe, never by most of its input.
 "$RG" env 100 --id s- --size 102400 >"$T/in1"
 total=$(wc -c <"$T/in1")
+: >"$OUT"
 : >"$ERR"
 "$CORRAL" serve "$T/slow.yaml" -v <"$T/in1" >"$OUT" 2>"$ERR" &
 CORRAL_PID=$!
@@ -78,6 +79,7 @@ fi
 # full), note its RSS then, and let a reader drain it.  Sets rss.
 slow_stdout() {
 	rm -f "$T/out.fifo" "$T/drain"
+	: >"$OUT"
 	mkfifo "$T/out.fifo"
 	(exec 0<"$T/out.fifo"
 	 while [ ! -e "$T/drain" ]; do sleep 0.05; done

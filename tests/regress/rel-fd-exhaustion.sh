@@ -48,6 +48,7 @@ expect_rc 0
 lim=$((base + 21))
 note "corral holds $base descriptors of its own; running with a limit of $lim"
 
+: >"$OUT"
 : >"$ERR"
 rm -f "$T/stdin" "$AUD"
 mkfifo "$T/stdin"
