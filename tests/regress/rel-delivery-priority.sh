@@ -54,12 +54,15 @@ queued=$(aud_count queue)
 [ "$queued" -ge 20 ] || fail "expected the 20 requests to wait in the queue, the audit log has $queued queue events"
 
 # 2. Aging: one BATCH request behind a stream of HIGH ones (100 ms each),
-# all queued while p holds hblock-1.
+# all queued while p holds hblock-1.  The HIGH ones come after the BATCH
+# one is queued: accepted in the same loop iteration they would be as old
+# as it, and then the higher level wins.
 "$RG" env 1 --id hblock- --task "wait:$T/release2" --priority high >&8
 wait_for 'grep -q "^req p hblock-1 " "$T/rec"' 5 || fail "p did not get hblock-1"
 q0=$(aud_count queue)
 s=$(now)
 "$RG" env 1 --id old- --priority batch >&8
+aud_wait 1 queue id old-1
 "$RG" env 80 --id hot- --task sleep:100 --priority high >&8
 aud_wait $((q0 + 81)) queue
 : >"$T/release2"
