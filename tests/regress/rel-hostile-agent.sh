@@ -9,6 +9,8 @@
 #   - an endless line (no newline ever) from a second agent: its request
 #     expires, corral's memory stays bounded (not checked under
 #     sanitizers) and the first agent is still served meanwhile
+# h's timeout is the default 30 s times SLOW: under the sanitizers on a
+# busy machine, reading 256 MiB or the flood can take longer than 30 s.
 . "$(dirname "$0")/rel-lib.sh"
 
 FLOOD=${REL_FLOOD:-200000}	# tests/valgrind.sh makes it smaller
@@ -16,6 +18,7 @@ cat >"$T/wf.yaml" <<YAML
 agents:
   h:
     cmd: [$RA, --record, $T/rec]
+    timeout: $((30 * SLOW))s
   e:
     cmd: [$RA, --record, $T/erec]
     stop: {grace: 200ms, timeout: 2s}
