@@ -120,7 +120,10 @@ expect_clean() {
 # Write $T/wf.yaml, the workflow of a tree test: the agent "root" runs the
 # plan in $T/root.json and takes every request ("*": root); each ENTRY is
 # an agent that runs only when spawned (autostart: false).  All of them
-# are treeagents recording into $REC.
+# are treeagents recording into $REC, with corral's default timeout times
+# SLOW (timeout: 30 s x SLOW) unless their settings give one: a task that
+# waits for the script (wait_file, wait_text) must not time out because
+# the script is slow.
 #   -r SETTING   a setting of root:         -r 'budget: {tokens: 100}'
 #   -l LIMIT     one of the workflow's limits:  -l 'max_agents: 3'
 #   -w LINE      a top-level line:          -w 'shutdown: parallel'
@@ -146,6 +149,12 @@ tree_wf() {
 	shift $((OPTIND - 1))
 	{
 		printf '%s' "$_tw_top"
+		case $_tw_root in
+		*"
+    timeout:"*) ;;
+		*) _tw_root="$_tw_root
+    timeout: $((30 * SLOW))s" ;;
+		esac
 		printf 'agents:\n  root:\n    cmd: [%s, --record, %s, --plan, %s/root.json]%s\n' \
 		    "$TR" "$REC" "$T" "$_tw_root"
 		for _tw_e; do
@@ -154,6 +163,10 @@ tree_wf() {
 			case $_tw_e in
 			*=*) printf '%s\n' "${_tw_e#*=}" | tr ';' '\n' |
 			    sed 's/^ */    /' ;;
+			esac
+			case $_tw_e in
+			*=timeout:*|*=*";timeout:"*|*=*"; timeout:"*) ;;
+			*) printf '    timeout: %ss\n' $((30 * SLOW)) ;;
 			esac
 		done
 		printf 'routes:%s\n' "${_tw_routes:-
@@ -195,14 +208,17 @@ agents:
     cmd: [$TR, --record, $REC, --plan, $T/root.json]
     budget: {tokens: 100}
     role: lead
+    timeout: $((30 * SLOW))s
   node:
     cmd: [$TR, --record, $REC]
     autostart: false
+    timeout: $((30 * SLOW))s
   wa:
     cmd: [$TR, --record, $REC]
     autostart: false
     restart: transient
     stop: {grace: 200ms, timeout: 500ms}
+    timeout: $((30 * SLOW))s
 routes:
   "*": root
 limits:
@@ -212,6 +228,9 @@ YAML
 	diff -u "$T/want.yaml" "$T/wf.yaml" >&2 || fail "tree_wf wrote another workflow"
 	"$CORRAL" check "$T/wf.yaml" >"$T/check.out" 2>&1 ||
 	    fail "corral check refuses tree_wf's workflow: $(cat "$T/check.out")"
+	tree_wf -r 'timeout: 5s' 'x=restart: transient; timeout: 7s'
+	[ "$(grep -c 'timeout:' "$T/wf.yaml")" = 2 ] && grep -qx '    timeout: 7s' "$T/wf.yaml" ||
+	    fail "tree_wf: a given timeout should replace the default: $(cat "$T/wf.yaml")"
 	tree_wf -R 'plan: root' -R 'analyze: worker' worker
 	[ "$(sed -n '/^routes:/,$p' "$T/wf.yaml" | tr '\n' '|')" = "routes:|  plan: root|  analyze: worker|" ] ||
 	    fail "tree_wf -R: $(cat "$T/wf.yaml")"
