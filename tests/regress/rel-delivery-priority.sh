@@ -15,6 +15,7 @@ agents:
   p:
     cmd: [$RA, --record, $T/rec]
     max_inflight: 1
+    timeout: $((30 * SLOW))s	# held until the script releases it
 routes:
   "*": p
 retry: {max: 0}

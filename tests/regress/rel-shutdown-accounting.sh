@@ -18,6 +18,7 @@ agents:
     restart: {policy: transient, backoff: 60s}
   busy:
     cmd: [$RA, --record, $T/busy.rec]
+    timeout: $((30 * SLOW))s	# held until the script releases it
     max_inflight: 1
 routes:
   plan: c

@@ -19,6 +19,7 @@ name: progtest
 agents:
   a:
     cmd: [$WA, --wait-file, $T/release, --intent, finalize]
+    timeout: $((30 * SLOW))s	# held until the script releases it
   b:
     cmd: [$WA]
 routes:
@@ -39,6 +40,7 @@ name: progtest
 agents:
   a:
     cmd: [$WA, --wait-file, $T/release2, --intent, finalize]
+    timeout: $((30 * SLOW))s	# held until the script releases it
 routes:
   "*": a
 YAML

@@ -298,6 +298,7 @@ agents:
   other:
     cmd: [$WA, --wait-file, $T/other-go, --score, "0.9"]
     max_inflight: 1
+    timeout: $((30 * SLOW))s	# held until the script releases it
 routes:
   plan: author
   analyze: other

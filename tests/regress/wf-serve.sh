@@ -19,6 +19,7 @@ cat >"$T/wf.yaml" <<YAML
 agents:
   slow:
     cmd: [$WA, --wait-file, $T/go, --delay, "300", --intent, finalize]
+    timeout: $((30 * SLOW))s	# held until the script releases it
   fast:
     cmd: [$WA, --intent, finalize]
 routes:
