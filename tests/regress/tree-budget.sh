@@ -74,10 +74,13 @@ for c in $tok $capped $slow; do
 	audit_count -w ev=budget_exceeded -w agent="$c" >/dev/null ||
 	    fail "no budget_exceeded audit event for $c"
 done
-# The time budget ran out after SLOW seconds, not much later.
+# The time budget ran out after SLOW seconds, not much later.  The clock
+# starts at the loop time of the spawn, before the spawn_child event is
+# written (after the fork and exec: 74 ms once under load), so the lower
+# bound allows 5% of it.
 t0=$(audit_get -w ev=spawn_child -w agent="$slow" -p t)
 t1=$(audit_get -w ev=budget_exceeded -w agent="$slow" -p t)
-fcmp "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" ">=" "$(awk -v s="$SLOW" 'BEGIN { print s - 0.05 }')" &&
+fcmp "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" ">=" "$(awk -v s="$SLOW" 'BEGIN { print s * 0.95 }')" &&
     fcmp "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "<" "$((1 + 3 * SLOW))" ||
     fail "the ${SLOW} s budget of $slow ran out after $t1 - $t0 s"
 
