@@ -38,8 +38,10 @@ for mode in pidns nopidns; do
 		missed='corral: agent hb: READY -> UNAVAILABLE (3 missed heartbeats)'
 		n0=$(log_count "$missed")
 		back=$(log_count 'corral: agent hb: UNAVAILABLE -> READY (answering again)')
-		: >"$T/pause"
+		# The clock starts before the silence does, so that a pause of
+		# this script cannot shorten what it measures.
 		s=$(now)
+		: >"$T/pause"
 		wait_for '[ "$(log_count "$missed")" -gt "$n0" ]' $((I * 10 / 1000 + 5)) ||
 		    fail "expected '$missed' after the agent went silent"
 		t=$(elapsed "$s")

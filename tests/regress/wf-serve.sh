@@ -94,12 +94,13 @@ n=$(jq -r 'select(.ev == "rejected" and .agent == "stdin") | .code' "$LOG" | wc 
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 
-# 3. EOF drains the work in flight.
+# 3. EOF drains the work in flight.  (The clock starts before the
+# requests go, so that a pause of this script cannot shorten the time.)
 serve_start "$T/wf.yaml" --log "$LOG"
+s=$(now)
 envelope s-1 analyze >&8
 envelope s-2 analyze >&8
 serve_eof
-s=$(now)
 corral_wait 10
 expect_rc 0
 t=$(elapsed "$s")
