@@ -4,27 +4,64 @@
 # UndefinedBehaviorSanitizer.  Exits non-zero if anything fails.
 #
 #   sh tests/check.sh
+#   SLOW=2 sh tests/check.sh     count on a machine twice as slow as idle
+#
+# Each pass exports SLOW, the factor every test's deadlines are multiplied
+# by (tests/slow.sh, tests/README.md), and scales ctest's TIMEOUT with it.
+# SLOW is measured after the pass's build, from the load (the build's own
+# load stands in for the tests' own), times 3 for the sanitizer pass; an
+# exported SLOW replaces the measured load (the sanitizer pass still
+# multiplies it by 3).
 set -eu
 cd "$(dirname "$0")/.."
 CORRAL_EXTRA_PACKAGES="clang valgrind jq bc sqlite3 ${CORRAL_EXTRA_PACKAGES:-}"
 . ./tests/setup.sh
+. ./tests/slow.sh
 corral_setup_packages
 
 jobs=$(nproc 2>/dev/null || echo 2)
 start=$(date +%s)
+user_slow=${SLOW:-}
+if [ -n "$user_slow" ] && ! corral_slow_check "$user_slow"; then
+	echo "check.sh: SLOW must be a whole number >= 1, not '$user_slow'" >&2
+	exit 2
+fi
+
+# slow_for SANITIZE: the SLOW of a pass (SANITIZE ON: the sanitizer one).
+slow_for() {
+	if [ -z "$user_slow" ]; then
+		corral_slow "$1"
+	elif [ "$1" = ON ]; then
+		echo $((3 * user_slow))
+	else
+		echo "$user_slow"
+	fi
+}
+
+# run_tests DIR SANITIZE [VAR=VALUE...]: every test of the build in DIR,
+# with SLOW exported and ctest's time limits scaled by it.
+run_tests() {
+	dir=$1 san=$2
+	shift 2
+	SLOW=$(slow_for "$san")
+	export SLOW
+	cmake -S . -B "$dir" -DCORRAL_TEST_SLOW="$SLOW" >/dev/null
+	echo "   SLOW=$SLOW (load average $(cut -d' ' -f1 /proc/loadavg) on $jobs CPUs)"
+	env "$@" ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
+	    --timeout $((300 * SLOW))
+}
 
 echo "== build (warnings are errors)"
 corral_build build -DCORRAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== tests"
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 300
+run_tests build OFF
 
 echo "== build with AddressSanitizer and UndefinedBehaviorSanitizer"
 corral_build build-asan -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
     -DCMAKE_BUILD_TYPE=Debug
 echo "== tests under the sanitizers"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 600
+run_tests build-asan ON ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=15}s each, over their seed corpora)"
 corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
@@ -35,7 +72,7 @@ for t in framer jscan_diff envelope config control engine; do
 	mkdir -p "$work/$t"
 	if ! (cd "$work" && LSAN_OPTIONS="suppressions=$OLDPWD/tests/fuzz/lsan.supp" \
 	    "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \
-	    -max_total_time="$CORRAL_FUZZ_SECONDS" -timeout=10 \
+	    -max_total_time="$CORRAL_FUZZ_SECONDS" -timeout=$((10 * SLOW)) \
 	    -rss_limit_mb=2048 -print_final_stats=0 "$work/$t" \
 	    "$OLDPWD/tests/fuzz/corpus/$t" >"$work/$t.log" 2>&1); then
 		echo "fuzz_$t FAILED:" >&2

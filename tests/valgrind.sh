@@ -28,10 +28,11 @@
 #     artifact is refused with "Function not implemented"
 # The tests that look agents up by the logged pid run with
 # CORRAL_NO_PIDNS=1, where both pids are the same.  CORRAL_SANITIZE=ON is
-# set for the scripts: it triples their time limits (lib.sh SLOW) and
-# turns off their RSS limits; REL_FLOOD=20000 shrinks rel-hostile-agent's
-# flood of 200,000 lines, which would take valgrind longer than the
-# request's 30 s timeout.
+# set for the scripts: it turns off their RSS limits and makes their SLOW
+# 3 times the machine's load factor (tests/slow.sh) unless SLOW is
+# exported (SLOW=10 sh tests/valgrind.sh waits longer still);
+# REL_FLOOD=20000 shrinks rel-hostile-agent's flood of 200,000 lines,
+# which would take valgrind longer than the request's 60 s x SLOW.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$(pwd)

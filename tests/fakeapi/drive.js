@@ -46,6 +46,9 @@ while (argv.length && argv[0] !== '--') {
   else usage();
 }
 if (argv.shift() !== '--' || !argv.length || !stepsFile) usage();
+// SLOW (tests/slow.sh): every time limit and pause here is multiplied by it.
+const slow = Math.max(1, Number(process.env.SLOW) || 1);
+timeoutSec *= slow;
 const steps = JSON.parse(fs.readFileSync(stepsFile, 'utf8'));
 
 const t0 = Date.now();
@@ -147,7 +150,7 @@ function finish(code) {
       note(`send ${s.length > 160 ? s.slice(0, 160) + '...' : s}`);
       child.stdin.write(s + '\n');
     } else if (st.wait !== undefined) {
-      const ok = await waitFor(st.wait, st.count || 1, st.timeout || 30);
+      const ok = await waitFor(st.wait, st.count || 1, (st.timeout || 30) * slow);
       if (!ok) {
         note(`wait for ${JSON.stringify(st.wait)} failed${exited ? ' (CMD exited)' : ' (timeout)'}`);
         if (!exited) child.kill('SIGKILL');
@@ -156,7 +159,7 @@ function finish(code) {
       }
       note(`got ${JSON.stringify(st.wait)}`);
     } else if (st.sleep !== undefined) {
-      await new Promise((r) => setTimeout(r, st.sleep));
+      await new Promise((r) => setTimeout(r, st.sleep * slow));
     } else if (st.close) {
       note('close stdin');
       child.stdin.end();

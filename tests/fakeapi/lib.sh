@@ -18,6 +18,14 @@ FAKEAPI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
 . "$FAKEAPI_DIR/versions.sh"
 export FAKEAPI_DIR
 
+# SLOW (tests/slow.sh, tests/README.md): the time limits here, in the
+# run-*.sh scripts and in drive.js are multiplied by it.
+if [ -z "${SLOW:-}" ]; then
+	. "$FAKEAPI_DIR/../slow.sh"
+	SLOW=$(corral_slow)
+fi
+export SLOW
+
 # fakeapi_netns SCRIPT ARGS...: unless already done, re-execute SCRIPT in a
 # new network namespace whose only interface is loopback (up).  Where
 # namespaces cannot be made (no CAP_SYS_ADMIN, no user namespaces, no `ip`),
@@ -88,7 +96,7 @@ fakeapi_setup() {
 	local i=0
 	while [ ! -s "$w/port" ]; do
 		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 "$FAKEAPI_PID" 2>/dev/null; then
+		if [ $i -gt $((100 * SLOW)) ] || ! kill -0 "$FAKEAPI_PID" 2>/dev/null; then
 			echo "fakeapi: server did not start" >&2
 			cat "$w/server.err" >&2
 			return 1
@@ -182,11 +190,12 @@ fakeapi_now() {
 	date +%s.%3N
 }
 
-# fakeapi_timed NAME SECONDS CMD...: run CMD under `timeout SECONDS` (KILL 5 s
-# later), then print "NAME: exit=RC seconds=T requests=N" on stderr, where
-# N counts the model requests the server saw.  Returns CMD's status.
+# fakeapi_timed NAME SECONDS CMD...: run CMD under `timeout SECONDS` (times
+# SLOW; KILL 5 s later), then print "NAME: exit=RC seconds=T requests=N" on
+# stderr, where N counts the model requests the server saw.  Returns CMD's
+# status.
 fakeapi_timed() {
-	local name=$1 secs=$2 t0 t1 rc n
+	local name=$1 secs=$(($2 * ${SLOW:-1})) t0 t1 rc n
 	shift 2
 	t0=$(fakeapi_now)
 	timeout -k 5 "$secs" "$@"

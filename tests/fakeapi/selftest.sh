@@ -37,7 +37,7 @@ chk() {
 }
 
 # status NAME FILE WANT: the summary line of the run in FILE has exit=WANT.
-# seconds NAME FILE MAX: ... and took under MAX seconds.
+# seconds NAME FILE MAX: ... and took under MAX seconds (times SLOW).
 status() {
 	local got
 	got=$(sed -n 's/.*: exit=\([0-9]*\) .*/\1/p' "$2" | tail -1)
@@ -45,8 +45,9 @@ status() {
 }
 seconds() {
 	local got
+	local max=$(($3 * SLOW))
 	got=$(sed -n 's/.* seconds=\([0-9.]*\) .*/\1/p' "$2" | tail -1)
-	awk -v g="${got:-999}" -v m="$3" 'BEGIN{exit !(g < m)}' && ok "$1: ${got}s < $3 s" || bad "$1: took ${got:-?}s, limit $3 s"
+	awk -v g="${got:-999}" -v m="$max" 'BEGIN{exit !(g < m)}' && ok "$1: ${got}s < $max s" || bad "$1: took ${got:-?}s, limit $max s"
 }
 
 # installed TOOL: true when TOOL is there (or could be installed now).

@@ -19,7 +19,7 @@ if [ "${1:-}" = --inner ]; then
 	wait_out 2 60 || exit 1
 	feed "$(envl r3 execute 'delegate [[sub]]')"
 	wait_out 3 60 || exit 1
-	feed "$(envl r4 execute 'stall [[slow:60]]' ',"ttl_ms":'$((1500 * SLOW)))"
+	feed "$(envl r4 execute "stall [[slow:$((60 * SLOW))]]" ',"ttl_ms":'$((1500 * SLOW)))"
 	wait_out 4 30 || exit 1
 	echo "timeout $(since "$FED_AT")" >"$T/times"
 	feed "$(envl r5 execute 'after the interrupt [[say:still here]]')"
@@ -40,11 +40,11 @@ if [ "${1:-}" = --inner ]; then
 	# Shutdown in the middle of a turn: stdin closed, SIGTERM after the
 	# grace, so a busy claude cannot hold corral.
 	serve_up "$T/wf.yaml"
-	feed "$(envl z1 execute 'busy [[slow:60]]')"
+	feed "$(envl z1 execute "busy [[slow:$((60 * SLOW))]]")"
 	wait_err 'agent coder: claude session' 30 || exit 1
 	pid=$(sed -n 's/.*agent coder: spawned (pid \([0-9]*\)).*/\1/p' "$T/err")
 	term_down 20
-	sleep 0.2
+	wait_until 5 '[ "$(ps -o pid= -p "$pid" | wc -l)" = 0 ]'
 	echo "shutdown $TERM_SECS rc $RC alive $(ps -o pid= -p "$pid" | wc -l)" >>"$T/times"
 	exit 0
 fi

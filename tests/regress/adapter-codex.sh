@@ -23,25 +23,25 @@ if [ "${1:-}" = --inner ]; then
 	echo "error500 $(since "$FED_AT")" >"$T/times"
 	feed "$(envl e2 execute 'fail [[error400]]')"
 	wait_out 6 30 || exit 1
-	feed "$(envl s1 execute 'stall [[slow:60]]' ',"ttl_ms":'$((1500 * SLOW)))"
+	feed "$(envl s1 execute "stall [[slow:$((60 * SLOW))]]" ',"ttl_ms":'$((1500 * SLOW)))"
 	wait_out 7 30 || exit 1
 	echo "timeout $(since "$FED_AT")" >>"$T/times"
-	# The killed process and its group are gone at once.
+	# The killed process and its group are gone (within 5 s x SLOW).
 	pid=$(sed -n 's/.*agent coder: started codex (pid \([0-9]*\)).*/\1/p' \
 	    "$T/err" | tail -n 1)
-	sleep 0.5
+	wait_until 5 '[ "$(ps -o pid= -s "$pid" | wc -l)" = 0 ]'
 	echo "slow-pid $pid $(ps -o pid= -s "$pid" | wc -l)" >>"$T/times"
 	serve_down 30
 	[ $RC = 0 ] || exit $RC
 	serve_keep main
 	# SIGTERM while a codex runs: corral kills it and exits at once.
 	serve_up "$T/wf.yaml"
-	feed "$(envl z1 execute 'busy [[slow:60]]')"
+	feed "$(envl z1 execute "busy [[slow:$((60 * SLOW))]]")"
 	wait_err 'agent coder: started codex' 30 || exit 1
 	pid=$(sed -n 's/.*agent coder: started codex (pid \([0-9]*\)).*/\1/p' "$T/err")
-	sleep 0.5
+	sleep 0.5	# let codex get into its turn (the checks hold either way)
 	term_down 20
-	sleep 0.2
+	wait_until 5 '[ "$(ps -o pid= -s "$pid" | wc -l)" = 0 ]'
 	echo "shutdown $TERM_SECS rc $RC alive $(ps -o pid= -s "$pid" | wc -l)" >>"$T/times"
 	exit 0
 fi

@@ -21,12 +21,12 @@ if [ "${1:-}" = --inner ]; then
 	feed "$(envl j2 plan 'json fail [[error400]]')"
 	wait_out 6 60 || exit 1
 	echo "batch2 $(since "$FED_AT")" >>"$T/times"
-	feed "$(envl s1 execute 'stall [[slow:60]]' ',"ttl_ms":'$((4000 * SLOW)))"
+	feed "$(envl s1 execute "stall [[slow:$((60 * SLOW))]]" ',"ttl_ms":'$((4000 * SLOW)))"
 	wait_out 7 60 || exit 1
 	echo "timeout $(since "$FED_AT")" >>"$T/times"
 	pid=$(sed -n 's/.*agent tool: started gemini (pid \([0-9]*\)).*/\1/p' \
 	    "$T/err" | tail -n 1)
-	sleep 0.5
+	wait_until 5 '[ "$(ps -o pid= -s "$pid" | wc -l)" = 0 ]'
 	echo "slow-pid $pid $(ps -o pid= -s "$pid" | wc -l)" >>"$T/times"
 	serve_down 30
 	exit $RC

@@ -152,6 +152,18 @@ serve_down() {
 	RC=$?
 }
 
+# wait_until SECONDS CONDITION: evaluate the sh CONDITION every 0.1 s
+# until it holds (return 0) or SECONDS (x SLOW) pass (return 1).
+wait_until() {
+	_wn=$(awk -v t="$1" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	while [ "$_wn" -gt 0 ]; do
+		eval "$2" && return 0
+		sleep 0.1
+		_wn=$((_wn - 1))
+	done
+	eval "$2"
+}
+
 # wait_err STRING SECONDS: wait for a fixed string in corral's stderr.
 wait_err() {
 	_wn=$(awk -v t="$2" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')

@@ -2,8 +2,11 @@
 # An agent sees only descriptors 0, 1 and 2, even when corral inherits
 # extra ones (7 and 9 here) and holds its own (pipes to other agents, the
 # audit log); also after a restart, and with or without the pid namespace.
-# corral's own descriptor count does not grow across restarts.
+# corral's own descriptor count does not grow across restarts.  Each
+# count is taken while b waits B seconds (1 x SLOW) to restart.
 . "$(dirname "$0")/lib.sh"
+
+B=$SLOW
 
 cat >"$T/wf.yaml" <<YAML
 agents:
@@ -11,18 +14,14 @@ agents:
     cmd: [$TA, --fds, $T/a.fds]
   b:
     cmd: [$TA, --fds, $T/b.fds, --record, $T/b.rec, --die-after, "100"]
-    restart: {policy: permanent, max: 10, within: 60s, backoff: 1s, backoff_max: 1s}
+    restart: {policy: permanent, max: 10, within: 60s, backoff: ${B}s, backoff_max: ${B}s}
 routes:
   "*": a
 YAML
 
 exec 7</dev/null 9>"$T/nine"
 for mode in pidns nopidns; do
-	if [ $mode = nopidns ]; then
-		export CORRAL_NO_PIDNS=1
-	else
-		unset CORRAL_NO_PIDNS
-	fi
+	pidns_mode $mode
 	rm -f "$T"/*.fds "$T/b.rec"
 	serve_start "$T/wf.yaml" -v --log "$T/audit.ndjson"
 	wait_for '[ -s "$T/a.fds" ]' 10 || fail "$mode: agent a did not list its fds"
@@ -34,10 +33,10 @@ for mode in pidns nopidns; do
 	wait_for '[ "$(log_count "corral: agent b: restarting in")" -ge 1 ]' 10 ||
 	    fail "$mode: agent b was not restarted"
 	n1=$(fd_count "$sup")
-	wait_for '[ "$(log_count "corral: agent b: restarting in")" -ge 2 ]' 10 ||
+	wait_for '[ "$(log_count "corral: agent b: restarting in")" -ge 2 ]' $((B + 10)) ||
 	    fail "$mode: agent b was not restarted twice"
 	n2=$(fd_count "$sup")
-	wait_for '[ "$(grep -c "^start " "$T/b.rec")" -ge 3 ] && [ -s "$T/b.fds" ]' 10 ||
+	wait_for '[ "$(grep -c "^start " "$T/b.rec")" -ge 3 ] && [ -s "$T/b.fds" ]' $((B + 10)) ||
 	    fail "$mode: agent b did not start a third time"
 	for f in a b; do
 		got=$(sed 's/^fd \([0-9]*\) .*/\1/' "$T/$f.fds" | sort -n | tr '\n' ' ')

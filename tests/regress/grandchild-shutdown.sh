@@ -19,11 +19,7 @@ routes:
 YAML
 
 for mode in pidns nopidns; do
-	if [ $mode = nopidns ]; then
-		export CORRAL_NO_PIDNS=1
-	else
-		unset CORRAL_NO_PIDNS
-	fi
+	pidns_mode $mode
 	rm -f "$T/gc.pid" "$T/gc2.pid"
 	corral_start run "$T/wf.yaml" --goal go -v
 	wait_for '[ -s "$T/gc.pid" ] && [ -s "$T/gc2.pid" ]' 10 ||

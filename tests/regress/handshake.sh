@@ -1,16 +1,19 @@
 #!/bin/sh
 # ready: handshake -- an agent gets no work before its map/connect.  The
-# agent waits 500ms before it connects, counting every envelope that
-# arrives meanwhile; corral must hold the goal (queued) until the agent
-# is READY, then deliver it.  An agent with ready: spawn gets the goal at
-# once, which shows the agent would have seen an early envelope.
+# agent waits 500ms (x SLOW) before it connects, counting every envelope
+# that arrives meanwhile; corral must hold the goal (queued) until the
+# agent is READY, then deliver it.  An agent with ready: spawn gets the
+# goal at once, which shows the agent would have seen an early envelope
+# (it waits up to 10 s x SLOW for it, and connects as soon as it came).
 . "$(dirname "$0")/lib.sh"
 
 for ready in handshake spawn; do
+	ms=$((500 * SLOW))
+	[ $ready = spawn ] && ms=$((10000 * SLOW))
 	cat >"$T/wf.yaml" <<YAML
 agents:
   hs:
-    cmd: [$TA, --record, $T/$ready.rec, --handshake, "500"]
+    cmd: [$TA, --record, $T/$ready.rec, --handshake, "$ms"]
     ready: $ready
 routes:
   "*": hs

@@ -22,11 +22,7 @@ routes:
 YAML
 
 for mode in pidns pidns-supervisor nopidns; do
-	if [ $mode = nopidns ]; then
-		export CORRAL_NO_PIDNS=1
-	else
-		unset CORRAL_NO_PIDNS
-	fi
+	pidns_mode $mode
 	rm -f "$T/a.pid" "$T/gc.pid"
 	serve_start "$T/wf.yaml" -v
 	wait_for '[ -s "$T/a.pid" ] && [ -s "$T/gc.pid" ]' 10 ||

@@ -6,8 +6,18 @@
 # own directory $T (removed, with every process whose command line names
 # it, by a trap), and sets:
 #   TA      the test agent (tests/tools/testagent.c)
-#   SLOW    3 under the sanitizers, else 1; wait_for multiplies by it
+#   SLOW    how many times longer than on an idle machine to wait: every
+#           deadline wait_for (and all built on it) waits up to is
+#           multiplied by it.  tests/check.sh exports it; run by hand it
+#           comes from tests/slow.sh (3 under the sanitizers, else 1,
+#           times the machine's load), unless SLOW is exported
 #   OUT ERR corral's stdout and stderr once corral_start ran
+#
+# Deadlines are for waiting only: a test waits for an event (a log line,
+# a record line, a process gone) up to a deadline times SLOW, and asserts
+# order and counts, not how fast things went.  Where a test needs time to
+# pass (a behaviour's own timeout must expire first), the waits scale
+# with SLOW and only lower bounds are exact.
 #
 # Processes of this test are found by $T in their argv: the workflow file,
 # the agents' --record/--pidfile paths and the grandchildren they fork all
@@ -22,8 +32,13 @@ TA="$TOOLS/testagent"
 [ -x "$TA" ] || { echo "SKIPPED: no test agent at $TA"; exit 77; }
 command -v ps >/dev/null 2>&1 || { echo "SKIPPED: ps (procps) is missing"; exit 77; }
 
-SLOW=1
-[ "${CORRAL_SANITIZE:-}" = ON ] && SLOW=3
+_slow_sh="${TESTDIR:-$(dirname "$0")/..}/slow.sh"
+[ -r "$_slow_sh" ] || { echo "FAIL: no $_slow_sh (set TESTDIR)"; exit 1; }
+. "$_slow_sh"
+: "${SLOW:=$(corral_slow "${CORRAL_SANITIZE:-}")}"
+corral_slow_check "$SLOW" ||
+    { echo "FAIL: SLOW must be a whole number >= 1, not '$SLOW'"; exit 1; }
+export SLOW
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/corral-regress.XXXXXX") || exit 1
 OUT="$T/out"
@@ -59,6 +74,7 @@ show_log() {
 # Fail the test with a message saying what was expected and what was seen.
 fail() {
 	echo "FAIL: $*" >&2
+	echo "(SLOW=$SLOW: deadlines were multiplied by $SLOW)" >&2
 	show_log
 	exit 1
 }
@@ -105,6 +121,16 @@ wait_for() {
 	eval "$1"
 }
 
+# wait_steady N TIMEOUT CMD [ARG...]: wait until CMD prints the same value
+# N looks in a row (0.05 s apart, so N / 20 seconds): a count or position
+# that has stopped changing.  The value is left in STEADY.
+wait_steady() {
+	_ws_n=$1 _ws_t=$2
+	shift 2
+	_ws_cmd=$* _ws_prev= _ws_same=-1
+	wait_for 'STEADY=$($_ws_cmd); if [ "$STEADY" = "$_ws_prev" ]; then _ws_same=$((_ws_same + 1)); else _ws_same=0; fi; _ws_prev=$STEADY; [ $_ws_same -ge $_ws_n ]' "$_ws_t"
+}
+
 # Does corral's stderr hold this fixed string?
 log_has() {
 	grep -qF -- "$1" "$ERR" 2>/dev/null
@@ -138,6 +164,37 @@ log_pid() {
 		_l=$(printf '%s\n' "$_l" | tail -n 1)
 	fi
 	printf '%s\n' "$_l" | sed -n 's/.*spawned (pid \([0-9]*\)).*/\1/p'
+}
+
+# pidns_mode MODE: how the next corral runs: MODE "nopidns" (or ending in
+# "-nopidns") sets CORRAL_NO_PIDNS=1 (subreaper mode), anything else
+# unsets it (pid namespace mode).
+pidns_mode() {
+	case $1 in
+	nopidns|*-nopidns) export CORRAL_NO_PIDNS=1 ;;
+	*) unset CORRAL_NO_PIDNS ;;
+	esac
+}
+
+# envelope ID INTENT [TASK [MEMBERS]]: print a request envelope with that
+# trace.id and intent (task "t"); MEMBERS is raw JSON text of more
+# top-level members, e.g. ',"priority":"high"'.
+envelope() {
+	printf '{"protocol":"multiagent-1.0","role":"user","intent":"%s","task":"%s","content":{"type":"text","text":"x"}%s,"trace":{"id":"%s"}}\n' \
+	    "$2" "${3:-t}" "${4:-}" "$1"
+}
+
+# Lines corral wrote to its stdout so far.
+out_lines() {
+	wc -l <"$OUT" 2>/dev/null | tr -d ' ' || echo 0
+}
+
+# wait_lines N [TIMEOUT]: wait until corral wrote N lines to its stdout,
+# or fail.
+wait_lines() {
+	_wli=$1
+	wait_for '[ "$(out_lines)" -ge "$_wli" ]' "${2:-10}" ||
+	    fail "expected $1 lines on corral's stdout within ${2:-10}s (x$SLOW), got $(out_lines)"
 }
 
 # Is PID a live process (present and not a zombie)?
@@ -219,10 +276,12 @@ fd_count() {
 }
 
 # corral_start ARGS...: start corral in the background with stdin from
-# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.
+# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.  Both files
+# are emptied here, before corral starts: a check of $OUT must never see
+# the previous run's lines because the new one has not opened it yet.
 corral_start() {
-	: >"$ERR"
 	: >"$OUT"
+	: >"$ERR"
 	"$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR" &
 	CORRAL_PID=$!
 }
@@ -232,10 +291,8 @@ corral_start() {
 # The fifo is opened read-write first, so that opening it never blocks even
 # if corral exits at once; corral itself must not inherit fd 8.
 serve_start() {
-	# Emptied here, not by the background job's redirection, so that a
-	# wait for output never sees the last run's.
-	: >"$ERR"
 	: >"$OUT"
+	: >"$ERR"
 	rm -f "$T/stdin"
 	mkfifo "$T/stdin" || fail "mkfifo $T/stdin"
 	exec 8<>"$T/stdin"
@@ -291,7 +348,11 @@ if [ "$(basename "$0")" = lib.sh ]; then
 	wait_for true 1 || fail "wait_for true failed"
 	s=$(now)
 	wait_for false 0.2 && fail "wait_for false succeeded"
-	fcmp "$(elapsed "$s")" "<" 5 || fail "wait_for false 0.2 took $(elapsed "$s")s"
+	fcmp "$(elapsed "$s")" "<" $((5 * SLOW)) ||
+	    fail "wait_for false 0.2 took $(elapsed "$s")s (x$SLOW)"
+	corral_slow_check "$SLOW" || fail "SLOW is '$SLOW'"
+	[ "$(SLOW=7 sh -c '. "$1"; echo $SLOW' sh "$0" 2>/dev/null)" = 7 ] ||
+	    fail "an exported SLOW is not honoured"
 	pid_alive $$ || fail "pid_alive: this shell ($$) is not alive?"
 	sleep 0.01 & p=$!
 	wait $p

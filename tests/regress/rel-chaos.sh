@@ -9,9 +9,10 @@
 #   - corral has no zombie child, and holds as many descriptors as before
 #     the chaos once all 20 agents are back
 #   - no agent process is left after shutdown
-# The agents have heartbeats, so that one made UNAVAILABLE by timeouts
-# (while stopped) comes back (docs/reliability.md: without heartbeats it
-# would only come back by writing something).
+# The agents have heartbeats (300 ms x SLOW, so that a busy machine does
+# not make the healthy ones flap), so that one made UNAVAILABLE by
+# timeouts (while stopped) comes back (docs/reliability.md: without
+# heartbeats it would only come back by writing something).
 # CHAOS_SECONDS (default 8) sets how long the load and the chaos last;
 # CHAOS_RATE (default 100) the requests per second.  For the 60 s run:
 #   CHAOS_SECONDS=60 ctest --test-dir build -R regress/rel-chaos
@@ -27,7 +28,7 @@ agents:
     cmd: [$RA, --record, $T/rec]
     instances: 20
     timeout: 2s
-    heartbeat: {interval: 300ms, misses: 3}
+    heartbeat: {interval: $((300 * SLOW))ms, misses: 3}
     restart: {policy: transient, max: 10000, within: 1m, backoff: 1s, backoff_max: 2s}
     breaker: {failures: 5, reset: 2s, probes: 3}
     stop: {grace: 500ms, timeout: 2s}
@@ -50,8 +51,10 @@ ready_all() {	# all 20 agents alive and READY (or BUSY) again
 serve_start "$T/wf.yaml" --log "$AUD" -v
 sup=$(sup_pid)
 wait_for ready_all 20 || fail "the 20 agents did not all start: $(agent_pids | wc -l) running"
-sleep 0.3
-fd0=$(fd_count "$sup")
+# The count once it holds still (0.5 s).
+wait_steady 10 10 fd_count "$sup" ||
+    fail "corral's descriptor count does not settle with 20 idle agents"
+fd0=$STEADY
 note "corral (pid $sup) holds $fd0 descriptors with 20 agents; $N requests over ${SECS}s"
 
 "$RG" env "$N" --id c- --rate "$RATE" --priority cycle --every 20 hang \

@@ -9,13 +9,15 @@
 #     agent READY again ("answering again")
 #   - a duplicate reply is dropped and counted: one result per request
 #   - accounting: accepted = replied + errored + expired
+# The agent's own timeout (20 s x SLOW) is far from the 300 ms deadlines;
+# the late reply comes 1 s x SLOW after its request, well after 300 ms.
 . "$(dirname "$0")/rel-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
 agents:
   s:
     cmd: [$RA, --record, $T/rec]
-    timeout: 20s
+    timeout: $((20 * SLOW))s
 routes:
   "*": s
 YAML
@@ -23,51 +25,47 @@ YAML
 env_with() {	# ID TASK EXTRA-MEMBERS: an envelope with extra top-level members
 	printf '{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"%s","content":{"type":"text"},"trace":{"id":"%s"}%s}\n' "$2" "$1" "$3"
 }
-result_wait() {	# ID SECONDS
-	_id=$1
-	wait_for '[ -n "$(result_of "$_id")" ]' "$2" || fail "no result for $1 within $2s (x$SLOW)"
-}
 
 serve_start "$T/wf.yaml" --log "$AUD" -v
 wait_log 'corral: agent s: INITIALIZING -> READY'
 
 s=$(now)
 env_with t-1 hang ',"inputs":{"parameters":{"ttl_ms":300}}' >&8
-result_wait t-1 5
+wait_result t-1 5
 t=$(elapsed "$s")
 [ "$(code_of t-1)" = timeout ] || fail "t-1: expected a timeout error, got: $(result_of t-1 | cut -c1-300)"
 result_of t-1 | grep -q '"category":"TIMEOUT"' || fail "t-1: expected category TIMEOUT"
 note "t-1 (inputs.parameters.ttl_ms 300) expired after ${t}s"
 fcmp "$t" ">=" 0.29 || fail "t-1 expired after ${t}s, before its 300 ms deadline"
-[ $SLOW -gt 1 ] || fcmp "$t" "<" 2 || fail "t-1 expired after ${t}s, long after its 300 ms deadline"
+fcmp "$t" "<" $((3 * SLOW)) || fail "t-1 expired after ${t}s, long after its 300 ms deadline (x$SLOW)"
 s=$(now)
 env_with t-2 hang ',"ttl_ms":300' >&8
-result_wait t-2 5
+wait_result t-2 5
 t=$(elapsed "$s")
 [ "$(code_of t-2)" = timeout ] || fail "t-2: expected a timeout error, got: $(result_of t-2 | cut -c1-300)"
 note "t-2 (top-level ttl_ms 300) expired after ${t}s"
-[ $SLOW -gt 1 ] || fcmp "$t" "<" 2 || fail "t-2 expired after ${t}s, long after its 300 ms deadline"
+fcmp "$t" "<" $((3 * SLOW)) || fail "t-2 expired after ${t}s, long after its 300 ms deadline (x$SLOW)"
 log_has 'UNAVAILABLE' && fail "s is UNAVAILABLE after 2 timeouts: $(grep UNAVAILABLE "$ERR")"
 
-# The third timeout in a row: UNAVAILABLE.  The reply comes at 800 ms:
-# late, dropped, and a sign of life.
-env_with t-3 sleep:800 ',"ttl_ms":300' >&8
-result_wait t-3 5
+# The third timeout in a row: UNAVAILABLE.  The reply comes at 1 s
+# (x SLOW): late, dropped, and a sign of life.
+env_with t-3 sleep:$((1000 * SLOW)) ',"ttl_ms":300' >&8
+wait_result t-3 5
 [ "$(code_of t-3)" = timeout ] || fail "t-3: expected a timeout error"
 wait_for 'grep -q "corral: agent s: [A-Z]* -> UNAVAILABLE (3 consecutive timeouts)" "$ERR"' 5 ||
     fail "s did not become UNAVAILABLE after 3 consecutive timeouts"
-wait_log 'corral: agent s: late or duplicate reply dropped' 5
+wait_log 'corral: agent s: late or duplicate reply dropped' 10
 wait_log 'corral: agent s: UNAVAILABLE -> READY (answering again)' 5
 [ "$(grep -c '"parents":\["t-3"\]' "$OUT")" -eq 1 ] ||
     fail "t-3 has $(grep -c '"parents":\["t-3"\]' "$OUT") results; the late reply must be dropped"
 
 env_with t-4 ok '' >&8
-result_wait t-4 5
+wait_result t-4 5
 result_of t-4 | grep -q '"text":"ok s"' || fail "t-4: expected s's reply after it recovered"
 
 # A duplicate reply: one result, the second reply dropped and counted.
 env_with t-5 dup '' >&8
-result_wait t-5 5
+wait_result t-5 5
 wait_for '[ "$(log_count "late or duplicate reply dropped")" -ge 2 ]' 5 ||
     fail "the duplicate reply to t-5 was not dropped and counted"
 serve_eof

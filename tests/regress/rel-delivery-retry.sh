@@ -9,6 +9,8 @@
 #     agent_lost (UNAVAILABLE), no retry
 #   - a HIGH request that times out on every delivery is tried 1 +
 #     retry.max times, then expires: one TIMEOUT result, one outcome
+# The agents' timeout (600 ms x SLOW) ends only the request that hangs: a
+# crash must be seen as a crash, not outrun by the timeout.
 . "$(dirname "$0")/rel-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -16,7 +18,7 @@ agents:
   c:
     cmd: [$RA, --record, $T/rec]
     instances: 2
-    timeout: 400ms
+    timeout: $((600 * SLOW))ms
     breaker: {failures: 100}
 routes:
   "*": c
@@ -24,9 +26,8 @@ retry: {max: 3, initial: 200ms, factor: 2, max_delay: 1s}
 YAML
 
 ask() {	# ID PRIORITY TASK
-	_id=$1
 	"$RG" env 1 --id "${1%-*}-" --start "${1##*-}" --priority "$2" --task "$3" >&8
-	wait_for '[ -n "$(result_of "$_id")" ]' 20 || fail "no result for $1 within 20s (x$SLOW)"
+	wait_result "$1" 20
 }
 deliveries() {	# ID
 	grep -c "^req c\.[12] $1 " "$T/rec" || true

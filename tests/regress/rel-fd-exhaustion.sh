@@ -6,15 +6,16 @@
 #     ("spawn failed: ...: Too many open files", audit spawn_failed), and
 #     are retried with backoff: a failed spawn is not a crash of corral
 #   - corral keeps serving with the echo agents it has
-#   - when the short-lived agents exit, their descriptors are free and
-#     the retried spawns succeed: more echo agents come up and serve
+#   - when the short-lived agents exit (once the script has seen the
+#     failures and the serving), their descriptors are free and the
+#     retried spawns succeed: more echo agents come up and serve
 #   - corral shuts down cleanly; nothing is left
 . "$(dirname "$0")/rel-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
 agents:
   short:
-    cmd: [$TA, --die-after, "1500"]
+    cmd: [$TA, --exit-when, $T/free]
     instances: 3
     restart: temporary
   echo:
@@ -47,6 +48,7 @@ expect_rc 0
 lim=$((base + 21))
 note "corral holds $base descriptors of its own; running with a limit of $lim"
 
+: >"$OUT"
 : >"$ERR"
 rm -f "$T/stdin" "$AUD"
 mkfifo "$T/stdin"
@@ -78,13 +80,13 @@ wait_for 'grep -F "\"ev\":\"spawn_failed\"" "$AUD" | grep -q "Too many open file
 
 # Still serving, with the agent it has.
 "$RG" env 5 --id a- >&8
-wait_for '[ "$(wc -l <"$OUT")" -ge 5 ]' 10 ||
-    fail "corral did not answer while short of descriptors: $(wc -l <"$OUT") of 5 results"
+wait_for '[ "$(out_lines)" -ge 5 ]' 10 ||
+    fail "corral did not answer while short of descriptors: $(out_lines) of 5 results"
 [ "$(grep -c '"text":"ok echo\.' "$OUT")" -eq 5 ] ||
     fail "expected 5 replies from echo agents, got: $(cut -c1-200 "$OUT")"
 
-# The short agents exit at 1.5s; the retried spawns then succeed.
-wait_log 'corral: agent short.' 10
+# The short agents exit now; the retried spawns then succeed.
+: >"$T/free"
 wait_for 'grep -q "corral: agent short\.[0-9]*: [A-Z]* -> STOPPED (exit" "$ERR"' 10 ||
     fail "the short-lived agents did not exit"
 # The echo agents that started before the first short one exited.
@@ -97,7 +99,7 @@ up=$(grep -c 'corral: agent echo\.[0-9]*: spawned' "$ERR")
 note "$up echo agents running after the short ones exited"
 pid_alive "$CORRAL_PID" || fail "corral died"
 "$RG" env 20 --id b- >&8
-wait_for '[ "$(wc -l <"$OUT")" -ge 25 ]' 10 || fail "the later requests were not all answered"
+wait_for '[ "$(out_lines)" -ge 25 ]' 10 || fail "the later requests were not all answered"
 by=$(grep -F '"parents":["b-' "$OUT" | sed 's/.*"text":"ok \(echo\.[0-9]*\)".*/\1/' | sort -u | wc -l)
 note "the 20 later requests were answered by $by echo agents"
 [ "$by" -ge 2 ] || fail "expected the recovered echo agents to share the later requests, all went to one"

@@ -9,6 +9,8 @@
 #   - an endless line (no newline ever) from a second agent: its request
 #     expires, corral's memory stays bounded (not checked under
 #     sanitizers) and the first agent is still served meanwhile
+# h's timeout is the default 30 s times SLOW: under the sanitizers on a
+# busy machine, reading 256 MiB or the flood can take longer than 30 s.
 . "$(dirname "$0")/rel-lib.sh"
 
 FLOOD=${REL_FLOOD:-200000}	# tests/valgrind.sh makes it smaller
@@ -16,6 +18,7 @@ cat >"$T/wf.yaml" <<YAML
 agents:
   h:
     cmd: [$RA, --record, $T/rec]
+    timeout: $((30 * SLOW))s
   e:
     cmd: [$RA, --record, $T/erec]
     stop: {grace: 200ms, timeout: 2s}
@@ -30,15 +33,18 @@ ncat=$("$RG" hostile --names | wc -l)
 ask() {
 	"$RG" env 1 --id a- --start "$1" --task "$2" --intent "${3:-plan}" \
 	    ${4:+--ttl "$4"} >&8
-	_id="a-$1"
-	wait_for '[ -n "$(result_of "$_id")" ]' 30 ||
-	    fail "no result for a-$1 (task $2) within 30s (x$SLOW)"
+	wait_result "a-$1" 60
 }
 
 # expect_reply N: the result of a-N is h's reply.
 expect_reply() {
 	result_of "a-$1" | grep -q '"text":"ok h"' ||
 	    fail "expected h's reply as the result of a-$1 ($2), got: $(result_of "a-$1" | cut -c1-300)"
+}
+
+written_by() {	# PID: bytes the process wrote so far (0 if unknown)
+	cat "/proc/$1/io" 2>/dev/null |
+	    awk '/^wchar:/ { print $2; n = 1 } END { if (!n) print 0 }'
 }
 
 notices() {	# CODE: notices of that code the agent h received
@@ -86,7 +92,7 @@ ask 5 "flood:$FLOOD"
 expect_reply 5 "a flood of $FLOOD lines"
 # Every line is audited as rejected; notices the agent did not read in
 # time are dropped (memory stays bounded) and summed up in one notice.
-wait_for '[ "$(aud_count rejected code invalid_envelope)" -ge "$((ncat_env + FLOOD))" ]' 30 ||
+wait_for '[ "$(aud_count rejected code invalid_envelope)" -ge "$((ncat_env + FLOOD))" ]' 60 ||
     fail "expected $FLOOD more rejected lines in the audit log, got $(aud_count rejected code invalid_envelope)"
 got=$(( $(notices invalid_envelope) - before ))
 [ "$got" -ge 1 ] && [ "$got" -le "$FLOOD" ] ||
@@ -100,13 +106,16 @@ fi
 ask 6 endless analyze 1500 &
 ask_pid=$!
 wait_for 'grep -q "^req e a-6 endless" "$T/erec"' 10 || fail "e did not get its request"
-sleep 0.3
+# Once e has written 2 MiB (corral drops what is past max_line, 1 MiB),
+# h gets a request.
+epid=$(log_pid e)
+wait_for '[ "$(written_by "$epid")" -gt 2097152 ]' 10 ||
+    fail "e did not write its endless line (wrote $(written_by "$epid") bytes)"
 ask 7 ok
 expect_reply 7 "while e writes an endless line"
 wait $ask_pid || exit 1
 [ "$(code_of a-6)" = timeout ] ||
     fail "expected a timeout for e's endless line, got: $(result_of a-6 | cut -c1-300)"
-epid=$(log_pid e)
 pid_alive "$epid" || fail "e died while writing its endless line"
 rss=$(rss_of "$sup")
 note "corral's RSS while e writes an endless line: ${rss} kB"

@@ -9,6 +9,10 @@
 #   SAN  1 under the sanitizers or valgrind (CORRAL_SANITIZE=ON), else 0:
 #        memory bounds are not meaningful there and are skipped
 #
+# relagent's task "wait:FILE" holds a request until the script creates
+# FILE: a script that needs an agent busy while it sets something up
+# waits for the event it needs, then releases the agent.
+#
 # Run as a script (ctest runs every *.sh), it checks the two tools.
 
 . "$(dirname "$0")/lib.sh"
@@ -112,6 +116,25 @@ expect_one_each() {
 # The result line of input ID in $OUT.
 result_of() {
 	grep -F "\"parents\":[\"$1\"]" "$OUT" | head -n 1
+}
+
+# wait_result ID [TIMEOUT]: wait for the result line of input ID in $OUT,
+# or fail.
+wait_result() {
+	_wr_id=$1
+	wait_for '[ -n "$(result_of "$_wr_id")" ]' "${2:-10}" ||
+	    fail "no result for $1 within ${2:-10}s (x$SLOW)"
+}
+
+# aud_wait COUNT EV [KEY VALUE]...: wait until the audit log has COUNT
+# events of kind EV with those members (its writer thread may write them
+# a little after stderr), or fail.
+aud_wait() {
+	_aw_n=$1
+	shift
+	_aw_args=$*
+	wait_for '[ "$(aud_count $_aw_args)" -ge "$_aw_n" ]' 10 ||
+	    fail "expected $_aw_n audit events '$*' within 10s (x$SLOW), got $(aud_count "$@")"
 }
 
 # The error code of the result of input ID ("" for a reply).

@@ -49,8 +49,7 @@ n=0
 step() {
 	n=$((n + 1))
 	"$RG" env 1 --id s- --start $n --task script >&8
-	_id="s-$n"
-	wait_for '[ -n "$(result_of "$_id")" ]' 10 || fail "$1: no result for s-$n"
+	wait_result "s-$n"
 	result_of "s-$n" | grep -q '"text":"wrote"' ||
 	    fail "$1: expected the agent's reply as the result, got: $(result_of "s-$n" | cut -c1-300)"
 }

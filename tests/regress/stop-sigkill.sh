@@ -34,8 +34,11 @@ d=$(awk '/"ev":"state","agent":"stubborn"/ && /"to":"STOPPING"/ {
 	END { if (a != "" && b != "") printf "%.3f", b - a }' "$T/audit.ndjson")
 [ -n "$d" ] || fail "no STOPPING and STOPPED state events in the audit log"
 note "STOPPING -> STOPPED took ${d}s (grace 0.2 + timeout 0.5)"
-fcmp "$d" ">=" 0.69 || fail "expected the SIGKILL no sooner than 0.7s, it took ${d}s"
-fcmp "$d" "<=" "$(awk -v s=$SLOW 'BEGIN { print 0.7 + 1.0 * s }')" ||
-    fail "expected the agent gone within 0.7s + slack, it took ${d}s"
+# The grace timer starts at the loop time of the STOPPING transition, a
+# little before its audit event is written (more on a busy machine).
+fcmp "$d" ">=" "$(awk -v s=$SLOW 'BEGIN { print 0.7 - 0.01 * s }')" ||
+    fail "expected the SIGKILL no sooner than 0.7s, it took ${d}s"
+fcmp "$d" "<=" "$(awk -v s=$SLOW 'BEGIN { print 0.7 + 2.0 * s }')" ||
+    fail "expected the agent gone within 0.7s + 2s (x$SLOW) of slack, it took ${d}s"
 expect_no_leftovers
 exit 0

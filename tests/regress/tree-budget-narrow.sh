@@ -6,20 +6,10 @@
 # limits.children already work this way: the smaller value wins.)
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  capped:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    budget: {tokens: 50}
-routes:
-  "*": root
-YAML
+tree_wf 'capped=budget: {tokens: 50}'
 cat >"$T/root.json" <<JSON
 {"steps": [
-  {"spawn": {"agent": "capped", "limits": {"budget": {"tokens": 1000}}, "timeout": $SLOW,
+  {"spawn": {"agent": "capped", "limits": {"budget": {"tokens": 1000}}, "timeout": $((5 * SLOW)),
     "plan": {"steps": [{"progress": {"tokens": 40, "count": 2}}, {"hang": true}]}}},
   {"await": true}]}
 JSON

@@ -13,17 +13,7 @@
 #    stopped for its budget (audit budget_exceeded for root).
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    budget: {tokens: 100}
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf -r 'budget: {tokens: 100}' node
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [
@@ -41,20 +31,8 @@ fi
 expect_clean
 
 rm -f "$REC" "$LOG"
-dl=$((2 + 2 * SLOW))
-write_wf "$T/wf.yaml" <<YAML
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-limits:
-  budget: {time: 1s}
-  deadline: ${dl}s
-YAML
+dl=$((3 + 3 * SLOW))	# the backstop; the 1 s budget must end the run well before
+tree_wf -l 'budget: {time: 1s}' -l "deadline: ${dl}s" node
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [{"hang": true}]}}},
@@ -64,26 +42,14 @@ s=$(now)
 corral_run 15 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 took=$(elapsed "$s")
 code=$(out_get content.data.code)
-if [ "$code" != budget_exceeded ] || ! fcmp "$took" "<" "$((1 + 2 * SLOW))"; then
+if [ "$code" != budget_exceeded ] || ! fcmp "$took" "<" "$((dl - 1))"; then
 	bad="$bad${bad:+; }limits.budget.time: 1s was not enforced: the run ended after ${took}s with '$code' (exit status $RC)"
 fi
 expect_clean
 
 # 3. budget: {time: 1s} on a workflow agent's entry.
 rm -f "$REC" "$LOG"
-write_wf "$T/wf.yaml" <<YAML
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    budget: {time: 1s}
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-limits:
-  deadline: ${dl}s
-YAML
+tree_wf -r 'budget: {time: 1s}' -l "deadline: ${dl}s" node
 s=$(now)
 corral_run 15 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 took=$(elapsed "$s")

@@ -15,25 +15,7 @@
 #   corral's supervisor, the init of its namespace.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  crash:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  fin:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  leaf:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  kept:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf crash fin leaf kept
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "crash", "plan": {"steps": [

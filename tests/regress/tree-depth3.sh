@@ -11,19 +11,7 @@
 # finalize built from its children's results.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  leaf:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf node leaf
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [

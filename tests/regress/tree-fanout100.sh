@@ -8,20 +8,8 @@
 # finalizes; root gets 100 child_results, one per child, and finalizes.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    timeout: 60s
-  kid:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-limits:
-  tree_children: 100
-  max_agents: 128
-YAML
+tree_wf -r "timeout: $((60 * SLOW))s" -l 'tree_children: 100' \
+    -l 'max_agents: 128' kid
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "kid", "count": 100,

@@ -10,14 +10,7 @@
 # inline entry is in no route, so "visible" makes no difference to it.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-inline_spawn: true
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-routes:
-  "*": root
-YAML
+tree_wf -w 'inline_spawn: true'
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"cmd": ["$TR", "--record", "$REC"], "count": 3,

@@ -15,20 +15,7 @@
 # 5. EOF: the kept children stop with the run.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  worker:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  plan: root
-  analyze: worker
-YAML
+tree_wf -R 'plan: root' -R 'analyze: worker' worker node
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "worker", "visible": true, "keep": true,
@@ -47,14 +34,6 @@ req() {
 	printf '{"protocol":"multiagent-1.0","role":"user","intent":"%s","task":"%s","content":{"type":"text","text":"x"}%s}\n' \
 	    "$1" "$2" "${3:-}" >&8
 }
-results() {
-	grep -c . "$OUT" 2>/dev/null || true
-}
-wait_results() {
-	_wn=$1
-	wait_for '[ "$(results)" -ge "$_wn" ]' 10 ||
-	    fail "expected $1 results from corral serve, got $(results)"
-}
 # line N PATH: a value of the Nth result.
 line() {
 	sed -n "${1}p" "$OUT" | "$Q" -p "$2" -
@@ -63,7 +42,7 @@ line() {
 serve_start "$T/wf.yaml" --log "$LOG" -v
 note_supervisor
 req analyze first
-wait_results 1
+wait_lines 1
 [ "$(line 1 content.data.code)" = no_agent ] ||
     fail "analyze with no worker should fail: $(sed -n 1p "$OUT")"
 
@@ -84,18 +63,19 @@ done
 audit_count -w ev=state -w agent=$w3 -w to=STOPPING -w reason="task finished" >/dev/null ||
     fail "$w3 should be stopped after its task"
 : >"$T/step2"
-wait_results 2
+wait_lines 2
 rec_has "send_ok root 3 [\"$w1\",\"$w2\",\"$n4\"]" ||
     fail "root's {children: true} should reach its 3 kept children: $(rec_lines "send_")"
 for c in $w1 $w2 $n4; do
-	rec_has "message $c root hello" || fail "$c (kept) did not get root's message"
+	# (Written to it before root's result; it records it when it reads.)
+	wait_rec "message $c root hello"
 done
 
 # The visible child serves the worker route; the hidden one never does.
 req analyze a1
 req analyze a2
 req analyze a3
-wait_results 5
+wait_lines 5
 for n in 3 4 5; do
 	[ "$(line $n agent.id)" = "$w1" ] ||
 	    fail "analyze should be served by the visible child $w1, result $n: $(sed -n "${n}p" "$OUT" | cut -c1-300)"
@@ -103,7 +83,7 @@ done
 
 # map/agents/stop of a descendant stops it and its subtree.
 req plan stop ',"inputs":{"parameters":{"plan":{"steps":[{"stop":"node-4"},{"finalize":{"text":"stopped"}}]}}}'
-wait_results 6
+wait_lines 6
 rec_has "stop_ok root $n4" || fail "root should be allowed to stop $n4: $(rec_lines "stop_")"
 expect_gone "$(rec_pid $n4)" "$(rec_pid $n5)"
 audit_count -w ev=state -w agent=$n4 -w to=STOPPED >/dev/null || fail "$n4 should be STOPPED"

@@ -10,19 +10,7 @@
 # $T/checked before it finalizes, so the checks run while corral runs.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  mid:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  leaf:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf mid leaf
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "mid", "plan": {"steps": [

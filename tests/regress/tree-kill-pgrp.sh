@@ -11,19 +11,7 @@
 # reach until corral exits: tree-cleanup.sh checks that it dies then.)
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  kid:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  done:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf kid done
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "kid", "plan": {"steps": [{"worker": true}, {"hang": true}]}}},
@@ -42,7 +30,7 @@ kid=$(rec_pid kid-1)
 kill -9 "$kid"
 wait_rec "result root kid-1 fail child_failed child kid-1 killed by signal KILL before finishing its task" 10
 expect_gone "$kid" "$(rec_pid done-2)"
-wait_for '[ -z "$(alive_of $ws)" ]' 1 ||
+wait_for '[ -z "$(alive_of $ws)" ]' 5 ||
     fail "processes left in a gone child's process group should die with it; still running: $(ps -o pid=,stat=,args= -p "$(alive_of $ws | tr '\n' ',' | sed 's/,$//')")"
 : >"$T/checked"
 corral_wait 10

@@ -8,6 +8,8 @@
 #   Q       the NDJSON picker (tests/tools/treeq.c)
 #   REC     the record file every treeagent of the test appends to
 #   LOG     the audit log (pass --log "$LOG" to corral)
+# and tree_wf, which writes the workflow most tree tests share (root runs
+# the plan in $T/root.json; the entries it spawns start only then).
 #
 # Every agent of a test is "$TR --record $REC ...", so its argv names $T
 # and lib.sh's marker search (marker_procs) finds it, and so do the
@@ -115,6 +117,66 @@ expect_clean() {
 	expect_no_zombies
 }
 
+# tree_wf [-r SETTING]... [-l LIMIT]... [-w LINE]... [-R ROUTE]...
+#         [ENTRY[=SETTINGS]]...
+# Write $T/wf.yaml, the workflow of a tree test: the agent "root" runs the
+# plan in $T/root.json and takes every request ("*": root); each ENTRY is
+# an agent that runs only when spawned (autostart: false).  All of them
+# are treeagents recording into $REC, with corral's default timeout times
+# SLOW (timeout: 30 s x SLOW) unless their settings give one: a task that
+# waits for the script (wait_file, wait_text) must not time out because
+# the script is slow.
+#   -r SETTING   a setting of root:         -r 'budget: {tokens: 100}'
+#   -l LIMIT     one of the workflow's limits:  -l 'max_agents: 3'
+#   -w LINE      a top-level line:          -w 'shutdown: parallel'
+#   -R ROUTE     a route, instead of "*": root:  -R 'analyze: worker'
+#   ENTRY=SETTINGS  the entry's settings, separated by ";":
+#                'wa=restart: transient; stop: {grace: 200ms, timeout: 1s}'
+tree_wf() {
+	_tw_root= _tw_limits= _tw_top= _tw_routes=
+	OPTIND=1
+	while getopts r:l:w:R: _tw_o; do
+		case $_tw_o in
+		r) _tw_root="$_tw_root
+    $OPTARG" ;;
+		l) _tw_limits="$_tw_limits
+  $OPTARG" ;;
+		w) _tw_top="$_tw_top$OPTARG
+" ;;
+		R) _tw_routes="$_tw_routes
+  $OPTARG" ;;
+		*) fail "tree_wf: unknown option" ;;
+		esac
+	done
+	shift $((OPTIND - 1))
+	{
+		printf '%s' "$_tw_top"
+		case $_tw_root in
+		*"
+    timeout:"*) ;;
+		*) _tw_root="$_tw_root
+    timeout: $((30 * SLOW))s" ;;
+		esac
+		printf 'agents:\n  root:\n    cmd: [%s, --record, %s, --plan, %s/root.json]%s\n' \
+		    "$TR" "$REC" "$T" "$_tw_root"
+		for _tw_e; do
+			printf '  %s:\n    cmd: [%s, --record, %s]\n    autostart: false\n' \
+			    "${_tw_e%%=*}" "$TR" "$REC"
+			case $_tw_e in
+			*=*) printf '%s\n' "${_tw_e#*=}" | tr ';' '\n' |
+			    sed 's/^ */    /' ;;
+			esac
+			case $_tw_e in
+			*=timeout:*|*=*";timeout:"*|*=*"; timeout:"*) ;;
+			*) printf '    timeout: %ss\n' $((30 * SLOW)) ;;
+			esac
+		done
+		printf 'routes:%s\n' "${_tw_routes:-
+  \"*\": root}"
+		[ -z "$_tw_limits" ] || printf 'limits:%s\n' "$_tw_limits"
+	} >"$T/wf.yaml"
+}
+
 # write_wf FILE: the workflow on stdin, with @TR@, @REC@ and @T@ filled in.
 write_wf() {
 	sed -e "s|@TR@|$TR|g" -e "s|@REC@|$REC|g" -e "s|@T@|$T|g" >"$1"
@@ -137,6 +199,45 @@ audit_count() {
 
 # Run as a script (ctest runs every *.sh), this file checks its tools.
 if [ "$(basename "$0")" = tree-lib.sh ]; then
+	# tree_wf writes what it says, and corral takes it.
+	tree_wf -w 'shutdown: parallel' -r 'budget: {tokens: 100}' \
+	    -r 'role: lead' -l 'max_agents: 3' -l 'tree_depth: 2' node \
+	    'wa=restart: transient; stop: {grace: 200ms, timeout: 500ms}'
+	cat >"$T/want.yaml" <<YAML
+shutdown: parallel
+agents:
+  root:
+    cmd: [$TR, --record, $REC, --plan, $T/root.json]
+    budget: {tokens: 100}
+    role: lead
+    timeout: $((30 * SLOW))s
+  node:
+    cmd: [$TR, --record, $REC]
+    autostart: false
+    timeout: $((30 * SLOW))s
+  wa:
+    cmd: [$TR, --record, $REC]
+    autostart: false
+    restart: transient
+    stop: {grace: 200ms, timeout: 500ms}
+    timeout: $((30 * SLOW))s
+routes:
+  "*": root
+limits:
+  max_agents: 3
+  tree_depth: 2
+YAML
+	diff -u "$T/want.yaml" "$T/wf.yaml" >&2 || fail "tree_wf wrote another workflow"
+	"$CORRAL" check "$T/wf.yaml" >"$T/check.out" 2>&1 ||
+	    fail "corral check refuses tree_wf's workflow: $(cat "$T/check.out")"
+	tree_wf -r 'timeout: 5s' 'x=restart: transient; timeout: 7s'
+	[ "$(grep -c 'timeout:' "$T/wf.yaml")" = 2 ] && grep -qx '    timeout: 7s' "$T/wf.yaml" ||
+	    fail "tree_wf: a given timeout should replace the default: $(cat "$T/wf.yaml")"
+	tree_wf -R 'plan: root' -R 'analyze: worker' worker
+	[ "$(sed -n '/^routes:/,$p' "$T/wf.yaml" | tr '\n' '|')" = "routes:|  plan: root|  analyze: worker|" ] ||
+	    fail "tree_wf -R: $(cat "$T/wf.yaml")"
+	"$CORRAL" check "$T/wf.yaml" >"$T/check.out" 2>&1 ||
+	    fail "corral check refuses tree_wf -R's workflow: $(cat "$T/check.out")"
 	printf '%s\n' '{"ev":"a","x":{"y":[1,"two"]}}' 'junk' '{"ev":"b"}' >"$T/q"
 	[ "$("$Q" -w ev=a -p x.y.1 -p x.y.0 -p nope "$T/q")" = "two	1	-" ] ||
 	    fail "treeq picks wrongly: $("$Q" -w ev=a -p x.y.1 -p x.y.0 -p nope "$T/q")"

@@ -48,8 +48,7 @@ serve_start "$T/wf.yaml" --log "$LOG" -v
 env='{"protocol":"multiagent-1.0","role":"user","task":"t","content":{"type":"text","text":"x"},"intent":'
 echo "$env\"plan\"}" >&8
 echo "$env\"analyze\"}" >&8
-wait_for '[ "$(grep -c . "$OUT")" -ge 2 ]' 10 ||
-    fail "expected two results from corral serve, got: $(cat "$OUT")"
+wait_lines 2
 serve_eof
 corral_wait 10
 

@@ -8,21 +8,8 @@
 # again: that spawn must succeed.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    children: {max: 1}
-  done:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  slow:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    stop: {grace: 500ms, timeout: 1s}
-routes:
-  "*": root
-YAML
+tree_wf -r 'children: {max: 1}' done \
+    'slow=stop: {grace: 500ms, timeout: 1s}'
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "done", "plan": {"steps": [

@@ -13,7 +13,8 @@
 #   a node (spawn limits.depth 1)      its child (depth 2) refused
 #   a shallow (entry children: {depth: 1})   its child refused
 # After its children's results root spawns again; a finished child may
-# hold its place for a moment (tree-limits-slot.sh), so it retries.
+# hold its place for a moment (tree-limits-slot.sh), so it retries (for
+# up to 5 s x SLOW).
 # Run 2, limits {max_agents: 3}: the spawn that would make a 4th agent is
 # refused; unknown agents and inline commands are refused with 3004
 # (SPAWN_FAILED; corral's old code 2005 is in error.data.details).  A
@@ -21,25 +22,9 @@
 # last spawn for a while.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    children: {max: 2}
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  shallow:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    children: {depth: 1}
-routes:
-  "*": root
-limits:
-  tree_depth: 2
-  tree_children: 3
-YAML
-cat >"$T/root.json" <<'JSON'
+tree_wf -r 'children: {max: 2}' -l 'tree_depth: 2' -l 'tree_children: 3' \
+    node 'shallow=children: {depth: 1}'
+cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [
     {"wait_text": "start"},
@@ -56,9 +41,9 @@ cat >"$T/root.json" <<'JSON'
   {"spawn": {"agent": "node"}},
   {"send": {"to": {"children": true}, "text": "start"}},
   {"await": true},
-  {"spawn": {"agent": "node", "limits": {"depth": 1}, "retry_ms": 5000,
+  {"spawn": {"agent": "node", "limits": {"depth": 1}, "retry_ms": $((5000 * SLOW)),
              "plan": {"steps": [{"spawn": {"agent": "node"}}]}}},
-  {"spawn": {"agent": "shallow", "retry_ms": 5000,
+  {"spawn": {"agent": "shallow", "retry_ms": $((5000 * SLOW)),
              "plan": {"steps": [{"spawn": {"agent": "node"}}]}}},
   {"await": true}]}
 JSON
@@ -110,18 +95,7 @@ expect_clean
 
 # Run 2: agents alive, unknown agents, inline commands.
 rm -f "$REC" "$LOG"
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-limits:
-  max_agents: 3
-YAML
+tree_wf -l 'max_agents: 3' node
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "node", "count": 3, "plan": {"steps": [{"wait_text": "go"}]}}},
@@ -129,7 +103,7 @@ cat >"$T/root.json" <<JSON
   {"spawn": {"cmd": ["$TR", "--record", "$REC"]}},
   {"send": {"to": {"children": true}, "text": "go"}},
   {"await": true},
-  {"spawn": {"agent": "node", "retry_ms": 5000}},
+  {"spawn": {"agent": "node", "retry_ms": $((5000 * SLOW))}},
   {"await": true}]}
 JSON
 corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG" --output json -v

@@ -15,42 +15,11 @@
 # Then $T/go lets the supervisors send "go"; everything finishes.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  sall:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    children: {strategy: one_for_all}
-  srest:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    children: {strategy: rest_for_one}
-  sesc:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  wa:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: transient
-    stop: {grace: 200ms, timeout: 500ms}
-  wr:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: transient
-    stop: {grace: 200ms, timeout: 500ms}
-  wo:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: transient
-  we:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: {policy: transient, max: 1, within: 60s}
-routes:
-  "*": root
-YAML
+tree_wf 'sall=children: {strategy: one_for_all}' \
+    'srest=children: {strategy: rest_for_one}' sesc \
+    'wa=restart: transient; stop: {grace: 200ms, timeout: 500ms}' \
+    'wr=restart: transient; stop: {grace: 200ms, timeout: 500ms}' \
+    'wo=restart: transient' 'we=restart: {policy: transient, max: 1, within: 60s}'
 wait='{"steps": [{"wait_text": "go"}]}'
 sup() {
 	printf '{"spawn": {"agent": "%s", "plan": {"steps": [%s,

@@ -9,27 +9,8 @@
 #   `-- again-4        crashes once, is restarted, then finishes
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  leaf:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-  flaky:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: {policy: transient, max: 0}
-  again:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-    restart: transient
-routes:
-  "*": root
-YAML
+tree_wf node leaf 'flaky=restart: {policy: transient, max: 0}' \
+    'again=restart: transient'
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [

@@ -9,16 +9,7 @@
 # Progress envelopes never reach the parent: one child_result per task.
 . "$(dirname "$0")/tree-lib.sh"
 
-write_wf "$T/wf.yaml" <<'YAML'
-agents:
-  root:
-    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-  node:
-    cmd: [@TR@, --record, @REC@]
-    autostart: false
-routes:
-  "*": root
-YAML
+tree_wf node
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "node", "plan": {"steps": [

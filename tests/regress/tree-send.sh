@@ -50,12 +50,16 @@ routes:
 YAML
 # Every child waits for "release" (sent by root to its descendants once
 # the checks are done), so all of them are alive while messages fly.
+# Each sender's last message is the one root waits for (a-1 writes to its
+# siblings before its parent): root must not release them while a sender
+# still has messages to send (a starved a-1 once wrote to its siblings
+# after b-2 had finished).
 cat >"$T/root.json" <<'JSON'
 {"steps": [
   {"spawn": {"agent": "a", "plan": {"steps": [
     {"wait_text": "to-kids"},
-    {"send": {"to": {"parent": true}, "text": "a-to-parent"}},
     {"send": {"to": {"siblings": true}, "text": "a-to-sibs"}},
+    {"send": {"to": {"parent": true}, "text": "a-to-parent"}},
     {"wait_text": "release"}]}}},
   {"spawn": {"agent": "b", "plan": {"steps": [
     {"wait_text": "to-kids"},

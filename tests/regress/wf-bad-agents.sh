@@ -92,7 +92,7 @@ wait_for 'grep -q "unsolicited" "$T/loner.rec" && [ -n "$(notices "$T/loner.rec"
     fail "loner got no notice: $(cut -c1-300 "$T/loner.rec")"
 expect_notice "$T/loner.rec" unsolicited
 # It still serves.
-echo '{"protocol":"multiagent-1.0","role":"user","intent":"analyze","task":"t","content":{"type":"text"},"trace":{"id":"in-1"}}' >&8
+envelope in-1 analyze >&8
 wait_for '[ -s "$OUT" ]' 5 || fail "no result after the unsolicited envelope"
 serve_eof
 corral_wait 10
@@ -102,18 +102,19 @@ expect_rc 0
 [ "$(wc -l <"$OUT")" -eq 1 ] || fail "expected one result line, got $(wc -l <"$OUT")"
 expect_audit_ok "$LOG"
 
-# 4. A reply after the request timed out.
+# 4. A reply after the request timed out (300 ms; the reply comes after
+# 1 s x SLOW).
 rm -f "$LOG"
 cat >"$T/slow.yaml" <<YAML
 agents:
   slow:
-    cmd: [$WA, --record, $T/slow.rec, --delay, "1200", --intent, finalize]
+    cmd: [$WA, --record, $T/slow.rec, --delay, "$((1000 * SLOW))", --intent, finalize]
     timeout: 300ms
 routes:
   "*": slow
 YAML
 serve_start "$T/slow.yaml" --log "$LOG" -v
-echo '{"protocol":"multiagent-1.0","role":"user","intent":"execute","task":"t","content":{"type":"text"},"trace":{"id":"in-1"}}' >&8
+envelope in-1 execute >&8
 wait_for '[ -s "$OUT" ]' 5 || fail "no result for the timed-out request"
 expect_error_result "$OUT" timeout
 [ "$(result_field "$OUT" '.trace.parents[0]')" = in-1 ] ||

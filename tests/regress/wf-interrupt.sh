@@ -51,7 +51,8 @@ for sig in INT TERM; do
 	    problem "run, SIG$sig: expected the goal's outcome code shutdown in the audit log, got '$code'"
 done
 
-# A HIGH request retried after a timeout; SIGTERM while the retry waits.
+# A HIGH request retried after a timeout; SIGTERM while the retry waits
+# (60 s: longer than the script can take to send it).
 rm -f "$LOG"
 cat >"$T/retry.yaml" <<YAML
 agents:
@@ -60,9 +61,10 @@ agents:
     timeout: 200ms
 routes:
   "*": a
+retry: {max: 3, initial: 60s, max_delay: 60s}
 YAML
 serve_start "$T/retry.yaml" --log "$LOG" -v
-echo '{"protocol":"multiagent-1.0","role":"user","intent":"execute","task":"t","content":{"type":"text"},"priority":"high","trace":{"id":"h-1"}}' >&8
+envelope h-1 execute t ',"priority":"high"' >&8
 wait_log 'corral: request h-1: TIMEOUT' 5
 log_has 'retry 1 in' || fail "expected h-1 to be retried after its timeout: $(grep h-1 "$ERR")"
 kill -TERM "$CORRAL_PID"

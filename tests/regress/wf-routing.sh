@@ -21,11 +21,6 @@
 
 LOG="$T/audit.ndjson"
 
-# input ID INTENT: one request envelope for corral serve.
-input() {
-	printf '{"protocol":"multiagent-1.0","role":"user","intent":"%s","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"%s"}}\n' "$2" "$1"
-}
-
 # 1. A route to an agent that does not exist.
 cat >"$T/ghost.yaml" <<YAML
 agents:
@@ -60,9 +55,9 @@ grep -q '"ev":"route"' "$LOG" && fail "no_route: a request was routed anyway"
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 serve_start "$T/noroute.yaml"
-input in-1 analyze >&8
-input in-2 execute >&8
-input in-3 plan >&8
+envelope in-1 analyze >&8
+envelope in-2 execute >&8
+envelope in-3 plan >&8
 serve_eof
 corral_wait 10
 expect_rc 0
@@ -96,8 +91,14 @@ r=$(audit_routes "$LOG" | awk '{ print $1 "/" $2 }' | tr '\n' ' ')
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 
+<<<<<<< HEAD
 # 3b. No finalize: when no branch is left, every branch's last reply is
 # the result (join: all): one envelope listing both, status ok.
+=======
+# 3b. No finalize: when no branch is left, the last reply is the result.
+# Two execute branches, the second instance 150 ms slower (so it usually
+# answers last; the audit log says which did).
+>>>>>>> tests-infra
 cat >"$T/nofinal.yaml" <<YAML
 agents:
   a:
@@ -111,34 +112,49 @@ routes:
 YAML
 corral_run 10 run "$T/nofinal.yaml" --goal go --log "$LOG"
 expect_rc 0
+<<<<<<< HEAD
 got=$(jq -r '[.content.type, (.content.data.branches | length),
     ([.content.data.branches[] | .status + ":" + .envelope.content.text] | sort | join(","))] | join(" ")' "$OUT")
 [ "$got" = "json 2 ok:execute by b.1,ok:execute by b.2" ] ||
     fail "no finalize: expected both branches' replies in the result, got '$got': $(cat "$OUT")"
+=======
+replies=$(jq -r 'select(.ev == "reply" and .env.intent == "execute") | .agent' "$LOG" | tr '\n' ' ')
+case $replies in
+"b.1 b.2 "|"b.2 b.1 ") ;;
+*) fail "no finalize: expected one execute reply from each of b.1 and b.2, the audit log has: $replies" ;;
+esac
+last=${replies% }
+last=${last##* }
+note "no finalize: the execute replies came from $replies"
+[ "$(result_field "$OUT" .intent)/$(result_field "$OUT" .content.text)" = "execute/execute by $last" ] ||
+    fail "no finalize: expected the last branch's reply ($last's execute) as the result: $(cat "$OUT")"
+>>>>>>> tests-infra
 audit_all "$LOG" 'select(.ev == "job_end") | .status == "ok"' ||
     fail "no finalize: expected job_end ok"
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 
 # 4. Fewest outstanding, within max_inflight: three instances of differing
-# speed (20, 60, 100 ms a request), three requests each at most, forty
-# envelopes arriving four at a time every 30 ms, faster than the three
+# speed (20, 60, 100 ms a request, x SLOW so that the machine's own delays
+# do not even them out), three requests each at most, forty envelopes
+# arriving four at a time every 30 ms (x SLOW), faster than the three
 # together answer, so some wait in the queue for a free slot.
 N=40
 cat >"$T/pool.yaml" <<YAML
 agents:
   w:
-    cmd: [$WA, --delay, "20", --slower, "40", --intent, finalize]
+    cmd: [$WA, --delay, "$((20 * SLOW))", --slower, "$((40 * SLOW))", --intent, finalize]
     instances: 3
     max_inflight: 3
 routes:
   "*": w
 YAML
 serve_start "$T/pool.yaml" --log "$LOG"
+gap=$(awk -v s="$SLOW" 'BEGIN { print 0.03 * s }')
 i=1
 while [ $i -le $N ]; do
-	input "in-$i" execute >&8
-	[ $((i % 4)) -eq 0 ] && sleep 0.03
+	envelope "in-$i" execute >&8
+	[ $((i % 4)) -eq 0 ] && sleep "$gap"
 	i=$((i + 1))
 done
 serve_eof
@@ -284,25 +300,35 @@ YAML
 done
 
 # 8. Never back to the author while another reflect agent exists, even one
-# that is busy: the reflection waits for it.  other holds a slow request
-# (max_inflight 1) when author's weak reply comes; author is idle.
+# that is busy: the reflection waits for it.  other holds a request
+# (max_inflight 1; it answers once $T/other-go exists) when author's weak
+# reply comes; author is idle.
 cat >"$T/excl.yaml" <<YAML
 agents:
   author:
     cmd: [$WA, --when, plan, --intent, finalize, --score, "0.2", --when, reflect, --score, "0.9"]
   other:
-    cmd: [$WA, --delay, "600", --score, "0.9"]
+    cmd: [$WA, --wait-file, $T/other-go, --score, "0.9"]
     max_inflight: 1
+    timeout: $((30 * SLOW))s	# held until the script releases it
 routes:
   plan: author
   analyze: other
   reflect: [author, other]
 YAML
 serve_start "$T/excl.yaml" --log "$LOG"
-input a-1 analyze >&8
+envelope a-1 analyze >&8
 wait_for 'grep -q "\"ev\":\"route\",\"agent\":\"other\",\"id\":\"a-1\"" "$LOG" 2>/dev/null' 5 ||
     fail "exclusion: a-1 never reached other"
-input p-1 plan >&8
+envelope p-1 plan >&8
+# The reflection of author's weak reply is waiting in the queue.
+reflection_queued() {
+	rid=$(jq -r 'select(.ev == "reflect") | .id' "$LOG" 2>/dev/null)
+	[ -n "$rid" ] && grep -q "\"ev\":\"queue\",\"id\":\"$rid\"" "$LOG"
+}
+wait_for reflection_queued 10 ||
+    fail "exclusion: expected author's weak reply reflected on, and the reflection queued for the busy other: $(grep -E '"ev":"(reflect|queue|route)"' "$LOG" | cut -c1-200)"
+: >"$T/other-go"
 serve_eof
 corral_wait 20
 expect_rc 0

@@ -13,16 +13,13 @@
 
 LOG="$T/audit.ndjson"
 
-# input ID INTENT: one request envelope.
-input() {
-	printf '{"protocol":"multiagent-1.0","role":"user","intent":"%s","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"%s"}}\n' "$2" "$1"
-}
-
-# analyze requests are slow (300 ms), execute requests fast.
+# analyze requests are slow (held until $T/go exists, then 300 ms
+# each), execute requests fast.
 cat >"$T/wf.yaml" <<YAML
 agents:
   slow:
-    cmd: [$WA, --delay, "300", --intent, finalize]
+    cmd: [$WA, --wait-file, $T/go, --delay, "300", --intent, finalize]
+    timeout: $((30 * SLOW))s	# held until the script releases it
   fast:
     cmd: [$WA, --intent, finalize]
 routes:
@@ -34,14 +31,15 @@ YAML
 serve_start "$T/wf.yaml" --log "$LOG"
 i=1
 while [ $i -le 8 ]; do
-	if [ $((i % 2)) -eq 1 ]; then input "in-$i" analyze; else input "in-$i" execute; fi >&8
+	if [ $((i % 2)) -eq 1 ]; then envelope "in-$i" analyze; else envelope "in-$i" execute; fi >&8
 	i=$((i + 1))
 done
-# The fast ones are answered while the first slow one is still running.
-wait_for '[ "$(wc -l <"$OUT")" -ge 4 ]' 5 || fail "expected the 4 fast results first, got $(wc -l <"$OUT") lines"
+# The fast ones are answered while the slow ones are held.
+wait_lines 4 5
 got=$(jq -r '.trace.parents[0]' "$OUT" | tr '\n' ' ')
 [ "$got" = "in-2 in-4 in-6 in-8 " ] ||
     fail "expected the fast results (in-2 in-4 in-6 in-8) before any slow one, got: $got"
+: >"$T/go"
 serve_eof
 corral_wait 20
 expect_rc 0
@@ -73,9 +71,9 @@ serve_start "$T/wf.yaml" --log "$LOG"
 	echo '{"jsonrpc":"2.0","id":7,"method":"ping"}'
 	echo '{"jsonrpc":"2.0","id":"p-2","method":"ping"}'
 	echo '{"jsonrpc":"2.0","method":"ping"}'
-	input ok-1 execute
+	envelope ok-1 execute
 } >&8
-wait_for '[ "$(wc -l <"$OUT")" -ge 8 ]' 5 || fail "expected 8 lines (5 errors, 2 pongs, 1 result), got $(wc -l <"$OUT")"
+wait_lines 8 5
 serve_eof
 corral_wait 10
 expect_rc 0
@@ -96,12 +94,13 @@ n=$(jq -r 'select(.ev == "rejected" and .agent == "stdin") | .code' "$LOG" | wc 
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 
-# 3. EOF drains the work in flight.
+# 3. EOF drains the work in flight.  (The clock starts before the
+# requests go, so that a pause of this script cannot shorten the time.)
 serve_start "$T/wf.yaml" --log "$LOG"
-input s-1 analyze >&8
-input s-2 analyze >&8
-serve_eof
 s=$(now)
+envelope s-1 analyze >&8
+envelope s-2 analyze >&8
+serve_eof
 corral_wait 10
 expect_rc 0
 t=$(elapsed "$s")

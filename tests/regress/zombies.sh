@@ -17,21 +17,20 @@ routes:
 YAML
 
 for mode in pidns nopidns; do
-	if [ $mode = nopidns ]; then
-		export CORRAL_NO_PIDNS=1
-	else
-		unset CORRAL_NO_PIDNS
-	fi
+	pidns_mode $mode
 	rm -f "$T/keep.pid"
 	serve_start "$T/wf.yaml" -v
 	wait_for '[ -s "$T/keep.pid" ]' 10 || fail "$mode: keeper's grandchild did not start"
 	sup=$(supervisor_pid)
 	# An orphaned grandchild that is killed: its new parent must reap it.
 	kill -9 "$(host_pid $(cat "$T/keep.pid"))"
-	# Two crashes of crashy, each leaving an orphan that exits 200ms later.
+	# Two crashes of crashy, each leaving an orphan that exits 200ms later:
+	# once the latest orphan has exited, it and the killed one must be
+	# reaped.
 	wait_for '[ "$(grep -c "corral: agent crashy: READY -> STOPPED (exit status 1)" "$ERR")" -ge 2 ]' 10 ||
 	    fail "$mode: expected crashy to crash twice"
-	sleep 0.3
+	gc=$(host_pid $(cat "$T/gc.pid"))
+	[ -z "$gc" ] || wait_gone "$gc" 5 || fail "$mode: crashy's orphan $gc did not exit"
 	z=
 	wait_for '[ -z "$(zombies_of $CORRAL_PID $sup $(marker_pids))" ]' 3 ||
 	    z=$(zombies_of $CORRAL_PID $sup $(marker_pids))

@@ -8,6 +8,9 @@
  *   ok (or anything else)  reply at once: a finalize envelope whose
  *                          trace.parents names the request
  *   sleep:MS               reply after MS milliseconds
+ *   wait:FILE              reply once FILE exists (looked for every 20 ms),
+ *                          so a script holds the agent busy until it has
+ *                          seen what it waits for
  *   hang                   never reply
  *   crash                  exit 3 at once
  *   crash-once:FILE        exit 3 if FILE does not exist yet (creating it),
@@ -78,6 +81,7 @@ struct chunk {
 struct timer {
 	double	 due;
 	char	 id[128];
+	char	 path[512];	/* "wait:": reply once this exists */
 };
 
 static const char	*record_path;
@@ -383,13 +387,16 @@ script_reply(const char *id)
 	free(line);
 }
 
+/* Reply to id after some seconds, or once path exists (if not NULL). */
 static void
-add_timer(double after, const char *id)
+add_timer(double after, const char *id, const char *path)
 {
 	if (ntimers == sizeof timers / sizeof timers[0])
 		return;
 	timers[ntimers].due = tool_mono() + after;
 	snprintf(timers[ntimers].id, sizeof timers[ntimers].id, "%s", id);
+	snprintf(timers[ntimers].path, sizeof timers[ntimers].path, "%s",
+	    path != NULL ? path : "");
 	ntimers++;
 }
 
@@ -423,7 +430,9 @@ request(const char *line)
 	if (arg != NULL)
 		*arg++ = '\0';
 	if (strcmp(task, "sleep") == 0 && arg != NULL)
-		add_timer(atof(arg) / 1000.0, id);
+		add_timer(atof(arg) / 1000.0, id, NULL);
+	else if (strcmp(task, "wait") == 0 && arg != NULL)
+		add_timer(0, id, arg);
 	else if (strcmp(task, "hang") == 0)
 		;
 	else if (strcmp(task, "crash") == 0) {
@@ -607,7 +616,11 @@ main(int argc, char **argv)
 	for (;;) {
 		now = tool_mono();
 		for (i = 0; i < ntimers;) {
-			if (timers[i].due <= now) {
+			if (timers[i].due <= now && timers[i].path[0] != '\0' &&
+			    access(timers[i].path, F_OK) != 0) {
+				timers[i].due = now + 0.02;	/* look again */
+				i++;
+			} else if (timers[i].due <= now) {
 				reply(timers[i].id);
 				timers[i] = timers[--ntimers];
 			} else

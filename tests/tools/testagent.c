@@ -15,7 +15,9 @@
  *                      N start lines, i.e. crash in the first N runs
  *   --crash-after N    exit 3 on receiving the Nth request
  *   --die-after MS     exit 1 MS milliseconds after starting
- *   --ignore-term      ignore SIGTERM, and keep running after EOF
+ *   --exit-when FILE   exit 1 once FILE exists (looked for every 20 ms)
+ *   --ignore-term      ignore SIGTERM (recording "term" when one comes),
+ *                      and keep running after EOF
  *   --linger           keep running after EOF (SIGTERM still kills)
  *   --grandchild FILE  double-fork a grandchild that calls setsid(), puts
  *                      /dev/null on 0-2, writes its pid to FILE and
@@ -30,8 +32,9 @@
  *   --env FILE         write the environment into FILE at start
  *   --no-pings         never answer pings
  *   --pause-file FILE  do not answer pings while FILE exists
- *   --handshake MS     wait MS milliseconds, record how many envelopes
- *                      arrived meanwhile ("early N"), then send map/connect
+ *   --handshake MS     wait MS milliseconds, or until an envelope arrives
+ *                      before the handshake, record how many arrived
+ *                      meanwhile ("early N"), then send map/connect
  *   --hang             read requests but never answer them
  *   --reply-text TEXT  the reply's content.text (default "ok AGENT_ID")
  *
@@ -74,6 +77,7 @@ static const char	*grandchild_path;
 static const char	*fds_path;
 static const char	*env_path;
 static const char	*pause_path;
+static const char	*exit_when;
 static const char	*reply_text;
 static int		 exit_code = -1;
 static int		 crash_first = -1;
@@ -92,6 +96,7 @@ static int		 hang;
 static long		 requests;
 static long		 early;
 static int		 connected;
+static int		 term_fd = -1;	/* the record file, for on_term */
 
 static char		*inbuf;
 static size_t		 inlen, incap;
@@ -101,6 +106,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: testagent [--record FILE] [--pidfile FILE] "
 	    "[--exit N] [--crash-first N] [--crash-after N] [--die-after MS] "
+	    "[--exit-when FILE] "
 	    "[--ignore-term] [--linger] [--grandchild FILE] "
 	    "[--grandchild-life MS] [--grandchild-keep] [--stderr-bytes N] "
 	    "[--stderr-line N] [--oversize N] [--fds FILE] [--env FILE] [--no-pings] "
@@ -187,6 +193,18 @@ dump_env(const char *path)
 	fclose(f);
 }
 
+/* SIGTERM with --ignore-term: note it and carry on. */
+static void
+on_term(int sig)
+{
+	int	save = errno;
+
+	(void)sig;
+	if (term_fd != -1)
+		(void)write(term_fd, "term\n", 5);
+	errno = save;
+}
+
 /* Start a detached grandchild in its own session. */
 static void
 spawn_grandchild(void)
@@ -197,6 +215,8 @@ spawn_grandchild(void)
 	if ((pid = fork()) == -1)
 		return;
 	if (pid == 0) {
+		if (ignore_term)
+			signal(SIGTERM, SIG_IGN);
 		if (setsid() == -1)
 			_exit(1);
 		if ((gc = fork()) != 0)
@@ -439,6 +459,8 @@ main(int argc, char **argv)
 			crash_after = atol(ARG());
 		else if (strcmp(o, "--die-after") == 0)
 			die_after = atol(ARG());
+		else if (strcmp(o, "--exit-when") == 0)
+			exit_when = ARG();
 		else if (strcmp(o, "--ignore-term") == 0)
 			ignore_term = 1;
 		else if (strcmp(o, "--linger") == 0)
@@ -482,8 +504,18 @@ main(int argc, char **argv)
 		write_pidfile(pidfile, hp);
 	if (env_path != NULL)
 		dump_env(env_path);
-	if (ignore_term)
-		signal(SIGTERM, SIG_IGN);
+	if (ignore_term) {
+		struct sigaction sa;
+
+		if (record_path != NULL)
+			term_fd = open(record_path, O_WRONLY | O_CREAT |
+			    O_APPEND | O_CLOEXEC, 0600);
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_term;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	if (exit_code >= 0)
 		exit(exit_code);
 	if (crash_first >= 0 && count_starts() <= crash_first) {
@@ -502,6 +534,8 @@ main(int argc, char **argv)
 			pfd.events = POLLIN;
 			if (poll(&pfd, 1, left) == 1 && !read_some())
 				break;
+			if (early > 0)
+				break;	/* seen: no need to wait longer */
 		}
 		record("early %ld", early);
 		connected = 1;
@@ -521,6 +555,14 @@ main(int argc, char **argv)
 				record("die");
 				exit(1);
 			}
+		}
+		if (exit_when != NULL) {
+			if (access(exit_when, F_OK) == 0) {
+				record("die");
+				exit(1);
+			}
+			if (left < 0 || left > 20)
+				left = 20;
 		}
 		if (poll(&pfd, 1, left) == -1) {
 			if (errno == EINTR)

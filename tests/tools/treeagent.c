@@ -278,13 +278,20 @@ call(const char *method, json_t *params)
 	return r;
 }
 
-/* Find the id of the first agent of entry name in the record file. */
+/*
+ * Find the id of the first agent of entry name in the record file,
+ * waiting up to 60 s for it to start (times SLOW if the environment has
+ * it; corral's allowlist keeps it from agents unless a workflow lets it
+ * through).
+ */
 static char *
 lookup(const char *name)
 {
-	char	 line[1024], id[256], nm[256];
-	FILE	*f;
-	double	 end = tool_mono() + 10;
+	char		 line[1024], id[256], nm[256];
+	FILE		*f;
+	const char	*slow = getenv("SLOW");
+	double		 end = tool_mono() + 60 * (slow != NULL &&
+			    atoi(slow) > 0 ? atoi(slow) : 1);
 
 	while (tool_mono() < end) {
 		if (record_path != NULL && (f = fopen(record_path, "r")) !=

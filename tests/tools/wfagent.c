@@ -27,6 +27,8 @@
  *   --bad KIND        write an invalid envelope before the reply: "score"
  *                     (confidence.score 7) or "task" (no task member)
  *   --delay MS        wait MS milliseconds before replying
+ *   --wait-file FILE  before replying (and before --delay), wait until
+ *                     FILE exists, so a script decides when the reply goes
  *   --slower MS       wait MS milliseconds more per instance number above
  *                     one (CORRAL_AGENT_ID "name.N"), so instances differ
  *   --hang            never reply
@@ -67,6 +69,7 @@ struct rule {
 	const char	*bad;
 	long		 delay;
 	long		 slower;
+	const char	*wait_file;
 	int		 hang;
 	int		 no_parents;
 };
@@ -86,8 +89,8 @@ usage(void)
 	fprintf(stderr, "usage: wfagent [--record FILE] [--handshake MS] "
 	    "[--unsolicited] [RULE...] [--when INTENT RULE...]...\n"
 	    "RULE: --intent I | --score X|none | --next I[:TASK] | --text T | "
-	    "--error | --garbage N | --bad score|task | --delay MS | --slower MS | "
-	    "--hang | "
+	    "--error | --garbage N | --bad score|task | --delay MS | "
+	    "--wait-file FILE | --slower MS | --hang | "
 	    "--no-parents\n");
 	exit(64);
 }
@@ -140,6 +143,9 @@ answer(json_t *req)
 		sect = &rules[1 + i];
 	if (PICK(sect, hang, -1) > 0)
 		return;
+	if (PICK(sect, wait_file, NULL) != NULL)
+		while (access(PICK(sect, wait_file, NULL), F_OK) != 0)
+			tool_msleep(20);
 	if (PICK(sect, delay, -1) > 0 || PICK(sect, slower, -1) > 0)
 		tool_msleep((PICK(sect, delay, -1) > 0 ?
 		    PICK(sect, delay, -1) : 0) + (instance - 1) *
@@ -296,6 +302,8 @@ rule_option(struct rule *r, int argc, char **argv, int *ip)
 			usage();
 	} else if (strcmp(o, "--delay") == 0)
 		r->delay = atol(ARG());
+	else if (strcmp(o, "--wait-file") == 0)
+		r->wait_file = ARG();
 	else if (strcmp(o, "--slower") == 0)
 		r->slower = atol(ARG());
 	else if (strcmp(o, "--hang") == 0)
