@@ -196,6 +196,8 @@ struct ndjson_reader {
 	int	 last_cr;	/* the last byte discarded was '\r' */
 	int	 discarding;
 	int	 truncate;
+	int	 stop;		/* hand out no more lines of this chunk */
+	int	 held;		/* buf holds the rest of a stopped chunk */
 };
 
 struct ndjson_writer {
@@ -375,10 +377,12 @@ struct chan {
 #define CHAN_WCLOSED	0x08	/* write side closed */
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
+#define CHAN_RESUME	0x40	/* on the resume list */
 	struct chan		*blocked_on;	/* the writer we wait for */
 	TAILQ_HEAD(, chan)	 waiters;	/* readers waiting for us */
 	TAILQ_ENTRY(chan)	 wait_entry;
 	TAILQ_ENTRY(chan)	 dirty_entry;
+	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
@@ -1012,6 +1016,9 @@ void	 ndjson_feed(struct ndjson_reader *, char *, size_t, ndjson_line_cb,
 	    void *);
 void	 ndjson_finish(struct ndjson_reader *, ndjson_line_cb, void *);
 int	 ndjson_reader_pending(const struct ndjson_reader *);
+void	 ndjson_reader_stop(struct ndjson_reader *);
+int	 ndjson_reader_held(const struct ndjson_reader *);
+void	 ndjson_resume(struct ndjson_reader *, ndjson_line_cb, void *);
 void	 ndjson_writer_init(struct ndjson_writer *, size_t, size_t);
 void	 ndjson_writer_free(struct ndjson_writer *);
 size_t	 ndjson_writer_queued(const struct ndjson_writer *);
