@@ -168,6 +168,7 @@ struct jscan {
 	struct jscan_key		*keys;
 	uint32_t		 nkeys;
 	uint32_t		 keycap;
+	size_t			 nvals;		/* values and keys, any depth */
 	uint32_t		*table;
 	uint32_t		 tablecap;
 	char			*tmp;

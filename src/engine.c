@@ -1562,6 +1562,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
 		a->work.bad_streak = 0;
+		/* The control plane scans it again: let the tape go first. */
+		jscan_trim(js);
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(&a->peer, line, len);
 		return;
@@ -1689,6 +1691,8 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		goto out;
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		/* The control plane scans it again: let the tape go first. */
+		jscan_trim(js);
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(from, line, len);
 		goto out;

@@ -486,6 +486,7 @@ jscan_run(struct jscan *js, const char *p, size_t n)
 
 	js->ntok = 0;
 	js->nkeys = 0;
+	js->nvals = 0;
 	js->err = NULL;
 	js->err_off = 0;
 	if (n >= UINT32_MAX)
@@ -503,6 +504,7 @@ value:
 		return jscan_fail(js, pos, "value expected");
 	start = pos;
 	t = UINT32_MAX;
+	js->nvals++;
 	switch (s[pos]) {
 	case '{':
 	case '[':
@@ -625,6 +627,7 @@ key:
 	start = pos;
 	if (jscan_string(js, s, n, &pos, &flag) != 0)
 		return -1;
+	js->nvals++;
 	if (js->nkeys == js->keycap) {
 		js->keycap *= 2;
 		js->keys = xreallocarray(js->keys, js->keycap, sizeof *js->keys);
