@@ -1388,6 +1388,7 @@ void	 engine_request_done(struct msg *, const char *, size_t, int);
 void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_limit_all(const char *, const char *);
+int	 engine_has_room(size_t);
 void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 int	 engine_start_goal(const char *);
