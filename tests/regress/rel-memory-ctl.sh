@@ -49,8 +49,8 @@ routes:
 limits: {memory: 16MiB}
 YAML
 serve_start "$T/msg.yaml" -v --log "$AUD"
-wait_for '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 60 ||
-    fail "messages: no answer to map/replay within $((60 * SLOW))s"
+wait_for '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 120 ||
+    fail "messages: no answer to map/replay within $((120 * SLOW))s"
 serve_eof
 corral_wait 30
 expect_rc 0
