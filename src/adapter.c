@@ -333,7 +333,7 @@ adapter_envelope_ok(struct agent *a, struct msg *m,
 json_t *
 adapter_number(double v)
 {
-	if (v == (double)(json_int_t)v && v < 9e15 && v > -9e15)
+	if (v < 9e15 && v > -9e15 && v == (double)(json_int_t)v)
 		return json_integer((json_int_t)v);
 	return json_real(v);
 }

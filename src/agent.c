@@ -612,6 +612,8 @@ agent_free(struct agent *a)
 	RB_REMOVE(agent_tree, &agent_tree, a);
 	TAILQ_REMOVE(&agent_list, a, entry);
 	agent_release(a);
+	if (a->conf_free != NULL)
+		a->conf_free(a->conf);
 	free(a->id);
 	free(a);
 }

@@ -52,6 +52,9 @@ static int	config_table_read_interval(struct config_reader *,
 static int	config_table_after_then(struct config_reader *,
 		    const struct config_key *, void *, const struct config_node *,
 		    const char *);
+static int	config_table_after_intents(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
 static int	config_table_after_start(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -118,11 +121,16 @@ const struct config_key config_table[] = {
 	{ .name = "description", TOP(description), .type = CONFIG_STRING,
 	  .flags = CONFIG_HIDE,
 	  .doc = "free text for people; corral does not use it" },
+	{ .name = "intents", TOP(intents), .type = CONFIG_LIST,
+	  .count = offsetof(struct workflow, nintents), .flags = CONFIG_OMIT,
+	  .after = config_table_after_intents,
+	  .doc = "the workflow's own intents, beyond the ten standard ones" },
 	{ .name = "start", TOP(start), .type = CONFIG_STRING, .dflt = "plan",
-	  .typename = "intent", .after = config_table_after_start,
+	  .flags = CONFIG_LATE, .typename = "intent",
+	  .after = config_table_after_start,
 	  .doc = "the intent of corral run's first envelope" },
 	{ .name = "defaults", .scope = CONFIG_TOP, .type = CONFIG_MAP,
-	  .flags = CONFIG_HIDE, .read = config_table_read_defaults,
+	  .flags = CONFIG_HIDE|CONFIG_LATE, .read = config_table_read_defaults,
 	  .doc = "settings every agent starts from" },
 	{ .name = "agents", .scope = CONFIG_TOP, .type = CONFIG_MAP,
 	  .flags = CONFIG_LATE|CONFIG_REQUIRED,
@@ -147,7 +155,7 @@ const struct config_key config_table[] = {
 	  .dflt = "accept", .doc = "what a reply without confidence is" },
 
 	{ .name = "join", .scope = CONFIG_TOP, .type = CONFIG_MAP,
-	  .shorthand = "wait", .typename = "wait or mapping",
+	  .flags = CONFIG_LATE, .shorthand = "wait", .typename = "wait or mapping",
 	  .doc = "how the branches of a fan-out come together" },
 	{ .name = "join.wait", TOP(join_first), .type = CONFIG_ENUM,
 	  .choices = config_table_join, .dflt = "all",
@@ -505,6 +513,7 @@ config_table_read_routes(struct config_reader *rd,
 	const struct config_node	*intent;
 	struct route_conf		*rc;
 	char				 p[256];
+	char				 list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
 	size_t				 i;
 
 	if (config_map_check(rd, n, path) != 0)
@@ -513,12 +522,13 @@ config_table_read_routes(struct config_reader *rd,
 	for (i = 0; i + 1 < n->nkids; i += 2) {
 		intent = n->kids[i];
 		if (strcmp(intent->str, "*") != 0 &&
-		    protocol_intent(intent->str, intent->len) < 0)
+		    protocol_intent(intent->str, intent->len) < 0) {
+			protocol_intent_list(list, sizeof list);
 			return config_err(rd, intent, "%s: '%s' is not an "
-			    "intent (one of plan, decompose, execute, route, "
-			    "retrieve, analyze, summarize, reflect, finalize, "
-			    "tool.call, or \"*\" for the fallback)", path,
-			    intent->str);
+			    "intent (one of %s, or \"*\" for the fallback; a "
+			    "workflow's own go in intents:)", path,
+			    intent->str, list);
+		}
 		rc = &wf->routes[wf->nroutes++];
 		rc->intent = xstrdup(intent->str);
 		rc->line = intent->line;
@@ -722,6 +732,35 @@ config_table_read_interval(struct config_reader *rd,
 		return 0;
 	}
 	return config_read_value(rd, k, base, n, path);
+}
+
+/*
+ * Check the workflow's own intents and make them known, before anything
+ * that names an intent is read (those keys are CONFIG_LATE).
+ */
+static int
+config_table_after_intents(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct workflow	*wf = base;
+	const char	*why;
+	size_t		 i, j;
+
+	if (wf->nintents > INTENT_EXTRA)
+		return config_err(rd, n, "%s: at most %d intents of its own",
+		    path, INTENT_EXTRA);
+	for (i = 0; i < wf->nintents; i++) {
+		if ((why = protocol_intent_check(wf->intents[i])) != NULL)
+			return config_err(rd, n->nkids > i ? n->kids[i] : n,
+			    "%s: '%s': %s", path, wf->intents[i], why);
+		for (j = 0; j < i; j++)
+			if (strcmp(wf->intents[i], wf->intents[j]) == 0)
+				return config_err(rd, n->kids[i], "%s: '%s' is "
+				    "listed twice", path, wf->intents[i]);
+	}
+	protocol_set_intents(wf->intents, wf->nintents);
+	return 0;
 }
 
 /* Check that start: is an intent. */

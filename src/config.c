@@ -688,6 +688,7 @@ config_load_string(const char *text, size_t len, const char *name,
 	memset(&rd, 0, sizeof rd);
 	rd.err = err;
 	rd.wf = config_new(name);
+	protocol_set_intents(NULL, 0);	/* only this workflow's own count */
 	if ((root = config_yaml_parse(&rd, text, len)) != NULL &&
 	    config_build(&rd, root) == 0)
 		ok = 1;
@@ -759,6 +760,7 @@ config_free(struct workflow *wf)
 	}
 	free(wf->routes);
 	config_list_free(wf->env_allow, wf->nenv_allow);
+	config_list_free(wf->intents, wf->nintents);
 	config_list_free(wf->agent_path, wf->npath);
 	free(wf->workspace);
 	free(wf->path);

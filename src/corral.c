@@ -26,8 +26,9 @@ static int	cmd_serve(int, char **);
 static int	cmd_check(int, char **);
 
 static const struct cmd_entry cmds[] = {
-	{ "run", "run FILE --goal TEXT [--log FILE] [--output json|text] "
-	    "[--control PATH | --no-control] [-v]", cmd_run },
+	{ "run", "run FILE --goal TEXT [--input FILE] [--param KEY=VALUE]... "
+	    "[--log FILE]\n             [--output json|text] [--control PATH | "
+	    "--no-control] [-v]", cmd_run },
 	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] "
 	    "[--control PATH | --no-control] [-v]", cmd_serve },
 	{ "check", "check [-p | --print] FILE", cmd_check },
@@ -110,25 +111,87 @@ static const struct option run_opts[] = {
 	{ "max-line", required_argument, NULL, 'm' },
 	{ "control", required_argument, NULL, 'S' },
 	{ "no-control", no_argument, NULL, 'N' },
+	{ "input", required_argument, NULL, 'i' },
+	{ "param", required_argument, NULL, 'p' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/*
+ * Add one --param KEY=VALUE (a string) or KEY:=JSON (any JSON value) to
+ * params.
+ */
+static void
+cmd_param(json_t *params, const char *arg)
+{
+	json_error_t	 e;
+	json_t		*v;
+	const char	*eq = strchr(arg, '=');
+	char		*key;
+	int		 raw;
+
+	if (eq == NULL || eq == arg || (eq == arg + 1 && arg[0] == ':'))
+		errx(EXIT_USAGE, "--param %s: expected KEY=VALUE or KEY:=JSON",
+		    arg);
+	raw = eq[-1] == ':';
+	key = xstrndup(arg, (size_t)(eq - arg) - raw);
+	if (raw) {
+		if ((v = json_loads(eq + 1, JSON_DECODE_ANY |
+		    JSON_REJECT_DUPLICATES, &e)) == NULL)
+			errx(EXIT_USAGE, "--param %s: the value is not JSON: %s",
+			    key, e.text);
+	} else if ((v = json_string(eq + 1)) == NULL)
+		errx(EXIT_USAGE, "--param %s: the value is not UTF-8", key);
+	json_object_set_new(params, key, v);
+	free(key);
+}
+
+/*
+ * Read --input FILE ("-": standard input): one JSON object, a whole
+ * envelope or what becomes its inputs.
+ */
+static json_t *
+cmd_input(const char *path)
+{
+	json_error_t	 e;
+	json_t		*j;
+
+	if (strcmp(path, "-") == 0)
+		j = json_loadf(stdin, JSON_REJECT_DUPLICATES, &e);
+	else
+		j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+	if (j == NULL)
+		errx(EXIT_USAGE, "--input %s:%d:%d: %s", path, e.line, e.column,
+		    e.text);
+	if (!json_is_object(j))
+		errx(EXIT_USAGE, "--input %s: expected a JSON object (an "
+		    "envelope, or its inputs)", path);
+	return j;
+}
 
 /* corral run and corral serve. */
 static int
 cmd_start(int argc, char **argv, int mode)
 {
 	struct workflow	*wf;
-	const char	*goal = NULL, *logpath = NULL;
-	char		*logabs = NULL;
-	size_t		 maxline = 0;
+	const char	*goal = NULL, *logpath = NULL, *input = NULL;
+	char		*logabs = NULL, *line = NULL, why[512];
+	size_t		 maxline = 0, len;
+	json_t		*params, *in = NULL;
 	int		 ch, text = 0, rc;
 
+	params = json_object();
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:N", run_opts,
+	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:Ni:p:", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'i':
+			input = optarg;
+			break;
+		case 'p':
+			cmd_param(params, optarg);
+			break;
 		case 'S':
 			server_configure(optarg, 0);
 			break;
@@ -173,13 +236,22 @@ cmd_start(int argc, char **argv, int mode)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (mode == MODE_RUN && goal == NULL)
-		errx(EXIT_USAGE, "run: --goal TEXT is required");
-	if (mode == MODE_SERVE && goal != NULL)
-		errx(EXIT_USAGE, "serve: --goal does not apply; envelopes come "
-		    "on stdin");
+	if (mode == MODE_SERVE && (goal != NULL || input != NULL ||
+	    json_object_size(params) > 0))
+		errx(EXIT_USAGE, "serve: --goal, --input and --param do not "
+		    "apply; envelopes come on stdin");
+	if (mode == MODE_RUN && input != NULL)
+		in = cmd_input(input);
 	log_init(verbose);
 	wf = cmd_load(argv[0], mode == MODE_RUN ? CONFIG_CHECK_START : 0);
+	if (mode == MODE_RUN) {
+		/* Refused before anything starts, like a bad workflow. */
+		if ((line = envelope_goal(goal, in, params, wf->start, &len, why,
+		    sizeof why)) == NULL)
+			errx(EXIT_USAGE, "run: %s", why);
+		json_decref(in);
+	}
+	json_decref(params);
 	if (logpath != NULL && logpath[0] != '/') {
 		/* Keep relative to where the user stood. */
 		char *cwd = getcwd(NULL, 0);
@@ -191,8 +263,9 @@ cmd_start(int argc, char **argv, int mode)
 	}
 	wf->stdin_max_line = maxline;
 	(void)pidns_enter();
-	rc = supervisor_run(wf, mode, goal, logpath, text);
+	rc = supervisor_run(wf, mode, line, logpath, text);
 	config_free(wf);
+	free(line);
 	free(logabs);
 	return rc;
 }

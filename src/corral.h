@@ -38,8 +38,9 @@
 #define CORRAL_JSON_LOAD	(JSON_REJECT_DUPLICATES)
 
 /*
- * The intents of multiagent-1.0 (seed 000).  INTENT_COUNT is also the
- * index of the "*" fallback route.
+ * The intents of multiagent-1.0.  A workflow may add up to INTENT_EXTRA
+ * of its own (intents:), numbered from INTENT_COUNT; INTENT_MAX, after
+ * them all, is the index of the "*" fallback route.
  */
 enum intent {
 	INTENT_PLAN,
@@ -54,7 +55,10 @@ enum intent {
 	INTENT_TOOL_CALL,
 	INTENT_COUNT
 };
-#define ROUTE_FALLBACK	INTENT_COUNT
+#define INTENT_EXTRA	32
+#define INTENT_MAX	(INTENT_COUNT + INTENT_EXTRA)
+#define INTENT_NAME_MAX	32	/* bytes in a workflow's own intent */
+#define ROUTE_FALLBACK	INTENT_MAX
 
 /* Priorities, as seed 001 numbers them. */
 enum prio {
@@ -328,6 +332,8 @@ struct workflow {
 	size_t			 npath;
 	char			**env_allow;
 	size_t			 nenv_allow;
+	char			**intents;	/* its own, beyond the ten */
+	size_t			 nintents;
 	char			*workspace;
 	unsigned int		 retries;
 	double			 retry_initial;
@@ -553,6 +559,8 @@ struct mapinfo {
 struct agent {
 	char			*id;
 	struct agent_conf	*conf;
+	/* Frees conf after every module forgot the agent; NULL: shared. */
+	void			(*conf_free)(struct agent_conf *);
 	unsigned int		 instance;
 	int			 flags;
 #define AGENT_HIDDEN	0x01	/* a child hidden from the routing table */
@@ -978,12 +986,17 @@ void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
 void	 jsonw_num(struct jsonw *, double);
+double	 jsonw_finite(double);
 void	 jsonw_bool(struct jsonw *, int);
 void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
 int	 protocol_intent(const char *, size_t);
+const char *protocol_intent_check(const char *);
+void	 protocol_set_intents(char **, size_t);
+size_t	 protocol_intent_count(void);
+void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
@@ -1175,7 +1188,8 @@ int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
-char	*envelope_goal(const char *, const char *, const char *, size_t *);
+char	*envelope_goal(const char *, json_t *, json_t *, const char *, size_t *,
+	    char *, size_t);
 char	*envelope_fill(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
 char	*envelope_reflect(struct jscan *, const char *, size_t,
@@ -1391,7 +1405,7 @@ void	 engine_limit_all(const char *, const char *);
 int	 engine_has_room(size_t);
 void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
-int	 engine_start_goal(const char *);
+int	 engine_start_goal(const char *, size_t);
 void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);
 int	 engine_idle(void);

@@ -513,6 +513,24 @@ engine_retry(struct msg *m)
 		    "down");
 		return;
 	}
+	/*
+	 * A task belongs to its one agent (a hidden child is in no route):
+	 * it goes back to that agent's own queue, or fails if the agent
+	 * will never run again.
+	 */
+	if (m->target != NULL) {
+		if ((m->target->flags & AGENT_DEAD) ||
+		    lifecycle_leaving(m->target) ||
+		    (!lifecycle_alive(m->target) &&
+		    !lifecycle_will_restart(m->target))) {
+			engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s "
+			    "is gone; %s cannot be tried again", m->target->id,
+			    m->id);
+			return;
+		}
+		route_direct(m);
+		return;
+	}
 	engine_submit(m);
 }
 
@@ -791,6 +809,11 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
+	if (m->where == MSG_RETRYING) {
+		/* Ended while it waited for a retry (its child failed, say). */
+		TAILQ_REMOVE(&engine_retrying, m, entry);
+		m->where = MSG_NOWHERE;
+	}
 	if (m->where == MSG_INFLIGHT) {
 		a = m->agent;
 		engine_undispatch(m);
@@ -825,8 +848,8 @@ engine_request_done(struct msg *m, const char *line, size_t len, int is_error)
 
 /*
  * End every request job j still has but except: its result is known
- * (join: first) or corral is interrupted.  Each ends in one outcome, cancelled, and a
- * child working on one is stopped with its task.
+ * (join: first) or corral is interrupted.  Each ends in one outcome,
+ * cancelled, and a child working on one is stopped with its task.
  */
 static size_t
 engine_cancel_rest(struct job *j, const char *category, const char *code,
@@ -1017,6 +1040,43 @@ engine_action_ttl(const char *args, size_t len)
 		ttl = jscan_number(js, args, t) / 1000.0;
 	engine_scan_give(js);
 	return ttl;
+}
+
+/*
+ * Check the ttl_ms of each next action's args, which sit below the
+ * reply's tape: a number of milliseconds >= 0, or absent.  Returns 0, or
+ * -1 with err filled as envelope_check fills it.
+ */
+static int
+engine_check_ttls(struct jscan *js, const char *line, const struct env *env,
+    struct env_error *err)
+{
+	struct jscan	*sub;
+	int		 e, args, t, i = 0, bad = 0;
+
+	if (env->next_actions == -1)
+		return 0;
+	for (e = jscan_first(js, env->next_actions); e != -1 && !bad;
+	    e = jscan_next(js, env->next_actions, e), i++) {
+		if ((args = JSCAN_GET(js, line, e, "args")) == -1)
+			continue;
+		sub = engine_scan_take();
+		if (jscan_run(sub, line + js->tok[args].off,
+		    js->tok[args].len) == 0 && (t = JSCAN_GET(sub,
+		    line + js->tok[args].off, 0, "ttl_ms")) != -1 &&
+		    (sub->tok[t].type != JT_NUMBER || jscan_number(sub,
+		    line + js->tok[args].off, t) < 0))
+			bad = 1;
+		engine_scan_give(sub);
+	}
+	if (!bad)
+		return 0;
+	err->code = "invalid_envelope";
+	snprintf(err->path, sizeof err->path,
+	    "outputs.next_actions[%d].args.ttl_ms", i - 1);
+	snprintf(err->msg, sizeof err->msg, "%s must be a number >= 0",
+	    err->path);
+	return -1;
 }
 
 /*
@@ -1498,8 +1558,8 @@ engine_bad_line(struct agent *a, size_t max, struct jscan *js,
 }
 
 /*
- * The in-flight request an invalid reply names in its trace.parents, if
- * any.
+ * The in-flight request an invalid reply names in its trace.parents, or,
+ * when it names none, the oldest one (as for a valid reply).
  */
 static struct msg *
 engine_raw_match(struct agent *a, struct jscan *js, const char *line)
@@ -1507,9 +1567,14 @@ engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 	struct msg	*m;
 	int		 t, p, e;
 
-	if (js->tok[0].type != JT_OBJECT ||
-	    (t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
-	    js->tok[t].type != JT_OBJECT ||
+	if (js->tok[0].type != JT_OBJECT)
+		return NULL;
+	/* No parents named: the oldest outstanding, as engine_match says. */
+	if ((t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    (js->tok[t].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, t, "parents") == -1))
+		return TAILQ_FIRST(&a->work.inflight);
+	if (js->tok[t].type != JT_OBJECT ||
 	    (p = JSCAN_GET(js, line, t, "parents")) == -1 ||
 	    js->tok[p].type != JT_ARRAY)
 		return NULL;
@@ -1540,7 +1605,8 @@ engine_bad(struct agent *a, const char *line, size_t len)
 
 	if (a->work.bad_streak++ == 0) {
 		n = util_utf8_cut(line, len, sizeof a->work.bad_first - 1);
-		memcpy(a->work.bad_first, line, n);
+		if (n > 0)
+			memcpy(a->work.bad_first, line, n);
 		a->work.bad_first[n] = '\0';
 	}
 	if (a->work.bad_streak < ENGINE_BAD_STREAK || !lifecycle_alive(a) ||
@@ -1579,7 +1645,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 			engine_hooks.control(&a->peer, line, len);
 		return;
 	}
-	if (envelope_check(js, line, len, &env, &err) != 0) {
+	if (envelope_check(js, line, len, &env, &err) != 0 ||
+	    engine_check_ttls(js, line, &env, &err) != 0) {
 		engine_warn_agent(a, "invalid envelope: %s", err.msg);
 		engine_notice(a, err.code, err.path, err.msg,
 		    engine_raw_trace_id(js, line, id, sizeof id));
@@ -1681,6 +1748,41 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 }
 
 /*
+ * Make a new job from a checked envelope (scanned in js): a serve input
+ * or run's goal.  Its trace.id, or a new one when it names none, is the
+ * job's id; the request is recorded but not yet routed.
+ */
+static struct msg *
+engine_job_start(struct jscan *js, const char *line, size_t len,
+    struct env *env, int origin)
+{
+	struct job	*j;
+	struct msg	*m;
+	char		 id[CORRAL_ID_MAX], *copy;
+	size_t		 clen;
+
+	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+		protocol_new_id(id, sizeof id);
+		copy = envelope_fill(js, line, len, env, id, NULL, &clen);
+	} else
+		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
+	if (copy == NULL) {
+		copy = xmemdup0(line, len);
+		clen = len;
+	}
+	j = engine_job_create(origin);
+	strlcpy(j->id, id, sizeof j->id);
+	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
+	    MSG_INPUT, env->intent);
+	strlcpy(m->id, id, sizeof m->id);
+	m->prio = (uint8_t)env->prio;
+	m->timeout = env->ttl;
+	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
+	    clen);
+	return m;
+}
+
+/*
  * A line on corral serve's stdin, from peer: a new job.  Whatever is
  * wrong with it, it gets exactly one line back.
  */
@@ -1691,10 +1793,8 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
-	struct job		*j;
 	struct msg		*m;
-	char			 id[CORRAL_ID_MAX], *copy, *stripped = NULL;
-	size_t			 clen;
+	char			 id[CORRAL_ID_MAX], *stripped = NULL;
 
 	js = engine_scan_take();
 	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
@@ -1735,22 +1835,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		    "could not be read without its corral member", NULL);
 		goto out;
 	}
-	if (envelope_trace_id(js, line, &env, id, sizeof id) != 0) {
-		protocol_new_id(id, sizeof id);
-		copy = envelope_fill(js, line, len, &env, id, NULL, &clen);
-	} else
-		copy = envelope_fill(js, line, len, &env, NULL, NULL, &clen);
-	if (copy == NULL) {
-		copy = xmemdup0(line, len);
-		clen = len;
-	}
-	j = engine_job_create(JOB_SERVE);
-	strlcpy(j->id, id, sizeof j->id);
-	m = engine_msg_create(j, copy, clen, MSG_INPUT, env.intent);
-	strlcpy(m->id, id, sizeof m->id);
-	m->prio = (uint8_t)env.prio;
-	m->timeout = env.ttl;
-	auditlog_envelope("input", NULL, id, copy, clen);
+	m = engine_job_start(js, line, len, &env, JOB_SERVE);
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	engine_submit(m);
@@ -1759,25 +1844,26 @@ out:
 	engine_scan_give(js);
 }
 
-/* Start corral run's job with the goal as its first envelope. */
+/*
+ * Start corral run's job with its first envelope, built and checked by
+ * envelope_goal: the trace.id it names (else a new one) is the job's.
+ */
 int
-engine_start_goal(const char *goal)
+engine_start_goal(const char *line, size_t len)
 {
-	struct job	*j;
-	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *line;
-	size_t		 len;
-	int		 intent;
+	struct env_error	 err;
+	struct env		 env;
+	struct jscan		*js;
+	struct msg		*m;
 
-	intent = protocol_intent(engine_wf->start, strlen(engine_wf->start));
-	protocol_new_id(id, sizeof id);
-	if ((line = envelope_goal(goal, engine_wf->start, id, &len)) == NULL)
+	js = engine_scan_take();
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0) {
+		engine_scan_give(js);
 		return -1;
-	j = engine_job_create(JOB_RUN);
-	strlcpy(j->id, id, sizeof j->id);
-	m = engine_msg_create(j, line, len, MSG_GOAL, intent);
-	strlcpy(m->id, id, sizeof m->id);
-	auditlog_envelope("goal", NULL, id, line, len);
+	}
+	m = engine_job_start(js, line, len, &env, JOB_RUN);
+	engine_scan_give(js);
 	engine_submit(m);
 	return 0;
 }
@@ -1817,7 +1903,8 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 
 /*
  * An agent changed state: work at an agent that exited, broke or failed
- * ends now.
+ * ends now, and so does work waiting for a restart that was called off
+ * (BACKOFF -> STOPPED).
  */
 static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
@@ -1827,7 +1914,7 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?
 		    lifecycle_last_exit(a) : why);
-	else if (ev == AE_BROKEN)
+	else if (ev == AE_BROKEN || (from == AS_BACKOFF && to == AS_STOPPED))
 		engine_agent_gone(a, why, why);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)

@@ -382,12 +382,13 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 				return -1;
 			x = JSCAN_GET(js, s, e, "intent");
 			if (env_intent(js, s, x) < 0) {
+				char list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
 				snprintf(p, sizeof p,
 				    "outputs.next_actions[%d].intent", i);
+				protocol_intent_list(list, sizeof list);
 				return env_fail(err, p, "%s is not an intent "
-				    "(plan, decompose, execute, route, "
-				    "retrieve, analyze, summarize, reflect, "
-				    "finalize, tool.call)", p);
+				    "(%s)", p, list);
 			}
 			if ((x = JSCAN_GET(js, s, e, "args")) != -1 &&
 			    js->tok[x].type != JT_OBJECT) {
@@ -592,11 +593,13 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		} else if (KEY("intent")) {
 			if (env_want(js, t, JT_STRING, err, "intent") != 0)
 				return -1;
-			if ((env->intent = env_intent(js, s, t)) < 0)
+			if ((env->intent = env_intent(js, s, t)) < 0) {
+				char list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
+				protocol_intent_list(list, sizeof list);
 				return env_fail(err, "intent", "intent must be "
-				    "one of plan, decompose, execute, route, "
-				    "retrieve, analyze, summarize, reflect, "
-				    "finalize, tool.call");
+				    "one of %s", list);
+			}
 		} else if (KEY("task")) {
 			if (env_want(js, t, JT_STRING, err, "task") != 0)
 				return -1;
@@ -1241,27 +1244,75 @@ envelope_error(const char *code, const char *category, const char *path,
 	return out;
 }
 
-/* Build corral run's first envelope from the goal. */
+/*
+ * Build corral run's first envelope from what the command line gave: the
+ * goal text, an --input object (a whole envelope, or what becomes its
+ * "inputs"), and --param pairs (params, merged into inputs.parameters).
+ * What is missing is filled in: protocol, role "user", intent (the
+ * workflow's start), task and content from the goal.  trace.id and
+ * timestamp are left for the engine.  Returns the line, or NULL with why:
+ * the envelope must pass the same checks as any input.
+ */
 char *
-envelope_goal(const char *goal, const char *intent, const char *id,
-    size_t *outlen)
+envelope_goal(const char *goal, json_t *input, json_t *params,
+    const char *intent, size_t *outlen, char *why, size_t whylen)
 {
-	json_t	*j;
-	char	 ts[40];
-	char	*out;
+	struct jscan		*js;
+	struct env		 env;
+	struct env_error	 err;
+	json_t			*j, *in, *pm;
+	char			*out;
 
-	util_rfc3339(ts, sizeof ts);
-	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s}}",
-	    "protocol", CORRAL_ENVELOPE_PROTOCOL,
-	    "role", "user",
-	    "timestamp", ts,
-	    "intent", intent,
-	    "task", goal,
-	    "content", "type", "text", "text", goal,
-	    "trace", "id", id);
-	if (j == NULL)
-		return NULL;	/* the goal is not valid UTF-8 */
+	if (input != NULL && json_object_get(input, "protocol") != NULL) {
+		if (goal != NULL) {
+			snprintf(why, whylen, "--goal and the envelope in "
+			    "--input both say what to do: give one");
+			return NULL;
+		}
+		j = json_deep_copy(input);
+	} else {
+		if (goal == NULL) {
+			snprintf(why, whylen, "--goal TEXT is required (or "
+			    "--input with a whole envelope)");
+			return NULL;
+		}
+		j = json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}",
+		    "protocol", CORRAL_ENVELOPE_PROTOCOL, "role", "user",
+		    "task", goal, "content", "type", "text", "text", goal);
+		if (j == NULL) {
+			snprintf(why, whylen, "the goal is not valid UTF-8");
+			return NULL;
+		}
+		if (input != NULL)
+			json_object_set(j, "inputs", input);
+	}
+	if (json_object_get(j, "intent") == NULL)
+		json_object_set_new(j, "intent", json_string(intent));
+	if (json_object_get(j, "role") == NULL)
+		json_object_set_new(j, "role", json_string("user"));
+	if (json_object_size(params) > 0) {
+		if (!json_is_object(in = json_object_get(j, "inputs"))) {
+			in = json_object();
+			json_object_set_new(j, "inputs", in);
+		}
+		if (!json_is_object(pm = json_object_get(in, "parameters"))) {
+			pm = json_object();
+			json_object_set_new(in, "parameters", pm);
+		}
+		json_object_update(pm, params);
+	}
 	out = envelope_dump(j, outlen);
 	json_decref(j);
-	return out;
+	js = jscan_create(4);	/* the engine's depth */
+	if (jscan_run(js, out, *outlen) != 0)
+		snprintf(why, whylen, "invalid JSON");	/* cannot happen */
+	else if (envelope_check(js, out, *outlen, &env, &err) != 0)
+		snprintf(why, whylen, "%s", err.msg);
+	else {
+		jscan_free(js);
+		return out;
+	}
+	jscan_free(js);
+	free(out);
+	return NULL;
 }

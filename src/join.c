@@ -12,8 +12,9 @@
  * parts answers each part and finalizes once); without a finalize, the
  * ends are the answers.  One answer is itself the result, as it always
  * was for a job that never forked; several become one envelope that
- * lists every branch with its status and its envelope.  With join.then, the branches' ends go instead to one more
- * request of that intent, whose agent combines them.
+ * lists every branch with its status and its envelope.  With join.then,
+ * the branches' ends go instead to one more request of that intent,
+ * whose agent combines them.
  *
  * Everything here is composed with the JSON writer; the envelopes of the
  * ends are embedded as the bytes that travelled.

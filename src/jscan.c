@@ -470,6 +470,115 @@ jscan_ws(const unsigned char *s, size_t n, size_t pos)
 }
 
 /*
+ * Scan the scalar value at *pos (a string, literal or number) and record
+ * it when depth is within the tape; *pos moves past it.
+ */
+static inline int
+jscan_scalar(struct jscan *js, const unsigned char *s, size_t n, size_t *pos,
+    uint32_t depth)
+{
+	size_t		 start = *pos;
+	uint32_t	 t = UINT32_MAX;
+	uint8_t		 flag;
+
+	switch (s[start]) {
+	case '"':
+		if (jscan_string(js, s, n, pos, &flag) != 0)
+			return -1;
+		if (depth <= js->maxlevel) {
+			t = jscan_push_tok(js, JT_STRING, start);
+			js->tok[t].flags = flag ? JT_ESCAPED : 0;
+		}
+		break;
+	case 't':
+		if (n - start < 4 || memcmp(s + start, "true", 4) != 0)
+			return jscan_fail(js, start, "invalid literal");
+		*pos += 4;
+		if (depth <= js->maxlevel)
+			t = jscan_push_tok(js, JT_TRUE, start);
+		break;
+	case 'f':
+		if (n - start < 5 || memcmp(s + start, "false", 5) != 0)
+			return jscan_fail(js, start, "invalid literal");
+		*pos += 5;
+		if (depth <= js->maxlevel)
+			t = jscan_push_tok(js, JT_FALSE, start);
+		break;
+	case 'n':
+		if (n - start < 4 || memcmp(s + start, "null", 4) != 0)
+			return jscan_fail(js, start, "invalid literal");
+		*pos += 4;
+		if (depth <= js->maxlevel)
+			t = jscan_push_tok(js, JT_NULL, start);
+		break;
+	default:
+		if (s[start] != '-' && (s[start] < '0' || s[start] > '9')) {
+			if (s[start] == 0)
+				return jscan_fail(js, start, "NUL byte");
+			return jscan_fail(js, start, "unexpected character");
+		}
+		if (jscan_scan_number(js, s, n, pos, &flag) != 0)
+			return -1;
+		if (depth <= js->maxlevel) {
+			t = jscan_push_tok(js, JT_NUMBER, start);
+			js->tok[t].flags = flag ? JT_INTEGER : 0;
+		}
+		break;
+	}
+	/* Literals run into letters in jansson's lexer ("truex"). */
+	if (s[start] >= 'a' && s[start] <= 'z' && *pos < n &&
+	    ((s[*pos] >= 'a' && s[*pos] <= 'z') || (s[*pos] >= 'A' &&
+	    s[*pos] <= 'Z')))
+		return jscan_fail(js, start, "invalid literal");
+	if (t != UINT32_MAX)
+		js->tok[t].len = (uint32_t)(*pos - start);
+	return 0;
+}
+
+/*
+ * Scan an object member's key at *pos, up to and past its ':', keeping
+ * it for the duplicate check and, when the object is on the tape,
+ * recording it there.
+ */
+static inline int
+jscan_key(struct jscan *js, const unsigned char *s, size_t n, size_t *pos,
+    const struct jscan_frame *f)
+{
+	size_t		 start = *pos;
+	uint32_t	 t;
+	uint8_t		 flag;
+
+	if (start >= n || s[start] != '"') {
+		if (start < n && s[start] == 0)
+			return jscan_fail(js, start, "NUL byte");
+		return jscan_fail(js, start, "string key expected");
+	}
+	if (jscan_string(js, s, n, pos, &flag) != 0)
+		return -1;
+	if (js->nkeys == js->keycap) {
+		js->keycap *= 2;
+		js->keys = xreallocarray(js->keys, js->keycap, sizeof *js->keys);
+	}
+	js->keys[js->nkeys].off = (uint32_t)start;
+	js->keys[js->nkeys].len = (uint32_t)(*pos - start);
+	js->keys[js->nkeys].esc = flag;
+	/* Two plain keys can be equal only if their tags are. */
+	js->keys[js->nkeys].tag = flag ? 0 : ((uint32_t)(*pos - start) << 16) ^
+	    ((uint32_t)s[start + 1] << 8) ^ s[*pos - 2];
+	js->nkeys++;
+	if (f->tok != UINT32_MAX && !(js->tok[f->tok].flags & JT_OPAQUE)) {
+		t = jscan_push_tok(js, JT_STRING, start);
+		js->tok[t].len = (uint32_t)(*pos - start);
+		js->tok[t].flags = flag ? JT_ESCAPED : 0;
+	}
+	*pos = jscan_ws(s, n, *pos);
+	if (*pos >= n || s[*pos] != ':')
+		return jscan_fail(js, *pos, "':' expected");
+	*pos = jscan_ws(s, n, *pos + 1);
+	return 0;
+}
+
+/*
  * Scan n bytes at p.  Returns 0 and fills the tape when the bytes are one
  * JSON object or array that jansson would accept; otherwise -1 with
  * js->err and js->err_off set.
@@ -479,10 +588,8 @@ jscan_run(struct jscan *js, const char *p, size_t n)
 {
 	const unsigned char	*s = (const unsigned char *)p;
 	struct jscan_frame	*f;
-	size_t			 pos, start;
+	size_t			 pos;
 	uint32_t		 depth = 0, t;
-	uint8_t			 flag;
-	int			 want_key;
 
 	js->ntok = 0;
 	js->nkeys = 0;
@@ -502,12 +609,9 @@ value:
 		return jscan_fail(js, pos, "nesting too deep");
 	if (pos >= n)
 		return jscan_fail(js, pos, "value expected");
-	start = pos;
-	t = UINT32_MAX;
 	js->nvals++;
-	switch (s[pos]) {
-	case '{':
-	case '[':
+	if (s[pos] == '{' || s[pos] == '[') {
+		t = UINT32_MAX;
 		if (depth <= js->maxlevel) {
 			t = jscan_push_tok(js, s[pos] == '{' ? JT_OBJECT :
 			    JT_ARRAY, pos);
@@ -527,56 +631,9 @@ value:
 		if (pos < n && s[pos] == ']')
 			goto close;
 		goto value;
-	case '"':
-		if (jscan_string(js, s, n, &pos, &flag) != 0)
-			return -1;
-		if (depth <= js->maxlevel) {
-			t = jscan_push_tok(js, JT_STRING, start);
-			js->tok[t].flags = flag ? JT_ESCAPED : 0;
-		}
-		break;
-	case 't':
-		if (n - pos < 4 || memcmp(s + pos, "true", 4) != 0)
-			return jscan_fail(js, pos, "invalid literal");
-		pos += 4;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_TRUE, start);
-		break;
-	case 'f':
-		if (n - pos < 5 || memcmp(s + pos, "false", 5) != 0)
-			return jscan_fail(js, pos, "invalid literal");
-		pos += 5;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_FALSE, start);
-		break;
-	case 'n':
-		if (n - pos < 4 || memcmp(s + pos, "null", 4) != 0)
-			return jscan_fail(js, pos, "invalid literal");
-		pos += 4;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_NULL, start);
-		break;
-	default:
-		if (s[pos] != '-' && (s[pos] < '0' || s[pos] > '9')) {
-			if (s[pos] == 0)
-				return jscan_fail(js, pos, "NUL byte");
-			return jscan_fail(js, pos, "unexpected character");
-		}
-		if (jscan_scan_number(js, s, n, &pos, &flag) != 0)
-			return -1;
-		if (depth <= js->maxlevel) {
-			t = jscan_push_tok(js, JT_NUMBER, start);
-			js->tok[t].flags = flag ? JT_INTEGER : 0;
-		}
-		break;
 	}
-	/* Literals run into letters in jansson's lexer ("truex"). */
-	if (s[start] >= 'a' && s[start] <= 'z' && pos < n &&
-	    ((s[pos] >= 'a' && s[pos] <= 'z') || (s[pos] >= 'A' &&
-	    s[pos] <= 'Z')))
-		return jscan_fail(js, start, "invalid literal");
-	if (t != UINT32_MAX)
-		js->tok[t].len = (uint32_t)(pos - start);
+	if (jscan_scalar(js, s, n, &pos, depth) != 0)
+		return -1;
 
 after:
 	/* A value ended at pos. */
@@ -618,38 +675,9 @@ close:
 
 key:
 	/* Inside an object, at the start of a member. */
-	f = &js->frames[depth - 1];
-	if (pos >= n || s[pos] != '"') {
-		if (pos < n && s[pos] == 0)
-			return jscan_fail(js, pos, "NUL byte");
-		return jscan_fail(js, pos, "string key expected");
-	}
-	start = pos;
-	if (jscan_string(js, s, n, &pos, &flag) != 0)
+	if (jscan_key(js, s, n, &pos, &js->frames[depth - 1]) != 0)
 		return -1;
 	js->nvals++;
-	if (js->nkeys == js->keycap) {
-		js->keycap *= 2;
-		js->keys = xreallocarray(js->keys, js->keycap, sizeof *js->keys);
-	}
-	js->keys[js->nkeys].off = (uint32_t)start;
-	js->keys[js->nkeys].len = (uint32_t)(pos - start);
-	js->keys[js->nkeys].esc = flag;
-	/* Two plain keys can be equal only if their tags are. */
-	js->keys[js->nkeys].tag = flag ? 0 : ((uint32_t)(pos - start) << 16) ^
-	    ((uint32_t)s[start + 1] << 8) ^ s[pos - 2];
-	js->nkeys++;
-	if (f->tok != UINT32_MAX && !(js->tok[f->tok].flags & JT_OPAQUE)) {
-		t = jscan_push_tok(js, JT_STRING, start);
-		js->tok[t].len = (uint32_t)(pos - start);
-		js->tok[t].flags = flag ? JT_ESCAPED : 0;
-	}
-	pos = jscan_ws(s, n, pos);
-	if (pos >= n || s[pos] != ':')
-		return jscan_fail(js, pos, "':' expected");
-	pos = jscan_ws(s, n, pos + 1);
-	want_key = 0;
-	(void)want_key;
 	goto value;
 }
 

@@ -135,8 +135,8 @@ jsonw_string(struct ndjson_writer *w, const char *s, size_t n)
 
 /*
  * Make a jansson string from bytes that may not be valid UTF-8 (a tool's
- * output, a message that quotes a peer): invalid bytes become U+FFFD, so
- * nothing is silently lost and jansson never refuses it.
+ * output, a message that quotes a peer): invalid bytes and NUL become
+ * U+FFFD, so nothing is silently lost and no reader refuses it.
  */
 json_t *
 jsonw_text(const char *s, size_t n)
@@ -146,7 +146,8 @@ jsonw_text(const char *s, size_t n)
 	json_t			*j;
 	size_t			 i = 0, len;
 
-	if ((j = json_stringn(s, n)) != NULL)
+	/* jansson takes a NUL, but corral refuses \u0000 when it reads. */
+	if (memchr(s, '\0', n) == NULL && (j = json_stringn(s, n)) != NULL)
 		return j;
 	ndjson_writer_init(&w, 0, 1);
 	while (i < n) {
@@ -294,8 +295,11 @@ jsonw_num(struct jsonw *j, double v)
 		jsonw_raw(j, "null", 4);
 		return;
 	}
-	if (v == (double)(int64_t)v && v > -9e15 && v < 9e15)
+	if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v)
 		n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+	else if (fabs(v) > 1.79769313486231e308)
+		/* 15 digits would round the largest doubles past DBL_MAX. */
+		n = snprintf(buf, sizeof buf, "%.17g", v);
 	else
 		n = snprintf(buf, sizeof buf, "%.15g", v);
 	jsonw_raw(j, buf, (size_t)n);
@@ -331,4 +335,23 @@ jsonw_finish(struct jsonw *j, size_t *len)
 	out = xmemdup0(j->w.buf != NULL ? j->w.buf + j->w.head : "", *len);
 	jsonw_free(j);
 	return out;
+}
+
+/*
+ * A number agents reported, fit for jansson: they report what they like,
+ * so totals can reach the largest doubles or overflow to infinity.
+ * jansson cannot hold infinity or NaN, and writes numbers above
+ * 1.79769313486231e308 with 15 digits as more than DBL_MAX, which no
+ * reader takes: those become the largest number it writes back exactly.
+ */
+double
+jsonw_finite(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v > 1.79769313486231e308)
+		return 1.79769313486231e308;
+	if (v < -1.79769313486231e308)
+		return -1.79769313486231e308;
+	return v;
 }

@@ -104,7 +104,7 @@ metrics_sample(json_t *samples, const char *key, const char *value, double v)
 		json_object_set_new(labels, key, jsonw_text(value,
 		    strlen(value)));
 	json_array_append_new(samples, json_pack("{s:o, s:f}", "labels",
-	    labels, "value", v));
+	    labels, "value", jsonw_finite(v)));
 }
 
 /* The metrics of every agent, one sample per agent. */
@@ -223,7 +223,7 @@ metrics_requests(json_t *list)
 
 	x = metrics_add(list, "corral_queue_depth", "gauge",
 	    "Requests waiting in the routing table, by intent");
-	for (k = 0; k <= INTENT_COUNT; k++) {
+	for (k = 0; k <= INTENT_MAX; k++) {
 		if ((r = route_row(k)) == NULL || r->nconfs == 0)
 			continue;
 		metrics_sample(x, "intent", k == ROUTE_FALLBACK ? "*" :

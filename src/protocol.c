@@ -21,6 +21,10 @@ static const char *protocol_prios[PRIO_COUNT] = {
 	"batch", "low", "normal", "high", "critical"
 };
 
+/* The workflow's own intents, after the standard ones. */
+static char	*protocol_extra[INTENT_EXTRA];
+static size_t	 protocol_nextra;
+
 static char	 protocol_run[16] = "corral";
 static uint64_t	 protocol_seq;
 
@@ -28,12 +32,17 @@ static uint64_t	 protocol_seq;
 int
 protocol_intent(const char *s, size_t n)
 {
-	int	i;
+	size_t	i;
 
 	for (i = 0; i < INTENT_COUNT; i++) {
 		if (strlen(protocol_intents[i]) == n &&
 		    memcmp(protocol_intents[i], s, n) == 0)
-			return i;
+			return (int)i;
+	}
+	for (i = 0; i < protocol_nextra; i++) {
+		if (strlen(protocol_extra[i]) == n &&
+		    memcmp(protocol_extra[i], s, n) == 0)
+			return INTENT_COUNT + (int)i;
 	}
 	return -1;
 }
@@ -44,7 +53,73 @@ protocol_intent_name(int i)
 {
 	if (i >= 0 && i < INTENT_COUNT)
 		return protocol_intents[i];
+	if (i >= INTENT_COUNT && (size_t)(i - INTENT_COUNT) < protocol_nextra)
+		return protocol_extra[i - INTENT_COUNT];
 	return "*";
+}
+
+/*
+ * Say what is wrong with a name for a workflow's own intent, or NULL: a
+ * lowercase letter, then letters, digits, '.', '_' or '-', at most
+ * INTENT_NAME_MAX bytes, and not a standard intent.
+ */
+const char *
+protocol_intent_check(const char *name)
+{
+	size_t	i, n = strlen(name);
+
+	if (n == 0 || n > INTENT_NAME_MAX)
+		return "an intent is 1 to 32 bytes";
+	if (name[0] < 'a' || name[0] > 'z')
+		return "an intent starts with a lowercase letter";
+	for (i = 1; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') ||
+		    (name[i] >= '0' && name[i] <= '9') || name[i] == '.' ||
+		    name[i] == '_' || name[i] == '-'))
+			return "an intent has only lowercase letters, digits, "
+			    "'.', '_' and '-'";
+	for (i = 0; i < INTENT_COUNT; i++)
+		if (strcmp(protocol_intents[i], name) == 0)
+			return "it is a standard intent already";
+	return NULL;
+}
+
+/*
+ * Make the workflow's own intents known (checked names, at most
+ * INTENT_EXTRA): they follow the standard ones, and replace any set
+ * before, so each workflow loaded has its own.
+ */
+void
+protocol_set_intents(char **names, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < protocol_nextra; i++)
+		free(protocol_extra[i]);
+	protocol_nextra = 0;
+	for (i = 0; i < n && i < INTENT_EXTRA; i++)
+		protocol_extra[protocol_nextra++] = xstrdup(names[i]);
+}
+
+/* How many intents there are: the standard ones and the workflow's. */
+size_t
+protocol_intent_count(void)
+{
+	return INTENT_COUNT + protocol_nextra;
+}
+
+/* Every intent's name, joined with ", ", for a message. */
+void
+protocol_intent_list(char *buf, size_t len)
+{
+	size_t	i;
+
+	buf[0] = '\0';
+	for (i = 0; i < protocol_intent_count(); i++) {
+		if (i > 0)
+			strlcat(buf, ", ", len);
+		strlcat(buf, protocol_intent_name((int)i), len);
+	}
 }
 
 /* Name a priority; anything out of range reads as normal. */

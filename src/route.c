@@ -27,7 +27,7 @@
 
 static uint64_t			 route_pick_seq;
 static const struct workflow	*route_wf;
-static struct route		 route_rows[INTENT_COUNT + 1];
+static struct route		 route_rows[INTENT_MAX + 1];
 static struct agentpool		*route_pools;	/* per workflow entry */
 static unsigned int		 route_queued;	/* in every row's queues */
 static struct route_hooks	 route_hooks;
@@ -49,7 +49,7 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	size_t			 i;
 	int			 j, idx;
 
-	for (j = 0; j <= INTENT_COUNT; j++) {
+	for (j = 0; j <= INTENT_MAX; j++) {
 		r = &route_rows[j];
 		memset(r, 0, sizeof *r);
 		r->intent = j;
@@ -101,14 +101,14 @@ route_queued_count(void)
 struct route *
 route_row(int idx)
 {
-	return idx >= 0 && idx <= INTENT_COUNT ? &route_rows[idx] : NULL;
+	return idx >= 0 && idx <= INTENT_MAX ? &route_rows[idx] : NULL;
 }
 
 /* Return the row that routes intent: its own, else the fallback, else NULL. */
 struct route *
 route_for(int intent)
 {
-	if (intent >= 0 && intent < INTENT_COUNT &&
+	if (intent >= 0 && intent < INTENT_MAX &&
 	    route_rows[intent].nconfs > 0)
 		return &route_rows[intent];
 	if (route_rows[ROUTE_FALLBACK].nconfs > 0)
@@ -283,7 +283,7 @@ route_forget_agent(struct agent *a)
 	struct msg	*m;
 	int		 j, level;
 
-	for (j = 0; j <= INTENT_COUNT; j++)
+	for (j = 0; j <= INTENT_MAX; j++)
 		for (level = 0; level < PRIO_COUNT; level++)
 			TAILQ_FOREACH(m, &route_rows[j].queue[level], entry) {
 				if (m->exclude == a)
@@ -432,7 +432,7 @@ route_kick(struct agent *a)
 		best_r = NULL;
 		best_level = -1;
 		aged = 0;
-		for (j = 0; j <= INTENT_COUNT; j++) {
+		for (j = 0; j <= INTENT_MAX; j++) {
 			r = &route_rows[j];
 			if (r->queued == 0 || !route_serves(r, a))
 				continue;
@@ -490,7 +490,7 @@ route_check_orphans(void)
 
 	if (route_queued == 0)
 		return;
-	for (j = 0; j <= INTENT_COUNT; j++) {
+	for (j = 0; j <= INTENT_MAX; j++) {
 		r = &route_rows[j];
 		if (r->queued == 0)
 			continue;
@@ -519,7 +519,7 @@ route_fail_all(const char *why)
 	struct msg	*m;
 	int		 j, level;
 
-	for (j = 0; j <= INTENT_COUNT; j++) {
+	for (j = 0; j <= INTENT_MAX; j++) {
 		r = &route_rows[j];
 		for (level = 0; level < PRIO_COUNT; level++) {
 			while ((m = TAILQ_FIRST(&r->queue[level])) != NULL) {

@@ -267,6 +267,18 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 	spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());
 	snprintf(buf, sizeof buf, "%d", CORRAL_PROTOCOL_VERSION);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_PROTOCOL", buf);
+	if (protocol_intent_count() > INTENT_COUNT) {
+		/* The workflow's own intents, for agents that check theirs. */
+		char	list[INTENT_MAX * (INTENT_NAME_MAX + 2)] = "";
+
+		for (i = INTENT_COUNT; i < protocol_intent_count(); i++) {
+			if (i > INTENT_COUNT)
+				strlcat(list, ",", sizeof list);
+			strlcat(list, protocol_intent_name((int)i),
+			    sizeof list);
+		}
+		spawn_env_set(&envp, &n, &cap, "CORRAL_INTENTS", list);
+	}
 	if (workspace_dir() != NULL)
 		spawn_env_set(&envp, &n, &cap, "CORRAL_WORKSPACE",
 		    workspace_dir());

@@ -33,6 +33,7 @@
  * and the lifecycle of its children's transitions, through callbacks.
  */
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -85,7 +86,6 @@ subagent_forget(struct agent *a)
 {
 	free(a->child.spawn_id);
 	free(a->child.last_reply);
-	subagent_conf_free(a->conf);
 }
 
 /* The effective limit: the smaller of two, where 0 means "no limit". */
@@ -150,7 +150,8 @@ subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
 		return NULL;
 	out = xcalloc(p->nlimits + c->nlimits, sizeof *out);
 	n = c->nlimits;
-	memcpy(out, c->limits, c->nlimits * sizeof *out);
+	if (n > 0)
+		memcpy(out, c->limits, n * sizeof *out);
 	for (i = 0; i < p->nlimits; i++) {
 		for (j = 0; j < n; j++)
 			if (out[j].resource == p->limits[i].resource)
@@ -173,7 +174,7 @@ subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
  * An inline command (when the workflow allows it) runs with its parent's
  * settings and another argv; an inline entry is in no route, so its
  * children are never routable.  Returns the entry itself when nothing
- * changes, else a copy the child owns (subagent_forget frees it).
+ * changes, else a copy the child owns (freed with the agent: agent.conf_free).
  */
 static struct agent_conf *
 subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
@@ -321,6 +322,18 @@ subagent_param_num(json_t *obj, const char *key, double dflt)
 	if (json_is_number(v) && json_number_value(v) >= 0)
 		return json_number_value(v);
 	return dflt;
+}
+
+/*
+ * Read a count from params.limits (a number >= 0), or 0: a number beyond
+ * what an unsigned int holds is as good as no limit, and must not wrap.
+ */
+static unsigned int
+subagent_param_count(json_t *obj, const char *key)
+{
+	double	v = subagent_param_num(obj, key, 0);
+
+	return v >= (double)UINT_MAX ? UINT_MAX : (unsigned int)v;
 }
 
 /* The request the agent is working on now, to link lineage and job. */
@@ -532,10 +545,8 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	/* Budgets: the agent's own, narrowed by the spawn's, and inherited. */
 	limits = json_object_get(params, "limits");
 	budget = json_object_get(limits, "budget");
-	c->child.limit_depth = (unsigned int)subagent_param_num(limits,
-	    "depth", 0);
-	c->child.limit_children = (unsigned int)subagent_param_num(limits,
-	    "children", 0);
+	c->child.limit_depth = subagent_param_count(limits, "depth");
+	c->child.limit_children = subagent_param_count(limits, "children");
 	c->child.task_timeout = subagent_param_num(params, "timeout", 0);
 	c->child.keep = json_is_true(json_object_get(params, "keep"));
 	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
@@ -725,6 +736,8 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	/* Only now, when it will run: its settings (see above). */
 	ac = subagent_child_conf(p, entry, cmd);
 	c = lifecycle_create(ac, 0, p);
+	if (ac->own & CONF_OWN)
+		c->conf_free = subagent_conf_free;	/* once all forgot c */
 	if (!visible)
 		c->flags |= AGENT_HIDDEN;
 	if (p == NULL)

@@ -810,8 +810,8 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	}
 
 	if (mode == MODE_RUN) {
-		if (engine_start_goal(goal) != 0) {
-			log_warnx("the goal is not valid UTF-8");
+		if (engine_start_goal(goal, strlen(goal)) != 0) {
+			log_warnx("the goal's envelope is not valid");
 			sv.exit_status = EXIT_USAGE;
 			supervisor_shutdown(0);
 		}

@@ -72,7 +72,10 @@ PROTOCOL = "multiagent-1.0"
 
 #: The intents an envelope may carry.
 INTENTS = ("plan", "decompose", "execute", "route", "retrieve", "analyze",
-           "summarize", "reflect", "finalize", "tool.call")
+           "summarize", "reflect", "finalize", "tool.call") + tuple(
+    i for i in os.environ.get("CORRAL_INTENTS", "").split(",") if i)
+#: The ten standard ones come first; the workflow's own (its intents:
+#: key, which corral passes in CORRAL_INTENTS) follow.
 ROLES = ("agent", "user", "system", "tool")
 CONTENT_TYPES = ("text", "code", "json", "tool_result", "error")
 CATEGORIES = ("TIMEOUT", "UNAVAILABLE", "REJECTED", "INTERNAL")

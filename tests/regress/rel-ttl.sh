@@ -3,6 +3,9 @@
 # proposes one execute step with args {"ttl_ms": 300} for a worker that
 # never answers (timeout: 30s).  The step fails with timeout well before
 # the worker's 30 s, and so does the job (it once waited the full 30 s).
+# A negative ttl_ms makes the reply invalid: its request fails at once
+# with the path of the bad value (corral once passed it on to the worker
+# in an envelope its own validator refuses).
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
@@ -35,5 +38,15 @@ grep -q '"code":"timeout"' "$OUT" ||
 # 30 s is the worker's own timeout; 300 ms the step's.  Anything far
 # below 30 s shows ttl_ms was used, however loaded the machine.
 fcmp "$took" "<" 20 || fail "the job took ${took}s: ttl_ms 300 was not the deadline"
+
+sed 's/"ttl_ms":300/"ttl_ms":-5/' "$T/reply.json" >"$T/reply.tmp" &&
+    mv "$T/reply.tmp" "$T/reply.json"
+rm -f "$LOG"
+corral_run 25 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 1
+grep -q 'outputs.next_actions\[0\].args.ttl_ms must be a number >= 0' "$OUT" ||
+    fail "a negative ttl_ms was not refused: $(head -c 400 "$OUT")"
+! grep -q '"ev":"route","agent":"worker"' "$LOG" ||
+    fail "the step with a negative ttl_ms reached the worker"
 expect_no_leftovers 5
 exit 0

@@ -2,7 +2,8 @@
 # Signals to corral (the pid we started): SIGINT stops the agents in order
 # and exits 130, SIGTERM exits 143; a second SIGINT while a stubborn agent
 # (ignoring EOF and SIGTERM, 60s stop timeout) is stopping kills it at once.
-# With and without the pid namespace (where the waiter forwards signals).
+# SIGTERM to corral's whole process group counts once.  With and without
+# the pid namespace (where the waiter forwards signals).
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -73,6 +74,33 @@ for mode in pidns nopidns; do
 	pid_alive "$pid" && fail "$mode: the stubborn agent (pid $pid) outlived corral"
 	note "$mode: second SIGINT: exit $RC ${t}s later"
 	fcmp "$t" "<" "$((2 * SLOW))" || fail "$mode: corral took ${t}s to exit after the second SIGINT"
+
+	# SIGTERM to corral's whole process group (as timeout(1) and many
+	# supervisors send it) is one request to stop, not two: the stubborn
+	# agent is not killed until a second TERM comes.
+	rm -f "$T/s.rec"
+	: >"$ERR"
+	setsid "$CORRAL" run "$T/stubborn.yaml" --goal go -v </dev/null \
+	    >"$OUT" 2>"$ERR" &
+	CORRAL_PID=$!
+	wait_for 'grep -q "^recv {\"protocol\"" "$T/s.rec" 2>/dev/null' 10 ||
+	    fail "$mode: group TERM: the agent never got the goal"
+	pid=$(log_pid s)
+	kill -TERM "-$CORRAL_PID"
+	wait_log 'corral: agent s: still running 0.1s after stdin closed; SIGTERM' 5
+	sleep 1
+	pid_alive "$pid" ||
+	    fail "$mode: TERM to the process group killed the stubborn agent at once (counted as two): $(grep -F 'corral:' "$ERR" | tail -n 5)"
+	[ "$(grep -c 'stopping 1 agents (interrupt again to kill)' "$ERR")" = 1 ] ||
+	    fail "$mode: group TERM: expected one 'stopping 1 agents' line: $(grep stopping "$ERR")"
+	log_has 'second TERM' && fail "$mode: group TERM was counted twice"
+	kill -TERM "$CORRAL_PID"
+	corral_wait 5
+	[ "$RC" = 143 ] || fail "$mode: group TERM: expected exit status 143, got $RC"
+	log_has 'corral: second TERM: killing every agent now' ||
+	    fail "$mode: group TERM: the TERM after it did not kill"
+	pid_alive "$pid" && fail "$mode: the stubborn agent (pid $pid) outlived corral"
+	note "$mode: TERM to the process group: one request to stop"
 done
 expect_no_leftovers
 exit 0

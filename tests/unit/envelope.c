@@ -1071,25 +1071,28 @@ test_error_envelope(void **state)
 	free(out);
 }
 
-/* envelope_goal builds corral run's first request from the goal text. */
+/*
+ * envelope_goal builds corral run's first request from the goal text, an
+ * --input object (an envelope, or its inputs) and --param pairs, and
+ * refuses what no input could be.
+ */
 static void
 test_goal_envelope(void **state)
 {
 	struct env		 env;
 	struct env_error	 err;
-	json_t			*j;
-	char			*out, id[CORRAL_ID_MAX];
+	json_t			*j, *in, *pm;
+	char			*out, why[256];
 	size_t			 outlen;
 	const char		*goal = "Find \"cheap\" flights\nto Z\xc3\xbcrich";
 
-	out = envelope_goal(goal, "plan", "run-0", &outlen);
+	out = envelope_goal(goal, NULL, NULL, "plan", &outlen, why,
+	    sizeof why);
 	assert_non_null(out);
 	assert_int_equal(check(out, outlen, &env, &err), 0);
 	assert_int_equal(env.intent, INTENT_PLAN);
 	assert_int_equal(env.role, 1);
-	assert_int_not_equal(env.timestamp, -1);
-	assert_int_equal(envelope_trace_id(js, out, &env, id, sizeof id), 0);
-	assert_string_equal(id, "run-0");
+	assert_int_equal(env.trace_id, -1);	/* the engine's to fill */
 	j = jparse(out, outlen);
 	assert_string_equal(json_string_value(json_object_get(j, "task")), goal);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j,
@@ -1097,13 +1100,67 @@ test_goal_envelope(void **state)
 	json_decref(j);
 	free(out);
 
-	out = envelope_goal("do it", "tool.call", "run-1", &outlen);
+	out = envelope_goal("do it", NULL, NULL, "tool.call", &outlen, why,
+	    sizeof why);
 	assert_int_equal(check(out, outlen, &env, &err), 0);
 	assert_int_equal(env.intent, INTENT_TOOL_CALL);
 	free(out);
 
+	/* Inputs and parameters: --param wins over the file's. */
+	in = json_pack("{s:s, s:{s:i, s:s}}", "context", "ctx", "parameters",
+	    "n", 1, "city", "Bern");
+	pm = json_pack("{s:s, s:b}", "city", "Z\xc3\xbcrich", "dry", 1);
+	out = envelope_goal("go", in, pm, "plan", &outlen, why, sizeof why);
+	assert_non_null(out);
+	j = jparse(out, outlen);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    j, "inputs"), "context")), "ctx");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(j, "inputs"), "parameters"), "city")),
+	    "Z\xc3\xbcrich");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_object_get(j, "inputs"), "parameters"), "n")), 1);
+	assert_true(json_is_true(json_object_get(json_object_get(
+	    json_object_get(j, "inputs"), "parameters"), "dry")));
+	json_decref(j);
+	free(out);
+	json_decref(in);
+
+	/* A whole envelope: its intent and trace.id stay; params merge. */
+	in = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s}}",
+	    "protocol", "multiagent-1.0", "role", "user", "intent", "analyze",
+	    "task", "t", "content", "type", "text", "text", "x", "trace", "id",
+	    "mine-1");
+	out = envelope_goal(NULL, in, pm, "plan", &outlen, why, sizeof why);
+	assert_non_null(out);
+	assert_int_equal(check(out, outlen, &env, &err), 0);
+	assert_int_equal(env.intent, INTENT_ANALYZE);
+	j = jparse(out, outlen);
+	assert_true(json_is_true(json_object_get(json_object_get(
+	    json_object_get(j, "inputs"), "parameters"), "dry")));
+	json_decref(j);
+	free(out);
+	/* ... and then --goal would say it twice. */
+	assert_null(envelope_goal("go", in, NULL, "plan", &outlen, why,
+	    sizeof why));
+	assert_non_null(strstr(why, "give one"));
+	json_decref(in);
+	json_decref(pm);
+
+	/* An envelope that is not one is refused with the reason. */
+	in = json_pack("{s:s, s:s, s:s}", "protocol", "multiagent-1.0",
+	    "intent", "dance", "task", "t");
+	assert_null(envelope_goal(NULL, in, NULL, "plan", &outlen, why,
+	    sizeof why));
+	assert_non_null(strstr(why, "intent"));
+	json_decref(in);
+	/* No goal at all. */
+	assert_null(envelope_goal(NULL, NULL, NULL, "plan", &outlen, why,
+	    sizeof why));
+	assert_non_null(strstr(why, "--goal"));
 	/* A goal that is not UTF-8 cannot become an envelope. */
-	assert_null(envelope_goal("bad \xff byte", "plan", "run-2", &outlen));
+	assert_null(envelope_goal("bad \xff byte", NULL, NULL, "plan", &outlen,
+	    why, sizeof why));
 }
 
 /* corral's JSON prints reals with 15 digits: 0.9 stays 0.9. */
@@ -1174,11 +1231,53 @@ test_intent_names(void **state)
 	assert_string_equal(protocol_intent_name(ROUTE_FALLBACK), "*");
 }
 
+/*
+ * A workflow's own intents follow the ten, validate in envelopes and
+ * next_actions, are listed in refusals, and go with the next workflow.
+ */
+static void
+test_workflow_intents(void **state)
+{
+	static const char *const sa = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"t\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"x\"},\"outputs\":"
+	    "{\"next_actions\":[{\"intent\":\"translate\",\"task\":\"t\"}]}}";
+	char		*names[] = { "review", "translate" };
+	struct env	 env;
+	struct env_error err;
+	char		 list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
+
+	assert_int_equal(check(sa, strlen(sa), &env, &err), -1);
+	protocol_set_intents(names, 2);
+	assert_int_equal(protocol_intent_count(), INTENT_COUNT + 2);
+	assert_int_equal(protocol_intent("review", 6), INTENT_COUNT);
+	assert_int_equal(protocol_intent("translate", 9), INTENT_COUNT + 1);
+	assert_string_equal(protocol_intent_name(INTENT_COUNT + 1),
+	    "translate");
+	assert_string_equal(protocol_intent_name(ROUTE_FALLBACK), "*");
+	assert_int_equal(check(sa, strlen(sa), &env, &err), 0);
+	assert_int_equal(env.intent, INTENT_COUNT);
+	protocol_intent_list(list, sizeof list);
+	assert_non_null(strstr(list, "tool.call, review, translate"));
+	assert_null(protocol_intent_check("re-view_2.x"));
+	assert_non_null(protocol_intent_check("plan"));
+	assert_non_null(protocol_intent_check("Review"));
+	assert_non_null(protocol_intent_check("2x"));
+	assert_non_null(protocol_intent_check("a b"));
+	assert_non_null(protocol_intent_check(""));
+	assert_non_null(protocol_intent_check(
+	    "abcdefghijklmnopqrstuvwxyzabcdefg"));	/* 33 bytes */
+	protocol_set_intents(NULL, 0);
+	assert_int_equal(protocol_intent("review", 6), -1);
+	assert_int_equal(check(sa, strlen(sa), &env, &err), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_canonical_examples),
+		cmocka_unit_test(test_workflow_intents),
 		cmocka_unit_test(test_unknown_members_accepted),
 		cmocka_unit_test(test_optional_and_edge_values),
 		cmocka_unit_test(test_escaped_values),

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the small helpers in src/util.c: the duration and size
- * syntax of workflow files, RFC 3339 timestamps in envelopes, and JSON
- * string escaping.
+ * syntax of workflow files, RFC 3339 timestamps in envelopes, and the
+ * digits of integers.  JSON string escaping is tested in jsonw.c.
  */
 
 #include <stdarg.h>
@@ -254,71 +254,6 @@ test_rfc3339_now(void **state)
 	assert_int_equal(buf[strlen(buf) - 1], 'Z');
 }
 
-/* Escape s with jsonw_string, and parse it back with jansson. */
-static void
-assert_json_string_round_trip(const char *s, size_t n)
-{
-	struct ndjson_writer	 w;
-	json_error_t		 e;
-	json_t			*j;
-	char			*doc;
-	size_t			 len, i;
-
-	ndjson_writer_init(&w, 0, 1);
-	ndjson_writer_add(&w, "[", 1);
-	jsonw_string(&w, s, n);
-	ndjson_writer_add(&w, "]", 1);
-	len = ndjson_writer_queued(&w);
-	doc = w.buf + w.head;
-	/* No raw control character survives. */
-	for (i = 0; i < len; i++)
-		if ((unsigned char)doc[i] < 0x20)
-			fail_msg("raw byte 0x%02x in output", doc[i]);
-	j = json_loadb(doc, len, JSON_ALLOW_NUL, &e);
-	if (j == NULL)
-		fail_msg("jansson rejects %.*s: %s", (int)len, doc, e.text);
-	assert_int_equal(json_string_length(json_array_get(j, 0)), n);
-	assert_memory_equal(json_string_value(json_array_get(j, 0)), s, n);
-	json_decref(j);
-	ndjson_writer_free(&w);
-}
-
-/* Quotes, backslashes and every control character are escaped. */
-static void
-test_json_string_escaping(void **state)
-{
-	char	all[32];
-	int	i;
-
-	assert_json_string_round_trip("", 0);
-	assert_json_string_round_trip("plain", 5);
-	assert_json_string_round_trip("say \"hi\"", 8);
-	assert_json_string_round_trip("C:\\path\\", 8);
-	assert_json_string_round_trip("\"\\\"\\", 4);
-	assert_json_string_round_trip("line\nbreak\r\ttab", 15);
-	assert_json_string_round_trip("\x01\x1f\x7f", 3);
-	assert_json_string_round_trip("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
-	    14);
-	assert_json_string_round_trip("a\0b", 3);
-	for (i = 0; i < 32; i++)
-		all[i] = (char)i;
-	assert_json_string_round_trip(all, 32);
-}
-
-/* The exact escapes: short forms for common ones, \u00XX for the rest. */
-static void
-test_json_string_exact_output(void **state)
-{
-	struct ndjson_writer	w;
-	const char		*want = "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001f\"";
-
-	ndjson_writer_init(&w, 0, 1);
-	jsonw_string(&w, "a\"b\\c\nd\re\tf\x01g\x1f", 14);
-	assert_int_equal(ndjson_writer_queued(&w), strlen(want));
-	assert_memory_equal(w.buf + w.head, want, strlen(want));
-	ndjson_writer_free(&w);
-}
-
 /* util_u64 writes the same digits as printf for every width. */
 static void
 test_u64_digits(void **state)
@@ -353,44 +288,6 @@ test_u64_digits(void **state)
 	}
 }
 
-/*
- * jsonw_plain finds the first byte that needs an escape wherever it
- * sits: the eight-byte steps must not miss one or stop early.
- */
-static void
-test_json_plain_every_byte(void **state)
-{
-	char	buf[24];
-	size_t	pos, len;
-	int	c, needs;
-
-	(void)state;
-	for (len = 0; len <= sizeof buf; len++) {
-		memset(buf, 'a', sizeof buf);
-		assert_int_equal(jsonw_plain(buf, len), len);
-	}
-	for (c = 0; c < 256; c++) {
-		/* Bytes from 0x80 on start multi-byte characters, which
-		 * are checked one by one. */
-		needs = (c < 0x20 || c == '"' || c == '\\' || c >= 0x80);
-		for (pos = 0; pos < sizeof buf; pos++) {
-			/* Bytes around it that come close to the special ones. */
-			memset(buf, 0x20, sizeof buf);
-			buf[sizeof buf - 1] = (char)0x7f;
-			buf[pos] = (char)c;
-			if (pos == sizeof buf - 1 && !needs) {
-				assert_int_equal(jsonw_plain(buf,
-				    sizeof buf), sizeof buf);
-				continue;
-			}
-			assert_int_equal(jsonw_plain(buf, sizeof buf),
-			    needs ? pos : sizeof buf);
-			/* A shorter length stops before it. */
-			assert_int_equal(jsonw_plain(buf, pos), pos);
-		}
-	}
-}
-
 int
 main(void)
 {
@@ -404,9 +301,6 @@ main(void)
 		cmocka_unit_test(test_rfc3339_invalid),
 		cmocka_unit_test(test_rfc3339_length),
 		cmocka_unit_test(test_rfc3339_now),
-		cmocka_unit_test(test_json_string_escaping),
-		cmocka_unit_test(test_json_string_exact_output),
-		cmocka_unit_test(test_json_plain_every_byte),
 		cmocka_unit_test(test_u64_digits),
 	};
 
