@@ -163,22 +163,37 @@ chan_resume_remove(struct chan *c)
 	}
 }
 
-/* Hand out the lines left from stopped chunks, then read again. */
-static void
-chan_resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/*
+ * Hand out the lines left from stopped chunks of the readers that may go
+ * on, then let them read again.  Returns nonzero if any did.
+ */
+int
+chan_resume_pending(void)
 {
 	struct chan	*c;
+	int		 any = 0;
 
+	if (ev_is_active(&chan_resume_w))
+		ev_timer_stop(LOOP, &chan_resume_w);
 	while ((c = TAILQ_FIRST(&chan_resumes)) != NULL) {
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
 		ndjson_resume(&c->rd, chan_line, c);
+		any = 1;
 		chan_pause(c);
 		if (!chan_held_back(c) && !ndjson_reader_held(&c->rd) &&
 		    !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-			ev_io_start(loop, &c->rw);
+			ev_io_start(LOOP, &c->rw);
 	}
+	return any;
+}
+
+/* The resume timer fired. */
+static void
+chan_resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)chan_resume_pending();
 }
 
 /* Read what the descriptor has and hand out its lines. */

@@ -1051,6 +1051,7 @@ void	 chan_close_write(struct chan *);
 void	 chan_close(struct chan *);
 void	 chan_write_line(struct chan *, const char *, size_t);
 void	 chan_block(struct chan *, struct chan *);
+int	 chan_resume_pending(void);
 int	 chan_full(const struct chan *);
 void	 chan_flush_all(void);
 void	 chan_stop_reading(struct chan *);

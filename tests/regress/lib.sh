@@ -190,9 +190,12 @@ fd_count() {
 }
 
 # corral_start ARGS...: start corral in the background with stdin from
-# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.
+# /dev/null, stdout in $OUT, stderr in $ERR; sets CORRAL_PID.  Both are
+# emptied first: the background shell opens them later, and a test that
+# looks at once must not read the last run's output.
 corral_start() {
 	: >"$ERR"
+	: >"$OUT"
 	"$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR" &
 	CORRAL_PID=$!
 }
@@ -203,6 +206,7 @@ corral_start() {
 # if corral exits at once; corral itself must not inherit fd 8.
 serve_start() {
 	: >"$ERR"
+	: >"$OUT"
 	rm -f "$T/stdin"
 	mkfifo "$T/stdin" || fail "mkfifo $T/stdin"
 	exec 8<>"$T/stdin"
