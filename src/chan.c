@@ -8,8 +8,12 @@
  * write(2).  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
  * line went to a writer above its high watermark stops reading (chan_block)
  * and waits on that writer; when the writer drains to its low watermark,
- * every reader waiting on it reads again.  Readers finish the chunk they
- * have, so a reader overshoots the high watermark by at most one read.
+ * every reader waiting on it reads again.  A reader stops at once, between
+ * two lines: the rest of its chunk waits in its line reader.  Finishing
+ * the chunk instead would let one read of 256 KiB of small requests
+ * (map/agents/list, 54 bytes each) queue thousands of answers, each as
+ * large as the run's agent list, so the writer overshoots its high
+ * watermark by one line's answers, not by one read's.
  */
 
 #include <errno.h>
@@ -25,10 +29,13 @@
 
 static char		chan_buf[CHAN_READ_SIZE];
 static TAILQ_HEAD(, chan) chan_dirty = TAILQ_HEAD_INITIALIZER(chan_dirty);
+static TAILQ_HEAD(, chan) chan_resumes = TAILQ_HEAD_INITIALIZER(chan_resumes);
+static ev_timer		chan_resume_w;
 static struct chan	*chan_current;	/* whose line is being handled */
 
 static void	chan_read_cb(struct ev_loop *, ev_io *, int);
 static void	chan_write_cb(struct ev_loop *, ev_io *, int);
+static void	chan_resume_cb(struct ev_loop *, ev_timer *, int);
 
 /* Return the shared read buffer (for readers that are not channels). */
 char *
@@ -87,6 +94,13 @@ chan_start(struct chan *c)
 		ev_io_start(LOOP, &c->rw);
 }
 
+/* Return nonzero if the channel's reader must not hand out lines now. */
+static int
+chan_held_back(const struct chan *c)
+{
+	return c->blocked_on != NULL || (c->flags & CHAN_RSTOPPED);
+}
+
 /* Deliver one framed line to the owner. */
 static void
 chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
@@ -99,6 +113,87 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	chan_current = c;
 	c->on_line(c, kind, line, len, extra);
 	chan_current = saved;
+	if (chan_held_back(c))
+		ndjson_reader_stop(&c->rd);
+}
+
+/* Pause reading while the reader is held back. */
+static void
+chan_pause(struct chan *c)
+{
+	if (c->blocked_on != NULL && ev_is_active(&c->rw)) {
+		ev_io_stop(LOOP, &c->rw);
+		c->flags |= CHAN_RPAUSED;
+	}
+}
+
+/*
+ * The reader may go on.  Lines left from a stopped chunk are handed out
+ * by a timer that fires at once, after the loop's next poll: not inside
+ * whoever let the reader go (often the flush before the poll, which
+ * would leave what those lines write unflushed while the loop blocks),
+ * and before anything new is read.
+ */
+static void
+chan_go_on(struct chan *c)
+{
+	if (c->rfd == -1 || (c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
+		return;
+	if (!ndjson_reader_held(&c->rd)) {
+		ev_io_start(LOOP, &c->rw);
+		return;
+	}
+	if (!(c->flags & CHAN_RESUME)) {
+		c->flags |= CHAN_RESUME;
+		TAILQ_INSERT_TAIL(&chan_resumes, c, resume_entry);
+	}
+	if (!ev_is_active(&chan_resume_w)) {
+		ev_timer_init(&chan_resume_w, chan_resume_cb, 0, 0);
+		ev_timer_start(LOOP, &chan_resume_w);
+	}
+}
+
+/* Take a channel off the resume list. */
+static void
+chan_resume_remove(struct chan *c)
+{
+	if (c->flags & CHAN_RESUME) {
+		TAILQ_REMOVE(&chan_resumes, c, resume_entry);
+		c->flags &= ~CHAN_RESUME;
+	}
+}
+
+/*
+ * Hand out the lines left from stopped chunks of the readers that may go
+ * on, then let them read again.  Returns nonzero if any did.
+ */
+int
+chan_resume_pending(void)
+{
+	struct chan	*c;
+	int		 any = 0;
+
+	if (ev_is_active(&chan_resume_w))
+		ev_timer_stop(LOOP, &chan_resume_w);
+	while ((c = TAILQ_FIRST(&chan_resumes)) != NULL) {
+		chan_resume_remove(c);
+		if (c->rfd == -1 || chan_held_back(c))
+			continue;	/* held back again: its waker calls */
+		ndjson_resume(&c->rd, chan_line, c);
+		any = 1;
+		chan_pause(c);
+		if (!chan_held_back(c) && !ndjson_reader_held(&c->rd) &&
+		    !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
+			ev_io_start(LOOP, &c->rw);
+	}
+	return any;
+}
+
+/* The resume timer fired. */
+static void
+chan_resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)chan_resume_pending();
 }
 
 /* Read what the descriptor has and hand out its lines. */
@@ -108,6 +203,13 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct chan	*c = w->data;
 	ssize_t		 n;
 
+	if (ndjson_reader_held(&c->rd)) {
+		/* The rest of a stopped chunk goes first (chan_go_on). */
+		ev_io_stop(loop, &c->rw);
+		if (!chan_held_back(c))
+			chan_go_on(c);
+		return;
+	}
 	n = read(c->rfd, chan_buf, sizeof chan_buf);
 	if (n == -1) {
 		if (errno == EINTR || errno == EAGAIN)
@@ -124,9 +226,12 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
-	if (c->blocked_on != NULL && ev_is_active(&c->rw)) {
+	chan_pause(c);
+	if (ndjson_reader_held(&c->rd) && ev_is_active(&c->rw)) {
+		/* Not held back, yet stopped: never read past what waits. */
 		ev_io_stop(loop, &c->rw);
-		c->flags |= CHAN_RPAUSED;
+		if (!chan_held_back(c))
+			chan_go_on(c);
 	}
 }
 
@@ -144,9 +249,8 @@ void
 chan_resume_reading(struct chan *c)
 {
 	c->flags &= ~CHAN_RSTOPPED;
-	if (c->rfd != -1 && c->blocked_on == NULL &&
-	    !(c->flags & CHAN_REOF))
-		ev_io_start(LOOP, &c->rw);
+	if (c->blocked_on == NULL)
+		chan_go_on(c);
 }
 
 /* Wake every reader that waits for this writer. */
@@ -160,8 +264,7 @@ chan_wake(struct chan *c)
 		TAILQ_REMOVE(&c->waiters, r, wait_entry);
 		r->blocked_on = NULL;
 		r->flags &= ~CHAN_RPAUSED;
-		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-			ev_io_start(LOOP, &r->rw);
+		chan_go_on(r);
 	}
 	if (c->on_drain != NULL)
 		c->on_drain(c, 0);
@@ -181,8 +284,7 @@ chan_release_waiters(struct chan *c)
 		TAILQ_REMOVE(&c->waiters, r, wait_entry);
 		r->blocked_on = NULL;
 		r->flags &= ~CHAN_RPAUSED;
-		if (r->rfd != -1 && !(r->flags & (CHAN_REOF | CHAN_RSTOPPED)))
-			ev_io_start(LOOP, &r->rw);
+		chan_go_on(r);
 	}
 }
 
@@ -308,5 +410,6 @@ chan_close(struct chan *c)
 		TAILQ_REMOVE(&c->blocked_on->waiters, c, wait_entry);
 		c->blocked_on = NULL;
 	}
+	chan_resume_remove(c);
 	ndjson_reader_free(&c->rd);
 }

@@ -29,6 +29,14 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
 
+/*
+ * The most JSON values (and keys) a frame may hold.  jansson takes 40 to
+ * 200 bytes for each, so a 1 MiB frame of empty arrays would cost 50 MiB;
+ * this keeps a frame under about 13 MiB, and is far above what a message
+ * or a spawn needs.
+ */
+#define CONTROL_MAX_VALUES	65536
+
 static const struct control_method control_methods[] = {
 	{ CORRAL_M_CONNECT,	BOTH,		control_connect },
 	{ CORRAL_M_PING,	BOTH,		control_ping },
@@ -370,10 +378,49 @@ void
 control_frame(struct peer *p, const char *line, size_t len)
 {
 	const struct control_method	*cm;
+	struct jscan			*js;
 	json_error_t			 e;
 	json_t				*j, *id, *method, *nul;
 	char				 msg[256];
+	size_t				 nvals;
+	int				 t;
 
+	/*
+	 * Scan it before jansson builds a tree of it: jscan accepts what
+	 * jansson does, without the tree, so a frame that is not JSON or
+	 * holds too many values costs no more than its bytes.
+	 */
+	js = engine_scan_take();
+	if (jscan_run(js, line, len) != 0) {
+		snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
+		    js->err, js->err_off);
+		engine_scan_give(js);
+		log_warnx("%s: control frame: %s", p->name, msg);
+		if (p->agent == NULL) {
+			nul = json_null();
+			rpc_error(p, nul, CORRAL_E_PARSE, msg, NULL);
+			json_decref(nul);
+		}
+		return;
+	}
+	if ((nvals = js->nvals) > CONTROL_MAX_VALUES) {
+		snprintf(msg, sizeof msg, "a frame holds %zu JSON values, "
+		    "more than %u", nvals, CONTROL_MAX_VALUES);
+		log_warnx("%s: control frame: %s", p->name, msg);
+		id = NULL;
+		if (js->tok[0].type == JT_OBJECT &&
+		    (t = JSCAN_GET(js, line, 0, "id")) != -1 &&
+		    js->tok[t].type != JT_OBJECT && js->tok[t].type != JT_ARRAY)
+			id = json_loadb(line + js->tok[t].off, js->tok[t].len,
+			    JSON_DECODE_ANY, NULL);
+		engine_scan_give(js);
+		if (id == NULL && p->agent == NULL)
+			id = json_null();
+		rpc_error(p, id, CORRAL_E_INVALID, msg, NULL);
+		json_decref(id);
+		return;
+	}
+	engine_scan_give(js);
 	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL ||
 	    !json_is_object(j)) {
 		if (j == NULL)

@@ -172,6 +172,7 @@ struct jscan {
 	struct jscan_key		*keys;
 	uint32_t		 nkeys;
 	uint32_t		 keycap;
+	size_t			 nvals;		/* values and keys, any depth */
 	uint32_t		*table;
 	uint32_t		 tablecap;
 	char			*tmp;
@@ -200,6 +201,8 @@ struct ndjson_reader {
 	int	 last_cr;	/* the last byte discarded was '\r' */
 	int	 discarding;
 	int	 truncate;
+	int	 stop;		/* hand out no more lines of this chunk */
+	int	 held;		/* buf holds the rest of a stopped chunk */
 };
 
 struct ndjson_writer {
@@ -416,10 +419,12 @@ struct chan {
 #define CHAN_WCLOSED	0x08	/* write side closed */
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
+#define CHAN_RESUME	0x40	/* on the resume list */
 	struct chan		*blocked_on;	/* the writer we wait for */
 	TAILQ_HEAD(, chan)	 waiters;	/* readers waiting for us */
 	TAILQ_ENTRY(chan)	 wait_entry;
 	TAILQ_ENTRY(chan)	 dirty_entry;
+	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
@@ -1060,6 +1065,9 @@ void	 ndjson_feed(struct ndjson_reader *, char *, size_t, ndjson_line_cb,
 	    void *);
 void	 ndjson_finish(struct ndjson_reader *, ndjson_line_cb, void *);
 int	 ndjson_reader_pending(const struct ndjson_reader *);
+void	 ndjson_reader_stop(struct ndjson_reader *);
+int	 ndjson_reader_held(const struct ndjson_reader *);
+void	 ndjson_resume(struct ndjson_reader *, ndjson_line_cb, void *);
 void	 ndjson_writer_init(struct ndjson_writer *, size_t, size_t);
 void	 ndjson_writer_free(struct ndjson_writer *);
 size_t	 ndjson_writer_queued(const struct ndjson_writer *);
@@ -1078,6 +1086,7 @@ void	 chan_close_write(struct chan *);
 void	 chan_close(struct chan *);
 void	 chan_write_line(struct chan *, const char *, size_t);
 void	 chan_block(struct chan *, struct chan *);
+int	 chan_resume_pending(void);
 int	 chan_full(const struct chan *);
 void	 chan_flush_all(void);
 void	 chan_stop_reading(struct chan *);
@@ -1430,6 +1439,7 @@ void	 engine_request_done(struct msg *, const char *, size_t, int);
 void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_limit_all(const char *, const char *);
+int	 engine_has_room(size_t);
 void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 int	 engine_start_goal(const char *, size_t);

@@ -325,7 +325,8 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 	m->seq = ++engine_msg_seq;
 	ev_timer_init(&m->timer, engine_msg_timer_cb, 0, 0);
 	m->timer.data = m;
-	engine_stats.bytes += len;
+	/* Its bookkeeping counts too: a small envelope costs more in it. */
+	engine_stats.bytes += len + sizeof *m;
 	if (j != NULL) {
 		/* A child's task is the child's work, not a branch of the job. */
 		j->pending++;
@@ -347,6 +348,16 @@ engine_room(size_t n)
 	return engine_stats.bytes + n <= engine_wf->max_memory;
 }
 
+/*
+ * Return nonzero if a request of len bytes made elsewhere (a client's
+ * message) fits under limits.memory.
+ */
+int
+engine_has_room(size_t len)
+{
+	return engine_room(len + sizeof(struct msg));
+}
+
 /* Take a request out of its job: the job no longer waits for it. */
 static struct job *
 engine_msg_detach(struct msg *m)
@@ -366,7 +377,7 @@ engine_msg_free(struct msg *m)
 {
 	engine_msg_detach(m);
 	ev_timer_stop(LOOP, &m->timer);
-	engine_stats.bytes -= m->len + m->weaklen;
+	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
 	free(m->line);
 	free(m->weak);
 	free(m);
@@ -1628,6 +1639,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
 		a->work.bad_streak = 0;
+		/* The control plane scans it again: let the tape go first. */
+		jscan_trim(js);
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(&a->peer, line, len);
 		return;
@@ -1789,6 +1802,8 @@ engine_input_line(struct peer *from, char *line, size_t len,
 		goto out;
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		/* The control plane scans it again: let the tape go first. */
+		jscan_trim(js);
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(from, line, len);
 		goto out;

@@ -39,10 +39,12 @@
 
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
-#define EVENT_SLOT_KEEP		(64 * 1024)	/* a slot keeps a buffer this big */
+#define EVENT_SLOT_KEEP		512	/* a slot keeps a buffer this big */
+#define EVENT_KEYS_KEEP		256	/* and a keys buffer this big */
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
 #define EVENT_SUBS_MAX		64	/* subscriptions per peer */
 #define EVENT_REPLAY_LIMIT	1000	/* events per map/replay answer */
+#define EVENT_REPLAY_BYTES	(1024 * 1024)	/* and their bytes, about */
 
 struct event_rec {
 	char		 id[EVENT_ID_LEN + 1];
@@ -77,7 +79,7 @@ struct event_sub {
 static struct event_rec		*event_ring;	/* EVENT_HISTORY slots */
 static size_t			 event_head;	/* the next slot */
 static size_t			 event_count;
-static size_t			 event_bytes;	/* of the events in the ring */
+static size_t			 event_bytes;	/* the ring's buffers (event_cost) */
 static uint64_t			 event_total;
 static uint64_t			 event_dropped_total;
 static TAILQ_HEAD(, event_sub)	 event_subs =
@@ -426,22 +428,42 @@ event_deliver(struct event_sub *s, const struct event_rec *r)
 	event_send(s, r->id, r->ms, r->text, r->len);
 }
 
-/* Forget the oldest event of the ring. */
+/*
+ * What an event costs: its buffers as allocated (a lazy record counts as
+ * the text it stands for).  The history's byte limit counts these, so
+ * it bounds the ring's memory, not only its events' lengths.
+ */
+static size_t
+event_cost(const struct event_rec *r)
+{
+	return r->cap + r->kcap + ((r->has & EV_LAZY) ? EVENT_LAZY_BYTES : 0);
+}
+
+/*
+ * Forget the oldest event of the ring.  With reuse, the slot is about to
+ * take the next event and keeps small buffers for it; otherwise it stays
+ * empty and keeps nothing, or every slot would end up holding the largest
+ * event it ever had, outside the history's byte limit.
+ */
 static void
-event_evict(void)
+event_evict(int reuse)
 {
 	struct event_rec	*r;
 
 	r = &event_ring[(event_head + EVENT_HISTORY - event_count) %
 	    EVENT_HISTORY];
-	event_bytes -= (r->has & EV_LAZY) ? EVENT_LAZY_BYTES : r->len;
+	event_bytes -= event_cost(r);
 	r->len = 0;
 	r->has = 0;
-	if (r->cap > EVENT_SLOT_KEEP) {
-		/* A big event's buffer is not kept for the next one. */
+	if (!reuse || r->cap > EVENT_SLOT_KEEP) {
 		free(r->text);
 		r->text = NULL;
 		r->cap = 0;
+	}
+	if (!reuse || r->kcap > EVENT_KEYS_KEEP) {
+		free(r->keys);
+		r->keys = NULL;
+		r->kcap = 0;
 	}
 	event_count--;
 }
@@ -499,7 +521,7 @@ event_slot(const struct event_info *ei)
 	if (event_ring == NULL)
 		event_ring = xcalloc(EVENT_HISTORY, sizeof *event_ring);
 	if (event_count == EVENT_HISTORY)
-		event_evict();
+		event_evict(1);
 	r = &event_ring[event_head];
 	event_head = (event_head + 1) % EVENT_HISTORY;
 	event_count++;
@@ -562,6 +584,7 @@ event_materialize(struct event_rec *r)
 
 	if (!(r->has & EV_LAZY))
 		return;
+	event_bytes -= event_cost(r);
 	agent = event_key(r, EV_AGENT);
 	data = event_state_data(agent, r->lz[0], r->lz[1], NULL, r->lz[2],
 	    &dlen);
@@ -585,8 +608,7 @@ event_materialize(struct event_rec *r)
 	free(text);
 	r->len = len;
 	r->has &= ~EV_LAZY;
-	event_bytes += len;
-	event_bytes -= EVENT_LAZY_BYTES;
+	event_bytes += event_cost(r);
 }
 
 /*
@@ -624,7 +646,7 @@ event_emit_state(const char *agent, const char *role, const char *from,
 	r->lz[1] = to;
 	r->lz[2] = cstate;
 	r->len = 0;
-	event_bytes += EVENT_LAZY_BYTES;
+	event_bytes += event_cost(r);
 }
 
 /*
@@ -663,11 +685,11 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 	event_store(&r->text, &r->cap, len + 1);
 	memcpy(r->text, text, len + 1);
 	r->len = len;
-	event_bytes += len;
+	event_bytes += event_cost(r);
 	free(text);
 	/* The history is bounded in bytes too: payloads can be large. */
 	while (event_bytes > EVENT_HISTORY_BYTES && event_count > 1)
-		event_evict();
+		event_evict(0);
 
 	if (ei->audit)
 		event_audit(ei, r);
@@ -843,6 +865,15 @@ event_replay_one(struct event_replay *rp, const char *id, uint64_t ms,
 		return;
 	if (rp->total++ >= rp->limit)
 		return;
+	/*
+	 * An answer is bounded in bytes too (events carry payloads): the
+	 * rest is for the next call, which hasMore says to make.
+	 */
+	if (rp->total > 1 && ndjson_writer_queued(&rp->out.w) >=
+	    EVENT_REPLAY_BYTES) {
+		rp->limit = rp->total - 1;
+		return;
+	}
 	jsonw_object(&rp->out);
 	jsonw_key(&rp->out, "eventId");
 	jsonw_str(&rp->out, id);

@@ -593,6 +593,7 @@ jscan_run(struct jscan *js, const char *p, size_t n)
 
 	js->ntok = 0;
 	js->nkeys = 0;
+	js->nvals = 0;
 	js->err = NULL;
 	js->err_off = 0;
 	if (n >= UINT32_MAX)
@@ -608,6 +609,7 @@ value:
 		return jscan_fail(js, pos, "nesting too deep");
 	if (pos >= n)
 		return jscan_fail(js, pos, "value expected");
+	js->nvals++;
 	if (s[pos] == '{' || s[pos] == '[') {
 		t = UINT32_MAX;
 		if (depth <= js->maxlevel) {
@@ -675,6 +677,7 @@ key:
 	/* Inside an object, at the start of a member. */
 	if (jscan_key(js, s, n, &pos, &js->frames[depth - 1]) != 0)
 		return -1;
+	js->nvals++;
 	goto value;
 }
 

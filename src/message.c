@@ -542,7 +542,8 @@ message_old_code(int code)
  * Make a request of an envelope payload: to agent t, or, when t is NULL,
  * to whichever agent the routing table picks for its intent.  The reply
  * goes to the requester with correlation id corr.  Returns 0, or -1 with
- * why.
+ * why (-2 when it would hold more than limits.memory: such a request is
+ * an envelope corral holds, like any other).
  */
 static int
 message_request(struct peer *from, struct agent *t, json_t *payload,
@@ -556,6 +557,12 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
 	    "user", mid, &len, &env, why, whylen)) == NULL)
 		return -1;
+	if (!engine_has_room(len)) {
+		free(line);
+		snprintf(why, whylen, "memory_limit: corral holds as many "
+		    "envelopes as limits.memory allows; send this again later");
+		return -2;
+	}
 	m = engine_msg_create(NULL, line, len, MSG_SEND, env.intent);
 	strlcpy(m->id, mid, sizeof m->id);
 	m->target = t;
@@ -775,10 +782,11 @@ message_send(struct peer *from, json_t *id, json_t *params)
 	/* A client's request to one agent: the agent's reply comes back. */
 	if (from->agent == NULL && n == 1 && agents == 1 &&
 	    json_is_true(json_object_get(meta, "expectsResponse"))) {
-		if (message_request(from, targets[0].agent, payload, mid,
-		    json_is_string(corrj) ? json_string_value(corrj) : mid, why,
-		    sizeof why) != 0) {
-			rpc_error(from, id, CORRAL_E_PARAMS, why, NULL);
+		if ((code = message_request(from, targets[0].agent, payload,
+		    mid, json_is_string(corrj) ? json_string_value(corrj) : mid,
+		    why, sizeof why)) != 0) {
+			rpc_error(from, id, code == -2 ? CORRAL_E_EXHAUSTED :
+			    CORRAL_E_PARAMS, why, NULL);
 			json_decref(msg);
 			return;
 		}

@@ -9,6 +9,12 @@
  * does), then reports the line's full size once.  Nothing here knows about
  * libev, so the unit tests can feed it any chunking they like.
  *
+ * The owner may stop a chunk between two lines (ndjson_reader_stop, from
+ * its callback): the rest of the chunk is kept, at most one read, and
+ * handed out by ndjson_resume.  A peer whose lines make corral write
+ * (answers, say) is stopped this way the moment the writer is full, not
+ * a whole chunk of lines later.
+ *
  * The writer is a byte queue with high and low watermarks.  Its owner
  * pauses producers when ndjson_writer_full() says so and resumes them when
  * ndjson_writer_drained() does.
@@ -37,6 +43,7 @@ ndjson_reader_free(struct ndjson_reader *r)
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;
+	r->stop = r->held = 0;
 }
 
 /* Hand one complete line (without its newline) to the callback. */
@@ -123,6 +130,8 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			r->lines++;
 			ndjson_drop(r);
 			data = nl + 1;
+			if (r->stop)
+				break;
 			continue;
 		}
 
@@ -167,7 +176,50 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 				ndjson_drop(r);
 		}
 		data = nl + 1;
+		if (r->stop)
+			break;
 	}
+	if (r->stop) {
+		/* Between two lines: nothing is held, keep the rest. */
+		r->stop = 0;
+		if (data < end) {
+			ndjson_hold(r, data, (size_t)(end - data));
+			r->held = 1;
+		}
+	}
+}
+
+/*
+ * Hand out no more lines of the chunk being fed (called from the line
+ * callback); ndjson_resume hands out the rest.
+ */
+void
+ndjson_reader_stop(struct ndjson_reader *r)
+{
+	r->stop = 1;
+}
+
+/* Return nonzero if the rest of a stopped chunk waits. */
+int
+ndjson_reader_held(const struct ndjson_reader *r)
+{
+	return r->held;
+}
+
+/* Hand out the rest of a stopped chunk (which may stop again). */
+void
+ndjson_resume(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
+{
+	char	*buf = r->buf;
+	size_t	 len = r->len;
+
+	if (!r->held)
+		return;
+	r->buf = NULL;
+	r->len = r->cap = 0;
+	r->held = 0;
+	ndjson_feed(r, buf, len, cb, arg);
+	free(buf);
 }
 
 /*
@@ -187,6 +239,7 @@ ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
 	} else if (r->len > 0)
 		ndjson_emit(r, r->buf, r->len, cb, arg);
 	ndjson_drop(r);
+	r->stop = r->held = 0;
 }
 
 /* Return nonzero if the reader holds a partial line. */

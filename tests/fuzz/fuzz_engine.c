@@ -1758,7 +1758,9 @@ fz_pump(void)
 
 	for (round = 0; round < 64; round++) {
 		chan_flush_all();
-		progress = fz_read_stdout();
+		/* The rest of a read a reader stopped in (chan.c's timer). */
+		progress = chan_resume_pending();
+		progress |= fz_read_stdout();
 		progress |= fz_procs_run();
 		progress |= fz_feed_io();
 		agent_reap_dead(0);
@@ -2351,6 +2353,9 @@ fz_init(void)
 	const char		*tmp = getenv("TMPDIR");
 	int			 i, len;
 
+	/* LOOP is the default loop unchecked: make it before anyone uses it. */
+	if (ev_default_loop(0) == NULL)
+		fz_fail("no default loop");
 	fz.verbose = getenv("CORRAL_FUZZ_VERBOSE") != NULL;
 	log_init(fz.verbose ? 2 : 0);
 	snprintf(fz.dir, sizeof fz.dir, "%s/corral-fuzz-engine.XXXXXX",

@@ -55,6 +55,78 @@ rss_of() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
 }
 
+# corral's peak resident size (kB) from the audit log's run_end ("" if
+# absent): getrusage of the supervisor, exact, with no polling window.
+peak_rss_kb() {
+	run_end_get peak_rss_kb
+}
+
+# mem_bound MEMORY CLIENTS DESC AGENT...: the bound docs/reliability.md
+# ("Memory bound") puts on corral's peak RSS, in kB, for limits.memory
+# MEMORY (bytes), CLIENTS control socket clients, DESC bytes of
+# description and metadata per agent, and one AGENT "MAXLINE:MAXINFLIGHT"
+# (bytes, requests) per agent alive at once.
+mem_bound() {
+	_m=$1 _c=$2 _d=$3
+	shift 3
+	echo "$*" | awk -v m="$_m" -v c="$_c" -v d="$_d" '
+	function max(a, b) { return a > b ? a : b }
+	{
+		Mi = 1048576; Ki = 1024
+		n = NF; la = 0
+		for (i = 1; i <= n; i++) {
+			split($i, f, ":"); al[i] = f[1]; ai[i] = f[2]
+			la = max(la, al[i])
+		}
+		L = max(Mi, la)
+		Y = max(Mi + 2 * L, n * (512 + d))
+		t = 6 * Mi					# base
+		t += 10 * L + 8 * la + 16 * Mi			# one line handled
+		t += 18 * Mi					# event history
+		t += m						# limits.memory
+		t += L + 3 * (Mi + L)				# stdin, stdout, audit log
+		for (i = 1; i <= n; i++)			# agents
+			t += max(al[i], 256 * Ki) + 2 * (max(Mi, al[i]) + \
+			    ai[i] * L + Y) + 16 * Ki
+		t += c * (Mi + 2 * (Mi + Y) + 16 * Ki)		# clients
+		printf "%d\n", t / 1024
+	}'
+}
+
+# check_peak NAME BOUND: the peak_rss_kb of $AUD's run_end is at most
+# BOUND (kB), unless under the sanitizers; a row of peak_table either way.
+PEAK_TABLE=
+check_peak() {
+	_p=$(peak_rss_kb)
+	[ -n "$_p" ] || fail "$1: the audit log's run_end has no peak_rss_kb"
+	PEAK_TABLE="$PEAK_TABLE
+$(printf '  %-24s %8s kB %8s kB' "$1" "$_p" "$2")"
+	if [ "$SAN" = 0 ] && [ "$_p" -gt "$2" ]; then
+		fail "$1: corral's peak RSS was $_p kB, over its bound of $2 kB"
+	fi
+}
+
+# Print the table of check_peak's rows.
+peak_table() {
+	note "  attack                   peak RSS       bound$PEAK_TABLE"
+}
+
+# mem_flood_script: write $T/flood.sh, an agent: "flood.sh DONE read|deaf
+# N LINE" writes LINE N times, then touches DONE and waits.  With read it
+# drains its stdin (a background "cat" of sh's own would get /dev/null,
+# hence descriptor 3), with deaf it never reads.
+mem_flood_script() {
+	cat >"$T/flood.sh" <<SH
+if [ "\$2" = read ]; then
+	exec 3<&0
+	cat <&3 >/dev/null &
+fi
+"$RG" flood "\$3" "\$4" --tag "$T"
+touch "\$1"
+sleep 1000
+SH
+}
+
 # aud_count EV [KEY VALUE]...: audit events of kind EV with those members.
 aud_count() {
 	_pat="\"ev\":\"$1\""

@@ -788,6 +788,71 @@ test_writer_releases_big_buffer(void **state)
 	free(sink);
 }
 
+/* The stopping callback: record, then stop the chunk after each line. */
+struct stopper {
+	struct ndjson_reader	*r;
+	struct events		*e;
+};
+
+static void
+record_stop(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct stopper	*st = arg;
+
+	record(st->e, kind, line, len, extra);
+	ndjson_reader_stop(st->r);
+}
+
+/*
+ * A reader stopped after each line hands out one line per feed or
+ * resume, in order, across chunks: what the chunk held after the stop
+ * (whole lines, a too-long line, a partial line) waits in the reader.
+ */
+static void
+test_stop_and_resume(void **state)
+{
+	struct ndjson_reader	 r;
+	struct events		 e = { 0 };
+	struct stopper		 st = { &r, &e };
+	char			 a[] = "one\ntwo\n0123456789abc\nthr";
+	char			 b[] = "ee\nfour\n";
+	size_t			 n;
+
+	ndjson_reader_init(&r, 8, 0);
+	ndjson_feed(&r, a, sizeof a - 1, record_stop, &st);
+	assert_int_equal(e.n, 1);
+	assert_line(&e, 0, "one", 3);
+	assert_true(ndjson_reader_held(&r));
+	assert_true(ndjson_reader_pending(&r));
+	ndjson_resume(&r, record_stop, &st);
+	assert_int_equal(e.n, 2);
+	assert_line(&e, 1, "two", 3);
+	ndjson_resume(&r, record_stop, &st);
+	assert_int_equal(e.n, 3);
+	assert_int_equal(e.ev[2].kind, NDJSON_TOOLONG);
+	assert_int_equal(e.ev[2].arg, 13);
+	/* Only the partial "thr" is left: held no more, still pending. */
+	ndjson_resume(&r, record_stop, &st);
+	assert_int_equal(e.n, 3);
+	assert_false(ndjson_reader_held(&r));
+	assert_true(ndjson_reader_pending(&r));
+	ndjson_feed(&r, b, sizeof b - 1, record_stop, &st);
+	assert_int_equal(e.n, 4);
+	assert_line(&e, 3, "three", 5);
+	assert_true(ndjson_reader_held(&r));
+	ndjson_resume(&r, record_stop, &st);
+	assert_line(&e, 4, "four", 4);
+	assert_false(ndjson_reader_held(&r));
+	assert_false(ndjson_reader_pending(&r));
+	/* Resuming with nothing held hands out nothing. */
+	n = e.n;
+	ndjson_resume(&r, record_stop, &st);
+	assert_int_equal(e.n, n);
+	ndjson_reader_free(&r);
+	events_free(&e);
+}
+
 int
 main(void)
 {
@@ -806,6 +871,7 @@ main(void)
 		cmocka_unit_test(test_finish_reports_long_last_line),
 		cmocka_unit_test(test_endless_line_not_held),
 		cmocka_unit_test(test_truncate_mode),
+		cmocka_unit_test(test_stop_and_resume),
 		cmocka_unit_test(test_writer_watermarks),
 		cmocka_unit_test(test_writer_partial_writes),
 		cmocka_unit_test(test_writer_broken_pipe),

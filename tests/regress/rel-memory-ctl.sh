@@ -1,0 +1,123 @@
+#!/bin/sh
+# The control plane's memory is in corral's bound too (docs/reliability.md,
+# "Memory bound"), with small settings (max_line 64KiB, max_inflight 1,
+# limits.memory 16MiB):
+#   1. messages: an agent sends 3,000 map/send of 60 KB each to another
+#      agent (6,000 events, 180 MB); the event history keeps 16 MiB of
+#      them, and its ring does not keep a 60 KB buffer in every slot
+#      that once held one; then map/replay from the start with limit
+#      1000 answers about 1 MiB (hasMore), not 60 MB
+#   2. a 1 MiB control frame of 350,000 empty arrays: refused (-32600,
+#      too many values) before jansson builds 50 MB of tree for it
+#   3. a client's requests: 800 _corral/route of 200 KB to an agent that
+#      never answers; those beyond limits.memory are refused
+#      (memory_limit) instead of queued
+# Under the sanitizers the attacks run and their behaviour is checked,
+# but not the RSS.
+. "$(dirname "$0")/rel-lib.sh"
+
+KI=1024
+MI=1048576
+MEM=$((16 * MI))
+
+[ "$SAN" = 1 ] && note "sanitizers: the attacks run, their peak RSS is not compared"
+
+# 1. Messages with large payloads, then a replay of them all.
+AUD="$T/msg.aud"
+pad=$(head -c 60000 /dev/zero | tr '\0' x)
+cat >"$T/sender.sh" <<SH
+exec 3<&0
+cat <&3 >"$T/answers" &
+"$RG" flood 3000 '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"sink"},"payload":"$pad"}}' --tag "$T"
+echo '{"jsonrpc":"2.0","id":"r","method":"map/replay","params":{"fromTimestamp":0,"limit":1000}}'
+touch "$T/msg.done"
+sleep 1000
+SH
+cat >"$T/msg.yaml" <<YAML
+agents:
+  sender:
+    cmd: [/bin/sh, $T/sender.sh]
+    max_line: 64KiB
+    max_inflight: 1
+    stop: {grace: 200ms, timeout: 2s}
+  sink:
+    cmd: [/bin/sh, -c, 'exec 3>&1; cat >/dev/null', $T]
+    max_line: 64KiB
+    max_inflight: 1
+routes:
+  "*": sink
+limits: {memory: 16MiB}
+YAML
+serve_start "$T/msg.yaml" -v --log "$AUD"
+wait_for '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 120 ||
+    fail "messages: no answer to map/replay within $((120 * SLOW))s"
+serve_eof
+corral_wait 30
+expect_rc 0
+[ "$(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers")" -eq 3000 ] ||
+    fail "messages: $(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers") of 3000 sends were answered"
+[ "$(grep -c '"messageId"' "$T/answers")" -ge 500 ] ||
+    fail "messages: only $(grep -c '"messageId"' "$T/answers") of 3000 sends were delivered"
+grep '"id":"r"' "$T/answers" >"$T/replay"
+len=$(wc -c <"$T/replay")
+[ "$len" -le $((MI + 200 * KI)) ] ||
+    fail "messages: the map/replay answer is $len bytes (at most about 1 MiB)"
+grep -qF '"hasMore":true' "$T/replay" ||
+    fail "messages: the map/replay answer says no more: $(head -c 200 "$T/replay")"
+note "messages: a map/replay answer of $len bytes"
+check_peak "messages and replay" "$(mem_bound $MEM 0 0 $((64 * KI)):1 \
+    $((64 * KI)):1)"
+
+# 2. One control frame of 1 MiB with 350,000 values, then a ping.
+AUD="$T/frame.aud"
+cat >"$T/idle.yaml" <<YAML
+agents:
+  idle:
+    cmd: [cat]
+    max_line: 64KiB
+    max_inflight: 1
+routes:
+  "*": idle
+limits: {memory: 16MiB}
+YAML
+{
+	printf '%s' '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[[]'
+	head -c 349000 /dev/zero | tr '\0' x | sed 's/x/,[]/g'
+	printf ']}}\n'
+	echo '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+} >"$T/frame.in"
+"$CORRAL" serve -v --log "$AUD" "$T/idle.yaml" <"$T/frame.in" >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 0
+sed -n 1p "$OUT" | grep -qF '{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"a frame holds' ||
+    fail "frame: the 1 MiB frame of 350,000 values was not refused: $(sed -n 1p "$OUT" | head -c 200)"
+sed -n 2p "$OUT" | grep -qxF '{"jsonrpc":"2.0","id":2,"result":{}}' ||
+    fail "frame: the ping after it: $(sed -n 2p "$OUT" | head -c 200)"
+check_peak "a 1 MiB frame" "$(mem_bound $MEM 0 0 $((64 * KI)):1)"
+
+# 3. A client's requests to an agent that never answers.
+AUD="$T/route.aud"
+cat >"$T/mute.yaml" <<YAML
+agents:
+  mute:
+    cmd: [/bin/sh, -c, 'exec 3>&1; cat >/dev/null', $T]
+    max_line: 64KiB
+    max_inflight: 1
+routes:
+  "*": mute
+limits: {memory: 16MiB}
+YAML
+pad=$(head -c 200000 /dev/zero | tr '\0' y)
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"_corral/route","params":{"payload":{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"t","content":{"type":"text","text":"'"$pad"'"}}}}' |
+    awk '{ for (i = 0; i < 800; i++) print }' >"$T/route.in"
+"$CORRAL" serve -v --log "$AUD" "$T/mute.yaml" <"$T/route.in" >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 0
+n=$(grep -c 'memory_limit' "$OUT")
+[ "$n" -ge 650 ] ||
+    fail "route: $n of 800 requests of 200 KB were refused with memory_limit (limits.memory 16MiB holds about 80)"
+note "route: $n of 800 requests refused with memory_limit"
+check_peak "a client's requests" "$(mem_bound $MEM 0 0 $((64 * KI)):1)"
+
+peak_table
+expect_no_leftovers
