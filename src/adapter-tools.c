@@ -208,8 +208,9 @@ adapter_tools_server_args(struct agent *a)
 
 /*
  * Claude Code: --mcp-config FILE (the server, its tools always loaded,
- * never deferred behind tool search) and --allowedTools naming them, so
- * that -p mode does not refuse them for want of a permission.
+ * never deferred behind tool search, and an hour for a call, longer than
+ * corral mcp's own waits) and --allowedTools naming them, so that -p mode
+ * does not refuse them for want of a permission.
  */
 static char **
 adapter_tools_claude(struct agent *a, const char *dir)
@@ -219,10 +220,10 @@ adapter_tools_claude(struct agent *a, const char *dir)
 	int	  rc;
 
 	snprintf(path, sizeof path, "%s/mcp.json", dir);
-	doc = json_pack("{s:{s:{s:s, s:s, s:o, s:b}}}", "mcpServers",
+	doc = json_pack("{s:{s:{s:s, s:s, s:o, s:b, s:i}}}", "mcpServers",
 	    ADAPTER_TOOLS_SERVER, "type", "stdio", "command",
 	    adapter_tools_run.exe, "args", adapter_tools_server_args(a),
-	    "alwaysLoad", 1);
+	    "alwaysLoad", 1, "timeout", 3600000);
 	rc = adapter_tools_write(a, path, doc);
 	json_decref(doc);
 	if (rc != 0)
