@@ -79,21 +79,34 @@ static const struct {
 static struct control_info	control_run;
 
 static void	control_forget(struct agent *);
+static void	control_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
 
 /* Learn about the run: its name, pid, mode, start, and how to stop it. */
 void
 control_init(const struct control_info *ci)
 {
-	static int	hooked;
-
 	control_run = *ci;
-	if (!hooked++)
-		agent_on_free(control_forget);
+	agent_on_free(control_forget);
+	lifecycle_observe(control_lifecycle);
 }
 
 /*
- * An agent is about to be freed: its delegates lose it, and may call
- * nothing more (their connections stay until their end).
+ * An agent's process is gone (or it stopped for good): the sessions that
+ * acted for that process lose it; its next process has a new credential.
+ */
+static void
+control_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
+{
+	if (to == AS_STOPPED || to == AS_FAILED || to == AS_BACKOFF)
+		control_forget(a);
+}
+
+/*
+ * An agent is about to be freed, or its process is gone: its delegates
+ * lose it, and may call nothing more (their connections stay until their
+ * end).
  */
 static void
 control_forget(struct agent *a)
