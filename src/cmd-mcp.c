@@ -156,7 +156,8 @@ cmd_mcp_text(json_t *id, const char *text, int failed)
 static int
 cmd_mcp_connect(void)
 {
-	json_t	*run, *auth;
+	json_t		*run, *auth;
+	const char	*self;
 
 	if (mcp.connected)
 		return 0;
@@ -176,11 +177,10 @@ cmd_mcp_connect(void)
 	    sizeof mcp.why) != 0)
 		return -1;
 	mcp.connected = 1;
+	self = json_string_value(json_object_get(json_object_get(mcp.c.info,
+	    "principal"), "id"));
 	free(mcp.self);
-	mcp.self = xstrdup(json_string_value(json_object_get(json_object_get(
-	    mcp.c.info, "principal"), "id")) != NULL ? json_string_value(
-	    json_object_get(json_object_get(mcp.c.info, "principal"), "id")) :
-	    "?");
+	mcp.self = xstrdup(self != NULL ? self : "?");
 	run = client_run(&mcp.c);
 	json_decref(mcp.catalogue);
 	mcp.catalogue = json_incref(json_object_get(run, "catalogue"));
