@@ -151,14 +151,17 @@ adapter_claude_check(const struct agent_conf *ac, char *why, size_t len)
 	return 0;
 }
 
-/* The command line: the entry's cmd plus the stream-json flags it lacks. */
+/*
+ * The command line: the entry's cmd plus the stream-json flags it lacks,
+ * and corral's tools (tools:).
+ */
 static char **
 adapter_claude_argv(struct agent *a)
 {
 	static const char *need[] = { "-p", "--input-format", "stream-json",
 	    "--output-format", "stream-json", "--verbose", NULL };
 	struct agent_conf	*ac = a->conf;
-	char			**argv;
+	char			**argv, **tools;
 	size_t			 i, j, n = 0;
 	int			 has_p = 0, has_in = 0, has_out = 0, has_v = 0;
 
@@ -173,7 +176,9 @@ adapter_claude_argv(struct agent *a)
 		else if (strcmp(ac->argv[i], "--verbose") == 0)
 			has_v = 1;
 	}
-	argv = xcalloc(ac->argc + 7, sizeof *argv);
+	tools = adapter_tools_args(a, "claude");	/* corral's, if any */
+	argv = xcalloc(ac->argc + 7 + adapter_tools_count(tools),
+	    sizeof *argv);
 	argv[n++] = xstrdup(ac->argv[0]);
 	for (j = 0; need[j] != NULL; j++) {
 		if ((j == 0 && has_p) || ((j == 1 || j == 2) && has_in) ||
@@ -183,6 +188,9 @@ adapter_claude_argv(struct agent *a)
 	}
 	for (i = 1; i < ac->argc; i++)
 		argv[n++] = xstrdup(ac->argv[i]);
+	for (i = 0; tools != NULL && tools[i] != NULL; i++)
+		argv[n++] = tools[i];
+	free(tools);
 	argv[n] = NULL;
 	return argv;
 }

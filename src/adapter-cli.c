@@ -193,8 +193,8 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
 	p->arg = call;
 	p->quiet_stderr = cli->quiet;
 	cli->busy = 1;
-	if (proc_start(p, a, argv, prompt, strlen(prompt), a->conf->max_line,
-	    why, sizeof why) != 0) {
+	if (proc_start(p, a, argv, a->adapter->env, prompt, strlen(prompt),
+	    a->conf->max_line, why, sizeof why) != 0) {
 		p->flags |= PROC_DONE;
 		p->arg = NULL;
 		cli->tool->call_free(call);

@@ -307,7 +307,7 @@ adapter_codex_run(struct agent *a, struct msg *m)
 	struct codex_state	*st = a->adapter->state;
 	struct agent_conf	*ac = a->conf;
 	struct codex_call	*c;
-	char			**argv, *prompt;
+	char			**argv, **tools, *prompt;
 	size_t			 i, n = 0;
 	int			 has_json = 0, has_skip = 0;
 
@@ -319,12 +319,16 @@ adapter_codex_run(struct agent *a, struct msg *m)
 		else if (strcmp(ac->argv[i], "--skip-git-repo-check") == 0)
 			has_skip = 1;
 	}
-	argv = xcalloc(ac->argc + 8, sizeof *argv);
+	tools = adapter_tools_args(a, "codex");	/* corral's, if any */
+	argv = xcalloc(ac->argc + 8 + adapter_tools_count(tools),
+	    sizeof *argv);
 	argv[n++] = ac->argv[0];
 	if (ac->argc < 2 || strcmp(ac->argv[1], "exec") != 0)
 		argv[n++] = "exec";
 	for (i = 1; i < ac->argc; i++)
 		argv[n++] = ac->argv[i];
+	for (i = 0; tools != NULL && tools[i] != NULL; i++)
+		argv[n++] = tools[i];
 	if (!has_json)
 		argv[n++] = "--json";
 	if (!has_skip)
@@ -339,6 +343,7 @@ adapter_codex_run(struct agent *a, struct msg *m)
 	argv[n] = NULL;
 	adapter_cli_spawn(a, m, argv, prompt, c);
 	free(argv);
+	adapter_free_argv(tools);
 	free(prompt);
 }
 

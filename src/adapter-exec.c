@@ -199,7 +199,7 @@ adapter_exec_request(struct agent *a, struct msg *m)
 
 	p = adapter_proc_new(a, m);
 	p->done = adapter_exec_done;
-	if (proc_start(p, a, argv, in, in != NULL ? strlen(in) : 0,
+	if (proc_start(p, a, argv, NULL, in, in != NULL ? strlen(in) : 0,
 	    a->conf->max_line, why, sizeof why) != 0) {
 		p->flags |= PROC_DONE;
 		adapter_reply_error(a, m, "spawn_failed", "INTERNAL", why, NULL);

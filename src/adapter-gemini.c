@@ -440,6 +440,8 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 
 	if ((prompt = adapter_prompt(a, m, st->cli.settings.prompt)) == NULL)
 		return;
+	/* corral's tools, if any: settings in a home of its own (env). */
+	adapter_free_argv(adapter_tools_args(a, "gemini"));
 	argv = xcalloc(ac->argc + 8, sizeof *argv);
 	for (i = 0; i < ac->argc; i++)
 		argv[n++] = ac->argv[i];

@@ -260,6 +260,7 @@ adapter_free(struct agent *a)
 		TAILQ_REMOVE(&a->adapter->procs, p, entry);
 		proc_free(p);
 	}
+	adapter_free_argv(a->adapter->env);
 	free(a->adapter);
 	a->adapter = NULL;
 }

@@ -141,6 +141,59 @@ agent_prev(struct agent *a)
 }
 
 /*
+ * Give the agent a new credential: 32 random bytes as hex.  corral passes
+ * it to the agent's processes (CORRAL_AGENT_TOKEN), and a connection to
+ * the control socket that shows it acts as the agent (control.c).  A new
+ * one at each start, so the sessions of an earlier process lose it.
+ */
+static void
+agent_new_token(struct agent *a)
+{
+	static const char	hex[] = "0123456789abcdef";
+	uint8_t			b[AGENT_TOKEN_LEN / 2];
+	size_t			i;
+
+	arc4random_buf(b, sizeof b);
+	for (i = 0; i < sizeof b; i++) {
+		a->token[2 * i] = hex[b[i] >> 4];
+		a->token[2 * i + 1] = hex[b[i] & 0xf];
+	}
+	a->token[AGENT_TOKEN_LEN] = '\0';
+	explicit_bzero(b, sizeof b);
+}
+
+/* Compare two tokens in time that does not depend on where they differ. */
+static int
+agent_token_differs(const char *a, const char *b)
+{
+	unsigned char	d = 0;
+	size_t		i;
+
+	for (i = 0; i < AGENT_TOKEN_LEN; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d != 0;
+}
+
+/*
+ * The live agent whose credential is token, or NULL.  Every agent is
+ * compared in constant time, so the time taken says nothing of a guess.
+ */
+struct agent *
+agent_find_token(const char *token)
+{
+	struct agent	*a, *found = NULL;
+
+	if (token == NULL || strlen(token) != AGENT_TOKEN_LEN)
+		return NULL;
+	TAILQ_FOREACH(a, &agent_list, entry) {
+		if (!agent_token_differs(a->token, token) &&
+		    !(a->flags & AGENT_DEAD))
+			found = a;
+	}
+	return found;
+}
+
+/*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
  * instances); children, and instance 0 (agents a client spawned), get a
@@ -176,6 +229,7 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 		TAILQ_INSERT_TAIL(&parent->children, a, sibling);
 		parent->nchildren++;
 	}
+	agent_new_token(a);
 	a->peer.name = a->id;
 	a->peer.agent = a;
 	a->peer.chan = &a->proc.io;
@@ -194,8 +248,9 @@ agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 {
 	struct agent_proc	*p = &a->proc;
 
+	agent_new_token(a);
 	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
-	    sr) != 0)
+	    a->token, a->adapter != NULL ? a->adapter->env : NULL, sr) != 0)
 		return -1;
 	p->flags = AP_RUNNING;
 	p->nerr = 0;	/* the stderr of this incarnation only */

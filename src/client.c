@@ -379,6 +379,49 @@ client_next(struct client *c, int timeout_ms, int *eof)
 }
 
 /*
+ * Send a request without waiting for its answer (client_poll and
+ * client_take bring it).  Returns its id, or -1 when the write failed.
+ */
+long long
+client_request(struct client *c, const char *method, json_t *params)
+{
+	json_t		*f;
+	json_int_t	 id = ++c->next_id;
+	int		 rc;
+
+	f = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method",
+	    method);
+	if (params != NULL)
+		json_object_set_new(f, "params", params);
+	rc = client_write(c, f);
+	json_decref(f);
+	return rc == 0 ? (long long)id : -1;
+}
+
+/*
+ * Read what the socket has, waiting up to timeout_ms (0: only what is
+ * there): 1 when something was read, 0 when nothing, -1 at the end.
+ */
+int
+client_poll(struct client *c, int timeout_ms)
+{
+	return client_read(c, timeout_ms);
+}
+
+/* The oldest frame read and not yet taken (a new reference), or NULL. */
+json_t *
+client_take(struct client *c)
+{
+	json_t	*x;
+
+	if ((x = json_array_get(c->queue, 0)) == NULL)
+		return NULL;
+	json_incref(x);
+	json_array_remove(c->queue, 0);
+	return x;
+}
+
+/*
  * Connect to a corral and greet it (map/connect as a client named name).
  * Returns 0, or -1 with err.
  */
@@ -386,12 +429,26 @@ int
 client_open(struct client *c, const char *path, const char *name, char *err,
     size_t errlen)
 {
-	json_t	*res, *e;
+	return client_open_auth(c, path, name, NULL, err, errlen);
+}
+
+/*
+ * Connect and greet as client_open does, showing auth (map/connect's
+ * auth: {method, credential}, a stolen reference, or NULL).  A refusal
+ * leaves err "message (error N)".
+ */
+int
+client_open_auth(struct client *c, const char *path, const char *name,
+    json_t *auth, char *err, size_t errlen)
+{
+	json_t	*res, *e, *params;
+	char	 why[300];
 
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
 	strlcpy(c->path, path, sizeof c->path);
 	if ((c->fd = client_connect(path)) == -1) {
+		json_decref(auth);
 		snprintf(err, errlen, "%s: %s", path, errno == ECONNREFUSED ?
 		    "no corral is listening (a stale socket)" :
 		    strerror(errno));
@@ -399,13 +456,15 @@ client_open(struct client *c, const char *path, const char *name, char *err,
 	}
 	ndjson_reader_init(&c->rd, CLIENT_MAX_LINE, 0);
 	c->queue = json_array();
-	res = client_call(c, CORRAL_M_CONNECT, json_pack("{s:i, s:s, s:s}",
-	    "protocolVersion", CORRAL_PROTOCOL_VERSION, "participantType",
-	    "client", "name", name), 10000, &e);
+	params = json_pack("{s:i, s:s, s:s}", "protocolVersion",
+	    CORRAL_PROTOCOL_VERSION, "participantType", auth != NULL ?
+	    "agent" : "client", "name", name);
+	if (auth != NULL)
+		json_object_set_new(params, "auth", auth);
+	res = client_call(c, CORRAL_M_CONNECT, params, 10000, &e);
 	if (res == NULL) {
-		snprintf(err, errlen, "%s: map/connect: %s", path, e != NULL ?
-		    json_string_value(json_object_get(e, "message")) :
-		    "no answer");
+		client_error_text(e, why, sizeof why);
+		snprintf(err, errlen, "%s: map/connect: %s", path, why);
 		json_decref(e);
 		client_close(c);
 		return -1;

@@ -40,6 +40,9 @@ static int	config_table_read_cmd(struct config_reader *,
 static int	config_table_read_adapter(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
+static int	config_table_read_tools(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
 static int	config_table_read_env(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -75,6 +78,8 @@ static void	config_table_print_adapter(FILE *, const struct config_key *,
 		    const void *, int);
 static void	config_table_print_env(FILE *, const struct config_key *,
 		    const void *, int);
+static void	config_table_print_tools(FILE *, const struct config_key *,
+		    const void *, int);
 static void	config_table_print_rlimits(FILE *, const struct config_key *,
 		    const void *, int);
 static int	config_table_read_confine(struct config_reader *,
@@ -101,6 +106,10 @@ static const char *const config_table_join[] = {
 };
 static const char *const config_table_shutdown[] = {
 	"sequential", "parallel", NULL
+};
+/* The words of tools:, in the order of their TOOL_* bits. */
+static const char *const config_table_tools[] = {
+	"spawn", "wait", "send", "list", "stop", NULL
 };
 
 /* The enumerations are read and written as int. */
@@ -389,6 +398,11 @@ const struct config_key config_table[] = {
 	{ .name = "confine.required", AGENT(confine.required),
 	  .type = CONFIG_BOOL, .dflt = "false",
 	  .doc = "refuse to run unless the kernel enforces all of it" },
+	{ .name = "tools", AGENT(tools), .type = CONFIG_LIST,
+	  .typename = "list of `spawn`, `wait`, `send`, `list`, `stop`",
+	  .read = config_table_read_tools, .print = config_table_print_tools,
+	  .doc = "corral's tools for the agent's MCP sessions (corral mcp), "
+	  "offered to the model of a claude, codex or gemini agent" },
 };
 const size_t config_table_size = sizeof config_table / sizeof config_table[0];
 
@@ -693,6 +707,36 @@ config_table_read_env(struct config_reader *rd, const struct config_key *k,
 	return 0;
 }
 
+/* Read tools:, a list of tool words, into the agent's TOOL_* bits. */
+static int
+config_table_read_tools(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	char			**names = NULL;
+	size_t			  nnames = 0, i, j;
+	int			  ret = 0;
+
+	if (config_read_list(rd, n, path, &names, &nnames) != 0)
+		return -1;
+	ac->tools = 0;
+	for (i = 0; i < nnames && ret == 0; i++) {
+		for (j = 0; config_table_tools[j] != NULL; j++)
+			if (strcmp(names[i], config_table_tools[j]) == 0)
+				break;
+		if (config_table_tools[j] == NULL)
+			ret = config_err(rd, n->type == CONFIG_SEQUENCE &&
+			    i < n->nkids ? n->kids[i] : n, "%s: unknown tool "
+			    "'%s' (spawn, wait, send, list, stop)", path,
+			    names[i]);
+		else
+			ac->tools |= 1U << j;
+	}
+	config_table_free_names(names, nnames);
+	return ret;
+}
+
 /*
  * Read one resource limit of limits: into the agent's list, replacing the
  * same limit from defaults:.  Any of them may be unlimited.
@@ -942,6 +986,27 @@ config_table_print_env(FILE *f, const struct config_key *k,
 		config_print_str(f, ac->env[i].value);
 		fputc('\n', f);
 	}
+}
+
+/* Print tools:, when the agent has any. */
+static void
+config_table_print_tools(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	size_t			 i;
+	int			 first = 1;
+
+	if (ac->tools == 0)
+		return;
+	fprintf(f, "%*stools: [", indent, "");
+	for (i = 0; config_table_tools[i] != NULL; i++) {
+		if (!(ac->tools & (1U << i)))
+			continue;
+		fprintf(f, "%s%s", first ? "" : ", ", config_table_tools[i]);
+		first = 0;
+	}
+	fputs("]\n", f);
 }
 
 /* Print limits:, the resource limits, in bytes and seconds. */

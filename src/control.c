@@ -11,6 +11,14 @@
  * participant are here; the others belong to the modules they act on.
  * docs/protocol.md has the conformance table: every method of the MAP
  * SDK and what corral answers.
+ *
+ * A connection that shows an agent's credential in map/connect (its
+ * auth, method x-corral-agent: what `corral mcp` does for a CLI's model)
+ * becomes that agent's delegate: every frame it sends then is handled as
+ * if the agent had sent it on its pipe, with its depth, fan-out, budget
+ * and visibility, but only the methods of the tools its entry offers
+ * (tools:).  It is named after the agent; it loses the agent when the
+ * agent is freed.
  */
 
 #include <stdlib.h>
@@ -28,6 +36,7 @@ static void	control_scopes(struct peer *, json_t *, json_t *);
 static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
+#define ALL	(PEER_AGENT | PEER_CLIENT | PEER_DELEGATE)
 
 /*
  * The most JSON values (and keys) a frame may hold.  jansson takes 40 to
@@ -38,20 +47,20 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
 #define CONTROL_MAX_VALUES	65536
 
 static const struct control_method control_methods[] = {
-	{ CORRAL_M_CONNECT,	BOTH,		control_connect },
-	{ CORRAL_M_PING,	BOTH,		control_ping },
-	{ CORRAL_M_DISCONNECT,	BOTH,		control_disconnect },
+	{ CORRAL_M_CONNECT,	ALL,		control_connect },
+	{ CORRAL_M_PING,	ALL,		control_ping },
+	{ CORRAL_M_DISCONNECT,	ALL,		control_disconnect },
 	{ CORRAL_M_REGISTER,	BOTH,		control_register },
 	{ CORRAL_M_UNREGISTER,	BOTH,		control_unregister },
 	{ CORRAL_M_UPDATE,	BOTH,		control_update },
-	{ CORRAL_M_SPAWN,	BOTH,		subagent_spawn },
-	{ CORRAL_M_SEND,	BOTH,		message_send },
-	{ CORRAL_M_STOP,	BOTH,		subagent_stop },
+	{ CORRAL_M_SPAWN,	ALL,		subagent_spawn },
+	{ CORRAL_M_SEND,	ALL,		message_send },
+	{ CORRAL_M_STOP,	ALL,		subagent_stop },
 	{ CORRAL_M_SUSPEND,	BOTH,		subagent_suspend },
 	{ CORRAL_M_RESUME,	BOTH,		subagent_resume },
-	{ CORRAL_M_LIST,	BOTH,		mapview_list },
-	{ CORRAL_M_GET,		BOTH,		mapview_get },
-	{ CORRAL_M_GRAPH,	BOTH,		mapview_graph },
+	{ CORRAL_M_LIST,	ALL,		mapview_list },
+	{ CORRAL_M_GET,		ALL,		mapview_get },
+	{ CORRAL_M_GRAPH,	ALL,		mapview_graph },
 	{ CORRAL_M_SUBSCRIBE,	BOTH,		event_subscribe },
 	{ CORRAL_M_UNSUBSCRIBE,	BOTH,		event_unsubscribe },
 	{ CORRAL_M_REPLAY,	BOTH,		event_replay },
@@ -61,14 +70,65 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 };
 
+/* The tool of tools: a delegate needs for a method (0: none). */
+static const struct {
+	const char	*method;
+	unsigned int	 tool;
+} control_tools[] = {
+	{ CORRAL_M_SPAWN,	TOOL_SPAWN },
+	{ CORRAL_M_SEND,	TOOL_SEND },
+	{ CORRAL_M_STOP,	TOOL_STOP },
+	{ CORRAL_M_LIST,	TOOL_LIST | TOOL_WAIT },
+	{ CORRAL_M_GET,		TOOL_LIST | TOOL_WAIT },
+	{ CORRAL_M_GRAPH,	TOOL_LIST },
+};
+
 /* What the supervisor told us about the run. */
 static struct control_info	control_run;
+
+static void	control_forget(struct agent *);
+static void	control_lifecycle(struct agent *, enum agent_state,
+		    enum agent_state, enum agent_event, const char *);
 
 /* Learn about the run: its name, pid, mode, start, and how to stop it. */
 void
 control_init(const struct control_info *ci)
 {
 	control_run = *ci;
+	agent_on_free(control_forget);
+	lifecycle_observe(control_lifecycle);
+}
+
+/*
+ * An agent's process is gone (or it stopped for good): the sessions that
+ * acted for that process lose it; its next process has a new credential.
+ */
+static void
+control_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
+{
+	if (to == AS_STOPPED || to == AS_FAILED || to == AS_BACKOFF)
+		control_forget(a);
+}
+
+/*
+ * An agent is about to be freed, or its process is gone: its delegates
+ * lose it, and may call nothing more (their connections stay until their
+ * end).
+ */
+static void
+control_forget(struct agent *a)
+{
+	struct peer	*p;
+
+	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p)) {
+		if (!(p->role & PEER_DELEGATE) || p->agent != a)
+			continue;
+		log_debug("%s: its agent %s is gone", p->own_name, a->id);
+		p->agent = NULL;
+		p->name = p->own_name;
+		p->role = 0;
+	}
 }
 
 /* Find a method by name. */
@@ -93,21 +153,28 @@ control_participant(struct peer *p, const char *type)
 	char			*s;
 	size_t			 len;
 
+	const char		*pid = p->own_name != NULL ? p->own_name :
+				    p->name;
+
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "participantId");
-	jsonw_str(&j, p->name);
+	jsonw_str(&j, pid);
 	jsonw_key(&j, "participantType");
 	jsonw_str(&j, p->agent != NULL ? "agent" : "client");
 	if (p->cname != NULL) {
 		jsonw_key(&j, "name");
 		jsonw_str(&j, p->cname);
 	}
+	if ((p->role & PEER_DELEGATE) && p->agent != NULL) {
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, p->agent->id);
+	}
 	jsonw_object_end(&j);
 	s = jsonw_finish(&j, &len);
 	memset(&ei, 0, sizeof ei);
 	ei.type = type;
-	ei.source = p->name;
+	ei.source = pid;
 	ei.audit = 1;
 	event_emit(&ei, s, len);
 	free(s);
@@ -122,9 +189,51 @@ control_gone(struct peer *p)
 {
 	if (p->flags & PEER_CONNECTED)
 		control_participant(p, "participant_disconnected");
-	mapview_owner_gone(p->name, (p->flags & PEER_ORPHAN) != 0);
+	if (!(p->role & PEER_DELEGATE))
+		mapview_owner_gone(p->name, (p->flags & PEER_ORPHAN) != 0);
 	event_peer_gone(p);
 	p->flags &= ~PEER_CONNECTED;
+}
+
+/*
+ * map/connect with auth: make the connection the delegate of the agent
+ * whose credential it shows.  Returns 0, or -1 after refusing it.  The
+ * credential itself never reaches a log.
+ */
+static int
+control_auth(struct peer *p, json_t *id, json_t *auth)
+{
+	const char	*method, *cred;
+	struct agent	*a;
+
+	method = json_string_value(json_object_get(auth, "method"));
+	cred = json_string_value(json_object_get(auth, "credential"));
+	if (!(p->role & PEER_CLIENT) || !(p->flags & PEER_SOCKET)) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "auth is for connections to "
+		    "the control socket", NULL);
+		return -1;
+	}
+	if (method == NULL || strcmp(method, CORRAL_AUTH_AGENT) != 0) {
+		rpc_error(p, id, CORRAL_E_AUTHMETHOD, "auth.method must be "
+		    CORRAL_AUTH_AGENT " (an agent's CORRAL_AGENT_TOKEN in "
+		    "auth.credential)", NULL);
+		return -1;
+	}
+	if ((a = agent_find_token(cred)) == NULL || !lifecycle_alive(a)) {
+		log_warnx("%s: refused an agent credential: it names no running "
+		    "agent", p->name);
+		auditlog_event("auth_refused", NULL, NULL, "participant",
+		    p->name, NULL);
+		rpc_error(p, id, CORRAL_E_CREDENTIALS, "invalid credentials: "
+		    "the token names no running agent of this corral", NULL);
+		return -1;
+	}
+	p->own_name = p->name;
+	p->name = a->id;
+	p->agent = a;
+	p->role = PEER_DELEGATE;
+	log_info("%s: acts for agent %s", p->own_name, a->id);
+	return 0;
 }
 
 /* The capabilities corral offers, in the SDK's four groups. */
@@ -141,6 +250,30 @@ control_capabilities(struct peer *p)
 }
 
 /*
+ * The workflow's entries, for a delegate to tell its model which agents
+ * it may spawn: [{name, description?, role?}].
+ */
+static json_t *
+control_catalogue(void)
+{
+	const struct workflow	*wf = control_run.wf;
+	json_t			*list = json_array(), *e;
+	size_t			 i;
+
+	for (i = 0; wf != NULL && i < wf->nagents; i++) {
+		e = json_pack("{s:s}", "name", wf->agents[i].name);
+		if (wf->agents[i].description != NULL)
+			json_object_set_new(e, "description",
+			    json_string(wf->agents[i].description));
+		if (wf->agents[i].role != NULL)
+			json_object_set_new(e, "role",
+			    json_string(wf->agents[i].role));
+		json_array_append_new(list, e);
+	}
+	return list;
+}
+
+/*
  * Answer map/connect: an agent's handshake, or a client's greeting.  An
  * agent that connects as MAP's participantType "agent" (the SDK's
  * AgentConnection) is ready once it has registered; any other is ready
@@ -150,7 +283,7 @@ static void
 control_connect(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
-	json_t		*res, *v, *run;
+	json_t		*res, *v, *run, *auth;
 	const char	*ptype;
 
 	v = json_object_get(params, "protocolVersion");
@@ -160,6 +293,12 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 		    NULL);
 		return;
 	}
+	auth = json_object_get(params, "auth");
+	if (auth != NULL && !(p->role & PEER_DELEGATE)) {
+		if (control_auth(p, id, auth) != 0)
+			return;
+		a = p->agent;
+	}
 	ptype = json_string_value(json_object_get(params, "participantType"));
 	v = json_object_get(params, "name");
 	if (json_is_string(v) && p->cname == NULL)
@@ -168,7 +307,8 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	    "agentBehavior");
 	if (json_is_string(v) && strcmp(json_string_value(v), "orphan") == 0)
 		p->flags |= PEER_ORPHAN;
-	if (a != NULL && ptype != NULL && strcmp(ptype, "agent") == 0)
+	if (a != NULL && (p->role & PEER_AGENT) && ptype != NULL &&
+	    strcmp(ptype, "agent") == 0)
 		p->flags |= PEER_MAPAGENT;
 
 	run = json_pack("{s:s, s:s, s:s, s:I, s:I}", "runId",
@@ -181,6 +321,8 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	if (a != NULL)
 		json_object_set_new(run, "agentName",
 		    json_string(a->conf->name));
+	if (p->role & PEER_DELEGATE)
+		json_object_set_new(run, "catalogue", control_catalogue());
 	res = json_pack("{s:i, s:s, s:s, s:o, s:{s:s, s:s}, s:{s:o}}",
 	    "protocolVersion", CORRAL_PROTOCOL_VERSION,
 	    "sessionId", protocol_run_id(),
@@ -188,14 +330,17 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	    "capabilities", control_capabilities(p),
 	    "systemInfo", "name", "corral", "version", CORRAL_VERSION,
 	    "_meta", "corral", run);
+	if ((p->role & PEER_DELEGATE) && a != NULL)
+		json_object_set_new(res, "principal", json_pack("{s:s}", "id",
+		    a->id));
 	rpc_reply(p, id, res);
 	if (!(p->flags & PEER_CONNECTED)) {
 		p->flags |= PEER_CONNECTED;
 		p->since_ms = event_now_ms();
-		if (a == NULL)
+		if (!(p->role & PEER_AGENT))
 			control_participant(p, "participant_connected");
 	}
-	if (a != NULL && lifecycle_handshaking(a) &&
+	if (a != NULL && (p->role & PEER_AGENT) && lifecycle_handshaking(a) &&
 	    !(p->flags & PEER_MAPAGENT)) {
 		/* Recorded first: becoming ready dispatches queued work. */
 		auditlog_event("handshake", a->id, NULL, NULL);
@@ -223,7 +368,7 @@ control_disconnect(struct peer *p, json_t *id, json_t *params)
 	rpc_reply(p, id, json_pack("{s:{s:s, s:I, s:I}}", "session", "id",
 	    protocol_run_id(), "createdAt", (json_int_t)since, "closedAt",
 	    (json_int_t)event_now_ms()));
-	if (p->agent != NULL)
+	if (p->agent != NULL && (p->role & PEER_AGENT))
 		lifecycle_stop(p->agent, "map/disconnect");
 }
 
@@ -369,6 +514,19 @@ control_valid(struct peer *p, json_t *j, json_t *id, json_t *method)
 	return 0;
 }
 
+/* Whether a delegate's agent has a tool that needs this method. */
+static int
+control_tool_allowed(struct peer *p, const char *method)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof control_tools / sizeof control_tools[0]; i++)
+		if (strcmp(control_tools[i].method, method) == 0)
+			return (p->agent->conf->tools & control_tools[i].tool) !=
+			    0;
+	return 1;	/* connect, ping, disconnect */
+}
+
 /*
  * Handle one JSON-RPC frame from a peer.  A client's line that is not
  * JSON, or not an object, is answered with -32700 or -32600 (id null):
@@ -429,7 +587,7 @@ control_frame(struct peer *p, const char *line, size_t len)
 			snprintf(msg, sizeof msg, "a frame must be one JSON-RPC "
 			    "object (batches are not supported)");
 		log_warnx("%s: control frame: %s", p->name, msg);
-		if (p->agent == NULL) {
+		if (!(p->role & PEER_AGENT)) {
 			nul = json_null();
 			rpc_error(p, nul, j == NULL ? CORRAL_E_PARSE :
 			    CORRAL_E_INVALID, msg, NULL);
@@ -446,6 +604,14 @@ control_frame(struct peer *p, const char *line, size_t len)
 	if (control_valid(p, j, id, method) != 0)
 		goto out;
 	cm = control_find(json_string_value(method));
+	if (cm != NULL && (p->role & PEER_DELEGATE) &&
+	    !control_tool_allowed(p, cm->name)) {
+		snprintf(msg, sizeof msg, "%s is not among the tools of agent "
+		    "%s (tools: %s)", cm->name, p->agent->id,
+		    adapter_tools_list(p->agent));
+		rpc_error(p, id, CORRAL_E_DENIED, msg, NULL);
+		goto out;
+	}
 	if (cm == NULL || !(cm->who & p->role)) {
 		/* Notifications we do not know (map/subscribe.ack) are
 		 * ignored, as JSON-RPC says. */

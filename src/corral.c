@@ -42,6 +42,8 @@ static const struct cmd_entry cmds[] = {
 	{ "stop", "stop [-S PATH] [--force] [--wait] [AGENT]", cmd_stop },
 	{ "top", "top [-S PATH] [-d SECS] [-n COUNT]", cmd_top },
 	{ "metrics", "metrics [-S PATH] [--json]", cmd_metrics },
+	{ "mcp", "mcp [-S PATH] [--tools spawn,wait,send,list,stop] "
+	    "[--wait SECS]", cmd_mcp },
 	{ NULL, NULL, NULL }
 };
 

@@ -315,6 +315,12 @@ struct agent_conf {
 	/* Adapters (docs/adapters.md). */
 	char			*adapter;
 	json_t			*adapter_conf;
+	unsigned int		 tools;		/* offered to its CLI: TOOL_* */
+#define TOOL_SPAWN	0x01
+#define TOOL_WAIT	0x02
+#define TOOL_SEND	0x04
+#define TOOL_LIST	0x08
+#define TOOL_STOP	0x10
 	/* Filled in at load time. */
 	unsigned int		 index;
 	int			 own;		/* a child's copy (subagent.c) */
@@ -542,6 +548,7 @@ struct child {
 	char			*last_reply;	/* its latest envelope */
 	size_t			 last_reply_len;
 	int			 last_reply_error;
+	char			*via;		/* the MCP session that spawned it */
 	ev_tstamp		 refused_at;	/* log rate limit of refusals */
 	unsigned int		 refused_logged;
 	unsigned int		 refused_dropped;
@@ -559,6 +566,7 @@ struct peer {
 	int			 role;
 #define PEER_AGENT	0x01	/* an agent process on its pipes */
 #define PEER_CLIENT	0x02	/* a client (socket, corral serve's stdin) */
+#define PEER_DELEGATE	0x04	/* a connection acting for its agent */
 	int			 flags;
 #define PEER_CONNECTED	0x01	/* map/connect answered */
 #define PEER_ORPHAN	0x02	/* its agents outlive it */
@@ -567,6 +575,7 @@ struct peer {
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
 	uint64_t		 ping_seq;
 	char			*cname;		/* map/connect's name */
+	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
@@ -591,8 +600,10 @@ struct mapinfo {
  * agent.c: an agent.  It keeps identity and links; each part below is
  * written only by the module named on it.
  */
+#define AGENT_TOKEN_LEN	64	/* hex digits of its credential */
 struct agent {
 	char			*id;
+	char			 token[AGENT_TOKEN_LEN + 1];
 	struct agent_conf	*conf;
 	/* Frees conf after every module forgot the agent; NULL: shared. */
 	void			(*conf_free)(struct agent_conf *);
@@ -821,6 +832,7 @@ struct control_info {
 	long		 pid;		/* the pid to signal, as the shell sees it */
 	uint64_t	 started_ms;
 	void		(*shutdown)(void);	/* _corral/shutdown */
+	const struct workflow *wf;	/* its entries, for delegates */
 };
 
 /* client.c: a connection to a running corral's control socket. */
@@ -910,6 +922,8 @@ struct adapter_ops {
 struct adapter {
 	const struct adapter_ops	*ops;
 	void				*state;
+	char				**env;		/* for its processes */
+	int				 tools_warned;	/* said why no tools */
 	struct procs			 procs;		/* per-call processes */
 	unsigned int			 nprocs;
 	int				 stopping;	/* no new calls */
@@ -1119,8 +1133,9 @@ struct spawn_result {
 	char	what[192];	/* which step failed */
 };
 void	 spawn_init(const struct workflow *, int);
+void	 spawn_set_control(const char *);
 int	 spawn_argv(const struct agent_conf *, char *const *, const char *,
-	    struct spawn_result *);
+	    const char *, char *const *, struct spawn_result *);
 char	*spawn_find(const char *, const struct workflow *, const char *);
 void	 spawn_block_signals(sigset_t *);
 void	 spawn_restore_signals(const sigset_t *);
@@ -1134,6 +1149,7 @@ void	 agent_on_free(agent_cb);
 void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
+struct agent *agent_find_token(const char *);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
@@ -1202,6 +1218,11 @@ int	 client_open(struct client *, const char *, const char *, char *,
 	    size_t);
 json_t	*client_call(struct client *, const char *, json_t *, int, json_t **);
 json_t	*client_next(struct client *, int, int *);
+long long client_request(struct client *, const char *, json_t *);
+int	 client_poll(struct client *, int);
+json_t	*client_take(struct client *);
+int	 client_open_auth(struct client *, const char *, const char *, json_t *,
+	    char *, size_t);
 json_t	*client_run(struct client *);
 void	 client_close(struct client *);
 void	 client_error_text(json_t *, char *, size_t);
@@ -1210,7 +1231,7 @@ int	 client_attach(struct client *, const char *, const char *,
 void	 client_uptime(char *, size_t, double);
 
 /* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
- * cmd-metrics.c: the commands that use the control socket. */
+ * cmd-metrics.c, cmd-mcp.c: the commands that use the control socket. */
 int	 cmd_ps(int, char **);
 int	 cmd_tree(int, char **);
 int	 cmd_events(int, char **);
@@ -1218,6 +1239,7 @@ int	 cmd_send(int, char **);
 int	 cmd_stop(int, char **);
 int	 cmd_top(int, char **);
 int	 cmd_metrics(int, char **);
+int	 cmd_mcp(int, char **);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1249,8 +1271,8 @@ int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 
 /* proc.c */
-int	 proc_start(struct proc *, struct agent *, char *const *, const char *,
-	    size_t, size_t, char *, size_t);
+int	 proc_start(struct proc *, struct agent *, char *const *,
+	    char *const *, const char *, size_t, size_t, char *, size_t);
 void	 proc_append(struct proc *, const char *, size_t);
 void	 proc_kill(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
@@ -1293,6 +1315,17 @@ json_t	*adapter_number(double);
 void	 adapter_append(char **, const char *, const char *);
 char	*adapter_prompt(struct agent *, struct msg *, const char *);
 const char *adapter_stderr_line(const struct proc *, int *);
+
+/* adapter-tools.c */
+void	 adapter_tools_init(const char *, const char *, const char *);
+const char *adapter_tools_exe(void);
+int	 adapter_tools(struct agent *, char *, size_t);
+const char *adapter_tools_list(const struct agent *);
+void	 adapter_tools_names(const struct agent *, const char *, char *,
+	    size_t);
+void	 adapter_set_env(struct agent *, const char *, const char *);
+char	**adapter_tools_args(struct agent *, const char *);
+size_t	 adapter_tools_count(char **);
 
 /* adapter-cli.c */
 int	 adapter_cli_check(json_t *, char *, size_t);
@@ -1489,6 +1522,8 @@ void	 message_result(const char *, struct agent *, const char *,
 void	 message_reply(struct agent *, struct msg *, struct jscan *,
 	    const char *, size_t, struct env *);
 void	 message_done(struct msg *, const char *, size_t, int);
+int	 message_delegates(struct agent *, const char *, struct agent *,
+	    const char *, const char *, size_t);
 
 /* subagent.c */
 void	 subagent_init(const struct workflow *);
@@ -1517,6 +1552,7 @@ void	 server_client_close_all(void);
 /* server.c */
 void	 server_configure(const char *, int);
 const char *server_path(void);
+const char *server_rundir(void);
 int	 server_start(void);
 void	 server_stop(void);
 

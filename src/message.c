@@ -477,7 +477,8 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 		if (strcmp(who, "agents") != 0)
 			for (p = rpc_peer_first(); p != NULL;
 			    p = rpc_peer_next(p))
-				message_add(out, n, NULL, p, from);
+				if (!(p->role & PEER_DELEGATE))
+					message_add(out, n, NULL, p, from);
 		goto done;
 	}
 	role = json_string_value(json_object_get(to, "role"));
@@ -979,4 +980,54 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 	free(r->requester);
 	free(r->corr);
 	free(r);
+}
+
+/*
+ * Deliver a child's result (line: the envelope marked as a child result)
+ * to the MCP session that spawned it (via, a delegate's own participantId)
+ * or, if that one is gone, to every delegate of parent p: a Message from
+ * the child with meta.isResult and the task id as correlation id.
+ * Returns how many took it; 0 means the result must go another way.
+ */
+int
+message_delegates(struct agent *p, const char *via, struct agent *c,
+    const char *task, const char *line, size_t len)
+{
+	struct peer	*d;
+	json_t		*payload, *msg, *meta, *addr, *ids;
+	char		 mid[EVENT_ID_LEN + 1];
+	int		 n = 0, mine = 0;
+
+	for (d = rpc_peer_first(); d != NULL; d = rpc_peer_next(d))
+		if ((d->role & PEER_DELEGATE) && d->agent == p &&
+		    via != NULL && strcmp(d->own_name, via) == 0 &&
+		    !rpc_full(d))
+			mine = 1;
+	if ((payload = json_loadb(line, len, 0, NULL)) == NULL)
+		return 0;
+	meta = json_pack("{s:b, s:s, s:s}", "isResult", 1, "correlationId",
+	    task, "relationship", "child-to-parent");
+	addr = json_pack("{s:s}", "agent", p->id);
+	msg = message_new(c != NULL ? c->id : "corral", addr, payload, meta,
+	    mid);
+	ids = json_array();
+	for (d = rpc_peer_first(); d != NULL; d = rpc_peer_next(d)) {
+		if (!(d->role & PEER_DELEGATE) || d->agent != p ||
+		    rpc_full(d) || (mine && strcmp(d->own_name, via) != 0))
+			continue;
+		rpc_notify(d, CORRAL_M_MESSAGE, json_pack("{s:O}", "message",
+		    msg));
+		json_array_append_new(ids, json_string(d->own_name));
+		n++;
+	}
+	if (n > 0) {
+		message_sent++;
+		message_events(msg, ids, NULL, task);
+	}
+	json_decref(ids);
+	json_decref(msg);
+	json_decref(addr);
+	json_decref(meta);
+	json_decref(payload);
+	return n;
 }

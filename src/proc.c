@@ -50,19 +50,21 @@ proc_close_in(struct proc *p)
 }
 
 /*
- * Start a process for agent a running argv with data on its stdin (data
- * NULL: stdin closed at once).  stdout is kept up to max bytes.  Returns 0,
- * or -1 with why filled.
+ * Start a process for agent a running argv, with env (NAME=value, or NULL)
+ * added to the agent's environment, and data on its stdin (data NULL:
+ * stdin closed at once).  stdout is kept up to max bytes.  Returns 0, or
+ * -1 with why filled.
  */
 int
 proc_start(struct proc *p, struct agent *a, char *const *argv,
-    const char *data, size_t len, size_t max, char *why, size_t whylen)
+    char *const *env, const char *data, size_t len, size_t max, char *why,
+    size_t whylen)
 {
 	struct spawn_result	sr;
 
 	p->agent = a;
 	p->in = p->out = p->err = -1;
-	if (spawn_argv(a->conf, argv, a->id, &sr) != 0) {
+	if (spawn_argv(a->conf, argv, a->id, a->token, env, &sr) != 0) {
 		snprintf(why, whylen, "%s: %s", sr.what, strerror(sr.error));
 		return -1;
 	}

@@ -48,7 +48,7 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 		if (chan_full(p->chan))
 			chan_block(chan_source(), p->chan);
 	}
-	if (p->agent != NULL)
+	if (p->agent != NULL && (p->role & PEER_AGENT))
 		p->agent->proc.msgs_in++;
 }
 
@@ -187,14 +187,17 @@ rpc_peer_remove(struct peer *p)
 	p->flags &= ~PEER_LISTED;
 }
 
-/* Find a listed participant by its participantId. */
+/*
+ * Find a listed participant by its participantId.  A delegate, named
+ * after its agent, is not found: a message to the agent goes to the agent.
+ */
 struct peer *
 rpc_peer_find(const char *name)
 {
 	struct peer	*p;
 
 	TAILQ_FOREACH(p, &rpc_peers, entry)
-		if (strcmp(p->name, name) == 0)
+		if (!(p->role & PEER_DELEGATE) && strcmp(p->name, name) == 0)
 			return p;
 	return NULL;
 }

@@ -12,6 +12,10 @@
  * own path.  A failure here never stops the run: it runs without a
  * socket, and says why.
  *
+ * Next to the socket is the run's private directory (<run id>.d, mode
+ * 0700), where the adapters write the configurations that tell a CLI of
+ * corral's tools (adapter-tools.c); it goes with the socket.
+ *
  * Accepting backs off for a second when descriptors run out, as tmux's
  * server_add_accept does, rather than spinning on a listener that stays
  * readable.  Each connection becomes a client (server-client.c), up to
@@ -23,6 +27,8 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +47,7 @@ static struct {
 	dev_t		 dev;
 	char		*want;		/* --control PATH */
 	int		 off;		/* --no-control */
+	char		 rundir[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
 } srv = { .fd = -1 };
 
 static void	server_accept_cb(struct ev_loop *, ev_io *, int);
@@ -62,18 +69,60 @@ server_path(void)
 	return srv.fd != -1 ? srv.path : NULL;
 }
 
+/* The run directory of a socket: X.d for X.sock, else PATH.d. */
+static void
+server_rundir_of(const char *sock, char *buf, size_t len)
+{
+	size_t	n = strlen(sock);
+
+	if (n > 5 && strcmp(sock + n - 5, ".sock") == 0)
+		n -= 5;
+	snprintf(buf, len, "%.*s.d", (int)n, sock);
+}
+
+/* Remove one entry of a run directory (nftw, deepest first). */
+static int
+server_rm_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (remove(path) == -1 && errno != ENOENT)
+		log_warn("control: remove %s", path);
+	return 0;
+}
+
+/* Remove a run directory and what it holds (links are not followed). */
+static void
+server_rm_rundir(const char *dir)
+{
+	struct stat	st;
+
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode))
+		return;
+	(void)nftw(dir, server_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Remove the stale sockets of dead corrals from the directory. */
 static void
 server_sweep(const char *dir)
 {
-	char	**v;
+	char	**v, rd[600];
 	size_t	  n, i;
 
 	n = client_sockets(dir, &v);
 	for (i = 0; i < n; i++)
-		if (client_probe(v[i]) == 0 && unlink(v[i]) == 0)
+		if (client_probe(v[i]) == 0 && unlink(v[i]) == 0) {
 			log_info("control: removed the stale socket %s", v[i]);
+			server_rundir_of(v[i], rd, sizeof rd);
+			server_rm_rundir(rd);
+		}
 	client_sockets_free(v, n);
+}
+
+/* The run's private directory, or NULL when there is no socket. */
+const char *
+server_rundir(void)
+{
+	return srv.fd != -1 && srv.rundir[0] != '\0' ? srv.rundir : NULL;
 }
 
 /*
@@ -172,6 +221,15 @@ server_start(void)
 	srv.ino = st.st_ino;
 	srv.dev = st.st_dev;
 	strlcpy(srv.path, dir, sizeof srv.path);
+	server_rundir_of(srv.path, srv.rundir, sizeof srv.rundir);
+	if (mkdir(srv.rundir, 0700) == -1 && (errno != EEXIST ||
+	    lstat(srv.rundir, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
+		/* Someone else's, or not a directory: leave it be. */
+		log_warnx("control: %s: cannot be the run's private directory; "
+		    "no tools for CLIs", srv.rundir);
+		srv.rundir[0] = '\0';
+	}
 	ev_io_init(&srv.w, server_accept_cb, fd, EV_READ);
 	ev_io_start(LOOP, &srv.w);
 	ev_timer_init(&srv.backoff, server_backoff_cb, 1.0, 0);
@@ -196,8 +254,12 @@ server_stop(void)
 	close(srv.fd);
 	srv.fd = -1;
 	if (stat(srv.path, &st) == 0 && st.st_ino == srv.ino &&
-	    st.st_dev == srv.dev)
+	    st.st_dev == srv.dev) {
 		(void)unlink(srv.path);
+		if (srv.rundir[0] != '\0')
+			server_rm_rundir(srv.rundir);
+	}
+	srv.rundir[0] = '\0';
 }
 
 /* Descriptors may be free again: accept again. */

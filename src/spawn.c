@@ -77,6 +77,7 @@ struct spawn_child {
 
 static int			 spawn_pidns;
 static const struct workflow	*spawn_wf;
+static char			*spawn_control;	/* the control socket, or NULL */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
 
 /*
@@ -89,6 +90,7 @@ spawn_init(const struct workflow *wf, int pidns)
 {
 	spawn_wf = wf;
 	spawn_pidns = pidns;
+	spawn_set_control(NULL);
 }
 
 /* Block every signal, saving the old mask. */
@@ -264,10 +266,25 @@ spawn_env_set(char ***envp, size_t *n, size_t *cap, const char *key,
 	(*envp)[*n] = NULL;
 }
 
-/* Build the agent's environment: allowlist, then its own, then ours. */
+/*
+ * The control socket agents may reach, or NULL (--no-control): with its
+ * path and the agent's credential in its environment an agent's process
+ * can act as the agent on the socket (corral mcp).
+ */
+void
+spawn_set_control(const char *path)
+{
+	free(spawn_control);
+	spawn_control = path != NULL ? xstrdup(path) : NULL;
+}
+
+/*
+ * Build the agent's environment: allowlist, then its own, then ours, then
+ * what its adapter adds for one kind of process (extra, NAME=value).
+ */
 static char **
 spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
-    const char *id)
+    const char *id, const char *token, char *const *extra)
 {
 	char	**envp = NULL, **e, *eq, buf[32];
 	size_t	  n = 0, cap = 0, i;
@@ -303,6 +320,17 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 	if (workspace_dir() != NULL)
 		spawn_env_set(&envp, &n, &cap, "CORRAL_WORKSPACE",
 		    workspace_dir());
+	if (spawn_control != NULL && token != NULL) {
+		spawn_env_set(&envp, &n, &cap, "CORRAL_CONTROL", spawn_control);
+		spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_TOKEN", token);
+	}
+	for (; extra != NULL && *extra != NULL; extra++) {
+		if ((eq = strchr(*extra, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		spawn_env_set(&envp, &n, &cap, *extra, eq + 1);
+		*eq = '=';
+	}
 	if (envp == NULL) {
 		envp = xcalloc(1, sizeof *envp);
 		envp[0] = NULL;
@@ -561,13 +589,14 @@ fail:
 
 /*
  * Start a process for an agent's settings (environment, directory, limits,
- * user) running argv, with its three pipes.  On success fills sr (our ends
+ * user) running argv, with its three pipes, its credential (token, or
+ * NULL) and extra variables.  On success fills sr (our ends
  * are non-blocking and close-on-exec) and returns 0.  On failure returns -1
  * with sr->error and sr->what describing the failed step.
  */
 int
 spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
-    struct spawn_result *sr)
+    const char *token, char *const *extra, struct spawn_result *sr)
 {
 	const struct workflow	*wf = spawn_wf;
 	struct spawn_child	 sc;
@@ -586,7 +615,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	sr->in = sr->out = sr->err = -1;
 	memset(&sc, 0, sizeof sc);
 
-	envp = spawn_build_env(ac, wf, id);
+	envp = spawn_build_env(ac, wf, id, token, extra);
 	if ((path = spawn_find(argv[0], wf, spawn_env_path(envp))) == NULL) {
 		sr->error = errno;
 		snprintf(sr->what, sizeof sr->what, "exec %s", argv[0]);

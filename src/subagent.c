@@ -87,6 +87,7 @@ static void
 subagent_forget(struct agent *a)
 {
 	free(a->child.spawn_id);
+	free(a->child.via);
 	free(a->child.last_reply);
 }
 
@@ -796,6 +797,9 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	mapview_merge(c, json_object_get(params, "metadata"));
 	if (tid[0] != '\0')
 		c->child.spawn_id = xstrdup(tid);
+	if (from->role & PEER_DELEGATE)
+		/* Its result goes to the MCP session that asked. */
+		c->child.via = xstrdup(from->own_name);
 	subagent_child_settings(c, ac, opts, budget);
 	if (p == NULL)
 		c->child.keep = 1;	/* a client's agent waits for work */
@@ -958,7 +962,9 @@ subagent_resume(struct peer *from, json_t *id, json_t *params)
 
 /*
  * Deliver a child's result (or error) to its parent, marked as a child
- * result that links back to the spawn.
+ * result that links back to the spawn: to the parent's MCP session when
+ * the spawn came from one (the model inside its CLI waits for it there),
+ * else on the parent's stdin.
  */
 static void
 subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
@@ -971,7 +977,8 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	char			*member, *out;
 	size_t			 olen, mlen;
 
-	if (p == NULL || !lifecycle_alive(p) || !agent_writable(p)) {
+	if (p == NULL || !lifecycle_alive(p) || (!agent_writable(p) &&
+	    (c == NULL || c->child.via == NULL))) {
 		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,
 		    task_id, "reason", "the parent is gone", NULL);
 		return;
@@ -1000,8 +1007,16 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	out = envelope_mark(js, line, len, member, &olen);
 	engine_scan_give(js);
 	free(member);
-	agent_send(p, out, olen);
-	auditlog_envelope("child_result", p->id, task_id, out, olen);
+	if (c != NULL && c->child.via != NULL &&
+	    message_delegates(p, c->child.via, c, task_id, out, olen) > 0)
+		auditlog_envelope("child_result", p->id, task_id, out, olen);
+	else if (agent_writable(p) && (c == NULL || c->child.via == NULL)) {
+		agent_send(p, out, olen);
+		auditlog_envelope("child_result", p->id, task_id, out, olen);
+	} else
+		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,
+		    task_id, "reason", "no MCP session of the parent is "
+		    "connected", NULL);
 	free(out);
 }
 

@@ -16,6 +16,7 @@
 #include <sys/signalfd.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -679,6 +680,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	ci.pid = supervisor_host_pid();
 	ci.started_ms = event_now_ms();
 	ci.shutdown = supervisor_control_stop;
+	ci.wf = wf;
 	control_init(&ci);
 	lifecycle_observe(supervisor_lifecycle);
 	agent_on_free(supervisor_forget);
@@ -712,6 +714,26 @@ supervisor_stdio_start(void)
 	sv.stdio.on_drain = supervisor_stdout_drained;
 	sv.stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
 	util_set_nonblock(STDOUT_FILENO, 1);
+}
+
+/*
+ * Tell the modules that start agents how an agent reaches corral: the
+ * socket (in its environment, with its credential) and, for the CLIs'
+ * tools, corral's own binary and the run's private directory.
+ */
+static void
+supervisor_tools(void)
+{
+	char	exe[PATH_MAX];
+	ssize_t	n;
+
+	spawn_set_control(server_path());
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) == -1) {
+		log_warn("readlink /proc/self/exe");
+		n = 0;
+	}
+	exe[n] = '\0';
+	adapter_tools_init(n > 0 ? exe : NULL, server_path(), server_rundir());
 }
 
 /* Start the workflow's agents in the order the file lists them. */
@@ -870,6 +892,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		rpc_peer_add(&sv.stdio_peer);
 	}
 	(void)server_start();
+	supervisor_tools();
 	supervisor_start_agents();
 	progress_start();
 	if (wf->budget_time > 0) {

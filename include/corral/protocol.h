@@ -45,6 +45,8 @@
 #define CORRAL_M_METRICS	"_corral/metrics"
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
+/* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */
+#define CORRAL_AUTH_AGENT	"x-corral-agent"
 
 /*
  * Error codes: JSON-RPC's and MAP's (the SDK's ERROR_CODES).  The
@@ -56,6 +58,8 @@
 #define CORRAL_E_PARAMS		(-32602)
 #define CORRAL_E_INTERNAL	(-32603)
 #define CORRAL_E_DENIED		1003	/* PERMISSION_DENIED */
+#define CORRAL_E_AUTHMETHOD	1005	/* METHOD_NOT_SUPPORTED: auth method */
+#define CORRAL_E_CREDENTIALS	1006	/* INVALID_CREDENTIALS: agent token */
 #define CORRAL_E_NOADDRESS	2000	/* ADDRESS_NOT_FOUND: matches nobody */
 #define CORRAL_E_NOTFOUND	2001	/* AGENT_NOT_FOUND */
 #define CORRAL_E_NOSCOPE	2002	/* SCOPE_NOT_FOUND: corral has none */

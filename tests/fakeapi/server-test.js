@@ -182,6 +182,50 @@ async function main(port) {
   r = await request(port, 'POST', '/v1beta/models/gemini-x:streamGenerateContent?alt=sse', { contents: gcontents('[[error400]]'), tools: gtools });
   check('gemini [[error400]]: HTTP 400 INVALID_ARGUMENT', r.status === 400 && JSON.parse(r.body).error.code === 400);
 
+  // [[mcp:TOOL:JSON]]: a call of the MCP tool by suffix, nested markers kept
+  // inside the arguments, several calls in turn, then the results as text.
+  const inner = '[[mcp:spawn_agent:{"agent":"r","task":"[[say:ok]]"}]]';
+  const mp = `go [[mcp:spawn_agent:${JSON.stringify({ agent: 'w', task: inner })}]] [[mcp:list_agents:{}]]`;
+  const mtools = [{ name: 'Bash' }, { name: 'mcp__corral__spawn_agent' }, { name: 'mcp__corral__list_agents' }];
+  r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: false, tools: mtools, messages: [user(mp)] });
+  j = JSON.parse(r.body);
+  check('anthropic [[mcp:]]: tool_use by suffix, the nested marker in its arguments', j.content[0].type === 'tool_use' && j.content[0].name === 'mcp__corral__spawn_agent' && j.content[0].input.task === inner, r.body);
+  const m1 = j.content[0];
+  r = await request(port, 'POST', '/v1/messages', {
+    model: 'claude-x', stream: false, tools: mtools,
+    messages: [user(mp), { role: 'assistant', content: [m1] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: m1.id, content: [{ type: 'text', text: 'w-1 finished' }] }] }],
+  });
+  j = JSON.parse(r.body);
+  check('anthropic [[mcp:]]: the second marker is the next call', j.content[0].type === 'tool_use' && j.content[0].name === 'mcp__corral__list_agents', r.body);
+  const m2 = j.content[0];
+  r = await request(port, 'POST', '/v1/messages', {
+    model: 'claude-x', stream: false, tools: mtools,
+    messages: [user(mp), { role: 'assistant', content: [m1] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: m1.id, content: [{ type: 'text', text: 'w-1 finished' }] }] },
+      { role: 'assistant', content: [m2] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: m2.id, content: 'w-1, me' }] }],
+  });
+  j = JSON.parse(r.body);
+  check('anthropic [[mcp:]]: then the results as text', j.content[0].text === 'The tool said: w-1 finished | w-1, me', r.body);
+  r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: false, tools: [{ name: 'ToolSearch' }], messages: [user(mp)] });
+  j = JSON.parse(r.body);
+  check('anthropic [[mcp:]]: a deferred tool is searched for first', j.content[0].name === 'ToolSearch' && j.content[0].input.query === 'spawn_agent', r.body);
+  const oin = oinput('[[mcp:stop_agent:{"agent":"w-1"}]]');
+  r = await request(port, 'POST', '/v1/responses', { model: 'gpt-x', stream: true, tools: otools.concat([{ type: 'tool_search' }]), input: oin });
+  const ts = sse(r.body).find((e) => e.data.type === 'response.output_item.done').data.item;
+  check('responses [[mcp:]]: tool_search_call for a deferred tool', ts.type === 'tool_search_call' && ts.arguments.query === 'stop_agent', JSON.stringify(ts));
+  const tso = { type: 'tool_search_output', call_id: ts.call_id, tools: [{ type: 'namespace', name: 'multi_agent_v1', tools: [{ type: 'function', name: 'stop_agent' }] }, { type: 'namespace', name: 'mcp__corral', tools: [{ type: 'function', name: 'stop_agent' }] }] };
+  r = await request(port, 'POST', '/v1/responses', { model: 'gpt-x', stream: true, tools: otools.concat([{ type: 'tool_search' }]), input: oin.concat([ts, tso]) });
+  const mfc = sse(r.body).find((e) => e.data.type === 'response.output_item.done').data.item;
+  check('responses [[mcp:]]: function_call in the corral namespace', mfc.type === 'function_call' && mfc.name === 'stop_agent' && mfc.namespace === 'mcp__corral' && JSON.parse(mfc.arguments).agent === 'w-1', JSON.stringify(mfc));
+  r = await request(port, 'POST', '/v1/responses', {
+    model: 'gpt-x', stream: true, tools: otools,
+    input: oin.concat([ts, tso, mfc, { type: 'function_call_output', call_id: mfc.call_id, output: [{ type: 'input_text', text: 'Wall time: 0.01 seconds\nOutput:' }, { type: 'input_text', text: 'Stopping w-1.' }] }]),
+  });
+  const mfin = sse(r.body).find((e) => e.data.type === 'response.output_item.done').data.item;
+  check('responses [[mcp:]]: the result without its Wall time header', mfin.content[0].text === 'The tool said: Stopping w-1.', JSON.stringify(mfin));
+  r = await request(port, 'POST', '/v1beta/models/gemini-x:streamGenerateContent?alt=sse', { contents: gcontents('[[mcp:list_agents:{}]]'), tools: [{ functionDeclarations: [{ name: 'read_file' }, { name: 'mcp_corral_list_agents' }] }] });
+  const gm = sse(r.body)[0].data.candidates[0].content.parts[0].functionCall;
+  check('gemini [[mcp:]]: functionCall mcp_corral_list_agents', gm && gm.name === 'mcp_corral_list_agents', JSON.stringify(gm));
+
   r = await request(port, 'GET', '/nope');
   check('unknown route: 404', r.status === 404);
 

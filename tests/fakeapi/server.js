@@ -33,6 +33,14 @@
 //                      (Gemini gets 503); [[error429]] HTTP 429;
 //                      [[error400]] HTTP 400 — in each API's error shape
 //   [[streamerror]]    HTTP 200, then an error event inside the stream
+//   [[mcp:TOOL:JSON]]  a call of the MCP tool whose name ends with TOOL (Claude
+//                      mcp__corral__TOOL, Codex TOOL in namespace mcp__corral,
+//                      Gemini TOOL or mcp_corral_TOOL) with the JSON object as
+//                      its arguments; several markers make several calls, one
+//                      after the other; once every result is in, the text
+//                      "The tool said: <result>" (results joined by " | ").
+//                      A tool the request does not offer is first looked up
+//                      with the CLI's tool search (ToolSearch, tool_search).
 // Usage numbers are fixed (USAGE below) so costs are deterministic.
 'use strict';
 
@@ -101,6 +109,8 @@ function short(s, n = 120) {
 function scenarioOf(prompt) {
   const p = prompt || '';
   let m;
+  const calls = mcpCalls(p);
+  if (calls.length) return { kind: 'mcp', calls };
   if ((m = /\[\[say:([\s\S]*?)\]\]/.exec(p))) return { kind: 'say', text: m[1] };
   if (/\[\[streamerror\]\]/.test(p)) return { kind: 'streamerror' };
   if ((m = /\[\[(error(\d{3})?|overloaded)\]\]/.exec(p))) {
@@ -117,6 +127,53 @@ function scenarioOf(prompt) {
   return { kind: 'text' };
 }
 
+// The [[mcp:TOOL:JSON]] markers of a prompt, in order: [{tool, args}].  The
+// JSON is read up to its balanced closing brace, so markers nested inside
+// its strings (a task for the child) stay inside it.
+function mcpCalls(p) {
+  const out = [];
+  const re = /\[\[mcp:([A-Za-z0-9_.-]+):/g;
+  let m;
+  while ((m = re.exec(p))) {
+    const start = m.index + m[0].length;
+    const end = jsonEnd(p, start);
+    if (end < 0 || p.slice(end, end + 2) !== ']]') continue;
+    let args;
+    try {
+      args = JSON.parse(p.slice(start, end));
+    } catch (e) {
+      continue;
+    }
+    out.push({ tool: m[1], args });
+    re.lastIndex = end + 2;
+  }
+  return out;
+}
+
+// The index after the JSON object that starts at i, or -1.
+function jsonEnd(s, i) {
+  if (s[i] !== '{') return -1;
+  let depth = 0;
+  let str = false;
+  for (let j = i; j < s.length; j++) {
+    const c = s[j];
+    if (str) {
+      if (c === '\\') j++;
+      else if (c === '"') str = false;
+    } else if (c === '"') str = true;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return j + 1;
+  }
+  return -1;
+}
+
+// The offered tool a marker's TOOL means: the name ending in it (a name
+// with "corral" in it first), or null.
+function pickMcpTool(names, tool) {
+  const ends = names.filter((n) => n === tool || n.endsWith('_' + tool));
+  return ends.find((n) => /corral/.test(n)) || ends[0] || null;
+}
+
 // Context the CLIs put into user messages besides the user's own words.
 function isContextText(t) {
   return /^\s*\[Request interrupted by user/.test(t) || /^\s*<(system-reminder|session_context|environment_context|user_instructions|permissions|skills_instructions|apps_instructions|INSTRUCTIONS)/.test(t) || /^\s*# AGENTS\.md/.test(t);
@@ -130,8 +187,8 @@ function defaultReply(prompt) {
 // where toolResults are the tool outputs that came back after the prompt.
 // toolNames: names of the tools the request offers.  Returns one of
 //   {type:'text', text, slow?} {type:'tool', name, input} {type:'error', status}
-//   {type:'streamerror'}
-function decide(conv, pickTool, pickAgentTool) {
+//   {type:'streamerror'} {type:'search', name, query} (a tool search call)
+function decide(conv, pickTool, pickAgentTool, pickMcp) {
   const sc = scenarioOf(conv.prompt);
   const after = conv.toolResults.length;
   switch (sc.kind) {
@@ -149,6 +206,17 @@ function decide(conv, pickTool, pickAgentTool) {
       if (!t) return { type: 'text', text: 'fakeapi: the request offered no shell tool' };
       return { type: 'tool', name: t.name, input: t.input };
     }
+    case 'mcp': {
+      const done = (conv.toolNames || []).filter((n) => !isSearchTool(n)).length;
+      if (done >= sc.calls.length) {
+        const texts = conv.toolResults.filter((r, i) => !isSearchTool((conv.toolNames || [])[i])).map(mcpResultText);
+        return { type: 'text', text: `The tool said: ${texts.join(' | ')}` };
+      }
+      const want = sc.calls[done];
+      const t = pickMcp && pickMcp(want.tool, want.args);
+      if (!t) return { type: 'text', text: `fakeapi: the request offered no tool named *${want.tool}` };
+      return t;
+    }
     case 'sub': {
       if (after > 0) return { type: 'text', text: 'fakeapi: the sub-agent was started' };
       const t = pickAgentTool && pickAgentTool(sc.foreground);
@@ -160,6 +228,11 @@ function decide(conv, pickTool, pickAgentTool) {
   }
 }
 
+// The CLIs' tool search tools, whose results are not the marker's calls.
+function isSearchTool(n) {
+  return n === 'ToolSearch' || n === 'tool_search';
+}
+
 // The command output inside the CLIs' tool-result wrappers: Codex's
 // unified exec ("Chunk ID: ..\nOutput:\nhi"), Gemini's ("Output: hi\nProcess
 // Group PGID: ..").
@@ -169,6 +242,11 @@ function cleanToolOutput(s) {
   if ((m = /(?:^|\n)Output:\n([\s\S]*)$/.exec(s))) return m[1].trim();
   if ((m = /(?:^|\n)Output: ([\s\S]*?)(?:\n(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID):|$)/.exec(s))) return m[1].trim();
   return s;
+}
+
+// An MCP tool's result text without Codex's "Wall time ... Output:" header.
+function mcpResultText(r) {
+  return toolResultRaw(r).replace(/<\/?untrusted_context>/g, '').trim().replace(/^Wall time: [^\n]*\nOutput:\s*/, '');
 }
 
 function toolResultText(r) {
@@ -269,10 +347,18 @@ function anthropicConversation(body) {
     break;
   }
   const toolResults = [];
+  const toolNames = [];
+  const named = {};
   for (let i = promptIdx + 1; i < msgs.length; i++) {
-    for (const b of blocksOf(msgs[i])) if (b.type === 'tool_result') toolResults.push(b.content === undefined ? '' : b.content);
+    for (const b of blocksOf(msgs[i])) {
+      if (b.type === 'tool_use') named[b.id] = b.name;
+      if (b.type === 'tool_result') {
+        toolResults.push(b.content === undefined ? '' : b.content);
+        toolNames.push(named[b.tool_use_id] || '');
+      }
+    }
   }
-  return { prompt, toolResults };
+  return { prompt, toolResults, toolNames };
 }
 
 function anthropicError(status) {
@@ -294,7 +380,14 @@ async function handleAnthropic(req, res, body, log) {
     if (foreground) input.run_in_background = false;
     return { name: n, input };
   };
-  let d = decide(conv, pickTool, pickAgent);
+  const pickMcp = (tool, args) => {
+    const n = pickMcpTool(toolNames, tool);
+    if (n) return { type: 'tool', name: n, input: args };
+    if (toolNames.includes('ToolSearch') && !conv.toolNames.includes('ToolSearch'))
+      return { type: 'tool', name: 'ToolSearch', input: { query: tool, max_results: 5 } };
+    return null;
+  };
+  let d = decide(conv, pickTool, pickAgent, pickMcp);
   // Side requests (titles, topic checks: no tools offered) never get errors or tool calls.
   if (!toolNames.length && d.type !== 'text') d = { type: 'text', text: defaultReply(conv.prompt) };
   Object.assign(log, { api: 'anthropic', model, stream: !!body.stream, tools: toolNames.length, prompt: short(conv.prompt, 80), tool_results: conv.toolResults.length, answer: d.type });
@@ -367,15 +460,21 @@ function responsesConversation(body) {
     break;
   }
   const toolResults = [];
+  const toolNames = [];
+  const named = {};
+  let searched = false;
   for (let i = promptIdx + 1; i < input.length; i++) {
     const it = input[i];
+    if (/_call$/.test(it.type || '') && it.call_id) named[it.call_id] = it.name || it.type;
+    if (it.type === 'tool_search_call') searched = true;
     if (/_call_output$/.test(it.type || '')) {
       let out = it.output;
       if (out && typeof out === 'object' && !Array.isArray(out)) out = out.content !== undefined ? out.content : JSON.stringify(out);
       toolResults.push(out === undefined ? '' : out);
+      toolNames.push(named[it.call_id] || '');
     }
   }
-  return { prompt, toolResults };
+  return { prompt, toolResults, toolNames, searched, input };
 }
 
 function responsesToolNames(body) {
@@ -398,7 +497,29 @@ async function handleResponses(req, res, body, log) {
     if (toolNames.includes('shell')) return { name: 'shell', input: { command: ['bash', '-lc', command] } };
     return null;
   };
-  const d = decide(conv, pickTool, null);
+  // Tools it may call: functions, the tools of namespaces, and those a
+  // tool search loaded (in the conversation's tool_search_output items).
+  const callable = [];
+  const addTools = (list, ns) => {
+    for (const t of list || []) {
+      if (!t || typeof t !== 'object') continue;
+      if (t.type === 'namespace' || Array.isArray(t.tools)) addTools(t.tools, t.name || ns);
+      else if (t.name) callable.push({ name: t.name, namespace: ns });
+    }
+  };
+  addTools(body.tools);
+  for (const it of conv.input) if (it && it.type === 'tool_search_output') addTools(it.tools);
+  const pickMcp = (tool, args) => {
+    const names = callable.map((c) => (c.namespace ? `${c.namespace}${/_$/.test(c.namespace) ? '' : '__'}${c.name}` : c.name));
+    const n = pickMcpTool(names, tool);
+    if (n) {
+      const c = callable[names.indexOf(n)];
+      return { type: 'tool', name: c.name, namespace: c.namespace, input: args };
+    }
+    if (toolNames.includes('tool_search') && !conv.searched) return { type: 'search', query: tool };
+    return null;
+  };
+  const d = decide(conv, pickTool, null, pickMcp);
   Object.assign(log, { api: 'openai', model, stream: body.stream !== false, tools: toolNames.length, prompt: short(conv.prompt, 80), tool_results: conv.toolResults.length, answer: d.type });
   if (d.type === 'error') {
     log.status = d.status;
@@ -417,6 +538,9 @@ async function handleResponses(req, res, body, log) {
   let item;
   if (d.type === 'tool') {
     item = { id: nextId('fc_fake_'), type: 'function_call', status: 'completed', arguments: JSON.stringify(d.input), call_id: nextId('call_fake_'), name: d.name };
+    if (d.namespace) item.namespace = d.namespace;
+  } else if (d.type === 'search') {
+    item = { id: nextId('ts_fake_'), type: 'tool_search_call', status: 'completed', call_id: nextId('call_fake_'), execution: 'client', arguments: { query: d.query, limit: 8 } };
   } else if (d.type === 'text') {
     item = { id: nextId('msg_fake_'), type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: d.text, annotations: [] }] };
   }
@@ -437,7 +561,10 @@ async function handleResponses(req, res, body, log) {
     });
     return s.end();
   }
-  if (d.type === 'tool') {
+  if (d.type === 'search') {
+    ev('response.output_item.added', { output_index: 0, item: Object.assign({}, item, { status: 'in_progress' }) });
+    ev('response.output_item.done', { output_index: 0, item });
+  } else if (d.type === 'tool') {
     ev('response.output_item.added', { output_index: 0, item: Object.assign({}, item, { status: 'in_progress', arguments: '' }) });
     for (const p of chunks(item.arguments, 2)) ev('response.function_call_arguments.delta', { item_id: item.id, output_index: 0, delta: p });
     ev('response.function_call_arguments.done', { item_id: item.id, output_index: 0, arguments: item.arguments });
@@ -477,15 +604,17 @@ function geminiConversation(body) {
     break;
   }
   const toolResults = [];
+  const toolNames = [];
   for (let i = promptIdx + 1; i < contents.length; i++) {
     for (const p of contents[i].parts || []) {
       if (p.functionResponse) {
         const r = p.functionResponse.response;
         toolResults.push(r && typeof r === 'object' && typeof r.output === 'string' ? r.output : r && typeof r === 'object' ? JSON.stringify(r) : String(r));
+        toolNames.push(p.functionResponse.name || '');
       }
     }
   }
-  return { prompt, toolResults };
+  return { prompt, toolResults, toolNames };
 }
 
 // A value that fits a (JSON or OpenAPI-style) schema, for the routing
@@ -551,7 +680,11 @@ async function handleGemini(req, res, body, log, model, method) {
       const n = decls.includes('run_shell_command') ? 'run_shell_command' : decls.find((x) => /shell/.test(x));
       return n ? { name: n, input: { command, description: 'Run the test command' } } : null;
     };
-    d = decide(conv, pickTool, null);
+    const pickMcp = (tool, args) => {
+      const n = pickMcpTool(decls, tool);
+      return n ? { type: 'tool', name: n, input: args } : null;
+    };
+    d = decide(conv, pickTool, null, pickMcp);
     if (d.type === 'error' && d.status === 529) d.status = 503;
     log.answer = d.type;
   }
