@@ -421,11 +421,36 @@ adapter_claude_short(const char *s)
 	return jsonw_text(s, n > CLAUDE_AUDIT_MAX ? CLAUDE_AUDIT_MAX : n);
 }
 
-/* Choose the error code and category of a failed turn's result. */
+/*
+ * Return nonzero if Claude Code's api_error names a failure that may pass
+ * when tried again: the API could not be reached or went quiet.  Claude
+ * Code says so without an HTTP status (api_error_status is null).
+ */
+static int
+adapter_claude_transient(const char *api_error)
+{
+	static const char *const transient[] = { "connection_failed",
+	    "stream_idle_timeout", "no_response", "computer_slept",
+	    "network_edge_blocked", "usage_limit_reached", NULL };
+	size_t	i;
+
+	for (i = 0; api_error != NULL && transient[i] != NULL; i++)
+		if (strcmp(api_error, transient[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Choose the error code and category of a failed turn's result: by the
+ * HTTP status when there is one, else by Claude Code's api_error word
+ * (connection_failed when the API refuses the connection).
+ */
 static void
 adapter_claude_classify(json_t *res, const char **code, const char **cat)
 {
 	const char	*sub = json_string_value(json_object_get(res, "subtype"));
+	const char	*api = json_string_value(json_object_get(res,
+			    "api_error"));
 	json_int_t	 status;
 
 	status = json_integer_value(json_object_get(res, "api_error_status"));
@@ -435,6 +460,10 @@ adapter_claude_classify(json_t *res, const char **code, const char **cat)
 		*code = "api_error";
 		*cat = status == 429 || status >= 500 ? "UNAVAILABLE" :
 		    "REJECTED";
+	} else if (api != NULL) {
+		*code = "api_error";
+		*cat = adapter_claude_transient(api) ? "UNAVAILABLE" :
+		    "INTERNAL";
 	} else if (sub != NULL && strcmp(sub, "error_max_turns") == 0) {
 		*code = "max_turns";
 		*cat = "REJECTED";
@@ -487,6 +516,8 @@ adapter_claude_finish(struct agent *a)
 		if ((v = json_object_get(res, "api_error_status")) != NULL &&
 		    !json_is_null(v))
 			json_object_set(data, "api_error_status", v);
+		if (json_is_string(v = json_object_get(res, "api_error")))
+			json_object_set(data, "api_error", v);
 		log_info("agent %s: request %s: claude error: %s", a->id, m->id,
 		    code);
 	} else

@@ -252,11 +252,12 @@ adapter_cli_done(struct proc *p)
 
 /*
  * Answer a call's request with the tool's text, the conversation it ran
- * in, and in and out tokens as trace.cost (priced by the settings).
+ * in, the model it reported (NULL: none; agent.model stays the adapter's
+ * name), and in and out tokens as trace.cost (priced by the settings).
  */
 void
 adapter_cli_reply(struct proc *p, const char *text, const char *id,
-    double in, double out)
+    const char *model, double in, double out)
 {
 	struct agent		*a = p->agent;
 	struct adapter_cli	*cli = a->adapter->state;
@@ -271,6 +272,9 @@ adapter_cli_reply(struct proc *p, const char *text, const char *id,
 	if (id != NULL)
 		json_object_set_new(content, "data", json_pack("{s:s}",
 		    cli->tool->key, id));
+	if (model != NULL && *model != '\0')
+		json_object_set_new(json_object_get(env, "agent"), "model",
+		    json_string(model));
 	json_object_set_new(json_object_get(env, "trace"), "cost",
 	    json_pack("{s:o, s:o, s:o}", "input_tokens", adapter_number(in),
 	    "output_tokens", adapter_number(out), "usd", adapter_number(

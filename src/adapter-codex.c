@@ -263,7 +263,7 @@ adapter_codex_answer(struct proc *p, struct codex_call *c)
 			st->seen_in = c->in;
 			st->seen_out = c->out;
 		}
-		adapter_cli_reply(p, c->text, c->thread, in, out);
+		adapter_cli_reply(p, c->text, c->thread, NULL, in, out);
 		return;
 	}
 	if (c->failed || c->error != NULL) {

@@ -376,6 +376,33 @@ adapter_gemini_category(const char *msg)
 	return "UNAVAILABLE";
 }
 
+/*
+ * The line in which gemini refused its command line (yargs: "Unknown
+ * arguments: ...", "Invalid values: ..."), found among the first lines of
+ * its stderr, with its length in *len; NULL when there is none.
+ */
+static const char *
+adapter_gemini_usage_error(const struct proc *p, int *len)
+{
+	static const char *const starts[] = { "Unknown argument",
+	    "Invalid values:", "Missing required argument",
+	    "Not enough arguments", "Not enough non-option arguments",
+	    "Too many non-option arguments", "Unknown command", NULL };
+	const char	*s = p->err_head, *e;
+	size_t		 i;
+
+	for (; *s != '\0'; s = *e == '\n' ? e + 1 : e) {
+		e = strchrnul(s, '\n');
+		for (i = 0; starts[i] != NULL; i++) {
+			if (strncmp(s, starts[i], strlen(starts[i])) == 0) {
+				*len = (int)(e - s);
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
 /* Answer a request from a finished call. */
 static void
 adapter_gemini_answer(struct proc *p, struct gemini_call *c)
@@ -388,7 +415,7 @@ adapter_gemini_answer(struct proc *p, struct gemini_call *c)
 		adapter_gemini_stderr_json(p);
 	if (c->result == 1) {
 		adapter_cli_reply(p, c->final != NULL ? c->final : c->text,
-		    c->session, c->in, c->out);
+		    c->session, c->model, c->in, c->out);
 		return;
 	}
 	if (c->result == -1 || c->error != NULL) {
@@ -397,8 +424,12 @@ adapter_gemini_answer(struct proc *p, struct gemini_call *c)
 		    c->session);
 		return;
 	}
-	/* It ended without a result: killed, crashed, or cut short. */
-	last = adapter_stderr_line(p, &n);
+	/*
+	 * It ended without a result: killed, crashed, cut short, or it
+	 * refused its command line, which it says first, before its usage.
+	 */
+	if ((last = adapter_gemini_usage_error(p, &n)) == NULL)
+		last = adapter_stderr_line(p, &n);
 	adapter_cli_exited(p, "without a result", last, n);
 }
 

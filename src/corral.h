@@ -818,6 +818,8 @@ struct proc {
 	size_t			 out_dropped;
 	char			 err_tail[2048];
 	size_t			 err_len;
+	char			 err_head[1024];	/* its first lines */
+	size_t			 err_hlen;
 	int			 status;
 	int			 quiet_stderr;
 	int			 flags;
@@ -826,6 +828,7 @@ struct proc {
 #define PROC_ERR_EOF	0x04
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
+#define PROC_HEADFULL	0x20	/* err_head took all the lines it holds */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
@@ -1260,8 +1263,8 @@ void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
 	    const char *, void *);
 int	 adapter_cli_conversation(struct proc *, const char *, int);
 void	 adapter_cli_done(struct proc *);
-void	 adapter_cli_reply(struct proc *, const char *, const char *, double,
-	    double);
+void	 adapter_cli_reply(struct proc *, const char *, const char *,
+	    const char *, double, double);
 void	 adapter_cli_fail(struct proc *, const char *, const char *,
 	    const char *, const char *);
 void	 adapter_cli_exited(struct proc *, const char *, const char *, int);

@@ -199,7 +199,11 @@ proc_append(struct proc *p, const char *data, size_t n)
 	p->out_len += n;
 }
 
-/* Keep the tail of stderr and log each line. */
+/*
+ * Keep the head and the tail of stderr and log each line.  The head
+ * matters too: a tool that refuses its command line says why first and
+ * then prints pages of usage.
+ */
 static void
 proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
@@ -215,6 +219,14 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	else
 		log_agent_line(p->agent->id, line, len, kind == NDJSON_CUT ?
 		    extra : 0);
+	if (p->err_hlen + len + 2 > sizeof p->err_head)
+		p->flags |= PROC_HEADFULL;
+	if (!(p->flags & PROC_HEADFULL)) {
+		memcpy(p->err_head + p->err_hlen, line, len);
+		p->err_hlen += len;
+		p->err_head[p->err_hlen++] = '\n';
+		p->err_head[p->err_hlen] = '\0';
+	}
 	/* The tail: the last lines that fit in the buffer. */
 	keep = len + 1 > sizeof p->err_tail - 1 ? sizeof p->err_tail - 2 : len;
 	if (p->err_len + keep + 1 > sizeof p->err_tail - 1) {
