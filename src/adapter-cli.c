@@ -116,7 +116,11 @@ adapter_cli_request(struct agent *a, struct msg *m)
 	cli->tool->run(a, m);
 }
 
-/* A request is given up: drop it from the queue, or kill its process. */
+/*
+ * A request is given up (cancelled, or out of time): drop it from the
+ * queue, or interrupt its process, SIGINT then SIGTERM: both CLIs stop at
+ * once on SIGINT to their process group.
+ */
 void
 adapter_cli_cancel(struct agent *a, struct msg *m)
 {
@@ -134,10 +138,10 @@ adapter_cli_cancel(struct agent *a, struct msg *m)
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		if (p->msg == m) {
 			p->msg = NULL;
-			log_info("agent %s: killing %s (pid %ld): request %s "
-			    "given up", a->id, cli->tool->name,
+			log_info("agent %s: interrupting %s (pid %ld): request "
+			    "%s given up", a->id, cli->tool->name,
 			    (long)p->hostpid, m->id);
-			proc_kill(p);
+			proc_interrupt(p);
 		}
 	}
 }

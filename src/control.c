@@ -51,6 +51,7 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
 	{ CORRAL_M_ROUTE,	PEER_CLIENT,	message_route },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
+	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 };
 
 /* What the supervisor told us about the run. */

@@ -687,6 +687,7 @@ struct msg {
 	size_t			 weaklen;
 	TAILQ_ENTRY(msg)	 entry;
 	TAILQ_ENTRY(msg)	 job_entry;
+	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
 };
 
 /* route.c: what it tells the engine, which owns requests. */
@@ -1172,6 +1173,7 @@ int	 cmd_tree(int, char **);
 int	 cmd_events(int, char **);
 int	 cmd_send(int, char **);
 int	 cmd_stop(int, char **);
+int	 cmd_cancel(int, char **);
 int	 cmd_top(int, char **);
 int	 cmd_metrics(int, char **);
 
@@ -1180,6 +1182,7 @@ int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
+char	*envelope_cancel(const char *, const char *, const char *, size_t *);
 char	*envelope_goal(const char *, json_t *, json_t *, const char *, size_t *,
 	    char *, size_t);
 char	*envelope_fill(struct jscan *, const char *, size_t,
@@ -1209,6 +1212,7 @@ int	 proc_start(struct proc *, struct agent *, char *const *, const char *,
 	    size_t, size_t, char *, size_t);
 void	 proc_append(struct proc *, const char *, size_t);
 void	 proc_kill(struct proc *);
+void	 proc_interrupt(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
 
@@ -1385,6 +1389,9 @@ struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
+struct msg *engine_find(const char *);
+void	 engine_cancel(struct msg *, const char *);
+unsigned int engine_cancel_agent(struct agent *, const char *);
 void	 engine_fail(struct msg *, const char *, const char *, const char *,
 	    ...) __attribute__((format(printf, 4, 5)));
 void	 engine_replied(struct msg *, struct agent *, const char *,
@@ -1415,6 +1422,9 @@ void	 auditlog_envelope(const char *, const char *, const char *,
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
+
+/* cancel.c */
+void	 cancel_request(struct peer *, json_t *, json_t *);
 
 /* mapview.c */
 void	 mapview_init(void);

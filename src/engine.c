@@ -46,6 +46,7 @@ static struct engine_task_hooks	 engine_task;
 static TAILQ_HEAD(, job)	 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 static struct msgq		 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
+static TAILQ_HEAD(, msg)	 engine_live = TAILQ_HEAD_INITIALIZER(engine_live);
 static unsigned int		 engine_njobs;
 static uint64_t			 engine_job_seq;
 static uint64_t			 engine_msg_seq;
@@ -333,9 +334,26 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 			j->open++;
 		TAILQ_INSERT_TAIL(&j->msgs, m, job_entry);
 	}
+	TAILQ_INSERT_TAIL(&engine_live, m, live_entry);
 	engine_stats.accepted++;
 	engine_stats.live_msgs++;
 	return m;
+}
+
+/*
+ * The live request with this trace id (the first, should a client have
+ * sent one id twice), or NULL: it ended, or never was.  Cancelling is
+ * rare, so a walk over the live requests is enough.
+ */
+struct msg *
+engine_find(const char *id)
+{
+	struct msg	*m;
+
+	TAILQ_FOREACH(m, &engine_live, live_entry)
+		if (strcmp(m->id, id) == 0)
+			return m;
+	return NULL;
 }
 
 /*
@@ -365,6 +383,7 @@ static void
 engine_msg_free(struct msg *m)
 {
 	engine_msg_detach(m);
+	TAILQ_REMOVE(&engine_live, m, live_entry);
 	ev_timer_stop(LOOP, &m->timer);
 	engine_stats.bytes -= m->len + m->weaklen;
 	free(m->line);
@@ -625,6 +644,91 @@ engine_fail(struct msg *m, const char *category, const char *code,
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	engine_fail_why(m, category, code, why);
+}
+
+/*
+ * Tell the agent a request was cancelled, if it reads: an adapted tool
+ * through its adapter (an interrupt, a signal), an agent that speaks
+ * envelopes with a cancel notice it may honour (docs/protocol.md).
+ */
+static void
+engine_cancel_tell(struct agent *a, struct msg *m, const char *why)
+{
+	char	*e;
+	size_t	 len;
+
+	if (a->adapter != NULL) {
+		adapter_cancel(a, m);
+		return;
+	}
+	if (!lifecycle_alive(a) || !agent_writable(a) || agent_full(a))
+		return;
+	e = envelope_cancel(m->id, protocol_intent_name(m->intent), why,
+	    &len);
+	agent_send(a, e, len);
+	free(e);
+}
+
+/*
+ * Cancel a request wherever it is: waiting in a queue, waiting for its
+ * retry, or at an agent, which is told (engine_cancel_tell).  It ends at
+ * once in its one outcome, an error with code cancelled; whatever its
+ * agent says of it later is dropped as late.
+ */
+void
+engine_cancel(struct msg *m, const char *why)
+{
+	struct agent	*a = NULL;
+
+	switch (m->where) {
+	case MSG_QUEUED:
+		route_dequeue(m);
+		break;
+	case MSG_RETRYING:
+		TAILQ_REMOVE(&engine_retrying, m, entry);
+		m->where = MSG_NOWHERE;
+		ev_timer_stop(LOOP, &m->timer);
+		break;
+	case MSG_INFLIGHT:
+		a = m->agent;
+		engine_cancel_tell(a, m, why);
+		engine_undispatch(m);
+		m->agent = a;
+		break;
+	default:
+		break;
+	}
+	log_info("request %s: cancelled: %s", m->id, why);
+	auditlog_event("cancel", a != NULL ? a->id : NULL, m->id, "reason",
+	    why, NULL);
+	engine_fail(m, "REJECTED", "cancelled", "%s", why);
+	if (a != NULL)
+		route_kick(a);
+}
+
+/*
+ * Cancel what agent a and its descendants work on, and what waits for
+ * them alone (a task not yet taken): it is being stopped on purpose, so
+ * its work is cancelled, not lost.  Returns how many requests.
+ */
+unsigned int
+engine_cancel_agent(struct agent *a, const char *why)
+{
+	struct agent	*c, *next;
+	struct msg	*m;
+	unsigned int	 n = 0;
+
+	TAILQ_FOREACH_SAFE(c, &a->children, sibling, next)
+		n += engine_cancel_agent(c, why);
+	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		engine_cancel(m, why);
+		n++;
+	}
+	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL) {
+		engine_cancel(m, why);
+		n++;
+	}
+	return n;
 }
 
 /*

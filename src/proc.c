@@ -8,7 +8,8 @@
  * messages and every stderr line is logged.  It is done when its exit
  * status is reaped and both output pipes reached EOF; then its owner's
  * done callback runs.  proc_kill ends its process group: SIGTERM, then
- * SIGKILL after the agent's stop timeout.
+ * SIGKILL after the agent's stop timeout; proc_interrupt sends SIGINT
+ * first.
  */
 
 #include <errno.h>
@@ -287,12 +288,22 @@ proc_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 	proc_check_done(p);
 }
 
-/* Escalate: SIGKILL after SIGTERM; at last, stop waiting for the pipes. */
+/*
+ * Escalate: SIGTERM after SIGINT, SIGKILL after SIGTERM; at last, stop
+ * waiting for the pipes.
+ */
 static void
 proc_kill_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct proc	*p = w->data;
 
+	if (p->kill_step == 3) {
+		(void)kill(-p->pid, SIGTERM);
+		p->kill_step = 1;
+		ev_timer_set(&p->kill_w, p->agent->conf->stop_timeout, 0);
+		ev_timer_start(loop, &p->kill_w);
+		return;
+	}
 	if (p->kill_step == 1) {
 		(void)kill(-p->pid, SIGKILL);
 		p->kill_step = 2;
@@ -335,6 +346,30 @@ proc_kill(struct proc *p)
 	ev_timer_stop(LOOP, &p->kill_w);
 	p->kill_step = 1;
 	ev_timer_set(&p->kill_w, p->agent->conf->stop_timeout, 0);
+	ev_timer_start(LOOP, &p->kill_w);
+}
+
+/*
+ * Interrupt the process group as a person's ^C would, so that a tool may
+ * end its work cleanly: SIGINT now, SIGTERM after the agent's stop grace,
+ * SIGKILL after its stop timeout.
+ */
+void
+proc_interrupt(struct proc *p)
+{
+	if (p->flags & PROC_DONE)
+		return;
+	if (p->flags & PROC_EXITED) {
+		proc_kill(p);
+		return;
+	}
+	p->flags |= PROC_KILLED;
+	(void)kill(-p->pid, SIGINT);
+	(void)kill(-p->pid, SIGCONT);
+	proc_close_in(p);
+	ev_timer_stop(LOOP, &p->kill_w);
+	p->kill_step = 3;
+	ev_timer_set(&p->kill_w, p->agent->conf->stop_grace, 0);
 	ev_timer_start(LOOP, &p->kill_w);
 }
 

@@ -816,7 +816,9 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
 
 /*
  * map/agents/stop: stop an agent and its subtree, deepest first; with
- * force, kill them now.
+ * force, kill them now.  What they work on is cancelled first: it was
+ * stopped on purpose, so its requests end cancelled, not lost (and are
+ * not tried again elsewhere).
  */
 void
 subagent_stop(struct peer *from, json_t *id, json_t *params)
@@ -831,6 +833,7 @@ subagent_stop(struct peer *from, json_t *id, json_t *params)
 		snprintf(why, sizeof why, "stopped by its parent");
 	else
 		snprintf(why, sizeof why, "stopped by %s", from->name);
+	(void)engine_cancel_agent(t, why);
 	lifecycle_stop(t, why);
 	if (json_is_true(json_object_get(params, "force")) &&
 	    lifecycle_alive(t))
