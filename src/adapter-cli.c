@@ -8,9 +8,11 @@
  * one every request resumes the conversation of the first, so requests
  * run one at a time and the others wait in a queue.  The adapter itself
  * builds the command line, reads what the tool writes and decides how a
- * call went; this file runs the call, keeps the conversation, and turns
- * the outcome into a reply.  The CLIs re-launch themselves as child
- * processes, so a request given up has its whole process group killed.
+ * call went; this file runs the call, keeps the conversation (in the
+ * order requests were accepted), and turns the outcome into a reply that
+ * names the session (content.data.session_id), which a later request may
+ * name to resume.  The CLIs re-launch themselves as child processes, so a
+ * request given up has its whole process group interrupted.
  */
 
 #include <stdlib.h>
@@ -100,20 +102,39 @@ adapter_cli_next(struct agent *a)
 	cli->tool->run(a, m);
 }
 
-/* Take a request: run it, or queue it behind the conversation's turn. */
+/*
+ * Take a request: run it, or queue it behind the conversation's turn, in
+ * the order requests were accepted: one that comes back for a retry
+ * takes its turn before those that came after it.
+ */
 void
 adapter_cli_request(struct agent *a, struct msg *m)
 {
 	struct adapter_cli	*cli = a->adapter->state;
-	struct adapter_cli_wait	*w;
+	struct adapter_cli_wait	*w, *at;
 
 	if (cli->one && cli->busy) {
 		w = xcalloc(1, sizeof *w);
 		w->msg = m;
-		TAILQ_INSERT_TAIL(&cli->waitq, w, entry);
+		TAILQ_FOREACH(at, &cli->waitq, entry)
+			if (at->msg->seq > m->seq)
+				break;
+		if (at != NULL)
+			TAILQ_INSERT_BEFORE(at, w, entry);
+		else
+			TAILQ_INSERT_TAIL(&cli->waitq, w, entry);
 		return;
 	}
 	cli->tool->run(a, m);
+}
+
+/* With conversation: one, requests are turns of one conversation. */
+int
+adapter_cli_ordered(struct agent *a)
+{
+	struct adapter_cli	*cli = a->adapter->state;
+
+	return cli != NULL && cli->one;
 }
 
 /*
@@ -273,9 +294,13 @@ adapter_cli_reply(struct proc *p, const char *text, const char *id,
 	content = json_object_get(env, "content");
 	json_object_set_new(content, "text", jsonw_text(text,
 	    strlen(text)));
-	if (id != NULL)
+	/* session_id for every CLI: what a later request names to resume. */
+	if (id != NULL) {
 		json_object_set_new(content, "data", json_pack("{s:s}",
-		    cli->tool->key, id));
+		    "session_id", id));
+		json_object_set_new(json_object_get(content, "data"),
+		    cli->tool->key, json_string(id));
+	}
 	if (model != NULL && *model != '\0')
 		json_object_set_new(json_object_get(env, "agent"), "model",
 		    json_string(model));

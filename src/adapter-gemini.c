@@ -27,8 +27,10 @@
  * exit without one is an error.  Lines that are not JSON objects on their
  * own are gathered until they form one: that is how the json output
  * format (pretty-printed) is read, on stdout or, for errors, at the end
- * of stderr.  Gemini re-launches itself as a child node process, so a
- * request that times out has its whole process group killed.
+ * of stderr.  A request that names a session (inputs.parameters.session)
+ * resumes it; the text as it streams and the tool calls are its progress.
+ * Gemini re-launches itself as a child node process, so a request that
+ * times out or is cancelled has its whole process group interrupted.
  */
 
 #include <stdlib.h>
@@ -169,6 +171,29 @@ adapter_gemini_audit(struct proc *p, const char *kind, json_t *j)
 	auditlog_json("adapter_event", p->agent->id, f);
 }
 
+/* A tool call or its result, as progress of the request. */
+static void
+adapter_gemini_progress(struct proc *p, const char *kind, json_t *j)
+{
+	char	*s;
+
+	s = json_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
+	    "parameters" : "output"), CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
+	if (strcmp(kind, "tool_use") == 0)
+		adapter_progressf(p->agent, p->msg, "%s %.200s",
+		    json_string_value(json_object_get(j, "tool_name")) != NULL ?
+		    json_string_value(json_object_get(j, "tool_name")) : "tool",
+		    s != NULL ? s : "");
+	else
+		adapter_progressf(p->agent, p->msg, "tool %s: %.200s",
+		    json_string_value(json_object_get(j, "status")) != NULL ?
+		    json_string_value(json_object_get(j, "status")) : "result",
+		    json_is_string(json_object_get(j, "output")) ?
+		    json_string_value(json_object_get(j, "output")) :
+		    s != NULL ? s : "");
+	free(s);
+}
+
 /* The stats of a result: tokens in and out, stream-json or json form. */
 static void
 adapter_gemini_stats(struct gemini_call *c, json_t *stats)
@@ -234,12 +259,16 @@ adapter_gemini_event(struct proc *p, json_t *j)
 		    json_object_get(j, "delta")) ? "" : "\n");
 		adapter_append(&c->final, s, json_is_true(
 		    json_object_get(j, "delta")) ? "" : "\n");
+		/* The text as it streams in is the request's progress. */
+		adapter_progress(a, p->msg, s, json_is_true(
+		    json_object_get(j, "delta")));
 	} else if (strcmp(type, "tool_use") == 0 ||
 	    strcmp(type, "tool_result") == 0) {
 		/* The answer is what it says after its last tool. */
 		free(c->final);
 		c->final = NULL;
 		adapter_gemini_audit(p, type, j);
+		adapter_gemini_progress(p, type, j);
 	} else if (strcmp(type, "error") == 0) {
 		s = json_string_value(json_object_get(j, "message"));
 		if (s == NULL)
@@ -466,7 +495,7 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 	struct gemini_state	*st = a->adapter->state;
 	struct agent_conf	*ac = a->conf;
 	struct gemini_call	*c;
-	char			**argv, *prompt;
+	char			**argv, *prompt, *want;
 	size_t			 i, n = 0;
 
 	if ((prompt = adapter_prompt(a, m, st->cli.settings.prompt)) == NULL)
@@ -479,14 +508,17 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 	argv[n++] = "--output-format";
 	argv[n++] = st->json ? "json" : "stream-json";
 	c = xcalloc(1, sizeof *c);
-	if (st->cli.one && st->cli.conversation != NULL) {
+	/* The session the request names, else the one conversation's. */
+	if ((want = adapter_request_session(m)) != NULL ||
+	    (st->cli.one && st->cli.conversation != NULL)) {
 		argv[n++] = "--resume";
-		argv[n++] = st->cli.conversation;
+		argv[n++] = want != NULL ? want : st->cli.conversation;
 		c->resumed = 1;
 	}
 	argv[n] = NULL;
 	adapter_cli_spawn(a, m, argv, prompt, c);
 	free(argv);
+	free(want);
 	free(prompt);
 }
 
@@ -499,4 +531,5 @@ const struct adapter_ops adapter_gemini_ops = {
 	.cancel = adapter_cli_cancel,
 	.stop = adapter_cli_stop,
 	.free = adapter_cli_free,
+	.ordered = adapter_cli_ordered,
 };

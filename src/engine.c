@@ -127,6 +127,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	agent_on_line(engine_agent_line, engine_agent_drained);
 	agent_on_free(engine_forget_agent);
 	adapter_on_reply(engine_adapter_reply);
+	adapter_on_progress(engine_progress);
 	budget_init(wf);
 	budget_on_run(engine_run_budget);
 	workspace_on_result(engine_artifact);
@@ -384,6 +385,7 @@ engine_msg_free(struct msg *m)
 {
 	engine_msg_detach(m);
 	TAILQ_REMOVE(&engine_live, m, live_entry);
+	engine_progress_forget(m);
 	ev_timer_stop(LOOP, &m->timer);
 	engine_stats.bytes -= m->len + m->weaklen;
 	free(m->line);
@@ -480,8 +482,12 @@ engine_undispatch(struct msg *m)
 	TAILQ_REMOVE(&a->work.inflight, m, entry);
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
-	if (--a->work.outstanding == 0)
+	if (--a->work.outstanding == 0) {
+		/* Its progress was about work it no longer has. */
+		free(a->work.progress);
+		a->work.progress = NULL;
 		lifecycle_feed(a, AE_IDLE, NULL);
+	}
 }
 
 /*
@@ -498,6 +504,14 @@ engine_redirect(struct msg *m)
 	route_direct(m);
 }
 
+/* Return nonzero if an agent will take work again (it is not leaving). */
+static int
+engine_will_serve(const struct agent *a)
+{
+	return !(a->flags & AGENT_DEAD) && !lifecycle_done(a) &&
+	    !lifecycle_leaving(a);
+}
+
 /* Return the retry delay before attempt n (1-based). */
 static double
 engine_retry_delay(unsigned int n)
@@ -510,18 +524,57 @@ engine_retry_delay(unsigned int n)
 	return util_jitter(d, 0.25);
 }
 
-/* The retry timer of a request fired: route it again. */
+/*
+ * A request leaves the retry list.  Returns the agent whose turns it held
+ * (see engine_schedule_retry), for the caller to let go once the request
+ * is where it goes next; the request is unpinned from an agent that will
+ * not serve again.
+ */
+static struct agent *
+engine_unretry(struct msg *m)
+{
+	struct agent	*t = m->target;
+
+	TAILQ_REMOVE(&engine_retrying, m, entry);
+	m->where = MSG_NOWHERE;
+	ev_timer_stop(LOOP, &m->timer);
+	if (!m->holds)
+		return NULL;
+	m->holds = 0;
+	if (t != NULL && !engine_will_serve(t))
+		m->target = NULL;
+	return t;
+}
+
+/* Let an agent's turns go (the result of engine_unretry). */
+static void
+engine_unhold(struct agent *t)
+{
+	if (t != NULL)
+		route_hold(t, -1);
+}
+
+/*
+ * The retry timer of a request fired: route it again; a turn of one
+ * conversation goes back to its agent before it takes any other.
+ */
 static void
 engine_retry(struct msg *m)
 {
-	TAILQ_REMOVE(&engine_retrying, m, entry);
-	m->where = MSG_NOWHERE;
+	struct agent	*held;
+
+	held = engine_unretry(m);
 	if (engine_stopping) {
+		engine_unhold(held);
 		engine_fail(m, "UNAVAILABLE", "shutdown", "corral is shutting "
 		    "down");
 		return;
 	}
-	engine_submit(m);
+	if (held != NULL && m->target != NULL)
+		route_direct(m);
+	else
+		engine_submit(m);
+	engine_unhold(held);
 }
 
 /*
@@ -557,9 +610,29 @@ engine_should_retry(struct msg *m, const char *category, const char *code)
 	return m->attempts == 0;
 }
 
+/*
+ * A request in flight at agent a fails and will be retried: if it is a
+ * turn of a's one conversation, pin it to a and hold a's turns until the
+ * retry is given to it (engine_retry), so that no later turn overtakes
+ * it.  Called before the request leaves a, whose freed slot would
+ * otherwise take the next turn at once.
+ */
+static void
+engine_pin(struct msg *m, struct agent *a, const char *category,
+    const char *code)
+{
+	if (m->holds || !adapter_ordered(a) || !engine_will_serve(a) ||
+	    !engine_should_retry(m, category, code))
+		return;
+	m->target = a;
+	m->holds = 1;
+	route_hold(a, 1);
+}
+
 /* Schedule a retry with backoff; the count travels in the envelope. */
 static void
-engine_schedule_retry(struct msg *m, const char *category, const char *why)
+engine_schedule_retry(struct msg *m, const char *category, const char *why,
+    const char *code)
 {
 	struct env		 env;
 	struct env_error	 err;
@@ -582,6 +655,8 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why)
 		m->len = len;
 	}
 	engine_scan_give(js);
+	if (m->agent != NULL)
+		engine_pin(m, m->agent, category, code);
 	log_info("request %s: %s (%s); retry %u in %.1fs", m->id, category, why,
 	    m->retries, delay);
 	auditlog_event("retry", m->agent != NULL ? m->agent->id : NULL, m->id,
@@ -604,8 +679,13 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	int	 expired = (strcmp(category, "TIMEOUT") == 0);
 
 	if (engine_should_retry(m, category, code)) {
-		engine_schedule_retry(m, category, why);
+		engine_schedule_retry(m, category, why, code);
 		return;
+	}
+	if (m->holds) {
+		/* Pinned for a retry that is not to be after all. */
+		m->holds = 0;
+		engine_unhold(m->target);
 	}
 	if (expired)
 		engine_stats.expired++;
@@ -685,9 +765,7 @@ engine_cancel(struct msg *m, const char *why)
 		route_dequeue(m);
 		break;
 	case MSG_RETRYING:
-		TAILQ_REMOVE(&engine_retrying, m, entry);
-		m->where = MSG_NOWHERE;
-		ev_timer_stop(LOOP, &m->timer);
+		engine_unhold(engine_unretry(m));
 		break;
 	case MSG_INFLIGHT:
 		a = m->agent;
@@ -779,6 +857,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		a = m->agent;
 		if (a->adapter != NULL)
 			adapter_cancel(a, m);
+		engine_pin(m, a, "TIMEOUT", "timeout");
 		engine_undispatch(m);
 		m->agent = a;
 		breaker_failure(a);
@@ -935,10 +1014,8 @@ engine_cancel_rest(struct job *j, const char *category, const char *code,
 		if (m->where == MSG_INFLIGHT && m->agent != NULL &&
 		    m->agent->adapter != NULL)
 			adapter_cancel(m->agent, m);
-		if (m->where == MSG_RETRYING) {
-			TAILQ_REMOVE(&engine_retrying, m, entry);
-			m->where = MSG_NOWHERE;
-		}
+		if (m->where == MSG_RETRYING)
+			engine_unhold(engine_unretry(m));
 		n++;
 		engine_fail(m, category, code, "%s", why);
 	}
@@ -1755,6 +1832,7 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 	if (m->where != MSG_INFLIGHT || m->agent != a)
 		return;
 	lifecycle_activity(a);
+	engine_progress_last(m);
 	js = engine_scan_take();
 	if (jscan_run(js, line, len) != 0 ||
 	    envelope_check(js, line, len, &env, &err) != 0) {
@@ -1908,6 +1986,14 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 		    a->id, why);
 	}
 	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		if (!engine_stopping && lifecycle_will_restart(a) &&
+		    adapter_keeps(a, m)) {
+			/* Its adapter restarted it for this request. */
+			engine_redirect(m);
+			continue;
+		}
+		if (!engine_stopping)
+			engine_pin(m, a, "UNAVAILABLE", "agent_lost");
 		engine_undispatch(m);
 		m->agent = a;
 		if (engine_stopping) {
@@ -1953,13 +2039,19 @@ engine_forget_agent(struct agent *a)
 {
 	struct msg	*m;
 
-	TAILQ_FOREACH(m, &engine_retrying, entry) {
+	free(a->work.progress);
+	a->work.progress = NULL;
+	TAILQ_FOREACH(m, &engine_live, live_entry) {
 		if (m->exclude == a)
 			m->exclude = NULL;
 		if (m->parent_agent == a)
 			m->parent_agent = NULL;
-		if (m->agent == a)
+		if (m->agent == a && m->where != MSG_INFLIGHT)
 			m->agent = NULL;
+		if (m->target == a && m->holds) {
+			m->target = NULL;
+			m->holds = 0;
+		}
 	}
 }
 
@@ -1975,9 +2067,7 @@ engine_shutdown(const char *why)
 	engine_stopping = 1;
 	route_fail_all(why);
 	while ((m = TAILQ_FIRST(&engine_retrying)) != NULL) {
-		TAILQ_REMOVE(&engine_retrying, m, entry);
-		m->where = MSG_NOWHERE;
-		ev_timer_stop(LOOP, &m->timer);
+		engine_unhold(engine_unretry(m));
 		engine_fail(m, "UNAVAILABLE", "shutdown", "%s", why);
 	}
 }

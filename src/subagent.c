@@ -793,8 +793,19 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
     const char *what)
 {
 	struct agent	*t;
-	char		 why[128];
+	struct external	*x;
+	char		 why[CORRAL_ID_MAX * 2 + 256];
 
+	if (mapview_param_agent(params) == NULL &&
+	    (x = mapview_param_external(params)) != NULL) {
+		/* Not a process of corral's: nothing to signal. */
+		snprintf(why, sizeof why, "%s runs inside agent %s's CLI: "
+		    "corral cannot %s it (cancel its request instead)", x->id,
+		    x->parent, what);
+		rpc_error(from, id, CORRAL_E_STATE, why, json_pack("{s:s}",
+		    "reason", "virtual"));
+		return NULL;
+	}
 	/* A hidden agent it may not reach does not exist for it. */
 	if ((t = mapview_param_agent(params)) == NULL ||
 	    (t->flags & AGENT_DEAD) || (from->agent != NULL &&

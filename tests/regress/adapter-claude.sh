@@ -103,8 +103,8 @@ expect_reply r3 'the sub-agent was started' 'the sub-agent finished' \
     '"cost":{"input_tokens":400,"output_tokens":80,"usd":0.0032}'
 grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder","name":"fake child","state":"BUSY"' "$T/audit$RUN" ||
     fa_fail "no external_agent BUSY event for the sub-agent: $(grep external "$T/audit$RUN")"
-grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder","state":"STOPPED"' "$T/audit$RUN" ||
-    fa_fail "no external_agent STOPPED event for the sub-agent"
+grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder",.*"state":"STOPPED".*"tokens":120,"tool_calls":0' "$T/audit$RUN" ||
+    fa_fail "no external_agent STOPPED event, with its tokens, for the sub-agent: $(grep external "$T/audit$RUN")"
 grep -q 'agent coder: sub-agent coder/.* started (fake child, in the background)' "$T/err$RUN" ||
     fa_fail "the sub-agent's start is not in corral's log"
 "$CORRAL" tree --log "$T/audit$RUN" >"$T/tree" 2>&1 || fa_fail "corral tree failed: $(cat "$T/tree")"

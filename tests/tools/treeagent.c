@@ -218,8 +218,15 @@ take_line(const char *line, size_t len)
 		record("cancel %s %s", self_id, str(c, "request"));
 		json_object_set_new(cancelled, str(c, "request"), json_true());
 	} else if (strcmp(kind, "progress") == 0) {
+		char	*t = strdup(str(json_object_get(j, "content"), "text")), *p;
+
+		/* One record line: its lines joined by '|'. */
+		for (p = t; p != NULL && *p != '\0'; p++)
+			if (*p == '\n')
+				*p = '|';
 		record("progress %s %s %s", self_id, str(c, "child"),
-		    str(json_object_get(j, "content"), "text"));
+		    t != NULL ? t : "");
+		free(t);
 	} else {
 		if (strcmp(kind, "task") == 0)
 			record("task %s %s %s", self_id,
