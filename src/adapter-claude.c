@@ -73,15 +73,15 @@ struct claude_state {
 	unsigned int		 ctl_seq;
 	double			 last_total;	/* its cumulative cost so far */
 	char			*model;
-	char			*session;	/* this process's, once said */
-	/* Sessions to resume (requests name them: inputs.parameters.session). */
-	char			*resume;	/* the next process resumes it */
-	char			*resumed;	/* this process was started so */
-	char			*resume_failed;	/* it could not be resumed */
-	struct claude_ref	 switching;	/* the request that asked */
+	char			*session;	/* its own, once said */
+	/* Sessions requests name (inputs.parameters.session). */
+	char			*resume;	/* the next process's */
+	char			*resumed;	/* this process's */
+	char			*resume_failed;	/* one not resumed */
+	struct claude_ref	 switching;	/* the request for it */
 	ev_timer		 timer;		/* initialize or interrupt */
 	json_t			*tasks;		/* task_id -> sub-agent record */
-	json_t			*uses;		/* Task call's id -> task_id */
+	json_t			*uses;		/* call -> task */
 	/* The request in its turn, and one held back meanwhile. */
 	struct claude_ref	 cur;
 	struct claude_ref	 pending;
@@ -344,8 +344,8 @@ adapter_claude_switch(struct agent *a, struct msg *m, const char *want)
 	if (st->resume_failed != NULL && strcmp(st->resume_failed, want) ==
 	    0) {
 		snprintf(why, sizeof why, "claude could not resume session %s "
-		    "(is it kept under this agent's CLAUDE_CONFIG_DIR and cwd?)",
-		    want);
+		    "(is it kept under this agent's CLAUDE_CONFIG_DIR and "
+		    "cwd?)", want);
 		adapter_reply_error(a, m, "session_not_found", "REJECTED", why,
 		    json_pack("{s:s}", "session_id", want));
 		return 1;
@@ -795,7 +795,8 @@ adapter_claude_ended(struct external *x, json_t *rec)
 {
 	const char	*status = json_string_value(json_object_get(rec,
 			    "status"));
-	const char	*why = json_string_value(json_object_get(rec, "error"));
+	const char	*why = json_string_value(json_object_get(rec,
+			    "error"));
 
 	if (x == NULL || !external_running(x) || status == NULL)
 		return;
@@ -983,8 +984,8 @@ adapter_claude_message(struct agent *a, const char *type, json_t *j)
 			    "name"), "tool_use_id", json_object_get(b, "id"),
 			    "input", adapter_claude_short(in), "parent_tool_use_id",
 			    json_is_string(parent) ? parent : NULL));
-			adapter_progressf(a, m, "%s%s %.200s", pre, name != NULL ?
-			    name : "?", in != NULL ? in : "");
+			adapter_progressf(a, m, "%s%s %.200s", pre,
+			    name != NULL ? name : "?", in != NULL ? in : "");
 			free(in);
 			if (x != NULL)
 				external_tool(x, name);
@@ -995,18 +996,19 @@ adapter_claude_message(struct agent *a, const char *type, json_t *j)
 			    json_object_get(b, "is_error")), "parent_tool_use_id",
 			    json_is_string(parent) ? parent : NULL));
 			text = adapter_claude_result_text(b);
-			adapter_progressf(a, m, "%s%s: %.200s", pre, json_is_true(
-			    json_object_get(b, "is_error")) ? "tool error" :
-			    "tool result", text != NULL ? text : "");
+			adapter_progressf(a, m, "%s%s: %.200s", pre,
+			    json_is_true(json_object_get(b, "is_error")) ?
+			    "tool error" : "tool result", text != NULL ? text :
+			    "");
 		} else if (strcmp(bt, "text") == 0 &&
 		    strcmp(type, "assistant") == 0) {
 			text = json_string_value(json_object_get(b, "text"));
 			if (json_is_string(parent))
-				adapter_claude_audit(a, "subagent_text", json_pack(
-				    "{s:O, s:O?, s:o}", "parent_tool_use_id",
-				    parent, "agent_id", json_object_get(j,
-				    "agent_id"), "text", adapter_claude_short(
-				    text)));
+				adapter_claude_audit(a, "subagent_text",
+				    json_pack("{s:O, s:O?, s:o}",
+				    "parent_tool_use_id", parent, "agent_id",
+				    json_object_get(j, "agent_id"), "text",
+				    adapter_claude_short(text)));
 			if (text != NULL)
 				adapter_progressf(a, m, "%s%s", pre, text);
 		}
@@ -1119,7 +1121,7 @@ adapter_claude_cancel(struct agent *a, struct msg *m)
 	struct claude_state	*st = a->adapter->state;
 
 	if (st->switching.set && strcmp(st->switching.id, m->id) == 0)
-		st->switching.set = 0;	/* the restart goes on, unneeded */
+		st->switching.set = 0;	/* its restart goes on */
 	if (st->pending.set && strcmp(st->pending.id, m->id) == 0) {
 		st->pending.set = 0;
 		return;

@@ -153,10 +153,10 @@ adapter_codex_audit_item(struct proc *p, const char *type, json_t *item)
 static void
 adapter_codex_progress(struct proc *p, const char *type, json_t *item)
 {
-	const char	*it = json_string_value(json_object_get(item, "type"));
-	const char	*cmd, *out, *text;
+	const char	*it, *cmd, *out, *text, *st;
 	json_t		*code;
 
+	it = json_string_value(json_object_get(item, "type"));
 	if (it == NULL || p->msg == NULL)
 		return;
 	cmd = json_string_value(json_object_get(item, "command"));
@@ -172,13 +172,15 @@ adapter_codex_progress(struct proc *p, const char *type, json_t *item)
 		    "aggregated_output"));
 		code = json_object_get(item, "exit_code");
 		adapter_progressf(p->agent, p->msg, "exit %lld: %.200s",
-		    (long long)json_integer_value(code), out != NULL ? out : "");
+		    (long long)json_integer_value(code), out != NULL ? out :
+		    "");
 	} else if (strcmp(type, "item.completed") == 0 && text != NULL)
 		adapter_progress(p->agent, p->msg, text, 0);
-	else if (strcmp(type, "item.completed") == 0)
-		adapter_progressf(p->agent, p->msg, "%s %s", it,
-		    json_string_value(json_object_get(item, "status")) != NULL ?
-		    json_string_value(json_object_get(item, "status")) : "done");
+	else if (strcmp(type, "item.completed") == 0) {
+		st = json_string_value(json_object_get(item, "status"));
+		adapter_progressf(p->agent, p->msg, "%s %s", it, st != NULL ?
+		    st : "done");
+	}
 }
 
 /* One line of codex's stdout. */

@@ -62,7 +62,8 @@ cmd_cancel(int argc, char **argv)
 		if ((res = client_call(&c, CORRAL_M_CANCEL, params, 10000,
 		    &e)) == NULL) {
 			client_error_text(e, err, sizeof err);
-			fprintf(stderr, "corral: cancel %s: %s\n", argv[i], err);
+			fprintf(stderr, "corral: cancel %s: %s\n", argv[i],
+			    err);
 			json_decref(e);
 			rc = 1;
 			continue;

@@ -454,7 +454,7 @@ struct slot {
 	int			 in_pool;
 	uint64_t		 last_pick;
 	struct msgq		 direct;	/* waiting for this agent alone */
-	unsigned int		 held;		/* turns of its waiting to retry */
+	unsigned int		 held;		/* for retries */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */
@@ -490,8 +490,8 @@ struct work {
 	unsigned int		 notices_dropped;
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	char			 bad_first[160];	/* the first of them */
-	char			*progress;	/* its latest progress text */
-	char			 progress_req[CORRAL_ID_MAX];	/* about */
+	char			*progress;	/* its latest progress */
+	char			 progress_req[CORRAL_ID_MAX];
 	ev_tstamp		 progress_at;
 };
 
@@ -674,7 +674,7 @@ struct msg {
 #define MSG_QUEUED	1
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
-	uint8_t			 holds;		/* its agent while it retries */
+	uint8_t			 holds;		/* its agent */
 	unsigned int		 depth;
 	unsigned int		 round;		/* reflection round */
 	unsigned int		 attempts;	/* times given to an agent */
@@ -807,17 +807,17 @@ struct client {
  * corral's.
  */
 struct external {
-	char			*id;		/* "<agent id>/<its own id>" */
-	char			*parent;	/* the agent it runs inside */
+	char			*id;		/* "<agent>/<own id>" */
+	char			*parent;	/* the agent it is in */
 	char			*name;
-	char			*kind;		/* what made it: "claude-task" */
-	char			*type;		/* its kind of sub-agent, or NULL */
-	char			*request;	/* the request it works for */
-	const char		*state;		/* BUSY, STOPPED or FAILED */
+	char			*kind;		/* "claude-task" */
+	char			*type;		/* sub-agent type */
+	char			*request;	/* what it works for */
+	const char		*state;		/* BUSY, STOPPED... */
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
 	uint64_t		 active_ms;
-	double			 tokens_said;	/* as its tool reported */
+	double			 tokens_said;	/* its tool said */
 	double			 tokens_seen;	/* in its messages */
 	unsigned int		 tools_said;
 	unsigned int		 tools_seen;
@@ -858,7 +858,7 @@ struct proc {
 	size_t			 out_dropped;
 	char			 err_tail[2048];
 	size_t			 err_len;
-	char			 err_head[1024];	/* its first lines */
+	char			 err_head[1024];	/* first lines */
 	size_t			 err_hlen;
 	int			 status;
 	int			 quiet_stderr;
@@ -868,7 +868,7 @@ struct proc {
 #define PROC_ERR_EOF	0x04
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
-#define PROC_HEADFULL	0x20	/* err_head took all the lines it holds */
+#define PROC_HEADFULL	0x20	/* err_head is full */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
@@ -1244,7 +1244,8 @@ int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
-char	*envelope_cancel(const char *, const char *, const char *, size_t *);
+char	*envelope_cancel(const char *, const char *, const char *,
+	    size_t *);
 char	*envelope_goal(const char *, json_t *, json_t *, const char *, size_t *,
 	    char *, size_t);
 char	*envelope_fill(struct jscan *, const char *, size_t,

@@ -102,7 +102,7 @@ engine_progress_event(struct agent *a, struct msg *m, unsigned int seq,
 	ei.agent = a->id;
 	ei.agent_role = a->conf->role;
 	ei.corr = m->id;
-	ei.audit = 0;		/* chatty, like busy/idle: the reply says more */
+	ei.audit = 0;		/* chatty, like busy/idle */
 	event_emit(&ei, data, len);
 	free(data);
 }

@@ -46,7 +46,8 @@ static struct engine_task_hooks	 engine_task;
 static TAILQ_HEAD(, job)	 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 static struct msgq		 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
-static TAILQ_HEAD(, msg)	 engine_live = TAILQ_HEAD_INITIALIZER(engine_live);
+static TAILQ_HEAD(, msg)	 engine_live =
+				    TAILQ_HEAD_INITIALIZER(engine_live);
 static unsigned int		 engine_njobs;
 static uint64_t			 engine_job_seq;
 static uint64_t			 engine_msg_seq;

@@ -13,8 +13,9 @@
  * Events come from the lifecycle's observer list, so nothing below has
  * to know they exist.  Agents inside a wrapped tool's process
  * (external.c) are shown as virtual agents under the agent they run in:
- * metadata.virtual, no pid, events of their own.  A busy/idle change is an event like any other but
- * is kept out of the audit log, as the log keeps READY <-> BUSY out.
+ * metadata.virtual, no pid, events of their own.  A busy/idle change is
+ * an event like any other but is kept out of the audit log, as the log
+ * keeps READY <-> BUSY out.
  */
 
 #include <stdlib.h>
@@ -817,8 +818,9 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 				continue;
 			json_array_append_new(nodes,
 			    mapview_describe_external(x));
-			json_array_append_new(edges, json_pack("{s:s, s:s, s:s}",
-			    "from", t->id, "to", x->id, "type", "parent-child"));
+			json_array_append_new(edges, json_pack(
+			    "{s:s, s:s, s:s}", "from", t->id, "to", x->id,
+			    "type", "parent-child"));
 		}
 	}
 	rpc_reply(p, id, json_pack("{s:o, s:o}", "nodes", nodes, "edges",

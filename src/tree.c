@@ -24,7 +24,7 @@ struct tnode {
 	double		 cost;
 	unsigned int	 restarts;
 	int		 external;	/* inside a wrapped CLI (adapters) */
-	unsigned int	 tools;		/* its tool calls, when external */
+	unsigned int	 tools;		/* when external */
 };
 
 struct tree {
@@ -181,8 +181,8 @@ tree_label(struct tree *t, struct tnode *n, char *buf, size_t len,
 	char	tools[48] = "";
 
 	if (n->external)
-		snprintf(tools, sizeof tools, "inside its CLI, %u tool call%s, ",
-		    n->tools, n->tools == 1 ? "" : "s");
+		snprintf(tools, sizeof tools, "inside its CLI, %u tool "
+		    "call%s, ", n->tools, n->tools == 1 ? "" : "s");
 	snprintf(buf, len, "%s%s%sdepth %u, %.2fs, %.0f tokens, $%.4f%s%s",
 	    n->state != NULL ? n->state : "?", sep, tools,
 	    tree_depth(t, n), dur, n->tokens, n->cost,

@@ -40,7 +40,7 @@ enum cagent_kind {
 	CAGENT_MESSAGE,		/* sent by another agent with map/send */
 	CAGENT_NOTICE,		/* an error about our own output */
 	CAGENT_CANCEL,		/* a request we work on was cancelled */
-	CAGENT_PROGRESS		/* a child's partial output, about its task */
+	CAGENT_PROGRESS		/* a child's output, before its result */
 };
 
 /*

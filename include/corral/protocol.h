@@ -45,7 +45,7 @@
 #define CORRAL_M_METRICS	"_corral/metrics"
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
-#define CORRAL_M_CANCEL		"_corral/cancel"	/* a request, by its id */
+#define CORRAL_M_CANCEL		"_corral/cancel"	/* a request */
 
 /*
  * Error codes: JSON-RPC's and MAP's (the SDK's ERROR_CODES).  The

@@ -218,7 +218,9 @@ take_line(const char *line, size_t len)
 		record("cancel %s %s", self_id, str(c, "request"));
 		json_object_set_new(cancelled, str(c, "request"), json_true());
 	} else if (strcmp(kind, "progress") == 0) {
-		char	*t = strdup(str(json_object_get(j, "content"), "text")), *p;
+		char	*t, *p;
+
+		t = strdup(str(json_object_get(j, "content"), "text"));
 
 		/* One record line: its lines joined by '|'. */
 		for (p = t; p != NULL && *p != '\0'; p++)
