@@ -9,8 +9,8 @@
 # tally agent can gather the parts.  Confidence is 0.9, or 0.3 when the
 # file holds no words (empty or unreadable): corral then asks a reviewer.
 #
-# Pings are answered; notices, messages and child results are never
-# answered (docs/protocol.md).
+# Pings are answered; notices, cancel notices, messages and child results
+# are never answered (docs/protocol.md).
 
 me=${CORRAL_AGENT_ID:-wordcount}
 seq=0
@@ -81,7 +81,8 @@ while IFS= read -r line || [ -n "$line" ]; do
 		esac
 		continue
 		;;
-	*'"kind":"notice"'*|*'"kind":"message"'*|*'"kind":"child_result"'*)
+	*'"kind":"notice"'*|*'"kind":"message"'*|*'"kind":"child_result"'*| \
+	*'"kind":"cancel"'*|*'"kind":"progress"'*)
 		continue
 		;;
 	esac

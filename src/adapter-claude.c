@@ -25,12 +25,16 @@
  * turn for their notifications and prints a second result, and the turn is
  * over only when no background task runs and none is left to report.
  * total_cost_usd is cumulative over the process, so replies carry the
- * difference since the previous result.  Sub-agents are recorded in the
- * audit log as external_agent events, children of this agent.  A request
- * that times out gets an interrupt control request; a turn that does not
- * end within interrupt_timeout afterwards restarts the process.  Nothing
- * but compact JSON is ever written to its stdin: a line that is not JSON
- * makes Claude Code exit.
+ * difference since the previous result.  Claude Code's Task sub-agents
+ * are external agents (external.c) under this one, with their tool calls
+ * and tokens.  What it says during a turn is the request's progress.  A
+ * request that times out or is cancelled gets an interrupt control
+ * request; a turn that does not end within interrupt_timeout afterwards
+ * restarts the process.  A request that names another session
+ * (inputs.parameters.session) restarts the process with --resume, since
+ * headless Claude Code resumes only when it starts, and is given back
+ * afterwards.  Nothing but compact JSON is ever written to its stdin: a
+ * line that is not JSON makes Claude Code exit.
  */
 
 #include <stdlib.h>
@@ -69,9 +73,15 @@ struct claude_state {
 	unsigned int		 ctl_seq;
 	double			 last_total;	/* its cumulative cost so far */
 	char			*model;
-	char			*session;
+	char			*session;	/* its own, once said */
+	/* Sessions requests name (inputs.parameters.session). */
+	char			*resume;	/* the next process's */
+	char			*resumed;	/* this process's */
+	char			*resume_failed;	/* one not resumed */
+	struct claude_ref	 switching;	/* the request for it */
 	ev_timer		 timer;		/* initialize or interrupt */
 	json_t			*tasks;		/* task_id -> sub-agent record */
+	json_t			*uses;		/* call -> task */
 	/* The request in its turn, and one held back meanwhile. */
 	struct claude_ref	 cur;
 	struct claude_ref	 pending;
@@ -89,6 +99,7 @@ struct claude_state {
 
 static void	adapter_claude_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	adapter_claude_next(struct agent *);
+static void	adapter_claude_ended_all(struct agent *);
 
 /* Return nonzero if a cmd flag sets a stream format other than ours. */
 static int
@@ -153,7 +164,8 @@ adapter_claude_check(const struct agent_conf *ac, char *why, size_t len)
 
 /*
  * The command line: the entry's cmd plus the stream-json flags it lacks,
- * and corral's tools (tools:).
+ * and corral's tools (tools:), and --resume SESSION when a request asked
+ * for that session.
  */
 static char **
 adapter_claude_argv(struct agent *a)
@@ -161,6 +173,7 @@ adapter_claude_argv(struct agent *a)
 	static const char *need[] = { "-p", "--input-format", "stream-json",
 	    "--output-format", "stream-json", "--verbose", NULL };
 	struct agent_conf	*ac = a->conf;
+	struct claude_state	*st = a->adapter->state;
 	char			**argv, **tools;
 	size_t			 i, j, n = 0;
 	int			 has_p = 0, has_in = 0, has_out = 0, has_v = 0;
@@ -177,7 +190,7 @@ adapter_claude_argv(struct agent *a)
 			has_v = 1;
 	}
 	tools = adapter_tools_args(a, "claude");	/* corral's, if any */
-	argv = xcalloc(ac->argc + 7 + adapter_tools_count(tools),
+	argv = xcalloc(ac->argc + 9 + adapter_tools_count(tools),
 	    sizeof *argv);
 	argv[n++] = xstrdup(ac->argv[0]);
 	for (j = 0; need[j] != NULL; j++) {
@@ -191,6 +204,16 @@ adapter_claude_argv(struct agent *a)
 	for (i = 0; tools != NULL && tools[i] != NULL; i++)
 		argv[n++] = tools[i];
 	free(tools);
+	if (st != NULL) {
+		/* The session a request asked for (adapter_claude_switch). */
+		free(st->resumed);
+		st->resumed = st->resume;
+		st->resume = NULL;
+		if (st->resumed != NULL) {
+			argv[n++] = xstrdup("--resume");
+			argv[n++] = xstrdup(st->resumed);
+		}
+	}
 	argv[n] = NULL;
 	return argv;
 }
@@ -297,15 +320,89 @@ adapter_claude_begin(struct agent *a, struct msg *m)
 	free(prompt);
 }
 
+/* Return nonzero if the process runs in session id. */
+static int
+adapter_claude_in(struct claude_state *st, const char *id)
+{
+	if (st->session != NULL)
+		return strcmp(st->session, id) == 0;
+	/* Its init line comes with its first turn. */
+	return st->resumed != NULL && strcmp(st->resumed, id) == 0;
+}
+
+/*
+ * A request names a session (inputs.parameters.session) the process does
+ * not run in.  Claude Code resumes a session only when it starts
+ * (--resume: /resume is refused in headless mode), so the process is
+ * restarted with it and the request comes back afterwards
+ * (adapter_claude_keeps).  One that could not be resumed is an error.
+ * Returns nonzero when the request was taken care of here.
+ */
+static int
+adapter_claude_switch(struct agent *a, struct msg *m, const char *want)
+{
+	struct claude_state	*st = a->adapter->state;
+	char			 why[512];
+
+	if (adapter_claude_in(st, want))
+		return 0;
+	st->switching.set = 0;
+	if (st->resume_failed != NULL && strcmp(st->resume_failed, want) ==
+	    0) {
+		snprintf(why, sizeof why, "claude could not resume session %s "
+		    "(is it kept under this agent's CLAUDE_CONFIG_DIR and "
+		    "cwd?)", want);
+		adapter_reply_error(a, m, "session_not_found", "REJECTED", why,
+		    json_pack("{s:s}", "session_id", want));
+		return 1;
+	}
+	adapter_claude_ref(&st->switching, m);
+	free(st->resume);
+	st->resume = xstrdup(want);
+	log_info("agent %s: request %s resumes claude session %s; restarting "
+	    "claude", a->id, m->id, want);
+	agent_news(a, AE_RESTART, "to resume another session");
+	return 1;
+}
+
+/* Is m the request a restart of ours is for?  It is given back after. */
+static int
+adapter_claude_keeps(struct agent *a, struct msg *m)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	return st != NULL && st->switching.set &&
+	    strcmp(st->switching.id, m->id) == 0;
+}
+
+/* Its requests are turns of the process's conversation: keep order. */
+static int
+adapter_claude_ordered(struct agent *a)
+{
+	return 1;
+}
+
 /* Take a request: begin its turn, or hold it until the process is free. */
 static void
 adapter_claude_request(struct agent *a, struct msg *m)
 {
 	struct claude_state	*st = a->adapter->state;
+	char			*want;
+	int			 taken;
 
 	if (st->phase != CLAUDE_IDLE || st->pending.set) {
 		/* Only one request at a time (inflight_cap), so one waits. */
 		adapter_claude_ref(&st->pending, m);
+		return;
+	}
+	if ((want = adapter_request_session(m)) != NULL) {
+		taken = adapter_claude_switch(a, m, want);
+		free(want);
+		if (taken)
+			return;
+		/* It continues this session: no /clear for it. */
+		st->switching.set = 0;
+		adapter_claude_begin(a, m);
 		return;
 	}
 	if (st->fresh && st->turns > 0) {
@@ -429,11 +526,36 @@ adapter_claude_short(const char *s)
 	return jsonw_text(s, n > CLAUDE_AUDIT_MAX ? CLAUDE_AUDIT_MAX : n);
 }
 
-/* Choose the error code and category of a failed turn's result. */
+/*
+ * Return nonzero if Claude Code's api_error names a failure that may pass
+ * when tried again: the API could not be reached or went quiet.  Claude
+ * Code says so without an HTTP status (api_error_status is null).
+ */
+static int
+adapter_claude_transient(const char *api_error)
+{
+	static const char *const transient[] = { "connection_failed",
+	    "stream_idle_timeout", "no_response", "computer_slept",
+	    "network_edge_blocked", "usage_limit_reached", NULL };
+	size_t	i;
+
+	for (i = 0; api_error != NULL && transient[i] != NULL; i++)
+		if (strcmp(api_error, transient[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Choose the error code and category of a failed turn's result: by the
+ * HTTP status when there is one, else by Claude Code's api_error word
+ * (connection_failed when the API refuses the connection).
+ */
 static void
 adapter_claude_classify(json_t *res, const char **code, const char **cat)
 {
 	const char	*sub = json_string_value(json_object_get(res, "subtype"));
+	const char	*api = json_string_value(json_object_get(res,
+			    "api_error"));
 	json_int_t	 status;
 
 	status = json_integer_value(json_object_get(res, "api_error_status"));
@@ -443,6 +565,10 @@ adapter_claude_classify(json_t *res, const char **code, const char **cat)
 		*code = "api_error";
 		*cat = status == 429 || status >= 500 ? "UNAVAILABLE" :
 		    "REJECTED";
+	} else if (api != NULL) {
+		*code = "api_error";
+		*cat = adapter_claude_transient(api) ? "UNAVAILABLE" :
+		    "INTERNAL";
 	} else if (sub != NULL && strcmp(sub, "error_max_turns") == 0) {
 		*code = "max_turns";
 		*cat = "REJECTED";
@@ -460,6 +586,7 @@ adapter_claude_finish(struct agent *a)
 	const char		*code, *cat, *text;
 	int			 is_error;
 
+	adapter_claude_ended_all(a);
 	m = adapter_claude_find(a, &st->cur);
 	st->cur.set = 0;
 	if (m == NULL) {
@@ -495,6 +622,8 @@ adapter_claude_finish(struct agent *a)
 		if ((v = json_object_get(res, "api_error_status")) != NULL &&
 		    !json_is_null(v))
 			json_object_set(data, "api_error_status", v);
+		if (json_is_string(v = json_object_get(res, "api_error")))
+			json_object_set(data, "api_error", v);
 		log_info("agent %s: request %s: claude error: %s", a->id, m->id,
 		    code);
 	} else
@@ -556,6 +685,19 @@ adapter_claude_result(struct agent *a, json_t *j)
 			    "subtype")));
 			adapter_claude_next(a);
 			return;
+		case CLAUDE_STARTING:
+			if (st->resumed != NULL && json_is_true(
+			    json_object_get(j, "is_error"))) {
+				/* It exits now; the request is answered. */
+				log_warnx("agent %s: claude could not resume "
+				    "session %s", a->id, st->resumed);
+				free(st->resume_failed);
+				st->resume_failed = xstrdup(st->resumed);
+				return;
+			}
+			log_debug("agent %s: a result before initialize",
+			    a->id);
+			return;
 		default:
 			log_debug("agent %s: a result with no turn running",
 			    a->id);
@@ -567,60 +709,127 @@ adapter_claude_result(struct agent *a, json_t *j)
 		adapter_claude_finish(a);
 }
 
-/* The external id of a sub-agent: this agent's id, a slash, the task's. */
-static const char *
-adapter_claude_task_id(struct agent *a, json_t *j, char *buf, size_t len)
+/* The request whose turn runs, if it is still outstanding. */
+static struct msg *
+adapter_claude_current(struct agent *a)
 {
-	const char	*t = json_string_value(json_object_get(j, "task_id"));
+	struct claude_state	*st = a->adapter->state;
 
-	if (t == NULL)
+	if (st->phase != CLAUDE_TURN)
 		return NULL;
-	snprintf(buf, len, "%s/%s", a->id, t);
-	return buf;
+	return adapter_claude_find(a, &st->cur);
 }
 
-/* A sub-agent's state changed: record it as an external agent. */
-static void
-adapter_claude_external(struct agent *a, const char *ext, const char *name,
-    const char *state)
+/*
+ * The sub-agent a message or event is about: by its task_id, else by the
+ * id of the Task tool call that started it (parent_tool_use_id); with
+ * its record in *recp.  NULL when it is none we know.
+ */
+static struct external *
+adapter_claude_sub(struct agent *a, const char *task, const char *use,
+    json_t **recp)
 {
-	auditlog_event("external_agent", ext, NULL, "parent", a->id, "name",
-	    name, "state", state, NULL);
+	struct claude_state	*st = a->adapter->state;
+	json_t			*rec = NULL;
+	const char		*ext;
+
+	if (task != NULL)
+		rec = json_object_get(st->tasks, task);
+	if (rec == NULL && use != NULL && (task = json_string_value(
+	    json_object_get(st->uses, use))) != NULL)
+		rec = json_object_get(st->tasks, task);
+	if (recp != NULL)
+		*recp = rec;
+	if ((ext = json_string_value(json_object_get(rec, "ext"))) == NULL)
+		return NULL;
+	return external_find(ext);
 }
 
-/* The background tasks' counters follow their starts and notifications. */
+/* What a sub-agent's tool reported it used (usage of a task event). */
+static void
+adapter_claude_sub_usage(struct external *x, json_t *usage)
+{
+	json_t	*t = json_object_get(usage, "total_tokens");
+	json_t	*u = json_object_get(usage, "tool_uses");
+
+	if (x != NULL && (t != NULL || u != NULL))
+		external_usage(x, json_is_number(t) ? json_number_value(t) : -1,
+		    json_is_number(u) ? json_number_value(u) : -1, 0);
+}
+
+/*
+ * A sub-agent started (task_started): an external agent under this one,
+ * found again later by its task_id or by the Task call's tool_use_id.
+ */
+static void
+adapter_claude_task_start(struct agent *a, json_t *j, const char *tid)
+{
+	struct claude_state	*st = a->adapter->state;
+	struct msg		*m = adapter_claude_current(a);
+	const char		*desc, *use, *type;
+	char			 ext[CORRAL_ID_MAX + 80];
+	json_t			*rec;
+	int			 bg;
+
+	if (json_object_get(st->tasks, tid) != NULL)
+		return;
+	bg = json_is_true(json_object_get(j, "is_backgrounded"));
+	type = json_string_value(json_object_get(j, "subagent_type"));
+	desc = json_string_value(json_object_get(j, "description"));
+	if (desc == NULL)
+		desc = type;
+	snprintf(ext, sizeof ext, "%s/%s", a->id, tid);
+	rec = json_pack("{s:b, s:b, s:s, s:s}", "bg", bg, "done", 0, "ext",
+	    ext, "desc", desc != NULL ? desc : "sub-agent");
+	json_object_set_new(st->tasks, tid, rec);
+	if ((use = json_string_value(json_object_get(j, "tool_use_id"))) !=
+	    NULL)
+		json_object_set_new(st->uses, use, json_string(tid));
+	if (bg)
+		st->bg_running++;
+	log_info("agent %s: sub-agent %s started (%s%s)", a->id, ext,
+	    desc != NULL ? desc : "?", bg ? ", in the background" : "");
+	(void)external_start(a->id, ext, desc != NULL ? desc : "sub-agent",
+	    "claude-task", type, m != NULL ? m->id : NULL);
+	adapter_progressf(a, m, "sub-agent %s started: %s", ext,
+	    desc != NULL ? desc : "?");
+}
+
+/* A sub-agent that Claude Code said ended ends as an external agent. */
+static void
+adapter_claude_ended(struct external *x, json_t *rec)
+{
+	const char	*status = json_string_value(json_object_get(rec,
+			    "status"));
+	const char	*why = json_string_value(json_object_get(rec,
+			    "error"));
+
+	if (x == NULL || !external_running(x) || status == NULL)
+		return;
+	external_end(x, strcmp(status, "completed") == 0 ? "STOPPED" :
+	    "FAILED", why != NULL ? why : status);
+}
+
+/*
+ * A task event: a sub-agent starts, reports its usage, or ends; the
+ * background tasks' counters follow, for the turn waits for them.
+ */
 static void
 adapter_claude_task(struct agent *a, const char *sub, json_t *j)
 {
 	struct claude_state	*st = a->adapter->state;
-	const char		*tid, *ext, *status, *desc;
+	struct external		*x;
+	const char		*tid, *status, *why;
 	json_t			*rec;
-	char			 buf[CORRAL_ID_MAX + 64];
-	int			 bg;
 
-	tid = json_string_value(json_object_get(j, "task_id"));
-	if (tid == NULL || (ext = adapter_claude_task_id(a, j, buf,
-	    sizeof buf)) == NULL)
+	if ((tid = json_string_value(json_object_get(j, "task_id"))) == NULL)
 		return;
-	rec = json_object_get(st->tasks, tid);
 	if (strcmp(sub, "task_started") == 0) {
-		bg = json_is_true(json_object_get(j, "is_backgrounded"));
-		desc = json_string_value(json_object_get(j, "description"));
-		if (desc == NULL)
-			desc = json_string_value(json_object_get(j,
-			    "subagent_type"));
-		if (rec == NULL) {
-			rec = json_pack("{s:b, s:b}", "bg", bg, "done", 0);
-			json_object_set_new(st->tasks, tid, rec);
-			if (bg)
-				st->bg_running++;
-		}
-		log_info("agent %s: sub-agent %s started (%s%s)", a->id, ext,
-		    desc != NULL ? desc : "?", bg ? ", in the background" : "");
-		adapter_claude_external(a, ext, desc != NULL ? desc : "sub-agent",
-		    "BUSY");
+		adapter_claude_task_start(a, j, tid);
 		return;
 	}
+	x = adapter_claude_sub(a, tid, NULL, &rec);
+	adapter_claude_sub_usage(x, json_object_get(j, "usage"));
 	if (strcmp(sub, "task_updated") == 0)
 		status = json_string_value(json_object_get(json_object_get(j,
 		    "patch"), "status"));
@@ -631,18 +840,45 @@ adapter_claude_task(struct agent *a, const char *sub, json_t *j)
 		return;
 	if (rec != NULL && !json_is_true(json_object_get(rec, "done"))) {
 		json_object_set_new(rec, "done", json_true());
+		json_object_set_new(rec, "status", json_string(status));
+		if ((why = json_string_value(json_object_get(json_object_get(j,
+		    "patch"), "error"))) != NULL)
+			json_object_set_new(rec, "error", json_string(why));
 		if (json_is_true(json_object_get(rec, "bg")) &&
 		    st->bg_running > 0)
 			st->bg_running--;
-		log_info("agent %s: sub-agent %s %s", a->id, ext, status);
-		adapter_claude_external(a, ext, NULL, strcmp(status,
-		    "completed") == 0 ? "STOPPED" : "FAILED");
+		log_info("agent %s: sub-agent %s %s", a->id, x != NULL ? x->id :
+		    tid, status);
+		adapter_progressf(a, adapter_claude_current(a),
+		    "sub-agent %s %s", x != NULL ? x->id : tid, status);
 	}
+	/*
+	 * task_updated says it ended; task_notification follows with what
+	 * it used, and ends it here (adapter_claude_ended, should none come).
+	 */
+	if (strcmp(sub, "task_notification") == 0 && rec != NULL)
+		adapter_claude_ended(x, rec);
 	if (strcmp(sub, "task_notification") == 0 && rec != NULL &&
 	    json_is_true(json_object_get(rec, "bg")))
 		st->notes++;	/* Claude Code will report on it in a turn */
 }
 
+/*
+ * Every sub-agent Claude Code said ended is ended (the turn is over, and
+ * no notification came for some of them).
+ */
+static void
+adapter_claude_ended_all(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+	const char		*tid;
+	json_t			*rec;
+
+	json_object_foreach(st->tasks, tid, rec)
+		if (json_is_true(json_object_get(rec, "done")))
+			adapter_claude_ended(adapter_claude_sub(a, tid, NULL,
+			    NULL), rec);
+}
 /* A system line: init, sub-agent events, retries, denials. */
 static void
 adapter_claude_system(struct agent *a, json_t *j)
@@ -693,16 +929,49 @@ adapter_claude_system(struct agent *a, json_t *j)
 	}
 }
 
-/* An assistant or user line: tool calls and sub-agent messages go on record. */
+/* The text of a tool_result block: a string, or its first text item. */
+static const char *
+adapter_claude_result_text(json_t *b)
+{
+	json_t	*c = json_object_get(b, "content"), *e;
+	size_t	 i;
+
+	if (json_is_string(c))
+		return json_string_value(c);
+	json_array_foreach(c, i, e)
+		if (json_is_string(json_object_get(e, "text")))
+			return json_string_value(json_object_get(e, "text"));
+	return NULL;
+}
+
+/*
+ * An assistant or user line: its tool calls, tool results and text go on
+ * record and out as progress of the request; a sub-agent's
+ * (parent_tool_use_id) count for its external agent too, and its
+ * progress says whose it is.
+ */
 static void
 adapter_claude_message(struct agent *a, const char *type, json_t *j)
 {
-	json_t		*content, *b, *parent;
-	const char	*bt;
-	char		*in;
+	struct msg	*m = adapter_claude_current(a);
+	struct external	*x = NULL;
+	json_t		*content, *b, *parent, *u;
+	const char	*bt, *name, *text;
+	char		*in, pre[80] = "";
 	size_t		 i;
 
 	parent = json_object_get(j, "parent_tool_use_id");
+	if (json_is_string(parent) && (x = adapter_claude_sub(a,
+	    json_string_value(json_object_get(j, "agent_id")),
+	    json_string_value(parent), NULL)) != NULL) {
+		snprintf(pre, sizeof pre, "[%.60s] ", x->name);
+		u = json_object_get(json_object_get(j, "message"), "usage");
+		if (strcmp(type, "assistant") == 0 && u != NULL)
+			external_usage(x, -1, -1, json_number_value(
+			    json_object_get(u, "input_tokens")) +
+			    json_number_value(json_object_get(u,
+			    "output_tokens")));
+	}
 	content = json_object_get(json_object_get(j, "message"), "content");
 	if (!json_is_array(content))
 		return;
@@ -711,30 +980,64 @@ adapter_claude_message(struct agent *a, const char *type, json_t *j)
 		if (bt == NULL)
 			continue;
 		if (strcmp(bt, "tool_use") == 0) {
+			name = json_string_value(json_object_get(b, "name"));
 			in = json_dumps(json_object_get(b, "input"),
 			    CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
 			log_debug("agent %s: claude calls %s", a->id,
-			    json_string_value(json_object_get(b, "name")));
+			    name != NULL ? name : "?");
 			adapter_claude_audit(a, "tool_use", json_pack(
 			    "{s:O?, s:O?, s:o, s:O?}", "tool", json_object_get(b,
 			    "name"), "tool_use_id", json_object_get(b, "id"),
 			    "input", adapter_claude_short(in), "parent_tool_use_id",
 			    json_is_string(parent) ? parent : NULL));
+			adapter_progressf(a, m, "%s%s %.200s", pre,
+			    name != NULL ? name : "?", in != NULL ? in : "");
 			free(in);
-		} else if (strcmp(bt, "tool_result") == 0)
+			if (x != NULL)
+				external_tool(x, name);
+		} else if (strcmp(bt, "tool_result") == 0) {
 			adapter_claude_audit(a, "tool_result", json_pack(
 			    "{s:O?, s:b, s:O?}", "tool_use_id", json_object_get(b,
 			    "tool_use_id"), "is_error", json_is_true(
 			    json_object_get(b, "is_error")), "parent_tool_use_id",
 			    json_is_string(parent) ? parent : NULL));
-		else if (strcmp(bt, "text") == 0 && json_is_string(parent) &&
-		    strcmp(type, "assistant") == 0)
-			adapter_claude_audit(a, "subagent_text", json_pack(
-			    "{s:O, s:O?, s:o}", "parent_tool_use_id", parent,
-			    "agent_id", json_object_get(j, "agent_id"), "text",
-			    adapter_claude_short(json_string_value(
-			    json_object_get(b, "text")))));
+			text = adapter_claude_result_text(b);
+			adapter_progressf(a, m, "%s%s: %.200s", pre,
+			    json_is_true(json_object_get(b, "is_error")) ?
+			    "tool error" : "tool result", text != NULL ? text :
+			    "");
+		} else if (strcmp(bt, "text") == 0 &&
+		    strcmp(type, "assistant") == 0) {
+			text = json_string_value(json_object_get(b, "text"));
+			if (json_is_string(parent))
+				adapter_claude_audit(a, "subagent_text",
+				    json_pack("{s:O, s:O?, s:o}",
+				    "parent_tool_use_id", parent, "agent_id",
+				    json_object_get(j, "agent_id"), "text",
+				    adapter_claude_short(text)));
+			if (text != NULL)
+				adapter_progressf(a, m, "%s%s", pre, text);
+		}
 	}
+}
+
+/* A tool has run for a while (tool_progress): say so, as progress. */
+static void
+adapter_claude_tool_progress(struct agent *a, json_t *j)
+{
+	struct external	*x;
+	const char	*name = json_string_value(json_object_get(j,
+			    "tool_name"));
+	char		 pre[80] = "";
+
+	x = adapter_claude_sub(a, json_string_value(json_object_get(j,
+	    "task_id")), json_string_value(json_object_get(j,
+	    "parent_tool_use_id")), NULL);
+	if (x != NULL)
+		snprintf(pre, sizeof pre, "[%.60s] ", x->name);
+	adapter_progressf(a, adapter_claude_current(a), "%s%s running, %llds",
+	    pre, name != NULL ? name : "a tool", (long long)json_integer_value(
+	    json_object_get(j, "elapsed_time_seconds")));
 }
 
 /* Refuse a control request from the CLI (permission prompts and such). */
@@ -781,6 +1084,8 @@ adapter_claude_line(struct agent *a, const char *line, size_t len)
 		adapter_claude_system(a, j);
 	else if (strcmp(type, "assistant") == 0 || strcmp(type, "user") == 0)
 		adapter_claude_message(a, type, j);
+	else if (strcmp(type, "tool_progress") == 0)
+		adapter_claude_tool_progress(a, j);
 	else if (strcmp(type, "control_response") == 0) {
 		rid = json_string_value(json_object_get(json_object_get(j,
 		    "response"), "request_id"));
@@ -821,6 +1126,8 @@ adapter_claude_cancel(struct agent *a, struct msg *m)
 {
 	struct claude_state	*st = a->adapter->state;
 
+	if (st->switching.set && strcmp(st->switching.id, m->id) == 0)
+		st->switching.set = 0;	/* its restart goes on */
 	if (st->pending.set && strcmp(st->pending.id, m->id) == 0) {
 		st->pending.set = 0;
 		return;
@@ -888,6 +1195,8 @@ adapter_claude_start(struct agent *a)
 		a->adapter->state = st;
 	}
 	/* A new process: a new conversation and cost counter. */
+	free(st->session);
+	st->session = NULL;
 	adapter_claude_reset_turn(st);
 	st->cur.set = st->pending.set = 0;
 	st->turns = 0;
@@ -896,6 +1205,11 @@ adapter_claude_start(struct agent *a)
 	if (st->tasks != NULL)
 		json_decref(st->tasks);
 	st->tasks = json_object();
+	if (st->uses != NULL)
+		json_decref(st->uses);
+	st->uses = json_object();
+	/* What ran inside the last process ended with it. */
+	external_parent_ended(a->id, "claude restarted");
 	st->phase = CLAUDE_STARTING;
 	adapter_claude_control(a, "initialize", CLAUDE_INIT_ID);
 	ev_timer_stop(LOOP, &st->timer);
@@ -916,8 +1230,14 @@ adapter_claude_free(struct agent *a)
 	adapter_claude_reset_turn(st);
 	if (st->tasks != NULL)
 		json_decref(st->tasks);
+	if (st->uses != NULL)
+		json_decref(st->uses);
+	external_forget(a->id);
 	free(st->model);
 	free(st->session);
+	free(st->resume);
+	free(st->resumed);
+	free(st->resume_failed);
 	free(st);
 	a->adapter->state = NULL;
 }
@@ -934,4 +1254,6 @@ const struct adapter_ops adapter_claude_ops = {
 	.argv = adapter_claude_argv,
 	.ping = adapter_claude_ping,
 	.inflight_cap = 1,
+	.keeps = adapter_claude_keeps,
+	.ordered = adapter_claude_ordered,
 };

@@ -8,9 +8,11 @@
  * one every request resumes the conversation of the first, so requests
  * run one at a time and the others wait in a queue.  The adapter itself
  * builds the command line, reads what the tool writes and decides how a
- * call went; this file runs the call, keeps the conversation, and turns
- * the outcome into a reply.  The CLIs re-launch themselves as child
- * processes, so a request given up has its whole process group killed.
+ * call went; this file runs the call, keeps the conversation (in the
+ * order requests were accepted), and turns the outcome into a reply that
+ * names the session (content.data.session_id), which a later request may
+ * name to resume.  The CLIs re-launch themselves as child processes, so a
+ * request given up has its whole process group interrupted.
  */
 
 #include <stdlib.h>
@@ -100,23 +102,46 @@ adapter_cli_next(struct agent *a)
 	cli->tool->run(a, m);
 }
 
-/* Take a request: run it, or queue it behind the conversation's turn. */
+/*
+ * Take a request: run it, or queue it behind the conversation's turn, in
+ * the order requests were accepted: one that comes back for a retry
+ * takes its turn before those that came after it.
+ */
 void
 adapter_cli_request(struct agent *a, struct msg *m)
 {
 	struct adapter_cli	*cli = a->adapter->state;
-	struct adapter_cli_wait	*w;
+	struct adapter_cli_wait	*w, *at;
 
 	if (cli->one && cli->busy) {
 		w = xcalloc(1, sizeof *w);
 		w->msg = m;
-		TAILQ_INSERT_TAIL(&cli->waitq, w, entry);
+		TAILQ_FOREACH(at, &cli->waitq, entry)
+			if (at->msg->seq > m->seq)
+				break;
+		if (at != NULL)
+			TAILQ_INSERT_BEFORE(at, w, entry);
+		else
+			TAILQ_INSERT_TAIL(&cli->waitq, w, entry);
 		return;
 	}
 	cli->tool->run(a, m);
 }
 
-/* A request is given up: drop it from the queue, or kill its process. */
+/* With conversation: one, requests are turns of one conversation. */
+int
+adapter_cli_ordered(struct agent *a)
+{
+	struct adapter_cli	*cli = a->adapter->state;
+
+	return cli != NULL && cli->one;
+}
+
+/*
+ * A request is given up (cancelled, or out of time): drop it from the
+ * queue, or interrupt its process, SIGINT then SIGTERM: both CLIs stop at
+ * once on SIGINT to their process group.
+ */
 void
 adapter_cli_cancel(struct agent *a, struct msg *m)
 {
@@ -134,10 +159,10 @@ adapter_cli_cancel(struct agent *a, struct msg *m)
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		if (p->msg == m) {
 			p->msg = NULL;
-			log_info("agent %s: killing %s (pid %ld): request %s "
-			    "given up", a->id, cli->tool->name,
+			log_info("agent %s: interrupting %s (pid %ld): request "
+			    "%s given up", a->id, cli->tool->name,
 			    (long)p->hostpid, m->id);
-			proc_kill(p);
+			proc_interrupt(p);
 		}
 	}
 }
@@ -252,11 +277,12 @@ adapter_cli_done(struct proc *p)
 
 /*
  * Answer a call's request with the tool's text, the conversation it ran
- * in, and in and out tokens as trace.cost (priced by the settings).
+ * in, the model it reported (NULL: none; agent.model stays the adapter's
+ * name), and in and out tokens as trace.cost (priced by the settings).
  */
 void
 adapter_cli_reply(struct proc *p, const char *text, const char *id,
-    double in, double out)
+    const char *model, double in, double out)
 {
 	struct agent		*a = p->agent;
 	struct adapter_cli	*cli = a->adapter->state;
@@ -268,9 +294,16 @@ adapter_cli_reply(struct proc *p, const char *text, const char *id,
 	content = json_object_get(env, "content");
 	json_object_set_new(content, "text", jsonw_text(text,
 	    strlen(text)));
-	if (id != NULL)
+	/* session_id for every CLI: what a later request names to resume. */
+	if (id != NULL) {
 		json_object_set_new(content, "data", json_pack("{s:s}",
-		    cli->tool->key, id));
+		    "session_id", id));
+		json_object_set_new(json_object_get(content, "data"),
+		    cli->tool->key, json_string(id));
+	}
+	if (model != NULL && *model != '\0')
+		json_object_set_new(json_object_get(env, "agent"), "model",
+		    json_string(model));
 	json_object_set_new(json_object_get(env, "trace"), "cost",
 	    json_pack("{s:o, s:o, s:o}", "input_tokens", adapter_number(in),
 	    "output_tokens", adapter_number(out), "usd", adapter_number(

@@ -22,9 +22,11 @@
  * events go to the audit log, the last agent_message is the reply's text,
  * turn.completed's usage its trace.cost, turn.failed (or an exit without
  * turn.completed) an error envelope.  With conversation: one every request
- * resumes the thread of the first, one at a time; Codex reports usage
- * cumulated over a thread, so a reply carries the difference.  A request
- * that times out has its process group killed.
+ * resumes the thread of the first, one at a time; a request that names a
+ * thread (inputs.parameters.session) resumes that one.  Codex reports
+ * usage cumulated over a thread, so a reply carries the difference.  Its
+ * commands and messages are the request's progress.  A request that times
+ * out or is cancelled has its process group interrupted.
  */
 
 #include <stdlib.h>
@@ -144,6 +146,43 @@ adapter_codex_audit_item(struct proc *p, const char *type, json_t *item)
 	auditlog_json("adapter_event", p->agent->id, f);
 }
 
+/*
+ * What an item event says, as progress of the request: a command as it
+ * starts and how it ended, a message, a change of files.
+ */
+static void
+adapter_codex_progress(struct proc *p, const char *type, json_t *item)
+{
+	const char	*it, *cmd, *out, *text, *st;
+	json_t		*code;
+
+	it = json_string_value(json_object_get(item, "type"));
+	if (it == NULL || p->msg == NULL)
+		return;
+	cmd = json_string_value(json_object_get(item, "command"));
+	text = json_string_value(json_object_get(item, "text"));
+	if (strcmp(it, "command_execution") == 0 && cmd != NULL) {
+		if (strcmp(type, "item.started") == 0) {
+			adapter_progressf(p->agent, p->msg, "$ %.200s", cmd);
+			return;
+		}
+		if (strcmp(type, "item.completed") != 0)
+			return;
+		out = json_string_value(json_object_get(item,
+		    "aggregated_output"));
+		code = json_object_get(item, "exit_code");
+		adapter_progressf(p->agent, p->msg, "exit %lld: %.200s",
+		    (long long)json_integer_value(code), out != NULL ? out :
+		    "");
+	} else if (strcmp(type, "item.completed") == 0 && text != NULL)
+		adapter_progress(p->agent, p->msg, text, 0);
+	else if (strcmp(type, "item.completed") == 0) {
+		st = json_string_value(json_object_get(item, "status"));
+		adapter_progressf(p->agent, p->msg, "%s %s", it, st != NULL ?
+		    st : "done");
+	}
+}
+
 /* One line of codex's stdout. */
 static void
 adapter_codex_line(struct proc *p, const char *line, size_t len)
@@ -187,6 +226,7 @@ adapter_codex_line(struct proc *p, const char *line, size_t len)
 		    json_object_get(item, "message"))) != NULL)
 			log_warnx("agent %s: codex: %.300s", a->id, s);
 		adapter_codex_audit_item(p, type, item);
+		adapter_codex_progress(p, type, item);
 	} else if (strcmp(type, "turn.completed") == 0) {
 		c->completed = 1;
 		u = json_object_get(j, "usage");
@@ -263,7 +303,7 @@ adapter_codex_answer(struct proc *p, struct codex_call *c)
 			st->seen_in = c->in;
 			st->seen_out = c->out;
 		}
-		adapter_cli_reply(p, c->text, c->thread, in, out);
+		adapter_cli_reply(p, c->text, c->thread, NULL, in, out);
 		return;
 	}
 	if (c->failed || c->error != NULL) {
@@ -307,7 +347,7 @@ adapter_codex_run(struct agent *a, struct msg *m)
 	struct codex_state	*st = a->adapter->state;
 	struct agent_conf	*ac = a->conf;
 	struct codex_call	*c;
-	char			**argv, **tools, *prompt;
+	char			**argv, **tools, *prompt, *want;
 	size_t			 i, n = 0;
 	int			 has_json = 0, has_skip = 0;
 
@@ -334,9 +374,11 @@ adapter_codex_run(struct agent *a, struct msg *m)
 	if (!has_skip)
 		argv[n++] = "--skip-git-repo-check";
 	c = xcalloc(1, sizeof *c);
-	if (st->cli.one && st->cli.conversation != NULL) {
+	/* The thread the request names, else the one conversation's. */
+	if ((want = adapter_request_session(m)) != NULL ||
+	    (st->cli.one && st->cli.conversation != NULL)) {
 		argv[n++] = "resume";
-		argv[n++] = st->cli.conversation;
+		argv[n++] = want != NULL ? want : st->cli.conversation;
 		c->resumed = 1;
 	}
 	argv[n++] = "-";	/* the prompt comes on stdin */
@@ -344,6 +386,7 @@ adapter_codex_run(struct agent *a, struct msg *m)
 	adapter_cli_spawn(a, m, argv, prompt, c);
 	free(argv);
 	adapter_free_argv(tools);
+	free(want);
 	free(prompt);
 }
 
@@ -356,4 +399,5 @@ const struct adapter_ops adapter_codex_ops = {
 	.cancel = adapter_cli_cancel,
 	.stop = adapter_cli_stop,
 	.free = adapter_cli_free,
+	.ordered = adapter_cli_ordered,
 };

@@ -27,8 +27,10 @@
  * exit without one is an error.  Lines that are not JSON objects on their
  * own are gathered until they form one: that is how the json output
  * format (pretty-printed) is read, on stdout or, for errors, at the end
- * of stderr.  Gemini re-launches itself as a child node process, so a
- * request that times out has its whole process group killed.
+ * of stderr.  A request that names a session (inputs.parameters.session)
+ * resumes it; the text as it streams and the tool calls are its progress.
+ * Gemini re-launches itself as a child node process, so a request that
+ * times out or is cancelled has its whole process group interrupted.
  */
 
 #include <stdlib.h>
@@ -169,6 +171,29 @@ adapter_gemini_audit(struct proc *p, const char *kind, json_t *j)
 	auditlog_json("adapter_event", p->agent->id, f);
 }
 
+/* A tool call or its result, as progress of the request. */
+static void
+adapter_gemini_progress(struct proc *p, const char *kind, json_t *j)
+{
+	char	*s;
+
+	s = json_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
+	    "parameters" : "output"), CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
+	if (strcmp(kind, "tool_use") == 0)
+		adapter_progressf(p->agent, p->msg, "%s %.200s",
+		    json_string_value(json_object_get(j, "tool_name")) != NULL ?
+		    json_string_value(json_object_get(j, "tool_name")) : "tool",
+		    s != NULL ? s : "");
+	else
+		adapter_progressf(p->agent, p->msg, "tool %s: %.200s",
+		    json_string_value(json_object_get(j, "status")) != NULL ?
+		    json_string_value(json_object_get(j, "status")) : "result",
+		    json_is_string(json_object_get(j, "output")) ?
+		    json_string_value(json_object_get(j, "output")) :
+		    s != NULL ? s : "");
+	free(s);
+}
+
 /* The stats of a result: tokens in and out, stream-json or json form. */
 static void
 adapter_gemini_stats(struct gemini_call *c, json_t *stats)
@@ -234,12 +259,16 @@ adapter_gemini_event(struct proc *p, json_t *j)
 		    json_object_get(j, "delta")) ? "" : "\n");
 		adapter_append(&c->final, s, json_is_true(
 		    json_object_get(j, "delta")) ? "" : "\n");
+		/* The text as it streams in is the request's progress. */
+		adapter_progress(a, p->msg, s, json_is_true(
+		    json_object_get(j, "delta")));
 	} else if (strcmp(type, "tool_use") == 0 ||
 	    strcmp(type, "tool_result") == 0) {
 		/* The answer is what it says after its last tool. */
 		free(c->final);
 		c->final = NULL;
 		adapter_gemini_audit(p, type, j);
+		adapter_gemini_progress(p, type, j);
 	} else if (strcmp(type, "error") == 0) {
 		s = json_string_value(json_object_get(j, "message"));
 		if (s == NULL)
@@ -376,6 +405,33 @@ adapter_gemini_category(const char *msg)
 	return "UNAVAILABLE";
 }
 
+/*
+ * The line in which gemini refused its command line (yargs: "Unknown
+ * arguments: ...", "Invalid values: ..."), found among the first lines of
+ * its stderr, with its length in *len; NULL when there is none.
+ */
+static const char *
+adapter_gemini_usage_error(const struct proc *p, int *len)
+{
+	static const char *const starts[] = { "Unknown argument",
+	    "Invalid values:", "Missing required argument",
+	    "Not enough arguments", "Not enough non-option arguments",
+	    "Too many non-option arguments", "Unknown command", NULL };
+	const char	*s = p->err_head, *e;
+	size_t		 i;
+
+	for (; *s != '\0'; s = *e == '\n' ? e + 1 : e) {
+		e = strchrnul(s, '\n');
+		for (i = 0; starts[i] != NULL; i++) {
+			if (strncmp(s, starts[i], strlen(starts[i])) == 0) {
+				*len = (int)(e - s);
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
 /* Answer a request from a finished call. */
 static void
 adapter_gemini_answer(struct proc *p, struct gemini_call *c)
@@ -388,7 +444,7 @@ adapter_gemini_answer(struct proc *p, struct gemini_call *c)
 		adapter_gemini_stderr_json(p);
 	if (c->result == 1) {
 		adapter_cli_reply(p, c->final != NULL ? c->final : c->text,
-		    c->session, c->in, c->out);
+		    c->session, c->model, c->in, c->out);
 		return;
 	}
 	if (c->result == -1 || c->error != NULL) {
@@ -397,8 +453,12 @@ adapter_gemini_answer(struct proc *p, struct gemini_call *c)
 		    c->session);
 		return;
 	}
-	/* It ended without a result: killed, crashed, or cut short. */
-	last = adapter_stderr_line(p, &n);
+	/*
+	 * It ended without a result: killed, crashed, cut short, or it
+	 * refused its command line, which it says first, before its usage.
+	 */
+	if ((last = adapter_gemini_usage_error(p, &n)) == NULL)
+		last = adapter_stderr_line(p, &n);
 	adapter_cli_exited(p, "without a result", last, n);
 }
 
@@ -435,7 +495,7 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 	struct gemini_state	*st = a->adapter->state;
 	struct agent_conf	*ac = a->conf;
 	struct gemini_call	*c;
-	char			**argv, *prompt;
+	char			**argv, *prompt, *want;
 	size_t			 i, n = 0;
 
 	if ((prompt = adapter_prompt(a, m, st->cli.settings.prompt)) == NULL)
@@ -450,14 +510,17 @@ adapter_gemini_run(struct agent *a, struct msg *m)
 	argv[n++] = "--output-format";
 	argv[n++] = st->json ? "json" : "stream-json";
 	c = xcalloc(1, sizeof *c);
-	if (st->cli.one && st->cli.conversation != NULL) {
+	/* The session the request names, else the one conversation's. */
+	if ((want = adapter_request_session(m)) != NULL ||
+	    (st->cli.one && st->cli.conversation != NULL)) {
 		argv[n++] = "--resume";
-		argv[n++] = st->cli.conversation;
+		argv[n++] = want != NULL ? want : st->cli.conversation;
 		c->resumed = 1;
 	}
 	argv[n] = NULL;
 	adapter_cli_spawn(a, m, argv, prompt, c);
 	free(argv);
+	free(want);
 	free(prompt);
 }
 
@@ -470,4 +533,5 @@ const struct adapter_ops adapter_gemini_ops = {
 	.cancel = adapter_cli_cancel,
 	.stop = adapter_cli_stop,
 	.free = adapter_cli_free,
+	.ordered = adapter_cli_ordered,
 };

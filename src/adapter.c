@@ -22,18 +22,59 @@
  * the engine registers (adapter_on_reply).
  */
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
 
 static adapter_reply_cb	adapter_reply_hook;
+static adapter_progress_cb	adapter_progress_hook;
 
 /* Register who takes adapters' replies: the engine. */
 void
 adapter_on_reply(adapter_reply_cb cb)
 {
 	adapter_reply_hook = cb;
+}
+
+/* Register who takes what tools say while they work: the engine. */
+void
+adapter_on_progress(adapter_progress_cb cb)
+{
+	adapter_progress_hook = cb;
+}
+
+/*
+ * The tool said something about request m while it works on it (text it
+ * streams, a tool it calls): progress, which the engine passes on, rate
+ * limited.  delta: the text continues the previous piece (a stream of
+ * text), rather than being a line of its own.
+ */
+void
+adapter_progress(struct agent *a, struct msg *m, const char *text, int delta)
+{
+	if (m != NULL && text != NULL && *text != '\0' &&
+	    adapter_progress_hook != NULL)
+		adapter_progress_hook(a, m, text, delta);
+}
+
+/* adapter_progress of a line made with a format. */
+void
+adapter_progressf(struct agent *a, struct msg *m, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	if (m == NULL || adapter_progress_hook == NULL)
+		return;
+	va_start(ap, fmt);
+	if (xvasprintf(&s, fmt, ap) == -1)
+		s = NULL;
+	va_end(ap);
+	if (s != NULL)
+		adapter_progress(a, m, s, 0);
+	free(s);
 }
 
 /*
@@ -220,6 +261,32 @@ adapter_line(struct agent *a, const char *line, size_t len)
 	return a->adapter->ops->line(a, line, len);
 }
 
+/*
+ * Return nonzero if the adapter wants request m back once its agent has
+ * restarted (it asked for the restart, to resume another session),
+ * rather than have it fail with the process.
+ */
+int
+adapter_keeps(struct agent *a, struct msg *m)
+{
+	if (a->adapter == NULL || a->adapter->ops->keeps == NULL)
+		return 0;
+	return a->adapter->ops->keeps(a, m);
+}
+
+/*
+ * Return nonzero if the agent's requests are turns of one conversation
+ * (claude; codex and gemini with conversation: one): a retry must not
+ * let a later turn overtake it.
+ */
+int
+adapter_ordered(struct agent *a)
+{
+	if (a->adapter == NULL || a->adapter->ops->ordered == NULL)
+		return 0;
+	return a->adapter->ops->ordered(a);
+}
+
 /* A request expired or is given up: the tool should stop on it. */
 void
 adapter_cancel(struct agent *a, struct msg *m)
@@ -272,6 +339,28 @@ adapter_request_json(struct msg *m)
 	json_error_t	e;
 
 	return json_loadb(m->line, m->len, CORRAL_JSON_LOAD, &e);
+}
+
+/*
+ * The session a request asks to continue (inputs.parameters.session: a
+ * CLI's session or thread id from an earlier reply's content.data), as a
+ * new string, or NULL.
+ */
+char *
+adapter_request_session(struct msg *m)
+{
+	json_t	*req, *v;
+	char	*s = NULL;
+
+	if ((req = adapter_request_json(m)) == NULL)
+		return NULL;
+	v = json_object_get(json_object_get(json_object_get(req, "inputs"),
+	    "parameters"), "session");
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    json_string_length(v) < 256)
+		s = xstrdup(json_string_value(v));
+	json_decref(req);
+	return s;
 }
 
 /*

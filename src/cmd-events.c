@@ -118,7 +118,14 @@ cmd_events_text(json_t *ev)
 	else if (strcmp(type, "system_error") == 0)
 		snprintf(what, sizeof what, "%s: %s", cmd_events_str(d, "code"),
 		    cmd_events_str(d, "message"));
-	else {
+	else if (strcmp(type, "agent_progress") == 0) {
+		snprintf(what, sizeof what, "%s: %s", cmd_events_str(d,
+		    "requestId"), cmd_events_str(d, "text"));
+		/* A CLI's output, on one line and harmless to a terminal. */
+		for (x = what; *x != '\0'; x++)
+			if ((unsigned char)*x < 0x20 || *x == 0x7f)
+				*x = *x == '\n' ? '|' : ' ';
+	} else {
 		x = cmd_events_dump(d);
 		snprintf(what, sizeof what, "%s", x);
 		free(x);

@@ -36,15 +36,21 @@ cmd_ps_agent(json_t *a)
 {
 	json_t		*md = json_object_get(a, "metadata");
 	const char	*err;
-	char		 id[64];
+	char		 id[64], pid[24];
 	int		 depth = (int)json_integer_value(json_object_get(md,
 			    "depth"));
 
 	snprintf(id, sizeof id, "%*s%s", depth * 2, "",
 	    json_string_value(json_object_get(a, "id")));
-	printf("  %-20s %-13s %-8lld %-8lld %-6lld %-6lld %-8lld %-8.0f "
+	/* One inside its agent's CLI is no process of corral's. */
+	if (json_is_true(json_object_get(md, "virtual")))
+		strlcpy(pid, "-", sizeof pid);
+	else
+		snprintf(pid, sizeof pid, "%lld", (long long)json_integer_value(
+		    json_object_get(md, "pid")));
+	printf("  %-20s %-13s %-8s %-8lld %-6lld %-6lld %-8lld %-8.0f "
 	    "%-9.4f", id, json_string_value(json_object_get(a, "state")),
-	    (long long)json_integer_value(json_object_get(md, "pid")),
+	    pid,
 	    (long long)json_integer_value(json_object_get(md, "inflight")),
 	    (long long)json_integer_value(json_object_get(md, "msgsIn")),
 	    (long long)json_integer_value(json_object_get(md, "msgsOut")),

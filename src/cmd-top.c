@@ -160,6 +160,34 @@ cmd_top_hist(json_t *metrics, const char *suffix)
 	return 0;
 }
 
+/*
+ * Under a busy agent, the last line of its latest progress (what its CLI
+ * said last), made safe for the terminal.
+ */
+static void
+cmd_top_progress(struct cmd_top_screen *s, json_t *md)
+{
+	const char	*text, *nl;
+	char		 line[512];
+	size_t		 i, n;
+
+	text = json_string_value(json_object_get(json_object_get(md,
+	    "progress"), "text"));
+	if (text == NULL)
+		return;
+	if ((nl = strrchr(text, '\n')) != NULL && nl[1] != '\0')
+		text = nl + 1;
+	n = strlen(text);
+	if (n > sizeof line - 1)
+		n = sizeof line - 1;
+	for (i = 0; i < n; i++)
+		line[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ?
+		    ' ' : text[i];
+	line[n] = '\0';
+	cmd_top_line(s, "%*s  > %s", (int)json_integer_value(json_object_get(md,
+	    "depth")) * 2, "", line);
+}
+
 /* Draw one screen from the agents and the metrics. */
 static void
 cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
@@ -167,7 +195,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
 	const char		*err, *st;
-	char			 up[32], id[64], queues[256];
+	char			 up[32], id[64], queues[256], pid[24];
 	size_t			 i, j, ql;
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
@@ -236,10 +264,14 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 		    json_object_get(md, "depth")) * 2, "",
 		    json_string_value(json_object_get(a, "id")));
 		err = json_string_value(json_object_get(md, "lastError"));
-		cmd_top_line(&s, "%-22s %-13s %-8lld %-8lld %-6lld %-7lld "
+		if (json_is_true(json_object_get(md, "virtual")))
+			strlcpy(pid, "-", sizeof pid);
+		else
+			snprintf(pid, sizeof pid, "%lld", (long long)
+			    json_integer_value(json_object_get(md, "pid")));
+		cmd_top_line(&s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
 		    "%-7lld %-8lld %-8.0f %-9.4f %s", id,
-		    json_string_value(json_object_get(a, "state")),
-		    (long long)json_integer_value(json_object_get(md, "pid")),
+		    json_string_value(json_object_get(a, "state")), pid,
 		    (long long)json_integer_value(json_object_get(md,
 		    "inflight")),
 		    (long long)json_integer_value(json_object_get(md,
@@ -252,6 +284,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 		    json_number_value(json_object_get(md, "tokens")),
 		    json_number_value(json_object_get(md, "cost")),
 		    err != NULL ? err : "");
+		cmd_top_progress(&s, md);
 	}
 	fputs("\033[J", s.f);
 	fclose(s.f);

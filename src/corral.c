@@ -40,6 +40,7 @@ static const struct cmd_entry cmds[] = {
 	{ "send", "send [-S PATH] [--wait|--no-wait] AGENT|INTENT ENVELOPE",
 	    cmd_send },
 	{ "stop", "stop [-S PATH] [--force] [--wait] [AGENT]", cmd_stop },
+	{ "cancel", "cancel [-S PATH] [--reason TEXT] REQUEST...", cmd_cancel },
 	{ "top", "top [-S PATH] [-d SECS] [-n COUNT]", cmd_top },
 	{ "metrics", "metrics [-S PATH] [--json]", cmd_metrics },
 	{ "mcp", "mcp [-S PATH] [--tools spawn,wait,send,list,stop] "

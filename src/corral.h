@@ -500,6 +500,7 @@ struct slot {
 	int			 in_pool;
 	uint64_t		 last_pick;
 	struct msgq		 direct;	/* waiting for this agent alone */
+	unsigned int		 held;		/* for retries */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */
@@ -535,6 +536,9 @@ struct work {
 	unsigned int		 notices_dropped;
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	char			 bad_first[160];	/* the first of them */
+	char			*progress;	/* its latest progress */
+	char			 progress_req[CORRAL_ID_MAX];
+	ev_tstamp		 progress_at;
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */
@@ -701,6 +705,8 @@ struct job {
 	TAILQ_ENTRY(job)	 entry;
 };
 
+struct msg_progress;
+
 /* A request: an envelope routed to an agent, awaiting one outcome. */
 struct msg {
 	char			 id[CORRAL_ID_MAX];
@@ -721,6 +727,7 @@ struct msg {
 #define MSG_QUEUED	1
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
+	uint8_t			 holds;		/* its agent */
 	unsigned int		 depth;
 	unsigned int		 round;		/* reflection round */
 	unsigned int		 attempts;	/* times given to an agent */
@@ -738,8 +745,10 @@ struct msg {
 	ev_timer		 timer;
 	char			*weak;		/* a reflection: the weak reply */
 	size_t			 weaklen;
+	struct msg_progress	*progress;	/* engine-progress.c */
 	TAILQ_ENTRY(msg)	 entry;
 	TAILQ_ENTRY(msg)	 job_entry;
+	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
 };
 
 /* route.c: what it tells the engine, which owns requests. */
@@ -846,6 +855,37 @@ struct client {
 	int			 eof;
 };
 
+/*
+ * external.c: an agent inside a wrapped tool's process (Claude Code's
+ * Task sub-agents), shown under the agent it runs in; not a process of
+ * corral's.
+ */
+struct external {
+	char			*id;		/* "<agent>/<own id>" */
+	char			*parent;	/* the agent it is in */
+	char			*name;
+	char			*kind;		/* "claude-task" */
+	char			*type;		/* sub-agent type */
+	char			*request;	/* what it works for */
+	const char		*state;		/* BUSY, STOPPED... */
+	uint64_t		 started_ms;
+	uint64_t		 stopped_ms;
+	uint64_t		 active_ms;
+	double			 tokens_said;	/* its tool said */
+	double			 tokens_seen;	/* in its messages */
+	unsigned int		 tools_said;
+	unsigned int		 tools_seen;
+	char			*last_tool;
+	TAILQ_ENTRY(external)	 entry;
+};
+enum external_change {
+	EXTERNAL_STARTED,
+	EXTERNAL_UPDATED,
+	EXTERNAL_ENDED,
+	EXTERNAL_GONE
+};
+typedef void (*external_cb)(struct external *, enum external_change);
+
 /* proc.c: a short-lived process run for one request. */
 struct proc {
 	struct agent		*agent;
@@ -872,6 +912,8 @@ struct proc {
 	size_t			 out_dropped;
 	char			 err_tail[2048];
 	size_t			 err_len;
+	char			 err_head[1024];	/* first lines */
+	size_t			 err_hlen;
 	int			 status;
 	int			 quiet_stderr;
 	int			 flags;
@@ -880,6 +922,7 @@ struct proc {
 #define PROC_ERR_EOF	0x04
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
+#define PROC_HEADFULL	0x20	/* err_head is full */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
@@ -917,6 +960,10 @@ struct adapter_ops {
 	unsigned int	 inflight_cap;
 	/* What the adapter knows of its tool, for map/agents/get (new ref). */
 	json_t		*(*metadata)(struct agent *);
+	/* A request to give back after the restart the adapter asked for. */
+	int		(*keeps)(struct agent *, struct msg *);
+	/* Its requests are turns of one conversation: keep their order. */
+	int		(*ordered)(struct agent *);
 };
 
 struct adapter {
@@ -932,6 +979,9 @@ struct adapter {
 /* adapter.c: where an adapter's replies go (the engine). */
 typedef void (*adapter_reply_cb)(struct agent *, struct msg *, const char *,
     size_t);
+/* adapter.c: where its tool's partial output goes (the engine). */
+typedef void (*adapter_progress_cb)(struct agent *, struct msg *,
+    const char *, int);
 
 /* adapter.c: the settings every adapter has (adapter_check_common). */
 struct adapter_settings {
@@ -1207,6 +1257,22 @@ void	 event_peer_gone(struct peer *);
 void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
 void	 event_replay(struct peer *, json_t *, json_t *);
 
+/* external.c */
+void	 external_on_change(external_cb);
+struct external *external_first(void);
+struct external *external_next(struct external *);
+struct external *external_find(const char *);
+int	 external_running(const struct external *);
+struct external *external_start(const char *, const char *, const char *,
+	    const char *, const char *, const char *);
+void	 external_tool(struct external *, const char *);
+void	 external_usage(struct external *, double, double, double);
+double	 external_tokens(const struct external *);
+unsigned int external_tool_calls(const struct external *);
+void	 external_end(struct external *, const char *, const char *);
+void	 external_parent_ended(const char *, const char *);
+void	 external_forget(const char *);
+
 /* client.c */
 int	 client_dir(char *, size_t, int, char *, size_t);
 int	 client_probe(const char *);
@@ -1237,6 +1303,7 @@ int	 cmd_tree(int, char **);
 int	 cmd_events(int, char **);
 int	 cmd_send(int, char **);
 int	 cmd_stop(int, char **);
+int	 cmd_cancel(int, char **);
 int	 cmd_top(int, char **);
 int	 cmd_metrics(int, char **);
 int	 cmd_mcp(int, char **);
@@ -1246,6 +1313,8 @@ int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
+char	*envelope_cancel(const char *, const char *, const char *,
+	    size_t *);
 char	*envelope_goal(const char *, json_t *, json_t *, const char *, size_t *,
 	    char *, size_t);
 char	*envelope_fill(struct jscan *, const char *, size_t,
@@ -1275,11 +1344,16 @@ int	 proc_start(struct proc *, struct agent *, char *const *,
 	    char *const *, const char *, size_t, size_t, char *, size_t);
 void	 proc_append(struct proc *, const char *, size_t);
 void	 proc_kill(struct proc *);
+void	 proc_interrupt(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
+void	 adapter_on_progress(adapter_progress_cb);
+void	 adapter_progress(struct agent *, struct msg *, const char *, int);
+void	 adapter_progressf(struct agent *, struct msg *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
 void	 adapter_attach(struct agent *, const struct adapter_ops *);
 int	 adapter_per_call(const struct agent *);
 int	 adapter_start(struct agent *);
@@ -1288,6 +1362,9 @@ void	 adapter_ping(struct agent *);
 void	 adapter_request(struct agent *, struct msg *);
 int	 adapter_line(struct agent *, const char *, size_t);
 void	 adapter_cancel(struct agent *, struct msg *);
+int	 adapter_keeps(struct agent *, struct msg *);
+int	 adapter_ordered(struct agent *);
+char	*adapter_request_session(struct msg *);
 int	 adapter_stop(struct agent *);
 void	 adapter_free(struct agent *);
 void	 adapter_reply(struct agent *, struct msg *, json_t *);
@@ -1335,13 +1412,14 @@ void	 adapter_cli_set(char **, const char *);
 void	 adapter_cli_request(struct agent *, struct msg *);
 void	 adapter_cli_cancel(struct agent *, struct msg *);
 void	 adapter_cli_stop(struct agent *);
+int	 adapter_cli_ordered(struct agent *);
 void	 adapter_cli_free(struct agent *);
 void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
 	    const char *, void *);
 int	 adapter_cli_conversation(struct proc *, const char *, int);
 void	 adapter_cli_done(struct proc *);
-void	 adapter_cli_reply(struct proc *, const char *, const char *, double,
-	    double);
+void	 adapter_cli_reply(struct proc *, const char *, const char *,
+	    const char *, double, double);
 void	 adapter_cli_fail(struct proc *, const char *, const char *,
 	    const char *, const char *);
 void	 adapter_cli_exited(struct proc *, const char *, const char *, int);
@@ -1430,6 +1508,7 @@ unsigned int route_queued_count(void);
 int	 route_submit(struct msg *);
 void	 route_direct(struct msg *);
 void	 route_kick(struct agent *);
+void	 route_hold(struct agent *, int);
 void	 route_dequeue(struct msg *);
 struct route *route_row(int);
 struct route *route_for(int);
@@ -1463,6 +1542,12 @@ struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
+void	 engine_progress(struct agent *, struct msg *, const char *, int);
+void	 engine_progress_last(struct msg *);
+void	 engine_progress_forget(struct msg *);
+struct msg *engine_find(const char *);
+void	 engine_cancel(struct msg *, const char *);
+unsigned int engine_cancel_agent(struct agent *, const char *);
 void	 engine_fail(struct msg *, const char *, const char *, const char *,
 	    ...) __attribute__((format(printf, 4, 5)));
 void	 engine_replied(struct msg *, struct agent *, const char *,
@@ -1495,6 +1580,9 @@ void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
 
+/* cancel.c */
+void	 cancel_request(struct peer *, json_t *, json_t *);
+
 /* mapview.c */
 void	 mapview_init(void);
 const char *mapview_state(enum agent_state);
@@ -1508,6 +1596,8 @@ int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
 struct agent *mapview_param_agent(json_t *);
+struct external *mapview_param_external(json_t *);
+json_t	*mapview_describe_external(struct external *);
 void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);
 void	 mapview_graph(struct peer *, json_t *, json_t *);

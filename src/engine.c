@@ -46,6 +46,8 @@ static struct engine_task_hooks	 engine_task;
 static TAILQ_HEAD(, job)	 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 static struct msgq		 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
+static TAILQ_HEAD(, msg)	 engine_live =
+				    TAILQ_HEAD_INITIALIZER(engine_live);
 static unsigned int		 engine_njobs;
 static uint64_t			 engine_job_seq;
 static uint64_t			 engine_msg_seq;
@@ -126,6 +128,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	agent_on_line(engine_agent_line, engine_agent_drained);
 	agent_on_free(engine_forget_agent);
 	adapter_on_reply(engine_adapter_reply);
+	adapter_on_progress(engine_progress);
 	budget_init(wf);
 	budget_on_run(engine_run_budget);
 	workspace_on_result(engine_artifact);
@@ -334,9 +337,26 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 			j->open++;
 		TAILQ_INSERT_TAIL(&j->msgs, m, job_entry);
 	}
+	TAILQ_INSERT_TAIL(&engine_live, m, live_entry);
 	engine_stats.accepted++;
 	engine_stats.live_msgs++;
 	return m;
+}
+
+/*
+ * The live request with this trace id (the first, should a client have
+ * sent one id twice), or NULL: it ended, or never was.  Cancelling is
+ * rare, so a walk over the live requests is enough.
+ */
+struct msg *
+engine_find(const char *id)
+{
+	struct msg	*m;
+
+	TAILQ_FOREACH(m, &engine_live, live_entry)
+		if (strcmp(m->id, id) == 0)
+			return m;
+	return NULL;
 }
 
 /*
@@ -376,6 +396,8 @@ static void
 engine_msg_free(struct msg *m)
 {
 	engine_msg_detach(m);
+	TAILQ_REMOVE(&engine_live, m, live_entry);
+	engine_progress_forget(m);
 	ev_timer_stop(LOOP, &m->timer);
 	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
 	free(m->line);
@@ -472,8 +494,12 @@ engine_undispatch(struct msg *m)
 	TAILQ_REMOVE(&a->work.inflight, m, entry);
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
-	if (--a->work.outstanding == 0)
+	if (--a->work.outstanding == 0) {
+		/* Its progress was about work it no longer has. */
+		free(a->work.progress);
+		a->work.progress = NULL;
 		lifecycle_feed(a, AE_IDLE, NULL);
+	}
 }
 
 /*
@@ -490,6 +516,14 @@ engine_redirect(struct msg *m)
 	route_direct(m);
 }
 
+/* Return nonzero if an agent will take work again (it is not leaving). */
+static int
+engine_will_serve(const struct agent *a)
+{
+	return !(a->flags & AGENT_DEAD) && !lifecycle_done(a) &&
+	    !lifecycle_leaving(a);
+}
+
 /* Return the retry delay before attempt n (1-based). */
 static double
 engine_retry_delay(unsigned int n)
@@ -502,36 +536,72 @@ engine_retry_delay(unsigned int n)
 	return util_jitter(d, 0.25);
 }
 
-/* The retry timer of a request fired: route it again. */
+/*
+ * A request leaves the retry list.  Returns the agent whose turns it held
+ * (see engine_schedule_retry), for the caller to let go once the request
+ * is where it goes next; the request is unpinned from an agent that will
+ * not serve again.
+ */
+static struct agent *
+engine_unretry(struct msg *m)
+{
+	struct agent	*t = m->target;
+
+	TAILQ_REMOVE(&engine_retrying, m, entry);
+	m->where = MSG_NOWHERE;
+	ev_timer_stop(LOOP, &m->timer);
+	if (!m->holds)
+		return NULL;
+	m->holds = 0;
+	if (t != NULL && !engine_will_serve(t))
+		m->target = NULL;
+	return t;
+}
+
+/* Let an agent's turns go (the result of engine_unretry). */
+static void
+engine_unhold(struct agent *t)
+{
+	if (t != NULL)
+		route_hold(t, -1);
+}
+
+/*
+ * The retry timer of a request fired: route it again; a turn of one
+ * conversation goes back to its agent before it takes any other.
+ */
 static void
 engine_retry(struct msg *m)
 {
-	TAILQ_REMOVE(&engine_retrying, m, entry);
-	m->where = MSG_NOWHERE;
+	struct agent	*held;
+
+	held = engine_unretry(m);
 	if (engine_stopping) {
+		engine_unhold(held);
 		engine_fail(m, "UNAVAILABLE", "shutdown", "corral is shutting "
 		    "down");
 		return;
 	}
 	/*
-	 * A task belongs to its one agent (a hidden child is in no route):
-	 * it goes back to that agent's own queue, or fails if the agent
-	 * will never run again.
+	 * A request pinned to its agent (a task: a hidden child is in no
+	 * route; a turn of a conversation) goes back to that agent's own
+	 * queue, or fails if the agent will never run again.
 	 */
 	if (m->target != NULL) {
 		if ((m->target->flags & AGENT_DEAD) ||
 		    lifecycle_leaving(m->target) ||
 		    (!lifecycle_alive(m->target) &&
 		    !lifecycle_will_restart(m->target))) {
+			engine_unhold(held);
 			engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s "
 			    "is gone; %s cannot be tried again", m->target->id,
 			    m->id);
 			return;
 		}
 		route_direct(m);
-		return;
-	}
-	engine_submit(m);
+	} else
+		engine_submit(m);
+	engine_unhold(held);
 }
 
 /*
@@ -567,9 +637,29 @@ engine_should_retry(struct msg *m, const char *category, const char *code)
 	return m->attempts == 0;
 }
 
+/*
+ * A request in flight at agent a fails and will be retried: if it is a
+ * turn of a's one conversation, pin it to a and hold a's turns until the
+ * retry is given to it (engine_retry), so that no later turn overtakes
+ * it.  Called before the request leaves a, whose freed slot would
+ * otherwise take the next turn at once.
+ */
+static void
+engine_pin(struct msg *m, struct agent *a, const char *category,
+    const char *code)
+{
+	if (m->holds || !adapter_ordered(a) || !engine_will_serve(a) ||
+	    !engine_should_retry(m, category, code))
+		return;
+	m->target = a;
+	m->holds = 1;
+	route_hold(a, 1);
+}
+
 /* Schedule a retry with backoff; the count travels in the envelope. */
 static void
-engine_schedule_retry(struct msg *m, const char *category, const char *why)
+engine_schedule_retry(struct msg *m, const char *category, const char *why,
+    const char *code)
 {
 	struct env		 env;
 	struct env_error	 err;
@@ -592,6 +682,8 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why)
 		m->len = len;
 	}
 	engine_scan_give(js);
+	if (m->agent != NULL)
+		engine_pin(m, m->agent, category, code);
 	log_info("request %s: %s (%s); retry %u in %.1fs", m->id, category, why,
 	    m->retries, delay);
 	auditlog_event("retry", m->agent != NULL ? m->agent->id : NULL, m->id,
@@ -614,8 +706,13 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	int	 expired = (strcmp(category, "TIMEOUT") == 0);
 
 	if (engine_should_retry(m, category, code)) {
-		engine_schedule_retry(m, category, why);
+		engine_schedule_retry(m, category, why, code);
 		return;
+	}
+	if (m->holds) {
+		/* Pinned for a retry that is not to be after all. */
+		m->holds = 0;
+		engine_unhold(m->target);
 	}
 	if (expired)
 		engine_stats.expired++;
@@ -654,6 +751,89 @@ engine_fail(struct msg *m, const char *category, const char *code,
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	engine_fail_why(m, category, code, why);
+}
+
+/*
+ * Tell the agent a request was cancelled, if it reads: an adapted tool
+ * through its adapter (an interrupt, a signal), an agent that speaks
+ * envelopes with a cancel notice it may honour (docs/protocol.md).
+ */
+static void
+engine_cancel_tell(struct agent *a, struct msg *m, const char *why)
+{
+	char	*e;
+	size_t	 len;
+
+	if (a->adapter != NULL) {
+		adapter_cancel(a, m);
+		return;
+	}
+	if (!lifecycle_alive(a) || !agent_writable(a) || agent_full(a))
+		return;
+	e = envelope_cancel(m->id, protocol_intent_name(m->intent), why,
+	    &len);
+	agent_send(a, e, len);
+	free(e);
+}
+
+/*
+ * Cancel a request wherever it is: waiting in a queue, waiting for its
+ * retry, or at an agent, which is told (engine_cancel_tell).  It ends at
+ * once in its one outcome, an error with code cancelled; whatever its
+ * agent says of it later is dropped as late.
+ */
+void
+engine_cancel(struct msg *m, const char *why)
+{
+	struct agent	*a = NULL;
+
+	switch (m->where) {
+	case MSG_QUEUED:
+		route_dequeue(m);
+		break;
+	case MSG_RETRYING:
+		engine_unhold(engine_unretry(m));
+		break;
+	case MSG_INFLIGHT:
+		a = m->agent;
+		engine_cancel_tell(a, m, why);
+		engine_undispatch(m);
+		m->agent = a;
+		break;
+	default:
+		break;
+	}
+	log_info("request %s: cancelled: %s", m->id, why);
+	auditlog_event("cancel", a != NULL ? a->id : NULL, m->id, "reason",
+	    why, NULL);
+	engine_fail(m, "REJECTED", "cancelled", "%s", why);
+	if (a != NULL)
+		route_kick(a);
+}
+
+/*
+ * Cancel what agent a and its descendants work on, and what waits for
+ * them alone (a task not yet taken): it is being stopped on purpose, so
+ * its work is cancelled, not lost.  Returns how many requests.
+ */
+unsigned int
+engine_cancel_agent(struct agent *a, const char *why)
+{
+	struct agent	*c, *next;
+	struct msg	*m;
+	unsigned int	 n = 0;
+
+	TAILQ_FOREACH_SAFE(c, &a->children, sibling, next)
+		n += engine_cancel_agent(c, why);
+	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		engine_cancel(m, why);
+		n++;
+	}
+	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL) {
+		engine_cancel(m, why);
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -704,6 +884,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		a = m->agent;
 		if (a->adapter != NULL)
 			adapter_cancel(a, m);
+		engine_pin(m, a, "TIMEOUT", "timeout");
 		engine_undispatch(m);
 		m->agent = a;
 		breaker_failure(a);
@@ -865,10 +1046,8 @@ engine_cancel_rest(struct job *j, const char *category, const char *code,
 		if (m->where == MSG_INFLIGHT && m->agent != NULL &&
 		    m->agent->adapter != NULL)
 			adapter_cancel(m->agent, m);
-		if (m->where == MSG_RETRYING) {
-			TAILQ_REMOVE(&engine_retrying, m, entry);
-			m->where = MSG_NOWHERE;
-		}
+		if (m->where == MSG_RETRYING)
+			engine_unhold(engine_unretry(m));
 		n++;
 		engine_fail(m, category, code, "%s", why);
 	}
@@ -1731,6 +1910,7 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 	if (m->where != MSG_INFLIGHT || m->agent != a)
 		return;
 	lifecycle_activity(a);
+	engine_progress_last(m);
 	js = engine_scan_take();
 	if (jscan_run(js, line, len) != 0 ||
 	    envelope_check(js, line, len, &env, &err) != 0) {
@@ -1886,6 +2066,14 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 		    a->id, why);
 	}
 	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		if (!engine_stopping && lifecycle_will_restart(a) &&
+		    adapter_keeps(a, m)) {
+			/* Its adapter restarted it for this request. */
+			engine_redirect(m);
+			continue;
+		}
+		if (!engine_stopping)
+			engine_pin(m, a, "UNAVAILABLE", "agent_lost");
 		engine_undispatch(m);
 		m->agent = a;
 		if (engine_stopping) {
@@ -1932,13 +2120,19 @@ engine_forget_agent(struct agent *a)
 {
 	struct msg	*m;
 
-	TAILQ_FOREACH(m, &engine_retrying, entry) {
+	free(a->work.progress);
+	a->work.progress = NULL;
+	TAILQ_FOREACH(m, &engine_live, live_entry) {
 		if (m->exclude == a)
 			m->exclude = NULL;
 		if (m->parent_agent == a)
 			m->parent_agent = NULL;
-		if (m->agent == a)
+		if (m->agent == a && m->where != MSG_INFLIGHT)
 			m->agent = NULL;
+		if (m->target == a && m->holds) {
+			m->target = NULL;
+			m->holds = 0;
+		}
 	}
 }
 
@@ -1954,9 +2148,7 @@ engine_shutdown(const char *why)
 	engine_stopping = 1;
 	route_fail_all(why);
 	while ((m = TAILQ_FIRST(&engine_retrying)) != NULL) {
-		TAILQ_REMOVE(&engine_retrying, m, entry);
-		m->where = MSG_NOWHERE;
-		ev_timer_stop(LOOP, &m->timer);
+		engine_unhold(engine_unretry(m));
 		engine_fail(m, "UNAVAILABLE", "shutdown", "%s", why);
 	}
 }

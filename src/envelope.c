@@ -1245,6 +1245,44 @@ envelope_error(const char *code, const char *category, const char *path,
 }
 
 /*
+ * Build the notice that tells an agent a request it works on was
+ * cancelled: {"corral":{"kind":"cancel","request":ID}}, trace.parents
+ * [ID], the request's intent, the reason as content.text.  The agent may
+ * stop working on it; it must not answer the notice, and a reply to the
+ * request is dropped as late (docs/protocol.md).
+ */
+char *
+envelope_cancel(const char *request, const char *intent, const char *why,
+    size_t *outlen)
+{
+	json_t	*j;
+	char	 ts[40], id[CORRAL_ID_MAX];
+	char	*out;
+
+	util_rfc3339(ts, sizeof ts);
+	protocol_new_id(id, sizeof id);
+	j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
+	    "s:{s:s, s:o, s:{s:o, s:o}}, s:{s:s, s:[o]}, s:{s:s, s:o}}",
+	    "protocol", CORRAL_ENVELOPE_PROTOCOL,
+	    "role", "system",
+	    "agent", "id", "corral", "name", "corral", "model", "n/a",
+	    "timestamp", ts,
+	    "intent", intent,
+	    "task", "Cancel a request",
+	    "content", "type", "text", "text", jsonw_text(why, strlen(why)),
+	    "data", "request", jsonw_text(request, strlen(request)),
+	    "reason", jsonw_text(why, strlen(why)),
+	    "trace", "id", id, "parents", jsonw_text(request, strlen(request)),
+	    "corral", "kind", CORRAL_KIND_CANCEL, "request", jsonw_text(request,
+	    strlen(request)));
+	if (j == NULL)
+		fatalx("envelope_cancel: json_pack failed");
+	out = envelope_dump(j, outlen);
+	json_decref(j);
+	return out;
+}
+
+/*
  * Build corral run's first envelope from what the command line gave: the
  * goal text, an --input object (a whole envelope, or what becomes its
  * "inputs"), and --param pairs (params, merged into inputs.parameters).

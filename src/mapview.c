@@ -11,8 +11,11 @@
  * states take the x- prefix).
  *
  * Events come from the lifecycle's observer list, so nothing below has
- * to know they exist.  A busy/idle change is an event like any other but
- * is kept out of the audit log, as the log keeps READY <-> BUSY out.
+ * to know they exist.  Agents inside a wrapped tool's process
+ * (external.c) are shown as virtual agents under the agent they run in:
+ * metadata.virtual, no pid, events of their own.  A busy/idle change is
+ * an event like any other but is kept out of the audit log, as the log
+ * keeps READY <-> BUSY out.
  */
 
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 static void	mapview_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	mapview_forget(struct agent *);
+static void	mapview_external(struct external *, enum external_change);
 
 /* MAP's name of each of corral's states (the hidden steps included). */
 static const char *const mapview_states[AS_COUNT] = {
@@ -36,6 +40,7 @@ mapview_init(void)
 {
 	lifecycle_observe(mapview_lifecycle);
 	agent_on_free(mapview_forget);
+	external_on_change(mapview_external);
 }
 
 /* MAP's name of a state. */
@@ -137,6 +142,8 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 		a->map.stopped_ms = now;
 		event_peer_gone(&a->peer);
 		a->peer.flags &= ~(PEER_CONNECTED | PEER_MAPAGENT);
+		/* What ran inside its process ended with it. */
+		external_parent_ended(a->id, "its agent's process ended");
 	}
 	if (strcmp(ns, a->map.state) == 0)
 		return;
@@ -154,6 +161,7 @@ mapview_forget(struct agent *a)
 {
 	struct jsonw	j;
 
+	external_forget(a->id);
 	if (a->map.flags & MAPF_REGISTERED) {
 		jsonw_init(&j);
 		jsonw_object(&j);
@@ -307,6 +315,7 @@ mapview_describe(struct agent *a)
 {
 	json_t		*j, *kids, *md, *extra;
 	struct agent	*c;
+	struct external	*x;
 	struct msg	*m;
 	const char	*owner = mapview_owner(a);
 	int		 queued = 0;
@@ -315,6 +324,9 @@ mapview_describe(struct agent *a)
 	TAILQ_FOREACH(c, &a->children, sibling)
 		if (!(c->flags & AGENT_DEAD))
 			json_array_append_new(kids, json_string(c->id));
+	for (x = external_first(); x != NULL; x = external_next(x))
+		if (strcmp(x->parent, a->id) == 0)
+			json_array_append_new(kids, json_string(x->id));
 	j = json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o}",
 	    "id", a->id,
 	    "ownerId", owner != NULL ? json_string(owner) : json_null(),
@@ -365,8 +377,138 @@ mapview_describe(struct agent *a)
 	if (lifecycle_cause(a) != NULL)
 		json_object_set_new(md, "failure",
 		    jsonw_text(lifecycle_cause(a), strlen(lifecycle_cause(a))));
+	if (a->work.progress != NULL)
+		json_object_set_new(md, "progress", json_pack("{s:s, s:o, s:I}",
+		    "requestId", a->work.progress_req, "text", jsonw_text(
+		    a->work.progress, strlen(a->work.progress)), "at",
+		    mapview_ms(a->work.progress_at)));
 	json_object_set_new(j, "metadata", md);
 	return j;
+}
+
+/* MAP's state of an external agent. */
+static const char *
+mapview_xstate(const struct external *x)
+{
+	if (external_running(x))
+		return "busy";
+	return strcmp(x->state, "FAILED") == 0 ? "failed" : "stopped";
+}
+
+/*
+ * Describe an agent inside another's tool (external.c) as MAP's Agent:
+ * owned by the agent it runs in, one level below it, marked virtual in
+ * its metadata, with the tokens and tool calls its tool reported.  It is
+ * no process: no pid, no restarts, nothing in flight.
+ */
+json_t *
+mapview_describe_external(struct external *x)
+{
+	struct agent	*p = agent_find(x->parent);
+	json_t		*j, *life, *md;
+
+	life = json_pack("{s:I, s:I, s:I}", "createdAt",
+	    (json_int_t)x->started_ms, "startedAt", (json_int_t)x->started_ms,
+	    "lastActiveAt", (json_int_t)x->active_ms);
+	if (!external_running(x))
+		json_object_set_new(life, "stoppedAt",
+		    json_integer((json_int_t)x->stopped_ms));
+	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:o, s:s}",
+	    "id", x->id, "ownerId", x->parent, "name", x->name,
+	    "state", mapview_xstate(x),
+	    "visibility", p != NULL && (p->flags & AGENT_HIDDEN) ?
+	    "parent-only" : "public",
+	    "children", "lifecycle", life, "parent", x->parent);
+	if (x->type != NULL)
+		json_object_set_new(j, "description", json_string(x->type));
+	md = json_pack("{s:s, s:i, s:b, s:s, s:s, s:f, s:f, s:I, s:b, s:i, "
+	    "s:i, s:i, s:i, s:i}",
+	    "corralState", x->state,
+	    "depth", p != NULL ? (int)p->depth + 1 : 1,
+	    "virtual", 1,
+	    "inside", x->parent,
+	    "kind", x->kind,
+	    "tokens", external_tokens(x),
+	    "cost", 0.0,
+	    "toolCalls", (json_int_t)external_tool_calls(x),
+	    "visible", p == NULL || !(p->flags & AGENT_HIDDEN),
+	    "restarts", 0, "inflight", 0, "queued", 0, "msgsIn", 0,
+	    "msgsOut", 0);
+	if (x->request != NULL)
+		json_object_set_new(md, "requestId", json_string(x->request));
+	if (x->last_tool != NULL)
+		json_object_set_new(md, "lastTool", json_string(x->last_tool));
+	json_object_set_new(j, "metadata", md);
+	return j;
+}
+
+/* Return nonzero if the peer may see external agent x: as its agent. */
+static int
+mapview_sees_external(const struct peer *p, struct external *x)
+{
+	struct agent	*a = agent_find(x->parent);
+
+	return a != NULL && mapview_sees(p, a);
+}
+
+/*
+ * An external agent started, ended or went: MAP's agent events, as for
+ * an agent (registered, then busy; stopped or failed; unregistered).
+ */
+static void
+mapview_external(struct external *x, enum external_change what)
+{
+	struct event_info	 ei;
+	struct jsonw		 j;
+	char			*s;
+	size_t			 len;
+
+	switch (what) {
+	case EXTERNAL_STARTED:
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, x->id);
+		jsonw_key(&j, "name");
+		jsonw_str(&j, x->name);
+		jsonw_key(&j, "parent");
+		jsonw_str(&j, x->parent);
+		jsonw_key(&j, "ownerId");
+		jsonw_str(&j, x->parent);
+		jsonw_key(&j, "state");
+		jsonw_str(&j, "registered");
+		jsonw_key(&j, "virtual");
+		jsonw_bool(&j, 1);
+		jsonw_object_end(&j);
+		break;
+	case EXTERNAL_ENDED:
+		event_emit_state(x->id, NULL, "busy", mapview_xstate(x),
+		    x->state, "ended inside its agent's CLI", 1);
+		return;
+	case EXTERNAL_GONE:
+		jsonw_init(&j);
+		jsonw_object(&j);
+		jsonw_key(&j, "agentId");
+		jsonw_str(&j, x->id);
+		jsonw_key(&j, "reason");
+		jsonw_str(&j, "done");
+		jsonw_object_end(&j);
+		break;
+	default:
+		return;
+	}
+	s = jsonw_finish(&j, &len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = what == EXTERNAL_STARTED ? "agent_registered" :
+	    "agent_unregistered";
+	ei.source = x->id;
+	ei.agent = x->id;
+	ei.audit = 1;
+	event_emit(&ei, s, len);
+	free(s);
+	if (what == EXTERNAL_STARTED)
+		event_emit_state(x->id, NULL, "registered", "busy", x->state,
+		    "started inside its agent's CLI", 1);
 }
 
 /* Does filter member key (an array of strings) allow v?  Empty: yes. */
@@ -421,11 +563,36 @@ mapview_match(struct agent *a, json_t *f)
 	return 1;
 }
 
+/*
+ * Does an external agent pass a map/agents/list filter?  As an agent
+ * with no role and no children, owned by the agent it runs in.
+ */
+static int
+mapview_match_external(struct external *x, json_t *f)
+{
+	json_t	*v;
+
+	if (f == NULL)
+		return 1;
+	if (!mapview_in(f, "states", mapview_xstate(x)) ||
+	    !mapview_in(f, "roles", NULL) ||
+	    json_array_size(json_object_get(f, "scopes")) > 0)
+		return 0;
+	v = json_object_get(f, "parent");
+	if (json_is_string(v) && strcmp(x->parent, json_string_value(v)) != 0)
+		return 0;
+	v = json_object_get(f, "ownerId");
+	if (json_is_string(v) && strcmp(x->parent, json_string_value(v)) != 0)
+		return 0;
+	return !json_is_true(json_object_get(f, "hasChildren"));
+}
+
 /* map/agents/list: the agents the caller may see, filtered. */
 void
 mapview_list(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t;
+	struct external	*x;
 	json_t		*list, *f = json_object_get(params, "filter");
 
 	if (f != NULL && !json_is_object(f)) {
@@ -434,9 +601,18 @@ mapview_list(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	list = json_array();
-	for (t = agent_first(); t != NULL; t = agent_next(t))
-		if (mapview_sees(p, t) && mapview_match(t, f))
+	for (t = agent_first(); t != NULL; t = agent_next(t)) {
+		if (!mapview_sees(p, t))
+			continue;
+		if (mapview_match(t, f))
 			json_array_append_new(list, mapview_describe(t));
+		/* Those inside its tool follow it, as children do in ps. */
+		for (x = external_first(); x != NULL; x = external_next(x))
+			if (strcmp(x->parent, t->id) == 0 &&
+			    mapview_match_external(x, f))
+				json_array_append_new(list,
+				    mapview_describe_external(x));
+	}
 	rpc_reply(p, id, json_pack("{s:o}", "agents", list));
 }
 
@@ -475,6 +651,54 @@ mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
 	}
 }
 
+/* The external agent params name (agentId, id or agent), or NULL. */
+struct external *
+mapview_param_external(json_t *params)
+{
+	json_t		*v;
+	const char	*s;
+
+	v = json_object_get(params, "agentId");
+	if (v == NULL)
+		v = json_object_get(params, "id");
+	if (v == NULL)
+		v = json_object_get(params, "agent");
+	if ((s = json_string_value(v)) == NULL)
+		return NULL;
+	if (strncmp(s, "agent:", 6) == 0)
+		s += 6;
+	return external_find(s);
+}
+
+/*
+ * map/agents/get of an external agent: itself, its parent when asked
+ * (the agent it runs in); it has no children, and its siblings are its
+ * agent's business.
+ */
+static void
+mapview_get_external(struct peer *p, json_t *id, json_t *params,
+    struct external *xa)
+{
+	struct agent	*a = agent_find(xa->parent);
+	json_t		*res, *inc;
+
+	res = json_pack("{s:o}", "agent", mapview_describe_external(xa));
+	inc = json_object_get(params, "include");
+	if (inc == NULL)
+		inc = params;
+	if (a != NULL && (json_is_true(json_object_get(inc, "parent")) ||
+	    json_is_true(json_object_get(inc, "ancestors"))))
+		json_object_set_new(res, json_is_true(json_object_get(inc,
+		    "parent")) ? "parent" : "ancestors", json_is_true(
+		    json_object_get(inc, "parent")) ? mapview_describe(a) :
+		    json_pack("[o]", mapview_describe(a)));
+	if (json_is_true(json_object_get(inc, "children")))
+		json_object_set_new(res, "children", json_array());
+	if (json_is_true(json_object_get(inc, "descendants")))
+		json_object_set_new(res, "descendants", json_array());
+	rpc_reply(p, id, res);
+}
+
 /*
  * map/agents/get: one agent the caller may see, with the relatives
  * include asks for.
@@ -483,10 +707,16 @@ void
 mapview_get(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t, *x;
+	struct external	*xa;
 	json_t		*res, *inc, *list;
 	int		 depth = -1;
 
 	if ((t = mapview_param_agent(params)) == NULL || !mapview_sees(p, t)) {
+		if ((xa = mapview_param_external(params)) != NULL &&
+		    mapview_sees_external(p, xa)) {
+			mapview_get_external(p, id, params, xa);
+			return;
+		}
 		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found",
 		    json_pack("{s:i}", "corralCode", CORRAL_E_OLD_NOTFOUND));
 		return;
@@ -551,6 +781,7 @@ void
 mapview_graph(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t, *root = NULL;
+	struct external	*x;
 	json_t		*nodes, *edges, *v;
 	int		 depth = -1;
 
@@ -578,6 +809,19 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 			json_array_append_new(edges, json_pack("{s:s, s:s, s:s}",
 			    "from", t->parent->id, "to", t->id, "type",
 			    "parent-child"));
+		/* Those inside its tool are a level below it. */
+		if (root != NULL && depth >= 0 && (depth == 0 ||
+		    !mapview_under(t, root, depth - 1)))
+			continue;
+		for (x = external_first(); x != NULL; x = external_next(x)) {
+			if (strcmp(x->parent, t->id) != 0)
+				continue;
+			json_array_append_new(nodes,
+			    mapview_describe_external(x));
+			json_array_append_new(edges, json_pack(
+			    "{s:s, s:s, s:s}", "from", t->id, "to", x->id,
+			    "type", "parent-child"));
+		}
 	}
 	rpc_reply(p, id, json_pack("{s:o, s:o}", "nodes", nodes, "edges",
 	    edges));

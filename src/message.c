@@ -600,7 +600,8 @@ message_member(const char *from, const char *mid)
 /*
  * Write an envelope to an agent in MAP mode as a map/message: a request
  * (from corral, expecting a response), its task (from its parent), a
- * child's result, a message, a notice.  Returns 0 when the line is not
+ * child's result, a message, a notice, a cancel notice, a child's
+ * progress.  Returns 0 when the line is not
  * an envelope to wrap (it then goes as it is).
  */
 static int
@@ -639,6 +640,18 @@ message_wrap(struct agent *a, const char *line, size_t len)
 	} else if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0) {
 		from = json_string_value(json_object_get(cm, "from"));
 		id = json_string_value(json_object_get(cm, "messageId"));
+	} else if (strcmp(kind, CORRAL_KIND_CANCEL) == 0) {
+		/* Not a result: it names the request it cancels. */
+		json_object_set_new(meta, "cancel", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "request"));
+	} else if (strcmp(kind, CORRAL_KIND_PROGRESS) == 0) {
+		from = json_string_value(json_object_get(cm, "child"));
+		json_object_set_new(meta, "progress", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "request"));
+		json_object_set_new(meta, "relationship",
+		    json_string("child-to-parent"));
 	}
 	to = json_pack("{s:s}", "agent", a->id);
 	msg = message_new(from != NULL ? from : "corral", to, env, meta, mid);

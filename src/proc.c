@@ -8,7 +8,8 @@
  * messages and every stderr line is logged.  It is done when its exit
  * status is reaped and both output pipes reached EOF; then its owner's
  * done callback runs.  proc_kill ends its process group: SIGTERM, then
- * SIGKILL after the agent's stop timeout.
+ * SIGKILL after the agent's stop timeout; proc_interrupt sends SIGINT
+ * first.
  */
 
 #include <errno.h>
@@ -201,7 +202,11 @@ proc_append(struct proc *p, const char *data, size_t n)
 	p->out_len += n;
 }
 
-/* Keep the tail of stderr and log each line. */
+/*
+ * Keep the head and the tail of stderr and log each line.  The head
+ * matters too: a tool that refuses its command line says why first and
+ * then prints pages of usage.
+ */
 static void
 proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
@@ -217,6 +222,14 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	else
 		log_agent_line(p->agent->id, line, len, kind == NDJSON_CUT ?
 		    extra : 0);
+	if (p->err_hlen + len + 2 > sizeof p->err_head)
+		p->flags |= PROC_HEADFULL;
+	if (!(p->flags & PROC_HEADFULL)) {
+		memcpy(p->err_head + p->err_hlen, line, len);
+		p->err_hlen += len;
+		p->err_head[p->err_hlen++] = '\n';
+		p->err_head[p->err_hlen] = '\0';
+	}
 	/* The tail: the last lines that fit in the buffer. */
 	keep = len + 1 > sizeof p->err_tail - 1 ? sizeof p->err_tail - 2 : len;
 	if (p->err_len + keep + 1 > sizeof p->err_tail - 1) {
@@ -277,12 +290,22 @@ proc_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 	proc_check_done(p);
 }
 
-/* Escalate: SIGKILL after SIGTERM; at last, stop waiting for the pipes. */
+/*
+ * Escalate: SIGTERM after SIGINT, SIGKILL after SIGTERM; at last, stop
+ * waiting for the pipes.
+ */
 static void
 proc_kill_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct proc	*p = w->data;
 
+	if (p->kill_step == 3) {
+		(void)kill(-p->pid, SIGTERM);
+		p->kill_step = 1;
+		ev_timer_set(&p->kill_w, p->agent->conf->stop_timeout, 0);
+		ev_timer_start(loop, &p->kill_w);
+		return;
+	}
 	if (p->kill_step == 1) {
 		(void)kill(-p->pid, SIGKILL);
 		p->kill_step = 2;
@@ -325,6 +348,30 @@ proc_kill(struct proc *p)
 	ev_timer_stop(LOOP, &p->kill_w);
 	p->kill_step = 1;
 	ev_timer_set(&p->kill_w, p->agent->conf->stop_timeout, 0);
+	ev_timer_start(LOOP, &p->kill_w);
+}
+
+/*
+ * Interrupt the process group as a person's ^C would, so that a tool may
+ * end its work cleanly: SIGINT now, SIGTERM after the agent's stop grace,
+ * SIGKILL after its stop timeout.
+ */
+void
+proc_interrupt(struct proc *p)
+{
+	if (p->flags & PROC_DONE)
+		return;
+	if (p->flags & PROC_EXITED) {
+		proc_kill(p);
+		return;
+	}
+	p->flags |= PROC_KILLED;
+	(void)kill(-p->pid, SIGINT);
+	(void)kill(-p->pid, SIGCONT);
+	proc_close_in(p);
+	ev_timer_stop(LOOP, &p->kill_w);
+	p->kill_step = 3;
+	ev_timer_set(&p->kill_w, p->agent->conf->stop_grace, 0);
 	ev_timer_start(LOOP, &p->kill_w);
 }
 

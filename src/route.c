@@ -187,6 +187,8 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 				route_open_circuits++;
 			if (!route_ready(a))
 				continue;
+			if (a->slot.held > 0 && a != m->target)
+				continue;	/* its next turn is taken */
 			if (best == NULL || a->work.outstanding <
 			    best->work.outstanding || (a->work.outstanding ==
 			    best->work.outstanding && a->slot.last_pick <
@@ -221,13 +223,32 @@ route_dispatch(struct msg *m, struct agent *a)
 		chan_block(chan_source(), &a->proc.io);
 }
 
-/* Put m at the tail of its row's queue for its priority. */
+/*
+ * Put m in a queue in the order requests were accepted: at the tail, but
+ * for one that comes back for a retry, which takes its place before
+ * those accepted after it.
+ */
+static void
+route_insert(struct msgq *q, struct msg *m)
+{
+	struct msg	*at;
+
+	TAILQ_FOREACH_REVERSE(at, q, msgq, entry)
+		if (at->seq < m->seq)
+			break;
+	if (at != NULL)
+		TAILQ_INSERT_AFTER(q, at, m, entry);
+	else
+		TAILQ_INSERT_HEAD(q, m, entry);
+}
+
+/* Put m in its row's queue for its priority. */
 static void
 route_enqueue(struct route *r, struct msg *m)
 {
 	m->route = r;
 	m->where = MSG_QUEUED;
-	TAILQ_INSERT_TAIL(&r->queue[m->prio], m, entry);
+	route_insert(&r->queue[m->prio], m);
 	r->queued++;
 	route_queued++;
 	route_hooks.queued(m);
@@ -272,8 +293,23 @@ route_direct(struct msg *m)
 		return;
 	}
 	m->where = MSG_QUEUED;
-	TAILQ_INSERT_TAIL(&a->slot.direct, m, entry);
+	route_insert(&a->slot.direct, m);
 	route_hooks.queued(m);
+}
+
+/*
+ * Hold an agent's turns (delta 1) while a request of its conversation
+ * waits for its retry, or let them go (-1): held, it takes nothing from
+ * the shared queues, so no later turn overtakes the one retried, which
+ * comes back to it alone (route_direct).
+ */
+void
+route_hold(struct agent *a, int delta)
+{
+	if (delta > 0)
+		a->slot.held++;
+	else if (a->slot.held > 0 && --a->slot.held == 0)
+		route_kick(a);
 }
 
 /* Clear references to an agent that is about to be freed. */
@@ -424,7 +460,7 @@ route_kick(struct agent *a)
 		route_dequeue(m);
 		route_dispatch(m, a);
 	}
-	if (route_queued == 0)
+	if (route_queued == 0 || a->slot.held > 0)
 		return;
 	now = ev_now(LOOP);
 	while (route_ready(a)) {

@@ -861,8 +861,19 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
     const char *what)
 {
 	struct agent	*t;
-	char		 why[128];
+	struct external	*x;
+	char		 why[CORRAL_ID_MAX * 2 + 256];
 
+	if (mapview_param_agent(params) == NULL &&
+	    (x = mapview_param_external(params)) != NULL) {
+		/* Not a process of corral's: nothing to signal. */
+		snprintf(why, sizeof why, "%s runs inside agent %s's CLI: "
+		    "corral cannot %s it (cancel its request instead)", x->id,
+		    x->parent, what);
+		rpc_error(from, id, CORRAL_E_STATE, why, json_pack("{s:s}",
+		    "reason", "virtual"));
+		return NULL;
+	}
 	/* A hidden agent it may not reach does not exist for it. */
 	if ((t = mapview_param_agent(params)) == NULL ||
 	    (t->flags & AGENT_DEAD) || (from->agent != NULL &&
@@ -884,7 +895,9 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
 
 /*
  * map/agents/stop: stop an agent and its subtree, deepest first; with
- * force, kill them now.
+ * force, kill them now.  What they work on is cancelled first: it was
+ * stopped on purpose, so its requests end cancelled, not lost (and are
+ * not tried again elsewhere).
  */
 void
 subagent_stop(struct peer *from, json_t *id, json_t *params)
@@ -899,6 +912,7 @@ subagent_stop(struct peer *from, json_t *id, json_t *params)
 		snprintf(why, sizeof why, "stopped by its parent");
 	else
 		snprintf(why, sizeof why, "stopped by %s", from->name);
+	(void)engine_cancel_agent(t, why);
 	lifecycle_stop(t, why);
 	if (json_is_true(json_object_get(params, "force")) &&
 	    lifecycle_alive(t))

@@ -24,6 +24,7 @@ struct tnode {
 	double		 cost;
 	unsigned int	 restarts;
 	int		 external;	/* inside a wrapped CLI (adapters) */
+	unsigned int	 tools;		/* when external */
 };
 
 struct tree {
@@ -120,6 +121,11 @@ tree_line(struct tree *t, json_t *j)
 		    NULL && (strcmp(s, "STOPPED") == 0 ||
 		    strcmp(s, "FAILED") == 0))
 			n->end = at;
+		/* Its tool's own count: no reply of its own carries one. */
+		if ((v = json_object_get(j, "tokens")) != NULL)
+			n->tokens = json_number_value(v);
+		if ((v = json_object_get(j, "tool_calls")) != NULL)
+			n->tools = (unsigned int)json_integer_value(v);
 	} else if (strcmp(ev, "state") == 0) {
 		n = tree_node(t, agent);
 		if ((s = json_string_value(json_object_get(j, "to"))) != NULL) {
@@ -162,17 +168,23 @@ tree_depth(struct tree *t, struct tnode *n)
 	return d;
 }
 
-/* The label of a node: state, depth, duration, tokens, cost. */
+/*
+ * The label of a node: state, depth, duration, tokens, cost; for an agent
+ * inside a CLI, that and its tool calls.
+ */
 static void
 tree_label(struct tree *t, struct tnode *n, char *buf, size_t len,
     const char *sep)
 {
 	double	end = n->end >= 0 ? n->end : t->last_t;
 	double	dur = n->start >= 0 ? end - n->start : 0;
+	char	tools[48] = "";
 
-	snprintf(buf, len, "%s%s%s%sdepth %u, %.2fs, %.0f tokens, $%.4f%s%s",
-	    n->state != NULL ? n->state : "?", sep,
-	    n->external ? "inside its CLI" : "", n->external ? ", " : "",
+	if (n->external)
+		snprintf(tools, sizeof tools, "inside its CLI, %u tool "
+		    "call%s, ", n->tools, n->tools == 1 ? "" : "s");
+	snprintf(buf, len, "%s%s%sdepth %u, %.2fs, %.0f tokens, $%.4f%s%s",
+	    n->state != NULL ? n->state : "?", sep, tools,
 	    tree_depth(t, n), dur, n->tokens, n->cost,
 	    n->restarts ? ", restarts " : "", n->restarts ? "" : "");
 	if (n->restarts) {
@@ -381,6 +393,9 @@ tree_render_graph(json_t *graph, double now, const char *format, FILE *f)
 		n->cost = json_number_value(json_object_get(md, "cost"));
 		n->restarts = (unsigned int)json_integer_value(
 		    json_object_get(md, "restarts"));
+		n->external = json_is_true(json_object_get(md, "virtual"));
+		n->tools = (unsigned int)json_integer_value(json_object_get(md,
+		    "toolCalls"));
 	}
 	tree_print(&t, format, f);
 	tree_free(&t);

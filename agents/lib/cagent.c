@@ -389,6 +389,10 @@ cagent_classify(json_t *env)
 		return CAGENT_CHILD_RESULT;
 	if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0)
 		return CAGENT_MESSAGE;
+	if (strcmp(kind, CORRAL_KIND_CANCEL) == 0)
+		return CAGENT_CANCEL;
+	if (strcmp(kind, CORRAL_KIND_PROGRESS) == 0)
+		return CAGENT_PROGRESS;
 	return CAGENT_REQUEST;
 }
 
@@ -519,8 +523,9 @@ cagent_next(struct cagent *ca, struct cagent_msg *m)
 
 /*
  * The whole main loop of a simple agent: answer every request and task
- * with what the handler returns; log notices, messages and stray child
- * results, which are never answered.  Returns 0 at end of input, -1 when
+ * with what the handler returns; log notices, messages, cancellations and
+ * stray child results, which are never answered; ignore children's
+ * progress.  Returns 0 at end of input, -1 when
  * stdout failed.
  */
 int
@@ -553,6 +558,12 @@ cagent_run(struct cagent *ca, cagent_handler fn, void *arg)
 			break;
 		case CAGENT_CHILD_RESULT:
 			cagent_log(ca, "result of child %s ignored", m.child);
+			break;
+		case CAGENT_CANCEL:
+			/* Handlers run to the end; the reply is dropped. */
+			cagent_log(ca, "cancelled: %s", m.text);
+			break;
+		case CAGENT_PROGRESS:
 			break;
 		}
 	}

@@ -141,7 +141,9 @@ def _str(v: Any) -> str:
 class Message:
     """One envelope that arrived, with its members at hand.
 
-    kind is "request", "task", "child_result", "message" or "notice".
+    kind is "request", "task", "child_result", "message", "notice",
+    "cancel" (a request we work on was cancelled: its reply will be
+    dropped) or "progress" (a child's partial output about its task).
     Absent strings are "", absent objects {} and absent lists [];
     env is the whole envelope as a dict.
     """
@@ -316,7 +318,8 @@ def _timestamp() -> str:
 
 def _classify(env: Envelope) -> str:
     kind = _obj(env.get("corral")).get("kind")
-    if kind in ("task", "notice", "child_result", "message"):
+    if kind in ("task", "notice", "child_result", "message", "cancel",
+                "progress"):
         return kind
     return "request"
 
@@ -392,6 +395,8 @@ class Agent:
         self._on_notice: Callback = self._log_notice
         self._on_message: Callback = self._log_message
         self._on_child_result: Callback = self._log_child_result
+        self._on_cancel: Callback = self._log_cancel
+        self._on_progress: Callback = self._ignore
 
         self._trace_seq = itertools.count(1)
         self._rpc_seq = itertools.count(1)
@@ -445,6 +450,19 @@ class Agent:
         """Decorate the callback for envelopes other agents sent with
         map/send.  Never answered."""
         self._on_message = fn
+        return fn
+
+    def on_cancel(self, fn: Callback) -> Callback:
+        """Decorate the callback for cancel notices: a request this agent
+        works on was cancelled (m.data["request"] names it); its reply
+        would be dropped.  Never answered."""
+        self._on_cancel = fn
+        return fn
+
+    def on_progress(self, fn: Callback) -> Callback:
+        """Decorate the callback for a child's progress: its partial
+        output about its task, before its result.  Never answered."""
+        self._on_progress = fn
         return fn
 
     def on_child_result(self, fn: Callback) -> Callback:
@@ -777,6 +795,10 @@ class Agent:
                 self._callback(self._on_notice, m)
             elif m.kind == "message":
                 self._callback(self._on_message, m)
+            elif m.kind == "cancel":
+                self._callback(self._on_cancel, m)
+            elif m.kind == "progress":
+                self._callback(self._on_progress, m)
             elif m.kind == "child_result":
                 if m.spawn in self._spawned:
                     self._results[m.spawn] = m
@@ -802,6 +824,12 @@ class Agent:
 
     def _log_message(self, m: Message) -> None:
         self.log(f"message from {m.sender} ignored: {m.task}")
+
+    def _log_cancel(self, m: Message) -> None:
+        self.log(f"cancelled: {m.text}")
+
+    def _ignore(self, m: Message) -> None:
+        pass
 
     def _log_child_result(self, m: Message) -> None:
         self.log(f"result of child {m.child} ignored "

@@ -38,7 +38,9 @@ enum cagent_kind {
 	CAGENT_TASK,		/* a spawned child's task: answer with finalize */
 	CAGENT_CHILD_RESULT,	/* the envelope that ended a child's task */
 	CAGENT_MESSAGE,		/* sent by another agent with map/send */
-	CAGENT_NOTICE		/* an error about our own output */
+	CAGENT_NOTICE,		/* an error about our own output */
+	CAGENT_CANCEL,		/* a request we work on was cancelled */
+	CAGENT_PROGRESS		/* a child's output, before its result */
 };
 
 /*

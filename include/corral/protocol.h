@@ -45,6 +45,7 @@
 #define CORRAL_M_METRICS	"_corral/metrics"
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
+#define CORRAL_M_CANCEL		"_corral/cancel"	/* a request */
 /* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */
 #define CORRAL_AUTH_AGENT	"x-corral-agent"
 
@@ -90,5 +91,11 @@
 #define CORRAL_KIND_CHILD_RESULT	"child_result"
 #define CORRAL_KIND_MESSAGE		"message"
 #define CORRAL_KIND_REPLY		"reply"
+/*
+ * "cancel": a request the agent works on was cancelled; "progress": a
+ * child's partial output, delivered to its parent.  Neither is answered.
+ */
+#define CORRAL_KIND_CANCEL		"cancel"
+#define CORRAL_KIND_PROGRESS		"progress"
 
 #endif /* CORRAL_PROTOCOL_H */

@@ -28,7 +28,11 @@
 //   [[sub:fg]]         whose prompt is "CHILD_TASK say hi" (fg: with
 //                      run_in_background false); then a text reply.  A
 //                      <task-notification> prompt gets "fakeapi: the sub-agent finished"
-//   [[slow]] [[slow:S]] the text reply is streamed over S seconds (default 20)
+//   [[subtool]]        as [[sub]], but the sub-agent's prompt is
+//   [[subtool:fg]]     "CHILD_TASK [[tool]] [[slow:3]]": it calls the shell
+//                      tool once, then answers over 3 seconds
+//   [[slow]] [[slow:S]] the text reply is streamed over S seconds (default 20);
+//                      with [[tool]], the text after the tool result is so
 //   [[error]] [[error500]] HTTP 500; [[error529]] [[overloaded]] HTTP 529
 //                      (Gemini gets 503); [[error429]] HTTP 429;
 //                      [[error400]] HTTP 400 — in each API's error shape
@@ -120,6 +124,7 @@ function scenarioOf(prompt) {
     return { kind: 'error', status };
   }
   if ((m = /\[\[tool(?::([\s\S]*?))?\]\]/.exec(p))) return { kind: 'tool', command: m[1] || 'echo hi' };
+  if ((m = /\[\[subtool(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[tool]] [[slow:3]]' };
   if ((m = /\[\[sub(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1] };
   if (/<task-notification>/.test(p)) return { kind: 'say', text: 'fakeapi: the sub-agent finished' };
   if ((m = /\[\[slow(?::(\d+(?:\.\d+)?))?\]\]/.exec(p)))
@@ -201,7 +206,10 @@ function decide(conv, pickTool, pickAgentTool, pickMcp) {
     case 'slow':
       return { type: 'text', text: defaultReply(conv.prompt), slow: sc.seconds };
     case 'tool': {
-      if (after > 0) return { type: 'text', text: `The command printed: ${toolResultText(conv.toolResults[after - 1])}` };
+      if (after > 0) {
+        const slow = /\[\[slow(?::(\d+(?:\.\d+)?))?\]\]/.exec(conv.prompt || '');
+        return { type: 'text', text: `The command printed: ${toolResultText(conv.toolResults[after - 1])}`, slow: slow ? (slow[1] ? Number(slow[1]) : 20) : undefined };
+      }
       const t = pickTool(sc.command);
       if (!t) return { type: 'text', text: 'fakeapi: the request offered no shell tool' };
       return { type: 'tool', name: t.name, input: t.input };
@@ -219,7 +227,7 @@ function decide(conv, pickTool, pickAgentTool, pickMcp) {
     }
     case 'sub': {
       if (after > 0) return { type: 'text', text: 'fakeapi: the sub-agent was started' };
-      const t = pickAgentTool && pickAgentTool(sc.foreground);
+      const t = pickAgentTool && pickAgentTool(sc.foreground, sc.child);
       if (!t) return { type: 'text', text: 'fakeapi: the request offered no agent tool' };
       return { type: 'tool', name: t.name, input: t.input };
     }
@@ -373,10 +381,10 @@ async function handleAnthropic(req, res, body, log) {
   const model = body.model || 'claude-fake';
   const pickTool = (command) =>
     toolNames.includes('Bash') ? { name: 'Bash', input: { command, description: 'Run the test command' } } : null;
-  const pickAgent = (foreground) => {
+  const pickAgent = (foreground, child) => {
     const n = toolNames.includes('Agent') ? 'Agent' : toolNames.includes('Task') ? 'Task' : null;
     if (!n) return null;
-    const input = { description: 'fake child', prompt: 'CHILD_TASK say hi', subagent_type: 'general-purpose' };
+    const input = { description: 'fake child', prompt: child || 'CHILD_TASK say hi', subagent_type: 'general-purpose' };
     if (foreground) input.run_in_background = false;
     return { name: n, input };
   };

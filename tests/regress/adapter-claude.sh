@@ -5,7 +5,8 @@
 # session, one spawn), with per-turn usage and cost (not Claude Code's
 # cumulative total_cost_usd); a background sub-agent appears in the audit
 # log as an external_agent child and in `corral tree`; an API error (529)
-# becomes an error envelope within a bounded time; a request that times
+# becomes an error envelope within a bounded time, and a refused
+# connection an UNAVAILABLE one; a request that times
 # out interrupts the turn and the same process answers the next one; an
 # agent with session: fresh starts a new conversation per request (and,
 # idle with heartbeat: set, stays READY on its pings); SIGTERM
@@ -27,13 +28,14 @@ if [ "${1:-}" = --inner ]; then
 	# Last for coder: the failed message stays in its conversation, and
 	# the fake server would see its marker in the next prompt too.
 	feed "$(envl r6 execute 'fail [[error529]]')"
-	wait_out 6 30 || exit 1
+	feed "$(envl d1 retrieve 'nobody listens')"
+	wait_out 7 30 || exit 1
 	echo "error529 $(since "$FED_AT")" >>"$T/times"
 	sleep 2		# fresh idles on: only its pings say it is alive
 	feed "$(envl f1 analyze 'fresh one [[say:f1]]')"
-	wait_out 7 60 || exit 1
-	feed "$(envl f2 analyze 'fresh two [[say:f2]]')"
 	wait_out 8 60 || exit 1
+	feed "$(envl f2 analyze 'fresh two [[say:f2]]')"
+	wait_out 9 60 || exit 1
 	serve_down 30
 	[ $RC = 0 ] || exit $RC
 	serve_keep main
@@ -66,14 +68,20 @@ agents:
     adapter: {type: claude, session: fresh, intent: finalize}
     timeout: $((60 * SLOW))s
     heartbeat: {interval: 0.5s, misses: 6}
+  offline:
+    cmd: [claude]
+    adapter: claude
+    env: {ANTHROPIC_BASE_URL: "http://127.0.0.1:9"}
+    timeout: $((60 * SLOW))s
 routes:
+  retrieve: offline
   analyze: fresh
   "*": coder
 YAML
 
 s=$(now)
 fa_run "$0" || { rc=$?; use_run main; fa_fail "the inner half failed (status $rc)"; }
-note "8 requests through claude took $(elapsed "$s")s; $(tr '\n' ' ' <"$T/times")"
+note "9 requests through claude took $(elapsed "$s")s; $(tr '\n' ' ' <"$T/times")"
 use_run main
 
 # Text turn, then a tool turn in the same conversation and process.
@@ -95,8 +103,8 @@ expect_reply r3 'the sub-agent was started' 'the sub-agent finished' \
     '"cost":{"input_tokens":400,"output_tokens":80,"usd":0.0032}'
 grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder","name":"fake child","state":"BUSY"' "$T/audit$RUN" ||
     fa_fail "no external_agent BUSY event for the sub-agent: $(grep external "$T/audit$RUN")"
-grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder","state":"STOPPED"' "$T/audit$RUN" ||
-    fa_fail "no external_agent STOPPED event for the sub-agent"
+grep -q '"ev":"external_agent","agent":"coder/[^"]*","parent":"coder",.*"state":"STOPPED".*"tokens":120,"tool_calls":0' "$T/audit$RUN" ||
+    fa_fail "no external_agent STOPPED event, with its tokens, for the sub-agent: $(grep external "$T/audit$RUN")"
 grep -q 'agent coder: sub-agent coder/.* started (fake child, in the background)' "$T/err$RUN" ||
     fa_fail "the sub-agent's start is not in corral's log"
 "$CORRAL" tree --log "$T/audit$RUN" >"$T/tree" 2>&1 || fa_fail "corral tree failed: $(cat "$T/tree")"
@@ -120,6 +128,11 @@ t=$(sed -n 's/^error529 //p' "$T/times")
 fcmp "$t" "<" $((10 * SLOW)) || fa_fail "the 529 error took ${t}s"
 [ "$(grep -c 'corral: agent coder: spawned' "$T/err$RUN")" = 1 ] ||
     fa_fail "claude was restarted: $(grep 'agent coder: spawned' "$T/err$RUN")"
+
+# The API refuses the connection: UNAVAILABLE and retryable, as the other
+# adapters say, not an INTERNAL claude_error.
+expect_reply d1 '"code":"api_error"' '"category":"UNAVAILABLE"' \
+    '"retryable":true' '"api_error":"connection_failed"' 'ECONNREFUSED'
 
 # session: fresh -- a new conversation for each request.  The agent was
 # idle for seconds before f1: its heartbeats kept it READY.

@@ -3,7 +3,9 @@
 # API (tests/fakeapi), driven through corral serve: a text turn, a tool
 # turn (--approval-mode yolo; tool events in the audit log), stats as
 # trace.cost; API errors become error envelopes whatever the exit status
-# (Gemini exits 244 on a 500) within a bounded time; the json output
+# (Gemini exits 244 on a 500) within a bounded time; the reply names the
+# model of gemini's init line; a flag it refuses is an error naming that
+# flag; the json output
 # format (pretty-printed, the error one on stderr) is read too; with
 # conversation: one the second request resumes the session; a request
 # that times out has the whole process group (Gemini relaunches itself)
@@ -14,15 +16,16 @@ if [ "${1:-}" = --inner ]; then
 	feed "$(envl g1 analyze 'hello gemini [[say:one]]')"
 	feed "$(envl g2 execute 'run it [[tool]]')"
 	feed "$(envl e1 summarize 'fail [[error500]]')"
-	wait_out 3 60 || exit 1
+	feed "$(envl b1 retrieve 'a bad flag')"
+	wait_out 4 60 || exit 1
 	echo "batch1 $(since "$FED_AT")" >"$T/times"
 	feed "$(envl g3 analyze 'second of one [[say:two]]')"
 	feed "$(envl j1 plan 'as json [[say:pretty]]')"
 	feed "$(envl j2 plan 'json fail [[error400]]')"
-	wait_out 6 60 || exit 1
+	wait_out 7 60 || exit 1
 	echo "batch2 $(since "$FED_AT")" >>"$T/times"
 	feed "$(envl s1 execute "stall [[slow:$((60 * SLOW))]]" ',"ttl_ms":'$((4000 * SLOW)))"
-	wait_out 7 60 || exit 1
+	wait_out 8 60 || exit 1
 	echo "timeout $(since "$FED_AT")" >>"$T/times"
 	pid=$(sed -n 's/.*agent tool: started gemini (pid \([0-9]*\)).*/\1/p' \
 	    "$T/err" | tail -n 1)
@@ -56,7 +59,12 @@ agents:
     cmd: [gemini]
     adapter: {type: gemini, output: json}
     timeout: $((60 * SLOW))s
+  badflag:
+    cmd: [gemini, --bogus-flag]
+    adapter: gemini
+    timeout: $((60 * SLOW))s
 routes:
+  retrieve: badflag
   analyze: chat
   plan: pretty
   "*": tool
@@ -64,10 +72,10 @@ YAML
 
 s=$(now)
 fa_run "$0" || fa_fail "the inner half failed (status $?)"
-note "7 requests through gemini took $(elapsed "$s")s; $(tr '\n' ' ' <"$T/times")"
+note "8 requests through gemini took $(elapsed "$s")s; $(tr '\n' ' ' <"$T/times")"
 
 # Text and tool turns; the stats (classifier call included) as cost.
-expect_reply g1 '"type":"text","text":"one"' '"model":"gemini"' \
+expect_reply g1 '"type":"text","text":"one"' '"model":"auto"' \
     '"cost":{"input_tokens":200,"output_tokens":40,"usd":0}'
 expect_reply g2 '"text":"The command printed: hi"' \
     '"cost":{"input_tokens":300,"output_tokens":60,"usd":0.00024}'
@@ -88,6 +96,10 @@ expect_reply e1 '"type":"error"' '"code":"api_error"' '"category":"UNAVAILABLE"'
 t=$(sed -n 's/^batch1 //p' "$T/times")
 fcmp "$t" "<" $((30 * SLOW)) || fa_fail "the first batch (with the 500) took ${t}s"
 
+# A flag gemini does not know: its "Unknown arguments" line, not the last
+# line of the usage it prints after it.
+expect_reply b1 '"code":"exit_status"' 'without a result: Unknown arguments: bogus-flag'
+
 # The json output format: pretty-printed on stdout, or on stderr for errors.
 expect_reply j1 '"type":"text","text":"pretty"' \
     '"cost":{"input_tokens":200,"output_tokens":40,"usd":0}'
@@ -95,8 +107,8 @@ expect_reply j2 '"type":"error"' '"category":"REJECTED"' 'Bad request (fakeapi)'
 
 # The timeout: the process group is killed, relaunched child and all.
 expect_reply s1 '"code":"timeout"'
-grep -q 'agent tool: killing gemini (pid [0-9]*): request s1 given up' "$T/err" ||
-    fa_fail "no kill of gemini for s1 in the log"
+grep -q 'agent tool: interrupting gemini (pid [0-9]*): request s1 given up' "$T/err" ||
+    fa_fail "no interrupt of gemini for s1 in the log"
 n=$(sed -n 's/^slow-pid [0-9]* //p' "$T/times")
 [ "$n" = 0 ] || fa_fail "the timed-out gemini still has $n processes"
 exit 0

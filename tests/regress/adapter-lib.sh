@@ -100,15 +100,44 @@ envl() {
 	    "$2" "$3" "${4:-}" "$1"
 }
 
-# serve_up WF: start corral serve on WF with its stdin a fifo on fd 8,
-# stdout $T/out, stderr $T/err, audit log $T/audit.
+# serve_up WF [ARGS...]: start corral serve on WF (and ARGS, such as
+# --control PATH) with its stdin a fifo on fd 8, stdout $T/out, stderr
+# $T/err, audit log $T/audit.
 serve_up() {
+	_sw=$1
+	shift
 	rm -f "$T/in"
 	mkfifo "$T/in" || exit 1
 	exec 8<>"$T/in"
-	"$CORRAL" ${SERVE_FLAGS:--v} serve "$1" --log "$T/audit" <"$T/in" \
-	    >"$T/out" 2>"$T/err" 8>&- &
+	"$CORRAL" ${SERVE_FLAGS:--v} serve "$_sw" --log "$T/audit" "$@" \
+	    <"$T/in" >"$T/out" 2>"$T/err" 8>&- &
 	SERVE_PID=$!
+}
+
+# wait_for_cmd SECONDS COMMAND...: run COMMAND (its output in $T/cmd.out)
+# every 0.2 s until it succeeds, for at most SECONDS (x SLOW).
+wait_for_cmd() {
+	_wn=$(awk -v t="$1" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 5 }')
+	shift
+	while [ "$_wn" -gt 0 ]; do
+		"$@" >"$T/cmd.out" 2>&1 && return 0
+		sleep 0.2
+		_wn=$((_wn - 1))
+	done
+	echo "inner: '$*' did not succeed within the time: $(tail -c 600 "$T/cmd.out")" >&2
+	return 1
+}
+
+# wait_file_has FILE STRING SECONDS: wait for a fixed string in a file.
+wait_file_has() {
+	_wn=$(awk -v t="$3" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	while [ "$_wn" -gt 0 ]; do
+		grep -qF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+		_wn=$((_wn - 1))
+	done
+	echo "inner: '$2' not in $1 within $3s (x${SLOW:-1})" >&2
+	return 1
 }
 
 # feed LINE: one line to corral serve; note the time it went.

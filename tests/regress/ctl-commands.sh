@@ -95,13 +95,13 @@ grep -q "$(printf '\033\\[?1049h')" "$T/top.raw" && grep -q "$(printf '\033\\[?1
 topper=$!
 wait_for '! kill -0 $topper 2>/dev/null' 8 || fail "top did not quit on q"
 
-# stop an agent: its request fails, it stops.
+# stop an agent: its request is cancelled, it stops.
 ctl stop slow
 [ "$CRC" = 0 ] || fail "corral stop slow: $(cat "$T/ctl.err")"
 ctl_has "stopping slow (stopping)"
 wait_for '[ "$(map_state slow)" = stopped ]' 10 || fail "slow should be stopped, is $(map_state slow)"
 wait_for 'grep -q "\"in-1\"" "$OUT"' 10 || fail "the request at slow should have its outcome on stdout"
-grep '"in-1"' "$OUT" | grep -q '"code":"agent_lost"' || fail "in-1: $(cat "$OUT")"
+grep '"in-1"' "$OUT" | grep -q '"code":"cancelled"' || fail "in-1: $(cat "$OUT")"
 ctl stop nosuch
 [ "$CRC" = 1 ] && grep -q "agent not found (error 2001)" "$T/ctl.err" ||
     fail "stop nosuch: $CRC $(cat "$T/ctl.err")"
@@ -118,7 +118,7 @@ sort -c "$T/ids" 2>/dev/null || fail "event ids are not increasing"
 ctl events --text --filter agent_state_changed --agent slow
 [ "$CRC" = 0 ] || fail "corral events --text: $(cat "$T/ctl.err")"
 grep -q "agent_state_changed  *slow  *idle -> busy" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
-grep -q "slow  *busy -> stopping (stopped by client:" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
+grep -q "slow  *idle -> stopping (stopped by client:" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
 grep -v " agent_state_changed  *slow " "$T/ctl.out" | grep -q . && fail "events --filter let others through: $(cat "$T/ctl.out")"
 
 # stop the run: corral shuts down as for SIGTERM; the follower ends too.

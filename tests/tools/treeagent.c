@@ -38,6 +38,14 @@
  *   {"wait_file": PATH} wait until PATH exists
  *   {"list": true}     map/agents/list; records the ids it sees
  *   {"stop": ID}       map/agents/stop ("%NAME" as in send)
+ *   {"cancel": ID}     _corral/cancel of request ID ("self": the request
+ *                      this plan runs for)
+ *   {"cancel_children": true}
+ *                      _corral/cancel of the task of every child spawned
+ *                      so far in this run
+ *   {"wait_cancel": true}
+ *                      wait until corral says the request this plan runs
+ *                      for was cancelled
  *   {"grandchild": true}
  *                      double-fork a grandchild that calls setsid(), puts
  *                      /dev/null on 0-2 and sleeps for ever
@@ -63,6 +71,9 @@
  *   send_error ID CODE MESSAGE   grandchild ID PID
  *   notice ID TEXT               final ID TEXT       eof ID
  *   list ID ID1,ID2,...          stop_ok ID TARGET   stop_error ID CODE MSG
+ *   cancel ID REQUEST (a cancel notice)
+ *   cancel_ok ID REQUEST WAS     cancel_error ID CODE MESSAGE
+ *   progress ID CHILD TEXT (a child's progress)
  *
  * Pids are as /proc names them (tool_pid in tool.h); the scripts map
  * them to the host pids they can kill (lib.sh, host_pid).  Deliberate
@@ -111,6 +122,8 @@ static json_t		*work;
 /* Child results and messages that arrived, in order. */
 static json_t		*results;
 static json_t		*messages;
+/* The requests corral cancelled, by id. */
+static json_t		*cancelled;
 /* Responses to our control calls, by id. */
 static json_t		*responses;
 static long		 next_call = 1;
@@ -201,6 +214,21 @@ take_line(const char *line, size_t len)
 		record("message %s %s %s", self_id, str(c, "from"),
 		    str(json_object_get(j, "content"), "text"));
 		json_array_append(messages, j);
+	} else if (strcmp(kind, "cancel") == 0) {
+		record("cancel %s %s", self_id, str(c, "request"));
+		json_object_set_new(cancelled, str(c, "request"), json_true());
+	} else if (strcmp(kind, "progress") == 0) {
+		char	*t, *p;
+
+		t = strdup(str(json_object_get(j, "content"), "text"));
+
+		/* One record line: its lines joined by '|'. */
+		for (p = t; p != NULL && *p != '\0'; p++)
+			if (*p == '\n')
+				*p = '|';
+		record("progress %s %s %s", self_id, str(c, "child"),
+		    t != NULL ? t : "");
+		free(t);
 	} else {
 		if (strcmp(kind, "task") == 0)
 			record("task %s %s %s", self_id,
@@ -457,6 +485,7 @@ worker(void)
 struct run {
 	json_t	*req;		/* the request or task */
 	json_t	*kids;		/* ids of children spawned */
+	json_t	*tasks;		/* their tasks' ids */
 	size_t	 results0;	/* results that arrived before this run */
 	json_t	*spawn_errors;
 	json_t	*sends;
@@ -516,6 +545,8 @@ do_spawn(struct run *r, json_t *s)
 			    str(json_object_get(res, "result"), "messageId"));
 			json_array_append_new(r->kids, json_string(str(v,
 			    "id")));
+			json_array_append_new(r->tasks, json_string(str(
+			    json_object_get(res, "result"), "messageId")));
 		}
 		json_decref(res);
 	}
@@ -624,6 +655,23 @@ do_stop(json_t *target)
 	json_decref(res);
 }
 
+/* _corral/cancel of one request. */
+static void
+do_cancel(const char *rid)
+{
+	json_t	*res, *err;
+
+	res = call("_corral/cancel", json_pack("{s:s}", "requestId", rid));
+	if ((err = json_object_get(res, "error")) != NULL)
+		record("cancel_error %s %lld %s", self_id,
+		    (long long)json_integer_value(json_object_get(err, "code")),
+		    str(err, "message"));
+	else
+		record("cancel_ok %s %s %s", self_id, rid,
+		    str(json_object_get(res, "result"), "was"));
+	json_decref(res);
+}
+
 /* The results that belong to this run's children. */
 static size_t
 run_results(struct run *r)
@@ -719,6 +767,7 @@ run_plan(json_t *req, json_t *plan)
 	memset(&r, 0, sizeof r);
 	r.req = req;
 	r.kids = json_array();
+	r.tasks = json_array();
 	r.spawn_errors = json_array();
 	r.sends = json_array();
 	r.results0 = json_array_size(results);
@@ -769,6 +818,22 @@ run_plan(json_t *req, json_t *plan)
 			do_list();
 		else if ((v = json_object_get(s, "stop")) != NULL)
 			do_stop(v);
+		else if ((v = json_object_get(s, "cancel")) != NULL)
+			do_cancel(strcmp(json_string_value(v), "self") == 0 ?
+			    str(json_object_get(req, "trace"), "id") :
+			    json_string_value(v));
+		else if (json_object_get(s, "cancel_children") != NULL) {
+			json_t	*t;
+			size_t	 k;
+
+			json_array_foreach(r.tasks, k, t)
+				do_cancel(json_string_value(t));
+		} else if (json_object_get(s, "wait_cancel") != NULL) {
+			end = tool_mono() + 60;
+			while (json_object_get(cancelled, str(json_object_get(
+			    req, "trace"), "id")) == NULL && tool_mono() < end)
+				pump(100);
+		}
 		else if ((v = json_object_get(s, "sleep")) != NULL)
 			pump_for(json_number_value(v));
 		else if (json_object_get(s, "deaf") != NULL) {
@@ -801,6 +866,7 @@ run_plan(json_t *req, json_t *plan)
 		finish(&r, NULL);
 out:
 	json_decref(r.kids);
+	json_decref(r.tasks);
 	json_decref(r.spawn_errors);
 	json_decref(r.sends);
 }
@@ -850,6 +916,7 @@ main(int argc, char **argv)
 	results = json_array();
 	messages = json_array();
 	responses = json_object();
+	cancelled = json_object();
 	dflt = load_plan(plan_path);
 	record("start %s %s %ld", self_id, self_name, tool_pid());
 	if (boot_path != NULL) {
