@@ -6,7 +6,8 @@
 # at its first start.  The crash puts kid in BACKOFF and its open task
 # back in kid's own queue, for the restarted kid.  Then root stops kid
 # with map/agents/stop: the restart is called off, so the task can never
-# be delivered.  It must fail at once (agent_lost), root must get it as a
+# be delivered.  It must fail at once (cancelled: the stop cancels the
+# requests of the agent stopped, docs/control.md), root must get it as a
 # child_result, and the run must end with root's result.
 . "$(dirname "$0")/tree-lib.sh"
 
@@ -35,10 +36,10 @@ wait_log "agent kid-1: restarting in" 10
 : >"$T/crashed"
 wait_rec "stop_ok root kid-1" 10
 # The task fails as soon as the restart is called off.
-wait_rec "result root kid-1 fail agent_lost agent kid-1 stopped by its parent" 10
+wait_rec "result root kid-1 fail cancelled stopped by its parent" 10
 corral_wait 10
 expect_rc 0
-[ "$(out_get content.text)" = "root(!kid-1:agent_lost)" ] ||
+[ "$(out_get content.text)" = "root(!kid-1:cancelled)" ] ||
     fail "root should finish with kid-1's failure: $(out_get content.text)"
 [ "$(rec_count "start kid-1 ")" = 1 ] || fail "kid-1 should not restart"
 expect_clean
