@@ -33,10 +33,12 @@ if [ "${1:-}" = --inner ]; then
 	feed "$(envl a3 execute 'no such session [[say:x]]' "$(session 00000000-0000-4000-8000-000000000000)")"
 	wait_out 4 60 || exit 1
 	# Turn order at one conversation: o1 times out and is retried;
-	# o2, queued behind it, must wait for the retry.
-	feed "$(envl o1 plan 'slow turn [[slow:6]]' ',"priority":"high"')"
+	# o2, queued behind it, must wait for the retry.  o2's own deadline
+	# (ttl_ms) outlasts both of o1's turns, so it never expires while it
+	# waits its turn.
+	feed "$(envl o1 plan "slow turn [[slow:$((6 * SLOW))]]" ',"priority":"high"')"
 	wait_err 'agent ord: claude session' 30 || exit 1
-	feed "$(envl o2 plan 'next turn [[say:two]]' ',"priority":"high"')"
+	feed "$(envl o2 plan 'next turn [[say:two]]' ',"priority":"high","ttl_ms":'$((60000 * SLOW)))"
 	wait_out 6 90 || exit 1
 	serve_down 30
 	exit $RC
