@@ -439,6 +439,9 @@ agent_err_keep(struct agent *a, const char *line, size_t len)
 		len--;
 	if (len == 0)
 		return;
+	/* Most agents never write to stderr: no room kept for them. */
+	if (a->proc.errtail == NULL)
+		a->proc.errtail = xcalloc(AGENT_ERRTAIL, AGENT_ERRLINE);
 	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
 	len = util_utf8_cut(line, len, AGENT_ERRLINE - 1);
 	memcpy(slot, line, len);
@@ -473,6 +476,8 @@ agent_stderr_tail(const struct agent *a, char *buf, size_t len,
 	size_t		o = 0;
 
 	buf[0] = '\0';
+	if (a->proc.errtail == NULL)
+		return 0;
 	if (n > AGENT_ERRTAIL)
 		n = AGENT_ERRTAIL;
 	if (n > have)
@@ -669,6 +674,8 @@ agent_free(struct agent *a)
 	agent_release(a);
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
+	free(a->proc.errtail);
+	free(a->work.bad_first);
 	free(a->id);
 	free(a);
 }

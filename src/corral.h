@@ -455,7 +455,7 @@ struct agent_proc {
 	const char		*pipe_what;
 	ev_tstamp		 spawned_at;
 	ev_tstamp		 exited_at;
-	char			 errtail[AGENT_ERRTAIL][AGENT_ERRLINE];
+	char			(*errtail)[AGENT_ERRLINE];	/* made at the first */
 	unsigned int		 nerr;		/* stderr lines so far */
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
@@ -535,7 +535,7 @@ struct work {
 	unsigned int		 warn_dropped;
 	unsigned int		 notices_dropped;
 	unsigned int		 bad_streak;	/* bad lines in a row */
-	char			 bad_first[160];	/* the first of them */
+	char			*bad_first;	/* the first of them, once any */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
 	ev_tstamp		 progress_at;

@@ -34,6 +34,7 @@
 
 #define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
 #define ENGINE_BAD_STREAK 10000	/* non-JSON lines in a row: failed */
+#define ENGINE_BAD_FIRST 160	/* bytes kept of the first of them */
 
 /* How a request's end bears on its job (engine_request_end). */
 #define END_NONE	0	/* the branch goes on in other requests */
@@ -1783,7 +1784,9 @@ engine_bad(struct agent *a, const char *line, size_t len)
 	size_t	n;
 
 	if (a->work.bad_streak++ == 0) {
-		n = util_utf8_cut(line, len, sizeof a->work.bad_first - 1);
+		if (a->work.bad_first == NULL)
+			a->work.bad_first = xmalloc(ENGINE_BAD_FIRST);
+		n = util_utf8_cut(line, len, ENGINE_BAD_FIRST - 1);
 		if (n > 0)
 			memcpy(a->work.bad_first, line, n);
 		a->work.bad_first[n] = '\0';
