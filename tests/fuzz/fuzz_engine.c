@@ -1251,6 +1251,13 @@ spawn_init(const struct workflow *wf, int pidns)
 	(void)pidns;
 }
 
+/* No control socket is handed to the fake processes. */
+void
+spawn_set_control(const char *path)
+{
+	(void)path;
+}
+
 /* Every command is found (spawn_argv decides what starts). */
 char *
 spawn_find(const char *cmd, const struct workflow *wf, const char *path)
@@ -1281,13 +1288,15 @@ spawn_restore_signals(const sigset_t *old)
  */
 int
 spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
-    struct spawn_result *sr)
+    const char *token, char *const *env, struct spawn_result *sr)
 {
 	struct fz_proc	*fp = NULL;
 	int		 in[2], out[2], err[2];
 	size_t		 i;
 
 	(void)id;
+	(void)token;
+	(void)env;
 	memset(sr, 0, sizeof *sr);
 	sr->in = sr->out = sr->err = -1;
 	if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0' ||
