@@ -535,6 +535,7 @@ struct work {
 	unsigned int		 warn_dropped;
 	unsigned int		 notices_dropped;
 	unsigned int		 bad_streak;	/* bad lines in a row */
+	unsigned int		 env_streak;	/* invalid envelopes in a row */
 	char			*bad_first;	/* the first of them, once any */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];

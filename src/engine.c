@@ -35,6 +35,7 @@
 #define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
 #define ENGINE_BAD_STREAK 10000	/* non-JSON lines in a row: failed */
 #define ENGINE_BAD_FIRST 160	/* bytes kept of the first of them */
+#define ENGINE_ENV_STREAK 10000	/* invalid envelopes in a row: no notices */
 
 /* How a request's end bears on its job (engine_request_end). */
 #define END_NONE	0	/* the branch goes on in other requests */
@@ -80,6 +81,7 @@ static void	engine_lifecycle(struct agent *, enum agent_state,
 static void	engine_agent_line(struct agent *, char *, size_t,
 		    enum ndjson_kind, size_t);
 static void	engine_agent_drained(struct agent *);
+static void	engine_notices_summary(struct agent *, const char *);
 static void	engine_adapter_reply(struct agent *, struct msg *,
 		    const char *, size_t);
 static void	engine_run_budget(const char *);
@@ -1567,11 +1569,13 @@ engine_notice(struct agent *a, const char *code, const char *path,
 		free(e);
 		return;
 	}
-	if (agent_full(a)) {
+	if (agent_full(a) || a->work.env_streak > ENGINE_ENV_STREAK) {
 		/*
-		 * It does not read what we send: more notices would only
-		 * grow our memory.  The line is still counted and audited,
-		 * and one summary follows once it reads again.
+		 * It does not read what we send, or it answers every notice
+		 * with another bad envelope: more notices would only grow
+		 * our memory, or loop with it for ever.  The line is still
+		 * counted and audited, and one summary follows once it
+		 * reads again or sends a valid envelope.
 		 */
 		engine_stats.notices_dropped++;
 		a->work.notices_dropped++;
@@ -1654,16 +1658,51 @@ engine_warn_agent(struct agent *a, const char *fmt, ...)
 static void
 engine_agent_drained(struct agent *a)
 {
-	char		 why[160];
+	engine_notices_summary(a, "while you were not reading your stdin");
+}
+
+/* Tell an agent how many notices it was not sent, once, and why. */
+static void
+engine_notices_summary(struct agent *a, const char *when)
+{
+	char		 why[200];
 	unsigned int	 n = a->work.notices_dropped;
 
-	if (n == 0)
+	if (n == 0 || agent_full(a))
 		return;
 	a->work.notices_dropped = 0;
 	snprintf(why, sizeof why, "%u notices about your output were not sent "
-	    "while you were not reading your stdin", n);
+	    "%s", n, when);
 	engine_notice(a, "notices_dropped", NULL, why, NULL);
 	engine_stats.rejected--;	/* the summary is not a rejected line */
+}
+
+/*
+ * Count an invalid envelope from agent a.  An agent that answers every
+ * notice with another invalid envelope would loop with corral for ever:
+ * after ENGINE_ENV_STREAK in a row it is sent no more notices (a flood of
+ * them gets the same), until it writes a valid envelope.
+ */
+static void
+engine_bad_envelope(struct agent *a)
+{
+	if (++a->work.env_streak != ENGINE_ENV_STREAK + 1)
+		return;
+	log_warnx("agent %s: %u invalid envelopes in a row: no more notices "
+	    "until it writes a valid one (does it answer every notice?)",
+	    a->id, ENGINE_ENV_STREAK);
+}
+
+/* A valid envelope or frame from agent a ends a streak of invalid ones. */
+static void
+engine_good_envelope(struct agent *a)
+{
+	int	muted = a->work.env_streak > ENGINE_ENV_STREAK;
+
+	a->work.env_streak = 0;
+	if (muted)
+		engine_notices_summary(a, "after many invalid envelopes in a "
+		    "row");
 }
 
 /* Describe a scan failure for a person. */
@@ -1830,6 +1869,7 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	if (envelope_check(js, line, len, &env, &err) != 0 ||
 	    engine_check_ttls(js, line, &env, &err) != 0) {
 		engine_warn_agent(a, "invalid envelope: %s", err.msg);
+		engine_bad_envelope(a);
 		engine_notice(a, err.code, err.path, err.msg,
 		    engine_raw_trace_id(js, line, id, sizeof id));
 		/*
@@ -1848,6 +1888,7 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		}
 		return;
 	}
+	engine_good_envelope(a);
 	a->proc.msgs_out++;
 	if ((req = engine_match(a, js, line, &env)) != NULL &&
 	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {

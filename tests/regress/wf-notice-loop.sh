@@ -1,0 +1,40 @@
+#!/bin/sh
+# An agent that answers every line it reads, corral's error notices
+# included, with another invalid envelope (here: a reply whose
+# trace.cost is a number) must not loop with corral for ever.  After
+# 10,000 invalid envelopes in a row corral sends it no more notices and
+# says so once; the agent then waits, its request times out (timeout:
+# 2 s x SLOW), and the run fails with that timeout.  The audit log has
+# exactly 10,001 rejected lines: the agent's answer to the goal and to
+# each of the 10,000 notices.  (corral used to answer every one, for as
+# long as the request lived: hundreds of thousands of lines.)  A valid
+# envelope after such a streak gets one notice summing up the ones not
+# sent: rel-hostile-agent's flood checks that.
+. "$(dirname "$0")/lib.sh"
+command -v jq >/dev/null 2>&1 || skip "jq is missing"
+
+cat >"$T/loop.sh" <<'SH'
+while read line; do
+	printf '%s\n' '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"x"},"trace":{"cost":2}}'
+done
+SH
+cat >"$T/wf.yaml" <<YAML
+agents:
+  a:
+    cmd: [/bin/sh, $T/loop.sh]
+    timeout: $((2 * SLOW))s
+routes:
+  "*": a
+YAML
+corral_run 60 run "$T/wf.yaml" --goal go --log "$T/audit.ndjson"
+expect_rc 1
+n=$(jq -c 'select(.ev == "rejected" and .agent == "a")' "$T/audit.ndjson" | wc -l)
+[ "$n" = 10001 ] || fail "expected 10001 rejected lines (the answer to the goal and to 10000 notices), got $n"
+log_has "corral: agent a: 10000 invalid envelopes in a row: no more notices until it writes a valid one (does it answer every notice?)" ||
+    fail "expected the warning that notices stop"
+[ "$(log_count 'invalid envelopes in a row')" = 1 ] || fail "the warning should come once"
+[ "$(jq -r 'select(.ev == "outcome") | .code' "$T/audit.ndjson")" = timeout ] ||
+    fail "the goal should end with a timeout: $(grep '"ev":"outcome"' "$T/audit.ndjson")"
+note "the loop stopped after $n invalid envelopes; the goal timed out"
+expect_no_leftovers
+exit 0
