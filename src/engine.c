@@ -556,7 +556,9 @@ engine_unretry(struct msg *m)
 	if (!m->holds)
 		return NULL;
 	m->holds = 0;
-	if (t != NULL && !engine_will_serve(t))
+	/* A task or a message belongs to its agent: engine_retry fails it. */
+	if (t != NULL && !engine_will_serve(t) && m->kind != MSG_TASK &&
+	    m->kind != MSG_SEND)
 		m->target = NULL;
 	return t;
 }
@@ -993,11 +995,9 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
-	if (m->where == MSG_RETRYING) {
+	if (m->where == MSG_RETRYING)
 		/* Ended while it waited for a retry (its child failed, say). */
-		TAILQ_REMOVE(&engine_retrying, m, entry);
-		m->where = MSG_NOWHERE;
-	}
+		engine_unhold(engine_unretry(m));
 	if (m->where == MSG_INFLIGHT) {
 		a = m->agent;
 		engine_undispatch(m);
@@ -1678,10 +1678,11 @@ engine_notices_summary(struct agent *a, const char *when)
 }
 
 /*
- * Count an invalid envelope from agent a.  An agent that answers every
- * notice with another invalid envelope would loop with corral for ever:
- * after ENGINE_ENV_STREAK in a row it is sent no more notices (a flood of
- * them gets the same), until it writes a valid envelope.
+ * Count an invalid envelope from agent a (or one that answers nothing).
+ * An agent that answers every notice with another such envelope would
+ * loop with corral for ever: after ENGINE_ENV_STREAK in a row it is sent
+ * no more notices (a flood of them gets the same), until it writes a
+ * valid envelope that answers something.
  */
 static void
 engine_bad_envelope(struct agent *a)
@@ -1693,7 +1694,7 @@ engine_bad_envelope(struct agent *a)
 	    a->id, ENGINE_ENV_STREAK);
 }
 
-/* A valid envelope or frame from agent a ends a streak of invalid ones. */
+/* A valid envelope from agent a ends a streak of invalid ones. */
 static void
 engine_good_envelope(struct agent *a)
 {
@@ -1888,29 +1889,31 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		}
 		return;
 	}
-	engine_good_envelope(a);
 	a->proc.msgs_out++;
-	if ((req = engine_match(a, js, line, &env)) != NULL &&
-	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
-		if (engine_task.reply != NULL)
-			engine_task.reply(a, req, js, line, len, &env);
-		return;
-	}
-	if (req == NULL) {
-		if (env.parents != -1 || env.ctype == CT_ERROR) {
-			/* A late reply, or a duplicate: its request is done. */
-			engine_stats.late++;
-			log_info("agent %s: late or duplicate reply dropped",
-			    a->id);
-			auditlog_envelope("late", a->id, NULL, line, len);
-			return;
-		}
+	req = engine_match(a, js, line, &env);
+	if (req == NULL && env.parents == -1 && env.ctype != CT_ERROR) {
+		/* Answering the notice with another such one would loop. */
+		engine_bad_envelope(a);
 		log_warnx("agent %s: an envelope with no request outstanding "
 		    "was dropped", a->id);
 		engine_notice(a, "unsolicited", NULL, "no request is "
 		    "outstanding for this envelope; replies answer requests, "
 		    "new work goes through outputs.next_actions or map/send",
 		    NULL);
+		return;
+	}
+	engine_good_envelope(a);
+	if (req != NULL &&
+	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
+		if (engine_task.reply != NULL)
+			engine_task.reply(a, req, js, line, len, &env);
+		return;
+	}
+	if (req == NULL) {
+		/* A late reply, or a duplicate: its request is done. */
+		engine_stats.late++;
+		log_info("agent %s: late or duplicate reply dropped", a->id);
+		auditlog_envelope("late", a->id, NULL, line, len);
 		return;
 	}
 	engine_reply(a, req, js, line, len, &env);
@@ -2142,6 +2145,12 @@ static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
     enum agent_event ev, const char *why)
 {
+	/* A new process starts with a clean slate of bad lines. */
+	if (ev == AE_SPAWNED) {
+		a->work.bad_streak = 0;
+		a->work.env_streak = 0;
+		a->work.notices_dropped = 0;
+	}
 	/* How it ended, with its last stderr lines: the cause of the error. */
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?

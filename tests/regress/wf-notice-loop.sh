@@ -9,7 +9,9 @@
 # each of the 10,000 notices.  (corral used to answer every one, for as
 # long as the request lived: hundreds of thousands of lines.)  A valid
 # envelope after such a streak gets one notice summing up the ones not
-# sent: rel-hostile-agent's flood checks that.
+# sent: rel-hostile-agent's flood checks that.  The same holds for an
+# agent that answers every notice with a valid envelope that answers
+# nothing (unsolicited), under corral serve.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip "jq is missing"
 
@@ -36,5 +38,32 @@ log_has "corral: agent a: 10000 invalid envelopes in a row: no more notices unti
 [ "$(jq -r 'select(.ev == "outcome") | .code' "$T/audit.ndjson")" = timeout ] ||
     fail "the goal should end with a timeout: $(grep '"ev":"outcome"' "$T/audit.ndjson")"
 note "the loop stopped after $n invalid envelopes; the goal timed out"
+
+# The same with valid envelopes that answer nothing: an agent that starts
+# by saying something unasked, and says it again for every notice it
+# gets ("unsolicited"), under corral serve.
+cat >"$T/chatty.sh" <<'SH'
+e='{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"hello"}}'
+printf '%s\n' "$e"
+while read line; do
+	printf '%s\n' "$e"
+done
+SH
+cat >"$T/chatty.yaml" <<YAML
+agents:
+  c:
+    cmd: [/bin/sh, $T/chatty.sh]
+routes:
+  "*": c
+YAML
+rm -f "$T/audit.ndjson"
+serve_start "$T/chatty.yaml" --log "$T/audit.ndjson"
+wait_log "corral: agent c: 10000 invalid envelopes in a row: no more notices" 60
+serve_eof
+corral_wait 20
+expect_rc 0
+n=$(jq -c 'select(.ev == "rejected" and .agent == "c" and .code == "unsolicited")' "$T/audit.ndjson" | wc -l)
+[ "$n" = 10001 ] || fail "unsolicited: expected 10001 rejected lines, got $n"
+note "unsolicited: the loop stopped after $n envelopes"
 expect_no_leftovers
 exit 0
