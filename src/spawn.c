@@ -407,6 +407,14 @@ spawn_try(const char *dir, size_t dirlen, const char *wfdir, const char *cmd,
 		if (stat(try, &st) == 0 && S_ISREG(st.st_mode))
 			return try;
 		*saved = EACCES;
+	} else if (errno == EACCES) {
+		/*
+		 * A file there we may not run is "Permission denied"; a
+		 * directory we may not search (another user's, in an
+		 * inherited PATH) holds nothing for us, as for a shell.
+		 */
+		if (lstat(try, &st) == 0)
+			*saved = EACCES;
 	} else if (errno != ENOENT && errno != ENOTDIR)
 		*saved = errno;
 	free(try);

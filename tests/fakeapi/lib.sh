@@ -11,7 +11,7 @@
 #   FAKEAPI_DIR (this directory) FAKEAPI_WORK (scratch dir) FAKEAPI_PORT
 #   FAKEAPI_URL (http://127.0.0.1:PORT) FAKEAPI_LOG (request log, JSON lines)
 #   FAKEAPI_PID (server) FAKEAPI_CWD (an empty working directory for the agent)
-#   HOME TMPDIR PATH, and every variable the three CLIs need (see
+#   HOME TMPDIR XDG_RUNTIME_DIR PATH, and every variable the three CLIs need (see
 #   docs/cli-notes.md).  Set FAKEAPI_KEEP=1 to keep the scratch dir.
 
 FAKEAPI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
@@ -109,6 +109,11 @@ fakeapi_setup() {
 	export FAKEAPI_WORK FAKEAPI_LOG FAKEAPI_PID FAKEAPI_PORT FAKEAPI_URL FAKEAPI_CWD
 
 	export HOME=$w/home TMPDIR=$w/tmp
+	# A private runtime directory too: corral's control socket and
+	# Codex's sandbox socket go there, not in a /tmp/NAME-UID another
+	# run (as the real root, seen from a user namespace) already made.
+	mkdir -p -m 0700 "$w/run"
+	export XDG_RUNTIME_DIR=$w/run
 	export PATH=$CLAUDE_PREFIX/node_modules/.bin:$CODEX_PREFIX/node_modules/.bin:$GEMINI_PREFIX/node_modules/.bin:$MCP_PREFIX/node_modules/.bin:$PATH
 	unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy NO_PROXY no_proxy
 

@@ -33,6 +33,16 @@ fi
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/adapter-lib.sh"
 fa_require claude codex
+# Codex keeps its sandbox's socket in /tmp/codex-daemon-UID and refuses a
+# directory that is not its user's.  Run as a user other than the one
+# that first ran Codex's sandbox here (or in a user namespace that maps
+# that user to root, as the fake API's does), it cannot run a command.
+d=/tmp/codex-daemon-0
+[ "$(id -u)" = 0 ] || d="/tmp/codex-daemon-0 /tmp/codex-daemon-$(id -u)"
+for d in $d; do
+	[ -d "$d" ] && [ ! -O "$d" ] &&
+	    skip "$d belongs to another user (uid $(stat -c %u "$d")): Codex's sandbox would refuse it"
+done
 
 mkdir -p "$T/ws" "$T/outside"
 cat >"$T/wf.yaml" <<YAML
