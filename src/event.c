@@ -468,13 +468,17 @@ event_evict(int reuse)
 	event_count--;
 }
 
-/* Store n bytes at a slot's buffer, growing it. */
+/*
+ * Make room for need bytes at a slot's buffer, growing it.  No more than
+ * asked: most events are kept once and never reused, one per agent
+ * start and state change, so slack would cost memory per agent.
+ */
 static void
 event_store(char **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return;
-	*cap = need < 256 ? 256 : need;
+	*cap = need;
 	*buf = xreallocarray(*buf, 1, *cap);
 }
 
