@@ -1098,6 +1098,7 @@ void	 protocol_set_intents(char **, size_t);
 size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
+int	 protocol_filter_allows(json_t *, const char *, const char *);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
 void	 protocol_set_run(const char *);

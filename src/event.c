@@ -218,26 +218,6 @@ event_type_match(const char *t, const char *f)
 	    strncmp(nt, nf, n - 1) == 0;
 }
 
-/*
- * Does a filter's array member allow value v?  No member, or an empty
- * array, allows everything; otherwise one of its strings must equal v.
- */
-static int
-event_in(json_t *filter, const char *key, const char *v)
-{
-	json_t	*a = json_object_get(filter, key), *x;
-	size_t	 i;
-
-	if (json_array_size(a) == 0)
-		return 1;
-	if (v == NULL)
-		return 0;
-	json_array_foreach(a, i, x)
-		if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
-			return 1;
-	return 0;
-}
-
 /* Does every pair of want appear in the data.metadata of event text? */
 static int
 event_meta_match(json_t *want, const char *text, size_t len)
@@ -304,10 +284,10 @@ event_filter_match(json_t *f, const char *type, const char *source,
 		if (!ok)
 			return 0;
 	}
-	if (!event_in(f, "fromAgents", source) ||
-	    !event_in(f, "fromRoles", srole) ||
-	    !event_in(f, "roles", arole) ||
-	    !event_in(f, "correlationIds", corr))
+	if (!protocol_filter_allows(f, "fromAgents", source) ||
+	    !protocol_filter_allows(f, "fromRoles", srole) ||
+	    !protocol_filter_allows(f, "roles", arole) ||
+	    !protocol_filter_allows(f, "correlationIds", corr))
 		return 0;
 	if (json_array_size(json_object_get(f, "scopes")) > 0)
 		return 0;

@@ -511,23 +511,6 @@ mapview_external(struct external *x, enum external_change what)
 		    "started inside its agent's CLI", 1);
 }
 
-/* Does filter member key (an array of strings) allow v?  Empty: yes. */
-static int
-mapview_in(json_t *f, const char *key, const char *v)
-{
-	json_t	*a = json_object_get(f, key), *x;
-	size_t	 i;
-
-	if (json_array_size(a) == 0)
-		return 1;
-	if (v == NULL)
-		return 0;
-	json_array_foreach(a, i, x)
-		if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
-			return 1;
-	return 0;
-}
-
 /*
  * Does an agent pass a map/agents/list filter?  states, roles, parent,
  * ownerId and hasChildren apply; scopes match nothing (corral has none);
@@ -541,8 +524,9 @@ mapview_match(struct agent *a, json_t *f)
 
 	if (f == NULL)
 		return 1;
-	if (!mapview_in(f, "states", mapview_state(a->life.state)) ||
-	    !mapview_in(f, "roles", a->conf->role))
+	if (!protocol_filter_allows(f, "states",
+	    mapview_state(a->life.state)) ||
+	    !protocol_filter_allows(f, "roles", a->conf->role))
 		return 0;
 	if (json_array_size(json_object_get(f, "scopes")) > 0)
 		return 0;
@@ -574,8 +558,8 @@ mapview_match_external(struct external *x, json_t *f)
 
 	if (f == NULL)
 		return 1;
-	if (!mapview_in(f, "states", mapview_xstate(x)) ||
-	    !mapview_in(f, "roles", NULL) ||
+	if (!protocol_filter_allows(f, "states", mapview_xstate(x)) ||
+	    !protocol_filter_allows(f, "roles", NULL) ||
 	    json_array_size(json_object_get(f, "scopes")) > 0)
 		return 0;
 	v = json_object_get(f, "parent");

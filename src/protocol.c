@@ -171,3 +171,23 @@ protocol_new_id(char *buf, size_t len)
 		strlcpy(buf + n, num, len - n);
 	return buf;
 }
+
+/*
+ * Does a MAP filter's list member key allow value v?  No member, or an
+ * empty list, allows everything; otherwise one of its strings must be v.
+ */
+int
+protocol_filter_allows(json_t *filter, const char *key, const char *v)
+{
+	json_t	*a = json_object_get(filter, key), *x;
+	size_t	 i;
+
+	if (json_array_size(a) == 0)
+		return 1;
+	if (v == NULL)
+		return 0;
+	json_array_foreach(a, i, x)
+		if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+			return 1;
+	return 0;
+}

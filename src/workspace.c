@@ -82,7 +82,7 @@ static workspace_result_cb	 workspace_cb;
 /* Shared with the writer thread, under ws_mu. */
 static pthread_mutex_t		 ws_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		 ws_cv = PTHREAD_COND_INITIALIZER;
-static struct ws_jobs		 ws_todo = TAILQ_HEAD_INITIALIZER(ws_todo);
+static struct ws_jobs		 ws_queue = TAILQ_HEAD_INITIALIZER(ws_queue);
 static struct ws_jobs		 ws_done = TAILQ_HEAD_INITIALIZER(ws_done);
 static unsigned int		 ws_busy;	/* queued or being written */
 static int			 ws_quit;
@@ -490,11 +490,11 @@ workspace_thread(void *arg)
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	pthread_mutex_lock(&ws_mu);
 	for (;;) {
-		while (TAILQ_EMPTY(&ws_todo) && !ws_quit)
+		while (TAILQ_EMPTY(&ws_queue) && !ws_quit)
 			pthread_cond_wait(&ws_cv, &ws_mu);
-		if ((job = TAILQ_FIRST(&ws_todo)) == NULL)
+		if ((job = TAILQ_FIRST(&ws_queue)) == NULL)
 			break;
-		TAILQ_REMOVE(&ws_todo, job, entry);
+		TAILQ_REMOVE(&ws_queue, job, entry);
 		pthread_mutex_unlock(&ws_mu);
 		if (job->why[0] == '\0')
 			workspace_write_one(job);
@@ -607,7 +607,7 @@ workspace_queue(struct ws_job *job)
 	pthread_mutex_lock(&ws_mu);
 	ws_busy++;
 	if (ws_threaded) {
-		TAILQ_INSERT_TAIL(&ws_todo, job, entry);
+		TAILQ_INSERT_TAIL(&ws_queue, job, entry);
 		pthread_cond_broadcast(&ws_cv);
 		pthread_mutex_unlock(&ws_mu);
 		return;

@@ -249,3 +249,39 @@ if [ "$(basename "$0")" = rel-lib.sh ]; then
 	    fail "relagent invalid: expected $n lines and the reply"
 	exit 0
 fi
+
+# The artifact tests (rel-workspace*): corral serve with workspace $W and
+# one agent, w, that answers each request with the next line of
+# $T/script.
+#
+# ws_reply ARTIFACTS-JSON: print one line of the script: a finalize that
+# carries these artifacts and answers its request (@ID@).
+ws_reply() {
+	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"wrote"},"outputs":{"artifacts":[%s]},"confidence":{"score":0.9},"trace":{"parents":["@ID@"]}}\n' "$1"
+}
+
+# ws_serve: start corral serve on that workflow (stdin on fd 8).
+ws_serve() {
+	cat >"$T/wf.yaml" <<-YAML
+	workspace: $W
+	agents:
+	  w:
+	    cmd: [$RA, --record, $T/rec, --script, $T/script]
+	routes:
+	  "*": w
+	YAML
+	serve_start "$T/wf.yaml" --log "$AUD" -v
+	ws_n=0
+}
+
+# ws_step WHAT: send the next request and wait for its result, which
+# must be the agent's reply (a refused artifact does not cost it).
+ws_step() {
+	ws_n=$((ws_n + 1))
+	"$RG" env 1 --id s- --start $ws_n --task script >&8
+	_ws_id="s-$ws_n"
+	wait_for '[ -n "$(result_of "$_ws_id")" ]' 10 ||
+	    fail "$1: no result for s-$ws_n within 10s (x$SLOW): corral is frozen"
+	result_of "s-$ws_n" | grep -q '"text":"wrote"' ||
+	    fail "$1: expected the agent's reply as the result, got: $(result_of "s-$ws_n" | cut -c1-300)"
+}

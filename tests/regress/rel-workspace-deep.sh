@@ -40,34 +40,15 @@ else
 	rmdir "$W/full" 2>/dev/null
 fi
 
-reply() {	# ARTIFACTS-JSON
-	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"wrote"},"outputs":{"artifacts":[%s]},"confidence":{"score":0.9},"trace":{"parents":["@ID@"]}}\n' "$1"
-}
 {
-	reply "{\"path\":\"$deep\",\"content\":\"x\"}"
-	reply "{\"path\":\"$ok32\",\"content\":\"ok\"},{\"path\":\"$no33\",\"content\":\"x\"}"
-	reply "{\"path\":\"$long\",\"content\":\"x\"},{\"path\":\"$comp\",\"content\":\"x\"}"
-	reply '{"path":"n1/n2/missing.txt","content":"x","operation":"update"}'
-	[ -n "$FULL" ] && reply "{\"path\":\"full/n1/n2/big.txt\",\"content\":\"$big\"}"
+	ws_reply "{\"path\":\"$deep\",\"content\":\"x\"}"
+	ws_reply "{\"path\":\"$ok32\",\"content\":\"ok\"},{\"path\":\"$no33\",\"content\":\"x\"}"
+	ws_reply "{\"path\":\"$long\",\"content\":\"x\"},{\"path\":\"$comp\",\"content\":\"x\"}"
+	ws_reply '{"path":"n1/n2/missing.txt","content":"x","operation":"update"}'
+	[ -n "$FULL" ] && ws_reply "{\"path\":\"full/n1/n2/big.txt\",\"content\":\"$big\"}"
 } >"$T/script"
 
-cat >"$T/wf.yaml" <<YAML
-workspace: $W
-agents:
-  w:
-    cmd: [$RA, --record, $T/rec, --script, $T/script]
-routes:
-  "*": w
-YAML
-
-serve_start "$T/wf.yaml" --log "$AUD" -v
-n=0
-step() {
-	n=$((n + 1))
-	"$RG" env 1 --id s- --start $n --task script >&8
-	_id="s-$n"
-	wait_for '[ -n "$(result_of "$_id")" ]' 10 || fail "$1: no result for s-$n"
-}
+ws_serve
 refused() {	# WHAT LOG-TEXT
 	_p=$2
 	wait_for 'grep -qF "corral: agent w: artifact refused: $_p" "$ERR"' 5 ||
@@ -84,13 +65,13 @@ absent() {	# WHAT PATH
 	return 0
 }
 
-step "3000 levels"
+ws_step "3000 levels"
 events 1
 absent "3000 levels" d
 refused "3000 levels" "the path has more than 32 components"
 absent "3000 levels" d
 
-step "32 and 33 components"
+ws_step "32 and 33 components"
 events 3
 absent "33 components" b
 wait_for '[ "$(cat "$W/$ok32" 2>/dev/null)" = ok ]' 5 ||
@@ -98,7 +79,7 @@ wait_for '[ "$(cat "$W/$ok32" 2>/dev/null)" = ok ]' 5 ||
 refused "33 components" "the path has more than 32 components"
 absent "33 components" b
 
-step "long path, long component"
+ws_step "long path, long component"
 events 5
 absent "long path" c
 absent "long component" e
@@ -107,14 +88,14 @@ refused "long component" "a path component is longer than 255 bytes"
 absent "long path" c
 absent "long component" e
 
-step "update in missing directories"
+ws_step "update in missing directories"
 events 6
 absent "update in missing directories" n1
 refused "update in missing directories" "n1/n2/missing.txt: No such file or directory"
 absent "update in missing directories" n1
 
 if [ -n "$FULL" ]; then
-	step "no space left"
+	ws_step "no space left"
 	events 7
 	absent "no space left" full/n1
 	refused "no space left" "full/n1/n2/big.txt: No space left on device"

@@ -16,36 +16,14 @@ mkfifo "$W/fifo" || skip "mkfifo failed"
 mkdir "$W/sub"
 mkfifo "$W/sub/fifo2"
 
-reply() {	# ARTIFACTS-JSON
-	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"wrote"},"outputs":{"artifacts":[%s]},"confidence":{"score":0.9},"trace":{"parents":["@ID@"]}}\n' "$1"
-}
 {
-	reply '{"path":"fifo","content":"x"}'
-	reply '{"path":"sub/fifo2","content":"x","operation":"update"}'
-	reply '{"path":"fifo","content":"x","operation":"create"}'
-	reply '{"path":"ok.txt","content":"fine"}'
+	ws_reply '{"path":"fifo","content":"x"}'
+	ws_reply '{"path":"sub/fifo2","content":"x","operation":"update"}'
+	ws_reply '{"path":"fifo","content":"x","operation":"create"}'
+	ws_reply '{"path":"ok.txt","content":"fine"}'
 } >"$T/script"
 
-cat >"$T/wf.yaml" <<YAML
-workspace: $W
-agents:
-  w:
-    cmd: [$RA, --record, $T/rec, --script, $T/script]
-routes:
-  "*": w
-YAML
-
-serve_start "$T/wf.yaml" --log "$AUD" -v
-n=0
-step() {
-	n=$((n + 1))
-	"$RG" env 1 --id s- --start $n --task script >&8
-	_id="s-$n"
-	wait_for '[ -n "$(result_of "$_id")" ]' 10 ||
-	    fail "$1: no result for s-$n within 10s (x$SLOW): corral is frozen"
-	result_of "s-$n" | grep -q '"text":"wrote"' ||
-	    fail "$1: expected the agent's reply as the result, got: $(result_of "s-$n" | cut -c1-300)"
-}
+ws_serve
 refused() {	# WHAT LOG-TEXT NOTICES
 	_p=$2
 	wait_for 'grep -qF "corral: agent w: artifact refused: $_p" "$ERR"' 5 ||
@@ -55,13 +33,13 @@ refused() {	# WHAT LOG-TEXT NOTICES
 	    fail "$1: the agent got $(grep -c '^notice w artifact_refused$' "$T/rec") artifact_refused notices, expected $3"
 }
 
-step "a FIFO, no operation"
+ws_step "a FIFO, no operation"
 refused "a FIFO" "fifo: not a regular file" 1
-step "a FIFO in a directory, operation update"
+ws_step "a FIFO in a directory, operation update"
 refused "a FIFO, update" "sub/fifo2: not a regular file" 2
-step "a FIFO, operation create"
+ws_step "a FIFO, operation create"
 refused "a FIFO, create" "fifo: File exists" 3
-step "a regular file after the FIFOs"
+ws_step "a regular file after the FIFOs"
 wait_for '[ "$(cat "$W/ok.txt" 2>/dev/null)" = fine ]' 5 ||
     fail "ok.txt was not written after the FIFOs"
 [ -p "$W/fifo" ] && [ -p "$W/sub/fifo2" ] || fail "a FIFO was replaced or removed"

@@ -19,32 +19,13 @@ ln "$O/secret.txt" "$W/hl" || skip "cannot make a hard link in $T"
 ln "$O/secret.txt" "$W/hl2"
 ln "$O/secret.txt" "$W/hl3"
 
-reply() {	# ARTIFACTS-JSON
-	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"wrote"},"outputs":{"artifacts":[%s]},"confidence":{"score":0.9},"trace":{"parents":["@ID@"]}}\n' "$1"
-}
 {
-	reply '{"path":"hl","content":"PWNED"}'
-	reply '{"path":"hl2","content":"PWNED2","operation":"update"}'
-	reply '{"path":"hl3","content":"PWNED3","operation":"create"}'
+	ws_reply '{"path":"hl","content":"PWNED"}'
+	ws_reply '{"path":"hl2","content":"PWNED2","operation":"update"}'
+	ws_reply '{"path":"hl3","content":"PWNED3","operation":"create"}'
 } >"$T/script"
 
-cat >"$T/wf.yaml" <<YAML
-workspace: $W
-agents:
-  w:
-    cmd: [$RA, --record, $T/rec, --script, $T/script]
-routes:
-  "*": w
-YAML
-
-serve_start "$T/wf.yaml" --log "$AUD" -v
-n=0
-step() {
-	n=$((n + 1))
-	"$RG" env 1 --id s- --start $n --task script >&8
-	_id="s-$n"
-	wait_for '[ -n "$(result_of "$_id")" ]' 10 || fail "$1: no result for s-$n"
-}
+ws_serve
 secret_ok() {
 	[ "$(cat "$O/secret.txt")" = SECRET ] ||
 	    fail "$1: the file outside the workspace was overwritten through a hard link: $(cat "$O/secret.txt")"
@@ -53,7 +34,7 @@ links() {
 	stat -c %h "$1"
 }
 
-step "no operation"
+ws_step "no operation"
 wait_for '[ "$(aud_count artifact path hl)" -ge 1 ]' 5 ||
     fail "no artifact event for hl in the audit log"
 secret_ok "no operation"
@@ -61,13 +42,13 @@ secret_ok "no operation"
 [ "$(links "$W/hl")" = 1 ] || fail "hl has $(links "$W/hl") links: it is still the outside file"
 [ "$(stat -c %a "$W/hl")" = 600 ] || fail "hl is mode $(stat -c %a "$W/hl"), not 600"
 
-step "operation update"
+ws_step "operation update"
 wait_for '[ "$(aud_count artifact path hl2)" -ge 1 ]' 5 || fail "no artifact event for hl2"
 secret_ok "update"
 [ "$(cat "$W/hl2")" = PWNED2 ] || fail "hl2 holds '$(cat "$W/hl2")', not the artifact"
 [ "$(links "$W/hl2")" = 1 ] || fail "hl2 has $(links "$W/hl2") links"
 
-step "operation create"
+ws_step "operation create"
 wait_for 'grep -qF "corral: agent w: artifact refused: hl3: File exists" "$ERR"' 5 ||
     fail "create on an existing hard link was not refused: $(grep -F artifact "$ERR" | tail -n 2)"
 secret_ok "create"

@@ -19,40 +19,18 @@ printf 'ORIGINAL\n' >"$O/target.txt"
 ln -s "$O/target.txt" "$W/link-file"
 ln -s "$O" "$W/link-dir"
 
-# One reply per request, in order; @ID@ is the request's trace.id.
-reply() {	# ARTIFACTS-JSON
-	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"text","text":"wrote"},"outputs":{"artifacts":[%s]},"confidence":{"score":0.9},"trace":{"parents":["@ID@"]}}\n' "$1"
-}
 {
-	reply '{"path":"a.txt","content":"hello\nworld \"q\" \u00e9"},{"kind":"file","name":"b","path":"sub/dir/b.txt","content":"B","operation":"create"}'
-	reply "{\"path\":\"$O/abs.txt\",\"content\":\"x\"}"
-	reply '{"path":"../outside/dots.txt","content":"x"},{"path":"sub/../../outside/dots2.txt","content":"x"}'
-	reply '{"path":"link-file","content":"PWNED"}'
-	reply '{"path":"link-dir/new.txt","content":"PWNED"}'
-	reply '{"path":"a.txt","content":"clobbered","operation":"create"}'
-	reply '{"path":"missing.txt","content":"x","operation":"update"}'
-	reply '{"path":"a.txt","content":"updated","operation":"update"}'
+	ws_reply '{"path":"a.txt","content":"hello\nworld \"q\" \u00e9"},{"kind":"file","name":"b","path":"sub/dir/b.txt","content":"B","operation":"create"}'
+	ws_reply "{\"path\":\"$O/abs.txt\",\"content\":\"x\"}"
+	ws_reply '{"path":"../outside/dots.txt","content":"x"},{"path":"sub/../../outside/dots2.txt","content":"x"}'
+	ws_reply '{"path":"link-file","content":"PWNED"}'
+	ws_reply '{"path":"link-dir/new.txt","content":"PWNED"}'
+	ws_reply '{"path":"a.txt","content":"clobbered","operation":"create"}'
+	ws_reply '{"path":"missing.txt","content":"x","operation":"update"}'
+	ws_reply '{"path":"a.txt","content":"updated","operation":"update"}'
 } >"$T/script"
 
-cat >"$T/wf.yaml" <<YAML
-workspace: $W
-agents:
-  w:
-    cmd: [$RA, --record, $T/rec, --script, $T/script]
-routes:
-  "*": w
-YAML
-
-serve_start "$T/wf.yaml" --log "$AUD" -v
-n=0
-# step WHAT: send the next request and wait for its result (the reply).
-step() {
-	n=$((n + 1))
-	"$RG" env 1 --id s- --start $n --task script >&8
-	wait_result "s-$n"
-	result_of "s-$n" | grep -q '"text":"wrote"' ||
-	    fail "$1: expected the agent's reply as the result, got: $(result_of "s-$n" | cut -c1-300)"
-}
+ws_serve
 # refused WHAT PATH-IN-LOG: corral logged, recorded and reported a refusal.
 refused() {
 	_p=$2
@@ -66,7 +44,7 @@ mode() {
 	stat -c %a "$1"
 }
 
-step "good paths"
+ws_step "good paths"
 [ -f "$W/a.txt" ] || fail "a.txt was not written in the workspace"
 [ "$(cat "$W/a.txt")" = "$(printf 'hello\nworld "q" \303\251')" ] ||
     fail "a.txt holds '$(cat "$W/a.txt")', not the decoded content"
@@ -75,32 +53,32 @@ step "good paths"
     fail "artifacts must be mode 0600: a.txt $(mode "$W/a.txt"), b.txt $(mode "$W/sub/dir/b.txt")"
 [ "$(mode "$W/sub")" = 700 ] || fail "directories must be mode 0700: sub is $(mode "$W/sub")"
 
-step "absolute path"
+ws_step "absolute path"
 refused "absolute path" "absolute paths are refused" 1
 [ -e "$O/abs.txt" ] && fail "an absolute path was written outside the workspace"
 
-step "dot-dot"
+ws_step "dot-dot"
 refused "dot-dot" '".." is refused' 2
 [ -e "$O/dots.txt" ] || [ -e "$O/dots2.txt" ] && fail "a .. path was written outside"
 
-step "symlink to a file outside"
+ws_step "symlink to a file outside"
 refused "symlink to a file" "link-file leads out of the workspace" 3
 [ "$(cat "$O/target.txt")" = ORIGINAL ] || fail "the file outside was changed through a symlink: $(cat "$O/target.txt")"
 
-step "symlink to a directory outside"
+ws_step "symlink to a directory outside"
 refused "symlink to a directory" "link-dir/new.txt leads out of the workspace" 4
 [ -e "$O/new.txt" ] && fail "a file was created outside through a symlinked directory"
 
-step "create on an existing file"
+ws_step "create on an existing file"
 refused "create on an existing file" "a.txt: File exists" 5
 [ "$(cat "$W/a.txt")" = "$(printf 'hello\nworld "q" \303\251')" ] ||
     fail "operation create replaced an existing file"
 
-step "update of a missing file"
+ws_step "update of a missing file"
 refused "update of a missing file" "missing.txt: No such file or directory" 6
 [ -e "$W/missing.txt" ] && fail "operation update created a missing file"
 
-step "update of an existing file"
+ws_step "update of an existing file"
 [ "$(cat "$W/a.txt")" = updated ] || fail "operation update did not replace a.txt: $(cat "$W/a.txt")"
 [ "$(mode "$W/a.txt")" = 600 ] || fail "a.txt is mode $(mode "$W/a.txt") after update"
 
