@@ -466,7 +466,9 @@ agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 
 /*
  * Write the agent's last stderr lines (at most n), oldest first, quoted
- * and joined, into buf; returns the length (0: none).
+ * and joined, into buf; returns the length (0: none).  This is text for
+ * people (a log line, an error's message): it reaches JSON only through
+ * the JSON writer, which escapes it.
  */
 size_t
 agent_stderr_tail(const struct agent *a, char *buf, size_t len,
