@@ -1445,7 +1445,6 @@ void	 lifecycle_observe(lifecycle_observer);
 void	 lifecycle_set_shutdown(void);
 int	 lifecycle_shutting_down(void);
 const char *lifecycle_state_name(enum agent_state);
-const char *lifecycle_map_state(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
 enum agent_state lifecycle_next(enum agent_state, enum agent_event, int);
 void	 lifecycle_feed(struct agent *, enum agent_event, const char *);

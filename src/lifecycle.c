@@ -135,12 +135,6 @@ static const char *lifecycle_states[AS_COUNT] = {
 	"STOPPING", "STOPPED", "FAILED", "STOPPING", "STOPPING", "STOPPED"
 };
 
-/* MAP's names for the same states (docs/lifecycle.md). */
-static const char *lifecycle_map_states[AS_COUNT] = {
-	"registered", "idle", "busy", "unavailable", "suspended", "stopping",
-	"stopped", "failed", "stopping", "stopping", "stopped"
-};
-
 static const char *lifecycle_events[AE_COUNT] = {
 	"spawned", "handshake", "work", "idle", "missed", "alive", "sigstop",
 	"sigcont", "timeouts", "suspend", "resume", "stop", "exited",
@@ -235,12 +229,6 @@ lifecycle_state_name(enum agent_state s)
 	return s < AS_COUNT ? lifecycle_states[s] : "?";
 }
 
-/* Name a state as MAP does. */
-const char *
-lifecycle_map_state(enum agent_state s)
-{
-	return s < AS_COUNT ? lifecycle_map_states[s] : "?";
-}
 
 /* Name an event. */
 const char *

@@ -329,7 +329,7 @@ test_state_names(void **state)
 		{ AS_INITIALIZING, "INITIALIZING", "registered" },
 		{ AS_READY, "READY", "idle" },
 		{ AS_BUSY, "BUSY", "busy" },
-		{ AS_UNAVAILABLE, "UNAVAILABLE", "unavailable" },
+		{ AS_UNAVAILABLE, "UNAVAILABLE", "x-unavailable" },
 		{ AS_SUSPENDED, "SUSPENDED", "suspended" },
 		{ AS_STOPPING, "STOPPING", "stopping" },
 		{ AS_STOPPED, "STOPPED", "stopped" },
@@ -344,11 +344,11 @@ test_state_names(void **state)
 	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
 		assert_string_equal(lifecycle_state_name(names[i].s),
 		    names[i].name);
-		assert_string_equal(lifecycle_map_state(names[i].s),
+		assert_string_equal(mapview_state(names[i].s),
 		    names[i].map);
 	}
 	assert_string_equal(lifecycle_state_name(AS_COUNT), "?");
-	assert_string_equal(lifecycle_map_state(AS_COUNT), "?");
+	assert_string_equal(mapview_state(AS_COUNT), "x-unknown");
 }
 
 /* Event names, as the audit log records them. */
