@@ -229,7 +229,6 @@ lifecycle_state_name(enum agent_state s)
 	return s < AS_COUNT ? lifecycle_states[s] : "?";
 }
 
-
 /* Name an event. */
 const char *
 lifecycle_event_name(enum agent_event e)
