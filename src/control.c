@@ -549,11 +549,11 @@ control_frame(struct peer *p, const char *line, size_t len)
 	 * jansson does, without the tree, so a frame that is not JSON or
 	 * holds too many values costs no more than its bytes.
 	 */
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, line, len) != 0) {
 		snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
 		    js->err, js->err_off);
-		engine_scan_give(js);
+		jscan_give(js);
 		log_warnx("%s: control frame: %s", p->name, msg);
 		if (p->agent == NULL) {
 			nul = json_null();
@@ -572,14 +572,14 @@ control_frame(struct peer *p, const char *line, size_t len)
 		    js->tok[t].type != JT_OBJECT && js->tok[t].type != JT_ARRAY)
 			id = json_loadb(line + js->tok[t].off, js->tok[t].len,
 			    JSON_DECODE_ANY, NULL);
-		engine_scan_give(js);
+		jscan_give(js);
 		if (id == NULL && p->agent == NULL)
 			id = json_null();
 		rpc_error(p, id, CORRAL_E_INVALID, msg, NULL);
 		json_decref(id);
 		return;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL ||
 	    !json_is_object(j)) {
 		if (j == NULL)

@@ -1109,6 +1109,9 @@ const char *protocol_new_id(char *, size_t);
 struct jscan *jscan_create(unsigned int);
 void	 jscan_free(struct jscan *);
 void	 jscan_trim(struct jscan *);
+struct jscan *jscan_take(void);
+void	 jscan_give(struct jscan *);
+void	 jscan_drain(void);
 int	 jscan_run(struct jscan *, const char *, size_t);
 size_t	 jscan_unescape(struct jscan *, const char *, size_t);
 int	 jscan_str_equal(struct jscan *, const char *, size_t, int,
@@ -1536,9 +1539,6 @@ struct engine_stats {
 void	 engine_init(const struct workflow *, const struct engine_hooks *);
 void	 engine_on_task(const struct engine_task_hooks *);
 const struct engine_stats *engine_stats_get(void);
-struct jscan *engine_scan_take(void);
-void	 engine_scan_give(struct jscan *);
-void	 engine_scan_drain(void);
 struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);

@@ -98,7 +98,7 @@ engine_unreflected(struct msg *m, const char *why)
 	char			*line;
 	size_t			 mlen, len;
 
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, m->weak, m->weaklen) != 0 ||
 	    envelope_check(js, m->weak, m->weaklen, &env, &err) != 0 ||
 	    envelope_trace_id(js, m->weak, &env, reply_id, sizeof reply_id) !=
@@ -125,7 +125,7 @@ engine_unreflected(struct msg *m, const char *why)
 	    why, NULL);
 	engine_follow(m, NULL, js, line, len, &env, reply_id, 0);
 	free(line);
-	engine_scan_give(js);
+	jscan_give(js);
 }
 
 /*
@@ -136,7 +136,7 @@ engine_unreflected(struct msg *m, const char *why)
 static double
 engine_action_ttl(const char *args, size_t len)
 {
-	struct jscan	*js = engine_scan_take();
+	struct jscan	*js = jscan_take();
 	double		 ttl = 0;
 	int		 t;
 
@@ -144,7 +144,7 @@ engine_action_ttl(const char *args, size_t len)
 	    (t = JSCAN_GET(js, args, 0, "ttl_ms")) != -1 &&
 	    js->tok[t].type == JT_NUMBER && jscan_number(js, args, t) >= 0)
 		ttl = jscan_number(js, args, t) / 1000.0;
-	engine_scan_give(js);
+	jscan_give(js);
 	return ttl;
 }
 
@@ -166,14 +166,14 @@ engine_check_ttls(struct jscan *js, const char *line, const struct env *env,
 	    e = jscan_next(js, env->next_actions, e), i++) {
 		if ((args = JSCAN_GET(js, line, e, "args")) == -1)
 			continue;
-		sub = engine_scan_take();
+		sub = jscan_take();
 		if (jscan_run(sub, line + js->tok[args].off,
 		    js->tok[args].len) == 0 && (t = JSCAN_GET(sub,
 		    line + js->tok[args].off, 0, "ttl_ms")) != -1 &&
 		    (sub->tok[t].type != JT_NUMBER || jscan_number(sub,
 		    line + js->tok[args].off, t) < 0))
 			bad = 1;
-		engine_scan_give(sub);
+		jscan_give(sub);
 	}
 	if (!bad)
 		return 0;

@@ -7,7 +7,6 @@
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
 
-#define ENGINE_SCANNERS	8	/* kept for reuse; more are made as needed */
 #define ENGINE_BAD_STREAK 10000	/* non-JSON lines in a row: failed */
 #define ENGINE_BAD_FIRST 160	/* bytes kept of the first of them */
 #define ENGINE_ENV_STREAK 10000	/* invalid envelopes in a row: no notices */

@@ -350,7 +350,7 @@ engine_agent_line(struct agent *a, char *line, size_t len,
 			    extra);
 		return;
 	}
-	js = engine_scan_take();
+	js = jscan_take();
 	engine_agent_scanned(a, js, line, len, kind, extra);
-	engine_scan_give(js);
+	jscan_give(js);
 }

@@ -117,13 +117,13 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	 * second scan.
 	 */
 	if (!linked) {
-		js = engine_scan_take();
+		js = jscan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0 &&
 		    !envelope_has_parent(js, line, &env, j->id))
 			relinked = envelope_add_parent(js, line, len, &env,
 			    j->id, &llen);
-		engine_scan_give(js);
+		jscan_give(js);
 	}
 	if (relinked != NULL) {
 		engine_out(relinked, llen);

@@ -193,7 +193,7 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 		return;
 	lifecycle_activity(a);
 	engine_progress_last(m);
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, line, len) != 0 ||
 	    envelope_check(js, line, len, &env, &err) != 0) {
 		log_warnx("agent %s: adapter %s made an invalid reply: %s",
@@ -201,10 +201,10 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 		    err.msg);
 		engine_fail(m, "INTERNAL", "bad_reply", "adapter %s made an "
 		    "invalid reply", a->conf->adapter);
-		engine_scan_give(js);
+		jscan_give(js);
 		return;
 	}
 	a->proc.msgs_out++;
 	engine_reply(a, m, js, line, len, &env);
-	engine_scan_give(js);
+	jscan_give(js);
 }

@@ -163,7 +163,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 	m->retries++;
 	delay = engine_retry_delay(m->retries);
 	member[util_u64(member, m->retries)] = '\0';
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, m->line, m->len) == 0 &&
 	    envelope_check(js, m->line, m->len, &env, &err) == 0) {
 		line = envelope_corral_set(js, m->line, m->len, &env,
@@ -173,7 +173,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 		m->line = line;
 		m->len = len;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	if (m->agent != NULL)
 		engine_pin(m, m->agent, category, code);
 	log_info("request %s: %s (%s); retry %u in %.1fs", m->id, category, why,

@@ -51,8 +51,6 @@ int				 engine_stopping;
 static TAILQ_HEAD(, msg)	 engine_live =
 				    TAILQ_HEAD_INITIALIZER(engine_live);
 static uint64_t			 engine_msg_seq;
-static struct jscan		*engine_pool[ENGINE_SCANNERS];
-static size_t			 engine_npool;
 
 static void	engine_dispatched(struct msg *, struct agent *);
 static void	engine_queued(struct msg *);
@@ -123,36 +121,6 @@ const struct engine_stats *
 engine_stats_get(void)
 {
 	return &engine_stats;
-}
-
-/* Take a scanner for one line; give it back with engine_scan_give. */
-struct jscan *
-engine_scan_take(void)
-{
-	if (engine_npool > 0)
-		return engine_pool[--engine_npool];
-	return jscan_create(4);
-}
-
-/* Give a scanner back to the pool. */
-void
-engine_scan_give(struct jscan *js)
-{
-	if (js == NULL)
-		return;
-	jscan_trim(js);
-	if (engine_npool < ENGINE_SCANNERS)
-		engine_pool[engine_npool++] = js;
-	else
-		jscan_free(js);
-}
-
-/* Free the pool (corral is exiting, or a test is over). */
-void
-engine_scan_drain(void)
-{
-	while (engine_npool > 0)
-		jscan_free(engine_pool[--engine_npool]);
 }
 
 /* Create a request for job j from an envelope line (taken over). */
@@ -417,7 +385,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	struct msg		*m;
 	char			 id[CORRAL_ID_MAX], *stripped = NULL;
 
-	js = engine_scan_take();
+	js = jscan_take();
 	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
 	    js, line, len, kind, extra))
 		goto out;
@@ -462,7 +430,7 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	engine_submit(m);
 out:
 	free(stripped);
-	engine_scan_give(js);
+	jscan_give(js);
 }
 
 /*
@@ -477,14 +445,14 @@ engine_start_goal(const char *line, size_t len)
 	struct jscan		*js;
 	struct msg		*m;
 
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, line, len) != 0 ||
 	    envelope_check(js, line, len, &env, &err) != 0) {
-		engine_scan_give(js);
+		jscan_give(js);
 		return -1;
 	}
 	m = engine_job_start(js, line, len, &env, JOB_RUN);
-	engine_scan_give(js);
+	jscan_give(js);
 	engine_submit(m);
 	return 0;
 }

@@ -296,17 +296,17 @@ message_envelope(json_t *payload, const char *role, const char *trace_id,
 		return NULL;
 	}
 	*lenp = strlen(s);
-	js = engine_scan_take();
+	js = jscan_take();
 	err.msg[0] = '\0';
 	if (jscan_run(js, s, *lenp) != 0 ||
 	    envelope_check(js, s, *lenp, env, &err) != 0) {
 		snprintf(why, whylen, "params.payload is not a valid envelope: "
 		    "%s", err.msg[0] ? err.msg : "invalid JSON");
-		engine_scan_give(js);
+		jscan_give(js);
 		free(s);
 		return NULL;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	return s;
 }
 
@@ -699,10 +699,10 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	valid = 0;
 	if (json_is_object(payload) && (line = json_dumps(payload,
 	    CORRAL_JSON_FLAGS)) != NULL) {
-		js = engine_scan_take();
+		js = jscan_take();
 		valid = jscan_run(js, line, strlen(line)) == 0 &&
 		    envelope_check(js, line, strlen(line), &env, &err) == 0;
-		engine_scan_give(js);
+		jscan_give(js);
 		free(line);
 	}
 	if (valid)
@@ -822,11 +822,11 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			return;
 		}
 		member = message_member(from->name, mid);
-		js = engine_scan_take();
+		js = jscan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0)
 			marked = envelope_mark(js, line, len, member, &mlen);
-		engine_scan_give(js);
+		jscan_give(js);
 	}
 	ids = json_array();
 	for (i = 0; i < n; i++) {

@@ -926,6 +926,6 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	workspace_close();	/* its last outcomes go before run_end */
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
-	engine_scan_drain();
+	jscan_drain();
 	return supervisor_exit_status();
 }

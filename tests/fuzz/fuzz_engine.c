@@ -2255,7 +2255,7 @@ fz_end(void)
 	workspace_close();
 	if ((fd = open(fz.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
 		fz_empty_dir(fd);
-	engine_scan_drain();
+	jscan_drain();
 }
 
 /* ---- Once per process. ---- */
