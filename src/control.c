@@ -309,8 +309,10 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	if (json_is_string(v) && strcmp(json_string_value(v), "orphan") == 0)
 		p->flags |= PEER_ORPHAN;
 	if (a != NULL && (p->role & PEER_AGENT) && ptype != NULL &&
-	    strcmp(ptype, "agent") == 0)
+	    strcmp(ptype, "agent") == 0) {
 		p->flags |= PEER_MAPAGENT;
+		(void)dialect_switch(a, "map");
+	}
 
 	run = json_pack("{s:s, s:s, s:s, s:I, s:I}", "runId",
 	    protocol_run_id(), "workflow", control_run.workflow != NULL ?

@@ -149,43 +149,6 @@ engine_action_ttl(const char *args, size_t len)
 }
 
 /*
- * Check the ttl_ms of each next action's args, which sit below the
- * reply's tape: a number of milliseconds >= 0, or absent.  Returns 0, or
- * -1 with err filled as envelope_check fills it.
- */
-int
-engine_check_ttls(struct jscan *js, const char *line, const struct env *env,
-    struct env_error *err)
-{
-	struct jscan	*sub;
-	int		 e, args, t, i = 0, bad = 0;
-
-	if (env->next_actions == -1)
-		return 0;
-	for (e = jscan_first(js, env->next_actions); e != -1 && !bad;
-	    e = jscan_next(js, env->next_actions, e), i++) {
-		if ((args = JSCAN_GET(js, line, e, "args")) == -1)
-			continue;
-		sub = jscan_take();
-		if (jscan_run(sub, line + js->tok[args].off,
-		    js->tok[args].len) == 0 && (t = JSCAN_GET(sub,
-		    line + js->tok[args].off, 0, "ttl_ms")) != -1 &&
-		    (sub->tok[t].type != JT_NUMBER || jscan_number(sub,
-		    line + js->tok[args].off, t) < 0))
-			bad = 1;
-		jscan_give(sub);
-	}
-	if (!bad)
-		return 0;
-	err->code = "invalid_envelope";
-	snprintf(err->path, sizeof err->path,
-	    "outputs.next_actions[%d].args.ttl_ms", i - 1);
-	snprintf(err->msg, sizeof err->msg, "%s must be a number >= 0",
-	    err->path);
-	return -1;
-}
-
-/*
  * Make the requests of a reply's next_actions (not yet routed: the
  * caller routes them once req has ended).  Returns how many.
  */

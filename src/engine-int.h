@@ -7,10 +7,6 @@
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
 
-#define ENGINE_BAD_STREAK 10000	/* non-JSON lines in a row: failed */
-#define ENGINE_BAD_FIRST 160	/* bytes kept of the first of them */
-#define ENGINE_ENV_STREAK 10000	/* invalid envelopes in a row: no notices */
-
 /* How a request's end bears on its job (engine_request_end). */
 #define END_NONE	0	/* the branch goes on in other requests */
 #define END_BRANCH	1	/* the line ends its branch */
@@ -53,30 +49,13 @@ void	 engine_run_budget(const char *);
 void	 engine_follow(struct msg *, struct agent *, struct jscan *,
 	    const char *, size_t, struct env *, const char *, int);
 void	 engine_unreflected(struct msg *, const char *);
-int	 engine_check_ttls(struct jscan *, const char *, const struct env *,
-	    struct env_error *);
 
-/* engine-reply.c: matching replies, making them honest. */
+/* engine-reply.c: agents' envelopes, replies matched and made honest. */
 const char *engine_unforge(struct jscan *, struct agent *, const char *,
 	    size_t *, struct env *, char **);
 void	 engine_reply(struct agent *, struct msg *, struct jscan *,
 	    const char *, size_t, struct env *);
-struct msg *engine_match(struct agent *, struct jscan *, const char *,
-	    const struct env *);
-struct msg *engine_raw_match(struct agent *, struct jscan *, const char *);
 void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
-
-/* engine-line.c: agents' lines, bad ones and the notices about them. */
-void	 engine_notice(struct agent *, const char *, const char *,
-	    const char *, const char *);
-const char *engine_raw_trace_id(struct jscan *, const char *, char *, size_t);
-void	 engine_warn_agent(struct agent *, const char *, ...)
-	    __attribute__((format(printf, 2, 3)));
-int	 engine_bad_line(struct agent *, size_t, struct jscan *, const char *,
-	    size_t, enum ndjson_kind, size_t);
-void	 engine_agent_line(struct agent *, char *, size_t, enum ndjson_kind,
-	    size_t);
-void	 engine_agent_drained(struct agent *);
 
 #endif

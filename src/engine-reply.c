@@ -1,9 +1,11 @@
 /*
- * Replies: the request a reply answers, the reply made honest (only corral
- * writes the corral member, an agent names only itself) and completed
- * (trace.id, trace.parents, timestamp), then counted and followed; and
- * the replies adapters make for their tools.  A part of the engine
- * (engine.c): it owns requests.
+ * Agents' envelopes and replies: an envelope an agent wrote (handed over
+ * by dialect.c) is the reply to a request, to its task, or a late one;
+ * the reply is made honest (only corral writes the corral member, an
+ * agent names only itself) and completed (trace.id, trace.parents,
+ * timestamp), then counted and followed; an invalid reply may fail its
+ * request at once.  The replies adapters make for their tools come here
+ * too.  A part of the engine (engine.c): it owns requests.
  */
 
 #include <stdlib.h>
@@ -129,7 +131,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
  * Find the request a reply answers: the outstanding one named in
  * trace.parents, else (no parents given) the oldest outstanding.
  */
-struct msg *
+static struct msg *
 engine_match(struct agent *a, struct jscan *js, const char *line,
     const struct env *env)
 {
@@ -148,7 +150,7 @@ engine_match(struct agent *a, struct jscan *js, const char *line,
  * The in-flight request an invalid reply names in its trace.parents, or,
  * when it names none, the oldest one (as for a valid reply).
  */
-struct msg *
+static struct msg *
 engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 {
 	struct msg	*m;
@@ -175,6 +177,71 @@ engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 				return m;
 	}
 	return NULL;
+}
+
+/*
+ * An invalid envelope from agent a, after its notice (dialect.c): a reply
+ * whose next_actions cannot be followed (an unknown intent, a missing
+ * task) fails its request now, not at its timeout: it is the agent's
+ * answer, and it is wrong.
+ */
+void
+engine_agent_invalid(struct agent *a, struct dialect_frame *f)
+{
+	struct msg	*req;
+
+	if (strncmp(f->err.path, "outputs.next_actions", 20) != 0 ||
+	    (req = engine_raw_match(a, f->js, f->line)) == NULL ||
+	    req->kind == MSG_TASK)
+		return;
+	engine_undispatch(req);
+	req->agent = a;
+	engine_fail(req, "REJECTED", f->err.code, "agent %s replied with an "
+	    "invalid envelope: %s", a->id, f->err.msg);
+	route_kick(a);
+}
+
+/*
+ * A valid envelope from agent a (read by dialect.c): the reply to one of
+ * its requests, or to its task, or a late one; one that answers nothing
+ * gets a notice.
+ */
+void
+engine_agent_envelope(struct agent *a, struct dialect_frame *f)
+{
+	struct jscan	*js = f->js;
+	struct msg	*req;
+	const char	*line = f->line;
+	size_t		 len = f->len;
+
+	a->proc.msgs_out++;
+	req = engine_match(a, js, line, &f->env);
+	if (req == NULL && f->env.parents == -1 && f->env.ctype != CT_ERROR) {
+		/* Answering the notice with another such one would loop. */
+		dialect_bad_message(a);
+		log_warnx("agent %s: an envelope with no request outstanding "
+		    "was dropped", a->id);
+		dialect_notice(a, "unsolicited", NULL, "no request is "
+		    "outstanding for this envelope; replies answer requests, "
+		    "new work goes through outputs.next_actions or map/send",
+		    NULL);
+		return;
+	}
+	dialect_good_message(a);
+	if (req != NULL &&
+	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
+		if (engine_task.reply != NULL)
+			engine_task.reply(a, req, js, line, len, &f->env);
+		return;
+	}
+	if (req == NULL) {
+		/* A late reply, or a duplicate: its request is done. */
+		engine_stats.late++;
+		log_info("agent %s: late or duplicate reply dropped", a->id);
+		auditlog_envelope("late", a->id, NULL, line, len);
+		return;
+	}
+	engine_reply(a, req, js, line, len, &f->env);
 }
 
 /*

@@ -264,7 +264,7 @@ engine_cancel_tell(struct agent *a, struct msg *m, const char *why)
 		return;
 	e = envelope_cancel(m->id, protocol_intent_name(m->intent), why,
 	    &len);
-	agent_send(a, e, len);
+	dialect_send(a, e, len, DK_CANCEL);
 	free(e);
 }
 

@@ -10,10 +10,11 @@
  * reply is its result) or when none of its requests is left (the latest
  * terminal envelope is its result), or when a limit stops it.
  *
- * The per-message path is: scan the line once (jscan.c), validate the tape
- * (envelope.c), match the reply to its request, and forward the bytes as
- * they came.  Only envelopes that lack trace.id, trace.parents or a
- * timestamp are copied, to splice those in.  A scan's tape belongs to the
+ * The per-message path is: the agent's dialect scans the line once
+ * (dialect.c, jscan.c) and validates the tape (envelope.c); the engine
+ * matches the reply to its request and forwards the bytes as they came.
+ * Only envelopes that lack trace.id, trace.parents or a timestamp are
+ * copied, to splice those in.  A scan's tape belongs to the
  * handler that made it: anything that must scan another line meanwhile (a
  * retry, a child's result, a reply an adapter makes while a request is
  * being routed) takes a scanner of its own from a small pool.
@@ -27,9 +28,10 @@
  * and what an agent's lifecycle means for its work.  The other concerns
  * are parts of their own, sharing engine-int.h: engine-retry.c (retries,
  * failures, cancelling), engine-outcome.c (outcomes, joins, jobs' ends),
- * engine-flow.c (reflection, next_actions), engine-reply.c (matching and
- * completing replies), engine-line.c (agents' lines and bad ones),
- * engine-progress.c (progress).
+ * engine-flow.c (reflection, next_actions), engine-reply.c (agents'
+ * envelopes; matching and completing replies), engine-progress.c
+ * (progress).  It hears nothing but envelopes from an agent's pipe:
+ * dialect.c reads the lines and hands them over.
  */
 
 #include <stdlib.h>
@@ -73,7 +75,7 @@ engine_artifact(const struct workspace_result *r)
 	    (a = agent_find(r->agent)) == NULL)
 		return;
 	snprintf(why, sizeof why, "artifact %s refused: %s", r->path, r->why);
-	engine_notice(a, "artifact_refused", "outputs.artifacts", why,
+	dialect_notice(a, "artifact_refused", "outputs.artifacts", why,
 	    r->reply);
 }
 
@@ -100,7 +102,6 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	lifecycle_init();
 	route_init(wf, &rh);
 	lifecycle_observe(engine_lifecycle);
-	agent_on_line(engine_agent_line, engine_agent_drained);
 	agent_on_free(engine_forget_agent);
 	adapter_on_reply(engine_adapter_reply);
 	adapter_on_progress(engine_progress);
@@ -372,65 +373,44 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 }
 
 /*
- * A line on corral serve's stdin, from peer: a new job.  Whatever is
- * wrong with it, it gets exactly one line back.
+ * An envelope on corral serve's stdin, from peer (read by dialect.c): a
+ * new job.  Whatever stops it, it gets exactly one line back.
  */
 void
-engine_input_line(struct peer *from, char *line, size_t len,
-    enum ndjson_kind kind, size_t extra)
+engine_input(struct peer *from, struct dialect_frame *f)
 {
-	struct env		 env;
-	struct env_error	 err;
-	struct jscan		*js;
-	struct msg		*m;
-	char			 id[CORRAL_ID_MAX], *stripped = NULL;
+	struct jscan	*js = f->js;
+	struct msg	*m;
+	const char	*line = f->line;
+	size_t		 len = f->len;
+	char		 id[CORRAL_ID_MAX], *stripped = NULL;
 
-	js = jscan_take();
-	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
-	    js, line, len, kind, extra))
-		goto out;
-	if (js->tok[0].type == JT_OBJECT &&
-	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
-		/* The control plane scans it again: let the tape go first. */
-		jscan_trim(js);
-		if (engine_hooks.control != NULL)
-			engine_hooks.control(from, line, len);
-		goto out;
-	}
-	if (envelope_check(js, line, len, &env, &err) != 0) {
-		engine_warn_agent(NULL, "invalid envelope: %s", err.msg);
-		engine_notice(NULL, err.code, err.path, err.msg,
-		    engine_raw_trace_id(js, line, id, sizeof id));
-		goto out;
-	}
 	if (!engine_room(len + 256)) {
-		engine_warn_agent(NULL, "refused: limits.memory is reached");
-		engine_notice(NULL, "memory_limit", NULL, "corral holds as many "
+		dialect_warn(NULL, "refused: limits.memory is reached");
+		dialect_notice(NULL, "memory_limit", NULL, "corral holds as many "
 		    "envelopes as limits.memory allows; send this again later",
-		    engine_raw_trace_id(js, line, id, sizeof id));
-		goto out;
+		    envelope_raw_id(js, line, id, sizeof id));
+		return;
 	}
 	if (budget_run_spent()) {
 		/* The run's budget is spent: no new work is taken. */
-		engine_notice(NULL, "budget_exceeded", NULL, "the run's budget "
+		dialect_notice(NULL, "budget_exceeded", NULL, "the run's budget "
 		    "is spent; no new work is taken",
-		    engine_raw_trace_id(js, line, id, sizeof id));
-		goto out;
+		    envelope_raw_id(js, line, id, sizeof id));
+		return;
 	}
 	/* Only corral says what a line is: nobody may forge that. */
-	if ((line = (char *)engine_unforge(js, NULL, line, &len, &env,
+	if ((line = engine_unforge(js, NULL, line, &len, &f->env,
 	    &stripped)) == NULL) {
-		engine_notice(NULL, "invalid_envelope", "corral", "the input "
+		dialect_notice(NULL, "invalid_envelope", "corral", "the input "
 		    "could not be read without its corral member", NULL);
-		goto out;
+		return;
 	}
-	m = engine_job_start(js, line, len, &env, JOB_SERVE);
+	m = engine_job_start(js, line, len, &f->env, JOB_SERVE);
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	engine_submit(m);
-out:
 	free(stripped);
-	jscan_give(js);
 }
 
 /*
@@ -507,12 +487,6 @@ static void
 engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
     enum agent_event ev, const char *why)
 {
-	/* A new process starts with a clean slate of bad lines. */
-	if (ev == AE_SPAWNED) {
-		a->work.bad_streak = 0;
-		a->work.env_streak = 0;
-		a->work.notices_dropped = 0;
-	}
 	/* How it ended, with its last stderr lines: the cause of the error. */
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?

@@ -1025,7 +1025,7 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	    message_delegates(p, c->child.via, c, task_id, out, olen) > 0)
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
 	else if (agent_writable(p) && (c == NULL || c->child.via == NULL)) {
-		agent_send(p, out, olen);
+		dialect_send(p, out, olen, DK_CHILD_RESULT);
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
 	} else
 		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,

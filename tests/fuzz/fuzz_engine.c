@@ -1589,7 +1589,7 @@ fz_stdin_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
 		fz.inputs++;
 	else if (k == 2)
 		fz.expect++;
-	engine_input_line(&fz.client, line, len, kind, extra);
+	dialect_input(&fz.client, line, len, kind, extra);
 }
 
 /* serve's stdout drained (what supervisor_stdout_drained does). */
