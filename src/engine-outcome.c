@@ -186,7 +186,7 @@ engine_branch_end(struct job *j, const struct msg *m, const char *line,
 	}
 	e = &j->ends[j->nends++];
 	memset(e, 0, sizeof *e);
-	strlcpy(e->id, m->id, sizeof e->id);
+	memcpy(e->id, m->id, sizeof e->id);	/* both CORRAL_ID_MAX */
 	e->intent = m->kind == MSG_REFLECT ? m->orig_intent : m->intent;
 	e->error = is_error != 0;
 	e->linked = (m->kind == MSG_INPUT || m->kind == MSG_GOAL);

@@ -349,7 +349,7 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	struct job	*j;
 	struct msg	*m;
 	char		 id[CORRAL_ID_MAX], *copy;
-	size_t		 clen;
+	size_t		 clen, idlen;
 
 	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
@@ -360,11 +360,16 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		copy = xmemdup0(line, len);
 		clen = len;
 	}
+	/*
+	 * The id fits the job's and the request's (CORRAL_ID_MAX each):
+	 * copied by its length, which is cheaper than strlcpy on every input.
+	 */
+	idlen = strlen(id) + 1;
 	j = engine_job_create(origin);
-	strlcpy(j->id, id, sizeof j->id);
+	memcpy(j->id, id, idlen);
 	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
 	    MSG_INPUT, env->intent);
-	strlcpy(m->id, id, sizeof m->id);
+	memcpy(m->id, id, idlen);
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;
 	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
