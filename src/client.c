@@ -160,6 +160,30 @@ client_sockets_free(char **v, size_t n)
 }
 
 /*
+ * The sockets in a directory that a corral listens on (those of the runs
+ * whose id begins with run, when it is not NULL), sorted; returns how
+ * many, the paths in *out (free them with client_sockets_free).
+ */
+size_t
+client_live(const char *dir, const char *run, char ***out)
+{
+	char	**v, *base;
+	size_t	  n, i, live = 0;
+
+	n = client_sockets(dir, &v);
+	for (i = 0; i < n; i++) {
+		base = strrchr(v[i], '/') + 1;
+		if ((run != NULL && strncmp(base, run, strlen(run)) != 0) ||
+		    client_probe(v[i]) != 1)
+			free(v[i]);
+		else
+			v[live++] = v[i];
+	}
+	*out = v;
+	return live;
+}
+
+/*
  * The socket of the run a command means: path when given, else
  * $CORRAL_CONTROL, else the one live run in the directory (or the run
  * named by run, an id or a prefix of one).  Returns 0 with the path in
@@ -170,8 +194,7 @@ client_find(const char *path, const char *run, char *out, size_t len,
     char *err, size_t errlen)
 {
 	char	  dir[512], **v, *base, names[512] = "";
-	size_t	  n, i, live = 0, nl;
-	int	  found = -1;
+	size_t	  live, i, nl;
 
 	if (path == NULL)
 		path = getenv("CORRAL_CONTROL");
@@ -181,21 +204,15 @@ client_find(const char *path, const char *run, char *out, size_t len,
 	}
 	if (client_dir(dir, sizeof dir, 0, err, errlen) != 0)
 		return -1;
-	n = client_sockets(dir, &v);
-	for (i = 0; i < n; i++) {
+	live = client_live(dir, run, &v);
+	for (i = 0; i < live; i++) {
 		base = strrchr(v[i], '/') + 1;
-		if (run != NULL && strncmp(base, run, strlen(run)) != 0)
-			continue;
-		if (client_probe(v[i]) != 1)
-			continue;
-		live++;
-		found = (int)i;
 		nl = strlen(names);
 		snprintf(names + nl, sizeof names - nl, "%s%.*s", nl ? ", " :
 		    "", (int)(strlen(base) - 5), base);
 	}
 	if (live == 1)
-		strlcpy(out, v[found], len);
+		strlcpy(out, v[0], len);
 	else if (live == 0)
 		snprintf(err, errlen, "no running corral%s%s found in %s",
 		    run != NULL ? " with run id " : "", run != NULL ? run : "",
@@ -203,7 +220,7 @@ client_find(const char *path, const char *run, char *out, size_t len,
 	else
 		snprintf(err, errlen, "%zu corrals are running (%s): choose one "
 		    "with --run ID or -S PATH", live, names);
-	client_sockets_free(v, n);
+	client_sockets_free(v, live);
 	return live == 1 ? 0 : -1;
 }
 

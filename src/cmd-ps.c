@@ -2,20 +2,23 @@
  * corral ps: the corrals running on this machine (for this user) and
  * their agents, read from each one's control socket.
  *
- *   corral ps [-S PATH] [--json]
+ *   corral ps [-S PATH | --run ID] [--json]
  *
- * Without -S, every socket in the private directory is asked; stale ones
- * (their corral is gone) are skipped.  --json prints one object a run:
+ * Without -S, every socket in the private directory is asked (--run: only
+ * those of the runs whose id begins so), and the runs whose socket is
+ * elsewhere (--control) through their links there; stale ones (their
+ * corral is gone) are skipped.  --json prints one object a run:
  * the run (map/connect's _meta.corral, with its socket) and its agents
  * (MAP's Agent objects, as map/agents/list gives them).
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "corral.h"
+#include "cmd.h"
 
 /* The uptime of a run started at ms (since the epoch). */
 static void
@@ -122,37 +125,15 @@ cmd_ps_run(const char *sock, int json, int *first)
 }
 
 /* corral ps. */
-int
-cmd_ps(int argc, char **argv)
+static int
+cmd_ps_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char	*path = NULL;
-	char		 dir[512], err[600], **v;
+	const char	*path = cmd_get(c, "control"), *run = cmd_get(c, "run");
+	char		 dir[512], err[600], **v, real[1024];
 	size_t		 n, i;
-	int		 ch, json = 0, first = 1, bad = 0, shown = 0;
+	ssize_t		 len;
+	int		 json = cmd_has(c, "json"), first = 1, bad = 0, shown = 0;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:j", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
-		return EXIT_USAGE;
-	}
 	if (path == NULL)
 		path = getenv("CORRAL_CONTROL");
 	if (path != NULL && *path != '\0')
@@ -162,17 +143,35 @@ cmd_ps(int argc, char **argv)
 			printf("no corral is running (%s)\n", err);
 		return 0;
 	}
-	n = client_sockets(dir, &v);
+	n = client_live(dir, run, &v);
 	for (i = 0; i < n; i++) {
-		if (client_probe(v[i]) != 1)
-			continue;	/* stale: its corral is gone */
-		if (cmd_ps_run(v[i], json, &first) != 0)
+		/* A link to a socket put elsewhere (--control): show that. */
+		if ((len = readlink(v[i], real, sizeof real - 1)) > 0)
+			real[len] = '\0';
+		if (cmd_ps_run(len > 0 ? real : v[i], json, &first) != 0)
 			bad++;
 		else
 			shown++;
 	}
 	client_sockets_free(v, n);
 	if (shown == 0 && bad == 0 && !json)
-		printf("no corral is running (%s is empty)\n", dir);
+		printf("no corral%s%s is running (none in %s)\n", run != NULL ?
+		    " with run id " : "", run != NULL ? run : "", dir);
 	return bad ? 1 : 0;
 }
+
+static const struct cmd_option cmd_ps_options[] = {
+	{ "json", 0, 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_ps_entry = {
+	.name = "ps",
+	.args = "[--json]",
+	.about = "list the running corrals and their agents",
+	.options = cmd_ps_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET,
+	.exec = cmd_ps_exec,
+};

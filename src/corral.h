@@ -1279,6 +1279,7 @@ void	 external_forget(const char *);
 int	 client_dir(char *, size_t, int, char *, size_t);
 int	 client_probe(const char *);
 size_t	 client_sockets(const char *, char ***);
+size_t	 client_live(const char *, const char *, char ***);
 void	 client_sockets_free(char **, size_t);
 int	 client_find(const char *, const char *, char *, size_t, char *,
 	    size_t);
@@ -1297,18 +1298,6 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
-
-/* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
- * cmd-metrics.c, cmd-mcp.c: the commands that use the control socket. */
-int	 cmd_ps(int, char **);
-int	 cmd_tree(int, char **);
-int	 cmd_events(int, char **);
-int	 cmd_send(int, char **);
-int	 cmd_stop(int, char **);
-int	 cmd_cancel(int, char **);
-int	 cmd_top(int, char **);
-int	 cmd_metrics(int, char **);
-int	 cmd_mcp(int, char **);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The command line: global options before the command, the command's own
-# options before or after its file, and corral check's two forms.
+# options before or after its file, --help, and corral check's two forms.
 #   - -v, -vv, -vvv (or --verbose, repeated) before the command, -v after
 #     it (run and serve), and both together add up: one -v logs state
 #     changes, two or more also the debugging detail (READY -> BUSY);
@@ -62,6 +62,24 @@ for opt in --help -h; do
 	grep -q 'corral check \[-p | --print\] FILE' "$OUT" ||
 	    fail "corral $opt: the usage does not show check's --print"
 done
+# --help shows every command with all its options (from the command
+# table: tests/unit/cmd.c holds the manual to the same table).
+corral_run 5 --help
+for w in "corral events [-S PATH | --run ID]" "[--since EVENTID] [--new]" \
+    "[--timeout DURATION] AGENT|INTENT ENVELOPE" "corral ps [-S PATH | --run ID]"; do
+	grep -qF -- "$w" "$OUT" || fail "corral --help lacks '$w': $(cat "$OUT")"
+done
+awk 'length > 79 { exit 1 }' "$OUT" || fail "corral --help has lines over 79 columns"
+for cmd in run serve check tree ps events send stop cancel top metrics mcp; do
+	corral_run 5 "$cmd" --help
+	expect_rc 0
+	grep -q "^usage: corral $cmd " "$OUT" || fail "corral $cmd --help: $(cat "$OUT")"
+	[ -s "$ERR" ] && fail "corral $cmd --help wrote on stderr: $(cat "$ERR")"
+done
+corral_run 5 events --new
+expect_rc 2
+grep -q "^usage: corral events " "$ERR" || fail "corral events --new without -f: $(cat "$ERR")"
+
 for args in "" "--no-such-option check $T/wf.yaml" "-x check $T/wf.yaml" \
     "no-such-command" "check" "check --no-such-option $T/wf.yaml" \
     "check $T/wf.yaml $T/wf.yaml"; do
