@@ -53,11 +53,15 @@ cmd_run_input(const char *path)
 {
 	json_error_t	 e;
 	json_t		*j;
+	FILE		*f = stdin;
 
-	if (strcmp(path, "-") == 0)
-		j = json_loadf(stdin, JSON_REJECT_DUPLICATES, &e);
-	else
-		j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+	if (strcmp(path, "-") != 0 && (f = fopen(path, "r")) == NULL)
+		err(EXIT_USAGE, "--input %s", path);
+	j = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
+	if (j == NULL && ferror(f))
+		err(EXIT_USAGE, "--input %s", path);	/* a directory */
+	if (f != stdin)
+		fclose(f);
 	if (j == NULL)
 		errx(EXIT_USAGE, "--input %s:%d:%d: %s", path, e.line, e.column,
 		    e.text);
