@@ -88,6 +88,19 @@ cmd_find(const char *name)
 	return NULL;
 }
 
+/* The command whose name is a typing slip away from name, or NULL. */
+const char *
+cmd_nearest(const char *name)
+{
+	const char	*names[sizeof cmd_entries / sizeof cmd_entries[0]];
+	size_t		 i;
+
+	for (i = 0; cmd_entries[i] != NULL; i++)
+		names[i] = cmd_entries[i]->name;
+	names[i] = NULL;
+	return util_nearest(name, names);
+}
+
 /* Is token t the word w? */
 static int
 cmd_token_is(const struct cmd_token *t, const char *w)

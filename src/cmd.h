@@ -78,6 +78,7 @@ extern const struct cmd_entry	 cmd_mcp_entry;
 extern const char	 cmd_global_args[];
 const struct cmd_entry *const *cmd_table(void);
 const struct cmd_entry *cmd_find(const char *);
+const char *cmd_nearest(const char *);
 int	 cmd_exec(const struct cmd_entry *, int, char **, int);
 void	 cmd_usage_all(FILE *);
 int	 cmd_usage(struct cmd *);

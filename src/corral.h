@@ -382,11 +382,24 @@ struct workflow {
 	double			 retry_max;
 };
 
-/* A workflow-file loading error, with its position. */
-struct config_error {
+/* A problem in a workflow file, with its position. */
+struct config_problem {
 	int	line;
 	int	column;
 	char	msg[512];
+};
+
+/*
+ * What loading a workflow file found wrong: the first error, then the
+ * next ones (a file's problems are all reported, up to CONFIG_ERRORS).
+ */
+#define CONFIG_ERRORS	20
+struct config_error {
+	int			line;		/* the first error */
+	int			column;
+	char			msg[512];
+	unsigned int		count;		/* errors found, all of them */
+	struct config_problem	more[CONFIG_ERRORS - 1];
 };
 
 /* A key of the workflow file as docs/workflow.md's key tables show it. */
@@ -1070,6 +1083,9 @@ size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 size_t	 util_utf8_cut(const char *, size_t, size_t);
+size_t	 util_distance(const char *, const char *);
+int	 util_near(const char *, size_t);
+const char *util_nearest(const char *, const char *const *);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);

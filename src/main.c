@@ -27,6 +27,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const struct cmd_entry	*e;
+	const char		*near;
 	int			 ch, verbose = 0;
 
 	while ((ch = getopt_long(argc, argv, "+hVv", opts, NULL)) != -1) {
@@ -54,7 +55,12 @@ main(int argc, char **argv)
 	}
 	log_init(verbose);
 	if ((e = cmd_find(argv[0])) == NULL) {
-		fprintf(stderr, "corral: unknown command %s\n", argv[0]);
+		if ((near = cmd_nearest(argv[0])) != NULL)
+			fprintf(stderr, "corral: unknown command %s (did you "
+			    "mean %s?)\n", argv[0], near);
+		else
+			fprintf(stderr, "corral: unknown command %s\n",
+			    argv[0]);
 		cmd_usage_all(stderr);
 		return EXIT_USAGE;
 	}
