@@ -1379,6 +1379,7 @@ void	 adapter_reply_error(struct agent *, struct msg *, const char *,
 	    const char *, const char *, json_t *);
 json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
 char	*adapter_template(const char *, json_t *, const struct msg *);
+int	 adapter_template_check(const char *, char *, size_t);
 json_t	*adapter_request_json(struct msg *);
 struct proc *adapter_proc_new(struct agent *, struct msg *);
 void	 adapter_proc_done(struct proc *);
