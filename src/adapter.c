@@ -660,7 +660,8 @@ adapter_template_quote(struct ndjson_writer *w, json_t *v)
 /*
  * Apply filter name (n bytes) to v (taken): lines, one element of a list
  * a line, each ended by a newline; json, the value as JSON, even a
- * string; shell, single-quoted for sh, a list as words.  A new string.
+ * string; shell, single-quoted for sh, a list as words.  A new string;
+ * an unknown filter leaves v as it is.
  */
 static json_t *
 adapter_template_filter(json_t *v, const char *name, size_t n)
@@ -697,8 +698,11 @@ adapter_template_filter(json_t *v, const char *name, size_t n)
 			}
 		} else
 			adapter_template_quote(&w, v);
-	} else
-		fatalx("adapter_template_filter: %.*s", (int)n, name);
+	} else {
+		/* A request's own template (mcp arguments): left as it is. */
+		ndjson_writer_free(&w);
+		return v;
+	}
 	json_decref(v);
 	out = jsonw_text(w.buf != NULL ? w.buf : "", w.tail);
 	ndjson_writer_free(&w);
