@@ -420,22 +420,6 @@ config_table_read_defaults(struct config_reader *rd,
 	return rc;
 }
 
-/* Return nonzero if s is a usable agent name. */
-static int
-config_table_valid_name(const char *s)
-{
-	const char	*p;
-
-	if (*s == '\0' || strlen(s) > 48)
-		return 0;
-	for (p = s; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return 0;
-	}
-	return 1;
-}
-
 /*
  * Check what one agent's keys say together: something to run, and
  * settings its adapter accepts.
@@ -480,7 +464,7 @@ config_table_read_agents(struct config_reader *rd,
 	/* Each entry is read, whatever the one before got wrong. */
 	for (i = 0; i + 1 < n->nkids; i += 2) {
 		name = n->kids[i];
-		if (!config_table_valid_name(name->str)) {
+		if (!protocol_agent_name(name->str)) {
 			rc = config_err(rd, name, "%s: '%s' is not a valid "
 			    "agent name (letters, digits, '_' and '-', at most "
 			    "48)", path, name->str);

@@ -1108,6 +1108,7 @@ void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
+int	 protocol_agent_name(const char *);
 int	 protocol_intent(const char *, size_t);
 const char *protocol_intent_check(const char *);
 void	 protocol_set_intents(char **, size_t);
