@@ -1,8 +1,8 @@
 /*
  * The client side of the control socket, for corral's own commands (ps,
  * events, send, stop, top, metrics, tree): where running corrals put
- * their sockets, finding the one meant, and a small blocking JSON-RPC
- * client over it.
+ * their sockets, finding the one meant, a small blocking JSON-RPC
+ * client over it, and the lines ps and top show for requests.
  *
  * Sockets live in a private directory, $XDG_RUNTIME_DIR/corral or
  * /tmp/corral-UID, which must be ours and closed to everybody else, as
@@ -561,4 +561,52 @@ client_uptime(char *buf, size_t len, double secs)
 		snprintf(buf, len, "%ldh%02ldm", s / 3600, s % 3600 / 60);
 	else
 		snprintf(buf, len, "%ldd%02ldh", s / 86400, s % 86400 / 3600);
+}
+
+/*
+ * The requests in flight (_corral/requests, at most limit of them): the
+ * answer, or NULL when this corral cannot say (an older one).
+ */
+json_t *
+client_requests(struct client *c, int limit)
+{
+	json_t	*res, *e;
+
+	res = client_call(c, CORRAL_M_REQUESTS, json_pack("{s:i}", "limit",
+	    limit), 10000, &e);
+	json_decref(e);
+	return res;
+}
+
+/* The heading of the lines client_request_row makes. */
+void
+client_request_head(char *buf, size_t len)
+{
+	snprintf(buf, len, "%-22s %-10s %-9s %-20s %-7s %s", "REQUEST",
+	    "INTENT", "STATE", "AGENT", "AGE", "TASK");
+}
+
+/*
+ * One request of _corral/requests as a line for a person: its trace id
+ * (what corral cancel takes), intent, state, agent and age, then the start
+ * of its task.  What a peer wrote is made harmless to a terminal.
+ */
+void
+client_request_row(char *buf, size_t len, json_t *r)
+{
+	const char	*agent, *task;
+	char		 age[32], *p;
+
+	agent = json_string_value(json_object_get(r, "agentId"));
+	task = json_string_value(json_object_get(r, "task"));
+	client_uptime(age, sizeof age, json_number_value(json_object_get(r,
+	    "age")));
+	snprintf(buf, len, "%-22s %-10s %-9s %-20s %-7s %.60s",
+	    json_string_value(json_object_get(r, "requestId")),
+	    json_string_value(json_object_get(r, "intent")),
+	    json_string_value(json_object_get(r, "state")),
+	    agent != NULL ? agent : "-", age, task != NULL ? task : "");
+	for (p = buf; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 }

@@ -112,6 +112,13 @@ cmd_events_text(json_t *ev)
 	} else if (strcmp(type, "message_failed") == 0)
 		snprintf(what, sizeof what, "message %s not delivered: %s",
 		    cmd_events_str(d, "messageId"), cmd_events_str(d, "reason"));
+	else if (strcmp(type, "system_error") == 0 &&
+	    json_object_get(d, "requestId") != NULL)
+		/* A request's failure: the ids corral cancel and logs use. */
+		snprintf(what, sizeof what, "%s: %s (request %s, %s)",
+		    cmd_events_str(d, "code"), cmd_events_str(d, "message"),
+		    cmd_events_str(d, "requestId"), cmd_events_str(d,
+		    "intent"));
 	else if (strcmp(type, "system_error") == 0)
 		snprintf(what, sizeof what, "%s: %s", cmd_events_str(d, "code"),
 		    cmd_events_str(d, "message"));

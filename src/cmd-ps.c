@@ -8,8 +8,10 @@
  * those of the runs whose id begins so), and the runs whose socket is
  * elsewhere (--control) through their links there; stale ones (their
  * corral is gone) are skipped.  --json prints one object a run:
- * the run (map/connect's _meta.corral, with its socket) and its agents
- * (MAP's Agent objects, as map/agents/list gives them).
+ * the run (map/connect's _meta.corral, with its socket), its agents
+ * (MAP's Agent objects, as map/agents/list gives them) and its requests
+ * in flight (_corral/requests).  A person sees those under the agents:
+ * their trace ids are what corral cancel takes.
  */
 
 #include <stdlib.h>
@@ -19,6 +21,8 @@
 
 #include "corral.h"
 #include "cmd.h"
+
+#define CMD_PS_REQUESTS	20	/* requests shown a run; --json: all */
 
 /* The uptime of a run started at ms (since the epoch). */
 static void
@@ -66,12 +70,40 @@ cmd_ps_agent(json_t *a)
 	printf("\n");
 }
 
+/*
+ * Print the requests in flight under a run's agents: their trace ids are
+ * what corral cancel takes.
+ */
+static void
+cmd_ps_requests(json_t *res)
+{
+	json_t		*r;
+	char		 line[256];
+	size_t		 i, shown;
+	long long	 more;
+
+	shown = json_array_size(json_object_get(res, "requests"));
+	if (shown == 0)
+		return;
+	client_request_head(line, sizeof line);
+	printf("  %s\n", line);
+	json_array_foreach(json_object_get(res, "requests"), i, r) {
+		client_request_row(line, sizeof line, r);
+		printf("  %s\n", line);
+	}
+	more = (long long)json_integer_value(json_object_get(res, "total")) -
+	    (long long)shown;
+	if (more > 0)
+		printf("  ... and %lld more (corral ps --json lists them)\n",
+		    more);
+}
+
 /* Show one run; returns 0, or -1 when it could not be asked. */
 static int
 cmd_ps_run(const char *sock, int json, int *first)
 {
 	struct client	 c;
-	json_t		*res, *e, *run, *agents, *a, *out;
+	json_t		*res, *e, *run, *agents, *a, *out, *reqs;
 	char		 err[1024], up[32], *s;
 	size_t		 i;
 
@@ -92,8 +124,12 @@ cmd_ps_run(const char *sock, int json, int *first)
 		run = json_object();
 	json_object_set_new(run, "socket", json_string(sock));
 	agents = json_object_get(res, "agents");
+	reqs = client_requests(&c, json ? 10000 : CMD_PS_REQUESTS);
 	if (json) {
 		out = json_pack("{s:o, s:O}", "run", run, "agents", agents);
+		if (reqs != NULL)
+			json_object_set(out, "requests", json_object_get(reqs,
+			    "requests"));
 		s = json_dumps(out, CORRAL_JSON_FLAGS);
 		printf("%s\n", s != NULL ? s : "{}");
 		free(s);
@@ -116,9 +152,12 @@ cmd_ps_run(const char *sock, int json, int *first)
 		    "RESTARTS", "TOKENS", "COST", "LAST ERROR");
 		json_array_foreach(agents, i, a)
 			cmd_ps_agent(a);
+		if (reqs != NULL)
+			cmd_ps_requests(reqs);
 		json_decref(run);
 	}
 	*first = 0;
+	json_decref(reqs);
 	json_decref(res);
 	client_close(&c);
 	return 0;

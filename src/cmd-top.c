@@ -199,9 +199,38 @@ cmd_top_progress(struct cmd_top_screen *s, json_t *md)
 	    "depth")) * 2, "", line);
 }
 
-/* Draw one screen from the agents and the metrics. */
+/*
+ * Under the agents, the requests in flight, as many as fit: their trace
+ * ids are what corral cancel takes.
+ */
 static void
-cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
+cmd_top_requests(struct cmd_top_screen *s, json_t *reqs)
+{
+	json_t	*r;
+	char	 line[256];
+	size_t	 i;
+
+	if (json_array_size(json_object_get(reqs, "requests")) == 0)
+		return;
+	cmd_top_line(s, "%s", "");
+	client_request_head(line, sizeof line);
+	cmd_top_line(s, "%s%-*s%s", cmd_top_plain ? "" : "\033[7m",
+	    s->cols < 200 ? s->cols : 200, line, cmd_top_plain ? "" :
+	    "\033[0m");
+	json_array_foreach(json_object_get(reqs, "requests"), i, r) {
+		client_request_row(line, sizeof line, r);
+		cmd_top_line(s, "%s", line);
+	}
+	if (json_integer_value(json_object_get(reqs, "total")) >
+	    (json_int_t)json_array_size(json_object_get(reqs, "requests")))
+		cmd_top_line(s, "... %lld in all", (long long)
+		    json_integer_value(json_object_get(reqs, "total")));
+}
+
+/* Draw one screen from the agents, the metrics and the requests. */
+static void
+cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
+    json_t *reqs)
 {
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
@@ -300,6 +329,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 		    err != NULL ? err : "");
 		cmd_top_progress(&s, md);
 	}
+	cmd_top_requests(&s, reqs);
 	fputs(cmd_top_plain ? "\n" : "\033[J", s.f);
 	fclose(s.f);
 	(void)!write(STDOUT_FILENO, s.buf, s.len);
@@ -331,7 +361,7 @@ cmd_top_exec(struct cmd *c)
 	static const char	 enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
 	struct sigaction	 sa;
 	const char		*why = NULL, *v;
-	json_t			*list, *metrics;
+	json_t			*list, *metrics, *reqs;
 	double			 delay = 1;
 	long			 count = -1;
 	char			*end;
@@ -371,10 +401,13 @@ cmd_top_exec(struct cmd *c)
 			why = "corral exited";
 			break;
 		}
+		/* A screenful at most; an older corral has none to give. */
+		reqs = client_requests(&c->client, 100);
 		cmd_top_draw(&c->client, json_object_get(list, "agents"),
-		    metrics);
+		    metrics, reqs);
 		json_decref(list);
 		json_decref(metrics);
+		json_decref(reqs);
 		if (count > 0 && --count == 0)
 			break;
 		if (cmd_top_key((int)(delay * 1000)))

@@ -1315,6 +1315,9 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
+json_t	*client_requests(struct client *, int);
+void	 client_request_head(char *, size_t);
+void	 client_request_row(char *, size_t, json_t *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1554,6 +1557,7 @@ void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 struct msg *engine_find(const char *);
+struct msg *engine_live_next(struct msg *);
 void	 engine_cancel(struct msg *, const char *);
 unsigned int engine_cancel_agent(struct agent *, const char *);
 void	 engine_fail(struct msg *, const char *, const char *, const char *,
@@ -1590,6 +1594,7 @@ void	 auditlog_json(const char *, const char *, json_t *);
 
 /* cancel.c */
 void	 cancel_request(struct peer *, json_t *, json_t *);
+void	 cancel_list(struct peer *, json_t *, json_t *);
 
 /* mapview.c */
 void	 mapview_init(void);

@@ -362,6 +362,14 @@ engine_find(const char *id)
 	return NULL;
 }
 
+/* The live request after prev (NULL: the first), in acceptance order. */
+struct msg *
+engine_live_next(struct msg *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&engine_live) :
+	    TAILQ_NEXT(prev, live_entry);
+}
+
 /*
  * Return nonzero if n more bytes of envelopes fit under limits.memory.
  */

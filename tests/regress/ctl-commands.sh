@@ -1,9 +1,11 @@
 #!/bin/sh
 # The commands that use the control socket, against a running corral
 # serve: ps (with -S, and without: through the link to --control's
-# socket), tree, events (history and --follow), send (to an agent, as a
-# request, through the routes), metrics, top (in a pseudo-terminal, via
-# script(1), and into a file), stop (an agent, then the run).
+# socket; the request in flight with its trace id, intent, agent and age),
+# tree, events (history and --follow; a failed request's id and intent),
+# send (to an agent, as a request, through the routes), metrics, top (in a
+# pseudo-terminal, via script(1), and into a file), stop (an agent, then
+# the run).
 . "$(dirname "$0")/ctl-lib.sh"
 
 command -v script >/dev/null 2>&1 || skip "script (util-linux) is missing"
@@ -33,9 +35,15 @@ ctl ps
 ctl_has "serve"
 grep -q "^  echo  *idle  *[0-9][0-9]* *0 " "$T/ctl.out" || fail "ps: echo idle: $(cat "$T/ctl.out")"
 grep -q "^  slow  *busy  *[0-9][0-9]* *1 " "$T/ctl.out" || fail "ps: slow busy, 1 in flight: $(cat "$T/ctl.out")"
+# The request in flight, with what corral cancel needs: its trace id.
+grep -q "^  REQUEST  *INTENT  *STATE  *AGENT  *AGE  *TASK$" "$T/ctl.out" &&
+    grep -q "^  in-1  *plan  *inflight  *slow  *[0-9.]*[smhd][0-9]*s* *t$" "$T/ctl.out" ||
+    fail "ps: the request in flight: $(cat "$T/ctl.out")"
 ctl ps --json
 [ "$(jq -r '.run.mode' "$T/ctl.out")" = serve ] || fail "ps --json: $(cat "$T/ctl.out")"
 [ "$(jq -r '.agents | length' "$T/ctl.out")" = 2 ] || fail "ps --json agents: $(cat "$T/ctl.out")"
+[ "$(jq -r '.requests[] | [.requestId, .intent, .state, .kind, .agentId, .task, (.age >= 0), (.acceptedAt > 0)] | join(" ")' "$T/ctl.out")" = \
+    "in-1 plan inflight input slow t true true" ] || fail "ps --json requests: $(jq -c .requests "$T/ctl.out")"
 # Without -S: the run's socket is elsewhere (--control), linked from the
 # directory, so ps lists it with that socket; --run filters.
 runid=$(jq -r '.run.runId' "$T/ctl.out")
@@ -108,6 +116,7 @@ grep -q "$(printf '\033\\[?1049h')" "$T/top.raw" && grep -q "$(printf '\033\\[?1
 grep -q "$(printf '\033')" "$T/top.plain" && fail "top wrote escape sequences to a file: $(od -c "$T/top.plain" | head)"
 [ "$(grep -c '^corral top  run ' "$T/top.plain")" = 2 ] || fail "top -n 2 >file: two screens expected: $(cat "$T/top.plain")"
 grep -q "^slow  *busy  *[0-9][0-9]* *1 " "$T/top.plain" || fail "top >file: slow busy: $(cat "$T/top.plain")"
+grep -q "^in-1  *plan  *inflight  *slow " "$T/top.plain" || fail "top >file: the request in flight: $(cat "$T/top.plain")"
 ( sleep 1; printf q; sleep 10 ) | TERM=xterm script -qfec "$CORRAL top -S $SOCK -d 0.2" "$T/top2.raw" >/dev/null 2>&1 &
 topper=$!
 wait_for '! kill -0 $topper 2>/dev/null' 8 || fail "top did not quit on q"
@@ -137,6 +146,9 @@ ctl events --text --filter agent_state_changed --agent slow
 grep -q "agent_state_changed  *slow  *idle -> busy" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
 grep -q "slow  *idle -> stopping (stopped by client:" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
 grep -v " agent_state_changed  *slow " "$T/ctl.out" | grep -q . && fail "events --filter let others through: $(cat "$T/ctl.out")"
+ctl events --text --filter system_error
+grep -q " system_error  *slow  *cancelled: .*(request in-1, plan)$" "$T/ctl.out" ||
+    fail "events --text: the cancelled request's id and intent: $(cat "$T/ctl.out")"
 
 # stop the run: corral shuts down as for SIGTERM; the follower ends too.
 ctl stop --wait
