@@ -118,6 +118,7 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	else if (out != NULL && strcmp(out, "json") != 0)
 		errx(EXIT_USAGE, "--output must be json or text");
 	cmd_run_common(c, &maxline);
+	trace_enable(cmd_has(c, "trace"));
 	logpath = cmd_run_logpath(cmd_get(c, "log"));
 	wf->stdin_max_line = maxline;
 	(void)pidns_enter();
@@ -174,6 +175,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
 	{ "no-control", 0, 0 },
+	{ "trace", 0, 0 },
 	{ "verbose", 'v', 0 },
 	{ NULL, 0, 0 }
 };
@@ -181,7 +183,7 @@ static const struct cmd_option cmd_run_options[] = {
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.args = "FILE --goal TEXT [--input FILE] [--param KEY=VALUE ...] "
-	    "[--log FILE] [--output json|text] [--max-line SIZE] "
+	    "[--log FILE] [--output json|text] [--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "start the workflow's agents, send the goal, print the result",
 	.options = cmd_run_options,
@@ -195,13 +197,14 @@ static const struct cmd_option cmd_serve_options[] = {
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
 	{ "no-control", 0, 0 },
+	{ "trace", 0, 0 },
 	{ "verbose", 'v', 0 },
 	{ NULL, 0, 0 }
 };
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "FILE [--log FILE] [--max-line SIZE] "
+	.args = "FILE [--log FILE] [--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "route envelopes from stdin, one result line each on stdout",
 	.options = cmd_serve_options,

@@ -1060,6 +1060,7 @@ void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_trace(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 void	 fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 size_t	 log_escape(char *, size_t, const char *, size_t);
@@ -1576,6 +1577,11 @@ int	 engine_start_goal(const char *, size_t);
 void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);
 int	 engine_idle(void);
+
+/* trace.c */
+void	 trace_enable(int);
+int	 trace_on(void);
+void	 trace_envelope(const char *, const char *, const char *, size_t);
 
 /* auditlog.c */
 typedef void (*auditlog_error_cb)(const char *, int);

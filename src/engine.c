@@ -72,6 +72,7 @@ static void	engine_undispatch(struct msg *);
 static void	engine_notice(struct agent *, const char *, const char *,
 		    const char *, const char *);
 static void	engine_dispatched(struct msg *, struct agent *);
+static const char *engine_trace_from(const struct msg *);
 static void	engine_queued(struct msg *);
 static void	engine_unqueued(unsigned int);
 static void	engine_route_fail(struct msg *, const char *, const char *,
@@ -474,6 +475,8 @@ engine_unqueued(unsigned int queued)
 static void
 engine_dispatched(struct msg *m, struct agent *a)
 {
+	if (trace_on())
+		trace_envelope(engine_trace_from(m), a->id, m->line, m->len);
 	m->agent = a;
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
@@ -481,6 +484,24 @@ engine_dispatched(struct msg *m, struct agent *a)
 	if (a->work.outstanding++ == 0)
 		lifecycle_feed(a, AE_WORK, NULL);
 	engine_msg_arm(m, a->conf->timeout);
+}
+
+/* Who a request comes from, for corral run --trace. */
+static const char *
+engine_trace_from(const struct msg *m)
+{
+	switch (m->kind) {
+	case MSG_GOAL:
+		return "user";
+	case MSG_INPUT:
+		return "stdin";
+	case MSG_TASK:
+		return m->parent_agent != NULL ? m->parent_agent->id : "corral";
+	case MSG_SEND:
+		return "client";
+	default:
+		return "corral";	/* next actions, reflections */
+	}
 }
 
 /* Route a request, or fail it (its outcome is recorded either way). */
@@ -1898,6 +1919,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		return;
 	}
 	a->proc.msgs_out++;
+	if (trace_on())
+		trace_envelope(a->id, "corral", line, len);
 	req = engine_match(a, js, line, &env);
 	if (req == NULL && env.parents == -1 && env.ctype != CT_ERROR) {
 		/* Answering the notice with another such one would loop. */
@@ -1978,6 +2001,8 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 		return;
 	}
 	a->proc.msgs_out++;
+	if (trace_on())
+		trace_envelope(a->id, "corral", line, len);
 	engine_reply(a, m, js, line, len, &env);
 	engine_scan_give(js);
 }

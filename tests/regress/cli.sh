@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command line: global options before the command, the command's own
-# options before or after its file, --help, and corral check's two forms.
+# options before or after its file, --help, --trace, and corral check's
+# two forms.
 #   - -v, -vv, -vvv (or --verbose, repeated) before the command, -v after
 #     it (run and serve), and both together add up: one -v logs state
 #     changes, two or more also the debugging detail (READY -> BUSY);
@@ -48,6 +49,18 @@ corral_wait 10
 expect_rc 0
 log_has 'agent a: READY -> BUSY' ||
     fail "corral serve FILE -vv: expected the debugging detail in the log"
+
+# --trace: a line on stderr for each envelope to and from an agent, the
+# agent's bytes escaped (an ESC byte in the goal comes back as \033).
+corral_run 10 run "$T/wf.yaml" --goal "$(printf 'hi\033[2J there')" --trace
+expect_rc 0
+grep -q '^corral: [0-9:.]* user -> a: plan [^ ]*-1 "hi\\033\[2J there"$' "$ERR" ||
+    fail "--trace: no line for the goal to a: $(cat "$ERR")"
+grep -q '^corral: [0-9:.]* a -> corral: [a-z]* [^ ]* (re [^ ]*-1) "' "$ERR" ||
+    fail "--trace: no line for a's reply: $(cat "$ERR")"
+grep -q "$(printf '\033')" "$ERR" && fail "--trace let an escape byte through"
+corral_run 10 run "$T/wf.yaml" --goal hi
+grep -q ' -> ' "$ERR" && fail "trace lines without --trace: $(cat "$ERR")"
 
 for opt in --version -V; do
 	corral_run 5 "$opt"
