@@ -929,8 +929,12 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			snprintf(last, sizeof last, "; its last stderr: %s",
 			    tail);
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
-		    "within %.3gs%s", a->id, m->timeout > 0 ? m->timeout :
-		    a->conf->timeout, last);
+		    "within %.3gs%s%s", a->id, m->timeout > 0 ? m->timeout :
+		    a->conf->timeout, last, a->adapter == NULL &&
+		    !a->work.spoke ? "; it has answered nothing yet; hint: a "
+		    "program that is not an agent (sort, tr ...) needs adapter: "
+		    "exec (docs/adapters.md); an agent that is only slow, a "
+		    "longer timeout:" : "");
 		route_kick(a);
 		return;
 	default:
@@ -1735,12 +1739,25 @@ engine_good_envelope(struct agent *a)
 		    "row");
 }
 
-/* Describe a scan failure for a person. */
+/*
+ * Describe a line that is not JSON for a person: where the scanner gave
+ * up, the start of the line (escaped), and, for an agent, what to do: a
+ * stray print() is the usual cause, a program that is no agent the other.
+ */
 static void
-engine_scan_error(char *buf, size_t len, const struct jscan *js)
+engine_scan_error(char *buf, size_t len, const struct jscan *js,
+    struct agent *a, const char *line, size_t llen)
 {
-	snprintf(buf, len, "invalid JSON at byte %zu: %s", js->err_off,
-	    js->err != NULL ? js->err : "syntax error");
+	char	q[200];
+	size_t	n;
+
+	n = util_utf8_cut(line, llen, 40);
+	log_escape(q, sizeof q, line, n);
+	snprintf(buf, len, "invalid JSON at byte %zu: %s, in \"%s%s\"%s%s",
+	    js->err_off, js->err != NULL ? js->err : "syntax error", q,
+	    n < llen ? "..." : "", a != NULL ? "; stdout is for envelopes: "
+	    "log to stderr" : "", a != NULL && !a->work.spoke ? ", or give a "
+	    "program that is not an agent adapter: exec" : "");
 }
 
 /*
@@ -1770,7 +1787,7 @@ static int
 engine_bad_line(struct agent *a, size_t max, struct jscan *js,
     const char *line, size_t len, enum ndjson_kind kind, size_t extra)
 {
-	char	why[256];
+	char	why[512];
 
 	switch (kind) {
 	case NDJSON_TOOLONG:
@@ -1798,7 +1815,7 @@ engine_bad_line(struct agent *a, size_t max, struct jscan *js,
 		break;
 	}
 	if (jscan_run(js, line, len) != 0) {
-		engine_scan_error(why, sizeof why, js);
+		engine_scan_error(why, sizeof why, js, a, line, len);
 		engine_warn_agent(a, "%s", why);
 		engine_notice(a, "invalid_json", NULL, why, NULL);
 		return 1;
@@ -1868,6 +1885,7 @@ engine_bad(struct agent *a, const char *line, size_t len)
 	    "in a row, the first: \"%s\"); log to stderr instead",
 	    a->work.bad_streak, q);
 	a->work.bad_streak = 0;
+	a->work.bad_failed = 1;
 	lifecycle_fail(a, why);
 }
 
@@ -1890,6 +1908,7 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	if (js->tok[0].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
 		a->work.bad_streak = 0;
+		a->work.spoke = 1;
 		/* The control plane scans it again: let the tape go first. */
 		jscan_trim(js);
 		if (engine_hooks.control != NULL)
@@ -1925,8 +1944,11 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	if (req == NULL && env.parents == -1 && env.ctype != CT_ERROR) {
 		/* Answering the notice with another such one would loop. */
 		engine_bad_envelope(a);
+		/* sort and cat echo the request back at the end of input. */
 		log_warnx("agent %s: an envelope with no request outstanding "
-		    "was dropped", a->id);
+		    "was dropped%s", a->id, a->work.spoke ? "" : " (did it echo "
+		    "what it read? a program that is not an agent needs "
+		    "adapter: exec)");
 		engine_notice(a, "unsolicited", NULL, "no request is "
 		    "outstanding for this envelope; replies answer requests, "
 		    "new work goes through outputs.next_actions or map/send",
@@ -1934,6 +1956,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		return;
 	}
 	engine_good_envelope(a);
+	if (req != NULL)
+		a->work.spoke = 1;
 	if (req != NULL &&
 	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
 		if (engine_task.reply != NULL)
@@ -2133,7 +2157,8 @@ engine_start_goal(const char *line, size_t len)
  * (or are delivered again, for HIGH and CRITICAL ones).
  */
 static void
-engine_agent_gone(struct agent *a, const char *why, const char *note)
+engine_agent_gone(struct agent *a, const char *why, const char *note,
+    int failed)
 {
 	struct msg	*m;
 
@@ -2163,8 +2188,12 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 			continue;
 		}
 		breaker_failure(a);
-		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s ended "
-		    "before replying: %s", a->id, note);
+		/* Failed for its output, it is alive: say what happened. */
+		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s before "
+		    "replying: %s%s", a->id, failed ? "failed" : "ended", note,
+		    a->work.bad_failed ? "; hint: stdout is for envelopes, one "
+		    "JSON object a line; a program that is not an agent needs "
+		    "adapter: exec" : "");
 	}
 	route_check_orphans();
 }
@@ -2183,17 +2212,18 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 		a->work.bad_streak = 0;
 		a->work.env_streak = 0;
 		a->work.notices_dropped = 0;
+		a->work.bad_failed = 0;
 	}
 	/* How it ended, with its last stderr lines: the cause of the error. */
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?
-		    lifecycle_last_exit(a) : why);
+		    lifecycle_last_exit(a) : why, 0);
 	else if (ev == AE_BROKEN || (from == AS_BACKOFF && to == AS_STOPPED))
-		engine_agent_gone(a, why, why);
+		engine_agent_gone(a, why, why, 0);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)
 			why = lifecycle_cause(a);
-		engine_agent_gone(a, why, why);
+		engine_agent_gone(a, why, why, 1);
 		if (engine_task.failed != NULL)
 			engine_task.failed(a, why);
 		route_check_orphans();
