@@ -64,7 +64,8 @@ adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 			}
 			if (adapter_template_check(json_string_value(e), t,
 			    sizeof t) != 0) {
-				snprintf(why, len, "adapter.argv[%zu]: %s", i, t);
+				snprintf(why, len, "adapter.argv[%zu]: %s", i,
+				    t);
 				return -1;
 			}
 		}

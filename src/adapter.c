@@ -778,7 +778,8 @@ adapter_template_check(const char *tmpl, char *why, size_t len)
 			if (adapter_filters[i] == NULL) {
 				snprintf(why, len, "'%.*s': no filter '%.*s' "
 				    "(filters: lines, json, shell)",
-				    (int)(close + 2 - open), open, (int)n, name);
+				    (int)(close + 2 - open), open, (int)n,
+				    name);
 				return -1;
 			}
 		}

@@ -215,7 +215,8 @@ cmd_events_exec(struct cmd *c)
 	const char	*sub = NULL;
 	json_t		*filter, *res, *n, *p;
 	char		 last[64] = "";
-	int		 follow = cmd_has(c, "follow"), fresh = cmd_has(c, "new");
+	int		 follow = cmd_has(c, "follow");
+	int		 fresh = cmd_has(c, "new");
 	int		 text = isatty(STDOUT_FILENO), eof, rc = 1;
 	size_t		 i;
 

@@ -52,7 +52,8 @@ static const struct cmd_new_lang cmd_new_langs[] = {
 "def answer(req):\n"
 "    # req.intent, req.task and req.text (content.text, the goal) are the\n"
 "    # request's; finalize ends the run with this reply as its result.\n"
-"    return agent.reply(req, \"@NAME@ got: \" + req.text, intent=\"finalize\",\n"
+"    return agent.reply(req, \"@NAME@ got: \" + req.text, "
+    "intent=\"finalize\",\n"
 "                       confidence=0.9)\n"
 "\n"
 "\n"
@@ -105,10 +106,13 @@ static const struct cmd_new_lang cmd_new_langs[] = {
 "\t\tme = \"@NAME@\";\n"
 "\tsnprintf(buf, sizeof buf, \"@NAME@ got: %s\", text != NULL ? text : \"\");\n"
 "\treply = json_pack(\"{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, \"\n"
-"\t    \"s:{s:s, s:s}, s:{s:f}}\", \"protocol\", \"multiagent-1.0\", \"role\",\n"
-"\t    \"agent\", \"agent\", \"id\", me, \"name\", \"@NAME@\", \"model\", \"c\",\n"
+"\t    \"s:{s:s, s:s}, s:{s:f}}\", \"protocol\", \"multiagent-1.0\", "
+    "\"role\",\n"
+"\t    \"agent\", \"agent\", \"id\", me, \"name\", \"@NAME@\", "
+    "\"model\", \"c\",\n"
 "\t    \"intent\", \"finalize\",\n"
-"\t    \"task\", task != NULL ? task : \"answer\", \"content\", \"type\", \"text\",\n"
+"\t    \"task\", task != NULL ? task : \"answer\", \"content\", "
+    "\"type\", \"text\",\n"
 "\t    \"text\", buf, \"confidence\", \"score\", 0.9);\n"
 "\tif (id != NULL)\n"
 "\t\tjson_object_set_new(reply, \"trace\", json_pack(\"{s:[s]}\",\n"
@@ -180,15 +184,21 @@ static const struct cmd_new_lang cmd_new_langs[] = {
 "\t\tesac\n"
 "\t\tcontinue\n"
 "\t\t;;\n"
-"\t*'\"kind\":\"notice\"'*|*'\"kind\":\"message\"'*|*'\"kind\":\"child_result\"'*| \\\n"
+"\t*'\"kind\":\"notice\"'*|*'\"kind\":\"message\"'*|"
+    "*'\"kind\":\"child_result\"'*| \\\n"
 "\t*'\"kind\":\"cancel\"'*|*'\"kind\":\"progress\"'*)\n"
 "\t\tcontinue\n"
 "\t\t;;\n"
 "\tesac\n"
 "\t# JSON string contents are copied raw, so their escapes stay valid.\n"
 "\tid=$(pick \"$line\" '.*\"trace\":\\{[^}]*\"id\":\"([^\"]*)\".*')\n"
-"\ttext=$(pick \"$line\" '.*\"content\":\\{[^}]*\"text\":\"(([^\"\\\\]|\\\\.)*)\".*')\n"
-"\tprintf '{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":{\"id\":\"%s\",\"name\":\"@NAME@\",\"model\":\"sh\"},\"intent\":\"finalize\",\"task\":\"answer\",\"content\":{\"type\":\"text\",\"text\":\"@NAME@ got: %s\"},\"confidence\":{\"score\":0.9},\"trace\":{\"parents\":[\"%s\"]}}\\n' \\\n"
+"\ttext=$(pick \"$line\" "
+    "'.*\"content\":\\{[^}]*\"text\":\"(([^\"\\\\]|\\\\.)*)\".*')\n"
+"\tprintf '{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\","
+    "\"agent\":{\"id\":\"%s\",\"name\":\"@NAME@\",\"model\":\"sh\"},"
+    "\"intent\":\"finalize\",\"task\":\"answer\",\"content\":{\"type\":"
+    "\"text\",\"text\":\"@NAME@ got: %s\"},\"confidence\":{\"score\":"
+    "0.9},\"trace\":{\"parents\":[\"%s\"]}}\\n' \\\n"
 "\t    \"$me\" \"$text\" \"$id\"\n"
 "done\n" },
 };
@@ -206,8 +216,8 @@ cmd_new_write(const char *path, const char *text, const char *name,
 	    executable ? 0755 : 0644);
 	if (fd == -1 || (f = fdopen(fd, "w")) == NULL) {
 		fprintf(stderr, "corral: new: %s: %s%s\n", path,
-		    strerror(errno), errno == EEXIST ? " (it is left as it is)" :
-		    "");
+		    strerror(errno), errno == EEXIST ? " (it is left as it "
+		    "is)" : "");
 		if (fd != -1)
 			close(fd);
 		return -1;
@@ -288,8 +298,8 @@ cmd_new_exec(struct cmd *c)
 	snprintf(agent, sizeof agent, "%s/%s%s", dir, name, l->suffix);
 	snprintf(wf, sizeof wf, "%s/%s.yaml", dir, name);
 	if (access(wf, F_OK) == 0) {
-		fprintf(stderr, "corral: new: %s exists (it is left as it is)\n",
-		    wf);
+		fprintf(stderr, "corral: new: %s exists (it is left as it "
+		    "is)\n", wf);
 		return 1;
 	}
 	if (cmd_new_write(agent, l->text, name, l->executable) != 0)

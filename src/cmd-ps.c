@@ -171,7 +171,8 @@ cmd_ps_exec(struct cmd *c)
 	char		 dir[512], err[600], **v, real[1024];
 	size_t		 n, i;
 	ssize_t		 len;
-	int		 json = cmd_has(c, "json"), first = 1, bad = 0, shown = 0;
+	int		 json = cmd_has(c, "json"), first = 1, bad = 0;
+	int		 shown = 0;
 
 	if (path == NULL)
 		path = getenv("CORRAL_CONTROL");

@@ -36,8 +36,8 @@ cmd_run_param(json_t *params, const char *arg)
 	if (raw) {
 		if ((v = json_loads(eq + 1, JSON_DECODE_ANY |
 		    JSON_REJECT_DUPLICATES, &e)) == NULL)
-			errx(EXIT_USAGE, "--param %s: the value is not JSON: %s",
-			    key, e.text);
+			errx(EXIT_USAGE, "--param %s: the value is not JSON: "
+			    "%s", key, e.text);
 	} else if ((v = json_string(eq + 1)) == NULL)
 		errx(EXIT_USAGE, "--param %s: the value is not UTF-8", key);
 	json_object_set_new(params, key, v);

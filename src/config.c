@@ -1217,7 +1217,8 @@ config_routed(const struct workflow *wf, const char *intent)
  * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
- * start intent; and of a cmd: an exec adapter's argv: makes unused.  `corral check`, `run` and `serve` all call this, so that
+ * start intent; and of a cmd: an exec adapter's argv: makes unused.
+ * `corral check`, `run` and `serve` all call this, so that
  * what one refuses, all refuse.  Returns the number of errors.
  */
 int

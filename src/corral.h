@@ -550,8 +550,8 @@ struct work {
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	unsigned int		 env_streak;	/* invalid envelopes in a row */
 	char			*bad_first;	/* the first of them, once any */
-	int			 spoke;		/* answered something, or JSON-RPC */
-	int			 bad_failed;	/* failed for its non-JSON output */
+	int			 spoke;		/* answered, or spoke JSON-RPC */
+	int			 bad_failed;	/* failed for non-JSON output */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
 	ev_tstamp		 progress_at;

@@ -932,9 +932,9 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		    "within %.3gs%s%s", a->id, m->timeout > 0 ? m->timeout :
 		    a->conf->timeout, last, a->adapter == NULL &&
 		    !a->work.spoke ? "; it has answered nothing yet; hint: a "
-		    "program that is not an agent (sort, tr ...) needs adapter: "
-		    "exec (docs/adapters.md); an agent that is only slow, a "
-		    "longer timeout:" : "");
+		    "program that is not an agent (sort, tr ...) needs "
+		    "adapter: exec (docs/adapters.md); an agent that is only "
+		    "slow, a longer timeout:" : "");
 		route_kick(a);
 		return;
 	default:
@@ -1946,8 +1946,8 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 		engine_bad_envelope(a);
 		/* sort and cat echo the request back at the end of input. */
 		log_warnx("agent %s: an envelope with no request outstanding "
-		    "was dropped%s", a->id, a->work.spoke ? "" : " (did it echo "
-		    "what it read? a program that is not an agent needs "
+		    "was dropped%s", a->id, a->work.spoke ? "" : " (did it "
+		    "echo what it read? a program that is not an agent needs "
 		    "adapter: exec)");
 		engine_notice(a, "unsolicited", NULL, "no request is "
 		    "outstanding for this envelope; replies answer requests, "
@@ -2189,8 +2189,9 @@ engine_agent_gone(struct agent *a, const char *why, const char *note,
 		}
 		breaker_failure(a);
 		/* Failed for its output, it is alive: say what happened. */
-		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s before "
-		    "replying: %s%s", a->id, failed ? "failed" : "ended", note,
+		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s "
+		    "before replying: %s%s", a->id, failed ? "failed" : "ended",
+		    note,
 		    a->work.bad_failed ? "; hint: stdout is for envelopes, one "
 		    "JSON object a line; a program that is not an agent needs "
 		    "adapter: exec" : "");

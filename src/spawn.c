@@ -79,7 +79,7 @@ struct spawn_child {
 static int			 spawn_pidns;
 static const struct workflow	*spawn_wf;
 static char			*spawn_control;	/* the control socket, or NULL */
-static char			*spawn_python;	/* corral_agent.py's directory */
+static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
 
 static void	spawn_find_python(void);

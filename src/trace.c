@@ -3,7 +3,8 @@
  * that goes to an agent or comes from one, for a person watching the
  * messages flow without --log and jq:
  *
- *   corral: 12:00:01.234 planner -> corral: plan 4bfec8-2 (re 4bfec8-1) "One step: count the words."
+ *   corral: 12:00:01.234 planner -> corral: plan 4bfec8-2 (re 4bfec8-1)
+ *       "One step: count the words."
  *
  * The time, who sent it and who gets it, its intent, its trace id and
  * the request it answers, and the start of its text (its task when it

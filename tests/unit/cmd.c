@@ -99,8 +99,8 @@ test_options_match_synopsis(void **state)
 				    o->name) == 0) || (name[1] != '-' &&
 				    name[2] == '\0' && name[1] == o->letter);
 			if (!found) {
-				print_message("%s: %s is in the synopsis but is "
-				    "no option\n", (*e)->name, name);
+				print_message("%s: %s is in the synopsis but "
+				    "is no option\n", (*e)->name, name);
 				bad = 1;
 			}
 		}

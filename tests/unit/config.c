@@ -1396,7 +1396,8 @@ static const struct bad_conf bad_confs[] = {
 	{ "agents:\n  a:\n    cmd: [cat]\n    limits: {memory: 1}\n", 4, 14,
 	    "agents.a.limits: unknown key 'memory'" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: gpt\n", 4, 14,
-	    "agents.a.adapter: no adapter 'gpt' (the adapters are ndjson, exec" },
+	    "agents.a.adapter: no adapter 'gpt' (the adapters are ndjson, "
+	    "exec" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: {model: x}\n", 4, 14,
 	    "agents.a.adapter: expected an adapter name" },
 	/* Durations and sizes. */
@@ -1521,15 +1522,16 @@ test_all_errors(void **state)
 	n = (size_t)snprintf(text, sizeof text, "agents:\n  a:\n    cmd: "
 	    "[cat]\n");
 	for (i = 0; i < CONFIG_ERRORS + 5; i++)
-		n += (size_t)snprintf(text + n, sizeof text - n, "    bad%d: 1\n",
-		    i);
+		n += (size_t)snprintf(text + n, sizeof text - n,
+		    "    bad%d: 1\n", i);
 	wf = config_load_string(text, n, "t.yaml", &err);
 	assert_null(wf);
 	assert_int_equal(err.count, CONFIG_ERRORS + 5);
 	f = open_memstream(&out, &len);
 	config_print_error(f, "t.yaml", &err);
 	fclose(f);
-	assert_non_null(strstr(out, "t.yaml:4:5: agents.a: unknown key 'bad0'"));
+	assert_non_null(strstr(out,
+	    "t.yaml:4:5: agents.a: unknown key 'bad0'"));
 	assert_non_null(strstr(out, "corral: t.yaml: 5 more errors not "
 	    "shown\n"));
 	assert_null(strstr(out, "'bad20'"));
