@@ -58,19 +58,24 @@ def get_requires_for_build_editable(config_settings=None):
     return []
 
 
-def build_wheel(wheel_directory, config_settings=None,
-                metadata_directory=None):
-    """Write the wheel into wheel_directory; return its file name."""
-    files, info = _files()
+def _write_wheel(directory, files, info):
+    """Write the wheel of files (and their RECORD); return its name."""
     name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
     record = "".join(_record_line(n, d) for n, d in files)
     record += info + "/RECORD,,\n"
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w",
+    with zipfile.ZipFile(os.path.join(directory, name), "w",
                          zipfile.ZIP_DEFLATED) as z:
         for n, d in files:
             z.writestr(n, d)
         z.writestr(info + "/RECORD", record)
     return name
+
+
+def build_wheel(wheel_directory, config_settings=None,
+                metadata_directory=None):
+    """Write the wheel into wheel_directory; return its file name."""
+    files, info = _files()
+    return _write_wheel(wheel_directory, files, info)
 
 
 def build_editable(wheel_directory, config_settings=None,
@@ -78,12 +83,4 @@ def build_editable(wheel_directory, config_settings=None,
     """pip install -e: a wheel whose .pth file points at this directory."""
     files, info = _files()
     files = [(NAME + ".pth", (HERE + "\n").encode())] + files[1:]
-    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
-    record = "".join(_record_line(n, d) for n, d in files)
-    record += info + "/RECORD,,\n"
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w",
-                         zipfile.ZIP_DEFLATED) as z:
-        for n, d in files:
-            z.writestr(n, d)
-        z.writestr(info + "/RECORD", record)
-    return name
+    return _write_wheel(wheel_directory, files, info)
