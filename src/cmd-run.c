@@ -166,12 +166,13 @@ cmd_serve_exec(struct cmd *c)
 	return cmd_run_start(c, wf, MODE_SERVE, NULL);
 }
 
+/* run's options; serve takes those from --log on (cmd_serve_options). */
 static const struct cmd_option cmd_run_options[] = {
 	{ "goal", 'g', 1 },
 	{ "input", 'i', 1 },
 	{ "param", 'p', 1 },
-	{ "log", 'l', 1 },
 	{ "output", 'o', 1 },
+	{ "log", 'l', 1 },
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
 	{ "no-control", 0, 0 },
@@ -179,6 +180,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "verbose", 'v', 0 },
 	{ NULL, 0, 0 }
 };
+#define cmd_serve_options	(cmd_run_options + 4)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
@@ -190,16 +192,6 @@ const struct cmd_entry cmd_run_entry = {
 	.lower = 1,
 	.upper = 1,
 	.exec = cmd_run_exec,
-};
-
-static const struct cmd_option cmd_serve_options[] = {
-	{ "log", 'l', 1 },
-	{ "max-line", 0, 1 },
-	{ "control", 'S', 1 },
-	{ "no-control", 0, 0 },
-	{ "trace", 0, 0 },
-	{ "verbose", 'v', 0 },
-	{ NULL, 0, 0 }
 };
 
 const struct cmd_entry cmd_serve_entry = {
