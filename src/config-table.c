@@ -426,22 +426,6 @@ config_table_read_defaults(struct config_reader *rd,
 	return rc;
 }
 
-/* Return nonzero if s is a usable agent name. */
-static int
-config_table_valid_name(const char *s)
-{
-	const char	*p;
-
-	if (*s == '\0' || strlen(s) > 48)
-		return 0;
-	for (p = s; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return 0;
-	}
-	return 1;
-}
-
 /*
  * Check what one agent's keys say together: something to run, and
  * settings its adapter accepts.
@@ -482,18 +466,22 @@ config_table_read_agents(struct config_reader *rd,
 	const struct config_node	*name;
 	char				 p[256];
 	size_t				 i;
+	int				 rc = 0;
 
 	if (config_map_check(rd, n, path) != 0)
 		return -1;
 	if (n->nkids == 0)
 		return config_err(rd, n, "%s: names no agent", path);
 	wf->agents = xcalloc(n->nkids / 2, sizeof *wf->agents);
+	/* Each entry is read, whatever the one before got wrong. */
 	for (i = 0; i + 1 < n->nkids; i += 2) {
 		name = n->kids[i];
-		if (!config_table_valid_name(name->str))
-			return config_err(rd, name, "%s: '%s' is not a valid "
+		if (!protocol_agent_name(name->str)) {
+			rc = config_err(rd, name, "%s: '%s' is not a valid "
 			    "agent name (letters, digits, '_' and '-', at most "
 			    "48)", path, name->str);
+			continue;
+		}
 		ac = &wf->agents[wf->nagents];
 		config_agent_copy(ac, &rd->defaults);
 		ac->name = xstrdup(name->str);
@@ -502,12 +490,11 @@ config_table_read_agents(struct config_reader *rd,
 		ac->index = (unsigned int)wf->nagents++;
 		snprintf(p, sizeof p, "%s.%s", path, name->str);
 		if (config_read_map(rd, CONFIG_AGENT, ac, "", n->kids[i + 1],
-		    p) != 0)
-			return -1;
-		if (config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
-			return -1;
+		    p) != 0 ||
+		    config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
+			rc = -1;
 	}
-	return 0;
+	return rc;
 }
 
 /* Free a list of names config_read_list made. */
@@ -565,6 +552,7 @@ config_table_read_routes(struct config_reader *rd,
 	char				 p[256];
 	char				 list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
 	size_t				 i;
+	int				 ret = 0;
 
 	if (config_map_check(rd, n, path) != 0)
 		return -1;
@@ -574,19 +562,20 @@ config_table_read_routes(struct config_reader *rd,
 		if (strcmp(intent->str, "*") != 0 &&
 		    protocol_intent(intent->str, intent->len) < 0) {
 			protocol_intent_list(list, sizeof list);
-			return config_err(rd, intent, "%s: '%s' is not an "
+			ret = config_err(rd, intent, "%s: '%s' is not an "
 			    "intent (one of %s, or \"*\" for the fallback; a "
 			    "workflow's own go in intents:)", path,
 			    intent->str, list);
+			continue;
 		}
 		rc = &wf->routes[wf->nroutes++];
 		rc->intent = xstrdup(intent->str);
 		rc->line = intent->line;
 		snprintf(p, sizeof p, "%s.%s", path, intent->str);
 		if (config_table_read_route(rd, rc, n->kids[i + 1], p) != 0)
-			return -1;
+			ret = -1;
 	}
-	return 0;
+	return ret;
 }
 
 /* Return nonzero when s holds only characters a plain YAML word may. */

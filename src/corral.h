@@ -383,11 +383,24 @@ struct workflow {
 	double			 retry_max;
 };
 
-/* A workflow-file loading error, with its position. */
-struct config_error {
+/* A problem in a workflow file, with its position. */
+struct config_problem {
 	int	line;
 	int	column;
 	char	msg[512];
+};
+
+/*
+ * What loading a workflow file found wrong: the first error, then the
+ * next ones (a file's problems are all reported, up to CONFIG_ERRORS).
+ */
+#define CONFIG_ERRORS	20
+struct config_error {
+	int			line;		/* the first error */
+	int			column;
+	char			msg[512];
+	unsigned int		count;		/* errors found, all of them */
+	struct config_problem	more[CONFIG_ERRORS - 1];
 };
 
 /* A key of the workflow file as docs/workflow.md's key tables show it. */
@@ -542,6 +555,8 @@ struct agent_dialect {
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	unsigned int		 env_streak;	/* invalid envelopes in a row */
 	char			*bad_first;	/* the first of them, once any */
+	int			 answered;	/* answered a request, or spoke JSON-RPC */
+	int			 failed_output;	/* failed for non-JSON output */
 };
 
 /* engine.c: the requests an agent works on (written by engine.c). */
@@ -1116,6 +1131,7 @@ void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_trace(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 void	 fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 size_t	 log_escape(char *, size_t, const char *, size_t);
@@ -1139,6 +1155,9 @@ size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 size_t	 util_utf8_cut(const char *, size_t, size_t);
+size_t	 util_distance(const char *, const char *);
+int	 util_near(const char *, size_t);
+const char *util_nearest(const char *, const char *const *);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);
@@ -1161,6 +1180,7 @@ void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
+int	 protocol_agent_name(const char *);
 int	 protocol_intent(const char *, size_t);
 const char *protocol_intent_check(const char *);
 void	 protocol_set_intents(char **, size_t);
@@ -1351,6 +1371,7 @@ void	 external_forget(const char *);
 int	 client_dir(char *, size_t, int, char *, size_t);
 int	 client_probe(const char *);
 size_t	 client_sockets(const char *, char ***);
+size_t	 client_live(const char *, const char *, char ***);
 void	 client_sockets_free(char **, size_t);
 int	 client_find(const char *, const char *, char *, size_t, char *,
 	    size_t);
@@ -1369,18 +1390,9 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
-
-/* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
- * cmd-metrics.c, cmd-mcp.c: the commands that use the control socket. */
-int	 cmd_ps(int, char **);
-int	 cmd_tree(int, char **);
-int	 cmd_events(int, char **);
-int	 cmd_send(int, char **);
-int	 cmd_stop(int, char **);
-int	 cmd_cancel(int, char **);
-int	 cmd_top(int, char **);
-int	 cmd_metrics(int, char **);
-int	 cmd_mcp(int, char **);
+json_t	*client_requests(struct client *, int);
+void	 client_request_head(char *, size_t);
+void	 client_request_row(char *, size_t, json_t *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1449,6 +1461,7 @@ void	 adapter_reply_error(struct agent *, struct msg *, const char *,
 	    const char *, const char *, json_t *);
 json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
 char	*adapter_template(const char *, json_t *, const struct msg *);
+int	 adapter_template_check(const char *, char *, size_t);
 json_t	*adapter_request_json(struct msg *);
 struct proc *adapter_proc_new(struct agent *, struct msg *);
 void	 adapter_proc_done(struct proc *);
@@ -1514,6 +1527,13 @@ const struct adapter_ops *adapter_table_find(const char *);
 const char *adapter_table_home(const char *);
 int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 
+/* cmd.c: what main() needs of the command table (the rest: cmd.h) */
+struct cmd_entry;
+const struct cmd_entry *cmd_find(const char *);
+const char *cmd_nearest(const char *);
+int	 cmd_exec(const struct cmd_entry *, int, char **, int);
+void	 cmd_usage_all(FILE *);
+
 /* dialect.c, dialect-table.c, dialect-map.c */
 void	 dialect_init(const struct dialect_consumers *);
 const struct dialect_stats *dialect_stats_get(void);
@@ -1527,6 +1547,9 @@ void	 dialect_warn(struct agent *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	 dialect_bad_message(struct agent *);
 void	 dialect_good_message(struct agent *);
+void	 dialect_answered(struct agent *);
+int	 dialect_has_answered(const struct agent *);
+int	 dialect_failed_output(const struct agent *);
 void	 dialect_input(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 const struct dialect *dialect_find(const char *);
@@ -1637,6 +1660,7 @@ void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 struct msg *engine_find(const char *);
+struct msg *engine_live_next(struct msg *);
 void	 engine_cancel(struct msg *, const char *);
 unsigned int engine_cancel_agent(struct agent *, const char *);
 void	 engine_fail(struct msg *, const char *, const char *, const char *,
@@ -1657,6 +1681,11 @@ void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);
 int	 engine_idle(void);
 
+/* trace.c */
+void	 trace_enable(int);
+int	 trace_on(void);
+void	 trace_envelope(const char *, const char *, const char *, size_t);
+
 /* auditlog.c */
 typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
@@ -1674,6 +1703,7 @@ void	 auditlog_json(const char *, const char *, json_t *);
 
 /* cancel.c */
 void	 cancel_request(struct peer *, json_t *, json_t *);
+void	 cancel_list(struct peer *, json_t *, json_t *);
 
 /* mapview.c */
 void	 mapview_init(void);

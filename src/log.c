@@ -87,6 +87,17 @@ log_vemit(int with_errno, int saved_errno, const char *fmt, va_list ap)
 	log_write(buf, (size_t)n);
 }
 
+/* Log a line of corral run --trace: always shown, as a warning is. */
+void
+log_trace(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vemit(0, 0, fmt, ap);
+	va_end(ap);
+}
+
 /* Log a warning with the errno text appended. */
 void
 log_warn(const char *fmt, ...)

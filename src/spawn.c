@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -78,7 +79,10 @@ struct spawn_child {
 static int			 spawn_pidns;
 static const struct workflow	*spawn_wf;
 static char			*spawn_control;	/* the control socket, or NULL */
+static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
+
+static void	spawn_find_python(void);
 
 /*
  * Set the workflow processes are started for (its directory, agent path
@@ -91,6 +95,41 @@ spawn_init(const struct workflow *wf, int pidns)
 	spawn_wf = wf;
 	spawn_pidns = pidns;
 	spawn_set_control(NULL);
+	spawn_find_python();
+}
+
+/*
+ * Find the directory of the corral_agent Python module corral was built
+ * with, to put on its agents' PYTHONPATH: share/corral/python beside the
+ * binary (a build tree), or ../share/corral/python (an installed one).
+ */
+static void
+spawn_find_python(void)
+{
+	static const char *const where[] = { "share/corral/python",
+	    "../share/corral/python" };
+	char	exe[PATH_MAX], file[PATH_MAX + 64], *slash;
+	ssize_t	n;
+	size_t	i;
+
+	free(spawn_python);
+	spawn_python = NULL;
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		return;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return;
+	*slash = '\0';
+	for (i = 0; i < sizeof where / sizeof where[0]; i++) {
+		snprintf(file, sizeof file, "%s/%s/corral_agent.py", exe,
+		    where[i]);
+		if (access(file, R_OK) != 0)
+			continue;
+		*strrchr(file, '/') = '\0';
+		spawn_python = realpath(file, NULL);
+		log_debug("the Python agents' module is in %s", spawn_python);
+		return;
+	}
 }
 
 /* Block every signal, saving the old mask. */
@@ -278,16 +317,31 @@ spawn_set_control(const char *path)
 	spawn_control = path != NULL ? xstrdup(path) : NULL;
 }
 
+/* The value of key in an environment under construction, or NULL. */
+static const char *
+spawn_env_get(char **envp, size_t n, const char *key)
+{
+	size_t	i, kl = strlen(key);
+
+	for (i = 0; i < n; i++)
+		if (strncmp(envp[i], key, kl) == 0 && envp[i][kl] == '=')
+			return envp[i] + kl + 1;
+	return NULL;
+}
+
 /*
  * Build the agent's environment: allowlist, then its own, then ours, then
  * what its adapter adds for one kind of process (extra, NAME=value).
+ * corral's Python module goes last on PYTHONPATH, so that an agent's own
+ * copy, earlier on it, wins.
  */
 static char **
 spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
     const char *id, const char *token, char *const *extra)
 {
-	char	**envp = NULL, **e, *eq, buf[32];
-	size_t	  n = 0, cap = 0, i;
+	char		**envp = NULL, **e, *eq, buf[32], *pp;
+	const char	 *v;
+	size_t		  n = 0, cap = 0, i;
 
 	for (e = environ; e != NULL && *e != NULL; e++) {
 		if ((eq = strchr(*e, '=')) == NULL)
@@ -300,6 +354,16 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 	}
 	for (i = 0; i < ac->nenv; i++)
 		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
+	if (spawn_python != NULL) {
+		if ((v = spawn_env_get(envp, n, "PYTHONPATH")) != NULL &&
+		    *v != '\0') {
+			xasprintf(&pp, "%s:%s", v, spawn_python);
+			spawn_env_set(&envp, &n, &cap, "PYTHONPATH", pp);
+			free(pp);
+		} else
+			spawn_env_set(&envp, &n, &cap, "PYTHONPATH",
+			    spawn_python);
+	}
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_ID", id);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_NAME", ac->name);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());

@@ -567,6 +567,8 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	jsonw_str(&j, why);
 	jsonw_key(&j, "requestId");
 	jsonw_str(&j, m->id);
+	jsonw_key(&j, "intent");
+	jsonw_str(&j, protocol_intent_name(m->intent));
 	if (a != NULL) {
 		jsonw_key(&j, "agentId");
 		jsonw_str(&j, a->id);

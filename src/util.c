@@ -377,3 +377,61 @@ util_utf8_valid(const char *s, size_t n, size_t *bad)
 	}
 	return 1;
 }
+
+/*
+ * The edit distance of a and b: letters inserted, deleted, replaced, or two
+ * swapped.  SIZE_MAX for words longer than 32 bytes.
+ */
+size_t
+util_distance(const char *a, const char *b)
+{
+	unsigned char	d[33][33];
+	size_t		la = strlen(a), lb = strlen(b), i, j, c, v;
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned char)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned char)j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] != b[j - 1];
+			v = d[i - 1][j - 1] + c;
+			if (d[i - 1][j] + 1U < v)
+				v = d[i - 1][j] + 1U;
+			if (d[i][j - 1] + 1U < v)
+				v = d[i][j - 1] + 1U;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1U < v)
+				v = d[i - 2][j - 2] + 1U;
+			d[i][j] = (unsigned char)v;
+		}
+	}
+	return d[la][lb];
+}
+
+/* Is a word d edits away from word near enough to be what was meant? */
+int
+util_near(const char *word, size_t d)
+{
+	return d <= (strlen(word) <= 3 ? 1U : 2U);
+}
+
+/*
+ * The word of words (NULL-terminated) nearest to word, when it is near
+ * enough to be a typing slip (util_near); else NULL.
+ */
+const char *
+util_nearest(const char *word, const char *const *words)
+{
+	const char	*best = NULL;
+	size_t		 d, bestd = SIZE_MAX;
+
+	for (; *words != NULL; words++)
+		if ((d = util_distance(word, *words)) < bestd) {
+			bestd = d;
+			best = *words;
+		}
+	return best != NULL && util_near(word, bestd) ? best : NULL;
+}
