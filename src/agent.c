@@ -194,6 +194,31 @@ agent_find_token(const char *token)
 }
 
 /*
+ * The agent whose process, or a per-call process of it, has this pid as
+ * /proc names pids, or NULL.  Only processes not reaped yet count: until
+ * corral reaps one, no other process can have its pid.
+ */
+struct agent *
+agent_of_pid(pid_t pid)
+{
+	struct agent	*a;
+	struct proc	*p;
+
+	if (pid <= 0)
+		return NULL;
+	TAILQ_FOREACH(a, &agent_list, entry)
+		if (!(a->flags & AGENT_DEAD) && a->proc.pid > 0 &&
+		    (a->proc.flags & AP_RUNNING) &&
+		    !(a->proc.flags & AP_EXITED) &&
+		    pidns_proc_pid(a->proc.pid, a->proc.hostpid) == pid)
+			return a;
+	if ((p = proc_find(pid)) != NULL && p->agent != NULL &&
+	    !(p->agent->flags & AGENT_DEAD))
+		return p->agent;
+	return NULL;
+}
+
+/*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
  * instances); children, and instance 0 (agents a client spawned), get a

@@ -578,7 +578,10 @@ struct peer {
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
 #define PEER_LISTED	0x08	/* among the participants (rpc_peer_add) */
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
+#define PEER_INSIDE	0x20	/* from inside: an agent's processes */
+#define PEER_HANGUP	0x40	/* close it once this answer is out */
 	uint64_t		 ping_seq;
+	struct agent		*origin;	/* inside: whose, NULL: none */
 	char			*cname;		/* map/connect's name */
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
@@ -924,11 +927,13 @@ struct proc {
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
 #define PROC_HEADFULL	0x20	/* err_head is full */
+#define PROC_LIVE	0x40	/* its pid is not reaped (proc_find) */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
 	void			*arg;
 	TAILQ_ENTRY(proc)	 entry;
+	TAILQ_ENTRY(proc)	 live;		/* proc.c's, while PROC_LIVE */
 };
 TAILQ_HEAD(procs, proc);
 
@@ -1202,6 +1207,7 @@ void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
+struct agent *agent_of_pid(pid_t);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
@@ -1349,6 +1355,7 @@ void	 proc_kill(struct proc *);
 void	 proc_interrupt(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
+struct proc *proc_find(pid_t);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
@@ -1636,7 +1643,7 @@ void	 control_gone(struct peer *);
 
 /* server-client.c */
 unsigned int server_client_count(void);
-void	 server_client_create(int, uid_t, pid_t);
+void	 server_client_create(int, uid_t, pid_t, struct agent *, int);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 
@@ -1710,6 +1717,12 @@ int	 workspace_artifacts(const char *, const char *, struct jscan *,
 #define PIDNS_SIGNAL	(SIGRTMIN + 1)
 int	 pidns_enter(void);
 int	 pidns_host_proc(void);
+int	 pidns_active(void);
+pid_t	 pidns_proc_pid(pid_t, pid_t);
+
+/* lineage.c */
+typedef void *(*lineage_match_cb)(pid_t, void *);
+int	 lineage_peer(int, pid_t, lineage_match_cb, void *, void **);
 
 /* progress.c */
 void	 progress_init(const struct workflow *, int);
