@@ -454,11 +454,15 @@ agent_in_error(struct chan *c, int error)
 	agent_pipe_check(a, "closed its stdin");
 }
 
-/* Keep a stderr line among the last few, for the errors that quote it. */
+/*
+ * Keep a stderr line among the last few, for the errors that quote it:
+ * escaped (util_vis), as those errors reach the log, corral ps and the
+ * terminal of whoever runs corral.
+ */
 static void
 agent_err_keep(struct agent *a, const char *line, size_t len)
 {
-	char	*slot;
+	char	*slot, *esc;
 
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
@@ -468,9 +472,11 @@ agent_err_keep(struct agent *a, const char *line, size_t len)
 	if (a->proc.errtail == NULL)
 		a->proc.errtail = xcalloc(AGENT_ERRTAIL, AGENT_ERRLINE);
 	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
-	len = util_utf8_cut(line, len, AGENT_ERRLINE - 1);
-	memcpy(slot, line, len);
+	esc = util_vis(line, len);
+	len = util_utf8_cut(esc, strlen(esc), AGENT_ERRLINE - 1);
+	memcpy(slot, esc, len);
 	slot[len] = '\0';
+	free(esc);
 }
 
 /* Log one stderr line with the agent's name, and keep it. */

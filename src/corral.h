@@ -1075,6 +1075,8 @@ size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 size_t	 util_utf8_cut(const char *, size_t, size_t);
+char	*util_vis(const char *, size_t);
+void	 util_vis_json(json_t *);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);
