@@ -245,6 +245,7 @@ struct confine {
 #define CONFINE_READ	 0x02	/* read: given: reads only there */
 #define CONFINE_CONNECT	 0x04	/* connect: given: TCP only to those */
 	int			 required;
+	unsigned int		 optional;	/* CONFINE_P_*: may be missing */
 	char			**write;
 	size_t			 nwrite;
 	char			**read;
@@ -1682,10 +1683,32 @@ struct confine_where {
 	confine_var_cb	 var;
 	const void	*arg;
 };
+/* What a confinement protects, each as the kernel may lack it. */
+#define CONFINE_P_LANDLOCK	0x01	/* all of it: never optional */
+#define CONFINE_P_TRUNCATE	0x02
+#define CONFINE_P_CONNECT	0x04
+#define CONFINE_P_IOCTL		0x08
+#define CONFINE_P_SIGNALS	0x10
+#define CONFINE_P_ABSTRACT	0x20
+#define CONFINE_P_METADATA	0x40
+/* Where an agent may write, as real paths (for its mount namespace). */
+struct confine_roots {
+	char		**v;
+	size_t		  n;
+};
 int	 confine_abi(void);
+int	 confine_mountns(void);
+unsigned int confine_missing(const struct confine *);
 int	 confine_gaps(const struct confine *, char *, size_t);
+int	 confine_refused(const struct confine *, char *, size_t);
+unsigned int confine_protection(const char *);
+const char *confine_protection_key(unsigned int);
 int	 confine_ruleset(const struct confine *, const struct confine_where *,
-	    char *, size_t);
+	    struct confine_roots *, char *, size_t);
+void	 confine_roots_meet(struct confine_roots *,
+	    const struct confine_roots *);
+void	 confine_roots_free(struct confine_roots *);
+int	 confine_mount(char *const *, size_t, int *, const char **);
 int	 confine_port(const char *);
 
 /* workspace.c */
