@@ -282,13 +282,14 @@ static int
 control_inside(struct peer *p, json_t *id, const char *method,
     json_t *params)
 {
-	char	msg[256];
+	char	msg[256], esc[64 * 4 + 8];
 
 	if (strcmp(method, CORRAL_M_CONNECT) == 0 &&
 	    json_object_get(params, "auth") != NULL)
 		return 0;
-	log_warnx("%s: refused %.64s from %s%s: an agent reaches corral only "
-	    "as itself", p->name, method, p->origin != NULL ?
+	log_escape(esc, sizeof esc, method, strlen(method));
+	log_warnx("%s: refused %s from %s%s: an agent reaches corral only "
+	    "as itself", p->name, esc, p->origin != NULL ?
 	    "the processes of agent " : "inside corral", p->origin != NULL ?
 	    p->origin->id : "");
 	snprintf(msg, sizeof msg, "authentication required: this connection "

@@ -21,7 +21,9 @@
  * nobody's.
  *
  * No pid is trusted after it could have been reused.  The peer is held
- * by a pidfd (SO_PEERPIDFD, Linux 6.5; else pidfd_open of its pid), and
+ * by a pidfd (SO_PEERPIDFD, Linux 6.5; before, pidfd_open of the pid it
+ * connected with, which a peer that exits at once may have passed on:
+ * then its place is another process's, read with the same care), and
  * each process on the way by a descriptor of its /proc directory, which
  * reads nothing once that process is gone.  A parent's directory is
  * opened while its child still names it as parent; a child's parent
@@ -109,7 +111,10 @@ lineage_self(void)
 	return (pid_t)strtol(buf, NULL, 10);
 }
 
-/* A pidfd of the socket's peer, or -1. */
+/*
+ * A pidfd of the socket's peer; -1 when the kernel has none to give,
+ * -2 when the peer is gone (its pid may be another's by now).
+ */
 static int
 lineage_pidfd(int sock, pid_t pid)
 {
@@ -118,9 +123,15 @@ lineage_pidfd(int sock, pid_t pid)
 
 	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0)
 		return fd;
+	if (errno == ESRCH)
+		return -2;
 	if (pid <= 0)
 		return -1;
-	return (int)syscall(SYS_pidfd_open, pid, 0);
+	/* Before Linux 6.5: its pid, which it had when it connected. */
+	if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1 &&
+	    errno == ESRCH)
+		return -2;
+	return fd;
 }
 
 /* The pid a pidfd holds, as /proc names it: -1 once it exited. */
@@ -222,7 +233,8 @@ lineage_peer(int sock, pid_t pid, lineage_match_cb match, void *arg,
 		return 0;	/* no pid in our namespace: outside it */
 	self = lineage_self();
 	pidfd = lineage_pidfd(sock, pid);
-	for (tries = 0; tries < LINEAGE_TRIES && r == LINEAGE_RACE; tries++) {
+	for (tries = 0; tries < LINEAGE_TRIES && r == LINEAGE_RACE &&
+	    pidfd != -2; tries++) {
 		if (pidfd != -1)
 			ppid = lineage_pidfd_pid(pidfd);
 		else if (!ns || pidns_host_proc() != -1)
@@ -240,7 +252,7 @@ lineage_peer(int sock, pid_t pid, lineage_match_cb match, void *arg,
 		}
 		r = lineage_walk(dir, ppid, self, match, arg, found);
 	}
-	if (pidfd != -1)
+	if (pidfd >= 0)
 		close(pidfd);
 	if (r != LINEAGE_IN)
 		*found = NULL;
