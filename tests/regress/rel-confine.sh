@@ -146,8 +146,14 @@ note "Landlock ABI $ABI; writes outside: $W"
 serve_eof
 corral_wait 10
 expect_rc 0
-[ "$ABI" -ge 1 ] && ! log_has "not enforced" ||
-    fail "corral warned on a kernel with Landlock ABI $ABI"
+# Nothing is missing from ABI 6 on, with mount namespaces for agents
+# (root, or corral's own user namespace); else the warning says what.
+if [ "$ABI" -ge 6 ] && [ "$W" = EROFS ]; then
+	! log_has "not enforced" ||
+	    fail "corral warned on a kernel with Landlock ABI $ABI: $(grep "not enforced" "$ERR")"
+else
+	note "missing here: $(grep "not enforced" "$ERR")"
+fi
 
 [ "$ABI" -ge 1 ] && {
 expect "$T/box/probe.box" "cwd ok" "outside $W" "listed ok" \
@@ -167,7 +173,8 @@ expect "$T/free/probe.free" "cwd ok" "outside ok" "listed ok" \
 expect "$T/reader/probe.reader" "cwd ok" "outside $W" "listed $W" \
     "devnull ok" "read-outside EACCES" "read-listed ok"
 # Metadata outside: the mount namespace is read-only there.
-for a in box reader; do
+[ "$W" = EROFS ] || note "no mount namespace for agents here: metadata not checked"
+[ "$W" = EROFS ] && for a in box reader; do
 	expect "$T/$a/probe.$a" "chmod-outside EROFS" "touch-outside EROFS" \
 	    "chown-outside EROFS" "chmod-inside ok"
 	[ "$(stat -c %a "$T/outside/meta.$a")" = 600 ] ||

@@ -1,6 +1,6 @@
 #!/bin/sh
 # An agent acts only as itself on the control socket, with and without
-# corral's pid namespace.  A confined agent ("thief", required: true, its
+# corral's pid namespace.  A confined agent ("thief", confine: on, its
 # cwd a box) runs ctlpeer against $CORRAL_CONTROL:
 #
 # 1. Plain map/connect, no credential, then spawn of an unconfined entry
@@ -99,7 +99,7 @@ agents:
     cmd: [sh, $T/thief.sh]
     env: {CP: $CP, D: $D}
     cwd: $B
-    confine: {required: true}
+    confine: on
     tools: [list]
   writer:
     cmd: [sh, -c, 'touch $D/outside/written; exec cat']
