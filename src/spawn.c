@@ -622,11 +622,13 @@ fail:
 }
 
 /*
- * Whether a confined agent's mount namespace is made: it is, where the
- * system allows, unless it may write everywhere anyway.
+ * Tell the child of a confined agent to make its mount namespace, where
+ * the system allows, unless the agent may write everywhere anyway.
+ * Returns 0, or -1 with sr filled.
  */
 static int
-spawn_mountns(const struct confine_roots *roots)
+spawn_mountns(struct spawn_child *sc, const struct confine_roots *roots,
+    char **cwd, struct spawn_result *sr)
 {
 	size_t	i;
 
@@ -635,7 +637,22 @@ spawn_mountns(const struct confine_roots *roots)
 	for (i = 0; i < roots->n; i++)
 		if (strcmp(roots->v[i], "/") == 0)
 			return 0;
-	return 1;
+	if (roots->n > SPAWN_ROOTS) {
+		sr->error = E2BIG;
+		snprintf(sr->what, sizeof sr->what, "confine: more than %d "
+		    "writable paths", SPAWN_ROOTS);
+		return -1;
+	}
+	/* Its cwd is in the new mounts only once it goes there. */
+	if (*cwd == NULL && (*cwd = getcwd(NULL, 0)) == NULL) {
+		sr->error = errno;
+		snprintf(sr->what, sizeof sr->what, "getcwd");
+		return -1;
+	}
+	sc->mountns = 1;
+	sc->roots = roots->v;
+	sc->nroots = roots->n;
+	return 0;
 }
 
 /*
@@ -704,23 +721,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	}
 	if (spawn_confine(ac, envp, path, rs, &nrs, &roots, sr) != 0)
 		goto fail;
-	if (nrs > 0 && spawn_mountns(&roots)) {
-		if (roots.n > SPAWN_ROOTS) {
-			sr->error = E2BIG;
-			snprintf(sr->what, sizeof sr->what, "confine: more than "
-			    "%d writable paths", SPAWN_ROOTS);
-			goto fail;
-		}
-		sc.mountns = 1;
-		sc.roots = roots.v;
-		sc.nroots = roots.n;
-		/* Its cwd is in the new mounts only once it goes there. */
-		if (cwd == NULL && (cwd = getcwd(NULL, 0)) == NULL) {
-			sr->error = errno;
-			snprintf(sr->what, sizeof sr->what, "getcwd");
-			goto fail;
-		}
-	}
+	if (nrs > 0 && spawn_mountns(&sc, &roots, &cwd, sr) != 0)
+		goto fail;
 	if (spawn_pipe(in) == -1 || spawn_pipe(out) == -1 ||
 	    spawn_pipe(err) == -1) {
 		sr->error = errno;
