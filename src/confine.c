@@ -443,22 +443,29 @@ confine_expand(const char *in, const struct confine_where *w,
 	return r < 0 || (size_t)r >= len ? -1 : 1;
 }
 
-/* Add a writable path to the roots, as its real path. */
+/* Add a real path to the roots, once. */
+static void
+confine_roots_add(struct confine_roots *r, const char *real)
+{
+	size_t	i;
+
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->v[i], real) == 0)
+			return;
+	r->v = xreallocarray(r->v, r->n + 1, sizeof *r->v);
+	r->v[r->n++] = xstrdup(real);
+}
+
+/* Add a writable path to the roots (when given), as its real path. */
 static void
 confine_root(struct confine_roots *r, const char *path)
 {
 	char	*real;
-	size_t	 i;
 
 	if (r == NULL || (real = realpath(path, NULL)) == NULL)
 		return;
-	for (i = 0; i < r->n; i++)
-		if (strcmp(r->v[i], real) == 0) {
-			free(real);
-			return;
-		}
-	r->v = xreallocarray(r->v, r->n + 1, sizeof *r->v);
-	r->v[r->n++] = real;
+	confine_roots_add(r, real);
+	free(real);
 }
 
 /* Free a list of roots. */
@@ -511,10 +518,10 @@ confine_roots_meet(struct confine_roots *r, const struct confine_roots *other)
 
 	for (i = 0; i < r->n; i++)
 		if (confine_beneath(r->v[i], other))
-			confine_root(&out, r->v[i]);
+			confine_roots_add(&out, r->v[i]);
 	for (i = 0; i < other->n; i++)
 		if (confine_beneath(other->v[i], r))
-			confine_root(&out, other->v[i]);
+			confine_roots_add(&out, other->v[i]);
 	confine_roots_free(r);
 	*r = out;
 	if (r->n > 1)
