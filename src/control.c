@@ -28,6 +28,8 @@
  * wrong one, and so is the connection: it is closed after the answer.
  */
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +208,37 @@ control_gone(struct peer *p)
 }
 
 /*
+ * Log a refused connection: at most ten lines a second, then one that
+ * says how many were not logged, so that an agent connecting in a loop
+ * cannot flood the log.
+ */
+static void __attribute__((format(printf, 1, 2)))
+control_warn_refused(const char *fmt, ...)
+{
+	static ev_tstamp	 at;
+	static unsigned int	 count, dropped;
+	ev_tstamp		 now = ev_now(LOOP);
+	va_list			 ap;
+	char			 buf[512];
+
+	if (now - at >= 1.0) {
+		if (dropped > 0)
+			log_warnx("control: %u more refusals like these were not "
+			    "logged", dropped);
+		at = now;
+		count = dropped = 0;
+	}
+	if (++count > 10) {
+		dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_warnx("%s", buf);
+}
+
+/*
  * Refuse a credential: say so in the log (never the credential itself)
  * and the audit log, answer with code and msg, and close the connection.
  */
@@ -213,7 +246,8 @@ static void
 control_auth_refuse(struct peer *p, json_t *id, int code, const char *msg,
     const char *why)
 {
-	log_warnx("%s: refused an agent credential: %s", p->name, why);
+	control_warn_refused("%s: refused an agent credential: %s", p->name,
+	    why);
 	auditlog_event("auth_refused", NULL, NULL, "participant", p->name,
 	    "reason", why, NULL);
 	rpc_error(p, id, code, msg, NULL);
@@ -288,8 +322,8 @@ control_inside(struct peer *p, json_t *id, const char *method,
 	    json_object_get(params, "auth") != NULL)
 		return 0;
 	log_escape(esc, sizeof esc, method, strlen(method));
-	log_warnx("%s: refused %s from %s%s: an agent reaches corral only "
-	    "as itself", p->name, esc, p->origin != NULL ?
+	control_warn_refused("%s: refused %s from %s%s: an agent reaches "
+	    "corral only as itself", p->name, esc, p->origin != NULL ?
 	    "the processes of agent " : "inside corral", p->origin != NULL ?
 	    p->origin->id : "");
 	snprintf(msg, sizeof msg, "authentication required: this connection "
