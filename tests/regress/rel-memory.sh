@@ -123,6 +123,10 @@ agents:
   flood:
     cmd: [/bin/sh, $T/flood.sh, $T/spawn.done, read, "300000", '{"jsonrpc":"2.0","id":1,"method":"map/agents/spawn","params":{"task":"t","cmd":["/bin/sh","-c","sleep 1000; :","$T"]}}']
     children: {max: 1}
+    # The one child holds its task however long the flood takes (over a
+    # minute under the sanitizers on a loaded machine): no timeout frees
+    # its place for a second.
+    timeout: none
     max_line: 64KiB
     max_inflight: 1
     stop: {grace: 200ms, timeout: 2s}
