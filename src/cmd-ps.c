@@ -135,6 +135,9 @@ cmd_ps_run(const char *sock, int json, int *first)
 		free(s);
 		json_decref(out);
 	} else {
+		/* What agents wrote must not drive the terminal. */
+		util_vis_json(run);
+		util_vis_json(agents);
 		if (!*first)
 			printf("\n");
 		printf("%-8s %-8s %-6s %-8s %-7s %-20s %s\n", "RUN", "PID",

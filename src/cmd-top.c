@@ -240,6 +240,10 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
 
+	/* What agents wrote must not drive the terminal. */
+	util_vis_json(run);
+	util_vis_json(agents);
+	util_vis_json(metrics);
 	memset(&s, 0, sizeof s);
 	cmd_top_size(&s.cols, &s.rows);
 	if ((s.f = open_memstream(&s.buf, &s.len)) == NULL)

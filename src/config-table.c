@@ -88,6 +88,9 @@ static void	config_table_print_rlimits(FILE *, const struct config_key *,
 static int	config_table_read_confine(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
+static int	config_table_read_optional(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
 static void	config_table_print_confine(FILE *, const struct config_key *,
 		    const void *, int);
 
@@ -404,6 +407,12 @@ const struct config_key config_table[] = {
 	{ .name = "confine.required", AGENT(confine.required),
 	  .type = CONFIG_BOOL, .dflt = "false",
 	  .doc = "refuse to run unless the kernel enforces all of it" },
+	{ .name = "confine.optional", .scope = CONFIG_AGENT,
+	  .type = CONFIG_LIST, .typename = "list of `truncate`, `connect`, "
+	  "`ioctl`, `signals`, `abstract-sockets`, `metadata`",
+	  .read = config_table_read_optional,
+	  .doc = "with required, the protections it may run without where "
+	  "the system lacks them" },
 	{ .name = "tools", AGENT(tools), .type = CONFIG_LIST,
 	  .typename = "list of `spawn`, `wait`, `send`, `list`, `stop`",
 	  .read = config_table_read_tools, .print = config_table_print_tools,
@@ -733,6 +742,34 @@ config_table_read_tools(struct config_reader *rd,
 			    names[i]);
 		else
 			ac->tools |= 1U << j;
+	}
+	config_table_free_names(names, nnames);
+	return ret;
+}
+
+/* Read confine.optional: protections, by name, into their bits. */
+static int
+config_table_read_optional(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	char			**names = NULL;
+	size_t			  nnames = 0, i;
+	unsigned int		  bit;
+	int			  ret = 0;
+
+	if (config_read_list(rd, n, path, &names, &nnames) != 0)
+		return -1;
+	ac->confine.optional = 0;
+	for (i = 0; i < nnames && ret == 0; i++) {
+		if ((bit = confine_protection(names[i])) == 0)
+			ret = config_err(rd, n->type == CONFIG_SEQUENCE &&
+			    i < n->nkids ? n->kids[i] : n, "%s: unknown "
+			    "protection '%s' (truncate, connect, ioctl, signals, "
+			    "abstract-sockets, metadata)", path, names[i]);
+		else
+			ac->confine.optional |= bit;
 	}
 	config_table_free_names(names, nnames);
 	return ret;
@@ -1132,6 +1169,8 @@ config_table_print_confine(FILE *f, const struct config_key *k,
     const void *base, int indent)
 {
 	const struct confine	*c = &((const struct agent_conf *)base)->confine;
+	unsigned int		 bit;
+	int			 first = 0;
 
 	if (!(c->flags & CONFINE_ON))
 		return;
@@ -1145,5 +1184,15 @@ config_table_print_confine(FILE *f, const struct config_key *k,
 		fputs(", connect: ", f);
 		config_table_print_list(f, c->connect, c->nconnect);
 	}
-	fprintf(f, ", required: %s}\n", c->required ? "true" : "false");
+	fprintf(f, ", required: %s", c->required ? "true" : "false");
+	if (c->optional != 0) {
+		fputs(", optional: [", f);
+		for (bit = 1; bit != 0 && bit <= c->optional; bit <<= 1)
+			if ((c->optional & bit) &&
+			    confine_protection_key(bit) != NULL)
+				fprintf(f, "%s%s", first++ ? ", " : "",
+				    confine_protection_key(bit));
+		fputc(']', f);
+	}
+	fputs("}\n", f);
 }

@@ -19,8 +19,17 @@
  * and visibility, but only the methods of the tools its entry offers
  * (tools:).  It is named after the agent; it loses the agent when the
  * agent is freed.
+ *
+ * An agent acts only as itself.  A connection from inside corral, from
+ * an agent's process tree (lineage.c), is no client: the only frame it
+ * may send is map/connect with the credential of the agent whose
+ * processes it comes from.  A credential shown from anywhere else (from
+ * outside corral, or from another agent's processes) is refused like a
+ * wrong one, and so is the connection: it is closed after the answer.
  */
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +133,8 @@ control_forget(struct agent *a)
 	struct peer	*p;
 
 	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p)) {
+		if (p->origin == a)
+			p->origin = NULL;
 		if (!(p->role & PEER_DELEGATE) || p->agent != a)
 			continue;
 		log_debug("%s: its agent %s is gone", p->own_name, a->id);
@@ -198,15 +209,63 @@ control_gone(struct peer *p)
 }
 
 /*
+ * Log a refused connection: at most ten lines a second, then one that
+ * says how many were not logged, so that an agent connecting in a loop
+ * cannot flood the log.
+ */
+static void __attribute__((format(printf, 1, 2)))
+control_warn_refused(const char *fmt, ...)
+{
+	static ev_tstamp	 at;
+	static unsigned int	 count, dropped;
+	ev_tstamp		 now = ev_now(LOOP);
+	va_list			 ap;
+	char			 buf[512];
+
+	if (now - at >= 1.0) {
+		if (dropped > 0)
+			log_warnx("control: %u more refusals like these were not "
+			    "logged", dropped);
+		at = now;
+		count = dropped = 0;
+	}
+	if (++count > 10) {
+		dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_warnx("%s", buf);
+}
+
+/*
+ * Refuse a credential: say so in the log (never the credential itself)
+ * and the audit log, answer with code and msg, and close the connection.
+ */
+static void
+control_auth_refuse(struct peer *p, json_t *id, int code, const char *msg,
+    const char *why)
+{
+	control_warn_refused("%s: refused an agent credential: %s", p->name,
+	    why);
+	auditlog_event("auth_refused", NULL, NULL, "participant", p->name,
+	    "reason", why, NULL);
+	rpc_error(p, id, code, msg, NULL);
+	p->flags |= PEER_HANGUP;
+}
+
+/*
  * map/connect with auth: make the connection the delegate of the agent
- * whose credential it shows.  Returns 0, or -1 after refusing it.  The
- * credential itself never reaches a log.
+ * whose credential it shows, when it comes from that agent's processes.
+ * Returns 0, or -1 after refusing it.
  */
 static int
 control_auth(struct peer *p, json_t *id, json_t *auth)
 {
 	const char	*method, *cred;
 	struct agent	*a;
+	char		 why[160];
 
 	method = json_string_value(json_object_get(auth, "method"));
 	cred = json_string_value(json_object_get(auth, "credential"));
@@ -216,18 +275,28 @@ control_auth(struct peer *p, json_t *id, json_t *auth)
 		return -1;
 	}
 	if (method == NULL || strcmp(method, CORRAL_AUTH_AGENT) != 0) {
-		rpc_error(p, id, CORRAL_E_AUTHMETHOD, "auth.method must be "
-		    CORRAL_AUTH_AGENT " (an agent's CORRAL_AGENT_TOKEN in "
-		    "auth.credential)", NULL);
+		control_auth_refuse(p, id, CORRAL_E_AUTHMETHOD, "auth.method "
+		    "must be " CORRAL_AUTH_AGENT " (an agent's "
+		    "CORRAL_AGENT_TOKEN in auth.credential)",
+		    "an unknown auth.method");
 		return -1;
 	}
 	if ((a = agent_find_token(cred)) == NULL || !lifecycle_alive(a)) {
-		log_warnx("%s: refused an agent credential: it names no running "
-		    "agent", p->name);
-		auditlog_event("auth_refused", NULL, NULL, "participant",
-		    p->name, NULL);
-		rpc_error(p, id, CORRAL_E_CREDENTIALS, "invalid credentials: "
-		    "the token names no running agent of this corral", NULL);
+		control_auth_refuse(p, id, CORRAL_E_CREDENTIALS, "invalid "
+		    "credentials: the token names no running agent of this "
+		    "corral", "it names no running agent");
+		return -1;
+	}
+	if (!(p->flags & PEER_INSIDE) || p->origin != a) {
+		/* A stolen one: say whose it is only in the log. */
+		snprintf(why, sizeof why, "agent %s's, shown from %s%s", a->id,
+		    !(p->flags & PEER_INSIDE) ? "outside corral" :
+		    p->origin != NULL ? "the processes of agent " :
+		    "a process of no agent", p->origin != NULL ?
+		    p->origin->id : "");
+		control_auth_refuse(p, id, CORRAL_E_CREDENTIALS, "invalid "
+		    "credentials: an agent's token is valid only from the "
+		    "processes of that agent", why);
 		return -1;
 	}
 	p->own_name = p->name;
@@ -236,6 +305,40 @@ control_auth(struct peer *p, json_t *id, json_t *auth)
 	p->role = PEER_DELEGATE;
 	log_info("%s: acts for agent %s", p->own_name, a->id);
 	return 0;
+}
+
+/*
+ * A frame from inside corral on a connection that acts for no agent: the
+ * only one allowed is map/connect with a credential (control_auth checks
+ * whose).  Returns 0 to handle it, or -1 after refusing it and closing
+ * the connection.
+ */
+static int
+control_inside(struct peer *p, json_t *id, const char *method,
+    json_t *params)
+{
+	char	msg[256], esc[64 * 4 + 8];
+
+	if (strcmp(method, CORRAL_M_CONNECT) == 0 &&
+	    json_object_get(params, "auth") != NULL)
+		return 0;
+	log_escape(esc, sizeof esc, method, strlen(method));
+	control_warn_refused("%s: refused %s from %s%s: an agent reaches "
+	    "corral only as itself", p->name, esc, p->origin != NULL ?
+	    "the processes of agent " : "inside corral", p->origin != NULL ?
+	    p->origin->id : "");
+	snprintf(msg, sizeof msg, "authentication required: this connection "
+	    "comes from an agent's processes, which act only as that agent: "
+	    "map/connect with auth {\"method\": \"%s\", \"credential\": "
+	    "$CORRAL_AGENT_TOKEN}", CORRAL_AUTH_AGENT);
+	if (id == NULL)
+		id = json_null();
+	else
+		json_incref(id);
+	rpc_error(p, id, CORRAL_E_AUTHREQUIRED, msg, NULL);
+	json_decref(id);
+	p->flags |= PEER_HANGUP;
+	return -1;
 }
 
 /* The capabilities corral offers, in the SDK's four groups. */
@@ -606,6 +709,10 @@ control_frame(struct peer *p, const char *line, size_t len)
 	    json_object_get(j, "error") != NULL))
 		goto out;	/* a response: to our ping, say */
 	if (control_valid(p, j, id, method) != 0)
+		goto out;
+	if ((p->flags & PEER_INSIDE) && !(p->role & PEER_DELEGATE) &&
+	    control_inside(p, id, json_string_value(method),
+	    json_object_get(j, "params")) != 0)
 		goto out;
 	cm = control_find(json_string_value(method));
 	if (cm != NULL && (p->role & PEER_DELEGATE) &&

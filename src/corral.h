@@ -245,6 +245,7 @@ struct confine {
 #define CONFINE_READ	 0x02	/* read: given: reads only there */
 #define CONFINE_CONNECT	 0x04	/* connect: given: TCP only to those */
 	int			 required;
+	unsigned int		 optional;	/* CONFINE_P_*: may be missing */
 	char			**write;
 	size_t			 nwrite;
 	char			**read;
@@ -604,7 +605,10 @@ struct peer {
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
 #define PEER_LISTED	0x08	/* among the participants (rpc_peer_add) */
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
+#define PEER_INSIDE	0x20	/* from inside: an agent's processes */
+#define PEER_HANGUP	0x40	/* close it once this answer is out */
 	uint64_t		 ping_seq;
+	struct agent		*origin;	/* inside: whose, NULL: none */
 	char			*cname;		/* map/connect's name */
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
@@ -1008,11 +1012,13 @@ struct proc {
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
 #define PROC_HEADFULL	0x20	/* err_head is full */
+#define PROC_LIVE	0x40	/* its pid is not reaped (proc_find) */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
 	void			*arg;
 	TAILQ_ENTRY(proc)	 entry;
+	TAILQ_ENTRY(proc)	 live;		/* proc.c's, while PROC_LIVE */
 };
 TAILQ_HEAD(procs, proc);
 
@@ -1158,6 +1164,8 @@ size_t	 util_utf8_cut(const char *, size_t, size_t);
 size_t	 util_distance(const char *, const char *);
 int	 util_near(const char *, size_t);
 const char *util_nearest(const char *, const char *const *);
+char	*util_vis(const char *, size_t);
+void	 util_vis_json(json_t *);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);
@@ -1293,6 +1301,7 @@ void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
+struct agent *agent_of_pid(pid_t);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
@@ -1436,6 +1445,7 @@ void	 proc_kill(struct proc *);
 void	 proc_interrupt(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
+struct proc *proc_find(pid_t);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
@@ -1757,7 +1767,7 @@ void	 control_gone(struct peer *);
 
 /* server-client.c */
 unsigned int server_client_count(void);
-void	 server_client_create(int, uid_t, pid_t);
+void	 server_client_create(int, uid_t, pid_t, struct agent *, int);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 
@@ -1794,10 +1804,32 @@ struct confine_where {
 	confine_var_cb	 var;
 	const void	*arg;
 };
+/* What a confinement protects, each as the kernel may lack it. */
+#define CONFINE_P_LANDLOCK	0x01	/* all of it: never optional */
+#define CONFINE_P_TRUNCATE	0x02
+#define CONFINE_P_CONNECT	0x04
+#define CONFINE_P_IOCTL		0x08
+#define CONFINE_P_SIGNALS	0x10
+#define CONFINE_P_ABSTRACT	0x20
+#define CONFINE_P_METADATA	0x40
+/* Where an agent may write, as real paths (for its mount namespace). */
+struct confine_roots {
+	char		**v;
+	size_t		  n;
+};
 int	 confine_abi(void);
+int	 confine_mountns(void);
+unsigned int confine_missing(const struct confine *);
 int	 confine_gaps(const struct confine *, char *, size_t);
+int	 confine_refused(const struct confine *, char *, size_t);
+unsigned int confine_protection(const char *);
+const char *confine_protection_key(unsigned int);
 int	 confine_ruleset(const struct confine *, const struct confine_where *,
-	    char *, size_t);
+	    struct confine_roots *, char *, size_t);
+void	 confine_roots_meet(struct confine_roots *,
+	    const struct confine_roots *);
+void	 confine_roots_free(struct confine_roots *);
+int	 confine_mount(char *const *, size_t, int *, const char **);
 int	 confine_port(const char *);
 
 /* workspace.c */
@@ -1831,6 +1863,12 @@ int	 workspace_artifacts(const char *, const char *, struct jscan *,
 #define PIDNS_SIGNAL	(SIGRTMIN + 1)
 int	 pidns_enter(void);
 int	 pidns_host_proc(void);
+int	 pidns_active(void);
+pid_t	 pidns_proc_pid(pid_t, pid_t);
+
+/* lineage.c */
+typedef void *(*lineage_match_cb)(pid_t, void *);
+int	 lineage_peer(int, pid_t, lineage_match_cb, void *, void **);
 
 /* progress.c */
 void	 progress_init(const struct workflow *, int);

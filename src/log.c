@@ -189,8 +189,9 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t len)
 	max = (dstlen - 8) / 4;
 	if (len > max)
 		len = max;
-	n = strnvisx(dst, dstlen, src, len, VIS_SAFE | VIS_OCTAL | VIS_CSTYLE |
-	    VIS_TAB | VIS_NL);
+	/* Not VIS_SAFE: it would pass BEL, backspace and CR to a terminal. */
+	n = strnvisx(dst, dstlen, src, len, VIS_OCTAL | VIS_CSTYLE | VIS_TAB |
+	    VIS_NL);
 	if (n < 0)
 		n = (int)strlen(dst);
 	return (size_t)n;

@@ -190,17 +190,33 @@ mapview_set_owner(struct agent *a, const char *owner)
 	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
+/*
+ * The metadata members corral writes itself (mapview_describe, and for an
+ * agent inside a CLI mapview_describe_external), and its options: an
+ * agent's own metadata never holds them, so a view can trust them (an
+ * agent that set "virtual" would hide its pid from corral ps).
+ */
+static const char *const mapview_reserved[] = {
+	"corral", "corralState", "depth", "pid", "tokens", "cost", "visible",
+	"restarts", "inflight", "queued", "msgsIn", "msgsOut", "reportedState",
+	"lastError", "failure", "progress", "virtual", "inside", "kind",
+	"toolCalls", "requestId", "lastTool", NULL
+};
+
 /* Merge metadata given by a spawn, a register or an update (borrowed). */
 void
 mapview_merge(struct agent *a, json_t *md)
 {
+	size_t	i;
+
 	if (!json_is_object(md))
 		return;
 	if (a->map.metadata == NULL)
 		a->map.metadata = json_object();
 	json_object_update(a->map.metadata, md);
-	/* corral's own options are not the agent's metadata. */
-	json_object_del(a->map.metadata, "corral");
+	/* corral's own members are not the agent's to set. */
+	for (i = 0; mapview_reserved[i] != NULL; i++)
+		json_object_del(a->map.metadata, mapview_reserved[i]);
 }
 
 /* The state an agent says it is in (map/agents/update); NULL clears. */

@@ -6,7 +6,9 @@
  * ($XDG_RUNTIME_DIR/corral or /tmp/corral-UID, mode 0700); --control
  * PATH puts it elsewhere, --no-control turns it off.  The socket is mode
  * 0600, and every connection is checked with SO_PEERCRED: the same uid
- * as corral, or root, else it is closed.  A socket that nobody listens
+ * as corral, or root, else it is closed.  A connection from inside,
+ * from an agent's processes (lineage.c), is no client: it may only show
+ * its own agent's credential (control.c).  A socket that nobody listens
  * on any more (its corral was killed) is stale: corral removes stale
  * sockets from the directory when it starts, and replaces one at its
  * own path.  A failure here never stops the run: it runs without a
@@ -358,13 +360,21 @@ server_refuse(int fd, int code, const char *why)
 	close(fd);
 }
 
+/* Whose process a pid is (lineage.c asks): an agent, or NULL. */
+static void *
+server_match(pid_t pid, void *arg)
+{
+	return agent_of_pid(pid);
+}
+
 /* A connection is waiting: check who it is, and make it a client. */
 static void
 server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct ucred	cred;
 	socklen_t	len = sizeof cred;
-	int		fd;
+	void		*origin;
+	int		fd, inside;
 
 	fd = accept4(srv.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1) {
@@ -398,5 +408,6 @@ server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		server_refuse(fd, CORRAL_E_EXHAUSTED, "too many clients");
 		return;
 	}
-	server_client_create(fd, cred.uid, cred.pid);
+	inside = lineage_peer(fd, cred.pid, server_match, NULL, &origin);
+	server_client_create(fd, cred.uid, cred.pid, origin, inside);
 }

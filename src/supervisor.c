@@ -780,33 +780,37 @@ supervisor_start_agents(void)
 
 /*
  * Say once what this kernel cannot enforce of the agents' confine:, and
- * refuse to run an agent that requires all of it.  Returns nonzero to
- * refuse.
+ * refuse to run an agent that requires what is missing.  Returns nonzero
+ * to refuse.
  */
 static int
 supervisor_confine(const struct workflow *wf)
 {
 	struct {
-		char	gap[256];
+		char	gap[512];
 		char	names[256];
 	}			 seen[4];
 	const struct agent_conf	*ac;
-	char			 gap[256];
+	char			 gap[512];
 	size_t			 i, j, nseen = 0;
 	int			 refuse = 0, logged = 0;
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if ((ac->confine.flags & CONFINE_ON) && !logged++)
+		if ((ac->confine.flags & CONFINE_ON) && !logged++) {
 			log_info("confine: Landlock ABI %d", confine_abi());
-		if (!confine_gaps(&ac->confine, gap, sizeof gap))
-			continue;
-		if (ac->confine.required) {
+			log_info("confine: %s", confine_mountns() ? "a mount "
+			    "namespace for each agent, read-only but where it "
+			    "may write" : "no mount namespace for agents");
+		}
+		if (confine_refused(&ac->confine, gap, sizeof gap)) {
 			log_warnx("agent %s: confine: required, but %s",
 			    ac->name, gap);
 			refuse = 1;
 			continue;
 		}
+		if (!confine_gaps(&ac->confine, gap, sizeof gap))
+			continue;
 		for (j = 0; j < nseen; j++)
 			if (strcmp(seen[j].gap, gap) == 0)
 				break;
