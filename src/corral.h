@@ -316,6 +316,10 @@ struct agent_conf {
 	char			*adapter;
 	json_t			*adapter_conf;
 	unsigned int		 tools;		/* offered to its CLI: TOOL_* */
+	/* Topics and discovery (docs/topics.md). */
+	char			**subscribe;	/* topics it joins at start */
+	size_t			 nsubscribe;
+	json_t			*capabilities;	/* [{name, version, actions}] */
 #define TOOL_SPAWN	0x01
 #define TOOL_WAIT	0x02
 #define TOOL_SEND	0x04
@@ -591,6 +595,7 @@ struct mapinfo {
 	char			*owner;		/* the client that spawned it */
 	const char		*state;		/* the MAP state last announced */
 	json_t			*metadata;	/* from register, spawn, update */
+	json_t			*caps;		/* capabilities it registered */
 	char			*reported;	/* state the agent reported */
 	char			*last_error;	/* its latest failed request */
 	uint64_t		 created_ms;
@@ -1592,6 +1597,10 @@ void	 mapview_set_owner(struct agent *, const char *);
 void	 mapview_merge(struct agent *, json_t *);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
+int	 mapview_capability_equal(const char *, const char *);
+void	 mapview_add_capabilities(struct agent *, json_t *);
+json_t	*mapview_capabilities(struct agent *);
+int	 mapview_has_capability(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
@@ -1602,6 +1611,30 @@ json_t	*mapview_describe_external(struct external *);
 void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);
 void	 mapview_graph(struct peer *, json_t *, json_t *);
+
+/* scope.c */
+struct scope;
+/* What mapview.c tells the scopes: how to describe an agent, who sees it. */
+struct scope_hooks {
+	json_t	*(*describe)(struct agent *);
+	int	 (*sees)(const struct peer *, struct agent *);
+};
+void	 scope_init(const struct scope_hooks *);
+int	 scope_exists(const char *);
+struct scope *scope_create(const char *, const char *, int *, char *, size_t);
+int	 scope_subscribe(struct agent *, const char *, char *, size_t);
+int	 scope_unsubscribe(struct agent *, const char *);
+int	 scope_each(const char *, void (*)(struct agent *, void *), void *);
+void	 scope_count_delivery(const char *, struct agent *, int);
+int	 scope_has(const char *, struct agent *);
+json_t	*scope_of(struct agent *);
+void	 scope_list_request(struct peer *, json_t *, json_t *);
+void	 scope_get_request(struct peer *, json_t *, json_t *);
+void	 scope_create_request(struct peer *, json_t *, json_t *);
+void	 scope_delete_request(struct peer *, json_t *, json_t *);
+void	 scope_join_request(struct peer *, json_t *, json_t *);
+void	 scope_leave_request(struct peer *, json_t *, json_t *);
+void	 scope_members_request(struct peer *, json_t *, json_t *);
 
 /* message.c */
 void	 message_init(void);

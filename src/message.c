@@ -53,10 +53,17 @@ struct message_req {
 
 static TAILQ_HEAD(, message_req) message_reqs =
 				    TAILQ_HEAD_INITIALIZER(message_reqs);
+/* The scope the address being resolved named, or NULL. */
+static const char		*message_scope_id;
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
 
 static int	message_wrap(struct agent *, const char *, size_t);
+static int	message_live(struct agent *);
+static void	message_add(struct message_target *, size_t *, struct agent *,
+		    struct peer *, struct peer *);
+static void	message_result_agent(struct agent *, struct agent *,
+		    const char *, const char *, size_t, const char *);
 
 /* Forget pending requests (set up again: the tests do). */
 void
@@ -338,6 +345,69 @@ message_live(struct agent *a)
 	    !lifecycle_stopping(a);
 }
 
+/* What message_scope's callback needs: the sender, the targets so far. */
+struct message_scope_walk {
+	struct peer		*from;
+	const char		*role;
+	struct message_target	*out;
+	size_t			*n;
+};
+
+/* One member of a scope: a target if it is live and the sender reaches it. */
+static void
+message_scope_member(struct agent *a, void *arg)
+{
+	struct message_scope_walk	*w = arg;
+
+	if (message_live(a) && (w->from->agent == NULL ||
+	    mapview_may_reach(w->from->agent, a)) && (w->role == NULL ||
+	    (a->conf->role != NULL && strcmp(a->conf->role, w->role) == 0)))
+		message_add(w->out, w->n, a, NULL, w->from);
+}
+
+/*
+ * The members of a scope (a topic), with role R when given, in the order
+ * they joined.  A scope with no member to take it is no error: what is
+ * published to a topic nobody reads goes nowhere.  2002 when there is no
+ * such scope.
+ */
+static int
+message_scope(struct peer *from, const char *scope, const char *role,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	struct message_scope_walk	w = { from, role, out, n };
+
+	if (scope_each(scope, message_scope_member, &w) < 0) {
+		snprintf(why, whylen, "no scope '%.64s'", scope);
+		return CORRAL_E_NOSCOPE;
+	}
+	message_scope_id = scope;
+	return 0;
+}
+
+/*
+ * The live agents with a capability the sender may reach (for a request,
+ * the caller keeps the one least busy).  2000 when there is none.
+ */
+static int
+message_capability(struct peer *from, const char *cap,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	struct agent	*a;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (message_live(a) && (from->agent == NULL ||
+		    mapview_may_reach(from->agent, a)) &&
+		    mapview_has_capability(a, cap))
+			message_add(out, n, a, NULL, from);
+	if (*n == 0) {
+		snprintf(why, whylen, "no agent has the capability '%.64s'",
+		    cap);
+		return CORRAL_E_NOADDRESS;
+	}
+	return 0;
+}
+
 /*
  * Resolve one participant id: an agent the sender may reach, or a
  * client.  Returns 0, or an error code with why.
@@ -351,10 +421,10 @@ message_one(struct peer *from, const char *id, struct message_target *out,
 
 	if (strncmp(id, "agent:", 6) == 0)
 		id += 6;
-	else if (strncmp(id, "scope:", 6) == 0) {
-		snprintf(why, whylen, "corral has no scopes");
-		return CORRAL_E_NOSCOPE;
-	}
+	else if (strncmp(id, "scope:", 6) == 0 || strncmp(id, "topic:", 6) == 0)
+		return message_scope(from, id + 6, NULL, out, n, why, whylen);
+	else if (strncmp(id, "capability:", 11) == 0)
+		return message_capability(from, id + 11, out, n, why, whylen);
 	if ((t = agent_find(id)) != NULL && from->agent != NULL &&
 	    t != from->agent && (t->flags & AGENT_HIDDEN) &&
 	    !mapview_may_reach(from->agent, t))
@@ -417,6 +487,7 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 	int		 code;
 
 	*n = 0;
+	message_scope_id = NULL;
 	if (json_is_string(to))
 		return message_one(from, json_string_value(to), out, n, why,
 		    whylen);
@@ -437,10 +508,24 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 		return message_one(from, json_string_value(v), out, n, why,
 		    whylen);
 	}
-	if (json_object_get(to, "scope") != NULL ||
-	    json_object_get(to, "within") != NULL) {
-		snprintf(why, whylen, "corral has no scopes");
-		return CORRAL_E_NOSCOPE;
+	if ((v = json_object_get(to, "scope")) != NULL ||
+	    (v = json_object_get(to, "within")) != NULL) {
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "a scope address names a scope id");
+			return CORRAL_E_PARAMS;
+		}
+		return message_scope(from, json_string_value(v),
+		    json_string_value(json_object_get(to, "role")), out, n,
+		    why, whylen);
+	}
+	if ((v = json_object_get(to, "capability")) != NULL) {
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "a capability address names a "
+			    "capability");
+			return CORRAL_E_PARAMS;
+		}
+		return message_capability(from, json_string_value(v), out, n,
+		    why, whylen);
 	}
 	if (json_object_get(to, "system") != NULL) {
 		snprintf(why, whylen, "corral itself has no mailbox");
@@ -540,6 +625,31 @@ message_old_code(int code)
 }
 
 /*
+ * Priority inheritance: a request an agent makes while it works on more
+ * urgent ones would hold them up behind less urgent work, so it is raised
+ * to the most urgent of them, and the audit log says so.
+ */
+static void
+message_inherit(struct agent *a, struct msg *m)
+{
+	struct msg	*w, *top = NULL;
+
+	TAILQ_FOREACH(w, &a->work.inflight, entry)
+		if (w->prio > m->prio && (top == NULL || w->prio > top->prio))
+			top = w;
+	if (top == NULL)
+		return;
+	log_info("request %s of agent %s: priority %s raised to %s, the "
+	    "priority of request %s it holds up", m->id, a->id,
+	    protocol_priority_name(m->prio), protocol_priority_name(top->prio),
+	    top->id);
+	auditlog_event("priority_raised", a->id, m->id, "from",
+	    protocol_priority_name(m->prio), "to",
+	    protocol_priority_name(top->prio), "because", top->id, NULL);
+	m->prio = top->prio;
+}
+
+/*
  * Make a request of an envelope payload: to agent t, or, when t is NULL,
  * to whichever agent the routing table picks for its intent.  The reply
  * goes to the requester with correlation id corr.  Returns 0, or -1 with
@@ -568,6 +678,8 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	strlcpy(m->id, mid, sizeof m->id);
 	m->target = t;
 	m->prio = (uint8_t)env.prio;
+	if (from->agent != NULL)
+		message_inherit(from->agent, m);
 	m->timeout = env.ttl;
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
@@ -640,6 +752,11 @@ message_wrap(struct agent *a, const char *line, size_t len)
 	} else if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0) {
 		from = json_string_value(json_object_get(cm, "from"));
 		id = json_string_value(json_object_get(cm, "messageId"));
+	} else if (strcmp(kind, CORRAL_KIND_RESULT) == 0) {
+		from = json_string_value(json_object_get(cm, "from"));
+		json_object_set_new(meta, "isResult", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "correlationId"));
 	} else if (strcmp(kind, CORRAL_KIND_CANCEL) == 0) {
 		/* Not a result: it names the request it cancels. */
 		json_object_set_new(meta, "cancel", json_true());
@@ -731,6 +848,42 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	return 1;
 }
 
+/* Does an address name a capability? */
+static int
+message_is_capability(json_t *to)
+{
+	return (json_is_string(to) && strncmp(json_string_value(to),
+	    "capability:", 11) == 0) || json_object_get(to, "capability") !=
+	    NULL;
+}
+
+/*
+ * Keep the one target of a request that is least busy: ready before
+ * busy, then the fewest requests outstanding, then the first found.
+ */
+static void
+message_pick(struct message_target *t, size_t *n)
+{
+	size_t	i, best = SIZE_MAX;
+
+	for (i = 0; i < *n; i++) {
+		if (t[i].agent == NULL)
+			continue;
+		if (best == SIZE_MAX ||
+		    (lifecycle_routable(t[i].agent) &&
+		    !lifecycle_routable(t[best].agent)) ||
+		    (lifecycle_routable(t[i].agent) ==
+		    lifecycle_routable(t[best].agent) &&
+		    t[i].agent->work.outstanding <
+		    t[best].agent->work.outstanding))
+			best = i;
+	}
+	if (best != SIZE_MAX) {
+		t[0] = t[best];
+		*n = 1;
+	}
+}
+
 /*
  * map/send: deliver a payload to the participants an address names.  A
  * client's message that expects a response, to one agent, is a request
@@ -793,9 +946,13 @@ message_send(struct peer *from, json_t *id, json_t *params)
 	    json_is_string(corrj))
 		corr = json_string_value(corrj);
 
-	/* A client's request to one agent: the agent's reply comes back. */
-	if (from->agent == NULL && n == 1 && agents == 1 &&
-	    json_is_true(json_object_get(meta, "expectsResponse"))) {
+	/*
+	 * A request to one agent (or to a capability: the one least busy
+	 * that has it): the agent's reply comes back to the sender.
+	 */
+	if (json_is_true(json_object_get(meta, "expectsResponse")) &&
+	    agents >= 1 && (n == 1 || message_is_capability(to))) {
+		message_pick(targets, &n);
 		if ((code = message_request(from, targets[0].agent, payload,
 		    mid, json_is_string(corrj) ? json_string_value(corrj) : mid,
 		    why, sizeof why)) != 0) {
@@ -834,8 +991,14 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			if (marked == NULL || agent_full(targets[i].agent) ||
 			    !agent_writable(targets[i].agent)) {
 				failed = "a target is not reading its stdin";
+				if (message_scope_id != NULL)
+					scope_count_delivery(message_scope_id,
+					    targets[i].agent, 1);
 				continue;
 			}
+			if (message_scope_id != NULL)
+				scope_count_delivery(message_scope_id,
+				    targets[i].agent, 0);
 			agent_send(targets[i].agent, marked, mlen);
 			auditlog_envelope("send", targets[i].agent->id, mid,
 			    marked, mlen);
@@ -851,7 +1014,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		message_sent++;
 	}
 	message_events(msg, ids, failed, corr);
-	if (json_array_size(ids) == 0)
+	if (json_array_size(ids) == 0 && (n > 0 || message_scope_id == NULL))
 		rpc_error(from, id, CORRAL_E_DELIVERY, failed != NULL ? failed :
 		    "no target took the message", NULL);
 	else
@@ -891,6 +1054,100 @@ message_route(struct peer *from, json_t *id, json_t *params)
 }
 
 /*
+ * The member corral adds to a result it delivers to the agent that made
+ * the request: {"kind":"result","from","correlationId","ok"}.
+ */
+static char *
+message_result_member(const char *from, const char *corr, int ok)
+{
+	struct jsonw	j;
+	size_t		len;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "kind");
+	jsonw_str(&j, CORRAL_KIND_RESULT);
+	jsonw_key(&j, "from");
+	jsonw_str(&j, from);
+	jsonw_key(&j, "correlationId");
+	jsonw_str(&j, corr);
+	jsonw_key(&j, "ok");
+	jsonw_bool(&j, ok);
+	jsonw_object_end(&j);
+	return jsonw_finish(&j, &len);
+}
+
+/* The events of a result delivered to an agent (or not). */
+static void
+message_result_events(const char *to, const char *sender, const char *corr,
+    const char *line, size_t len, json_t *ids)
+{
+	json_t	*payload, *meta, *addr, *msg;
+	char	 mid[EVENT_ID_LEN + 1];
+
+	if ((payload = json_loadb(line, len, 0, NULL)) == NULL)
+		payload = json_null();
+	meta = json_pack("{s:b, s:s}", "isResult", 1, "correlationId", corr);
+	addr = json_pack("{s:s}", "agent", to);
+	msg = message_new(sender, addr, payload, meta, mid);
+	message_events(msg, ids, json_array_size(ids) == 0 ?
+	    "the requester is gone or not reading" : NULL, corr);
+	json_decref(msg);
+	json_decref(addr);
+	json_decref(meta);
+	json_decref(payload);
+}
+
+/*
+ * Deliver the result of an agent's request to it: the reply envelope (or
+ * an error envelope saying why) marked as a result.  An agent in MAP mode
+ * gets it as a map/message with meta.isResult (message_wrap).
+ */
+static void
+message_result_agent(struct agent *a, struct agent *from, const char *corr,
+    const char *line, size_t len, const char *why)
+{
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	char			*member, *marked = NULL, *e = NULL;
+	const char		*sender = from != NULL ? from->id : "corral";
+	size_t			 mlen;
+	json_t			*ids;
+	int			 ok;
+
+	if (line == NULL) {
+		e = envelope_error("request_failed", "UNAVAILABLE", NULL, why,
+		    corr, NULL, &len);
+		line = e;
+	}
+	js = engine_scan_take();
+	ok = jscan_run(js, line, len) == 0 &&
+	    envelope_check(js, line, len, &env, &err) == 0;
+	if (ok) {
+		member = message_result_member(sender, corr, e == NULL &&
+		    env.ctype != CT_ERROR);
+		marked = envelope_mark(js, line, len, member, &mlen);
+		free(member);
+	}
+	engine_scan_give(js);
+	ids = json_array();
+	if (marked != NULL && message_live(a) && !agent_full(a) &&
+	    agent_writable(a)) {
+		agent_send(a, marked, mlen);
+		auditlog_envelope("result", a->id, corr, marked, mlen);
+		json_array_append_new(ids, json_string(a->id));
+	} else
+		log_info("result %s for agent %s not delivered: %s", corr,
+		    a->id, marked == NULL ? "it is not an envelope" :
+		    "it is not reading");
+	message_result_events(a->id, sender, corr, line, len, ids);
+	json_decref(ids);
+	free(marked);
+	free(e);
+}
+
+/*
  * Deliver a result to participant to: an envelope line (the reply to a
  * request, or a client's agent's task result), or, when line is NULL,
  * an error saying why.  It is a Message with meta.isResult and the
@@ -904,6 +1161,12 @@ message_result(const char *to, struct agent *from, const char *corr,
 	json_t		*payload, *msg, *ids, *meta, *addr;
 	char		 mid[EVENT_ID_LEN + 1];
 	const char	*sender = from != NULL ? from->id : "corral";
+	struct agent	*ra;
+
+	if (p == NULL && (ra = agent_find(to)) != NULL) {
+		message_result_agent(ra, from, corr, line, len, why);
+		return;
+	}
 
 	if (line != NULL)
 		payload = json_loadb(line, len, 0, NULL);
