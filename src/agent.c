@@ -22,6 +22,9 @@
 
 #include "corral.h"
 
+/* Refused lines in a row after which an agent is told no more. */
+#define AGENT_REFUSED_STREAK	10000
+
 #define AGENT_FREE_HOOKS	16
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
@@ -45,6 +48,7 @@ static void	agent_in_drained(struct chan *, int);
 static void	agent_err_cb(struct ev_loop *, ev_io *, int);
 static void	agent_child_cb(struct ev_loop *, ev_child *, int);
 static void	agent_pipe_cb(struct ev_loop *, ev_timer *, int);
+static char	*agent_encode(struct chan *, const char *, size_t, size_t *);
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
 
@@ -264,6 +268,14 @@ agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 	p->io.on_eof = agent_out_eof;
 	p->io.on_werror = agent_in_error;
 	p->io.on_drain = agent_in_drained;
+	/* A new process: its dialect's codec starts afresh. */
+	if (a->codec != NULL)
+		codec_free(a->codec);
+	a->codec = NULL;
+	if (codec_dialect(a->conf->dialect) != NULL) {
+		a->codec = codec_create(codec_dialect(a->conf->dialect), a->id);
+		p->io.encode = agent_encode;
+	}
 	chan_start(&p->io);
 
 	p->errfd = sr->err;
@@ -300,12 +312,81 @@ agent_input(struct agent *a, char *line, size_t len, enum ndjson_kind kind,
 		agent_line_hook(a, line, len, kind, extra);
 }
 
+/*
+ * An agent that speaks another dialect wrote a line its codec refuses:
+ * it is told in its own terms (a notice, which its codec translates),
+ * and the line is recorded.  After AGENT_REFUSED_STREAK refusals in a row
+ * it is told no more, or an agent that answers every notice would loop
+ * with corral for ever.
+ */
+static void
+agent_refused(struct agent *a, const struct codec_error *err)
+{
+	char	*e;
+	size_t	 len;
+
+	auditlog_event("rejected", a->id, err->parent[0] ? err->parent : NULL,
+	    "code", err->code, "path", err->path, "reason", err->msg, NULL);
+	if (a->codec->refused++ == 0 || a->codec->refused % 1000 == 0)
+		log_warnx("agent %s: a %s message was refused: %s (%s)", a->id,
+		    a->codec->ops->name, err->msg, err->path);
+	if (a->codec->refused > AGENT_REFUSED_STREAK || agent_full(a))
+		return;
+	e = envelope_error(err->code, "REJECTED", err->path, err->msg,
+	    err->parent[0] ? err->parent : NULL, CORRAL_KIND_NOTICE, &len);
+	agent_send(a, e, len);
+	free(e);
+}
+
+/*
+ * A line of an agent that speaks another dialect: its codec makes it
+ * corral's lines, which go on as if the agent had written them.
+ */
+static void
+agent_decode(struct agent *a, char *line, size_t len)
+{
+	struct codec_error	 err;
+	json_t			*out = json_array(), *v;
+	char			*s;
+	size_t			 i;
+	int			 rc;
+
+	rc = codec_decode_line(a->codec, line, len, out, &err);
+	if (rc == 1)
+		agent_input(a, line, len, NDJSON_LINE, 0);
+	else if (rc < 0)
+		agent_refused(a, &err);
+	else {
+		a->codec->refused = 0;
+		json_array_foreach(out, i, v) {
+			s = xstrdup(json_string_value(v));
+			agent_input(a, s, strlen(s), NDJSON_LINE, 0);
+			free(s);
+		}
+	}
+	json_decref(out);
+}
+
 /* A line from the agent's stdout. */
 static void
 agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
-	agent_input(c->owner, line, len, kind, extra);
+	struct agent	*a = c->owner;
+
+	if (a->codec != NULL && kind == NDJSON_LINE && !(a->flags & AGENT_DEAD))
+		agent_decode(a, line, len);
+	else
+		agent_input(a, line, len, kind, extra);
+}
+
+/* A line corral writes to an agent of another dialect, in its terms. */
+static char *
+agent_encode(struct chan *c, const char *line, size_t len, size_t *outlen)
+{
+	struct agent	*a = c->owner;
+
+	return codec_encode_line(a->codec, line, len, outlen);
 }
 
 /* Queue one line for the agent's stdin. */
@@ -678,6 +759,8 @@ agent_free(struct agent *a)
 		a->conf_free(a->conf);
 	free(a->proc.errtail);
 	free(a->work.bad_first);
+	if (a->codec != NULL)
+		codec_free(a->codec);
 	free(a->id);
 	free(a);
 }

@@ -112,6 +112,10 @@ static const char *const config_table_join[] = {
 static const char *const config_table_shutdown[] = {
 	"sequential", "parallel", NULL
 };
+/* The dialects of protocol:, in the order of their DIALECT_* values. */
+static const char *const config_table_dialect[] = {
+	"multiagent-1.0", "map", "bus", "agentmessage", NULL
+};
 /* The words of tools:, in the order of their TOOL_* bits. */
 static const char *const config_table_tools[] = {
 	"spawn", "wait", "send", "list", "stop", NULL
@@ -274,6 +278,9 @@ const struct config_key config_table[] = {
 	{ .name = "description", AGENT(description), .type = CONFIG_STRING,
 	  .flags = CONFIG_HIDE,
 	  .doc = "free text for people; corral does not use it" },
+	{ .name = "protocol", AGENT(dialect), .type = CONFIG_ENUM,
+	  .choices = config_table_dialect, .dflt = "multiagent-1.0",
+	  .doc = "the dialect the agent speaks on its pipes" },
 	{ .name = "subscribe", AGENT(subscribe), .type = CONFIG_LIST,
 	  .count = offsetof(struct agent_conf, nsubscribe),
 	  .flags = CONFIG_OMIT, .typename = "list of topics",

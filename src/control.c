@@ -71,7 +71,9 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
 	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
 	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
-	{ CORRAL_M_ROUTE,	PEER_CLIENT,	message_route },
+	{ CORRAL_M_ROUTE,	BOTH,		message_route },
+	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
+	{ CORRAL_M_PROGRESS,	PEER_AGENT,	message_progress },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 };

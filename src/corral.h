@@ -316,6 +316,11 @@ struct agent_conf {
 	char			*adapter;
 	json_t			*adapter_conf;
 	unsigned int		 tools;		/* offered to its CLI: TOOL_* */
+	int			 dialect;	/* protocol: DIALECT_* */
+#define DIALECT_MULTIAGENT	0
+#define DIALECT_MAP		1
+#define DIALECT_BUS		2
+#define DIALECT_AGENTMESSAGE	3
 	/* Topics and discovery (docs/topics.md). */
 	char			**subscribe;	/* topics it joins at start */
 	size_t			 nsubscribe;
@@ -420,6 +425,9 @@ struct chan {
 	chan_event_cb		 on_eof;	/* arg: 0 read EOF */
 	chan_event_cb		 on_werror;	/* arg: errno */
 	chan_event_cb		 on_drain;	/* writer went below low */
+	/* Each line written, translated (a new string), or NULL: none. */
+	char			*(*encode)(struct chan *, const char *, size_t,
+				    size_t *);
 	void			*owner;
 	const char		*name;
 	int			 flags;
@@ -641,6 +649,7 @@ struct agent {
 	struct peer		 peer;		/* rpc.c */
 	struct mapinfo		 map;		/* mapview.c */
 	struct adapter		*adapter;	/* adapter.c */
+	struct codec_state	*codec;		/* agent.c: its dialect's */
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
@@ -1346,6 +1355,67 @@ int	 envelope_trace_id(struct jscan *, const char *,
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 
+/* codec.c, codec-bus.c, codec-agentmessage.c */
+#define CODEC_RING	256	/* requests a codec remembers per agent */
+struct codec_entry {
+	char		 id[CORRAL_ID_MAX];
+	char		 intent[INTENT_NAME_MAX];
+	char		 kind[24];
+};
+struct codec_ops;
+struct codec_state {
+	const struct codec_ops	*ops;
+	char			 agent[CORRAL_ID_MAX];
+	struct codec_entry	 ring[CODEC_RING];
+	size_t			 next;
+	json_t			*risks;		/* AgentMessage: reported errors */
+	unsigned int		 refused;	/* lines refused in a row */
+};
+struct codec_error {
+	const char	*code;
+	char		 path[128];
+	char		 msg[256];
+	char		 parent[CORRAL_ID_MAX];
+};
+struct codec_ops {
+	const char	*name;
+	int		 (*decode)(struct codec_state *, json_t *, json_t *,
+			    struct codec_error *);
+	json_t		*(*encode)(struct codec_state *, json_t *);
+	const char	*(*message_id)(json_t *);
+};
+extern const struct codec_ops codec_bus_ops;
+extern const struct codec_ops codec_agentmessage_ops;
+const struct codec_ops *codec_find(const char *);
+const struct codec_ops *codec_dialect(int);
+json_t	*codec_alive(void);
+struct codec_state *codec_create(const struct codec_ops *, const char *);
+void	 codec_free(struct codec_state *);
+void	 codec_remember(struct codec_state *, const char *, const char *,
+	    const char *);
+const struct codec_entry *codec_recall(const struct codec_state *,
+	    const char *);
+const struct codec_entry *codec_recall_kind(const struct codec_state *,
+	    const char *, const char *);
+int	 codec_refuse(struct codec_error *, const char *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+const char *codec_intent(const char *);
+json_t	*codec_envelope(const char *, const char *, const char *,
+	    const char *);
+void	 codec_trace(json_t *, const char *, const char *);
+json_t	*codec_call(const char *, const char *, const char *, json_t *);
+int	 codec_call_id(json_t *, char *, size_t, const char **);
+int	 codec_prio(json_t *);
+int	 codec_prio_name(const char *);
+const char *codec_str(json_t *, const char *, const char *);
+const char *codec_kind(json_t *);
+const char *codec_parent(json_t *);
+json_t	*codec_content(json_t *);
+int	 codec_decode_line(struct codec_state *, const char *, size_t,
+	    json_t *, struct codec_error *);
+char	*codec_encode_line(struct codec_state *, const char *, size_t,
+	    size_t *);
+
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *,
 	    char *const *, const char *, size_t, size_t, char *, size_t);
@@ -1548,6 +1618,7 @@ struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
+void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
@@ -1641,6 +1712,8 @@ void	 message_init(void);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);
+void	 message_handoff(struct peer *, json_t *, json_t *);
+void	 message_progress(struct peer *, json_t *, json_t *);
 void	 message_result(const char *, struct agent *, const char *,
 	    const char *, size_t, const char *);
 void	 message_reply(struct agent *, struct msg *, struct jscan *,

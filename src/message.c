@@ -1307,3 +1307,158 @@ message_delegates(struct agent *p, const char *via, struct agent *c,
 	json_decref(payload);
 	return n;
 }
+
+/*
+ * The agent a handoff goes to: the one named (params.to), or the least
+ * busy live agent with the capability (params.capability), never the
+ * agent handing off.  NULL with why.
+ */
+static struct agent *
+message_handoff_target(struct agent *from, json_t *params, char *why,
+    size_t whylen)
+{
+	struct agent	*a, *best = NULL;
+	const char	*to = json_string_value(json_object_get(params, "to"));
+	const char	*cap = json_string_value(json_object_get(params,
+			    "capability"));
+
+	if (to != NULL) {
+		if (strncmp(to, "agent:", 6) == 0)
+			to += 6;
+		if ((a = agent_find(to)) == NULL || a == from ||
+		    !message_live(a) || !mapview_may_reach(from, a)) {
+			snprintf(why, whylen, "no agent '%.64s' to hand off to",
+			    to);
+			return NULL;
+		}
+		return a;
+	}
+	if (cap == NULL) {
+		snprintf(why, whylen, "params names the new agent in to, or a "
+		    "capability");
+		return NULL;
+	}
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a != from && message_live(a) &&
+		    mapview_may_reach(from, a) &&
+		    mapview_has_capability(a, cap) && (best == NULL ||
+		    a->work.outstanding < best->work.outstanding))
+			best = a;
+	if (best == NULL)
+		snprintf(why, whylen, "no other agent has the capability "
+		    "'%.64s'", cap);
+	return best;
+}
+
+/*
+ * The request's envelope with the handoff added: {"handoff": {from,
+ * reason, context, constraints, history}}, history growing by one entry
+ * at each handoff.  NULL when it cannot be made.
+ */
+static char *
+message_handoff_line(struct msg *m, struct agent *from, struct agent *to,
+    json_t *params, size_t *lenp)
+{
+	json_t	*env, *ho, *old, *hist;
+	char	 ts[40], *s;
+
+	if ((env = json_loadb(m->line, m->len, 0, NULL)) == NULL)
+		return NULL;
+	old = json_object_get(env, "handoff");
+	hist = json_is_array(json_object_get(old, "history")) ?
+	    json_deep_copy(json_object_get(old, "history")) : json_array();
+	util_rfc3339(ts, sizeof ts);
+	json_array_append_new(hist, json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}",
+	    "timestamp", ts, "event_type", "handoff", "agent_id", from->id,
+	    "details", "to", to->id, "reason", json_string_value(
+	    json_object_get(params, "reason")) != NULL ? json_string_value(
+	    json_object_get(params, "reason")) : "unspecified"));
+	ho = json_pack("{s:s, s:s, s:o}", "from", from->id, "reason",
+	    json_string_value(json_object_get(params, "reason")) != NULL ?
+	    json_string_value(json_object_get(params, "reason")) :
+	    "unspecified", "history", hist);
+	if (json_object_get(params, "context") != NULL)
+		json_object_set(ho, "context", json_object_get(params,
+		    "context"));
+	if (json_object_get(params, "constraints") != NULL)
+		json_object_set(ho, "constraints", json_object_get(params,
+		    "constraints"));
+	json_object_set_new(env, "handoff", ho);
+	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	json_decref(env);
+	if (s != NULL)
+		*lenp = strlen(s);
+	return s;
+}
+
+/*
+ * _corral/handoff: an agent hands the request it works on to another
+ * agent, named or found by capability, with its context and the history
+ * of its handoffs.  The request moves; its one outcome is still to come,
+ * from the new agent.
+ */
+void
+message_handoff(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*a = p->agent, *t;
+	struct msg	*m;
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	char		 why[200], *line;
+	size_t		 len;
+
+	if (rid == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != a || m->kind == MSG_TASK) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.requestId names no "
+		    "request this agent works on (a spawned child's own task "
+		    "cannot be handed off)", json_pack("{s:s}", "reason",
+		    "request"));
+		return;
+	}
+	if ((t = message_handoff_target(a, params, why, sizeof why)) == NULL) {
+		rpc_error(p, id, CORRAL_E_NOADDRESS, why, NULL);
+		return;
+	}
+	if ((line = message_handoff_line(m, a, t, params, &len)) == NULL ||
+	    !engine_has_room(len)) {
+		free(line);
+		rpc_error(p, id, CORRAL_E_EXHAUSTED, "the handed-off request "
+		    "does not fit under limits.memory", NULL);
+		return;
+	}
+	log_info("request %s: handed off by %s to %s (%s)", m->id, a->id,
+	    t->id, json_string_value(json_object_get(params, "reason")) !=
+	    NULL ? json_string_value(json_object_get(params, "reason")) :
+	    "no reason given");
+	auditlog_event("handoff", a->id, m->id, "to", t->id, "reason",
+	    json_string_value(json_object_get(params, "reason")) != NULL ?
+	    json_string_value(json_object_get(params, "reason")) :
+	    "unspecified", NULL);
+	rpc_reply(p, id, json_pack("{s:b, s:s, s:s}", "handedOff", 1,
+	    "requestId", m->id, "agentId", t->id));
+	engine_handoff(m, t, line, len);
+}
+
+/*
+ * _corral/progress: an agent says how far it is with a request it works
+ * on; it goes where an adapted CLI's progress goes (docs/protocol.md,
+ * Progress).
+ */
+void
+message_progress(struct peer *p, json_t *id, json_t *params)
+{
+	struct msg	*m;
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	const char	*text = json_string_value(json_object_get(params,
+			    "text"));
+
+	if (rid == NULL || text == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != p->agent) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params needs requestId, a "
+		    "request this agent works on, and text", NULL);
+		return;
+	}
+	engine_progress(p->agent, m, text, 0);
+	rpc_reply(p, id, json_object());
+}

@@ -52,6 +52,8 @@
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
 #define CORRAL_M_CANCEL		"_corral/cancel"	/* a request */
+#define CORRAL_M_HANDOFF	"_corral/handoff"	/* to another agent */
+#define CORRAL_M_PROGRESS	"_corral/progress"	/* on a request */
 /* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */
 #define CORRAL_AUTH_AGENT	"x-corral-agent"
 
