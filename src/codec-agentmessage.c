@@ -186,7 +186,7 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
     struct codec_error *err, int failed)
 {
 	const struct codec_entry	*e;
-	const char			*task = am_task_of(m), *etype;
+	const char			*task = am_task_of(m), *etype, *cat;
 	json_t				*p = json_object_get(m, "payload"), *env;
 	json_t				*er, *c, *risks, *v, *list;
 	char				 code[64];
@@ -218,9 +218,9 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
 		json_object_set_new(c, "text", json_string(json_is_string(er) ?
 		    json_string_value(er) : codec_str(er, "message",
 		    "the task failed")));
+		cat = am_category(etype, &retry);
 		json_object_set_new(c, "data", json_pack("{s:s, s:s, s:s, s:b, "
-		    "s:O*}", "code", code, "category", am_category(etype,
-		    &retry), "message", json_string_value(json_object_get(c,
+		    "s:O*}", "code", code, "category", cat, "message", json_string_value(json_object_get(c,
 		    "text")), "retryable", retry, "report", er));
 		if (json_is_string(v = json_object_get(er, "severity")))
 			json_object_set(json_object_get(c, "data"), "severity",

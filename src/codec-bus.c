@@ -61,6 +61,28 @@ bus_message_id(json_t *m)
 	return id != NULL ? id : "";
 }
 
+/* The bus's category of a refusal of the control plane (a MAP code). */
+static const char *
+bus_rpc_category(int code)
+{
+	switch (code) {
+	case CORRAL_E_NOADDRESS:
+	case CORRAL_E_NOTFOUND:
+	case CORRAL_E_NOSCOPE:
+	case CORRAL_E_DELIVERY:
+	case CORRAL_E_TERMINATED:
+	case CORRAL_E_EXHAUSTED:
+		return "UNAVAILABLE";
+	case CORRAL_E_DENIED:
+	case CORRAL_E_PARAMS:
+	case CORRAL_E_NOMETHOD:
+	case CORRAL_E_QUOTA:
+		return "REJECTED";
+	default:
+		return "INTERNAL";
+	}
+}
+
 /* The header fields a message may have, at the top in the short form. */
 static const char *const bus_header_keys[] = {
 	"messageId", "correlationId", "type", "source", "destination",
@@ -575,9 +597,10 @@ bus_encode_answer(struct codec_state *cs, json_t *f)
 		    "header", json_pack("{s:s, s:s, s:s, s:s}", "type",
 		    "RESPONSE", "correlationId", mid, "source", "corral",
 		    "destination", cs->agent), "body", "status", "ERROR",
-		    "result", "error", "code", rpc_category(code), "message",
+		    "result", "error", "code", bus_rpc_category(code), "message",
 		    codec_str(er, "message", "refused"), "retryable",
-		    rpc_retryable(code), "rpcCode", code);
+		    strcmp(bus_rpc_category(code), "UNAVAILABLE") == 0,
+		    "rpcCode", code);
 	}
 	res = json_object_get(f, "result");
 	if (strcmp(kind, "find") == 0)
