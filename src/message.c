@@ -690,9 +690,12 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	return 0;
 }
 
-/* The member corral adds to a message it delivers as an envelope. */
+/*
+ * The member corral adds to a message it delivers as an envelope; via
+ * names the topic it was published to, when it was.
+ */
 static char *
-message_member(const char *from, const char *mid)
+message_member(const char *from, const char *mid, const char *via)
 {
 	struct jsonw	j;
 	size_t		len;
@@ -705,6 +708,11 @@ message_member(const char *from, const char *mid)
 	jsonw_str(&j, from);
 	jsonw_key(&j, "messageId");
 	jsonw_str(&j, mid);
+	if (via != NULL) {
+		/* The topic it came through. */
+		jsonw_key(&j, "via");
+		jsonw_str(&j, via);
+	}
 	jsonw_object_end(&j);
 	return jsonw_finish(&j, &len);
 }
@@ -978,7 +986,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			json_decref(msg);
 			return;
 		}
-		member = message_member(from->name, mid);
+		member = message_member(from->name, mid, message_scope_id);
 		js = engine_scan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0)

@@ -367,20 +367,23 @@ scope_json(struct scope *s, int counts)
 	struct scope_member	*m;
 	json_t			*o, *c, *mm;
 
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "id", s->id,
-	    "joinPolicy", "open", "visibility", "public",
-	    "messageVisibility", "members", "sendPolicy", "any",
-	    "persistent", 0);
+	/*
+	 * The members the SDK's strict ScopeSchema knows; its sendPolicy
+	 * words differ from its own type's, so corral leaves it out (any
+	 * participant may send), and the description goes under _meta.
+	 */
+	o = json_pack("{s:s, s:s, s:s, s:s}", "id", s->id, "joinPolicy",
+	    "open", "visibility", "public", "messageVisibility", "members");
 	if (s->name != NULL)
 		json_object_set_new(o, "name", json_string(s->name));
-	if (s->description != NULL)
-		json_object_set_new(o, "description",
-		    json_string(s->description));
 	if (s->metadata != NULL)
 		json_object_set(o, "metadata", s->metadata);
 	c = json_pack("{s:s, s:I, s:I, s:I}", "creator", s->creator,
 	    "createdAt", (json_int_t)s->created_ms, "members",
 	    (json_int_t)s->nmembers, "published", (json_int_t)s->published);
+	if (s->description != NULL)
+		json_object_set_new(c, "description",
+		    json_string(s->description));
 	if (counts) {
 		mm = json_object();
 		TAILQ_FOREACH(m, &s->members, entry)

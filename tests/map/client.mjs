@@ -52,6 +52,15 @@
 //   graph                   map/structure/graph: edges join listed nodes, one
 //                           parent-child edge per node with a listed parent
 //   unsubscribe             map/unsubscribe of the subscription
+//   scope-create:S          map/scopes/create {scopeId: S}: a Scope (SDK schema)
+//   scope-join:S:ID         map/scopes/join: the Agent answered lists S in scopes
+//   scope-leave:S:ID        map/scopes/leave: the Agent no longer lists S
+//   scope-members:S:ID[:no] map/scopes/members: ID among them (with no: not)
+//   scope-list:S            map/scopes/list: S among them, each a Scope
+//   scope-send:S:ID         sendToScope: delivered names ID (and not us)
+//   scope-missing           sendToScope of an unknown scope: error 2002
+//   find-capability:C:ID    map/agents/list {filter: {capabilityId: C}}: ID
+//                           among them, each with capability C
 //   disconnect              map/disconnect
 //   sleep:MS
 // A final "frames" step reports any frame-level violation not yet reported.
@@ -315,6 +324,86 @@ const steps = {
 				fail(`no ${type} event${id ? ` about ${id}` : ''} within ${opt.wait} ms; got ${ctx.sdkEvents.map((e) => e.type).join(',') || 'none'}`);
 			await sleep(20);
 		}
+	},
+	async 'scope-create'(arg) {
+		const r = await client.callExtension('map/scopes/create', { scopeId: arg });
+		const v = sdk.ScopeSchema.safeParse(r.scope);
+		if (!v.success)
+			fail(`scope: ${issues(v)}`);
+		if (r.scope.id !== arg)
+			fail(`created ${r.scope.id}, asked for ${arg}`);
+		return `id=${r.scope.id}`;
+	},
+	async 'scope-join'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.callExtension('map/scopes/join', { scopeId: scope, agentId: id });
+		const a = S.Agent.safeParse(r.agent);
+		if (!a.success)
+			fail(`agent: ${issues(a)}`);
+		if (!(r.agent.scopes || []).includes(scope))
+			fail(`${id}.scopes is ${JSON.stringify(r.agent.scopes)}, want ${scope} in it`);
+		return `${id} in ${r.agent.scopes.join(',')}`;
+	},
+	async 'scope-leave'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.callExtension('map/scopes/leave', { scopeId: scope, agentId: id });
+		if ((r.agent.scopes || []).includes(scope))
+			fail(`${id} still lists ${scope}`);
+		return `${id} left ${scope}`;
+	},
+	async 'scope-members'(arg) {
+		const [scope, idArg, no] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.getScopeMembers(scope);
+		if (!Array.isArray(r.members) || r.members.includes(id) !== (no === undefined))
+			fail(`members of ${scope}: ${JSON.stringify(r.members)}, want ${id} ${no ? 'not ' : ''}among them`);
+		return `${scope}: ${r.members.join(',')}`;
+	},
+	async 'scope-list'(arg) {
+		const r = await client.listScopes();
+		for (const sc of r.scopes) {
+			const v = sdk.ScopeSchema.safeParse(sc);
+			if (!v.success)
+				fail(`scope ${sc.id}: ${issues(v)}`);
+		}
+		if (!r.scopes.some((sc) => sc.id === arg))
+			fail(`no ${arg} in ${JSON.stringify(r.scopes.map((sc) => sc.id))}`);
+		return `n=${r.scopes.length}`;
+	},
+	async 'scope-send'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.sendToScope(scope, envelope('harness topic message'));
+		if (!Array.isArray(r.delivered) || !r.delivered.includes(id))
+			fail(`delivered ${JSON.stringify(r.delivered)} does not name ${id}`);
+		if (r.delivered.includes(ctx.vars.self))
+			fail('the sender got its own message');
+		return `delivered=${r.delivered.join(',')}`;
+	},
+	async 'scope-missing'() {
+		try {
+			await client.sendToScope('corral-harness-no-such-scope', envelope('nobody'));
+		} catch (e) {
+			if (!(e instanceof sdk.MAPRequestError) || e.code !== sdk.ERROR_CODES.SCOPE_NOT_FOUND)
+				fail(`want error 2002, got ${errText(e)}`);
+			return `${e.code} ${e.message}`;
+		}
+		fail('a send to an unknown scope was answered with a result');
+	},
+	async 'find-capability'(arg) {
+		const [cap, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.listAgents({ filter: { capabilityId: cap } });
+		if (!r.agents.some((a) => a.id === id))
+			fail(`no ${id} among ${JSON.stringify(r.agents.map((a) => a.id))}`);
+		for (const a of r.agents) {
+			const ids = ((a.capabilityDescriptor || {}).capabilities || []).map((c) => c.id);
+			if (!ids.includes(cap))
+				fail(`${a.id} has no capability ${cap}: ${JSON.stringify(a.capabilityDescriptor)}`);
+		}
+		return `${r.agents.map((a) => a.id).join(',')}`;
 	},
 	async 'wait-child'(arg) {
 		const id = resolveId(arg);

@@ -4,7 +4,9 @@
 # the SDK's own schemas (tests/map/lib): a ClientConnection over the
 # control socket connects, lists agents, subscribes and gets the events
 # in order, spawns an agent, sends it a message, makes a request of it,
-# replays, draws the graph, stops it; an AgentConnection inside corral
+# replays, draws the graph, stops it; it lists, creates, joins, leaves
+# and sends to scopes (topics) and finds an agent by capability; an
+# AgentConnection inside corral
 # (tests/map/agent.mjs) registers and spawns a child of its own (kept
 # after its task, so the client can ask it too); an agent
 # on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
@@ -31,6 +33,8 @@ agents:
   echo:
     cmd: [$TA]
     role: worker
+    capabilities: [{name: echoing, version: "1", actions: [echo]}]
+    subscribe: [news]
   sdk-agent:
     cmd: [node, $MAP/agent.mjs, --spawn, "sdk-leaf:leaf work", --keep, --report, $T/agents.txt]
     autostart: false
@@ -73,6 +77,17 @@ for s in "connect" "spawn:echo" "wait:agent_registered:@spawned" "send:@spawned"
 $(cat "$T/c2")"
 done
 note "$(tail -n 1 "$T/c2")"
+
+# Scopes (topics) and capabilities: the workflow's subscription, a new
+# scope joined and left, a send to each, discovery by capability.
+node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
+    connect scope-list:news scope-members:news:echo scope-send:news:echo \
+    scope-create:room scope-join:room:echo scope-members:room:echo \
+    scope-send:room:echo scope-leave:room:echo scope-members:room:echo:no \
+    scope-missing find-capability:echoing:echo disconnect >"$T/c3" 2>&1 ||
+    fail "client (scopes, capabilities):
+$(cat "$T/c3")"
+grep -q "^[0-9]* passed, 0 failed$" "$T/c3" || fail "client: $(tail -n 3 "$T/c3")"
 
 # The SDK agents: registered, spawned, answered, and left cleanly.
 wait_for '[ "$(grep -c "ok exit" "$T/agents.txt" 2>/dev/null)" = 2 ]' 20 ||
