@@ -543,6 +543,12 @@ am_decode(struct codec_state *cs, json_t *m, json_t *frames,
 		json_array_append_new(frames, codec_alive());
 		return 0;
 	}
+	if (strcmp(type, "REGISTRY_QUERY") == 0 &&
+	    codec_str(p, "session_id", NULL) != NULL) {
+		am_call(frames, CORRAL_M_SESSION_LOAD, "sess", m, json_pack(
+		    "{s:s}", "sessionId", codec_str(p, "session_id", "")));
+		return 0;
+	}
 	if (strcmp(type, "REGISTRY_QUERY") == 0) {
 		am_call(frames, CORRAL_M_LIST, "find", m, json_pack("{s:{s:O*}}",
 		    "filter", "capability", json_object_get(p, "capability")));
@@ -751,6 +757,11 @@ am_encode_rpc(struct codec_state *cs, json_t *f)
 		return am_message(cs, "REGISTRY_RESULT", NULL, "corral", mid,
 		    PRIO_NORMAL, json_pack("{s:o}", "agents", list));
 	}
+	if (strcmp(kind, "sess") == 0 && er == NULL)
+		return am_message(cs, "REGISTRY_RESULT", NULL, "corral", mid,
+		    PRIO_NORMAL, json_pack("{s:O, s:O*}", "session_id",
+		    json_object_get(res, "sessionId"), "session",
+		    json_object_get(json_object_get(res, "_meta"), "corral")));
 	if ((strcmp(kind, "sub") == 0 || strcmp(kind, "unsub") == 0) &&
 	    er == NULL)
 		return am_message(cs, kind[0] == 's' ? "SUBSCRIBE" :

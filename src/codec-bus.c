@@ -231,10 +231,17 @@ bus_request(struct codec_state *cs, json_t *m, json_t *frames,
 
 	mid = bus_sfield(m, "messageId");
 	if (dest != NULL && (strcmp(dest, "registry") == 0)) {
+		p = json_object_get(b, "payload");
+		if (action != NULL && strcmp(action, "session") == 0) {
+			json_array_append_new(frames, codec_call(
+			    CORRAL_M_SESSION_LOAD, "sess", mid, json_pack(
+			    "{s:O*}", "sessionId", json_object_get(p,
+			    "sessionId"))));
+			return 0;
+		}
 		if (action == NULL || strcmp(action, "find") != 0)
 			return codec_refuse(err, "body.action", "the registry "
-			    "answers the action find");
-		p = json_object_get(b, "payload");
+			    "answers the actions find and session");
 		f = json_object();
 		if (json_is_string(json_object_get(p, "capability")))
 			json_object_set(f, "capability", json_object_get(p,
@@ -613,6 +620,12 @@ bus_encode_answer(struct codec_state *cs, json_t *f)
 		    json_pack("{s:s, s:{s:s, s:b}}", "status", "SUCCESS",
 		    "result", "topic", topic, "subscribed", kind[0] == 's'));
 	}
+	if (strcmp(kind, "sess") == 0)
+		return bus_message(cs, "RESPONSE", NULL, mid, "registry",
+		    json_pack("{s:s, s:{s:O, s:O*}}", "status", "SUCCESS",
+		    "result", "sessionId", json_object_get(res, "sessionId"),
+		    "session", json_object_get(json_object_get(res, "_meta"),
+		    "corral")));
 	if (strcmp(kind, "reg") == 0)
 		return bus_message(cs, "RESPONSE", NULL, mid, "registry",
 		    json_pack("{s:s, s:{s:O}}", "status", "SUCCESS", "result",

@@ -70,6 +70,9 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SCOPE_JOIN,	BOTH,		scope_join_request },
 	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
 	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
+	{ CORRAL_M_SESSION_LIST, BOTH,		session_list_request },
+	{ CORRAL_M_SESSION_LOAD, BOTH,		session_load_request },
+	{ CORRAL_M_SESSION_CLOSE, BOTH,		session_close_request },
 	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
 	{ CORRAL_M_ROUTE,	BOTH,		message_route },
 	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
@@ -103,6 +106,7 @@ void
 control_init(const struct control_info *ci)
 {
 	control_run = *ci;
+	session_init(ci->started_ms);
 	agent_on_free(control_forget);
 	lifecycle_observe(control_lifecycle);
 }

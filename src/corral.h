@@ -1707,6 +1707,16 @@ void	 scope_join_request(struct peer *, json_t *, json_t *);
 void	 scope_leave_request(struct peer *, json_t *, json_t *);
 void	 scope_members_request(struct peer *, json_t *, json_t *);
 
+/* session.c */
+void	 session_init(uint64_t);
+void	 session_note(json_t *, const char *, const char *, const char *,
+	    const char *);
+void	 session_note_line(const char *, size_t, const char *, const char *,
+	    const char *, const char *);
+void	 session_list_request(struct peer *, json_t *, json_t *);
+void	 session_load_request(struct peer *, json_t *, json_t *);
+void	 session_close_request(struct peer *, json_t *, json_t *);
+
 /* message.c */
 void	 message_init(void);
 uint64_t message_count(void);

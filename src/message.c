@@ -683,6 +683,8 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	m->timeout = env.ttl;
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
+	session_note_line(line, len, "request", mid, from->name, t != NULL ?
+	    t->id : NULL);
 	if (t != NULL)
 		route_direct(m);
 	else
@@ -987,6 +989,8 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			return;
 		}
 		member = message_member(from->name, mid, message_scope_id);
+		session_note_line(line, len, "message", mid, from->name,
+		    message_scope_id);
 		js = engine_scan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0)
@@ -1260,6 +1264,8 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 	if ((a = m->agent) == NULL && (r->responder[0] == '\0' ||
 	    (a = agent_find(r->responder)) == NULL))
 		a = m->target;
+	session_note_line(m->line, m->len, "result", m->id, a != NULL ? a->id :
+	    "corral", r->requester);
 	message_result(r->requester, a, r->corr, line, len, NULL);
 	free(r->requester);
 	free(r->corr);

@@ -45,6 +45,9 @@
 #define CORRAL_M_SCOPE_JOIN	"map/scopes/join"
 #define CORRAL_M_SCOPE_LEAVE	"map/scopes/leave"
 #define CORRAL_M_SCOPE_MEMBERS	"map/scopes/members"
+#define CORRAL_M_SESSION_LIST	"map/session/list"
+#define CORRAL_M_SESSION_LOAD	"map/session/load"
+#define CORRAL_M_SESSION_CLOSE	"map/session/close"
 #define CORRAL_M_EVENT		"map/event"	/* notification to a subscriber */
 #define CORRAL_M_MESSAGE	"map/message"	/* notification to a recipient */
 /* corral's extensions, named as the SDK's callExtension() examples are. */

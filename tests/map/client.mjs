@@ -61,6 +61,12 @@
 //   scope-missing           sendToScope of an unknown scope: error 2002
 //   find-capability:C:ID    map/agents/list {filter: {capabilityId: C}}: ID
 //                           among them, each with capability C
+//   session-request:ID:S    request() of ID with an envelope of session S
+//   session-list:S          listSessions(): the run's session first, then S,
+//                           each a SessionInfo
+//   session-load:S:ID       loadSession(S): restored, ID and @self among its
+//                           participants, a request and its result in history
+//   session-close:S         closeSession(S): a SessionInfo with closedAt
 //   disconnect              map/disconnect
 //   sleep:MS
 // A final "frames" step reports any frame-level violation not yet reported.
@@ -204,6 +210,7 @@ const steps = {
 	async connect() {
 		const r = await client.connect();
 		ctx.vars.self = r.participantId;
+		ctx.vars.session = r.sessionId;
 		return `session=${r.sessionId} participant=${r.participantId}`;
 	},
 	async list() {
@@ -404,6 +411,51 @@ const steps = {
 				fail(`${a.id} has no capability ${cap}: ${JSON.stringify(a.capabilityDescriptor)}`);
 		}
 		return `${r.agents.map((a) => a.id).join(',')}`;
+	},
+	async 'session-request'(arg) {
+		const [idArg, sess] = arg.split(':');
+		const id = resolveId(idArg);
+		const reply = await client.request({ agent: id },
+		    { ...envelope('in a session'), session: sess }, { timeout: opt.wait });
+		if (!reply.meta || reply.meta.isResult !== true)
+			fail('reply meta.isResult is not true');
+		return `reply from ${reply.from}`;
+	},
+	async 'session-list'(arg) {
+		const r = await client.listSessions();
+		for (const x of r.sessions) {
+			const v = S.SessionInfo.safeParse(x);
+			if (!v.success)
+				fail(`session ${x.id}: ${issues(v)}`);
+		}
+		if (r.sessions[0].id !== ctx.vars.session)
+			fail(`first session ${r.sessions[0].id}, want the run's ${ctx.vars.session}`);
+		if (!r.sessions.some((x) => x.id === arg))
+			fail(`no ${arg} in ${JSON.stringify(r.sessions.map((x) => x.id))}`);
+		return `n=${r.sessions.length}`;
+	},
+	async 'session-load'(arg) {
+		const [sess, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.loadSession(sess);
+		if (r.sessionId !== sess || r.restored !== true)
+			fail(`load answered ${JSON.stringify(r)}`);
+		const d = r._meta && r._meta.corral;
+		if (!d || !d.participants.includes(id) || !d.participants.includes(ctx.vars.self))
+			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${ctx.vars.self}`);
+		const kinds = d.history.map((h) => h.kind);
+		if (kinds.indexOf('request') < 0 || kinds.indexOf('result') < kinds.indexOf('request'))
+			fail(`history ${JSON.stringify(kinds)}, want a request then its result`);
+		return `participants=${d.participants.join(',')} history=${kinds.join(',')}`;
+	},
+	async 'session-close'(arg) {
+		const r = await client.closeSession(arg);
+		const v = S.SessionInfo.safeParse(r.session);
+		if (!v.success)
+			fail(`session: ${issues(v)}`);
+		if (r.session.id !== arg || typeof r.session.closedAt !== 'number')
+			fail(`closed ${JSON.stringify(r.session)}`);
+		return `closedAt=${r.session.closedAt}`;
 	},
 	async 'wait-child'(arg) {
 		const id = resolveId(arg);

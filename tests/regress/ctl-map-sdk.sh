@@ -5,7 +5,8 @@
 # control socket connects, lists agents, subscribes and gets the events
 # in order, spawns an agent, sends it a message, makes a request of it,
 # replays, draws the graph, stops it; it lists, creates, joins, leaves
-# and sends to scopes (topics) and finds an agent by capability; an
+# and sends to scopes (topics), finds an agent by capability, and lists,
+# loads and closes a session its request named; an
 # AgentConnection inside corral
 # (tests/map/agent.mjs) registers and spawns a child of its own (kept
 # after its task, so the client can ask it too); an agent
@@ -84,8 +85,10 @@ node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
     connect scope-list:news scope-members:news:echo scope-send:news:echo \
     scope-create:room scope-join:room:echo scope-members:room:echo \
     scope-send:room:echo scope-leave:room:echo scope-members:room:echo:no \
-    scope-missing find-capability:echoing:echo disconnect >"$T/c3" 2>&1 ||
-    fail "client (scopes, capabilities):
+    scope-missing find-capability:echoing:echo session-request:echo:s-1 \
+    session-list:s-1 session-load:s-1:echo session-close:s-1 \
+    disconnect >"$T/c3" 2>&1 ||
+    fail "client (scopes, capabilities, sessions):
 $(cat "$T/c3")"
 grep -q "^[0-9]* passed, 0 failed$" "$T/c3" || fail "client: $(tail -n 3 "$T/c3")"
 

@@ -7,7 +7,8 @@
 # to it as a HELP_RESPONSE; the reviewer's PUBLISH to topic:findings
 # reaches the planner (an envelope) and the worker (an AgentMessage); the
 # worker's TASK_HANDOFF moves its task to the agent with the capability
-# summarize (the planner), whose finalize is the run's result.  The audit
+# summarize (the planner), whose finalize is the run's result.  The help
+# request names a session; the worker reads its history back.  The audit
 # log tells the story, and every request has one outcome.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
@@ -50,6 +51,10 @@ grep -q 'worker: handoff answered: {"accepted":true,"agent_id":"planner"' "$ERR"
 task=$(jq -r 'select(.ev == "handoff") | .id' "$LOG")
 [ "$(jq -r --arg t "$task" 'select(.ev == "outcome" and .id == $t) | .agent' "$LOG")" = planner ] ||
     fail "expected the handed-off request $task to end at planner"
+# The session the help request named: both agents took part, and the
+# worker could read its history (the request, then its result).
+grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"history":\["request","result"\]}' "$ERR" ||
+    fail "expected the worker to read session report-1: $(grep 'worker: session' "$ERR")"
 # Topics: each subscriber got each publish, in its own dialect.
 grep -q 'reviewer: heard {"event":"TASK_UPDATE"' "$ERR" ||
     fail "expected the bus reviewer to hear the worker's update on topic:progress"
