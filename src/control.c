@@ -70,6 +70,10 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SCOPE_JOIN,	BOTH,		scope_join_request },
 	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
 	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
+	{ CORRAL_M_TASKS_CREATE, BOTH,		taskreg_create_request },
+	{ CORRAL_M_TASKS_ASSIGN, BOTH,		message_task_assign },
+	{ CORRAL_M_TASKS_UPDATE, BOTH,		taskreg_update_request },
+	{ CORRAL_M_TASKS_LIST,	BOTH,		taskreg_list_request },
 	{ CORRAL_M_SESSION_LIST, BOTH,		session_list_request },
 	{ CORRAL_M_SESSION_LOAD, BOTH,		session_load_request },
 	{ CORRAL_M_SESSION_CLOSE, BOTH,		session_close_request },
@@ -107,6 +111,7 @@ control_init(const struct control_info *ci)
 {
 	control_run = *ci;
 	session_init(ci->started_ms);
+	taskreg_init(ci->wf);
 	agent_on_free(control_forget);
 	lifecycle_observe(control_lifecycle);
 }

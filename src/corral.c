@@ -43,6 +43,8 @@ static const struct cmd_entry cmds[] = {
 	{ "cancel", "cancel [-S PATH] [--reason TEXT] REQUEST...", cmd_cancel },
 	{ "top", "top [-S PATH] [-d SECS] [-n COUNT]", cmd_top },
 	{ "metrics", "metrics [-S PATH] [--json]", cmd_metrics },
+	{ "tasks", "tasks [-S PATH] [--status S] [--assignee AGENT] [--json]",
+	    cmd_tasks },
 	{ "mcp", "mcp [-S PATH] [--tools spawn,wait,send,list,stop] "
 	    "[--wait SECS]", cmd_mcp },
 	{ NULL, NULL, NULL }
@@ -76,7 +78,8 @@ usage(FILE *f)
 	    "  stop    stop an agent, or the whole run\n"
 	    "  top     a live full-screen view of a running corral\n"
 	    "  metrics a running corral's metrics, in Prometheus' format\n"
-	    "\nps ... metrics talk to a running corral over its control socket "
+	    "  tasks   a running corral's task registry\n"
+	    "\nps ... tasks talk to a running corral over its control socket "
 	    "(-S PATH,\n--run ID, or the only one running); see docs/control.md."
 	    "\n\n"
 	    "Exit status: 0 success, 1 the workflow failed, 2 usage or "

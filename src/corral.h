@@ -375,6 +375,8 @@ struct workflow {
 	double			 budget_tokens;
 	double			 budget_cost;
 	double			 budget_time;
+	double			 task_tokens;	/* limits.task_budget */
+	double			 task_cost;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
 	int			 shutdown_parallel; /* stop all at once */
 	size_t			 stdin_max_line; /* serve --max-line, 0: auto */
@@ -1322,6 +1324,7 @@ int	 cmd_stop(int, char **);
 int	 cmd_cancel(int, char **);
 int	 cmd_top(int, char **);
 int	 cmd_metrics(int, char **);
+int	 cmd_tasks(int, char **);
 int	 cmd_mcp(int, char **);
 
 /* envelope.c */
@@ -1717,8 +1720,31 @@ void	 session_list_request(struct peer *, json_t *, json_t *);
 void	 session_load_request(struct peer *, json_t *, json_t *);
 void	 session_close_request(struct peer *, json_t *, json_t *);
 
+/* taskreg.c */
+#define TASK_PENDING		0
+#define TASK_IN_PROGRESS	1
+#define TASK_COMPLETED		2
+#define TASK_FAILED		3
+#define TASK_CANCELLED		4
+#define TASK_NSTATUS		5
+void	 taskreg_init(const struct workflow *);
+int	 taskreg_exists(const char *);
+void	 taskreg_add(const char *, json_t *, const char *, const char *);
+void	 taskreg_assign(const char *, const char *, const char *);
+int	 taskreg_end(const char *, const char *, const char *, size_t, int,
+	    char *, size_t);
+void	 taskreg_cancel(const char *, const char *);
+json_t	*taskreg_describe(const char *);
+int	 taskreg_text_of(const char *, const char **, const char **);
+void	 taskreg_counts(unsigned int *);
+const char *taskreg_status_name(int);
+void	 taskreg_list_request(struct peer *, json_t *, json_t *);
+void	 taskreg_create_request(struct peer *, json_t *, json_t *);
+void	 taskreg_update_request(struct peer *, json_t *, json_t *);
+
 /* message.c */
 void	 message_init(void);
+void	 message_task_assign(struct peer *, json_t *, json_t *);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);

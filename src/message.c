@@ -650,6 +650,24 @@ message_inherit(struct agent *a, struct msg *m)
 }
 
 /*
+ * Register a request in the task registry, assigned to its agent when
+ * it has one already.
+ */
+static void
+message_task(const char *mid, const char *line, size_t len, const char *from,
+    struct agent *t)
+{
+	json_t	*env;
+
+	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
+		return;
+	taskreg_add(mid, env, from, NULL);
+	if (t != NULL)
+		taskreg_assign(mid, t->id, "assigned");
+	json_decref(env);
+}
+
+/*
  * Make a request of an envelope payload: to agent t, or, when t is NULL,
  * to whichever agent the routing table picks for its intent.  The reply
  * goes to the requester with correlation id corr.  Returns 0, or -1 with
@@ -685,6 +703,7 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
 	session_note_line(line, len, "request", mid, from->name, t != NULL ?
 	    t->id : NULL);
+	message_task(mid, line, len, from->name, t);
 	if (t != NULL)
 		route_direct(m);
 	else
@@ -1255,6 +1274,7 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct message_req	*r;
 	struct agent		*a;
+	char			 why[300] = "the request failed";
 
 	if ((r = message_req_take(m->id)) == NULL) {
 		log_info("request %s: its requester was forgotten", m->id);
@@ -1266,7 +1286,13 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 		a = m->target;
 	session_note_line(m->line, m->len, "result", m->id, a != NULL ? a->id :
 	    "corral", r->requester);
-	message_result(r->requester, a, r->corr, line, len, NULL);
+	if (taskreg_end(m->id, a != NULL ? a->id : "corral", line, len,
+	    is_error, why, sizeof why)) {
+		/* Over its budget: the answer is recorded, the task failed. */
+		log_warnx("%s", why);
+		message_result(r->requester, a, r->corr, NULL, 0, why);
+	} else
+		message_result(r->requester, a, r->corr, line, len, NULL);
 	free(r->requester);
 	free(r->corr);
 	free(r);
@@ -1450,6 +1476,7 @@ message_handoff(struct peer *p, json_t *id, json_t *params)
 	    "unspecified", NULL);
 	rpc_reply(p, id, json_pack("{s:b, s:s, s:s}", "handedOff", 1,
 	    "requestId", m->id, "agentId", t->id));
+	taskreg_assign(m->id, t->id, "handoff");
 	engine_handoff(m, t, line, len);
 }
 
@@ -1475,4 +1502,49 @@ message_progress(struct peer *p, json_t *id, json_t *params)
 	}
 	engine_progress(p->agent, m, text, 0);
 	rpc_reply(p, id, json_object());
+}
+
+/*
+ * map/tasks/assign: a task of the registry becomes a request to an agent
+ * (its title the task, its description the text), whose reply is the
+ * task's result; the caller gets it as a result too.
+ */
+void
+message_task_assign(struct peer *p, json_t *id, json_t *params)
+{
+	const char	*tid = json_string_value(json_object_get(params,
+			    "taskId"));
+	const char	*aid = json_string_value(json_object_get(params,
+			    "agentId"));
+	const char	*title, *desc;
+	struct agent	*a;
+	json_t		*env;
+	char		 why[256];
+
+	if (tid == NULL || taskreg_text_of(tid, &title, &desc) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "params.taskId names no task",
+		    NULL);
+		return;
+	}
+	if (aid == NULL || (a = agent_find(aid)) == NULL || !message_live(a) ||
+	    (p->agent != NULL && !mapview_may_reach(p->agent, a))) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.agentId names no "
+		    "agent that can take it", NULL);
+		return;
+	}
+	env = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "protocol",
+	    CORRAL_ENVELOPE_PROTOCOL, "role", p->agent != NULL ? "agent" :
+	    "user", "intent", "execute", "task", title != NULL ? title : tid,
+	    "content", "type", "text", "text", desc != NULL ? desc : (title !=
+	    NULL ? title : tid));
+	if (engine_find(tid) != NULL || message_request(p, a, env, tid, tid,
+	    why, sizeof why) != 0) {
+		json_decref(env);
+		rpc_error(p, id, CORRAL_E_PARAMS, engine_find(tid) != NULL ?
+		    "the task is being worked on" : why, NULL);
+		return;
+	}
+	json_decref(env);
+	taskreg_assign(tid, a->id, "assigned");
+	rpc_reply(p, id, json_pack("{s:o}", "task", taskreg_describe(tid)));
 }

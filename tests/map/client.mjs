@@ -67,6 +67,12 @@
 //   session-load:S:ID       loadSession(S): restored, ID and @self among its
 //                           participants, a request and its result in history
 //   session-close:S         closeSession(S): a SessionInfo with closedAt
+//   task-create:T           createTask({task: {id: T, title, description}}):
+//                           a MAPTask with status open
+//   task-assign:T:ID        assignTask(T, ID): in_progress, assignee ID
+//   task-list:T:S           listTasks() until T has status S (a MAPTask each,
+//                           meta.corral with the registry's own status)
+//   task-filter:ID          listTasks({filter: {assignee: ID}}): only ID's
 //   disconnect              map/disconnect
 //   sleep:MS
 // A final "frames" step reports any frame-level violation not yet reported.
@@ -200,6 +206,16 @@ function resolveId(s) {
 		return v;
 	}
 	return s;
+}
+
+// Fail unless t has MAPTask's shape (the SDK ships no schema for it).
+function taskShape(t) {
+	const st = ['open', 'in_progress', 'blocked', 'completed', 'failed'];
+	if (!t || typeof t.id !== 'string' || !st.includes(t.status) ||
+	    (t.assignee !== undefined && t.assignee !== null && typeof t.assignee !== 'string') ||
+	    (t.title !== undefined && typeof t.title !== 'string') ||
+	    (t.meta !== undefined && (typeof t.meta !== 'object' || t.meta === null)))
+		fail(`not a MAPTask: ${JSON.stringify(t)}`);
 }
 
 function eventAbout(ev, id) {
@@ -456,6 +472,46 @@ const steps = {
 		if (r.session.id !== arg || typeof r.session.closedAt !== 'number')
 			fail(`closed ${JSON.stringify(r.session)}`);
 		return `closedAt=${r.session.closedAt}`;
+	},
+	async 'task-create'(arg) {
+		const r = await client.createTask({ task: { id: arg, title: `harness task ${arg}`,
+		    description: 'a task from the MAP harness' } });
+		taskShape(r.task);
+		if (r.task.id !== arg || r.task.status !== 'open')
+			fail(`created ${JSON.stringify(r.task)}`);
+		return `id=${r.task.id} status=${r.task.status}`;
+	},
+	async 'task-assign'(arg) {
+		const [tid, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.assignTask(tid, id);
+		taskShape(r.task);
+		if (r.task.assignee !== id || r.task.status !== 'in_progress')
+			fail(`assigned ${JSON.stringify(r.task)}`);
+		return `assignee=${r.task.assignee} status=${r.task.status}`;
+	},
+	async 'task-list'(arg) {
+		const [tid, want] = arg.split(':');
+		const deadline = Date.now() + opt.wait;
+		for (;;) {
+			const r = await client.listTasks();
+			if (typeof r.hasMore !== 'boolean')
+				fail(`hasMore ${JSON.stringify(r.hasMore)}`);
+			r.tasks.forEach(taskShape);
+			const t = r.tasks.find((x) => x.id === tid);
+			if (t && t.status === want)
+				return `${tid} ${t.status} (${t.meta.corral.status}) of ${r.tasks.length}`;
+			if (Date.now() > deadline)
+				fail(`${tid} is ${t ? t.status : 'missing'}, want ${want}`);
+			await sleep(50);
+		}
+	},
+	async 'task-filter'(arg) {
+		const id = resolveId(arg);
+		const r = await client.listTasks({ filter: { assignee: id } });
+		if (!r.tasks.length || r.tasks.some((t) => t.assignee !== id))
+			fail(`tasks of ${id}: ${JSON.stringify(r.tasks.map((t) => [t.id, t.assignee]))}`);
+		return `n=${r.tasks.length}`;
 	},
 	async 'wait-child'(arg) {
 		const id = resolveId(arg);
