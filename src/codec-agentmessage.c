@@ -630,8 +630,9 @@ am_encode_request(struct codec_state *cs, json_t *env, const char *parent)
 		json_object_set_new(p, "context", json_pack("{s:O}",
 		    "session_id", json_object_get(env, "session")));
 	codec_remember(cs, id, intent, type);
-	msg = am_message(cs, type, id, codec_str(k, "from", codec_str(
-	    json_object_get(env, "agent"), "id", "corral")), id, prio, p);
+	/* The sender is the agent corral knows, not the from it wrote. */
+	msg = am_message(cs, type, id, codec_str(json_object_get(env, "agent"),
+	    "id", "corral"), id, prio, p);
 	md = json_object_get(msg, "metadata");
 	if (json_is_number(json_object_get(env, "ttl_ms")))
 		json_object_set(md, "ttl_ms", json_object_get(env, "ttl_ms"));

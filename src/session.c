@@ -146,7 +146,7 @@ session_get(const char *id, const char *who)
 	s->history = json_array();
 	TAILQ_INSERT_TAIL(&session_list, s, entry);
 	session_count++;
-	auditlog_event("session", who, NULL, "session", id, NULL);
+	auditlog_event("session_new", who, NULL, "session", id, NULL);
 	return s;
 }
 

@@ -138,7 +138,7 @@ taskreg_set(struct task *t, int status, const char *agent, const char *why)
 {
 	if (t->status == status)
 		return;
-	auditlog_event("task", agent, t->id, "from", taskreg_names[t->status],
+	auditlog_event("task_status", agent, t->id, "from", taskreg_names[t->status],
 	    "to", taskreg_names[status], "reason", why != NULL ? why : "",
 	    NULL);
 	t->status = status;
