@@ -27,9 +27,9 @@ static int	cmd_check(int, char **);
 
 static const struct cmd_entry cmds[] = {
 	{ "run", "run FILE --goal TEXT [--input FILE] [--param KEY=VALUE]... "
-	    "[--log FILE]\n             [--output json|text] [--control PATH | "
+	    "[--log FILE] [--otlp FILE]\n             [--output json|text] [--control PATH | "
 	    "--no-control] [-v]", cmd_run },
-	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] "
+	{ "serve", "serve FILE [--log FILE] [--otlp FILE] [--max-line SIZE] "
 	    "[--control PATH | --no-control] [-v]", cmd_serve },
 	{ "check", "check [-p | --print] FILE", cmd_check },
 	{ "tree", "tree [--log FILE | -S PATH] [--format text|dot|mermaid]",
@@ -113,6 +113,7 @@ cmd_load(const char *path, int flags)
 static const struct option run_opts[] = {
 	{ "goal", required_argument, NULL, 'g' },
 	{ "log", required_argument, NULL, 'l' },
+	{ "otlp", required_argument, NULL, 't' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-line", required_argument, NULL, 'm' },
 	{ "control", required_argument, NULL, 'S' },
@@ -189,7 +190,7 @@ cmd_start(int argc, char **argv, int mode)
 
 	params = json_object();
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:Ni:p:", run_opts,
+	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:Ni:p:t:", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'i':
@@ -215,6 +216,9 @@ cmd_start(int argc, char **argv, int mode)
 			break;
 		case 'l':
 			logpath = optarg;
+			break;
+		case 't':
+			otlp_configure(optarg);
 			break;
 		case 'o':
 			if (strcmp(optarg, "text") == 0)

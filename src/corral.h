@@ -784,6 +784,8 @@ struct engine_hooks {
 	void	(*pause)(int, int);	/* stdin: a reason on or off */
 	void	(*idle)(void);		/* a job was released */
 	void	(*control)(struct peer *, const char *, size_t);
+	/* A request was answered by the reply of this id. */
+	void	(*replied)(const struct msg *, const char *);
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
@@ -1770,6 +1772,14 @@ void	 metrics_init(void);
 void	 metrics_outcome(const struct msg *, const char *, const char *);
 json_t	*metrics_json(void);
 void	 metrics_request(struct peer *, json_t *, json_t *);
+
+/* otlp.c */
+void	 otlp_configure(const char *);
+int	 otlp_open(void);
+void	 otlp_replied(const struct msg *, const char *);
+void	 otlp_outcome(const struct msg *, const char *, const char *,
+	    const char *);
+void	 otlp_close(void);
 
 /* control.c */
 void	 control_init(const struct control_info *);

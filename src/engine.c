@@ -876,6 +876,8 @@ engine_replied(struct msg *m, struct agent *a, const char *reply_id,
 	engine_stats.replied++;
 	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
 	    "replied", "reply", reply_id, "reason", reason, NULL);
+	if (engine_hooks.replied != NULL)
+		engine_hooks.replied(m, reply_id);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
 	engine_request_done(m, line, len, is_error);
@@ -1459,6 +1461,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	auditlog_envelope("reply", a->id, reply_id, line, len);
 	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
 	    "reply", reply_id, NULL);
+	if (engine_hooks.replied != NULL)
+		engine_hooks.replied(req, reply_id);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	/* Only after the outcome may the freed slot take other work. */

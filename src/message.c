@@ -668,6 +668,32 @@ message_task(const char *mid, const char *line, size_t len, const char *from,
 }
 
 /*
+ * A request an agent makes while it works on another names that one in
+ * its trace.parents: what caused it (the trace a viewer draws).
+ */
+static char *
+message_caused_by(char *line, size_t *lenp, const char *cause)
+{
+	json_t	*env, *trace;
+	char	*s;
+
+	if ((env = json_loadb(line, *lenp, 0, NULL)) == NULL)
+		return line;
+	if (!json_is_object(trace = json_object_get(env, "trace"))) {
+		trace = json_object();
+		json_object_set_new(env, "trace", trace);
+	}
+	json_object_set_new(trace, "parents", json_pack("[s]", cause));
+	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	json_decref(env);
+	if (s == NULL)
+		return line;
+	free(line);
+	*lenp = strlen(s);
+	return s;
+}
+
+/*
  * Make a request of an envelope payload: to agent t, or, when t is NULL,
  * to whichever agent the routing table picks for its intent.  The reply
  * goes to the requester with correlation id corr.  Returns 0, or -1 with
@@ -686,6 +712,10 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
 	    "user", mid, &len, &env, why, whylen)) == NULL)
 		return -1;
+	if (from->agent != NULL && env.parents == -1 &&
+	    !TAILQ_EMPTY(&from->agent->work.inflight))
+		line = message_caused_by(line, &len,
+		    TAILQ_FIRST(&from->agent->work.inflight)->id);
 	if (!engine_has_room(len)) {
 		free(line);
 		snprintf(why, whylen, "memory_limit: corral holds as many "

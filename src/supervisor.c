@@ -547,6 +547,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	size_t			 len;
 
 	metrics_outcome(m, outcome, code);
+	otlp_outcome(m, outcome, code, why);
 	if (strcmp(outcome, "replied") == 0 || why == NULL)
 		return;
 	if (a != NULL)
@@ -667,6 +668,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.idle = supervisor_check_done;
 	eh.control = supervisor_control;
 	eh.outcome = supervisor_outcome;
+	eh.replied = otlp_replied;
 	engine_init(wf, &eh);
 	subagent_init(wf);
 	event_init();
@@ -882,6 +884,10 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		return EXIT_USAGE;
 	}
 	event_set_log(logpath);
+	if (otlp_open() != 0) {
+		log_warn("--otlp");
+		return EXIT_USAGE;
+	}
 	if (workspace_open(wf) != 0) {
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
@@ -924,6 +930,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	else
 		supervisor_print_result();
 	workspace_close();	/* its last outcomes go before run_end */
+	otlp_close();
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
 	engine_scan_drain();
