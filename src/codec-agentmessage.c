@@ -423,12 +423,10 @@ am_subscribe(struct codec_state *cs, json_t *m, json_t *frames,
 	if (topic == NULL || *topic == '\0')
 		return codec_refuse(err, "payload.topic", "a subscription names "
 		    "its topic in payload.topic");
-	if (on) {
-		am_call(frames, CORRAL_M_SCOPE_CREATE, "mk", m, json_pack(
-		    "{s:s}", "scopeId", topic));
+	if (on)
 		am_call(frames, CORRAL_M_SCOPE_JOIN, "sub", m, json_pack(
-		    "{s:s}", "scopeId", topic));
-	} else
+		    "{s:s, s:b}", "scopeId", topic, "create", 1));
+	else
 		am_call(frames, CORRAL_M_SCOPE_LEAVE, "unsub", m, json_pack(
 		    "{s:s}", "scopeId", topic));
 	return 0;
@@ -769,7 +767,7 @@ am_encode_rpc(struct codec_state *cs, json_t *f)
 		    "UNSUBSCRIBE", NULL, "corral", mid, PRIO_NORMAL, json_pack(
 		    "{s:O*, s:b}", "topic", json_object_get(json_object_get(res,
 		    "scope"), "id"), "subscribed", kind[0] == 's'));
-	if (er == NULL || strcmp(kind, "mk") == 0 || (strcmp(kind, "pub") == 0
+	if (er == NULL || (strcmp(kind, "pub") == 0
 	    && json_integer_value(json_object_get(er, "code")) ==
 	    CORRAL_E_NOSCOPE))
 		return NULL;

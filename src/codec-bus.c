@@ -328,12 +328,11 @@ bus_subscribe(struct codec_state *cs, json_t *m, json_t *frames,
 		return codec_refuse(err, "header.destination", "a %s names "
 		    "its topic: destination topic:NAME", on ? "SUBSCRIBE" :
 		    "UNSUBSCRIBE");
-	if (on) {
-		json_array_append_new(frames, codec_call(CORRAL_M_SCOPE_CREATE,
-		    "mk", mid, json_pack("{s:s}", "scopeId", topic)));
+	if (on)
 		json_array_append_new(frames, codec_call(CORRAL_M_SCOPE_JOIN,
-		    "sub", mid, json_pack("{s:s}", "scopeId", topic)));
-	} else
+		    "sub", mid, json_pack("{s:s, s:b}", "scopeId", topic,
+		    "create", 1)));
+	else
 		json_array_append_new(frames, codec_call(CORRAL_M_SCOPE_LEAVE,
 		    "unsub", mid, json_pack("{s:s}", "scopeId", topic)));
 	return 0;
@@ -598,8 +597,6 @@ bus_encode_answer(struct codec_state *cs, json_t *f)
 		/* Publishing to a topic nobody ever subscribed to is no error. */
 		if (strcmp(kind, "pub") == 0 && code == CORRAL_E_NOSCOPE)
 			return NULL;
-		if (strcmp(kind, "mk") == 0)
-			return NULL;	/* the join says what went wrong */
 		return json_pack("{s:o, s:{s:s, s:n, s:{s:s, s:s, s:b, s:i}}}",
 		    "header", json_pack("{s:s, s:s, s:s, s:s}", "type",
 		    "RESPONSE", "correlationId", mid, "source", "corral",

@@ -545,13 +545,26 @@ scope_delete_request(struct peer *p, json_t *id, json_t *params)
 	rpc_reply(p, id, json_pack("{s:o}", "scope", res));
 }
 
-/* map/scopes/join and map/scopes/leave. */
+/*
+ * map/scopes/join and map/scopes/leave.  A join with corral's "create":
+ * true makes the scope when there is none (a subscription to a topic).
+ */
 static void
 scope_join_leave(struct peer *p, json_t *id, json_t *params, int join)
 {
 	struct scope	*s;
 	struct agent	*a;
+	const char	*sid = json_string_value(json_object_get(params,
+			    "scopeId"));
+	char		 why[200];
+	int		 code = 0;
 
+	if (join && sid != NULL && json_is_true(json_object_get(params,
+	    "create")) && !scope_exists(sid) &&
+	    scope_create(sid, p->name, &code, why, sizeof why) == NULL) {
+		rpc_error(p, id, code, why, NULL);
+		return;
+	}
 	if ((s = scope_param(p, id, params)) == NULL ||
 	    (a = scope_param_agent(p, id, params)) == NULL)
 		return;
