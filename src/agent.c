@@ -5,7 +5,7 @@
  * This module does the plumbing and decides nothing.  What happens to a
  * process is news for the modules above, told through the callbacks they
  * registered: its lifecycle events (exited, a pipe closed early, stopped
- * by a signal) go to the lifecycle, its stdout lines to the engine.  An
+ * by a signal) go to the lifecycle, its stdout lines to dialect.c.  An
  * agent's process has ended only when libev has reaped its exit status
  * AND its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD
  * and JOB_CLOSED), so its last lines are never lost.  Agents are freed
@@ -22,9 +22,6 @@
 
 #include "corral.h"
 
-/* Refused lines in a row after which an agent is told no more. */
-#define AGENT_REFUSED_STREAK	10000
-
 #define AGENT_FREE_HOOKS	16
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
@@ -38,7 +35,6 @@ static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
 static size_t		agent_nfree_hooks;
-static agent_send_cb	agent_send_hook;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
@@ -48,7 +44,6 @@ static void	agent_in_drained(struct chan *, int);
 static void	agent_err_cb(struct ev_loop *, ev_io *, int);
 static void	agent_child_cb(struct ev_loop *, ev_child *, int);
 static void	agent_pipe_cb(struct ev_loop *, ev_timer *, int);
-static char	*agent_encode(struct chan *, const char *, size_t, size_t *);
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
 
@@ -72,16 +67,6 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
-}
-
-/*
- * Register who writes lines for agents that speak MAP only (the SDK's
- * AgentConnection): it wraps what corral sends them in MAP messages.
- */
-void
-agent_on_send(agent_send_cb cb)
-{
-	agent_send_hook = cb;
 }
 
 /* Register one more module that must forget an agent before it is freed. */
@@ -268,14 +253,6 @@ agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 	p->io.on_eof = agent_out_eof;
 	p->io.on_werror = agent_in_error;
 	p->io.on_drain = agent_in_drained;
-	/* A new process: its dialect's codec starts afresh. */
-	if (a->codec != NULL)
-		codec_free(a->codec);
-	a->codec = NULL;
-	if (codec_dialect(a->conf->dialect) != NULL) {
-		a->codec = codec_create(codec_dialect(a->conf->dialect), a->id);
-		p->io.encode = agent_encode;
-	}
 	chan_start(&p->io);
 
 	p->errfd = sr->err;
@@ -301,7 +278,7 @@ agent_spawn_none(struct agent *a)
 }
 
 /*
- * Hand a line of the agent's stdout to whoever reads them (the engine).
+ * Hand a line of the agent's stdout to whoever reads them (dialect.c).
  * The channel does this for every line; the tests and fuzz targets too.
  */
 void
@@ -312,90 +289,21 @@ agent_input(struct agent *a, char *line, size_t len, enum ndjson_kind kind,
 		agent_line_hook(a, line, len, kind, extra);
 }
 
-/*
- * An agent that speaks another dialect wrote a line its codec refuses:
- * it is told in its own terms (a notice, which its codec translates),
- * and the line is recorded.  After AGENT_REFUSED_STREAK refusals in a row
- * it is told no more, or an agent that answers every notice would loop
- * with corral for ever.
- */
-static void
-agent_refused(struct agent *a, const struct codec_error *err)
-{
-	char	*e;
-	size_t	 len;
-
-	auditlog_event("rejected", a->id, err->parent[0] ? err->parent : NULL,
-	    "code", err->code, "path", err->path, "reason", err->msg, NULL);
-	if (a->codec->refused++ == 0 || a->codec->refused % 1000 == 0)
-		log_warnx("agent %s: a %s message was refused: %s (%s)", a->id,
-		    a->codec->ops->name, err->msg, err->path);
-	if (a->codec->refused > AGENT_REFUSED_STREAK || agent_full(a))
-		return;
-	e = envelope_error(err->code, "REJECTED", err->path, err->msg,
-	    err->parent[0] ? err->parent : NULL, CORRAL_KIND_NOTICE, &len);
-	agent_send(a, e, len);
-	free(e);
-}
-
-/*
- * A line of an agent that speaks another dialect: its codec makes it
- * corral's lines, which go on as if the agent had written them.
- */
-static void
-agent_decode(struct agent *a, char *line, size_t len)
-{
-	struct codec_error	 err;
-	json_t			*out = json_array(), *v;
-	char			*s;
-	size_t			 i;
-	int			 rc;
-
-	rc = codec_decode_line(a->codec, line, len, out, &err);
-	if (rc == 1)
-		agent_input(a, line, len, NDJSON_LINE, 0);
-	else if (rc < 0)
-		agent_refused(a, &err);
-	else {
-		a->codec->refused = 0;
-		json_array_foreach(out, i, v) {
-			s = xstrdup(json_string_value(v));
-			agent_input(a, s, strlen(s), NDJSON_LINE, 0);
-			free(s);
-		}
-	}
-	json_decref(out);
-}
-
 /* A line from the agent's stdout. */
 static void
 agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
-	struct agent	*a = c->owner;
-
-	if (a->codec != NULL && kind == NDJSON_LINE && !(a->flags & AGENT_DEAD))
-		agent_decode(a, line, len);
-	else
-		agent_input(a, line, len, kind, extra);
+	agent_input(c->owner, line, len, kind, extra);
 }
 
-/* A line corral writes to an agent of another dialect, in its terms. */
-static char *
-agent_encode(struct chan *c, const char *line, size_t len, size_t *outlen)
-{
-	struct agent	*a = c->owner;
-
-	return codec_encode_line(a->codec, line, len, outlen);
-}
-
-/* Queue one line for the agent's stdin. */
+/*
+ * Queue one line for the agent's stdin, as it is (dialect_send writes it
+ * in the agent's dialect).
+ */
 void
 agent_send(struct agent *a, const char *line, size_t len)
 {
-	if ((a->peer.flags & PEER_MAPAGENT) && agent_send_hook != NULL &&
-	    agent_send_hook(a, line, len))
-		return;		/* sent as a MAP message */
 	chan_write_line(&a->proc.io, line, len);
 	a->proc.msgs_in++;
 }
@@ -758,9 +666,6 @@ agent_free(struct agent *a)
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
 	free(a->proc.errtail);
-	free(a->work.bad_first);
-	if (a->codec != NULL)
-		codec_free(a->codec);
 	free(a->id);
 	free(a);
 }

@@ -313,18 +313,9 @@ chan_full(const struct chan *c)
 void
 chan_write_line(struct chan *c, const char *line, size_t len)
 {
-	char	*t = NULL;
-
 	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
 		return;
-	/* An agent that speaks another dialect gets the line in its terms. */
-	if (c->encode != NULL) {
-		if ((t = c->encode(c, line, len, &len)) == NULL)
-			return;
-		line = t;
-	}
 	ndjson_writer_line(&c->wr, line, len);
-	free(t);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
 		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);

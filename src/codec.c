@@ -26,38 +26,6 @@
 
 #include "corral.h"
 
-static const struct codec_ops *const codec_table[] = {
-	&codec_bus_ops,
-	&codec_agentmessage_ops,
-	NULL
-};
-
-/* The codec of a dialect's name, or NULL (multiagent-1.0 has none). */
-const struct codec_ops *
-codec_find(const char *name)
-{
-	size_t	i;
-
-	for (i = 0; codec_table[i] != NULL; i++)
-		if (strcmp(codec_table[i]->name, name) == 0)
-			return codec_table[i];
-	return NULL;
-}
-
-/* The codec of a dialect (protocol:), or NULL when it needs none. */
-const struct codec_ops *
-codec_dialect(int dialect)
-{
-	switch (dialect) {
-	case DIALECT_BUS:
-		return &codec_bus_ops;
-	case DIALECT_AGENTMESSAGE:
-		return &codec_agentmessage_ops;
-	default:
-		return NULL;
-	}
-}
-
 /* A frame that is only a sign of life: a response nobody waits for. */
 json_t *
 codec_alive(void)
