@@ -449,6 +449,36 @@ message_related(struct agent *from, struct agent *a, json_t *to)
 }
 
 /*
+ * Resolve an address to a group: a scope ({scope}, {role, within}) or a
+ * capability.
+ */
+static int
+message_resolve_group(struct peer *from, json_t *to,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	json_t	*v;
+
+	if ((v = json_object_get(to, "capability")) != NULL) {
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "a capability address names a "
+			    "capability");
+			return CORRAL_E_PARAMS;
+		}
+		return message_capability(from, json_string_value(v), out, n,
+		    why, whylen);
+	}
+	if ((v = json_object_get(to, "scope")) == NULL)
+		v = json_object_get(to, "within");
+	if (!json_is_string(v)) {
+		snprintf(why, whylen, "a scope address names a scope id");
+		return CORRAL_E_PARAMS;
+	}
+	return message_scope(from, json_string_value(v),
+	    json_string_value(json_object_get(to, "role")), out, n, why,
+	    whylen);
+}
+
+/*
  * Resolve a MAP address to its targets (SPEC.md 6).  Returns 0, or an
  * error code with why: 2001 for a named agent that does not exist, 2000
  * for an address that matches nobody, 1003 for one the sender may not
@@ -488,25 +518,10 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 		return message_one(from, json_string_value(v), out, n, why,
 		    whylen);
 	}
-	if ((v = json_object_get(to, "scope")) != NULL ||
-	    (v = json_object_get(to, "within")) != NULL) {
-		if (!json_is_string(v)) {
-			snprintf(why, whylen, "a scope address names a scope id");
-			return CORRAL_E_PARAMS;
-		}
-		return message_scope(from, json_string_value(v),
-		    json_string_value(json_object_get(to, "role")), out, n,
-		    why, whylen);
-	}
-	if ((v = json_object_get(to, "capability")) != NULL) {
-		if (!json_is_string(v)) {
-			snprintf(why, whylen, "a capability address names a "
-			    "capability");
-			return CORRAL_E_PARAMS;
-		}
-		return message_capability(from, json_string_value(v), out, n,
-		    why, whylen);
-	}
+	if (json_object_get(to, "scope") != NULL ||
+	    json_object_get(to, "within") != NULL ||
+	    json_object_get(to, "capability") != NULL)
+		return message_resolve_group(from, to, out, n, why, whylen);
 	if (json_object_get(to, "system") != NULL) {
 		snprintf(why, whylen, "corral itself has no mailbox");
 		return CORRAL_E_PARAMS;
@@ -850,6 +865,46 @@ message_pick(struct message_target *t, size_t *n)
 	}
 }
 
+/* Answer a map/send whose address could not be resolved. */
+static void
+message_refused(struct peer *from, json_t *id, int code, const char *why)
+{
+	if (code == CORRAL_E_DENIED) {
+		log_info("%s%s: map/send refused: %s", from->agent != NULL ?
+		    "agent " : "", from->name, why);
+		auditlog_event("send_refused", from->name, NULL, "reason", why,
+		    NULL);
+	}
+	rpc_error(from, id, code, why, code == CORRAL_E_PARAMS ? NULL :
+	    json_pack("{s:i}", "corralCode", message_old_code(code)));
+}
+
+/*
+ * A map/send that is a request to one agent t: made, and answered with
+ * the message id (its result comes later), or refused.
+ */
+static void
+message_send_request(struct peer *from, json_t *id, struct message_target t,
+    json_t *payload, json_t *msg, const char *mid, const char *corrid,
+    const char *corr)
+{
+	json_t	*ids;
+	char	 why[256];
+	int	 code;
+
+	if ((code = message_request(from, t.agent, payload, mid, corrid, why,
+	    sizeof why)) != 0) {
+		rpc_error(from, id, code == -2 ? CORRAL_E_EXHAUSTED :
+		    CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
+	ids = json_pack("[s]", t.id);
+	message_sent++;
+	message_events(msg, ids, NULL, corr);
+	rpc_reply(from, id, json_pack("{s:s, s:o}", "messageId", mid,
+	    "delivered", ids));
+}
+
 /*
  * map/send: deliver a payload to the participants an address names.  A
  * client's message that expects a response, to one agent, is a request
@@ -886,14 +941,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		return;
 	if ((code = message_resolve(from, to, targets, &n, why,
 	    sizeof why)) != 0) {
-		if (code == CORRAL_E_DENIED) {
-			log_info("%s%s: map/send refused: %s", from->agent !=
-			    NULL ? "agent " : "", from->name, why);
-			auditlog_event("send_refused", from->name, NULL,
-			    "reason", why, NULL);
-		}
-		rpc_error(from, id, code, why, code == CORRAL_E_PARAMS ? NULL :
-		    json_pack("{s:i}", "corralCode", message_old_code(code)));
+		message_refused(from, id, code, why);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -919,19 +967,9 @@ message_send(struct peer *from, json_t *id, json_t *params)
 	if (json_is_true(json_object_get(meta, "expectsResponse")) &&
 	    agents >= 1 && (n == 1 || message_is_capability(to))) {
 		message_pick(targets, &n);
-		if ((code = message_request(from, targets[0].agent, payload,
-		    mid, json_is_string(corrj) ? json_string_value(corrj) : mid,
-		    why, sizeof why)) != 0) {
-			rpc_error(from, id, code == -2 ? CORRAL_E_EXHAUSTED :
-			    CORRAL_E_PARAMS, why, NULL);
-			json_decref(msg);
-			return;
-		}
-		ids = json_pack("[s]", targets[0].id);
-		message_sent++;
-		message_events(msg, ids, NULL, corr);
-		rpc_reply(from, id, json_pack("{s:s, s:o}", "messageId", mid,
-		    "delivered", ids));
+		message_send_request(from, id, targets[0], payload, msg, mid,
+		    json_is_string(corrj) ? json_string_value(corrj) : mid,
+		    corr);
 		json_decref(msg);
 		return;
 	}
