@@ -43,6 +43,10 @@ audit_has '.ev == "result" and .agent == "worker" and (.id | startswith("w-help-
     fail "expected the reviewer's answer delivered to worker as a result"
 grep -q 'worker: help came: "DIRECT_ANSWER"' "$ERR" ||
     fail "expected the worker to get a HELP_RESPONSE DIRECT_ANSWER: $(grep worker: "$ERR" | head -5)"
+# The help request, asked at low priority while the worker holds a normal
+# one, was raised to normal (priority inheritance).
+audit_has '.ev == "priority_raised" and .agent == "worker" and .from == "low" and .to == "normal"' ||
+    fail "expected the help request raised from low to normal"
 # The handoff: audited, answered to the worker, the task served by planner.
 audit_has '.ev == "handoff" and .agent == "worker" and .to == "planner" and .reason == "CAPABILITY_LIMIT"' ||
     fail "expected a handoff event from worker to planner"
