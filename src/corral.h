@@ -1859,6 +1859,7 @@ void	 metrics_request(struct peer *, json_t *, json_t *);
 
 /* otlp.c */
 void	 otlp_configure(const char *);
+int	 otlp_configured(void);
 int	 otlp_open(void);
 void	 otlp_replied(const struct msg *, const char *);
 void	 otlp_outcome(const struct msg *, const char *, const char *,

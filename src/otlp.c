@@ -48,6 +48,13 @@ otlp_configure(const char *path)
 	otlp_path = path != NULL ? xstrdup(path) : NULL;
 }
 
+/* Was --otlp given? */
+int
+otlp_configured(void)
+{
+	return otlp_path != NULL;
+}
+
 /* Open the file; 0, or -1 with errno. */
 int
 otlp_open(void)

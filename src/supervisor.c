@@ -685,7 +685,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
 	eh.outcome = supervisor_outcome;
-	eh.replied = otlp_replied;
+	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
 	subagent_init(wf);
 	event_init();
