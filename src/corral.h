@@ -1589,7 +1589,6 @@ int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 /* dialect.c, dialect-table.c, dialect-map.c */
 void	 dialect_init(const struct dialect_consumers *);
 const struct dialect_stats *dialect_stats_get(void);
-const char *dialect_name(struct agent *);
 int	 dialect_is(struct agent *, const char *);
 int	 dialect_switch(struct agent *, const char *);
 void	 dialect_spawned(struct agent *);

@@ -90,16 +90,16 @@ dialect_attach(struct agent *a, const struct dialect *d)
 static const struct dialect *
 dialect_get(struct agent *a)
 {
-	if (a->dialect.d == NULL)
-		dialect_attach(a, dialect_find(a->conf->protocol));
-	return a->dialect.d;
-}
+	const struct dialect	*d;
 
-/* The name of the dialect an agent speaks now. */
-const char *
-dialect_name(struct agent *a)
-{
-	return dialect_get(a)->name;
+	if (a->dialect.d == NULL) {
+		/* The loader refuses a protocol: no dialect has. */
+		if ((d = dialect_find(a->conf->protocol)) == NULL)
+			fatalx("agent %s: no dialect %s", a->id,
+			    a->conf->protocol);
+		dialect_attach(a, d);
+	}
+	return a->dialect.d;
 }
 
 /* Return nonzero if agent a speaks the dialect named name now. */
