@@ -120,6 +120,8 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	cmd_run_common(c, &maxline);
 	trace_enable(cmd_has(c, "trace"));
 	logpath = cmd_run_logpath(cmd_get(c, "log"));
+	if (cmd_get(c, "otlp") != NULL)
+		otlp_configure(cmd_get(c, "otlp"));
 	wf->stdin_max_line = maxline;
 	(void)pidns_enter();
 	rc = supervisor_run(wf, mode, line, logpath, text);
@@ -173,6 +175,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "param", 'p', 1 },
 	{ "output", 'o', 1 },
 	{ "log", 'l', 1 },
+	{ "otlp", 0, 1 },
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
 	{ "no-control", 0, 0 },
@@ -185,7 +188,8 @@ static const struct cmd_option cmd_run_options[] = {
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.args = "FILE --goal TEXT [--input FILE] [--param KEY=VALUE ...] "
-	    "[--log FILE] [--output json|text] [--max-line SIZE] [--trace] "
+	    "[--log FILE] [--otlp FILE] [--output json|text] [--max-line SIZE] "
+	    "[--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "start the workflow's agents, send the goal, print the result",
 	.options = cmd_run_options,
@@ -196,7 +200,7 @@ const struct cmd_entry cmd_run_entry = {
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "FILE [--log FILE] [--max-line SIZE] [--trace] "
+	.args = "FILE [--log FILE] [--otlp FILE] [--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "route envelopes from stdin, one result line each on stdout",
 	.options = cmd_serve_options,

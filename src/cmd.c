@@ -43,6 +43,7 @@ static const struct cmd_entry *const cmd_entries[] = {
 	&cmd_cancel_entry,
 	&cmd_top_entry,
 	&cmd_metrics_entry,
+	&cmd_tasks_entry,
 	&cmd_mcp_entry,
 	NULL
 };

@@ -73,6 +73,7 @@ extern const struct cmd_entry	 cmd_stop_entry;
 extern const struct cmd_entry	 cmd_cancel_entry;
 extern const struct cmd_entry	 cmd_top_entry;
 extern const struct cmd_entry	 cmd_metrics_entry;
+extern const struct cmd_entry	 cmd_tasks_entry;
 extern const struct cmd_entry	 cmd_mcp_entry;
 
 /* cmd.c */

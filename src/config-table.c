@@ -85,6 +85,11 @@ static void	config_table_print_tools(FILE *, const struct config_key *,
 		    const void *, int);
 static void	config_table_print_rlimits(FILE *, const struct config_key *,
 		    const void *, int);
+static int	config_table_read_capabilities(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static void	config_table_print_capabilities(FILE *,
+		    const struct config_key *, const void *, int);
 static int	config_table_read_confine(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -226,6 +231,16 @@ const struct config_key config_table[] = {
 	  .type = CONFIG_DURATION, .dflt = "none",
 	  .doc = "wall time of the run" },
 
+	{ .name = "limits.task_budget", .scope = CONFIG_TOP,
+	  .type = CONFIG_MAP, .flags = CONFIG_FLOW|CONFIG_OMIT,
+	  .doc = "a budget for each task of the task registry" },
+	{ .name = "limits.task_budget.tokens", TOP(task_tokens),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e18, .dflt = "0",
+	  .doc = "tokens a task's answer may report; 0: no limit" },
+	{ .name = "limits.task_budget.cost", TOP(task_cost),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e12, .dflt = "0",
+	  .doc = "money a task's answer may report; 0: no limit" },
+
 	{ .name = "retry", .scope = CONFIG_TOP, .type = CONFIG_MAP,
 	  .flags = CONFIG_FLOW, .doc = "retrying failed requests" },
 	{ .name = "retry.max", TOP(retries), .type = CONFIG_INTEGER,
@@ -278,6 +293,16 @@ const struct config_key config_table[] = {
 	{ .name = "description", AGENT(description), .type = CONFIG_STRING,
 	  .flags = CONFIG_HIDE,
 	  .doc = "free text for people; corral does not use it" },
+	{ .name = "subscribe", AGENT(subscribe), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, nsubscribe),
+	  .flags = CONFIG_OMIT, .typename = "list of topics",
+	  .doc = "topics (MAP scopes) the agent joins whenever it starts" },
+	{ .name = "capabilities", .scope = CONFIG_AGENT, .type = CONFIG_LIST,
+	  .typename = "list of names or `{name, version, actions}`",
+	  .read = config_table_read_capabilities,
+	  .print = config_table_print_capabilities,
+	  .doc = "what the agent can do, for discovery and capability: "
+	  "addresses" },
 	{ .name = "ready", AGENT(ready), .type = CONFIG_ENUM,
 	  .choices = config_table_ready, .dflt = "spawn",
 	  .doc = "when the agent may be given work" },
@@ -1195,4 +1220,114 @@ config_table_print_confine(FILE *f, const struct config_key *k,
 		fputc(']', f);
 	}
 	fputs("}\n", f);
+}
+
+/* Read one capability: a name, or a mapping {name, version, actions}. */
+static json_t *
+config_table_capability(struct config_reader *rd, const struct config_node *n,
+    const char *path)
+{
+	const struct config_node	*name, *v;
+	json_t				*c, *acts;
+	size_t				 i;
+
+	if (n->type == CONFIG_SCALAR) {
+		if (n->len == 0 || n->len > 128)
+			goto bad;
+		return json_pack("{s:s}", "name", n->str);
+	}
+	if (n->type != CONFIG_MAPPING ||
+	    (name = config_yaml_get(n, "name")) == NULL ||
+	    name->type != CONFIG_SCALAR || name->len == 0 || name->len > 128)
+		goto bad;
+	for (i = 0; i < n->nkids; i += 2)
+		if (strcmp(n->kids[i]->str, "name") != 0 &&
+		    strcmp(n->kids[i]->str, "version") != 0 &&
+		    strcmp(n->kids[i]->str, "actions") != 0 &&
+		    strcmp(n->kids[i]->str, "description") != 0) {
+			config_err(rd, n->kids[i], "%s: unknown key %s (name, "
+			    "version, actions, description)", path,
+			    n->kids[i]->str);
+			return NULL;
+		}
+	c = json_pack("{s:s}", "name", name->str);
+	if ((v = config_yaml_get(n, "version")) != NULL) {
+		if (v->type != CONFIG_SCALAR)
+			goto badc;
+		json_object_set_new(c, "version", json_string(v->str));
+	}
+	if ((v = config_yaml_get(n, "description")) != NULL) {
+		if (v->type != CONFIG_SCALAR)
+			goto badc;
+		json_object_set_new(c, "description", json_string(v->str));
+	}
+	if ((v = config_yaml_get(n, "actions")) != NULL) {
+		if (v->type != CONFIG_SEQUENCE)
+			goto badc;
+		acts = json_array();
+		for (i = 0; i < v->nkids; i++) {
+			if (v->kids[i]->type != CONFIG_SCALAR) {
+				json_decref(acts);
+				goto badc;
+			}
+			json_array_append_new(acts, json_string(v->kids[i]->str));
+		}
+		json_object_set_new(c, "actions", acts);
+	}
+	return c;
+badc:
+	json_decref(c);
+bad:
+	config_err(rd, n, "%s: expected a capability: a name, or a mapping "
+	    "with name (1 to 128 bytes), version, actions (a list)", path);
+	return NULL;
+}
+
+/* Read capabilities:, a list of capabilities (docs/topics.md). */
+static int
+config_table_read_capabilities(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	json_t			*list, *c;
+	size_t			 i;
+	char			 p[256];
+
+	if (n->type != CONFIG_SEQUENCE)
+		return config_err(rd, n, "%s: expected a list of capabilities",
+		    path);
+	list = json_array();
+	for (i = 0; i < n->nkids; i++) {
+		snprintf(p, sizeof p, "%s[%zu]", path, i);
+		if ((c = config_table_capability(rd, n->kids[i], p)) == NULL) {
+			json_decref(list);
+			return -1;
+		}
+		json_array_append_new(list, c);
+	}
+	if (ac->capabilities != NULL)
+		json_decref(ac->capabilities);
+	ac->capabilities = list;
+	return 0;
+}
+
+/* Print capabilities: one flow mapping per capability. */
+static void
+config_table_print_capabilities(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	json_t			*c;
+	char			*s;
+	size_t			 i;
+
+	if (json_array_size(ac->capabilities) == 0)
+		return;
+	fprintf(f, "%*scapabilities:\n", indent, "");
+	json_array_foreach(ac->capabilities, i, c) {
+		s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fprintf(f, "%*s- %s\n", indent + 2, "", s != NULL ? s : "{}");
+		free(s);
+	}
 }

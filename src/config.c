@@ -597,6 +597,9 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	dst->protocol = src->protocol ? xstrdup(src->protocol) : NULL;
 	dst->adapter_conf = src->adapter_conf ?
 	    json_deep_copy(src->adapter_conf) : NULL;
+	dst->subscribe = config_list_copy(src->subscribe, src->nsubscribe);
+	dst->capabilities = src->capabilities ?
+	    json_deep_copy(src->capabilities) : NULL;
 	dst->env = NULL;
 	dst->nenv = 0;
 	if (src->nenv > 0) {
@@ -648,6 +651,9 @@ config_agent_free(struct agent_conf *ac)
 	free(ac->protocol);
 	if (ac->adapter_conf != NULL)
 		json_decref(ac->adapter_conf);
+	config_list_free(ac->subscribe, ac->nsubscribe);
+	if (ac->capabilities != NULL)
+		json_decref(ac->capabilities);
 }
 
 /* Find an agent's settings by name. */

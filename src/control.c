@@ -41,7 +41,6 @@ static void	control_disconnect(struct peer *, json_t *, json_t *);
 static void	control_register(struct peer *, json_t *, json_t *);
 static void	control_unregister(struct peer *, json_t *, json_t *);
 static void	control_update(struct peer *, json_t *, json_t *);
-static void	control_scopes(struct peer *, json_t *, json_t *);
 static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
@@ -73,9 +72,24 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SUBSCRIBE,	BOTH,		event_subscribe },
 	{ CORRAL_M_UNSUBSCRIBE,	BOTH,		event_unsubscribe },
 	{ CORRAL_M_REPLAY,	BOTH,		event_replay },
-	{ CORRAL_M_SCOPES,	BOTH,		control_scopes },
+	{ CORRAL_M_SCOPES,	BOTH,		scope_list_request },
+	{ CORRAL_M_SCOPE_GET,	BOTH,		scope_get_request },
+	{ CORRAL_M_SCOPE_CREATE, BOTH,		scope_create_request },
+	{ CORRAL_M_SCOPE_DELETE, BOTH,		scope_delete_request },
+	{ CORRAL_M_SCOPE_JOIN,	BOTH,		scope_join_request },
+	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
+	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
+	{ CORRAL_M_TASKS_CREATE, BOTH,		taskreg_create_request },
+	{ CORRAL_M_TASKS_ASSIGN, BOTH,		message_task_assign },
+	{ CORRAL_M_TASKS_UPDATE, BOTH,		taskreg_update_request },
+	{ CORRAL_M_TASKS_LIST,	BOTH,		taskreg_list_request },
+	{ CORRAL_M_SESSION_LIST, BOTH,		session_list_request },
+	{ CORRAL_M_SESSION_LOAD, BOTH,		session_load_request },
+	{ CORRAL_M_SESSION_CLOSE, BOTH,		session_close_request },
 	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
-	{ CORRAL_M_ROUTE,	PEER_CLIENT,	message_route },
+	{ CORRAL_M_ROUTE,	BOTH,		message_route },
+	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
+	{ CORRAL_M_PROGRESS,	PEER_AGENT,	message_progress },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
@@ -106,6 +120,8 @@ void
 control_init(const struct control_info *ci)
 {
 	control_run = *ci;
+	session_init(ci->started_ms);
+	taskreg_init(ci->wf);
 	agent_on_free(control_forget);
 	lifecycle_observe(control_lifecycle);
 }
@@ -351,7 +367,7 @@ control_capabilities(struct peer *p)
 	    "messaging", "canSend", 1, "canReceive", 1, "canBroadcast", 1,
 	    "lifecycle", "canSpawn", 1, "canRegister", p->agent != NULL,
 	    "canUnregister", 1, "canSteer", 0, "canStop", 1,
-	    "scopes", "canCreateScopes", 0, "canManageScopes", 0);
+	    "scopes", "canCreateScopes", 1, "canManageScopes", 1);
 }
 
 /*
@@ -480,6 +496,21 @@ control_disconnect(struct peer *p, json_t *id, json_t *params)
 }
 
 /*
+ * The capabilities an agent registers or updates: corral's list in
+ * metadata.capabilities, or MAP's capabilityDescriptor.capabilities.
+ * (MAP's params.capabilities are what a participant may do, not this.)
+ */
+static void
+control_capabilities_given(struct agent *a, json_t *params)
+{
+	json_t	*md = json_object_get(params, "metadata");
+
+	mapview_add_capabilities(a, json_object_get(md, "capabilities"));
+	mapview_add_capabilities(a, json_object_get(json_object_get(params,
+	    "capabilityDescriptor"), "capabilities"));
+}
+
+/*
  * map/agents/register: an agent process registers itself (the SDK's
  * AgentConnection does right after map/connect).  corral started it, so
  * the answer is the agent as corral knows it: its id, not one it asks
@@ -496,6 +527,7 @@ control_register(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	mapview_merge(a, json_object_get(params, "metadata"));
+	control_capabilities_given(a, params);
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
 		auditlog_event("handshake", a->id, NULL, NULL);
@@ -555,17 +587,11 @@ control_update(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	mapview_merge(t, json_object_get(params, "metadata"));
+	control_capabilities_given(t, params);
 	st = json_object_get(params, "state");
 	if (json_is_string(st))
 		mapview_report(t, json_string_value(st));
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(t)));
-}
-
-/* map/scopes/list: corral has no scopes. */
-static void
-control_scopes(struct peer *p, json_t *id, json_t *params)
-{
-	rpc_reply(p, id, json_pack("{s:[]}", "scopes"));
 }
 
 /* _corral/shutdown: stop the whole run, as SIGTERM would. */

@@ -318,6 +318,10 @@ struct agent_conf {
 	char			*adapter;
 	json_t			*adapter_conf;
 	unsigned int		 tools;		/* offered to its CLI: TOOL_* */
+	/* Topics and discovery (docs/topics.md). */
+	char			**subscribe;	/* topics it joins at start */
+	size_t			 nsubscribe;
+	json_t			*capabilities;	/* [{name, version, actions}] */
 #define TOOL_SPAWN	0x01
 #define TOOL_WAIT	0x02
 #define TOOL_SEND	0x04
@@ -368,6 +372,8 @@ struct workflow {
 	double			 budget_tokens;
 	double			 budget_cost;
 	double			 budget_time;
+	double			 task_tokens;	/* limits.task_budget */
+	double			 task_cost;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
 	int			 shutdown_parallel; /* stop all at once */
 	size_t			 stdin_max_line; /* serve --max-line, 0: auto */
@@ -431,6 +437,9 @@ struct chan {
 	chan_event_cb		 on_eof;	/* arg: 0 read EOF */
 	chan_event_cb		 on_werror;	/* arg: errno */
 	chan_event_cb		 on_drain;	/* writer went below low */
+	/* Each line written, translated (a new string), or NULL: none. */
+	char			*(*encode)(struct chan *, const char *, size_t,
+				    size_t *);
 	void			*owner;
 	const char		*name;
 	int			 flags;
@@ -621,6 +630,7 @@ struct mapinfo {
 	char			*owner;		/* the client that spawned it */
 	const char		*state;		/* the MAP state last announced */
 	json_t			*metadata;	/* from register, spawn, update */
+	json_t			*caps;		/* capabilities it registered */
 	char			*reported;	/* state the agent reported */
 	char			*last_error;	/* its latest failed request */
 	uint64_t		 created_ms;
@@ -800,6 +810,8 @@ struct engine_hooks {
 	void	(*result)(const char *, size_t, int);	/* run: the result */
 	void	(*pause)(int, int);	/* stdin: a reason on or off */
 	void	(*idle)(void);		/* a job was released */
+	/* A request was answered by the reply of this id. */
+	void	(*replied)(const struct msg *, const char *);
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
@@ -851,6 +863,7 @@ enum dialect_kind {
 	DK_CHILD_RESULT,	/* a child's task ended */
 	DK_MESSAGE,		/* a map/send to it */
 	DK_PROGRESS,		/* a child's progress */
+	DK_RESULT,		/* the answer to a request the agent made */
 	DK_RPC			/* a JSON-RPC frame: an answer, an event, a ping */
 };
 
@@ -1437,6 +1450,64 @@ int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
 
+/* codec.c, codec-bus.c, codec-agentmessage.c */
+#define CODEC_RING	256	/* requests a codec remembers per agent */
+struct codec_entry {
+	char		 id[CORRAL_ID_MAX];
+	char		 intent[INTENT_NAME_MAX];
+	char		 kind[24];
+};
+struct codec_ops;
+struct codec_state {
+	const struct codec_ops	*ops;
+	char			 agent[CORRAL_ID_MAX];
+	struct codec_entry	 ring[CODEC_RING];
+	size_t			 next;
+	json_t			*risks;		/* AgentMessage: reported errors */
+};
+struct codec_error {
+	const char	*code;
+	char		 path[128];
+	char		 msg[256];
+	char		 parent[CORRAL_ID_MAX];
+};
+struct codec_ops {
+	const char	*name;
+	int		 (*decode)(struct codec_state *, json_t *, json_t *,
+			    struct codec_error *);
+	json_t		*(*encode)(struct codec_state *, json_t *);
+	const char	*(*message_id)(json_t *);
+};
+extern const struct codec_ops codec_bus_ops;
+extern const struct codec_ops codec_agentmessage_ops;
+json_t	*codec_alive(void);
+struct codec_state *codec_create(const struct codec_ops *, const char *);
+void	 codec_free(struct codec_state *);
+void	 codec_remember(struct codec_state *, const char *, const char *,
+	    const char *);
+const struct codec_entry *codec_recall(const struct codec_state *,
+	    const char *);
+const struct codec_entry *codec_recall_kind(const struct codec_state *,
+	    const char *, const char *);
+int	 codec_refuse(struct codec_error *, const char *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+const char *codec_intent(const char *);
+json_t	*codec_envelope(const char *, const char *, const char *,
+	    const char *);
+void	 codec_trace(json_t *, const char *, const char *);
+json_t	*codec_call(const char *, const char *, const char *, json_t *);
+int	 codec_call_id(json_t *, char *, size_t, const char **);
+int	 codec_prio(json_t *);
+int	 codec_prio_name(const char *);
+const char *codec_str(json_t *, const char *, const char *);
+const char *codec_kind(json_t *);
+const char *codec_parent(json_t *);
+json_t	*codec_content(json_t *);
+int	 codec_decode_line(struct codec_state *, const char *, size_t,
+	    json_t *, struct codec_error *);
+char	*codec_encode_line(struct codec_state *, const char *, size_t,
+	    size_t *);
+
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *,
 	    char *const *, const char *, size_t, size_t, char *, size_t);
@@ -1666,6 +1737,7 @@ struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
+void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
@@ -1723,6 +1795,10 @@ void	 mapview_set_owner(struct agent *, const char *);
 void	 mapview_merge(struct agent *, json_t *);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
+int	 mapview_capability_equal(const char *, const char *);
+void	 mapview_add_capabilities(struct agent *, json_t *);
+json_t	*mapview_capabilities(struct agent *);
+int	 mapview_has_capability(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
@@ -1734,11 +1810,70 @@ void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);
 void	 mapview_graph(struct peer *, json_t *, json_t *);
 
+/* scope.c */
+struct scope;
+/* What mapview.c tells the scopes: how to describe an agent, who sees it. */
+struct scope_hooks {
+	json_t	*(*describe)(struct agent *);
+	int	 (*sees)(const struct peer *, struct agent *);
+};
+void	 scope_init(const struct scope_hooks *);
+int	 scope_exists(const char *);
+struct scope *scope_create(const char *, const char *, int *, char *, size_t);
+int	 scope_subscribe(struct agent *, const char *, char *, size_t);
+int	 scope_unsubscribe(struct agent *, const char *);
+int	 scope_each(const char *, void (*)(struct agent *, void *), void *);
+void	 scope_count_delivery(const char *, struct agent *, int);
+int	 scope_has(const char *, struct agent *);
+json_t	*scope_of(struct agent *);
+void	 scope_list_request(struct peer *, json_t *, json_t *);
+void	 scope_get_request(struct peer *, json_t *, json_t *);
+void	 scope_create_request(struct peer *, json_t *, json_t *);
+void	 scope_delete_request(struct peer *, json_t *, json_t *);
+void	 scope_join_request(struct peer *, json_t *, json_t *);
+void	 scope_leave_request(struct peer *, json_t *, json_t *);
+void	 scope_members_request(struct peer *, json_t *, json_t *);
+
+/* session.c */
+void	 session_init(uint64_t);
+void	 session_note(json_t *, const char *, const char *, const char *,
+	    const char *);
+void	 session_note_line(const char *, size_t, const char *, const char *,
+	    const char *, const char *);
+void	 session_list_request(struct peer *, json_t *, json_t *);
+void	 session_load_request(struct peer *, json_t *, json_t *);
+void	 session_close_request(struct peer *, json_t *, json_t *);
+
+/* taskreg.c */
+#define TASK_PENDING		0
+#define TASK_IN_PROGRESS	1
+#define TASK_COMPLETED		2
+#define TASK_FAILED		3
+#define TASK_CANCELLED		4
+#define TASK_NSTATUS		5
+void	 taskreg_init(const struct workflow *);
+int	 taskreg_exists(const char *);
+void	 taskreg_add(const char *, json_t *, const char *, const char *);
+void	 taskreg_assign(const char *, const char *, const char *);
+int	 taskreg_end(const char *, const char *, const char *, size_t, int,
+	    char *, size_t);
+void	 taskreg_cancel(const char *, const char *);
+json_t	*taskreg_describe(const char *);
+int	 taskreg_text_of(const char *, const char **, const char **);
+void	 taskreg_counts(unsigned int *);
+const char *taskreg_status_name(int);
+void	 taskreg_list_request(struct peer *, json_t *, json_t *);
+void	 taskreg_create_request(struct peer *, json_t *, json_t *);
+void	 taskreg_update_request(struct peer *, json_t *, json_t *);
+
 /* message.c */
 void	 message_init(void);
+void	 message_task_assign(struct peer *, json_t *, json_t *);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);
+void	 message_handoff(struct peer *, json_t *, json_t *);
+void	 message_progress(struct peer *, json_t *, json_t *);
 void	 message_result(const char *, struct agent *, const char *,
 	    const char *, size_t, const char *);
 void	 message_reply(struct agent *, struct msg *, struct jscan *,
@@ -1759,6 +1894,15 @@ void	 metrics_init(void);
 void	 metrics_outcome(const struct msg *, const char *, const char *);
 json_t	*metrics_json(void);
 void	 metrics_request(struct peer *, json_t *, json_t *);
+
+/* otlp.c */
+void	 otlp_configure(const char *);
+int	 otlp_configured(void);
+int	 otlp_open(void);
+void	 otlp_replied(const struct msg *, const char *);
+void	 otlp_outcome(const struct msg *, const char *, const char *,
+	    const char *);
+void	 otlp_close(void);
 
 /* control.c */
 void	 control_init(const struct control_info *);

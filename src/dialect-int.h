@@ -48,4 +48,8 @@ void	 dialect_multiagent_decode(struct agent *, void *,
 /* dialect-map.c */
 extern const struct dialect dialect_map;
 
+/* dialect-codec.c: the dialects a codec translates (codec.c) */
+extern const struct dialect dialect_bus;
+extern const struct dialect dialect_agentmessage;
+
 #endif

@@ -115,6 +115,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	    "reply", reply_id, NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
+	if (engine_hooks.replied != NULL)
+		engine_hooks.replied(req, reply_id);
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);

@@ -358,6 +358,29 @@ engine_redirect(struct msg *m)
 	route_direct(m);
 }
 
+/*
+ * Hand an outstanding request over to agent t (a handoff): it leaves its
+ * agent, takes the new line (the same envelope, with what the handoff
+ * adds), and waits for t alone; its outcome is still the one it will
+ * have.
+ */
+void
+engine_handoff(struct msg *m, struct agent *t, char *line, size_t len)
+{
+	struct agent	*a = m->agent;
+
+	engine_undispatch(m);
+	engine_stats.bytes += len;
+	engine_stats.bytes -= m->len;
+	free(m->line);
+	m->line = line;
+	m->len = len;
+	m->target = t;
+	route_direct(m);
+	if (a != NULL)
+		route_kick(a);
+}
+
 /* Return nonzero if an agent will take work again (it is not leaving). */
 int
 engine_will_serve(const struct agent *a)

@@ -553,6 +553,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	size_t			 len;
 
 	metrics_outcome(m, outcome, code);
+	otlp_outcome(m, outcome, code, why);
 	if (strcmp(outcome, "replied") == 0 || why == NULL)
 		return;
 	if (a != NULL)
@@ -686,6 +687,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
 	eh.outcome = supervisor_outcome;
+	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
 	subagent_init(wf);
 	event_init();
@@ -906,6 +908,10 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		return EXIT_USAGE;
 	}
 	event_set_log(logpath);
+	if (otlp_open() != 0) {
+		log_warn("--otlp");
+		return EXIT_USAGE;
+	}
 	if (workspace_open(wf) != 0) {
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
@@ -948,6 +954,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	else
 		supervisor_print_result();
 	workspace_close();	/* its last outcomes go before run_end */
+	otlp_close();
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
 	jscan_drain();

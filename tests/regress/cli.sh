@@ -83,7 +83,7 @@ for w in "corral events [-S PATH | --run ID]" "[--since EVENTID] [--new]" \
 	grep -qF -- "$w" "$OUT" || fail "corral --help lacks '$w': $(cat "$OUT")"
 done
 awk 'length > 79 { exit 1 }' "$OUT" || fail "corral --help has lines over 79 columns"
-for cmd in run serve check new tree ps events send stop cancel top metrics mcp; do
+for cmd in run serve check new tree ps events send stop cancel top metrics tasks mcp; do
 	corral_run 5 "$cmd" --help
 	expect_rc 0
 	grep -q "^usage: corral $cmd " "$OUT" || fail "corral $cmd --help: $(cat "$OUT")"
