@@ -161,6 +161,13 @@ struct jtok {
 	uint8_t		flags;
 };
 
+/* jscan.c: how a scanner finds a line's structure. */
+enum jscan_path {
+	JSCAN_SCALAR,	/* byte by byte, in portable C */
+	JSCAN_SSE2,	/* 16 bytes at a time with SSE2 (any x86-64) */
+	JSCAN_AVX2	/* 32 with AVX2, where the CPU has it */
+};
+
 struct jscan_frame;
 struct jscan_key;
 struct jscan {
@@ -1223,6 +1230,11 @@ struct jscan *jscan_take(void);
 void	 jscan_give(struct jscan *);
 void	 jscan_drain(void);
 int	 jscan_run(struct jscan *, const char *, size_t);
+int	 jscan_run_path(struct jscan *, const char *, size_t, enum jscan_path);
+int	 jscan_path_has(enum jscan_path);
+const char *jscan_path_name(enum jscan_path);
+enum jscan_path jscan_path_get(void);
+int	 jscan_path_set(enum jscan_path);
 size_t	 jscan_unescape(struct jscan *, const char *, size_t);
 int	 jscan_str_equal(struct jscan *, const char *, size_t, int,
 	    const char *, size_t);
