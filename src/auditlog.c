@@ -41,6 +41,8 @@ static int			audit_fd = -1;
 static char			*audit_path;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
+static char			audit_seqd[24]; /* audit_seq in decimal, */
+static size_t			audit_seqn;	/* its last audit_seqn bytes */
 static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
@@ -94,6 +96,7 @@ auditlog_open(const char *path, const char *wfpath)
 	}
 	audit_path = xstrdup(path);
 	audit_seq = 0;
+	audit_seqn = 0;
 	audit_error = audit_cut_error = 0;
 	audit_failed = audit_told = 0;
 	ev_async_init(&audit_async, auditlog_async_cb);
@@ -371,11 +374,27 @@ auditlog_close(void)
  * Reserve room for n more bytes at the end of the queue and return where
  * they go; the caller commits what it wrote with audit_commit.
  */
-static char *
+static inline char *
 audit_room(size_t n)
 {
-	ndjson_writer_reserve(&audit_w, n);
+	if (audit_w.tail + n > audit_w.cap)
+		ndjson_writer_reserve(&audit_w, n);
 	return audit_w.buf + audit_w.tail;
+}
+
+/* Commit what was written in the room, up to p. */
+static inline void
+audit_commit(const char *p)
+{
+	audit_w.tail = (size_t)(p - audit_w.buf);
+}
+
+/* Append n bytes at p, and return where they end. */
+static inline char *
+audit_put(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
 }
 
 /* Append a string we trust to need no escaping (names, literals). */
@@ -392,7 +411,7 @@ audit_plain(char *p, const char *s)
 }
 
 /* Return nonzero if s can go into JSON between quotes as it is. */
-static int
+static inline int
 audit_safe(const char *s, size_t n)
 {
 	return jsonw_plain(s, n) == n;
@@ -413,58 +432,112 @@ audit_member(const char *key, size_t kl, const char *v, size_t vl)
 		jsonw_string(&audit_w, v, vl);
 		return;
 	}
-	p = audit_room(kl + vl + 2);
-	memcpy(p, key, kl);
-	p += kl;
+	p = audit_put(audit_room(kl + vl + 2), key, kl);
 	*p++ = '"';
-	memcpy(p, v, vl);
-	p[vl] = '"';
-	audit_w.tail += kl + vl + 2;
+	p = audit_put(p, v, vl);
+	*p++ = '"';
+	audit_commit(p);
+}
+
+/*
+ * The next sequence number: counted in decimal, a digit's carry at a
+ * time, which is cheaper than formatting it on every line.
+ */
+static void
+audit_seq_next(void)
+{
+	char	*d = audit_seqd + sizeof audit_seqd;
+	size_t	 i;
+
+	audit_seq++;
+	for (i = 0; i < audit_seqn; i++) {
+		if (d[-1 - (ptrdiff_t)i] != '9') {
+			d[-1 - (ptrdiff_t)i]++;
+			return;
+		}
+		d[-1 - (ptrdiff_t)i] = '0';
+	}
+	d[-1 - (ptrdiff_t)audit_seqn++] = '1';
+}
+
+/* Two decimal digits of v (below 100) at p. */
+static inline char *
+audit_2digits(char *p, unsigned int v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+	return p + 2;
 }
 
 /*
  * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
- * hand into the queue: this runs several times for every envelope.  The
- * agent's id is escaped like the rest: most are names and numbers, but an
- * adapter's sub-agents are named from an agent's bytes.
+ * hand into the queue, in one reservation when agent and id need no
+ * escaping: this runs several times for every envelope.  The agent's id
+ * is escaped like the rest: most are names and numbers, but an adapter's
+ * sub-agents are named from an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	char		*p, *start;
+	size_t		 el = strlen(ev), al = 0, il = 0;
+	int		 plain = 1;
+	char		*p;
 	uint64_t	 us;
+	unsigned int	 f;
 
-	start = p = audit_room(96 + strlen(ev));
-	memcpy(p, "{\"seq\":", 7);
-	p += 7;
-	p += util_u64(p, ++audit_seq);
-	memcpy(p, ",\"t\":", 5);
-	p += 5;
+	if (agent != NULL && !audit_safe(agent, al = strlen(agent)))
+		plain = 0;
+	if (id != NULL && !audit_safe(id, il = strlen(id)))
+		plain = 0;
+	p = audit_room(64 + sizeof audit_seqd + el + al + il);
+	audit_seq_next();
+	p = audit_put(p, "{\"seq\":", 7);
+	p = audit_put(p, audit_seqd + sizeof audit_seqd - audit_seqn,
+	    audit_seqn);
+	p = audit_put(p, ",\"t\":", 5);
 	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
-	p += util_u64(p, us / 1000000);
+	if (us < 10000000) {
+		*p++ = (char)('0' + us / 1000000);
+	} else
+		p += util_u64(p, us / 1000000);
 	*p++ = '.';
-	us %= 1000000;
-	p[0] = (char)('0' + us / 100000);
-	p[1] = (char)('0' + us / 10000 % 10);
-	p[2] = (char)('0' + us / 1000 % 10);
-	p[3] = (char)('0' + us / 100 % 10);
-	p[4] = (char)('0' + us / 10 % 10);
-	p[5] = (char)('0' + us % 10);
-	p += 6;
-	memcpy(p, ",\"ev\":", 6);
-	p = audit_plain(p + 6, ev);
-	audit_w.tail += (size_t)(p - start);
+	f = (unsigned int)(us % 1000000);
+	p = audit_2digits(p, f / 10000);
+	p = audit_2digits(p, f / 100 % 100);
+	p = audit_2digits(p, f % 100);
+	p = audit_put(p, ",\"ev\":\"", 7);
+	p = audit_put(p, ev, el);
+	*p++ = '"';
+	if (plain) {
+		if (agent != NULL) {
+			p = audit_put(p, ",\"agent\":\"", 10);
+			p = audit_put(p, agent, al);
+			*p++ = '"';
+		}
+		if (id != NULL) {
+			p = audit_put(p, ",\"id\":\"", 7);
+			p = audit_put(p, id, il);
+			*p++ = '"';
+		}
+		audit_commit(p);
+		return;
+	}
+	audit_commit(p);
 	if (agent != NULL)
-		audit_member(",\"agent\":", 9, agent, strlen(agent));
+		audit_member(",\"agent\":", 9, agent, al);
 	if (id != NULL)
-		audit_member(",\"id\":", 6, id, strlen(id));
+		audit_member(",\"id\":", 6, id, il);
 }
 
 /* End a line; flush early if a lot is queued. */
 static void
 auditlog_end(void)
 {
-	ndjson_writer_add(&audit_w, "}\n", 2);
+	char	*p = audit_room(2);
+
+	p[0] = '}';
+	p[1] = '\n';
+	audit_commit(p + 2);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
 		(void)auditlog_handover(1);
 }
@@ -493,12 +566,12 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 		if (audit_safe(v, vl)) {
 			p = audit_room(kl + vl + 6);
 			*p++ = ',';
-			p = audit_plain(p, k);
-			*p++ = ':';
 			*p++ = '"';
-			memcpy(p, v, vl);
-			audit_w.tail += kl + vl + 6;
-			audit_w.buf[audit_w.tail - 1] = '"';
+			p = audit_put(p, k, kl);
+			p = audit_put(p, "\":\"", 3);
+			p = audit_put(p, v, vl);
+			*p++ = '"';
+			audit_commit(p);
 			continue;
 		}
 		p = audit_room(kl + 4);
@@ -520,8 +593,8 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
-	ndjson_writer_add(&audit_w, ",\"env\":", 7);
-	ndjson_writer_add(&audit_w, line, len);
+	audit_commit(audit_put(audit_put(audit_room(7 + len), ",\"env\":", 7),
+	    line, len));
 	auditlog_end();
 }
 
