@@ -46,6 +46,7 @@ static size_t			audit_seqn;	/* its last audit_seqn bytes */
 static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
+static int			audit_decisions; /* --log-level decisions */
 
 /* The writer thread and the buffer it owns while it writes. */
 static pthread_t		audit_thread;
@@ -67,6 +68,23 @@ static auditlog_error_cb	audit_on_error;
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
 static void	*auditlog_thread(void *);
+
+/*
+ * How much the log records (--log-level): "full", every envelope as it
+ * travelled, or "decisions", the same lines without their envelopes.
+ * Returns -1 for another word.
+ */
+int
+auditlog_level(const char *level)
+{
+	if (strcmp(level, "full") == 0)
+		audit_decisions = 0;
+	else if (strcmp(level, "decisions") == 0)
+		audit_decisions = 1;
+	else
+		return -1;
+	return 0;
+}
 
 /*
  * Open the audit log for appending, for a run of the workflow at wfpath;
@@ -109,7 +127,8 @@ auditlog_open(const char *path, const char *wfpath)
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
 	auditlog_event("run_start", NULL, NULL, "run", protocol_run_id(),
-	    "time", ts, "version", CORRAL_VERSION, "workflow", wfpath, NULL);
+	    "time", ts, "version", CORRAL_VERSION, "workflow", wfpath, "level",
+	    audit_decisions ? "decisions" : NULL, NULL);
 	return 0;
 }
 
@@ -585,7 +604,10 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 	auditlog_end();
 }
 
-/* Record an envelope as it travelled (valid JSON, embedded as is). */
+/*
+ * Record an envelope as it travelled (valid JSON, embedded as is); at
+ * --log-level decisions, the line without it.
+ */
 void
 auditlog_envelope(const char *ev, const char *agent, const char *id,
     const char *line, size_t len)
@@ -593,7 +615,8 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
-	audit_commit(audit_put(audit_put(audit_room(7 + len), ",\"env\":", 7),
+	if (!audit_decisions)
+		audit_commit(audit_put(audit_put(audit_room(7 + len), ",\"env\":", 7),
 	    line, len));
 	auditlog_end();
 }

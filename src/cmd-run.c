@@ -120,6 +120,9 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	cmd_run_common(c, &maxline);
 	trace_enable(cmd_has(c, "trace"));
 	logpath = cmd_run_logpath(cmd_get(c, "log"));
+	if (cmd_get(c, "log-level") != NULL &&
+	    auditlog_level(cmd_get(c, "log-level")) != 0)
+		errx(EXIT_USAGE, "--log-level must be full or decisions");
 	if (cmd_get(c, "otlp") != NULL)
 		otlp_configure(cmd_get(c, "otlp"));
 	wf->stdin_max_line = maxline;
@@ -175,6 +178,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "param", 'p', 1 },
 	{ "output", 'o', 1 },
 	{ "log", 'l', 1 },
+	{ "log-level", 0, 1 },
 	{ "otlp", 0, 1 },
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
@@ -188,8 +192,8 @@ static const struct cmd_option cmd_run_options[] = {
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.args = "FILE --goal TEXT [--input FILE] [--param KEY=VALUE ...] "
-	    "[--log FILE] [--otlp FILE] [--output json|text] [--max-line SIZE] "
-	    "[--trace] "
+	    "[--log FILE] [--log-level full|decisions] [--otlp FILE] "
+	    "[--output json|text] [--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "start the workflow's agents, send the goal, print the result",
 	.options = cmd_run_options,
@@ -200,8 +204,8 @@ const struct cmd_entry cmd_run_entry = {
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "FILE [--log FILE] [--otlp FILE] [--max-line SIZE] [--trace] "
-	    "[--control PATH | --no-control] [-v]",
+	.args = "FILE [--log FILE] [--log-level full|decisions] [--otlp FILE] "
+	    "[--max-line SIZE] [--trace] [--control PATH | --no-control] [-v]",
 	.about = "route envelopes from stdin, one result line each on stdout",
 	.options = cmd_serve_options,
 	.lower = 1,

@@ -1782,6 +1782,7 @@ void	 trace_envelope(const char *, const char *, const char *, size_t);
 
 /* auditlog.c */
 typedef void (*auditlog_error_cb)(const char *, int);
+int	 auditlog_level(const char *);
 int	 auditlog_open(const char *, const char *);
 int	 auditlog_close(void);
 int	 auditlog_enabled(void);
