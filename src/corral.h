@@ -1137,6 +1137,16 @@ TAILQ_HEAD(agentpool, agent);
 /* The loop: libev's default one, set up by the supervisor. */
 #define LOOP	EV_DEFAULT_UC
 
+/*
+ * xmalloc.c: a free list of blocks of one size, kept for reuse (at most
+ * max of them), for the structures made and freed for every envelope.
+ */
+struct xpool {
+	void	*head;
+	size_t	 size, n, max;
+};
+#define XPOOL_INITIALIZER(type, max) { NULL, sizeof(type), 0, (max) }
+
 /* xmalloc.c */
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
@@ -1144,6 +1154,8 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
 char	*xmemdup0(const void *, size_t);
+void	*xpool_get(struct xpool *);
+void	 xpool_put(struct xpool *, void *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	 xvasprintf(char **, const char *, va_list)
