@@ -201,6 +201,38 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	return best;
 }
 
+/*
+ * The agent route_pick would choose for m when one can take it, in one
+ * pass that checks only the candidates that would beat the best so far:
+ * with many instances, most are passed over on their outstanding count
+ * alone.  NULL when none can take m (route_pick then says why).
+ */
+static struct agent *
+route_best(struct route *r, struct msg *m)
+{
+	struct agent	*a, *best = NULL;
+	size_t		 i;
+
+	for (i = 0; i < r->nconfs; i++) {
+		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
+		    slot.pool_entry) {
+			if (best != NULL && (a->work.outstanding >
+			    best->work.outstanding || (a->work.outstanding ==
+			    best->work.outstanding && a->slot.last_pick >=
+			    best->slot.last_pick)))
+				continue;
+			if (a == m->exclude || (m->target != NULL &&
+			    a != m->target))
+				continue;
+			if (!route_potential(a) || !route_ready(a) ||
+			    (a->slot.held > 0 && a != m->target))
+				continue;
+			best = a;
+		}
+	}
+	return best;
+}
+
 /* Hand m to agent a. */
 static void
 route_dispatch(struct msg *m, struct agent *a)
@@ -389,7 +421,8 @@ route_submit(struct msg *m)
 		return -1;
 	}
 	m->route = r;
-	a = route_pick(r, m, &others, &excluded);
+	if ((a = route_best(r, m)) == NULL)
+		a = route_pick(r, m, &others, &excluded);
 	if (a != NULL) {
 		route_dispatch(m, a);
 		return 0;
