@@ -328,6 +328,10 @@ struct agent_conf {
 	/* Topics and discovery (docs/topics.md). */
 	char			**subscribe;	/* topics it joins at start */
 	size_t			 nsubscribe;
+	/* The entries it needs: they start before it and stop after it. */
+	char			**depends_on;
+	size_t			 ndepends_on;
+	unsigned int		*deps;		/* their indexes */
 	json_t			*capabilities;	/* [{name, version, actions}] */
 #define TOOL_SPAWN	0x01
 #define TOOL_WAIT	0x02
