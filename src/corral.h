@@ -1297,6 +1297,7 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
+void	 client_pid(char *, size_t, json_t *);
 
 /* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
  * cmd-metrics.c, cmd-mcp.c: the commands that use the control socket. */

@@ -368,6 +368,9 @@ mapview_describe(struct agent *a)
 	    "msgsOut", (json_int_t)a->proc.msgs_out);
 	json_object_update(md, extra);
 	json_decref(extra);
+	/* Each call its own process: pid 0 would read as a lost one. */
+	if (adapter_per_call(a))
+		json_object_set_new(md, "perCall", json_true());
 	if (a->map.reported != NULL)
 		json_object_set_new(md, "reportedState",
 		    json_string(a->map.reported));
