@@ -583,6 +583,8 @@ struct peer {
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
+	json_t			*batch;		/* a batch's answers (rpc.c) */
+	json_t			*held;		/* frames after them (rpc.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
@@ -833,6 +835,7 @@ struct event_info {
 	const char	*corr;		/* data.correlationId, or NULL */
 	int		 audit;		/* also into the audit log */
 };
+typedef int (*event_visible_cb)(const struct peer *, const char *);
 
 /* control.c: what the supervisor tells the control plane about the run. */
 struct control_info {
@@ -1234,6 +1237,9 @@ void	 rpc_notify(struct peer *, const char *, json_t *);
 void	 rpc_ping(struct peer *);
 void	 rpc_send_text(struct peer *, const char *, size_t);
 void	 rpc_send_event(struct peer *, const char *, size_t);
+void	 rpc_batch_begin(struct peer *);
+void	 rpc_batch_end(struct peer *);
+void	 rpc_batch_drop_held(struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);
@@ -1246,6 +1252,7 @@ int	 rpc_full(const struct peer *);
 /* event.c */
 void	 event_init(void);
 void	 event_set_log(const char *);
+void	 event_on_visible(event_visible_cb);
 uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
@@ -1599,6 +1606,7 @@ int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
 struct agent *mapview_param_agent(json_t *);
 struct external *mapview_param_external(json_t *);
+int	 mapview_need_id(struct peer *, json_t *, json_t *);
 json_t	*mapview_describe_external(struct external *);
 void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);

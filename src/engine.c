@@ -1778,6 +1778,22 @@ engine_bad_line(struct agent *a, size_t max, struct jscan *js,
 }
 
 /*
+ * Whether a line is a batch of JSON-RPC frames: it begins with '['.  An
+ * envelope is an object, so an array is never one; the control plane
+ * answers it as JSON-RPC, a parse error included.
+ */
+static int
+engine_is_batch(const char *line, size_t len)
+{
+	size_t	i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t' ||
+	    line[i] == '\r'))
+		i++;
+	return i < len && line[i] == '[';
+}
+
+/*
  * The in-flight request an invalid reply names in its trace.parents, or,
  * when it names none, the oldest one (as for a valid reply).
  */
@@ -1852,6 +1868,17 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 	struct msg		*req;
 	char			 id[CORRAL_ID_MAX];
 
+	if (kind == NDJSON_LINE && engine_is_batch(line, len)) {
+		/* Not JSON is a bad line all the same (engine_bad). */
+		if (jscan_run(js, line, len) != 0)
+			engine_bad(a, line, len);
+		else
+			a->work.bad_streak = 0;
+		jscan_trim(js);
+		if (engine_hooks.control != NULL)
+			engine_hooks.control(&a->peer, line, len);
+		return;
+	}
 	if (engine_bad_line(a, a->conf->max_line, js, line, len, kind,
 	    extra)) {
 		engine_bad(a, line, len);
@@ -2024,6 +2051,11 @@ engine_input_line(struct peer *from, char *line, size_t len,
 	char			 id[CORRAL_ID_MAX], *stripped = NULL;
 
 	js = engine_scan_take();
+	if (kind == NDJSON_LINE && engine_is_batch(line, len)) {
+		if (engine_hooks.control != NULL)
+			engine_hooks.control(from, line, len);
+		goto out;
+	}
 	if (engine_bad_line(NULL, from->chan != NULL ? from->chan->rd.max : 0,
 	    js, line, len, kind, extra))
 		goto out;

@@ -27,6 +27,7 @@ static void	mapview_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	mapview_forget(struct agent *);
 static void	mapview_external(struct external *, enum external_change);
+static int	mapview_sees_event(const struct peer *, const char *);
 
 /* MAP's name of each of corral's states (the hidden steps included). */
 static const char *const mapview_states[AS_COUNT] = {
@@ -41,6 +42,7 @@ mapview_init(void)
 	lifecycle_observe(mapview_lifecycle);
 	agent_on_free(mapview_forget);
 	external_on_change(mapview_external);
+	event_on_visible(mapview_sees_event);
 }
 
 /* MAP's name of a state. */
@@ -276,6 +278,27 @@ mapview_sees(const struct peer *p, struct agent *t)
 		return 0;
 	return p->agent == NULL || p->agent == t ||
 	    mapview_may_reach(p->agent, t);
+}
+
+/*
+ * Return nonzero if the peer may see events about agent id: a client
+ * all of them, an agent (or its delegate) those about the agents it may
+ * see, the one being freed included, and about those inside their CLIs.
+ * An agent corral has forgotten is hidden from agents: whether they
+ * could see it is no longer known.  A delegate whose agent is gone sees
+ * nothing.
+ */
+static int
+mapview_sees_event(const struct peer *p, const char *id)
+{
+	struct agent	*t;
+	struct external	*x;
+
+	if (p->agent == NULL)
+		return p->role != 0;
+	if ((t = agent_find(id)) == NULL && (x = external_find(id)) != NULL)
+		t = agent_find(x->parent);
+	return t != NULL && (t == p->agent || mapview_may_reach(p->agent, t));
 }
 
 /* The lifecycle member of an Agent: when it was created, ran, stopped. */
@@ -603,23 +626,49 @@ mapview_list(struct peer *p, json_t *id, json_t *params)
 	rpc_reply(p, id, json_pack("{s:o}", "agents", list));
 }
 
-/* The agent params name (agentId, or corral's id / agent), or NULL. */
-struct agent *
-mapview_param_agent(json_t *params)
+/*
+ * The agent id params name (agentId, or corral's id / agent), without
+ * the "agent:" of MAP's string form of an address; NULL when none is a
+ * string.
+ */
+static const char *
+mapview_param_id(json_t *params)
 {
-	json_t	*v;
+	json_t		*v;
+	const char	*s;
 
 	v = json_object_get(params, "agentId");
 	if (v == NULL)
 		v = json_object_get(params, "id");
 	if (v == NULL)
 		v = json_object_get(params, "agent");
-	if (!json_is_string(v))
+	if ((s = json_string_value(v)) == NULL)
 		return NULL;
-	/* "agent:ID" is MAP's string form of an address. */
-	if (strncmp(json_string_value(v), "agent:", 6) == 0)
-		return agent_find(json_string_value(v) + 6);
-	return agent_find(json_string_value(v));
+	return strncmp(s, "agent:", 6) == 0 ? s + 6 : s;
+}
+
+/*
+ * Return nonzero if params name an agent; else answer -32602: a method
+ * that acts on an agent needs its id (a missing param is no unknown
+ * agent).
+ */
+int
+mapview_need_id(struct peer *p, json_t *id, json_t *params)
+{
+	if (mapview_param_id(params) != NULL)
+		return 1;
+	rpc_error(p, id, CORRAL_E_PARAMS, "params.agentId must be a string: "
+	    "the agent's id", NULL);
+	return 0;
+}
+
+/* The agent params name, or NULL. */
+struct agent *
+mapview_param_agent(json_t *params)
+{
+	const char	*s = mapview_param_id(params);
+
+	return s != NULL ? agent_find(s) : NULL;
 }
 
 /* Add the descendants of a the caller sees to list, down to depth. */
@@ -642,19 +691,9 @@ mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
 struct external *
 mapview_param_external(json_t *params)
 {
-	json_t		*v;
-	const char	*s;
+	const char	*s = mapview_param_id(params);
 
-	v = json_object_get(params, "agentId");
-	if (v == NULL)
-		v = json_object_get(params, "id");
-	if (v == NULL)
-		v = json_object_get(params, "agent");
-	if ((s = json_string_value(v)) == NULL)
-		return NULL;
-	if (strncmp(s, "agent:", 6) == 0)
-		s += 6;
-	return external_find(s);
+	return s != NULL ? external_find(s) : NULL;
 }
 
 /*
@@ -698,6 +737,8 @@ mapview_get(struct peer *p, json_t *id, json_t *params)
 	json_t		*res, *inc, *list;
 	int		 depth = -1;
 
+	if (!mapview_need_id(p, id, params))
+		return;
 	if ((t = mapview_param_agent(params)) == NULL || !mapview_sees(p, t)) {
 		if ((xa = mapview_param_external(params)) != NULL &&
 		    mapview_sees_external(p, xa)) {

@@ -8,6 +8,11 @@
  * docs/protocol.md).  Frames are built with jansson: the control plane is
  * rare next to envelopes.
  *
+ * A batch (an array of requests) gets one array of answers: while one is
+ * handled, answers are gathered into it, and anything else for the peer
+ * (events, messages) waits until the array is written, so that a
+ * subscription's answer still comes before its events.
+ *
  * The participants that are not agents (clients) are listed here too, so
  * that a message can be addressed to one by its participantId.
  */
@@ -38,6 +43,10 @@ rpc_send(struct peer *p, json_t *frame)
 void
 rpc_send_text(struct peer *p, const char *s, size_t len)
 {
+	if (p->held != NULL) {
+		json_array_append_new(p->held, json_stringn(s, len));
+		return;
+	}
 	if (p->chan != NULL) {
 		chan_write_line(p->chan, s, len);
 		/*
@@ -60,8 +69,57 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 void
 rpc_send_event(struct peer *p, const char *s, size_t len)
 {
-	if (p->chan != NULL)
+	if (p->held != NULL)
+		json_array_append_new(p->held, json_stringn(s, len));
+	else if (p->chan != NULL)
 		chan_write_line(p->chan, s, len);
+}
+
+/* Write an answer (a stolen reference), or add it to the batch's. */
+static void
+rpc_answer(struct peer *p, json_t *f)
+{
+	if (p->batch != NULL && f != NULL) {
+		json_array_append_new(p->batch, f);
+		return;
+	}
+	rpc_send(p, f);
+	json_decref(f);
+}
+
+/* A batch begins: its answers are gathered, other frames held. */
+void
+rpc_batch_begin(struct peer *p)
+{
+	p->batch = json_array();
+	p->held = json_array();
+}
+
+/*
+ * The batch is done: its answers go as one array (nothing when it held
+ * only notifications, as JSON-RPC says), then what was held.
+ */
+void
+rpc_batch_end(struct peer *p)
+{
+	json_t	*batch = p->batch, *held = p->held, *v;
+	size_t	 i;
+
+	p->batch = p->held = NULL;
+	if (json_array_size(batch) > 0)
+		rpc_send(p, batch);
+	json_array_foreach(held, i, v)
+		rpc_send_text(p, json_string_value(v), json_string_length(v));
+	json_decref(batch);
+	json_decref(held);
+}
+
+/* Frames held for after the batch are dropped: the peer said goodbye. */
+void
+rpc_batch_drop_held(struct peer *p)
+{
+	if (p->held != NULL)
+		json_array_clear(p->held);
 }
 
 /* Answer request id with a result (stolen reference). */
@@ -76,8 +134,7 @@ rpc_reply(struct peer *p, json_t *id, json_t *result)
 	}
 	f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
 	    result);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* MAP's category of an error code (the SDK's ErrorCategory). */
@@ -136,8 +193,7 @@ rpc_error(struct peer *p, json_t *id, int code, const char *msg,
 	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:o}}", "jsonrpc", "2.0", "id",
 	    id, "error", "code", code, "message", jsonw_text(msg, strlen(msg)),
 	    "data", data);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* Send a notification (params: a stolen reference, or NULL). */
