@@ -867,6 +867,7 @@ struct client {
 struct external {
 	char			*id;		/* "<agent>/<own id>" */
 	char			*parent;	/* the agent it is in */
+	char			*up;		/* the one that started it, or NULL */
 	char			*name;
 	char			*kind;		/* "claude-task" */
 	char			*type;		/* sub-agent type */
@@ -1273,7 +1274,9 @@ struct external *external_next(struct external *);
 struct external *external_find(const char *);
 int	 external_running(const struct external *);
 struct external *external_start(const char *, const char *, const char *,
-	    const char *, const char *, const char *);
+	    const char *, const char *, const char *, const char *);
+const char *external_parent(const struct external *);
+unsigned int external_depth(const struct external *);
 void	 external_tool(struct external *, const char *);
 void	 external_usage(struct external *, double, double, double);
 double	 external_tokens(const struct external *);
