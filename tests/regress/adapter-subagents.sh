@@ -12,7 +12,9 @@
 # that starts one of its own (Claude Code offers its Agent tool to its
 # sub-agents) is drawn under it, not flat under the claude agent, in
 # map/agents/list, ps, top, the live tree, map/structure/graph, the MAP
-# events and the audit log (and `corral tree --log`).
+# events and the audit log (and `corral tree --log`); also when Claude
+# Code does not say parent_task_id (a second claude agent whose output
+# has it taken out), by the sub-agent message that made the Agent call.
 if [ "${1:-}" = --inner ]; then
 	. "$(dirname "$0")/adapter-lib.sh"
 	S="$T/ctl.sock"
@@ -55,6 +57,9 @@ s.on("connect", () => s.write(["map/connect", "map/structure/graph"].map((m, i) 
 s.on("data", (d) => { b += d; for (const l of b.split("\n")) { try { const m = JSON.parse(l);
     if (m.id === 1) { console.log(JSON.stringify(m.result)); process.exit(0); } } catch (e) {} } });' \
 	    "$S" >"$T/graph.nest" 2>&1 || exit 1
+	feed "$(envl t4 analyze 'nest [[subnest:fg]]')"
+	wait_out 4 60 || exit 1
+	"$CORRAL" ps -S "$S" --json >"$T/ps.nest2.json" 2>&1 || exit 1
 	serve_down 30
 	exit $RC
 fi
@@ -65,6 +70,8 @@ command -v jq >/dev/null 2>&1 || skip "jq is missing"
 [ -x "$TOOLS/treeagent" ] || skip "no tree agent at $TOOLS/treeagent"
 fa_require claude
 
+printf '#!/bin/sh\nclaude "$@" | sed -u "s/\\"parent_task_id\\"/\\"x_parent_task_id\\"/g"\n' >"$T/claude-plain"
+chmod +x "$T/claude-plain"
 cat >"$T/wf.yaml" <<YAML
 name: adapter-subagents
 env_allow: [ANTHROPIC_*, CLAUDE_*, DISABLE_*, IS_SANDBOX]
@@ -76,8 +83,15 @@ agents:
   lead:
     cmd: [$TOOLS/treeagent, --record, $T/rec]
     timeout: $((90 * SLOW))s
+  # Claude Code without parent_task_id: what started a nested sub-agent
+  # is then told by the sub-agent message that made its Agent call.
+  coder2:
+    cmd: [$T/claude-plain]
+    adapter: claude
+    timeout: $((60 * SLOW))s
 routes:
   plan: lead
+  analyze: coder2
   "*": coder
 YAML
 
@@ -192,6 +206,10 @@ awk -v o="$outer" -v i="$inner" '
     fa_fail "corral tree --log should draw $inner under $outer: $(cat "$T/tree.nestlog")"
 grep -q "\"ev\":\"external_agent\",\"agent\":\"$inner\",\"parent\":\"$outer\",.*\"inside\":\"coder\"" "$T/audit" ||
     fa_fail "the audit log should name $outer as $inner's parent: $(grep "$inner" "$T/audit" | head -n 3)"
+jq -e '[.agents[] | select(.metadata.virtual and (.parent | startswith("coder2/")))]
+    | length == 1 and .[0].metadata.depth == 2 and .[0].metadata.inside == "coder2"' \
+    "$T/ps.nest2.json" >/dev/null ||
+    fa_fail "without parent_task_id, the Agent call's sub-agent should still be the parent: $(cat "$T/ps.nest2.json")"
 jq -s -e --arg i "$inner" --arg o "$outer" 'map(select(.type == "agent_registered" and
     .data.agentId == $i and .data.parent == $o and .data.ownerId == $o)) | length == 1' \
     "$T/events" >/dev/null || fa_fail "no agent_registered event for $inner under $outer"
