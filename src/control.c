@@ -764,7 +764,9 @@ control_frame(struct peer *p, const char *line, size_t len)
 		} else if (js->err != NULL) {
 			snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
 			    js->err, js->err_off);
-			log_warnx("%s: control frame: %s", p->name, msg);
+			/* An agent's, and stdin's, the engine logs (rate-limited). */
+			if (p->flags & PEER_SOCKET)
+				log_warnx("%s: control frame: %s", p->name, msg);
 			nul = json_null();
 			rpc_error(p, nul, CORRAL_E_PARSE, msg, NULL);
 			json_decref(nul);

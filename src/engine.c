@@ -1794,6 +1794,17 @@ engine_is_batch(const char *line, size_t len)
 }
 
 /*
+ * Log a batch that is not JSON (the control plane answers it -32700), at
+ * the rate of the other bad lines of agent a (NULL: serve's stdin).
+ */
+static void
+engine_warn_batch(struct agent *a, struct jscan *js)
+{
+	engine_warn_agent(a, "a batch that is not JSON: %s at byte %zu",
+	    js->err, js->err_off);
+}
+
+/*
  * The in-flight request an invalid reply names in its trace.parents, or,
  * when it names none, the oldest one (as for a valid reply).
  */
@@ -1870,9 +1881,10 @@ engine_agent_scanned(struct agent *a, struct jscan *js, char *line,
 
 	if (kind == NDJSON_LINE && engine_is_batch(line, len)) {
 		/* Not JSON is a bad line all the same (engine_bad). */
-		if (jscan_run(js, line, len) != 0)
+		if (jscan_run(js, line, len) != 0) {
+			engine_warn_batch(a, js);
 			engine_bad(a, line, len);
-		else
+		} else
 			a->work.bad_streak = 0;
 		jscan_trim(js);
 		if (engine_hooks.control != NULL)
@@ -2052,6 +2064,9 @@ engine_input_line(struct peer *from, char *line, size_t len,
 
 	js = engine_scan_take();
 	if (kind == NDJSON_LINE && engine_is_batch(line, len)) {
+		if (jscan_run(js, line, len) != 0)
+			engine_warn_batch(NULL, js);
+		jscan_trim(js);
 		if (engine_hooks.control != NULL)
 			engine_hooks.control(from, line, len);
 		goto out;
