@@ -47,11 +47,13 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
 #define CONTROL_MAX_VALUES	65536
 
 /*
- * The most requests a batch may hold: its answers are built in memory
- * before they are written, so a batch costs as much as its members'
- * answers at once.
+ * The most requests a batch may hold, and the most bytes its answers may
+ * take before the rest of it is refused: they are built in memory before
+ * they are written, so a batch costs its answers at once (at most
+ * CONTROL_BATCH_BYTES and one answer: docs/reliability.md).
  */
 #define CONTROL_MAX_BATCH	128
+#define CONTROL_BATCH_BYTES	(1024 * 1024)
 
 static const struct control_method control_methods[] = {
 	{ CORRAL_M_CONNECT,	ALL,		control_connect },
@@ -660,6 +662,27 @@ control_one(struct peer *p, json_t *j)
 }
 
 /*
+ * A request of a batch whose answers already take CONTROL_BATCH_BYTES:
+ * refused as the resource it would take (4000, retryable), not run.  A
+ * notification gets nothing, as ever.
+ */
+static void
+control_batch_full(struct peer *p, json_t *v)
+{
+	json_t	*id = json_object_get(v, "id"), *nul = json_null();
+	char	 msg[160];
+
+	if (!json_is_object(v) || (id != NULL && !json_is_string(id) &&
+	    !json_is_number(id)))
+		id = nul;
+	snprintf(msg, sizeof msg, "the batch's answers so far take more than "
+	    "%u bytes: this request was not run; send it again in another "
+	    "batch", CONTROL_BATCH_BYTES);
+	rpc_error(p, id, CORRAL_E_EXHAUSTED, msg, NULL);
+	json_decref(nul);
+}
+
+/*
  * A batch: each member is handled as a frame of its own, and the answers
  * go back as one array (none at all when every member was a
  * notification).  An empty batch, or one larger than CONTROL_MAX_BATCH,
@@ -684,8 +707,12 @@ control_batch(struct peer *p, json_t *j)
 		return;
 	}
 	rpc_batch_begin(p);
-	json_array_foreach(j, i, v)
-		control_one(p, v);
+	json_array_foreach(j, i, v) {
+		if (rpc_batch_bytes(p) <= CONTROL_BATCH_BYTES)
+			control_one(p, v);
+		else
+			control_batch_full(p, v);
+	}
 	rpc_batch_end(p);
 }
 

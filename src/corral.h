@@ -583,7 +583,7 @@ struct peer {
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
-	json_t			*batch;		/* a batch's answers (rpc.c) */
+	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
 	json_t			*held;		/* frames after them (rpc.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
@@ -1237,10 +1237,12 @@ void	 rpc_error(struct peer *, json_t *, int, const char *, json_t *);
 void	 rpc_notify(struct peer *, const char *, json_t *);
 void	 rpc_ping(struct peer *);
 void	 rpc_send_text(struct peer *, const char *, size_t);
+void	 rpc_reply_text(struct peer *, const char *, size_t);
 void	 rpc_send_event(struct peer *, const char *, size_t);
 void	 rpc_batch_begin(struct peer *);
 void	 rpc_batch_end(struct peer *);
 void	 rpc_batch_drop_held(struct peer *);
+size_t	 rpc_batch_bytes(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);

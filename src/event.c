@@ -1058,6 +1058,6 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	free(s);
 	free(ids);
 	s = jsonw_finish(&j, &len);
-	rpc_send_text(p, s, len);
+	rpc_reply_text(p, s, len);
 	free(s);
 }

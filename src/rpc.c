@@ -75,24 +75,57 @@ rpc_send_event(struct peer *p, const char *s, size_t len)
 		chan_write_line(p->chan, s, len);
 }
 
-/* Write an answer (a stolen reference), or add it to the batch's. */
+/*
+ * Write an answer (a stolen reference), or add it, as text, to the
+ * batch's: the text is what the batch costs (rpc_batch_bytes).
+ */
 static void
 rpc_answer(struct peer *p, json_t *f)
 {
+	char	*s;
+
 	if (p->batch != NULL && f != NULL) {
-		json_array_append_new(p->batch, f);
+		if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
+			jsonw_raw(p->batch, s, strlen(s));
+		else
+			log_warnx("%s: a control frame could not be built",
+			    p->name);
+		free(s);
+		json_decref(f);
 		return;
 	}
 	rpc_send(p, f);
 	json_decref(f);
 }
 
+/*
+ * Write an answer already serialized (by the JSON writer: map/replay's),
+ * or add it to the batch's.
+ */
+void
+rpc_reply_text(struct peer *p, const char *s, size_t len)
+{
+	if (p->batch != NULL)
+		jsonw_raw(p->batch, s, len);
+	else
+		rpc_send_text(p, s, len);
+}
+
 /* A batch begins: its answers are gathered, other frames held. */
 void
 rpc_batch_begin(struct peer *p)
 {
-	p->batch = json_array();
+	p->batch = xcalloc(1, sizeof *p->batch);
+	jsonw_init(p->batch);
+	jsonw_array(p->batch);
 	p->held = json_array();
+}
+
+/* How many bytes the answers of the batch being handled take so far. */
+size_t
+rpc_batch_bytes(const struct peer *p)
+{
+	return p->batch != NULL ? ndjson_writer_queued(&p->batch->w) : 0;
 }
 
 /*
@@ -102,15 +135,21 @@ rpc_batch_begin(struct peer *p)
 void
 rpc_batch_end(struct peer *p)
 {
-	json_t	*batch = p->batch, *held = p->held, *v;
-	size_t	 i;
+	struct jsonw	*batch = p->batch;
+	json_t		*held = p->held, *v;
+	char		*s;
+	size_t		 i, len;
 
-	p->batch = p->held = NULL;
-	if (json_array_size(batch) > 0)
-		rpc_send(p, batch);
+	p->batch = NULL;
+	p->held = NULL;
+	jsonw_array_end(batch);
+	s = jsonw_finish(batch, &len);
+	if (len > 2)	/* more than "[]" */
+		rpc_send_text(p, s, len);
+	free(s);
+	free(batch);
 	json_array_foreach(held, i, v)
 		rpc_send_text(p, json_string_value(v), json_string_length(v));
-	json_decref(batch);
 	json_decref(held);
 }
 

@@ -14,7 +14,9 @@
 # - The spec's mixed batch with corral's own methods: results and errors
 #   in one array; positional params are -32602, after the method is found
 #   (an unknown method with them is -32601); valid JSON that is not an
-#   object or an array is -32600; a missing agentId is -32602.
+#   object or an array is -32600; a missing agentId is -32602.  A batch's
+#   answers stop at 1 MiB (the rest refused with 4000), and a batch holds
+#   at most 128 requests.
 # - An agent's subscription gets the events of the agents it may see, not
 #   those of another agent's hidden child.
 # - suspend and resume are idempotent: twice is {suspended: true} twice,
@@ -164,6 +166,26 @@ $(cat "$T/own.diff")
 $(cat "$T/own.out")"
 sed -n 1p "$T/own.out" | jq -e '.[3].result.agent.id == "echo"' >/dev/null ||
     fail "the batch's map/agents/get: $(sed -n 1p "$T/own.out")"
+
+# A batch's answers are bounded: past 1 MiB the rest is refused (4000,
+# retryable), not run; more than 128 requests is one -32600.  (A message
+# of 300 kB to echo puts its payload in the events each replay answers.)
+printf '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"echo"},"payload":"%s"}}\n' \
+    "$(head -c 300000 /dev/zero | tr '\0' m)" >"$T/msg"
+"$CP" -s "$SOCK" -f "$T/msg" -e 1 -w 10 >"$T/msg.out" 2>"$T/msg.err" &&
+    grep -q '"delivered":\["echo"\]' "$T/msg.out" || fail "map/send: $(cut -c1-300 "$T/msg.out")"
+awk 'BEGIN { printf "["; for (i = 1; i <= 128; i++) printf "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"map/replay\",\"params\":{\"limit\":1000}}", (i > 1 ? "," : ""), i; print "]" }' >"$T/big"
+awk 'BEGIN { printf "["; for (i = 1; i <= 129; i++) printf "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}", (i > 1 ? "," : ""), i; print "]" }' >>"$T/big"
+"$CP" -s "$SOCK" -f "$T/big" -e 2 -w 10 >"$T/big.out" 2>"$T/big.err" ||
+    fail "expected 2 answers to the big batches: $(cut -c1-300 "$T/big.out")"
+sed -n 1p "$T/big.out" | jq -e 'length == 128 and ([.[].id] == [range(1; 129)])
+    and (.[0].result.events | length) > 0 and .[127].error.code == 4000
+    and .[127].error.data.retryable' >/dev/null ||
+    fail "a batch of 128 replays: $(sed -n 1p "$T/big.out" | jq -c '[.[] | [.id, .error.code]]')"
+[ "$(sed -n 1p "$T/big.out" | wc -c)" -lt 2097152 ] ||
+    fail "the big batch's answers take $(sed -n 1p "$T/big.out" | wc -c) bytes"
+sed -n 2p "$T/big.out" | jq -e '.id == null and .error.code == -32600' >/dev/null ||
+    fail "a batch of 129: $(sed -n 2p "$T/big.out" | cut -c1-300)"
 
 # 4. An agent's subscription: not another agent's hidden child.  lead
 # spawns leaf hidden; then a client spawns echo (visible to all): once
