@@ -23,6 +23,10 @@
 #   {resumed: true} twice; an agent with no process gets 3001.
 # - Nothing follows the answer to map/disconnect: no event of the
 #   subscription it had, even when the connection asks for more.
+# - An agent's own connection to the socket (its credential in
+#   map/connect): map/agents/register names the agent (no new agent; it
+#   is ready), map/subscribe needs its list tool and suspend is refused,
+#   both 1003.
 # - corral ps and top say "per-call" where an exec agent's pid would be.
 . "$(dirname "$0")/ctl-lib.sh"
 
@@ -81,6 +85,20 @@ EOF
 	echo '{"jsonrpc":"2.0","id":"sub","method":"map/subscribe","params":{"filter":{"eventTypes":["agent_registered"]}}}'
 	echo '{"jsonrpc":"2.0","id":"last","method":"ping"}'
 } >"$T/frames"
+# The agent del's own connection to the socket, with its credential (as
+# the SDK's AgentConnection.connect() would): register, then what its
+# tools (spawn only) do not give it.
+cat >"$T/del.sh" <<EOF
+#!/bin/sh
+"$CP" -s "\$CORRAL_CONTROL" \\
+    -l "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"map/connect\",\"params\":{\"protocolVersion\":1,\"participantType\":\"agent\",\"auth\":{\"method\":\"x-corral-agent\",\"credential\":\"\$CORRAL_AGENT_TOKEN\"}}}" \\
+    -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/register","params":{"name":"x","metadata":{"k":"v"}}}' \\
+    -l '{"jsonrpc":"2.0","id":3,"method":"map/subscribe"}' \\
+    -l '{"jsonrpc":"2.0","id":4,"method":"map/agents/suspend","params":{"agentId":"echo"}}' \\
+    -l '{"jsonrpc":"2.0","id":5,"method":"map/unsubscribe","params":{"subscriptionId":"x"}}' \\
+    -e 5 -w 30 >"$T/del.out" 2>"$T/del.err"
+exec cat >/dev/null
+EOF
 cat >"$T/wf.yaml" <<YAML
 agents:
   echo:
@@ -98,6 +116,10 @@ agents:
   sorter:
     cmd: [sort]
     adapter: exec
+  del:
+    cmd: [sh, $T/del.sh]
+    ready: handshake
+    tools: [spawn]
 routes:
   "*": echo
 YAML
@@ -237,7 +259,21 @@ wait_for 'grep -q "\"type\":\"participant_disconnected\"" "$T/follow"' 10 ||
     -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/resume","params":{"agentId":"echo"}}' \
     -e 2 -w 10 >/dev/null 2>&1 || fail "resume echo"
 
-# 7. An exec agent has no process between requests: ps and top say so.
+# 7. An agent's own connection: register names it (no new agent, and it
+# is ready); subscribe needs its list tool, suspend is no delegate's
+# (1003 both: corral has them); unsubscribe is anyone's.
+wait_for '[ "$(wc -l <"$T/del.out")" -ge 5 ]' 10 ||
+    fail "del's connection: $(cat "$T/del.out" "$T/del.err")"
+jq -s -e '.[0].result.principal.id == "del" and .[1].result.agent.id == "del"
+    and .[1].result.agent.metadata.k == "v" and .[2].error.code == 1003
+    and (.[2].error.message | test("not among the tools of agent del"))
+    and .[3].error.code == 1003 and .[4].result.subscription.id == "x"' \
+    "$T/del.out" >/dev/null || fail "del's connection: $(cat "$T/del.out")"
+wait_for '[ "$(map_state del)" = idle ]' 10 || fail "del should be ready: $(map_state del)"
+[ "$("$CORRAL" ps -S "$SOCK" --json | jq '[.agents[] | select(.name == "del")] | length')" = 1 ] ||
+    fail "register should add no agent: $("$CORRAL" ps -S "$SOCK")"
+
+# 8. An exec agent has no process between requests: ps and top say so.
 ctl ps
 grep -q "^  sorter  *idle  *per-call " "$T/ctl.out" || fail "ps: sorter's pid: $(cat "$T/ctl.out")"
 ctl top -n 1
