@@ -8,9 +8,9 @@
 #   without an id is -32600 with id null, a batch an array of answers in
 #   order, a batch of notifications nothing, a parse error -32700 with id
 #   null.  The same examples written by an agent on its stdout: the same
-#   answers, but for the lines that are not JSON-RPC on a pipe (invalid
-#   JSON that is not a batch, an object without "jsonrpc"), which are
-#   envelopes there and get notices.
+#   answers, but for the one line that is not JSON-RPC on a pipe (invalid
+#   JSON that does not begin with '['), an envelope there: it gets an
+#   invalid_json notice.
 # - The spec's mixed batch with corral's own methods: results and errors
 #   in one array; positional params are -32602, after the method is found
 #   (an unknown method with them is -32601); valid JSON that is not an
