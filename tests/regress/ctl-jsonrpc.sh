@@ -96,7 +96,7 @@ cat >"$T/del.sh" <<EOF
     -l '{"jsonrpc":"2.0","id":3,"method":"map/subscribe"}' \\
     -l '{"jsonrpc":"2.0","id":4,"method":"map/agents/suspend","params":{"agentId":"echo"}}' \\
     -l '{"jsonrpc":"2.0","id":5,"method":"map/unsubscribe","params":{"subscriptionId":"x"}}' \\
-    -e 5 -w 30 >"$T/del.out" 2>"$T/del.err"
+    -e 5 -w $((30 * SLOW)) >"$T/del.out" 2>"$T/del.err"
 exec cat >/dev/null
 EOF
 cat >"$T/wf.yaml" <<YAML
@@ -129,7 +129,7 @@ wait_sock
 follower=$!
 
 # 1. The examples on the socket.
-"$CP" -s "$SOCK" -f "$T/spec" -e 11 -w 10 >"$T/spec.out" 2>"$T/spec.err" ||
+"$CP" -s "$SOCK" -f "$T/spec" -e 11 -w $((10 * SLOW)) >"$T/spec.out" 2>"$T/spec.err" ||
     fail "expected 11 answers to the spec's examples: $(cat "$T/spec.out")"
 ids "$T/spec.out" >"$T/spec.got" || fail "not JSON: $(cat "$T/spec.out")"
 diff -u "$T/spec.want" "$T/spec.got" >"$T/spec.diff" ||
@@ -166,7 +166,7 @@ grep -q '"id":"sub","result":{"subscriptionId"' "$T/pipe.out" ||
 		printf '{"jsonrpc":"2.0","id":"%s","method":"%s","params":{}}\n' "$m" "$m"
 	done
 } >"$T/own"
-"$CP" -s "$SOCK" -f "$T/own" -e 11 -w 10 >"$T/own.out" 2>"$T/own.err" ||
+"$CP" -s "$SOCK" -f "$T/own" -e 11 -w $((10 * SLOW)) >"$T/own.out" 2>"$T/own.err" ||
     fail "expected 11 answers: $(cat "$T/own.out")"
 cat >"$T/own.want" <<'EOF'
 [["1",null],[null,-32600],["5",-32601],["9",null]]
@@ -194,11 +194,11 @@ sed -n 1p "$T/own.out" | jq -e '.[3].result.agent.id == "echo"' >/dev/null ||
 # of 300 kB to echo puts its payload in the events each replay answers.)
 printf '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"echo"},"payload":"%s"}}\n' \
     "$(head -c 300000 /dev/zero | tr '\0' m)" >"$T/msg"
-"$CP" -s "$SOCK" -f "$T/msg" -e 1 -w 10 >"$T/msg.out" 2>"$T/msg.err" &&
+"$CP" -s "$SOCK" -f "$T/msg" -e 1 -w $((10 * SLOW)) >"$T/msg.out" 2>"$T/msg.err" &&
     grep -q '"delivered":\["echo"\]' "$T/msg.out" || fail "map/send: $(cut -c1-300 "$T/msg.out")"
 awk 'BEGIN { printf "["; for (i = 1; i <= 128; i++) printf "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"map/replay\",\"params\":{\"limit\":1000}}", (i > 1 ? "," : ""), i; print "]" }' >"$T/big"
 awk 'BEGIN { printf "["; for (i = 1; i <= 129; i++) printf "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}", (i > 1 ? "," : ""), i; print "]" }' >>"$T/big"
-"$CP" -s "$SOCK" -f "$T/big" -e 2 -w 10 >"$T/big.out" 2>"$T/big.err" ||
+"$CP" -s "$SOCK" -f "$T/big" -e 2 -w $((10 * SLOW)) >"$T/big.out" 2>"$T/big.err" ||
     fail "expected 2 answers to the big batches: $(cut -c1-300 "$T/big.out")"
 sed -n 1p "$T/big.out" | jq -e 'length == 128 and ([.[].id] == [range(1; 129)])
     and (.[0].result.events | length) > 0 and .[127].error.code == 4000
@@ -216,7 +216,7 @@ touch "$T/go"
 wait_for 'grep -q "\"type\":\"agent_registered\".*\"agentId\":\"leaf-" "$T/follow"' 10 ||
     fail "lead's hidden child was not registered: $(cat "$T/follow.err")"
 "$CP" -s "$SOCK" -l "$(CONNECT)" -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/spawn","params":{"name":"echo"}}' \
-    -e 2 -w 10 >"$T/spawn.out" 2>"$T/spawn.err" || fail "spawn: $(cat "$T/spawn.out")"
+    -e 2 -w $((10 * SLOW)) >"$T/spawn.out" 2>"$T/spawn.err" || fail "spawn: $(cat "$T/spawn.out")"
 kid=$(sed -n 2p "$T/spawn.out" | jq -r .result.agent.id)
 wait_for 'grep -q "\"method\":\"map/event\".*\"agentId\":\"$kid\"" "$T/pipe.out"' 10 ||
     fail "pipe should see $kid registered: $(grep map/event "$T/pipe.out" | cut -c1-300)"
@@ -232,7 +232,7 @@ wait_for '[ "$(map_state once)" = stopped ]' 10 || fail "once should be stopped:
     -l '{"jsonrpc":"2.0","id":5,"method":"map/agents/resume","params":{"agentId":"echo"}}' \
     -l '{"jsonrpc":"2.0","id":6,"method":"map/agents/suspend","params":{"agentId":"once"}}' \
     -l '{"jsonrpc":"2.0","id":7,"method":"map/agents/resume","params":{"agentId":"once"}}' \
-    -e 7 -w 10 >"$T/pause.out" 2>"$T/pause.err" || fail "suspend/resume: $(cat "$T/pause.out")"
+    -e 7 -w $((10 * SLOW)) >"$T/pause.out" 2>"$T/pause.err" || fail "suspend/resume: $(cat "$T/pause.out")"
 jq -s -e '.[1].result.suspended and .[1].result.agent.state == "suspended"
     and .[2].result.suspended and .[2].result.agent.state == "suspended"
     and .[3].result.resumed and .[3].result.agent.state != "suspended"
@@ -250,14 +250,14 @@ grep -q '"message":"once is stopped: it has no process to suspend or resume"' "$
     -l '{"jsonrpc":"2.0","id":3,"method":"map/disconnect"}' \
     -l '{"jsonrpc":"2.0","id":4,"method":"map/agents/suspend","params":{"agentId":"echo"}}' \
     -l '{"jsonrpc":"2.0","id":5,"method":"ping"}' \
-    -e 5 -w 10 >"$T/bye.out" 2>"$T/bye.err" || fail "disconnect: $(cat "$T/bye.out")"
+    -e 5 -w $((10 * SLOW)) >"$T/bye.out" 2>"$T/bye.err" || fail "disconnect: $(cat "$T/bye.out")"
 [ "$(jq -s -c '[.[] | .id]' "$T/bye.out")" = '[1,2,3,4,5]' ] ||
     fail "after map/disconnect only answers should come: $(cat "$T/bye.out")"
 wait_for 'grep -q "\"type\":\"participant_disconnected\"" "$T/follow"' 10 ||
     fail "map/disconnect should end the session (participant_disconnected)"
 "$CP" -s "$SOCK" -l "$(CONNECT)" \
     -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/resume","params":{"agentId":"echo"}}' \
-    -e 2 -w 10 >/dev/null 2>&1 || fail "resume echo"
+    -e 2 -w $((10 * SLOW)) >/dev/null 2>&1 || fail "resume echo"
 
 # 7. An agent's own connection: register names it (no new agent, and it
 # is ready); subscribe needs its list tool, suspend is no delegate's

@@ -134,15 +134,20 @@ routes:
   "*": flood
 limits: {memory: 16MiB}
 YAML
+s=$(now)
 serve_start "$T/spawn.yaml" -v --log "$AUD"
 wait_for '[ -e "$T/spawn.done" ]' 60 ||
     fail "spawn flood: 300,000 spawns not read within $((60 * SLOW))s"
 serve_eof
 corral_wait 30
 expect_rc 0
+# At most ten refusals a second are logged, and a line a second says how
+# many were not: the bound grows with the time the flood took (a busy
+# machine under the sanitizers takes minutes), never near one a spawn.
 n=$(wc -l <"$ERR")
-[ "$n" -lt 1000 ] ||
-    fail "spawn flood: $n lines of log for 300,000 refused spawns (at most 10 a second are logged)"
+most=$(awk -v t="$(elapsed "$s")" 'BEGIN { printf "%d", 11 * (t + 1) + 100 }')
+[ "$n" -le "$most" ] ||
+    fail "spawn flood: $n lines of log for 300,000 refused spawns in $(elapsed "$s")s (at most 10 a second are logged)"
 log_has "more spawns were refused" ||
     fail "spawn flood: no line says how many refusals were not logged"
 [ "$(aud_count spawn_child)" -eq 1 ] ||
