@@ -115,20 +115,21 @@ expect_rc 0
 check_peak "list flood" "$(mem_bound $MEM 0 100000 $((64 * KI)):1 \
     $((64 * KI)):1 $((64 * KI)):1 $((64 * KI)):1)"
 
-# 3. Inline spawns beyond children.max from an agent that reads.  The
-# one child's task may take a day: reading 300,000 spawns takes longer
-# than the default 30 s under the sanitizers on a busy machine, and a
-# child whose task expired is stopped, which would let the next spawn
-# pass.
+# 3. Inline spawns beyond children.max from an agent that reads.
 AUD="$T/spawn.aud"
 cat >"$T/spawn.yaml" <<YAML
 inline_spawn: true
 agents:
   flood:
-    cmd: [/bin/sh, $T/flood.sh, $T/spawn.done, read, "300000", '{"jsonrpc":"2.0","id":1,"method":"map/agents/spawn","params":{"task":"t","timeout":86400,"cmd":["/bin/sh","-c","sleep 1000; :","$T"]}}']
+    cmd: [/bin/sh, $T/flood.sh, $T/spawn.done, read, "300000", '{"jsonrpc":"2.0","id":1,"method":"map/agents/spawn","params":{"task":"t","cmd":["/bin/sh","-c","sleep 1000; :","$T"]}}']
     children: {max: 1}
+    # The one child holds its task however long the flood takes (over a
+    # minute under the sanitizers on a loaded machine): no timeout frees
+    # its place for a second.
+    timeout: none
     max_line: 64KiB
     max_inflight: 1
+    timeout: none	# the child's task (a copy of this entry) outlives the flood
     stop: {grace: 200ms, timeout: 2s}
 routes:
   "*": flood
@@ -141,12 +142,11 @@ wait_for '[ -e "$T/spawn.done" ]' 60 ||
 serve_eof
 corral_wait 30
 expect_rc 0
-# At most ten refusals a second are logged, and a line a second says how
-# many were not: the bound grows with the time the flood took (a busy
-# machine under the sanitizers takes minutes), never near one a spawn.
 n=$(wc -l <"$ERR")
-most=$(awk -v t="$(elapsed "$s")" 'BEGIN { printf "%d", 11 * (t + 1) + 100 }')
-[ "$n" -le "$most" ] ||
+# Ten refusals a second and a line that counts the rest, plus the run's
+# own lines: however long the flood took (minutes under the sanitizers).
+max=$(awk -v t="$(elapsed "$s")" 'BEGIN { printf "%d", 40 + 11 * (t + 1) }')
+[ "$n" -lt "$max" ] ||
     fail "spawn flood: $n lines of log for 300,000 refused spawns in $(elapsed "$s")s (at most 10 a second are logged)"
 log_has "more spawns were refused" ||
     fail "spawn flood: no line says how many refusals were not logged"
