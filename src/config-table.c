@@ -1241,13 +1241,15 @@ config_table_capability(struct config_reader *rd, const struct config_node *n,
 	    name->type != CONFIG_SCALAR || name->len == 0 || name->len > 128)
 		goto bad;
 	for (i = 0; i < n->nkids; i += 2)
-		if (strcmp(n->kids[i]->str, "name") != 0 &&
+		if (n->kids[i]->type != CONFIG_SCALAR ||
+		    (strcmp(n->kids[i]->str, "name") != 0 &&
 		    strcmp(n->kids[i]->str, "version") != 0 &&
 		    strcmp(n->kids[i]->str, "actions") != 0 &&
-		    strcmp(n->kids[i]->str, "description") != 0) {
+		    strcmp(n->kids[i]->str, "description") != 0)) {
 			config_err(rd, n->kids[i], "%s: unknown key %s (name, "
 			    "version, actions, description)", path,
-			    n->kids[i]->str);
+			    n->kids[i]->type == CONFIG_SCALAR ?
+			    n->kids[i]->str : "(not a plain string)");
 			return NULL;
 		}
 	c = json_pack("{s:s}", "name", name->str);

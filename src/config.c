@@ -74,6 +74,9 @@ config_map_key(struct config_reader *rd, const struct config_node *map,
 		return config_err(rd, k, "%s: keys must be plain strings",
 		    path);
 	for (j = 0; j < i; j += 2) {
+		/* An earlier bad key was reported already; every error is. */
+		if (map->kids[j]->type != CONFIG_SCALAR)
+			continue;
 		if (strcmp(map->kids[j]->str, k->str) == 0)
 			return config_err(rd, k, "%s: duplicate key '%s'", path,
 			    k->str);
