@@ -115,13 +115,15 @@ expect_rc 0
 check_peak "list flood" "$(mem_bound $MEM 0 100000 $((64 * KI)):1 \
     $((64 * KI)):1 $((64 * KI)):1 $((64 * KI)):1)"
 
-# 3. Inline spawns beyond children.max from an agent that reads.
+# 3. Inline spawns beyond children.max from an agent that reads.  The
+# one child's task outlasts the flood (600 s x SLOW; by default it would
+# time out after 30 s, free its place, and let the next spawn through).
 AUD="$T/spawn.aud"
 cat >"$T/spawn.yaml" <<YAML
 inline_spawn: true
 agents:
   flood:
-    cmd: [/bin/sh, $T/flood.sh, $T/spawn.done, read, "300000", '{"jsonrpc":"2.0","id":1,"method":"map/agents/spawn","params":{"task":"t","cmd":["/bin/sh","-c","sleep 1000; :","$T"]}}']
+    cmd: [/bin/sh, $T/flood.sh, $T/spawn.done, read, "300000", '{"jsonrpc":"2.0","id":1,"method":"map/agents/spawn","params":{"task":"t","timeout":$((600 * SLOW)),"cmd":["/bin/sh","-c","sleep 1000; :","$T"]}}']
     children: {max: 1}
     max_line: 64KiB
     max_inflight: 1
