@@ -58,7 +58,12 @@ sup=$(sup_pid)
 answered() {
 	echo "$(wc -c 2>/dev/null <"$T/answers") $(sed -n 's/^rchar: //p' "/proc/$sup/io" 2>/dev/null)"
 }
-wait_progress '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 20 answered ||
+# The whole answer to map/replay, up to its last member: the sender's cat
+# copies the 1 MiB line in pieces, and the shutdown stops it.
+replayed() {
+	grep -F '"id":"r"' "$T/answers" 2>/dev/null | grep -q '"totalCount":[0-9]*}}$'
+}
+wait_progress '[ -e "$T/msg.done" ] && replayed' 20 answered ||
     fail "messages: no answer to map/replay; answers and bytes read: $PROGRESS, no more in $((20 * SLOW))s"
 serve_eof
 corral_wait 30
