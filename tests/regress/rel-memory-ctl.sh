@@ -109,7 +109,9 @@ sed -n 2p "$OUT" | grep -qxF '{"jsonrpc":"2.0","id":2,"result":{}}' ||
     fail "frame: the ping after it: $(sed -n 2p "$OUT" | head -c 200)"
 check_peak "a 1 MiB frame" "$(mem_bound $MEM 0 0 $((64 * KI)):1)"
 
-# 3. A client's requests to an agent that never answers.
+# 3. A client's requests to an agent that never answers.  They wait
+# 600 s x SLOW (not the default 30 s): one that timed out would make room
+# for another, and a slow machine would see fewer refused.
 AUD="$T/route.aud"
 cat >"$T/mute.yaml" <<YAML
 agents:
@@ -117,6 +119,7 @@ agents:
     cmd: [/bin/sh, -c, 'exec 3>&1; cat >/dev/null', $T]
     max_line: 64KiB
     max_inflight: 1
+    timeout: $((600 * SLOW))s
 routes:
   "*": mute
 limits: {memory: 16MiB}
