@@ -105,7 +105,7 @@ struct ctlpeer_conn {
 	int	 eof;
 };
 
-/* Read what one connection has, printing complete lines. */
+/* Read what one connection has, printing complete lines; say how many. */
 static long
 ctlpeer_read(struct ctlpeer_conn *c, int idx, int many, int quiet)
 {
