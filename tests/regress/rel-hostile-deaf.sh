@@ -98,8 +98,7 @@ wait_for '[ -n "$(result_of f-1)" ]' 30 ||
 [ "$(code_of f-1)" = timeout ] ||
     fail "B: expected a timeout for the flooding agent's request, got: $(result_of f-1 | cut -c1-300)"
 # Every line is rejected and audited; the log itself is rate-limited.
-wait_progress '[ "$(aud_count rejected code invalid_envelope)" -ge $NFLOOD ]' 15 \
-    aud_count rejected code invalid_envelope
+wait_progress '[ "$PROGRESS" -ge $NFLOOD ]' 15 aud_count rejected code invalid_envelope
 n=$(aud_count rejected code invalid_envelope)
 rss=$(rss_of "$sup")
 note "B: corral rejected $n invalid lines from the flooding agent; its RSS is ${rss} kB"
