@@ -137,8 +137,8 @@ wait_steady() {
 # seconds (times SLOW).  For work whose length is the machine's speed
 # times its size (10,000 round trips, 200,000 lines): a slow machine takes
 # longer and still passes, a stuck corral fails STALL x SLOW seconds after
-# it stopped.  The last value CMD printed is left in PROGRESS.  CONDITION
-# is eval'd here, as wait_for's is.
+# it stopped.  The last value CMD printed is in PROGRESS (CONDITION may
+# test it).  CONDITION is eval'd here, as wait_for's is.
 wait_progress() {
 	_wp_cond=$1
 	_wp_stall=$(awk -v t="$2" -v s="$SLOW" 'BEGIN { print t * s }')
