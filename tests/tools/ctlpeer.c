@@ -221,6 +221,11 @@ main(int argc, char **argv)
 	}
 	if (hangup) {
 		fprintf(stderr, "ctlpeer: %d connections, hung up\n", n);
+		for (i = 0; i < n; i++)
+			close(conns[i].fd);
+		free(conns);
+		free(pfd);
+		free(data);
 		return 0;
 	}
 	if (never) {
