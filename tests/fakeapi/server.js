@@ -33,6 +33,9 @@
 //                      tool once, then answers over 3 seconds;
 //                      [[subtool:hold:PATH]] ([[subtool:fg:hold:PATH]]):
 //                      "CHILD_TASK [[tool]] [[hold:PATH]]" instead
+//   [[subnest]]        as [[sub]], but the sub-agent's prompt is
+//   [[subnest:fg]]     "CHILD_TASK [[subtool:fg]]": it starts a sub-agent of
+//                      its own (nested), which runs as [[subtool]] does
 //   [[slow]] [[slow:S]] the text reply is streamed over S seconds (default 20);
 //                      with [[tool]], the text after the tool result is so
 //   [[hold:PATH]]      the text reply is held after its first piece until
@@ -131,6 +134,7 @@ function scenarioOf(prompt) {
     return { kind: 'error', status };
   }
   if ((m = /\[\[tool(?::([\s\S]*?))?\]\]/.exec(p))) return { kind: 'tool', command: m[1] || 'echo hi' };
+  if ((m = /\[\[subnest(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[subtool:fg]]' };
   if ((m = /\[\[subtool(:fg)?(?::hold:([^\]]+))?\]\]/.exec(p)))
     return { kind: 'sub', foreground: !!m[1], child: `CHILD_TASK [[tool]] ${m[2] ? `[[hold:${m[2]}]]` : '[[slow:3]]'}` };
   if ((m = /\[\[sub(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1] };
