@@ -122,7 +122,13 @@ sup=$(supervisor_pid)
 kill -STOP "$sup"
 "$CP" -s "$S7" -n 300 -c >/dev/null 2>&1 &
 filler=$!
-wait_for 'grep -q unix_wait_for_peer "/proc/$filler/wchan" 2>/dev/null' 10 ||
+# Full: ctlpeer waits in connect(), or ss shows more pending than the
+# backlog (Recv-Q over Send-Q of the listening socket).
+backlog_full() {
+	grep -q unix_wait_for_peer "/proc/$filler/wchan" 2>/dev/null ||
+	    ss -xlH 2>/dev/null | S="$S7" awk 'index($0, ENVIRON["S"]) && $3 > $4 { f = 1 } END { exit !f }'
+}
+wait_for backlog_full 10 ||
     { kill -CONT "$sup"; fail "the stopped corral's backlog did not fill: $(cat "/proc/$filler/wchan" 2>/dev/null)"; }
 "$CORRAL" run "$T/wf.yaml" --goal go -v </dev/null >"$T/out7" 2>"$T/err7" &
 other=$!
