@@ -96,17 +96,28 @@ client_connect(const char *path)
 
 /*
  * Is there a corral behind a socket?  1 yes, 0 no (nothing listens: a
- * stale socket, or no socket), -1 cannot tell (errno).
+ * stale socket, or no socket), -1 cannot tell (errno).  The connect does
+ * not wait: a corral that is stopped or busy, its backlog full, answers
+ * EAGAIN, which says that it is there; a blocking connect would wait for
+ * it, and so would every corral starting meanwhile (its sweep probes).
  */
 int
 client_probe(const char *path)
 {
-	int	fd;
+	struct sockaddr_un	sa;
+	int			fd, rc, saved;
 
-	if ((fd = client_connect(path)) != -1) {
-		close(fd);
+	if (client_addr(&sa, path) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -1;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	saved = errno;
+	close(fd);
+	if (rc == 0 || saved == EAGAIN || saved == EINPROGRESS)
 		return 1;
-	}
+	errno = saved;
 	if (errno == ECONNREFUSED || errno == ENOENT)
 		return 0;
 	return -1;

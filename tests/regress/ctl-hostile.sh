@@ -43,7 +43,7 @@ wait_sock
 	printf '{"jsonrpc":"2.0","id":7,"method":"ping"\0}\n'
 	echo '{"jsonrpc":"2.0","id":8,"method":"ping"}'
 } >"$T/bad"
-"$CP" -s "$SOCK" -f "$T/bad" -e 11 -w 10 >"$T/bad.out" 2>&1 ||
+"$CP" -s "$SOCK" -f "$T/bad" -e 11 -w $((10 * SLOW)) >"$T/bad.out" 2>&1 ||
     fail "expected 11 answers to 11 lines: $(cat "$T/bad.out")"
 # expect LINE N CODE: the Nth answer is an error with CODE and id null.
 expect_err() {
@@ -71,7 +71,7 @@ grep -q '"data":{"category":"protocol","retryable":false}' "$T/bad.out" ||
 
 # 2. 100 clients at once; the limit.
 "$CP" -s "$SOCK" -n 100 -l "$(CONNECT)" -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/list"}' \
-    -e 2 -q -w 30 2>"$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
+    -e 2 -q -w $((20 * SLOW)) 2>"$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
 grep -q "100 connections, 200 lines" "$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
 "$CP" -s "$SOCK" -n 130 -l "$(CONNECT)" -N -q 2>/dev/null &
 many=$!
@@ -88,7 +88,7 @@ deaf=$!
 wait_for '[ "$(metric corral_subscriptions)" = 1 ]' 10 ||
     fail "the deaf client did not subscribe: $(metric corral_subscriptions)"
 rss0=$(sup_rss)
-"$CP" -s "$SOCK" -l "$SEND" -r 3000 -e 3000 -q -w 60 2>"$T/send.err" ||
+"$CP" -s "$SOCK" -l "$SEND" -r 3000 -e 3000 -q -w $((20 * SLOW)) 2>"$T/send.err" ||
     fail "3000 map/send: $(cat "$T/send.err")"
 rss1=$(sup_rss)
 dropped=$(metric corral_events_dropped_total)
@@ -125,7 +125,7 @@ printf '{"jsonrpc":"2.0","id":1,"method":"map/agents/li' >"$T/half"
 "$CP" -s "$SOCK" -f "$T/half" -c 2>/dev/null
 "$CP" -s "$SOCK" -l '{"jsonrpc":"2.0","id":2,"method":"map/subscribe"}' -w 0.3 -q 2>/dev/null &
 quitter=$!
-"$CP" -s "$SOCK" -l "$SEND" -r 300 -e 300 -q -w 30 2>/dev/null
+"$CP" -s "$SOCK" -l "$SEND" -r 300 -e 300 -q -w $((20 * SLOW)) 2>/dev/null
 wait "$quitter"
 wait_for '[ "$(metric corral_control_clients)" = 1 ]' 10 ||
     fail "clients that left are still counted: $(metric corral_control_clients)"

@@ -15,7 +15,7 @@ serve_start "$T/wf.yaml" --control "$SOCK" --log "$T/audit.ndjson"
 wait_sock
 # 6000 messages: 12 000 events, more than the ring holds.
 "$CP" -s "$SOCK" -l '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"echo"},"payload":"hello"}}' \
-    -r 6000 -e 6000 -q -w 120 2>"$T/send.err" || fail "6000 map/send: $(cat "$T/send.err")"
+    -r 6000 -e 6000 -q -w $((20 * SLOW)) 2>"$T/send.err" || fail "6000 map/send: $(cat "$T/send.err")"
 total=$(metric corral_events_total)
 [ "$total" -gt 12000 ] || fail "expected over 12000 events, corral counted $total"
 "$CORRAL" events -S "$SOCK" --json >"$T/all" 2>"$T/all.err" || fail "corral events: $(cat "$T/all.err")"
@@ -35,7 +35,7 @@ grep -F "\"event\":$(head -n 1 "$T/all")}" "$T/audit.ndjson" >/dev/null ||
     fail "event $first in the replay differs from the audit log's"
 # After an id (from the log) and a limit: the next events, hasMore.
 "$CP" -s "$SOCK" -l "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"map/replay\",\"params\":{\"afterEventId\":\"$first\",\"limit\":3}}" \
-    -e 1 -w 10 >"$T/page" 2>&1 || fail "map/replay: $(cat "$T/page")"
+    -e 1 -w $((10 * SLOW)) >"$T/page" 2>&1 || fail "map/replay: $(cat "$T/page")"
 [ "$(jq -r '.result.events | length' "$T/page")" = 3 ] || fail "replay page: $(cut -c1-300 "$T/page")"
 [ "$(jq -r '.result.hasMore' "$T/page")" = true ] || fail "replay page: hasMore"
 [ "$(jq -r '.result.events[0].eventId' "$T/page")" = "$(sed -n 2p "$T/ids")" ] ||

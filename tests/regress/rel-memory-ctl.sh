@@ -49,8 +49,22 @@ routes:
 limits: {memory: 16MiB}
 YAML
 serve_start "$T/msg.yaml" -v --log "$AUD"
-wait_for '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 120 ||
-    fail "messages: no answer to map/replay within $((120 * SLOW))s"
+sup=$(sup_pid)
+# 180 MB through corral and into its audit log, then a replay that reads
+# them back, take what the machine takes (22 s on a loaded one, 58 s next
+# to two busy loops, 4 minutes under ASan): wait for as long as the
+# answers come or corral reads (the replay reads 540 MB of audit log
+# before it answers).
+answered() {
+	echo "$(wc -c 2>/dev/null <"$T/answers") $(sed -n 's/^rchar: //p' "/proc/$sup/io" 2>/dev/null)"
+}
+# The whole answer to map/replay, up to its last member: the sender's cat
+# copies the 1 MiB line in pieces, and the shutdown stops it.
+replayed() {
+	grep -F '"id":"r"' "$T/answers" 2>/dev/null | grep -q '"totalCount":[0-9]*}}$'
+}
+wait_progress '[ -e "$T/msg.done" ] && replayed' 20 answered ||
+    fail "messages: no answer to map/replay; answers and bytes read: $PROGRESS, no more in $((20 * SLOW))s"
 serve_eof
 corral_wait 30
 expect_rc 0
@@ -95,7 +109,9 @@ sed -n 2p "$OUT" | grep -qxF '{"jsonrpc":"2.0","id":2,"result":{}}' ||
     fail "frame: the ping after it: $(sed -n 2p "$OUT" | head -c 200)"
 check_peak "a 1 MiB frame" "$(mem_bound $MEM 0 0 $((64 * KI)):1)"
 
-# 3. A client's requests to an agent that never answers.
+# 3. A client's requests to an agent that never answers.  They wait
+# 600 s x SLOW (not the default 30 s): one that timed out would make room
+# for another, and a slow machine would see fewer refused.
 AUD="$T/route.aud"
 cat >"$T/mute.yaml" <<YAML
 agents:
@@ -103,6 +119,7 @@ agents:
     cmd: [/bin/sh, -c, 'exec 3>&1; cat >/dev/null', $T]
     max_line: 64KiB
     max_inflight: 1
+    timeout: $((600 * SLOW))s
 routes:
   "*": mute
 limits: {memory: 16MiB}
