@@ -191,6 +191,8 @@ enum ndjson_kind {
 typedef void (*ndjson_line_cb)(void *, enum ndjson_kind, char *, size_t,
     size_t);
 
+#define NDJSON_HEAD	256	/* of a line too long, handed out */
+
 struct ndjson_reader {
 	char	*buf;		/* the partial line */
 	size_t	 len;
@@ -203,6 +205,8 @@ struct ndjson_reader {
 	int	 truncate;
 	int	 stop;		/* hand out no more lines of this chunk */
 	int	 held;		/* buf holds the rest of a stopped chunk */
+	char	 head[NDJSON_HEAD];	/* the start of a line discarded */
+	size_t	 headlen;
 };
 
 struct ndjson_writer {
@@ -1242,6 +1246,7 @@ struct peer *rpc_peer_find(const char *);
 struct peer *rpc_peer_first(void);
 struct peer *rpc_peer_next(struct peer *);
 int	 rpc_full(const struct peer *);
+json_t	*rpc_prefix_id(const char *, size_t);
 
 /* event.c */
 void	 event_init(void);

@@ -110,7 +110,7 @@ static void
 server_client_handle(struct server_client *c, enum ndjson_kind kind,
     char *line, size_t len, size_t extra)
 {
-	json_t	*nul;
+	json_t	*id;
 	char	 why[128];
 
 	if (kind == NDJSON_LINE) {
@@ -123,10 +123,13 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 	else
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
-	nul = json_null();
-	rpc_error(&c->peer, nul, kind == NDJSON_TOOLONG ? CORRAL_E_INVALID :
+	/* The request's id, when its first bytes have it: the answer is
+	 * then its own. */
+	if (kind != NDJSON_TOOLONG || (id = rpc_prefix_id(line, len)) == NULL)
+		id = json_null();
+	rpc_error(&c->peer, id, kind == NDJSON_TOOLONG ? CORRAL_E_INVALID :
 	    CORRAL_E_PARSE, why, NULL);
-	json_decref(nul);
+	json_decref(id);
 }
 
 /* Stop reading while the client's answers pile up. */

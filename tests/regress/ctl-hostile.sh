@@ -61,7 +61,7 @@ expect_err 5 null -32600
 expect_err 6 3 -32600
 expect_err 7 4 -32602
 expect_err 8 5 -32601
-expect_err 9 null -32600
+expect_err 9 6 -32600
 expect_err 10 null -32700
 sed -n 11p "$T/bad.out" | grep -qxF '{"jsonrpc":"2.0","id":8,"result":{}}' ||
     fail "the good frame after the bad ones: $(sed -n 11p "$T/bad.out")"
