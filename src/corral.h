@@ -1103,6 +1103,8 @@ size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
+int	 protocol_number(json_t *, const char *, double, double, int,
+	    double *);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
 void	 protocol_set_run(const char *);
@@ -1250,7 +1252,7 @@ json_t	*rpc_prefix_id(const char *, size_t);
 
 /* event.c */
 void	 event_init(void);
-void	 event_set_log(const char *);
+void	 event_set_log(const char *, size_t);
 uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
@@ -1575,6 +1577,7 @@ int	 engine_idle(void);
 typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
 int	 auditlog_close(void);
+uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
 void	 auditlog_on_error(auditlog_error_cb);
 void	 auditlog_flush(void);

@@ -18,6 +18,7 @@
  * keeps READY <-> BUSY out.
  */
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -619,6 +620,19 @@ mapview_param_agent(json_t *params)
 	return agent_find(json_string_value(v));
 }
 
+/*
+ * A depth a caller gives (maxDepth, depth): -1 (any) when absent or
+ * negative; a depth beyond any tree is as good as any.
+ */
+static int
+mapview_depth(json_t *obj, const char *key)
+{
+	double	d = -1;
+
+	(void)protocol_number(obj, key, -1, INT_MAX, 1, &d);
+	return (int)d;
+}
+
 /* Add the descendants of a the caller sees to list, down to depth. */
 static void
 mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
@@ -710,9 +724,7 @@ mapview_get(struct peer *p, json_t *id, json_t *params)
 	inc = json_object_get(params, "include");
 	if (inc == NULL)
 		inc = params;
-	if (json_is_integer(json_object_get(inc, "maxDepth")))
-		depth = (int)json_integer_value(json_object_get(inc,
-		    "maxDepth"));
+	depth = mapview_depth(inc, "maxDepth");
 	if (json_is_true(json_object_get(inc, "parent")) && t->parent != NULL &&
 	    mapview_sees(p, t->parent))
 		json_object_set_new(res, "parent", mapview_describe(t->parent));
@@ -779,9 +791,7 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 			return;
 		}
 	}
-	if (json_is_integer(json_object_get(params, "depth")))
-		depth = (int)json_integer_value(json_object_get(params,
-		    "depth"));
+	depth = mapview_depth(params, "depth");
 	nodes = json_array();
 	edges = json_array();
 	for (t = agent_first(); t != NULL; t = agent_next(t)) {

@@ -33,6 +33,7 @@
  * and the lifecycle of its children's transitions, through callbacks.
  */
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -41,6 +42,8 @@
 #include <string.h>
 
 #include "corral.h"
+
+#define SUBAGENT_SECONDS_MAX	1e9	/* a timeout: 31 years is none */
 
 static const struct workflow	 *subagent_wf;
 
@@ -365,27 +368,25 @@ subagent_narrow(double entry, double spawn)
 	return spawn < entry ? spawn : entry;
 }
 
-/* Read a limit from params.limits (number >= 0), or keep dflt. */
+/*
+ * Read a limit, a budget or a timeout a spawn gives (a number, at most
+ * max), or 0: none.  A negative one is none too; one beyond max is as
+ * good as no limit, and must not wrap where it is converted.
+ */
 static double
-subagent_param_num(json_t *obj, const char *key, double dflt)
+subagent_param_num(json_t *obj, const char *key, double max)
 {
-	json_t	*v = json_object_get(obj, key);
+	double	v = 0;
 
-	if (json_is_number(v) && json_number_value(v) >= 0)
-		return json_number_value(v);
-	return dflt;
+	(void)protocol_number(obj, key, 0, max, 1, &v);
+	return v;
 }
 
-/*
- * Read a count from params.limits (a number >= 0), or 0: a number beyond
- * what an unsigned int holds is as good as no limit, and must not wrap.
- */
+/* Read a count from params.limits: as subagent_param_num. */
 static unsigned int
 subagent_param_count(json_t *obj, const char *key)
 {
-	double	v = subagent_param_num(obj, key, 0);
-
-	return v >= (double)UINT_MAX ? UINT_MAX : (unsigned int)v;
+	return (unsigned int)subagent_param_num(obj, key, (double)UINT_MAX);
 }
 
 /* The request the agent is working on now, to link lineage and job. */
@@ -599,14 +600,15 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	budget = json_object_get(limits, "budget");
 	c->child.limit_depth = subagent_param_count(limits, "depth");
 	c->child.limit_children = subagent_param_count(limits, "children");
-	c->child.task_timeout = subagent_param_num(params, "timeout", 0);
+	c->child.task_timeout = subagent_param_num(params, "timeout",
+	    SUBAGENT_SECONDS_MAX);
 	c->child.keep = json_is_true(json_object_get(params, "keep"));
 	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
-	    "tokens", 0));
+	    "tokens", DBL_MAX));
 	b[1] = subagent_narrow(ac->budget_cost, subagent_param_num(budget,
-	    "cost", 0));
+	    "cost", DBL_MAX));
 	b[2] = subagent_narrow(ac->budget_time, subagent_param_num(budget,
-	    "time", 0));
+	    "time", SUBAGENT_SECONDS_MAX));
 }
 
 /* Record a spawn: who asked (parent, or a client as owner), what, seen? */
