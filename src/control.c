@@ -383,13 +383,18 @@ static void
 control_register(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
+	char		 why[256];
 
 	if (a == NULL) {
 		rpc_error(p, id, CORRAL_E_DENIED, "clients cannot add agents: "
 		    "corral starts them (map/agents/spawn)", NULL);
 		return;
 	}
-	mapview_merge(a, json_object_get(params, "metadata"));
+	if (mapview_merge(a, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
 		auditlog_event("handshake", a->id, NULL, NULL);
@@ -435,6 +440,7 @@ control_update(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t = mapview_param_agent(params);
 	json_t		*st;
+	char		 why[256];
 
 	if (t == NULL && p->agent != NULL &&
 	    json_object_get(params, "agentId") == NULL)
@@ -448,7 +454,11 @@ control_update(struct peer *p, json_t *id, json_t *params)
 		    "itself", NULL);
 		return;
 	}
-	mapview_merge(t, json_object_get(params, "metadata"));
+	if (mapview_merge(t, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	st = json_object_get(params, "state");
 	if (json_is_string(st))
 		mapview_report(t, json_string_value(st));

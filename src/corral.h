@@ -558,6 +558,8 @@ struct child {
 	size_t			 last_reply_len;
 	int			 last_reply_error;
 	char			*via;		/* the MCP session that spawned it */
+	int			 finished;	/* in the history (subagent.c) */
+	TAILQ_ENTRY(agent)	 history;
 	ev_tstamp		 refused_at;	/* log rate limit of refusals */
 	unsigned int		 refused_logged;
 	unsigned int		 refused_dropped;
@@ -1597,7 +1599,8 @@ void	 mapview_init(void);
 const char *mapview_state(enum agent_state);
 const char *mapview_owner(const struct agent *);
 void	 mapview_set_owner(struct agent *, const char *);
-void	 mapview_merge(struct agent *, json_t *);
+int	 mapview_merge(struct agent *, json_t *, char *, size_t);
+int	 mapview_metadata_check(json_t *, char *, size_t);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);

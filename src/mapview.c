@@ -24,6 +24,9 @@
 
 #include "corral.h"
 
+#define MAPVIEW_METADATA_BYTES	16384	/* an agent's metadata, as JSON */
+#define MAPVIEW_METADATA_VALUES	256	/* and its values */
+
 static void	mapview_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	mapview_forget(struct agent *);
@@ -191,17 +194,83 @@ mapview_set_owner(struct agent *a, const char *owner)
 	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
-/* Merge metadata given by a spawn, a register or an update (borrowed). */
-void
-mapview_merge(struct agent *a, json_t *md)
+/* Count the JSON values in v, stopping past max. */
+static size_t
+mapview_values(json_t *v, size_t max)
 {
+	json_t		*x;
+	const char	*k;
+	size_t		 n = 1, i;
+
+	if (json_is_object(v))
+		json_object_foreach(v, k, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	else if (json_is_array(v))
+		json_array_foreach(v, i, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	return n;
+}
+
+/*
+ * Is metadata small enough to keep for an agent: at most
+ * MAPVIEW_METADATA_BYTES of JSON and MAPVIEW_METADATA_VALUES values?  It
+ * stays as long as its agent, and a participant may send it again and
+ * again.  Returns 0, or -1 with why.
+ */
+int
+mapview_metadata_check(json_t *md, char *why, size_t len)
+{
+	size_t	bytes, values;
+
+	if (md == NULL)
+		return 0;
+	bytes = json_dumpb(md, NULL, 0, JSON_COMPACT);
+	values = mapview_values(md, MAPVIEW_METADATA_VALUES);
+	if (bytes <= MAPVIEW_METADATA_BYTES &&
+	    values <= MAPVIEW_METADATA_VALUES)
+		return 0;
+	if (bytes > MAPVIEW_METADATA_BYTES)
+		snprintf(why, len, "metadata too large: %zu bytes of JSON; an "
+		    "agent's metadata holds at most %d bytes and %d values",
+		    bytes, MAPVIEW_METADATA_BYTES, MAPVIEW_METADATA_VALUES);
+	else
+		snprintf(why, len, "metadata too large: more than %d values; "
+		    "an agent's metadata holds at most %d bytes of JSON and %d "
+		    "values", MAPVIEW_METADATA_VALUES, MAPVIEW_METADATA_BYTES,
+		    MAPVIEW_METADATA_VALUES);
+	return -1;
+}
+
+/*
+ * Merge metadata given by a spawn, a register or an update (borrowed).
+ * Returns 0, or -1 with why, merging nothing, when the agent's metadata
+ * would grow beyond its bound (mapview_metadata_check).
+ */
+int
+mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
+{
+	json_t	*m;
+
 	if (!json_is_object(md))
-		return;
-	if (a->map.metadata == NULL)
-		a->map.metadata = json_object();
-	json_object_update(a->map.metadata, md);
+		return 0;
+	m = a->map.metadata != NULL ? json_copy(a->map.metadata) :
+	    json_object();
+	json_object_update(m, md);
 	/* corral's own options are not the agent's metadata. */
-	json_object_del(a->map.metadata, "corral");
+	json_object_del(m, "corral");
+	if (mapview_metadata_check(m, why, len) != 0) {
+		json_decref(m);
+		return -1;
+	}
+	json_decref(a->map.metadata);
+	a->map.metadata = m;
+	return 0;
 }
 
 /* The state an agent says it is in (map/agents/update); NULL clears. */

@@ -43,9 +43,18 @@
 
 #include "corral.h"
 
+/*
+ * The agents clients started that have finished for good stay listed
+ * (stopped or failed) for a while: the last SUBAGENT_HISTORY of them.
+ * Older ones are freed, as finished children are at once.
+ */
+#define SUBAGENT_HISTORY	64
 #define SUBAGENT_SECONDS_MAX	1e9	/* a timeout: 31 years is none */
 
 static const struct workflow	 *subagent_wf;
+static TAILQ_HEAD(, agent)	  subagent_history =
+				    TAILQ_HEAD_INITIALIZER(subagent_history);
+static unsigned int		  subagent_nhistory;
 
 /* Why a spawn is refused: MAP's code, corral's old one, a reason word. */
 struct subagent_refusal {
@@ -85,10 +94,23 @@ subagent_init(const struct workflow *wf)
 	agent_on_free(subagent_forget);
 }
 
-/* An agent is about to be freed. */
+/*
+ * An agent is about to be freed.  A parent done for good that waited for
+ * this last child of its own goes next.
+ */
 static void
 subagent_forget(struct agent *a)
 {
+	struct agent	*p = a->parent;
+
+	if (p != NULL && p->parent != NULL && !(p->flags & AGENT_DEAD) &&
+	    lifecycle_done(p) && p->nchildren == 1 && p->child.task == NULL)
+		agent_mark_dead(p);
+	if (a->child.finished) {
+		TAILQ_REMOVE(&subagent_history, a, child.history);
+		subagent_nhistory--;
+		a->child.finished = 0;
+	}
 	free(a->child.spawn_id);
 	free(a->child.via);
 	free(a->child.last_reply);
@@ -770,6 +792,12 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	}
 	if (subagent_limits(p, &r) != 0)
 		goto refuse;
+	if (mapview_metadata_check(json_object_get(params, "metadata"), r.why,
+	    sizeof r.why) != 0) {
+		r.code = CORRAL_E_PARAMS;
+		r.reason = NULL;
+		goto refuse;
+	}
 	vis = json_object_get(params, "visibility");
 	visible = p == NULL || json_is_true(json_object_get(opts, "visible")) ||
 	    (json_is_string(vis) && strcmp(json_string_value(vis),
@@ -796,7 +824,9 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		c->flags |= AGENT_HIDDEN;
 	if (p == NULL)
 		mapview_set_owner(c, from->name);
-	mapview_merge(c, json_object_get(params, "metadata"));
+	/* Checked above: it fits. */
+	(void)mapview_merge(c, json_object_get(params, "metadata"), r.why,
+	    sizeof r.why);
 	if (tid[0] != '\0')
 		c->child.spawn_id = xstrdup(tid);
 	if (from->role & PEER_DELEGATE)
@@ -1189,9 +1219,43 @@ subagent_child_restarting(struct agent *c)
 }
 
 /*
+ * A client's agent finished for good: it joins the history, and the
+ * oldest ones beyond SUBAGENT_HISTORY are freed.  One that still has
+ * children (they are on their way out) or work is passed over for now:
+ * freeing it would leave them without a parent, or a result without
+ * its agent.  What it kept for its result is no longer needed.
+ */
+static void
+subagent_finished(struct agent *a)
+{
+	struct agent	*old, *next;
+
+	if (!a->child.finished) {
+		a->child.finished = 1;
+		TAILQ_INSERT_TAIL(&subagent_history, a, child.history);
+		subagent_nhistory++;
+		free(a->child.last_reply);
+		a->child.last_reply = NULL;
+		a->child.last_reply_len = 0;
+	}
+	TAILQ_FOREACH_SAFE(old, &subagent_history, child.history, next) {
+		if (subagent_nhistory <= SUBAGENT_HISTORY)
+			break;
+		if (!TAILQ_EMPTY(&old->children) || old->child.task != NULL ||
+		    old->work.outstanding > 0)
+			continue;
+		TAILQ_REMOVE(&subagent_history, old, child.history);
+		subagent_nhistory--;
+		old->child.finished = 0;
+		agent_mark_dead(old);
+	}
+}
+
+/*
  * A transition of an agent: a child that crashed and restarts takes its
  * siblings along (its parent's strategy); a child done for good, with no
- * task and no children left, is freed.
+ * task and no children left, is freed; a client's agent done for good
+ * goes into the history of finished agents.
  */
 static void
 subagent_lifecycle(struct agent *a, enum agent_state from,
@@ -1199,6 +1263,12 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 {
 	if (to == AS_BACKOFF && ev == AE_EXITED)
 		subagent_child_restarting(a);
+	if (a->child.finished && !lifecycle_done(a)) {
+		/* Started again: no longer history. */
+		TAILQ_REMOVE(&subagent_history, a, child.history);
+		subagent_nhistory--;
+		a->child.finished = 0;
+	}
 	if (to != AS_STOPPED && to != AS_FAILED)
 		return;
 	if (!lifecycle_done(a))
@@ -1207,6 +1277,9 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 	if (a->parent != NULL && !lifecycle_has_live_children(a) &&
 	    a->child.task == NULL)
 		agent_mark_dead(a);
+	else if (a->parent == NULL && a->instance == 0 &&
+	    !(a->flags & AGENT_DEAD))
+		subagent_finished(a);
 }
 
 /* A subtree went over its budget: its task fails and it stops. */
