@@ -1604,6 +1604,7 @@ int	 mapview_metadata_check(json_t *, char *, size_t);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
+int	 mapview_owns(const char *);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
@@ -1648,6 +1649,7 @@ void	 control_gone(struct peer *);
 /* server-client.c */
 unsigned int server_client_count(void);
 void	 server_client_create(int, uid_t, pid_t);
+int	 server_client_evict(unsigned int, double, char *, size_t, double *);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 

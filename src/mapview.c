@@ -320,6 +320,19 @@ mapview_owner_gone(const char *owner, int orphan)
 	}
 }
 
+/* Does the client named owner own an agent that is still alive? */
+int
+mapview_owns(const char *owner)
+{
+	struct agent	*a;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a->map.owner != NULL && strcmp(a->map.owner, owner) == 0 &&
+		    !(a->map.flags & MAPF_ORPHANED) && lifecycle_alive(a))
+			return 1;
+	return 0;
+}
+
 /* Return nonzero if from may address to (docs/subagents.md). */
 int
 mapview_may_reach(struct agent *from, struct agent *to)

@@ -30,6 +30,8 @@ struct server_client {
 	struct peer			 peer;
 	struct chan			 chan;
 	char				 name[32];	/* client:N */
+	pid_t				 pid;		/* SO_PEERCRED's */
+	ev_tstamp			 last;		/* its last line */
 	int				 flags;
 #define SC_DEAD		0x01
 #define SC_PAUSED	0x02	/* answers pile up: lines wait */
@@ -74,6 +76,8 @@ server_client_create(int fd, uid_t uid, pid_t pid)
 	c = xcalloc(1, sizeof *c);
 	snprintf(c->name, sizeof c->name, "client:%llu",
 	    (unsigned long long)++server_client_seq);
+	c->pid = pid;
+	c->last = ev_now(LOOP);
 	chan_init(&c->chan, c->name, fd, wfd, CORRAL_MAX_LINE_DEFAULT, c);
 	c->chan.on_line = server_client_line;
 	c->chan.on_eof = server_client_eof;
@@ -151,6 +155,7 @@ server_client_line(struct chan *ch, enum ndjson_kind kind, char *line,
 
 	if (c->flags & SC_DEAD)
 		return;
+	c->last = ev_now(LOOP);
 	if ((c->flags & SC_PAUSED) && kind == NDJSON_LINE) {
 		/* The rest of a chunk already read: it waits its turn. */
 		if (c->plen + len + 1 > c->pcap) {
@@ -222,6 +227,82 @@ server_client_free(struct server_client *c)
 	free(c->peer.cname);
 	free(c->pend);
 	free(c);
+}
+
+/*
+ * How much a client is worth keeping when room is short: 0 when it has
+ * no subscription and no agent of its own, 1 with one of them, 2 with
+ * both.
+ */
+static int
+server_client_worth(struct server_client *c)
+{
+	return (c->peer.nsubs > 0) + mapview_owns(c->name);
+}
+
+/*
+ * The connection to close to make room for a new one, or NULL: the
+ * idlest connection of the process that holds the most, when it holds
+ * more than hog of them; else the idlest of those silent for min_idle
+ * seconds, the ones worth least first.
+ */
+static struct server_client *
+server_client_victim(unsigned int hog, double min_idle)
+{
+	struct server_client	*c, *d, *best = NULL;
+	ev_tstamp		 now = ev_now(LOOP);
+	unsigned int		 n, most = 0;
+	pid_t			 pid = 0;
+
+	TAILQ_FOREACH(c, &server_clients, entry) {
+		if (c->flags & SC_DEAD)
+			continue;
+		n = 0;
+		TAILQ_FOREACH(d, &server_clients, entry)
+			n += !(d->flags & SC_DEAD) && d->pid == c->pid;
+		if (n > most) {
+			most = n;
+			pid = c->pid;
+		}
+	}
+	TAILQ_FOREACH(c, &server_clients, entry) {
+		if (c->flags & SC_DEAD)
+			continue;
+		if (most > hog ? c->pid != pid : now - c->last < min_idle)
+			continue;
+		if (best == NULL || server_client_worth(c) <
+		    server_client_worth(best) || (server_client_worth(c) ==
+		    server_client_worth(best) && c->last < best->last))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * All places are taken: close one connection to make room (see
+ * server_client_victim), telling it why.  Returns 0 with its name and
+ * how long it was idle, or -1 when none may go.
+ */
+int
+server_client_evict(unsigned int hog, double min_idle, char *name,
+    size_t len, double *idle)
+{
+	struct server_client	*c;
+	json_t			*nul;
+	char			 why[160];
+
+	if ((c = server_client_victim(hog, min_idle)) == NULL)
+		return -1;
+	strlcpy(name, c->name, len);
+	*idle = ev_now(LOOP) - c->last;
+	snprintf(why, sizeof why, "connection closed to make room for a new "
+	    "one: every place was taken and this one was idle for %.1fs",
+	    *idle);
+	nul = json_null();
+	rpc_error(&c->peer, nul, CORRAL_E_EXHAUSTED, why, NULL);
+	json_decref(nul);
+	server_client_dead(c, "closed to make room");
+	return 0;
 }
 
 /* Free the clients that are gone (the loop's prepare callback). */
