@@ -860,6 +860,7 @@ struct client {
 	json_t			*info;		/* map/connect's result */
 	long long		 next_id;
 	int			 eof;
+	struct ndjson_writer	 out;		/* client_queue's frames */
 };
 
 /*
@@ -1296,6 +1297,10 @@ int	 client_open(struct client *, const char *, const char *, char *,
 json_t	*client_call(struct client *, const char *, json_t *, int, json_t **);
 json_t	*client_next(struct client *, int, int *);
 long long client_request(struct client *, const char *, json_t *);
+long long client_queue(struct client *, const char *, json_t *, size_t,
+	    size_t *);
+int	 client_flush(struct client *);
+size_t	 client_queued(const struct client *);
 int	 client_poll(struct client *, int);
 json_t	*client_take(struct client *);
 int	 client_open_auth(struct client *, const char *, const char *, json_t *,
