@@ -244,7 +244,9 @@ server_client_worth(struct server_client *c)
  * The connection to close to make room for a new one, or NULL: the
  * idlest connection of the process that holds the most, when it holds
  * more than hog of them; else the idlest of those silent for min_idle
- * seconds, the ones worth least first.
+ * seconds, the ones worth least first.  Processes are told apart by
+ * SO_PEERCRED's pid, which is 0 for every one outside corral's pid
+ * namespace: those count as one.
  */
 static struct server_client *
 server_client_victim(unsigned int hog, double min_idle)

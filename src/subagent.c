@@ -596,6 +596,30 @@ subagent_refuse(struct peer *from, json_t *id, struct subagent_refusal *r)
 }
 
 /*
+ * What a spawn brings besides its entry: its task (NULL: none, but a
+ * child must have one) and its metadata, which must fit an agent's
+ * bound.  Returns 0 with *task, or -1 with the refusal.
+ */
+static int
+subagent_payload(struct agent *p, json_t *params, json_t *opts,
+    json_t **task, struct subagent_refusal *r)
+{
+	*task = json_object_get(opts, "task");
+	if (*task == NULL)
+		*task = json_object_get(json_object_get(params,
+		    "initialMessage"), "payload");
+	r->code = CORRAL_E_PARAMS;
+	r->reason = NULL;
+	if (*task == NULL && p != NULL) {
+		snprintf(r->why, sizeof r->why, "a child needs a task: "
+		    "params.initialMessage.payload (or params.task)");
+		return -1;
+	}
+	return mapview_metadata_check(json_object_get(params, "metadata"),
+	    r->why, sizeof r->why);
+}
+
+/*
  * Set a new child's restart policy and limits from the spawn, and find
  * its budgets (b: tokens, cost, time): its entry's, narrowed by the
  * spawn's.
@@ -779,25 +803,9 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	if (subagent_check_parent(from, params, &r) != 0 ||
 	    (entry = subagent_entry(p, params, opts, &cmd, &r)) == NULL)
 		goto refuse;
-	task = json_object_get(opts, "task");
-	if (task == NULL)
-		task = json_object_get(json_object_get(params,
-		    "initialMessage"), "payload");
-	if (task == NULL && p != NULL) {
-		r.code = CORRAL_E_PARAMS;
-		r.reason = NULL;
-		snprintf(r.why, sizeof r.why, "a child needs a task: "
-		    "params.initialMessage.payload (or params.task)");
+	if (subagent_payload(p, params, opts, &task, &r) != 0 ||
+	    subagent_limits(p, &r) != 0)
 		goto refuse;
-	}
-	if (subagent_limits(p, &r) != 0)
-		goto refuse;
-	if (mapview_metadata_check(json_object_get(params, "metadata"), r.why,
-	    sizeof r.why) != 0) {
-		r.code = CORRAL_E_PARAMS;
-		r.reason = NULL;
-		goto refuse;
-	}
 	vis = json_object_get(params, "visibility");
 	visible = p == NULL || json_is_true(json_object_get(opts, "visible")) ||
 	    (json_is_string(vis) && strcmp(json_string_value(vis),

@@ -88,7 +88,7 @@ routes:
   "*": sink
 YAML
 serve_start "$T/pipe.yaml" --no-control --log "$T/audit2.ndjson"
-wait_for 'grep -q "\"id\":\"r\"" "$T/answers" 2>/dev/null' 60 ||
+wait_for 'grep "\"id\":\"r\"" "$T/answers" 2>/dev/null | grep -q "\"hasMore\":"' 60 ||
     fail "the agent's replay was not answered: $(tail -c 300 "$T/answers")"
 grep -n '"id":"[rp]"' "$T/answers" | cut -c1-60 >"$T/order"
 [ "$(sed -n 1p "$T/order" | grep -c '"id":"p"')" = 1 ] ||

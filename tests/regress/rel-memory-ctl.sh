@@ -54,7 +54,8 @@ routes:
 limits: {memory: 16MiB}
 YAML
 serve_start "$T/msg.yaml" -v --log "$AUD"
-wait_for '[ -e "$T/msg.done" ] && grep -q "\"id\":\"r\"" "$T/answers"' 120 ||
+# The whole answer: "hasMore" comes after its megabyte of events.
+wait_for '[ -e "$T/msg.done" ] && grep "\"id\":\"r\"" "$T/answers" | grep -q "\"hasMore\":"' 120 ||
     fail "messages: no answer to map/replay within $((120 * SLOW))s"
 serve_eof
 corral_wait 30
