@@ -19,7 +19,8 @@
  * Accepting backs off for a second when descriptors run out, as tmux's
  * server_add_accept does, rather than spinning on a listener that stays
  * readable.  Each connection becomes a client (server-client.c), up to
- * SERVER_CLIENTS at once.
+ * SERVER_CLIENTS at once; then a new one takes the place of an idle one
+ * (server_full), so that the owner's commands always get in.
  */
 
 #include <sys/socket.h>
