@@ -222,3 +222,19 @@ protocol_number(json_t *obj, const char *key, double min, double max,
 	*out = d;
 	return 1;
 }
+
+/* Is s a usable agent name: letters, digits, '_' and '-', 1 to 48? */
+int
+protocol_agent_name(const char *s)
+{
+	const char	*p;
+
+	if (*s == '\0' || strlen(s) > 48)
+		return 0;
+	for (p = s; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			return 0;
+	}
+	return 1;
+}

@@ -60,9 +60,14 @@ server_client_count(void)
 	return server_nclients - server_ndead;
 }
 
-/* A new connection (already checked) becomes a client. */
+/*
+ * A new connection (already checked) becomes a client; one from inside
+ * corral, from the processes of agent origin (or of none), becomes a
+ * peer with no rights until it shows that agent's credential.
+ */
 void
-server_client_create(int fd, uid_t uid, pid_t pid)
+server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
+    int inside)
 {
 	struct server_client	*c;
 	int			 wfd;
@@ -86,13 +91,16 @@ server_client_create(int fd, uid_t uid, pid_t pid)
 	c->peer.name = c->name;
 	c->peer.chan = &c->chan;
 	c->peer.role = PEER_CLIENT;
-	c->peer.flags = PEER_SOCKET;
+	c->peer.flags = PEER_SOCKET | (inside ? PEER_INSIDE : 0);
+	c->peer.origin = origin;
 	rpc_peer_add(&c->peer);
 	TAILQ_INSERT_TAIL(&server_clients, c, entry);
 	server_nclients++;
 	chan_start(&c->chan);
-	log_debug("control: %s connected (uid %ld, pid %ld)", c->name,
-	    (long)uid, (long)pid);
+	log_debug("control: %s connected (uid %ld, pid %ld)%s%s%s", c->name,
+	    (long)uid, (long)pid, inside ? " from inside" : "",
+	    origin != NULL ? ": the processes of agent " : "",
+	    origin != NULL ? origin->id : "");
 }
 
 /* The client is gone: its agents and subscriptions go; freed later. */
@@ -119,6 +127,9 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 
 	if (kind == NDJSON_LINE) {
 		control_frame(&c->peer, line, len);
+		if (c->peer.flags & PEER_HANGUP)
+			/* Refused: its answer is written as it closes. */
+			server_client_dead(c, "refused");
 		return;
 	}
 	if (kind == NDJSON_TOOLONG)
@@ -232,14 +243,16 @@ server_client_free(struct server_client *c)
 }
 
 /*
- * How much a client is worth keeping when room is short: 0 when it has
- * no subscription and no agent of its own, 1 with one of them, 2 with
- * both.
+ * How much a client is worth keeping when room is short: a session an
+ * agent acts through (corral mcp, whose children's results come to it)
+ * most, then one with subscriptions or agents of its own, then the
+ * rest.
  */
 static int
 server_client_worth(struct server_client *c)
 {
-	return (c->peer.nsubs > 0) + mapview_owns(c->name);
+	return 2 * ((c->peer.role & PEER_DELEGATE) != 0) +
+	    (c->peer.nsubs > 0) + mapview_owns(c->name);
 }
 
 /*

@@ -409,7 +409,7 @@ supervisor_stdin_line(struct chan *c, enum ndjson_kind kind, char *line,
     size_t len, size_t extra)
 {
 	if (!sv.shutting_down)
-		engine_input_line(&sv.stdio_peer, line, len, kind, extra);
+		dialect_input(&sv.stdio_peer, line, len, kind, extra);
 }
 
 /* Make sure descriptors 0, 1 and 2 are open, so pipes never land there. */
@@ -525,11 +525,17 @@ supervisor_print_result(void)
 	json_decref(j);
 }
 
-/* The control frames of a peer go to the control plane. */
-static void
-supervisor_control(struct peer *p, const char *line, size_t len)
+/*
+ * An agent writes nothing but bad lines (dialect.c): it is failed, unless
+ * it is on its way out already.  Returns nonzero when it was failed.
+ */
+static int
+supervisor_garbage(struct agent *a, const char *why)
 {
-	control_frame(p, line, len);
+	if (!lifecycle_alive(a) || lifecycle_stopping(a))
+		return 0;
+	lifecycle_fail(a, why);
+	return 1;
 }
 
 /*
@@ -547,6 +553,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	size_t			 len;
 
 	metrics_outcome(m, outcome, code);
+	otlp_outcome(m, outcome, code, why);
 	if (strcmp(outcome, "replied") == 0 || why == NULL)
 		return;
 	if (a != NULL)
@@ -561,6 +568,8 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	jsonw_str(&j, why);
 	jsonw_key(&j, "requestId");
 	jsonw_str(&j, m->id);
+	jsonw_key(&j, "intent");
+	jsonw_str(&j, protocol_intent_name(m->intent));
 	if (a != NULL) {
 		jsonw_key(&j, "agentId");
 		jsonw_str(&j, a->id);
@@ -628,6 +637,7 @@ supervisor_host_pid(void)
 void
 supervisor_setup(const struct workflow *wf, int mode)
 {
+	struct dialect_consumers dc;
 	struct engine_hooks	eh;
 	struct control_info	ci;
 	uint32_t		r;
@@ -660,13 +670,24 @@ supervisor_setup(const struct workflow *wf, int mode)
 	ev_prepare_init(&sv.prepare_w, supervisor_prepare_cb);
 	ev_prepare_start(LOOP, &sv.prepare_w);
 
+	/* Who takes what agents and serve's stdin say. */
+	memset(&dc, 0, sizeof dc);
+	dc.activity = lifecycle_activity;
+	dc.fail = supervisor_garbage;
+	dc.tool = adapter_line;
+	dc.control = control_frame;
+	dc.envelope = engine_agent_envelope;
+	dc.invalid = engine_agent_invalid;
+	dc.input = engine_input;
+	dc.out = supervisor_out;
+	dialect_init(&dc);
 	memset(&eh, 0, sizeof eh);
 	eh.out = supervisor_out;
 	eh.result = supervisor_result;
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
-	eh.control = supervisor_control;
 	eh.outcome = supervisor_outcome;
+	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
 	subagent_init(wf);
 	event_init();
@@ -771,33 +792,37 @@ supervisor_start_agents(void)
 
 /*
  * Say once what this kernel cannot enforce of the agents' confine:, and
- * refuse to run an agent that requires all of it.  Returns nonzero to
- * refuse.
+ * refuse to run an agent that requires what is missing.  Returns nonzero
+ * to refuse.
  */
 static int
 supervisor_confine(const struct workflow *wf)
 {
 	struct {
-		char	gap[256];
+		char	gap[512];
 		char	names[256];
 	}			 seen[4];
 	const struct agent_conf	*ac;
-	char			 gap[256];
+	char			 gap[512];
 	size_t			 i, j, nseen = 0;
 	int			 refuse = 0, logged = 0;
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if ((ac->confine.flags & CONFINE_ON) && !logged++)
+		if ((ac->confine.flags & CONFINE_ON) && !logged++) {
 			log_info("confine: Landlock ABI %d", confine_abi());
-		if (!confine_gaps(&ac->confine, gap, sizeof gap))
-			continue;
-		if (ac->confine.required) {
+			log_info("confine: %s", confine_mountns() ? "a mount "
+			    "namespace for each agent, read-only but where it "
+			    "may write" : "no mount namespace for agents");
+		}
+		if (confine_refused(&ac->confine, gap, sizeof gap)) {
 			log_warnx("agent %s: confine: required, but %s",
 			    ac->name, gap);
 			refuse = 1;
 			continue;
 		}
+		if (!confine_gaps(&ac->confine, gap, sizeof gap))
+			continue;
 		for (j = 0; j < nseen; j++)
 			if (strcmp(seen[j].gap, gap) == 0)
 				break;
@@ -823,6 +848,7 @@ static void
 supervisor_run_end(void)
 {
 	const struct engine_stats	*st = engine_stats_get();
+	uint64_t			 rejected = dialect_stats_get()->rejected;
 	struct jsonw			 j;
 	struct rusage			 ru;
 	char				*s;
@@ -844,7 +870,7 @@ supervisor_run_end(void)
 		jsonw_key(&j, "expired");
 		jsonw_u64(&j, st->expired);
 		jsonw_key(&j, "rejected");
-		jsonw_u64(&j, st->rejected);
+		jsonw_u64(&j, rejected);
 		jsonw_key(&j, "late");
 		jsonw_u64(&j, st->late);
 		jsonw_key(&j, "peak_rss_kb");
@@ -858,7 +884,7 @@ supervisor_run_end(void)
 	    "expired, %llu rejected; peak memory %.1f MB",
 	    (unsigned long long)st->accepted, (unsigned long long)st->replied,
 	    (unsigned long long)st->errored, (unsigned long long)st->expired,
-	    (unsigned long long)st->rejected, peak / 1024.0);
+	    (unsigned long long)rejected, peak / 1024.0);
 }
 
 /*
@@ -892,6 +918,10 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		return EXIT_USAGE;
 	}
 	event_set_log(logpath, supervisor_max_line(wf));
+	if (otlp_open() != 0) {
+		log_warn("--otlp");
+		return EXIT_USAGE;
+	}
 	if (workspace_open(wf) != 0) {
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
@@ -934,8 +964,9 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	else
 		supervisor_print_result();
 	workspace_close();	/* its last outcomes go before run_end */
+	otlp_close();
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
-	engine_scan_drain();
+	jscan_drain();
 	return supervisor_exit_status();
 }
