@@ -118,6 +118,7 @@ static struct {
 } mcp;
 
 static void	cmd_mcp_check_waits(void);
+static void	cmd_mcp_lost(void);
 
 /*
  * Write what waits for the CLI, as far as stdout takes it now (a pipe
@@ -811,19 +812,17 @@ cmd_mcp_arg(struct cmd_mcp_call *call, const char *key)
 	return v;
 }
 
-/* The connection to corral failed: say so to a call. */
+/*
+ * Writing to corral failed: the call says so, and every other call
+ * corral owes an answer fails as when corral goes away.
+ */
 static void
 cmd_mcp_request_failed(struct cmd_mcp_call *call)
 {
-	char	*s;
-
-	mcp.connected = 0;
-	client_close(&mcp.c);
-	snprintf(mcp.why, sizeof mcp.why, "the connection to corral failed");
-	xasprintf(&s, "corral mcp cannot act for this agent: %s", mcp.why);
-	cmd_mcp_text(call->id, s, 1);
-	free(s);
+	cmd_mcp_text(call->id, "corral mcp cannot act for this agent: the "
+	    "connection to corral failed", 1);
 	cmd_mcp_call_free(call);
+	cmd_mcp_lost();
 }
 
 /*
