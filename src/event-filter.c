@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "corral.h"
-#include "event.h"
+#include "event-int.h"
 
 /* The lists of a filter, in the order of event_filter_keys. */
 enum {

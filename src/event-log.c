@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "corral.h"
-#include "event.h"
+#include "event-int.h"
 
 #define EVENT_LOG_STEP		(256 * 1024)	/* read per loop iteration */
 #define EVENT_LOG_ACTIVE	2		/* replays reading at once */
@@ -366,14 +366,54 @@ event_log_match(struct event_replay *rp, const char *line, size_t len,
 	return ok;
 }
 
+/*
+ * The agent a map_event line is about (its "agent" member, before the
+ * event), into buf: 0 with *agent (NULL: none), or -1 when it could not
+ * be read.  Agent ids rarely need escapes; one that has them is read
+ * with jansson.
+ */
+static int
+event_log_agent(const char *line, size_t len, char *buf, size_t blen,
+    const char **agent)
+{
+	const char	*p, *q, *ev;
+	json_t		*j;
+
+	*agent = NULL;
+	if ((ev = memmem(line, len, ",\"event\":{", 10)) == NULL)
+		return -1;
+	if ((p = memmem(line, (size_t)(ev - line), ",\"agent\":\"", 10)) ==
+	    NULL)
+		return 0;
+	p += 10;
+	if ((q = memchr(p, '"', (size_t)(ev - p))) == NULL)
+		return -1;
+	if (memchr(p, '\\', (size_t)(q - p)) == NULL &&
+	    (size_t)(q - p) < blen) {
+		memcpy(buf, p, (size_t)(q - p));
+		buf[q - p] = '\0';
+		*agent = buf;
+		return 0;
+	}
+	if ((j = json_loadb(line, len, 0, NULL)) == NULL)
+		return -1;
+	if (json_string_value(json_object_get(j, "agent")) != NULL) {
+		strlcpy(buf, json_string_value(json_object_get(j, "agent")),
+		    blen);
+		*agent = buf;
+	}
+	json_decref(j);
+	return 0;
+}
+
 /* One line of the log, for a replay. */
 static void
 event_log_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
 	struct event_replay	*rp = arg;
-	const char		*oldest, *id, *ev, *end = line + len;
-	char			 type[64];
+	const char		*oldest, *id, *ev, *agent, *end = line + len;
+	char			 type[64], who[256];
 	size_t			 head = len < EVENT_LOG_HEAD ? len :
 				    EVENT_LOG_HEAD;
 	uint64_t		 ms;
@@ -401,8 +441,9 @@ event_log_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 		ndjson_reader_stop(&rp->rd);
 		return;
 	}
-	if (!event_replay_in(rp, id, ms) || !event_log_match(rp, line, len,
-	    type, ev, (size_t)(end - 1 - ev)))
+	if (!event_replay_in(rp, id, ms) || event_log_agent(line, len, who,
+	    sizeof who, &agent) != 0 || !event_sees(rp->peer, agent) ||
+	    !event_log_match(rp, line, len, type, ev, (size_t)(end - 1 - ev)))
 		return;
 	if (event_replay_add(rp, id, ms, ev, (size_t)(end - 1 - ev)) != 0) {
 		/* The answer is full: hasMore, and the count stops here. */

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "corral.h"
-#include "event.h"
+#include "event-int.h"
 
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
@@ -85,6 +85,7 @@ static TAILQ_HEAD(, event_sub)	 event_subs =
 static uint64_t			 event_sub_seq;
 static uint8_t			 event_ulid[16];
 static uint64_t			 event_ulid_ms;
+static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -123,6 +124,25 @@ void
 event_set_log(const char *path, size_t maxline)
 {
 	event_log_set(path, maxline);
+}
+
+/*
+ * Register who says whether a peer may see an agent (mapview.c): an
+ * agent's subscriptions and replays get only the events about agents it
+ * may see, as its map/agents/list does.
+ */
+void
+event_on_visible(event_visible_cb cb)
+{
+	event_visible = cb;
+}
+
+/* Whether peer p may see an event about agent (NULL: about no agent). */
+int
+event_sees(const struct peer *p, const char *agent)
+{
+	return agent == NULL || event_visible == NULL || event_visible(p,
+	    agent);
 }
 
 /* The time of an event: milliseconds since the epoch, the loop's clock. */
@@ -639,7 +659,8 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 	/* The event's metadata is parsed once for all the filters. */
 	event_rec_fields(r, &e);
 	TAILQ_FOREACH(s, &event_subs, entry)
-		if (event_filter_match(s->filter, &e))
+		if (event_filter_match(s->filter, &e) &&
+		    event_sees(s->peer, ei->agent))
 			event_deliver(s, r);
 	event_fields_done(&e);
 }
@@ -812,7 +833,8 @@ event_replay_ring(struct event_replay *rp)
 		if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
 			break;
 		if (!event_replay_in(rp, r->id, r->ms) ||
-		    !event_rec_match(rp->filter, r))
+		    !event_rec_match(rp->filter, r) ||
+		    !event_sees(rp->peer, event_key(r, EV_AGENT)))
 			continue;
 		if (!rp->full)
 			event_materialize(r);
@@ -874,7 +896,7 @@ event_replay_finish(struct event_replay *rp)
 	free(s);
 	free(ids);
 	s = jsonw_finish(&j, &len);
-	rpc_send_text(rp->peer, s, len);
+	rpc_reply_text(rp->peer, s, len);
 	free(s);
 	event_replay_free(rp);
 }
@@ -961,6 +983,14 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	    strcmp(rp->after, oldest) >= 0 : rp->from >= event_ring[(event_head +
 	    EVENT_HISTORY - event_count) % EVENT_HISTORY].ms)) {
 		event_replay_finish(rp);
+		return;
+	}
+	if (rpc_batching(p)) {
+		/* Its answer would come after the batch's. */
+		rpc_error(p, id, CORRAL_E_EXHAUSTED, "a map/replay that reads "
+		    "the audit log is answered on its own, not in a batch: send "
+		    "it alone", NULL);
+		event_replay_free(rp);
 		return;
 	}
 	if (event_log_busy(p)) {

@@ -206,7 +206,7 @@ server_client_drained(struct chan *ch, int arg)
 		off += len + 1;
 		server_client_check(c);
 	}
-	if (off > 0) {
+	if (off > 0) {		/* none: c->pend may be NULL */
 		memmove(c->pend, c->pend + off, c->plen - off);
 		c->plen -= off;
 	}

@@ -79,7 +79,7 @@ mem_bound() {
 			la = max(la, al[i])
 		}
 		L = max(Mi, la)
-		Y = max(Mi + 2 * L, n * (512 + d))
+		Y = Mi + max(Mi + 2 * L, n * (512 + d))	# a batch: 1 MiB more
 		t = 6 * Mi					# base
 		t += 10 * L + 8 * la + 16 * Mi			# one line handled
 		t += 18 * Mi					# event history

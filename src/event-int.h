@@ -6,8 +6,8 @@
  * of corral sees the functions in corral.h.
  */
 
-#ifndef EVENT_H
-#define EVENT_H
+#ifndef EVENT_INT_H
+#define EVENT_INT_H
 
 /*
  * A filter holds at most this many strings (list entries and
@@ -73,6 +73,7 @@ struct event_replay {
 };
 
 /* event.c */
+int	 event_sees(const struct peer *, const char *);
 int	 event_replay_in(struct event_replay *, const char *, uint64_t);
 int	 event_replay_add(struct event_replay *, const char *, uint64_t,
 	    const char *, size_t);
