@@ -191,6 +191,8 @@ enum ndjson_kind {
 typedef void (*ndjson_line_cb)(void *, enum ndjson_kind, char *, size_t,
     size_t);
 
+#define NDJSON_HEAD	256	/* of a line too long, handed out */
+
 struct ndjson_reader {
 	char	*buf;		/* the partial line */
 	size_t	 len;
@@ -203,6 +205,8 @@ struct ndjson_reader {
 	int	 truncate;
 	int	 stop;		/* hand out no more lines of this chunk */
 	int	 held;		/* buf holds the rest of a stopped chunk */
+	char	 head[NDJSON_HEAD];	/* the start of a line discarded */
+	size_t	 headlen;
 };
 
 struct ndjson_writer {
@@ -590,6 +594,8 @@ struct child {
 	size_t			 last_reply_len;
 	int			 last_reply_error;
 	char			*via;		/* the MCP session that spawned it */
+	int			 finished;	/* in the history (subagent.c) */
+	TAILQ_ENTRY(agent)	 history;
 	ev_tstamp		 refused_at;	/* log rate limit of refusals */
 	unsigned int		 refused_logged;
 	unsigned int		 refused_dropped;
@@ -959,6 +965,7 @@ struct client {
 	json_t			*info;		/* map/connect's result */
 	long long		 next_id;
 	int			 eof;
+	struct ndjson_writer	 out;		/* client_queue's frames */
 };
 
 /*
@@ -1214,6 +1221,8 @@ size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
+int	 protocol_number(json_t *, const char *, double, double, int,
+	    double *);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
 void	 protocol_set_run(const char *);
@@ -1358,6 +1367,7 @@ void	 rpc_batch_begin(struct peer *);
 void	 rpc_batch_end(struct peer *);
 void	 rpc_batch_drop_held(struct peer *);
 size_t	 rpc_batch_bytes(const struct peer *);
+int	 rpc_batching(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);
@@ -1366,10 +1376,11 @@ struct peer *rpc_peer_find(const char *);
 struct peer *rpc_peer_first(void);
 struct peer *rpc_peer_next(struct peer *);
 int	 rpc_full(const struct peer *);
+json_t	*rpc_prefix_id(const char *, size_t);
 
 /* event.c */
 void	 event_init(void);
-void	 event_set_log(const char *);
+void	 event_set_log(const char *, size_t);
 void	 event_on_visible(event_visible_cb);
 uint64_t event_now_ms(void);
 void	 event_new_id(char *);
@@ -1415,6 +1426,10 @@ int	 client_open(struct client *, const char *, const char *, char *,
 json_t	*client_call(struct client *, const char *, json_t *, int, json_t **);
 json_t	*client_next(struct client *, int, int *);
 long long client_request(struct client *, const char *, json_t *);
+long long client_queue(struct client *, const char *, json_t *, size_t,
+	    size_t *);
+int	 client_flush(struct client *);
+size_t	 client_queued(const struct client *);
 int	 client_poll(struct client *, int);
 json_t	*client_take(struct client *);
 int	 client_open_auth(struct client *, const char *, const char *, json_t *,
@@ -1786,6 +1801,7 @@ void	 trace_envelope(const char *, const char *, const char *, size_t);
 typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
 int	 auditlog_close(void);
+uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
 void	 auditlog_on_error(auditlog_error_cb);
 void	 auditlog_flush(void);
@@ -1806,7 +1822,8 @@ void	 mapview_init(void);
 const char *mapview_state(enum agent_state);
 const char *mapview_owner(const struct agent *);
 void	 mapview_set_owner(struct agent *, const char *);
-void	 mapview_merge(struct agent *, json_t *);
+int	 mapview_merge(struct agent *, json_t *, char *, size_t);
+int	 mapview_metadata_check(json_t *, char *, size_t);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
 int	 mapview_capability_equal(const char *, const char *);
@@ -1814,6 +1831,7 @@ void	 mapview_add_capabilities(struct agent *, json_t *);
 json_t	*mapview_capabilities(struct agent *);
 int	 mapview_has_capability(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
+int	 mapview_owns(const char *);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
@@ -1927,6 +1945,7 @@ void	 control_gone(struct peer *);
 /* server-client.c */
 unsigned int server_client_count(void);
 void	 server_client_create(int, uid_t, pid_t, struct agent *, int);
+int	 server_client_evict(unsigned int, double, char *, size_t, double *);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 

@@ -716,16 +716,26 @@ supervisor_stdio(void)
 	return &sv.stdio;
 }
 
+/* The longest line of the run: 1 MiB, or an agent's max_line if longer. */
+static size_t
+supervisor_max_line(const struct workflow *wf)
+{
+	size_t	max = CORRAL_MAX_LINE_DEFAULT, i;
+
+	for (i = 0; i < wf->nagents; i++)
+		if (wf->agents[i].max_line > max)
+			max = wf->agents[i].max_line;
+	return max;
+}
+
 /* Start serve's channel on stdin and stdout. */
 static void
 supervisor_stdio_start(void)
 {
-	size_t	max = CORRAL_MAX_LINE_DEFAULT, i;
+	size_t	max;
 
 	/* An input may be as long as the longest line an agent takes. */
-	for (i = 0; i < sv.wf->nagents; i++)
-		if (sv.wf->agents[i].max_line > max)
-			max = sv.wf->agents[i].max_line;
+	max = supervisor_max_line(sv.wf);
 	if (sv.wf->stdin_max_line != 0)
 		max = sv.wf->stdin_max_line;
 	chan_init(&sv.stdio, "stdin", STDIN_FILENO, STDOUT_FILENO, max, NULL);
@@ -907,7 +917,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;
 	}
-	event_set_log(logpath);
+	event_set_log(logpath, supervisor_max_line(wf));
 	if (otlp_open() != 0) {
 		log_warn("--otlp");
 		return EXIT_USAGE;
