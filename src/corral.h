@@ -330,6 +330,37 @@ struct agent_conf {
 #define CONF_OWN_CONFINE 0x08
 };
 
+/* What a step's success: false with proceed does (success_false:). */
+enum step_false {
+	SF_ESCALATE,
+	SF_RETRY,
+	SF_FAIL,
+	SF_PROCEED
+};
+
+/*
+ * config-steps.c: one step of steps: (docs/steps.md).  next and back are
+ * filled in once every step is read: indexes into the workflow's steps.
+ */
+#define STEP_END	(-1)	/* proceed: end */
+struct step_conf {
+	char			*name;
+	int			 line;
+	int			 column;
+	char			*agent_name;	/* agent:, as written */
+	struct agent_conf	*agent;		/* or NULL: routed by intent */
+	char			*intent;	/* intent:, as written */
+	char			*action;
+	json_t			*params;	/* an object, or NULL */
+	char			*proceed;	/* as written; NULL: the next */
+	char			*retry;		/* as written; NULL: this one */
+	unsigned int		 max_iterations;
+	int			 success_false;	/* enum step_false */
+	unsigned int		 index;
+	int			 next;		/* proceed: a step, or STEP_END */
+	int			 back;		/* retry: a step */
+};
+
 struct route_conf {
 	char		 *intent;	/* as written; "*" for the fallback */
 	int		  line;
@@ -380,6 +411,16 @@ struct workflow {
 	double			 retry_initial;
 	double			 retry_factor;
 	double			 retry_max;
+	/* Steps (docs/steps.md). */
+	struct step_conf	*steps;
+	size_t			 nsteps;
+	struct env_var		*paths;		/* name, template */
+	size_t			 npaths;
+	int			 paths_absolute;
+	char			*feature_id;
+	unsigned int		 max_iterations;
+	int			 update_missing;	/* update may create */
+	int			 create_existing;	/* create may replace */
 };
 
 /* A workflow-file loading error, with its position. */
@@ -393,6 +434,7 @@ struct config_error {
 struct config_keyinfo {
 	const char	*name;		/* in its mapping's scope: restart.max */
 	int		 agent;		/* a key of agents: (and defaults:) */
+	int		 step;		/* a key of a step of steps: */
 	int		 mapping;	/* holds keys of its own */
 	const char	*dflt;		/* as a file writes it; NULL: none */
 	char		 type[128];	/* the doc's type column */
@@ -1170,6 +1212,8 @@ void	 config_print_error(FILE *, const char *, const struct config_error *);
 int	 config_check(const struct workflow *, int, FILE *);
 #define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
+const struct step_conf *config_find_step(const struct workflow *,
+	    const char *);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
 int	 config_keyinfo(size_t, struct config_keyinfo *);
