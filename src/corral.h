@@ -1385,6 +1385,21 @@ int	 envelope_trace_id(struct jscan *, const char *,
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 
+/* adr007.c */
+struct adr007_defaults {
+	const char	*workflow;	/* context.workflow of no step's request */
+	const char	*feature_id;	/* and its feature_id, or NULL */
+};
+struct adr007_error {
+	char	field[64];		/* "artifacts[0].operation", "" */
+	char	msg[256];
+};
+char	*adr007_input(const char *, size_t, const struct adr007_defaults *,
+	    size_t *, char *, size_t);
+char	*adr007_reply(const char *, size_t, const char *, const char *,
+	    const char *, size_t *, struct adr007_error *);
+json_t	*adr007_read(const char *, size_t, struct adr007_error *);
+
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *,
 	    char *const *, const char *, size_t, size_t, char *, size_t);
