@@ -28,7 +28,8 @@ static int	cmd_check(int, char **);
 static const struct cmd_entry cmds[] = {
 	{ "run", "run FILE --goal TEXT [--input FILE] [--param KEY=VALUE]... "
 	    "[--log FILE]\n             [--output json|text] [--control PATH | "
-	    "--no-control] [-v]", cmd_run },
+	    "--no-control] [-v]\n             [--on-escalate wait|fail|exit] "
+	    "[--record FILE] [--resume RECORD]", cmd_run },
 	{ "serve", "serve FILE [--log FILE] [--max-line SIZE] "
 	    "[--control PATH | --no-control] [-v]", cmd_serve },
 	{ "check", "check [-p | --print] FILE", cmd_check },
@@ -45,6 +46,8 @@ static const struct cmd_entry cmds[] = {
 	{ "metrics", "metrics [-S PATH] [--json]", cmd_metrics },
 	{ "mcp", "mcp [-S PATH] [--tools spawn,wait,send,list,stop] "
 	    "[--wait SECS]", cmd_mcp },
+	{ "answer", "answer [-S PATH] [--job ID] [RUN|RECORD] STEP TEXT | "
+	    "--proceed | --abort", cmd_answer },
 	{ NULL, NULL, NULL }
 };
 
@@ -76,6 +79,8 @@ usage(FILE *f)
 	    "  stop    stop an agent, or the whole run\n"
 	    "  top     a live full-screen view of a running corral\n"
 	    "  metrics a running corral's metrics, in Prometheus' format\n"
+	    "  answer  answer a step that waits for a person, or an escalation "
+	    "record\n"
 	    "\nps ... metrics talk to a running corral over its control socket "
 	    "(-S PATH,\n--run ID, or the only one running); see docs/control.md."
 	    "\n\n"
@@ -116,6 +121,9 @@ static const struct option run_opts[] = {
 	{ "no-control", no_argument, NULL, 'N' },
 	{ "input", required_argument, NULL, 'i' },
 	{ "param", required_argument, NULL, 'p' },
+	{ "on-escalate", required_argument, NULL, 'E' },
+	{ "record", required_argument, NULL, 'R' },
+	{ "resume", required_argument, NULL, 'r' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -173,22 +181,90 @@ cmd_input(const char *path)
 	return j;
 }
 
+/*
+ * corral run --resume RECORD: check the record against the workflow and
+ * its answer.  Returns the goal envelope to start the job with, or NULL
+ * when the answer ends the run without any agent (abort, or proceed past
+ * the last step): its result is printed and *rc set.
+ */
+static char *
+cmd_resume(json_t *rec, const char *path, const struct workflow *wf,
+    int *rc)
+{
+	const struct step_conf	*sc;
+	const char		*step;
+	char			*line, why[512];
+	size_t			 len;
+	int			 action;
+
+	step = json_string_value(json_object_get(rec, "step"));
+	if ((action = step_record_action(rec)) < 0)
+		errx(EXIT_USAGE, "resume: %s holds no answer yet: corral answer "
+		    "%s %s \"TEXT\" (or --proceed, --abort)", path, path, step);
+	if (step_record_check(rec, wf, why, sizeof why) != 0)
+		errx(EXIT_USAGE, "resume: %s", why);
+	sc = config_find_step(wf, step);
+	if (action == STEP_ABORT) {
+		snprintf(why, sizeof why, "aborted by a person at step %s", step);
+		line = envelope_error("aborted", "REJECTED", NULL, why,
+		    json_string_value(json_object_get(rec, "job")), NULL, &len);
+		printf("%s\n", line);
+		free(line);
+		*rc = EXIT_WORKFLOW;
+		return NULL;
+	}
+	if (action == STEP_PROCEED && sc->next == STEP_END) {
+		line = json_dumps(json_object_get(rec, "reply"),
+		    CORRAL_JSON_FLAGS);
+		printf("%s\n", line != NULL ? line : "null");
+		free(line);
+		*rc = 0;
+		return NULL;
+	}
+	return json_dumps(json_object_get(rec, "goal"), CORRAL_JSON_FLAGS);
+}
+
+/* Read --on-escalate's value. */
+static int
+cmd_on_escalate(const char *v)
+{
+	if (strcmp(v, "wait") == 0)
+		return STEP_ON_WAIT;
+	if (strcmp(v, "fail") == 0)
+		return STEP_ON_FAIL;
+	if (strcmp(v, "exit") == 0)
+		return STEP_ON_EXIT;
+	errx(EXIT_USAGE, "--on-escalate must be wait, fail or exit");
+}
+
 /* corral run and corral serve. */
 static int
 cmd_start(int argc, char **argv, int mode)
 {
-	struct workflow	*wf;
-	const char	*goal = NULL, *logpath = NULL, *input = NULL;
-	char		*logabs = NULL, *line = NULL, why[512];
-	size_t		 maxline = 0, len;
-	json_t		*params, *in = NULL;
-	int		 ch, text = 0, rc;
+	struct workflow		*wf;
+	struct step_options	 so;
+	const char		*goal = NULL, *logpath = NULL, *input = NULL;
+	const char		*resume = NULL;
+	char			*logabs = NULL, *line = NULL, why[512];
+	size_t			 maxline = 0, len;
+	json_t			*params, *in = NULL, *rec = NULL;
+	int			 ch, text = 0, rc;
 
+	memset(&so, 0, sizeof so);
 	params = json_object();
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "g:l:o:m:vhS:Ni:p:", run_opts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'E':
+			so.on_escalate = cmd_on_escalate(optarg);
+			break;
+		case 'R':
+			so.record = optarg;
+			break;
+		case 'r':
+			resume = optarg;
+			break;
 		case 'i':
 			input = optarg;
 			break;
@@ -235,19 +311,51 @@ cmd_start(int argc, char **argv, int mode)
 	}
 	argc -= optind;
 	argv += optind;
+	if (resume != NULL && mode == MODE_RUN) {
+		if (goal != NULL || input != NULL ||
+		    json_object_size(params) > 0)
+			errx(EXIT_USAGE, "run: --resume goes on with the "
+			    "record's goal; --goal, --input and --param do not "
+			    "apply");
+		if ((rec = step_record_load(resume, why, sizeof why)) == NULL)
+			errx(EXIT_USAGE, "--resume %s", why);
+		if (argc == 0 && json_is_string(json_object_get(rec,
+		    "workflow"))) {
+			static char *wfarg[2];
+
+			wfarg[0] = (char *)json_string_value(json_object_get(rec,
+			    "workflow"));
+			argv = wfarg;
+			argc = 1;
+		}
+	}
 	if (argc != 1) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (mode == MODE_SERVE && (goal != NULL || input != NULL ||
-	    json_object_size(params) > 0))
-		errx(EXIT_USAGE, "serve: --goal, --input and --param do not "
-		    "apply; envelopes come on stdin");
+	    json_object_size(params) > 0 || resume != NULL ||
+	    so.on_escalate != 0 || so.record != NULL))
+		errx(EXIT_USAGE, "serve: --goal, --input, --param, --resume, "
+		    "--on-escalate and --record do not apply; envelopes come on "
+		    "stdin");
 	if (mode == MODE_RUN && input != NULL)
 		in = cmd_input(input);
 	log_init(verbose);
 	wf = cmd_load(argv[0], mode == MODE_RUN ? CONFIG_CHECK_START : 0);
-	if (mode == MODE_RUN) {
+	if (rec != NULL) {
+		if (wf->nsteps == 0)
+			errx(EXIT_USAGE, "run: --resume: %s has no steps:",
+			    argv[0]);
+		rc = 0;
+		if ((line = cmd_resume(rec, resume, wf, &rc)) == NULL) {
+			json_decref(rec);
+			config_free(wf);
+			return rc;
+		}
+		so.resume = rec;
+		so.resume_path = resume;
+	} else if (mode == MODE_RUN) {
 		/* Refused before anything starts, like a bad workflow. */
 		if ((line = envelope_goal(goal, in, params, wf->start, &len, why,
 		    sizeof why)) == NULL)
@@ -265,8 +373,10 @@ cmd_start(int argc, char **argv, int mode)
 		}
 	}
 	wf->stdin_max_line = maxline;
+	supervisor_step_options(&so);
 	(void)pidns_enter();
 	rc = supervisor_run(wf, mode, line, logpath, text);
+	json_decref(rec);
 	config_free(wf);
 	free(line);
 	free(logabs);

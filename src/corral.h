@@ -59,6 +59,7 @@ enum intent {
 #define INTENT_MAX	(INTENT_COUNT + INTENT_EXTRA)
 #define INTENT_NAME_MAX	32	/* bytes in a workflow's own intent */
 #define ROUTE_FALLBACK	INTENT_MAX
+#define ROUTE_ENTRY	(-1)	/* a row of one workflow entry (a step's) */
 
 /* Priorities, as seed 001 numbers them. */
 enum prio {
@@ -705,7 +706,8 @@ typedef void (*lifecycle_observer)(struct agent *, enum agent_state,
 
 /* route.c: one row of the routing table, with its wait queue. */
 struct route {
-	int			 intent;	/* or ROUTE_FALLBACK */
+	int			 intent;	/* or ROUTE_FALLBACK, ROUTE_ENTRY */
+	const struct agent_conf	*entry;		/* ROUTE_ENTRY: its one entry */
 	struct agent_conf	**confs;
 	size_t			 nconfs;
 	struct msgq		 queue[PRIO_COUNT];
@@ -764,6 +766,7 @@ struct msg {
 #define MSG_REFLECT	3	/* a reflection on a weak reply */
 #define MSG_TASK	4	/* a spawned child's initial task */
 #define MSG_SEND	5	/* a client's request (map/send, _corral/route) */
+#define MSG_STEP	6	/* a step's request (step.c) */
 	uint8_t			 orig_intent;	/* reflections: of the reply */
 	uint8_t			 where;
 #define MSG_NOWHERE	0
@@ -781,6 +784,7 @@ struct msg {
 	struct agent		*exclude;	/* not this one (reflection) */
 	struct agent		*target;	/* addressed to this agent */
 	struct agent		*parent_agent;	/* a task's result goes here */
+	const struct agent_conf	*to_entry;	/* addressed to this entry */
 	ev_tstamp		 accepted;
 	uint64_t		 seq;		/* acceptance order */
 	ev_tstamp		 deadline;
@@ -855,6 +859,23 @@ struct engine_task_hooks {
 	void	(*done)(struct msg *, const char *, size_t, int);
 	void	(*gone)(struct agent *, const char *);
 	void	(*failed)(struct agent *, const char *);
+};
+
+/*
+ * engine.c: what it asks of the step module (step.c) about a workflow of
+ * steps.  first makes a job's first request a step's (NULL: not one);
+ * reply and failed hand over a step's request that ended, its job held
+ * open (engine_job_hold) until the step module lets it go; done says a
+ * job ended some other way (a limit, the deadline, an interrupt).
+ */
+struct engine_step_hooks {
+	char	*(*first)(struct job *, const char *, size_t, size_t *, int *,
+		    const struct agent_conf **);
+	void	 (*reply)(struct job *, const char *, struct agent *,
+		    const char *, size_t, const char *);
+	void	 (*failed)(struct job *, const char *, const char *,
+		    const char *, const char *, size_t);
+	void	 (*done)(struct job *);
 };
 
 /* control.c: a method of the control plane. */
@@ -1353,6 +1374,7 @@ int	 cmd_cancel(int, char **);
 int	 cmd_top(int, char **);
 int	 cmd_metrics(int, char **);
 int	 cmd_mcp(int, char **);
+int	 cmd_answer(int, char **);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1594,6 +1616,13 @@ struct engine_stats {
 };
 void	 engine_init(const struct workflow *, const struct engine_hooks *);
 void	 engine_on_task(const struct engine_task_hooks *);
+void	 engine_on_step(const struct engine_step_hooks *);
+int	 engine_step_submit(struct job *, char *, size_t, int,
+	    const struct agent_conf *, const char *);
+void	 engine_job_hold(struct job *);
+void	 engine_job_unhold(struct job *);
+void	 engine_job_end_branch(struct job *, const char *, const char *,
+	    size_t, int);
 const struct engine_stats *engine_stats_get(void);
 struct jscan *engine_scan_take(void);
 void	 engine_scan_give(struct jscan *);
@@ -1639,6 +1668,41 @@ void	 auditlog_envelope(const char *, const char *, const char *,
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
+
+/* step.c, step-request.c, step-escalate.c, step-record.c: workflows of
+ * steps (docs/steps.md). */
+#define STEP_RETRY	0	/* a person's answer: retry with it */
+#define STEP_PROCEED	1	/* proceed anyway */
+#define STEP_ABORT	2	/* abort the run */
+#define STEP_ON_WAIT	0	/* --on-escalate: wait for an answer */
+#define STEP_ON_FAIL	1	/* fail the job */
+#define STEP_ON_EXIT	2	/* write a record, exit 3 */
+#define EXIT_ESCALATED	3	/* corral run stopped for a person */
+struct step_options {
+	int		 on_escalate;	/* STEP_ON_* */
+	const char	*record;	/* where exit writes; NULL: the default */
+	json_t		*resume;	/* the record a run resumes from */
+	const char	*resume_path;
+};
+struct step_hooks {
+	void	(*escalated)(json_t *);		/* a person is asked */
+	void	(*answered)(const char *, const char *);	/* job, step */
+	void	(*exiting)(const char *);	/* the record's path */
+};
+void	 step_init(const struct workflow *, const struct step_options *,
+	    const struct step_hooks *);
+const char *step_action_name(int);
+int	 step_answer(const char *, const char *, int, const char *,
+	    const char *, char *, size_t, char *, size_t);
+json_t	*step_waiting(void);
+void	 step_rpc_list(struct peer *, json_t *, json_t *);
+void	 step_rpc_answer(struct peer *, json_t *, json_t *);
+void	 step_workflow_name(const struct workflow *, char *, size_t);
+json_t	*step_record_load(const char *, char *, size_t);
+int	 step_record_answer(const char *, const char *, int, const char *,
+	    char *, size_t);
+int	 step_record_action(json_t *);
+int	 step_record_check(json_t *, const struct workflow *, char *, size_t);
 
 /* cancel.c */
 void	 cancel_request(struct peer *, json_t *, json_t *);
@@ -1719,6 +1783,7 @@ void	 supervisor_stdin_pause(int, int);
 int	 supervisor_run(const struct workflow *, int, const char *,
 	    const char *, int);
 void	 supervisor_shutdown(int);
+void	 supervisor_step_options(const struct step_options *);
 int	 supervisor_any_alive(void);
 
 /* confine.c */
@@ -1741,6 +1806,9 @@ int	 confine_port(const char *);
 /* workspace.c */
 #define WORKSPACE_PATH_MAX	1024	/* bytes in an artifact's path */
 #define WORKSPACE_DEPTH_MAX	32	/* components in an artifact's path */
+#define WORKSPACE_ANY		0	/* create or replace */
+#define WORKSPACE_CREATE	1	/* refuse a file that exists */
+#define WORKSPACE_UPDATE	2	/* refuse a file that does not */
 struct workspace_result {
 	const char	*agent;		/* the author's id */
 	const char	*reply;		/* the trace.id of the reply */
@@ -1748,6 +1816,9 @@ struct workspace_result {
 	const char	*why;		/* NULL: written; else why refused */
 	size_t		 size;		/* the content's bytes */
 	int		 first_refusal;	/* the first refused of its reply */
+	int		 op;		/* WORKSPACE_* */
+	const char	*sha256;	/* of the content, hex; NULL: none */
+	void		*arg;		/* workspace_write's */
 };
 typedef void (*workspace_result_cb)(const struct workspace_result *);
 int	 workspace_open(const struct workflow *);
@@ -1758,6 +1829,8 @@ const char *workspace_path_problem(const char *, size_t);
 void	 workspace_on_result(workspace_result_cb);
 int	 workspace_artifacts(const char *, const char *, struct jscan *,
 	    const char *);
+void	 workspace_write(const char *, const char *, const char *, size_t,
+	    const char *, size_t, int, workspace_result_cb, void *);
 
 /* pidns.c */
 /*
@@ -1775,6 +1848,13 @@ void	 progress_init(const struct workflow *, int);
 void	 progress_start(void);
 void	 progress_stop(void);
 void	 progress_update(void);
+void	 progress_hold(int);
+
+/* prompt.c */
+void	 prompt_init(int);
+void	 prompt_ask(json_t *);
+void	 prompt_cancel(const char *, const char *);
+void	 prompt_stop(void);
 
 /* tree.c */
 int	 tree_render(const char *, const char *, FILE *);

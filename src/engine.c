@@ -45,6 +45,7 @@
 static const struct workflow	*engine_wf;
 static struct engine_hooks	 engine_hooks;
 static struct engine_task_hooks	 engine_task;
+static struct engine_step_hooks	 engine_step;
 static TAILQ_HEAD(, job)	 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 static struct msgq		 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
@@ -86,6 +87,9 @@ static void	engine_adapter_reply(struct agent *, struct msg *,
 		    const char *, size_t);
 static void	engine_run_budget(const char *);
 static void	engine_forget_agent(struct agent *);
+static void	engine_step_first(struct msg *);
+static void	engine_step_ended(struct msg *, struct agent *, const char *,
+		    const char *, const char *, size_t);
 
 /*
  * The workspace wrote or refused an artifact, after the reply that carried
@@ -122,6 +126,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	engine_join_then = wf->join_then != NULL ? protocol_intent(wf->join_then,
 	    strlen(wf->join_then)) : -1;
 	memset(&engine_task, 0, sizeof engine_task);
+	memset(&engine_step, 0, sizeof engine_step);
 	memset(&engine_stats, 0, sizeof engine_stats);
 	engine_njobs = 0;
 	engine_stopping = 0;
@@ -142,6 +147,13 @@ void
 engine_on_task(const struct engine_task_hooks *hooks)
 {
 	engine_task = *hooks;
+}
+
+/* Register the step module's part in jobs (docs/steps.md). */
+void
+engine_on_step(const struct engine_step_hooks *hooks)
+{
+	engine_step = *hooks;
 }
 
 /* The outcome counters (docs/reliability.md). */
@@ -263,6 +275,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	j->done = 1;
 	j->failed = is_error;
 	ev_timer_stop(LOOP, &j->deadline_w);
+	if (engine_step.done != NULL)
+		engine_step.done(j);
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
 	    "ok", NULL);
 	if (is_error) {
@@ -735,6 +749,9 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	if (m->kind == MSG_REFLECT && m->weak != NULL && !engine_stopping &&
 	    m->job != NULL && !m->job->done)
 		engine_unreflected(m, why);
+	else if (m->kind == MSG_STEP && engine_step.failed != NULL &&
+	    m->job != NULL && !m->job->done && !engine_stopping)
+		engine_step_ended(m, NULL, code, why, e, len);
 	else
 		engine_request_done(m, e, len, 1);
 	free(e);
@@ -1441,7 +1458,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
-	if (workspace_enabled())
+	/* A step's artifacts are the step module's: it waits for them. */
+	if (workspace_enabled() && req->kind != MSG_STEP)
 		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
@@ -1516,6 +1534,11 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 	if (j == NULL || j->done || engine_stopping) {
 		/* The job has its result, or corral stops: nothing follows. */
 		engine_request_end(req, line, len, ctype_error, END_BRANCH);
+		return;
+	}
+	if (req->kind == MSG_STEP && engine_step.reply != NULL) {
+		/* The workflow's steps decide what follows. */
+		engine_step_ended(req, a, NULL, reply_id, line, len);
 		return;
 	}
 	if (may_reflect && engine_weak(env) && (m = engine_reflection(req, a,
@@ -2006,6 +2029,7 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	m->timeout = env->ttl;
 	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
 	    clen);
+	engine_step_first(m);
 	return m;
 }
 
@@ -2241,4 +2265,139 @@ int
 engine_idle(void)
 {
 	return engine_njobs == 0;
+}
+
+/*
+ * A workflow of steps: the job's first envelope becomes its first step's
+ * request, keeping its trace id (docs/steps.md).  The goal or input stays
+ * recorded as it came; the request is recorded as an env line.
+ */
+static void
+engine_step_first(struct msg *m)
+{
+	const struct agent_conf	*entry = NULL;
+	char			*line;
+	size_t			 len;
+	int			 intent = m->intent;
+
+	if (engine_step.first == NULL || (line = engine_step.first(m->job,
+	    m->line, m->len, &len, &intent, &entry)) == NULL)
+		return;
+	engine_stats.bytes += len - m->len;
+	free(m->line);
+	m->line = line;
+	m->len = len;
+	m->kind = MSG_STEP;
+	m->intent = (uint8_t)intent;
+	m->to_entry = entry;
+	auditlog_envelope("env", NULL, m->id, line, len);
+}
+
+/*
+ * A step's request ended, with a reply from a (reply_id) or failed (code,
+ * why): its branch is held while the step module decides what follows,
+ * and the request ends first, so that what follows comes after it in the
+ * audit log.
+ */
+static void
+engine_step_ended(struct msg *req, struct agent *a, const char *code,
+    const char *why_or_id, const char *line, size_t len)
+{
+	struct job	*j = req->job;
+	char		 id[CORRAL_ID_MAX];
+
+	strlcpy(id, req->id, sizeof id);
+	engine_job_hold(j);
+	engine_request_end(req, line, len, code != NULL, END_NONE);
+	if (j->done) {
+		engine_job_unhold(j);
+		return;
+	}
+	if (code == NULL)
+		engine_step.reply(j, id, a, line, len, why_or_id);
+	else
+		engine_step.failed(j, id, code, why_or_id, line, len);
+}
+
+/*
+ * Make and route the request of a step in job j (line taken over), with
+ * its trace id: to a workflow entry, or by intent when entry is NULL.  It
+ * counts towards limits.max_steps.  Returns 0, or -1 when a limit ended
+ * the job instead.
+ */
+int
+engine_step_submit(struct job *j, char *line, size_t len, int intent,
+    const struct agent_conf *entry, const char *id)
+{
+	struct msg	*m;
+
+	if (j->steps >= engine_wf->max_steps) {
+		free(line);
+		engine_limit(j, "max_steps", "the workflow reached max_steps "
+		    "(%u) requests", engine_wf->max_steps);
+		return -1;
+	}
+	if (!engine_room(len + 512)) {
+		free(line);
+		engine_limit(j, "memory_limit", "the next step's request would "
+		    "hold more than limits.memory (%zu bytes) in requests",
+		    engine_wf->max_memory);
+		return -1;
+	}
+	m = engine_msg_create(j, line, len, MSG_STEP, intent);
+	strlcpy(m->id, id, sizeof m->id);
+	m->to_entry = entry;
+	j->steps++;
+	engine_stats.steps++;
+	auditlog_envelope("env", NULL, id, line, len);
+	engine_submit(m);
+	return 0;
+}
+
+/*
+ * Hold job j open: a branch of it goes on, though no request of it is
+ * out (a step's artifacts are being written, or a person is asked).
+ */
+void
+engine_job_hold(struct job *j)
+{
+	j->open++;
+	j->pending++;
+}
+
+/*
+ * Let a hold go: the branch went on in a new request, or ended.  A job
+ * with nothing left comes together, and is freed when it may be.
+ */
+void
+engine_job_unhold(struct job *j)
+{
+	if (j->pending > 0)
+		j->pending--;
+	if (j->open > 0)
+		j->open--;
+	if (j->open == 0 && !j->done)
+		engine_join(j);
+	engine_job_release(j);
+}
+
+/*
+ * End the held branch of job j with line (a reply, or an error envelope
+ * corral made), which answers request id: it is the branch's end, as a
+ * reply that leads nowhere further is.
+ */
+void
+engine_job_end_branch(struct job *j, const char *id, const char *line,
+    size_t len, int is_error)
+{
+	struct msg	 m;
+
+	if (!j->done) {
+		memset(&m, 0, sizeof m);
+		strlcpy(m.id, id, sizeof m.id);
+		m.kind = MSG_STEP;
+		m.intent = INTENT_FINALIZE;
+		engine_branch_end(j, &m, line, len, is_error, 0);
+	}
+	engine_job_unhold(j);
 }

@@ -46,6 +46,8 @@
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
 #define CORRAL_M_CANCEL		"_corral/cancel"	/* a request */
+#define CORRAL_M_STEPS		"_corral/steps"	/* what waits for a person */
+#define CORRAL_M_ANSWER		"_corral/answer"	/* a person's answer */
 /* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */
 #define CORRAL_AUTH_AGENT	"x-corral-agent"
 
