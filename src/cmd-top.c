@@ -190,7 +190,8 @@ cmd_top_progress(struct cmd_top_screen *s, json_t *md)
 
 /* Draw one screen from the agents and the metrics. */
 static void
-cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
+cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
+    json_t *waiting)
 {
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
@@ -254,6 +255,18 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics)
 	    cmd_top_metric(metrics, "corral_events_total", NULL, NULL),
 	    cmd_top_metric(metrics, "corral_events_dropped_total", NULL, NULL),
 	    cmd_top_metric(metrics, "corral_control_clients", NULL, NULL));
+	json_array_foreach(waiting, i, m) {
+		client_uptime(up, sizeof up, (double)json_integer_value(
+		    json_object_get(m, "waitingMs")) / 1000.0);
+		cmd_top_line(&s, "\033[1mwaiting for a person\033[0m %s: step "
+		    "%s of job %s (%s), %s: %s", up, json_string_value(
+		    json_object_get(m, "step")), json_string_value(
+		    json_object_get(m, "jobId")), json_string_value(
+		    json_object_get(m, "reason")), json_is_string(
+		    json_object_get(m, "agentId")) ? json_string_value(
+		    json_object_get(m, "agentId")) : "-", json_string_value(
+		    json_object_get(m, "summary")));
+	}
 	cmd_top_line(&s, "%s", "");
 	cmd_top_line(&s, "\033[7m%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s "
 	    "%-8s %-9s %-30s\033[0m", "AGENT", "STATE", "PID", "INFLIGHT",
@@ -325,7 +338,7 @@ cmd_top(int argc, char **argv)
 	struct client		 c;
 	struct sigaction	 sa;
 	const char		*path = NULL, *run = NULL, *why = NULL;
-	json_t			*list, *metrics, *e;
+	json_t			*list, *metrics, *steps, *e;
 	double			 delay = 1;
 	long			 count = -1;
 	char			*end;
@@ -385,9 +398,13 @@ cmd_top(int argc, char **argv)
 			why = "corral exited";
 			break;
 		}
-		cmd_top_draw(&c, json_object_get(list, "agents"), metrics);
+		steps = client_call(&c, CORRAL_M_STEPS, NULL, 10000, &e);
+		json_decref(e);
+		cmd_top_draw(&c, json_object_get(list, "agents"), metrics,
+		    json_object_get(steps, "waiting"));
 		json_decref(list);
 		json_decref(metrics);
+		json_decref(steps);
 		if (count > 0 && --count == 0)
 			break;
 		if (cmd_top_key((int)(delay * 1000)))
