@@ -350,6 +350,7 @@ cmd_start(int argc, char **argv, int mode)
 		rc = 0;
 		if ((line = cmd_resume(rec, resume, wf, &rc)) == NULL) {
 			json_decref(rec);
+			json_decref(params);
 			config_free(wf);
 			return rc;
 		}

@@ -1692,6 +1692,7 @@ struct step_hooks {
 void	 step_init(const struct workflow *, const struct step_options *,
 	    const struct step_hooks *);
 const char *step_action_name(int);
+void	 step_set_answerable(int);
 int	 step_answer(const char *, const char *, int, const char *,
 	    const char *, char *, size_t, char *, size_t);
 json_t	*step_waiting(void);
@@ -1852,6 +1853,7 @@ void	 progress_hold(int);
 
 /* prompt.c */
 void	 prompt_init(int);
+int	 prompt_active(void);
 void	 prompt_ask(json_t *);
 void	 prompt_cancel(const char *, const char *);
 void	 prompt_stop(void);

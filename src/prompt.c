@@ -49,6 +49,13 @@ prompt_init(int enabled)
 	ev_io_init(&prompt_w, prompt_read_cb, STDIN_FILENO, EV_READ);
 }
 
+/* Return nonzero if corral asks on its terminal. */
+int
+prompt_active(void)
+{
+	return prompt_on;
+}
+
 /* Stop asking (the run is over). */
 void
 prompt_stop(void)

@@ -22,6 +22,20 @@
 /* The words of an answer's action, indexed by STEP_RETRY... */
 static const char *const step_actions[] = { "retry", "proceed", "abort" };
 
+/* Whether anything can answer: a control socket, or a terminal. */
+static int	 step_answerable = 1;
+
+/*
+ * Say whether anything can answer an escalation (the supervisor knows: a
+ * control socket listens, or corral asks on a terminal).  Without, an
+ * escalation fails its job at once rather than wait for ever.
+ */
+void
+step_set_answerable(int yes)
+{
+	step_answerable = yes;
+}
+
 /* Name an answer's action. */
 const char *
 step_action_name(int action)
@@ -144,6 +158,16 @@ step_escalate(struct steprun *sr, const char *reason)
 			json_object_set_new(info, "record", json_string(path));
 		if (step_hooks_get()->exiting != NULL)
 			step_hooks_get()->exiting(path);
+		step_fail(sr, "escalated", msg, info);
+		json_decref(info);
+		return;
+	}
+	if (!step_answerable) {
+		/* Waiting would be for ever: nothing could answer. */
+		log_warnx("  nothing can answer it: no control socket "
+		    "(--no-control) and no terminal");
+		strlcat(msg, "; nothing can answer it (no control socket, no "
+		    "terminal)", sizeof msg);
 		step_fail(sr, "escalated", msg, info);
 		json_decref(info);
 		return;

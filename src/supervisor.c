@@ -933,6 +933,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		rpc_peer_add(&sv.stdio_peer);
 	}
 	(void)server_start();
+	step_set_answerable(server_path() != NULL || prompt_active());
 	supervisor_tools();
 	supervisor_start_agents();
 	progress_start();

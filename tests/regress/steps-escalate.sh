@@ -11,6 +11,8 @@
 #   - on a terminal (a pty, driven by this script): the question, "a",
 #     then the answer's text, retries the writer with it; "b" aborts the
 #     run (exit 1, code aborted)
+#   - with neither a control socket (--no-control) nor a terminal nothing
+#     could answer: the escalation fails the run at once, saying so
 . "$(dirname "$0")/steps-lib.sh"
 
 CP="$TOOLS/ctlpeer"
@@ -143,4 +145,12 @@ want "exit status after abort" "$RC" 1
 grep -q '"code":"aborted"' "$T/pty" || fail "the result is no aborted error: $(tail -c 600 "$T/pty")"
 want "finisher runs after abort" "$(recvs finisher)" 0
 note "terminal: ok"
+
+script
+run_steps --goal "user login" --no-control
+want "exit status when nothing can answer" "$RC" 1
+want "its code" "$(field "$(cat "$OUT")" .content.data.code)" escalated
+log_has "nothing can answer it: no control socket (--no-control) and no terminal" ||
+    fail "the log does not say why it did not wait"
+note "nothing to answer: fails at once: ok"
 exit 0
