@@ -174,8 +174,8 @@ adr007_check(json_t *o, struct adr007_error *err)
 	int	 k;
 
 	if (!json_is_object(o))
-		return adr007_fail(err, "", "the output envelope must be a JSON "
-		    "object");
+		return adr007_fail(err, "", "the output envelope must be a "
+		    "JSON object");
 	if ((v = json_object_get(o, "success")) == NULL)
 		return adr007_fail(err, "success", "success is required");
 	if (!json_is_boolean(v))
@@ -186,8 +186,8 @@ adr007_check(json_t *o, struct adr007_error *err)
 	if (!json_is_string(v))
 		return adr007_fail(err, "summary", "summary must be a string");
 	if ((v = json_object_get(o, "artifacts")) == NULL)
-		return adr007_fail(err, "artifacts", "artifacts is required (an "
-		    "empty array when there are none)");
+		return adr007_fail(err, "artifacts", "artifacts is required "
+		    "(an empty array when there are none)");
 	if (!json_is_array(v))
 		return adr007_fail(err, "artifacts", "artifacts must be an "
 		    "array");
@@ -196,15 +196,15 @@ adr007_check(json_t *o, struct adr007_error *err)
 			return -1;
 	if ((v = json_object_get(o, "notes")) != NULL) {
 		if (!json_is_array(v))
-			return adr007_fail(err, "notes", "notes must be an array "
-			    "of strings");
+			return adr007_fail(err, "notes", "notes must be an "
+			    "array of strings");
 		json_array_foreach(v, i, x) {
 			if (!json_is_string(x)) {
 				char f[32];
 
 				snprintf(f, sizeof f, "notes[%zu]", i);
-				return adr007_fail(err, f, "%s must be a string",
-				    f);
+				return adr007_fail(err, f, "%s must be a "
+				    "string", f);
 			}
 		}
 	}
@@ -213,7 +213,8 @@ adr007_check(json_t *o, struct adr007_error *err)
 		    "required (proceed, retry or escalate)");
 	for (k = 0; json_is_string(v) && adr007_recommendations[k] != NULL;
 	    k++)
-		if (strcmp(json_string_value(v), adr007_recommendations[k]) == 0)
+		if (strcmp(json_string_value(v),
+		    adr007_recommendations[k]) == 0)
 			return 0;
 	return adr007_fail(err, "recommendation", "recommendation must be "
 	    "proceed, retry or escalate");
@@ -342,8 +343,8 @@ adr007_read(const char *line, size_t len, struct adr007_error *err)
 			if (!json_is_string(a))
 				break;
 		if (!json_is_array(v) || i < json_array_size(v)) {
-			(void)adr007_fail(err, "step.notes", "step.notes must be "
-			    "an array of strings");
+			(void)adr007_fail(err, "step.notes", "step.notes must "
+			    "be an array of strings");
 			goto bad;
 		}
 		json_object_set(o, "notes", v);

@@ -129,16 +129,16 @@ config_steps_read_one(struct config_reader *rd, struct step_conf *sc,
 		    "and '.', at most %d, not 'end')", path, sc->name,
 		    STEP_NAME_MAX);
 	if ((sc->agent_name == NULL) == (sc->intent == NULL))
-		return config_err(rd, n, "%s: a step names exactly one of agent: "
-		    "and intent:", path);
+		return config_err(rd, n, "%s: a step names exactly one of "
+		    "agent: and intent:", path);
 	if (sc->agent_name != NULL &&
 	    (sc->agent = config_find_agent(wf, sc->agent_name)) == NULL)
 		return config_err(rd, config_steps_at(n, "agent"), "%s.agent: "
 		    "no agent named '%s' in agents:", path, sc->agent_name);
 	if (sc->intent != NULL && protocol_intent(sc->intent,
 	    strlen(sc->intent)) < 0)
-		return config_err(rd, config_steps_at(n, "intent"), "%s.intent: "
-		    "'%s' is not an intent", path, sc->intent);
+		return config_err(rd, config_steps_at(n, "intent"),
+		    "%s.intent: '%s' is not an intent", path, sc->intent);
 	return 0;
 }
 
@@ -241,16 +241,16 @@ config_steps_graph(struct config_reader *rd, const struct config_node *list)
 	config_steps_reach(wf, 0, seen);
 	for (i = 0; i < wf->nsteps && rc == 0; i++)
 		if (!seen[i])
-			rc = config_err(rd, list->kids[i], "steps[%zu]: step '%s' "
-			    "can never run: no proceed: or retry: leads to it "
-			    "from the first step", i, wf->steps[i].name);
+			rc = config_err(rd, list->kids[i], "steps[%zu]: step "
+			    "'%s' can never run: no proceed: or retry: leads "
+			    "to it from the first step", i, wf->steps[i].name);
 	memset(seen, 0, wf->nsteps);
 	for (i = 0; i < wf->nsteps && rc == 0 && bad == -1; i++)
 		bad = config_steps_unbounded(wf, i, seen);
 	if (bad != -1)
-		rc = config_err(rd, list->kids[bad], "steps[%d]: step '%s' is on "
-		    "a loop whose steps all have max_iterations: 0, which could "
-		    "run for ever; give one of them a bound", bad,
+		rc = config_err(rd, list->kids[bad], "steps[%d]: step '%s' is "
+		    "on a loop whose steps all have max_iterations: 0, which "
+		    "could run for ever; give one of them a bound", bad,
 		    wf->steps[bad].name);
 	free(seen);
 	return rc;
@@ -281,14 +281,15 @@ config_steps_read(struct config_reader *rd, const struct config_key *k,
 		snprintf(p, sizeof p, "%s[%zu]", path, i);
 		wf->steps[i].index = (unsigned int)i;
 		wf->nsteps++;
-		if (config_steps_read_one(rd, &wf->steps[i], n->kids[i], p) != 0)
+		if (config_steps_read_one(rd, &wf->steps[i], n->kids[i],
+		    p) != 0)
 			return -1;
 		for (j = 0; j < i; j++)
 			if (strcmp(wf->steps[j].name, wf->steps[i].name) == 0)
-				return config_err(rd, config_steps_at(n->kids[i],
-				    "name"), "%s: a step named '%s' comes "
-				    "before (steps[%zu])", p, wf->steps[i].name,
-				    j);
+				return config_err(rd, config_steps_at(
+				    n->kids[i], "name"), "%s: a step named "
+				    "'%s' comes before (steps[%zu])", p,
+				    wf->steps[i].name, j);
 	}
 	return config_steps_graph(rd, n);
 }

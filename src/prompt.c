@@ -116,9 +116,9 @@ prompt_cancel(const char *job, const char *step)
 	if (prompt_queue == NULL)
 		return;
 	json_array_foreach(prompt_queue, i, q) {
-		if (strcmp(json_string_value(json_object_get(q, "jobId")), job) ==
-		    0 && strcmp(json_string_value(json_object_get(q, "step")),
-		    step) == 0)
+		if (strcmp(json_string_value(json_object_get(q, "jobId")),
+		    job) == 0 && strcmp(json_string_value(json_object_get(q,
+		    "step")), step) == 0)
 			break;
 	}
 	if (i == json_array_size(prompt_queue))

@@ -66,10 +66,11 @@ static void
 step_log_escalation(struct steprun *sr, json_t *info)
 {
 	json_t		*n, *a;
-	const char	*sum = json_string_value(json_object_get(info, "summary"));
+	const char	*sum;
 	char		 esc[1024];
 	size_t		 i;
 
+	sum = json_string_value(json_object_get(info, "summary"));
 	log_escape(esc, sizeof esc, sum, strlen(sum));
 	log_warnx("job %s: step %s (agent %s, iteration %d) needs an answer "
 	    "(%s): %s", sr->id, json_string_value(json_object_get(info,
@@ -234,9 +235,9 @@ step_waiting_at(const char *job, const char *step, char *why, size_t len)
 		snprintf(why, len, "no step waits for an answer");
 	else
 		snprintf(why, len, "step %s%s%s does not wait for an answer "
-		    "(%u other%s do%s: corral ps shows them)", step, job != NULL ?
-		    " of job " : "", job != NULL ? job : "", waiting,
-		    waiting == 1 ? "" : "s", waiting == 1 ? "es" : "");
+		    "(%u other%s do%s: corral ps shows them)", step,
+		    job != NULL ? " of job " : "", job != NULL ? job : "",
+		    waiting, waiting == 1 ? "" : "s", waiting == 1 ? "es" : "");
 	return NULL;
 }
 
@@ -325,8 +326,8 @@ step_rpc_answer(struct peer *from, json_t *id, json_t *params)
 	job = json_string_value(json_object_get(params, "jobId"));
 	act = json_string_value(json_object_get(params, "action"));
 	if (step == NULL) {
-		rpc_error(from, id, CORRAL_E_PARAMS, "params.step must name the "
-		    "step that waits", NULL);
+		rpc_error(from, id, CORRAL_E_PARAMS, "params.step must name "
+		    "the step that waits", NULL);
 		return;
 	}
 	if (act != NULL) {
@@ -334,8 +335,8 @@ step_rpc_answer(struct peer *from, json_t *id, json_t *params)
 			if (strcmp(act, step_action_name(i)) == 0)
 				break;
 		if (i > STEP_ABORT) {
-			rpc_error(from, id, CORRAL_E_PARAMS, "params.action must "
-			    "be retry, proceed or abort", NULL);
+			rpc_error(from, id, CORRAL_E_PARAMS, "params.action "
+			    "must be retry, proceed or abort", NULL);
 			return;
 		}
 		action = i;

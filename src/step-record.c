@@ -170,7 +170,8 @@ step_record_answer(const char *path, const char *step, int action,
 	if (strcmp(json_string_value(json_object_get(rec, "step")), step) !=
 	    0) {
 		snprintf(why, len, "%s: the escalation is at step %s, not %s",
-		    path, json_string_value(json_object_get(rec, "step")), step);
+		    path, json_string_value(json_object_get(rec, "step")),
+		    step);
 		json_decref(rec);
 		return -1;
 	}
@@ -210,8 +211,8 @@ step_record_check(json_t *rec, const struct workflow *wf, char *why,
 	const char	*was;
 
 	if (config_find_step(wf, step) == NULL) {
-		snprintf(why, len, "the record's step %s is no step of %s", step,
-		    wf->path);
+		snprintf(why, len, "the record's step %s is no step of %s",
+		    step, wf->path);
 		return -1;
 	}
 	step_record_hash(wf->path, sha);

@@ -206,7 +206,8 @@ step_request(struct steprun *sr, const struct step_conf *sc, const char *id,
 	    "paths", sr->paths,
 	    "prior_context", prior);
 	if (env == NULL)
-		fatalx("step_request: cannot build step %s's request", sc->name);
+		fatalx("step_request: cannot build step %s's request",
+		    sc->name);
 	if (parent != NULL && parent[0] != '\0')
 		json_object_set_new(json_object_get(env, "trace"), "parents",
 		    json_pack("[s]", parent));

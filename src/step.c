@@ -198,8 +198,8 @@ step_artifact_done(const struct workspace_result *r)
 	    "written" : "refused");
 	if (r->why != NULL) {
 		json_object_set_new(a, "reason", json_string(r->why));
-		snprintf(note, sizeof note, "corral could not write the artifact "
-		    "%s: %s", r->path, r->why);
+		snprintf(note, sizeof note, "corral could not write the "
+		    "artifact %s: %s", r->path, r->why);
 		json_array_append_new(sr->corral_notes, json_string(note));
 	}
 	json_array_append_new(sr->written, a);
@@ -242,8 +242,9 @@ step_write_artifacts(struct steprun *sr)
 			how = WORKSPACE_UPDATE;
 		sr->pending++;
 		n++;
-		workspace_write(sr->agent, sr->reply_id, json_string_value(path),
-		    json_string_length(path), json_string_value(content),
+		workspace_write(sr->agent, sr->reply_id,
+		    json_string_value(path), json_string_length(path),
+		    json_string_value(content),
 		    json_string_length(content), how, step_artifact_done, sr);
 	}
 	/* The writer has its own copies: the walk keeps no contents. */
@@ -322,6 +323,7 @@ step_failed(struct job *j, const char *req_id, const char *code,
 	sr->reply = xmemdup0(line, len);
 	sr->reply_len = len;
 	strlcpy(sr->reply_id, req_id, sizeof sr->reply_id);
+	sr->agent[0] = '\0';		/* corral's own error, not a reply */
 	json_decref(sr->out);
 	json_decref(sr->written);
 	json_decref(sr->corral_notes);

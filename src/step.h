@@ -21,8 +21,8 @@ struct steprun {
 	json_t			*paths;		/* paths:, filled in */
 	unsigned int		*runs;		/* per step: runs in this job */
 	unsigned int		*since;		/* and since the last answer */
-	int			 at;		/* the step of the reply at hand */
-	int			 blocked;	/* the step max_iterations stopped */
+	int			 at;		/* the reply at hand's step */
+	int			 blocked;	/* max_iterations stopped it */
 	json_t			*notes;		/* the next request's notes */
 	char			*answer;	/* a person's, for the next */
 	int			 resume_action;	/* a record's answer */
