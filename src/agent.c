@@ -5,7 +5,7 @@
  * This module does the plumbing and decides nothing.  What happens to a
  * process is news for the modules above, told through the callbacks they
  * registered: its lifecycle events (exited, a pipe closed early, stopped
- * by a signal) go to the lifecycle, its stdout lines to the engine.  An
+ * by a signal) go to the lifecycle, its stdout lines to dialect.c.  An
  * agent's process has ended only when libev has reaped its exit status
  * AND its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD
  * and JOB_CLOSED), so its last lines are never lost.  Agents are freed
@@ -35,7 +35,6 @@ static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
 static size_t		agent_nfree_hooks;
-static agent_send_cb	agent_send_hook;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 		    size_t);
@@ -68,16 +67,6 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
-}
-
-/*
- * Register who writes lines for agents that speak MAP only (the SDK's
- * AgentConnection): it wraps what corral sends them in MAP messages.
- */
-void
-agent_on_send(agent_send_cb cb)
-{
-	agent_send_hook = cb;
 }
 
 /* Register one more module that must forget an agent before it is freed. */
@@ -289,7 +278,7 @@ agent_spawn_none(struct agent *a)
 }
 
 /*
- * Hand a line of the agent's stdout to whoever reads them (the engine).
+ * Hand a line of the agent's stdout to whoever reads them (dialect.c).
  * The channel does this for every line; the tests and fuzz targets too.
  */
 void
@@ -308,13 +297,13 @@ agent_chan_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
 	agent_input(c->owner, line, len, kind, extra);
 }
 
-/* Queue one line for the agent's stdin. */
+/*
+ * Queue one line for the agent's stdin, as it is (dialect_send writes it
+ * in the agent's dialect).
+ */
 void
 agent_send(struct agent *a, const char *line, size_t len)
 {
-	if ((a->peer.flags & PEER_MAPAGENT) && agent_send_hook != NULL &&
-	    agent_send_hook(a, line, len))
-		return;		/* sent as a MAP message */
 	chan_write_line(&a->proc.io, line, len);
 	a->proc.msgs_in++;
 }
@@ -677,7 +666,6 @@ agent_free(struct agent *a)
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
 	free(a->proc.errtail);
-	free(a->work.bad_first);
 	free(a->id);
 	free(a);
 }

@@ -70,6 +70,9 @@ static int	config_table_after_restart(struct config_reader *,
 static int	config_table_after_policy(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
+static int	config_table_after_protocol(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
 static void	config_table_print_agents(FILE *, const struct config_key *,
 		    const void *, int);
 static void	config_table_print_routes(FILE *, const struct config_key *,
@@ -297,6 +300,9 @@ const struct config_key config_table[] = {
 	  .typename = "name or mapping", .read = config_table_read_adapter,
 	  .print = config_table_print_adapter,
 	  .doc = "wrap a program that does not speak envelopes" },
+	{ .name = "protocol", AGENT(protocol), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .after = config_table_after_protocol,
+	  .doc = "the dialect the agent speaks on its pipes" },
 	{ .name = "instances", AGENT(instances), .type = CONFIG_INTEGER,
 	  .min = 1, .max = 10000, .dflt = "1",
 	  .doc = "how many copies run" },
@@ -516,6 +522,12 @@ config_table_check_agent(struct config_reader *rd, struct agent_conf *ac,
 	    strcmp(ac->adapter, "exec") != 0))
 		return config_err(rd, n, "%s: no cmd: given", path);
 	ac->confine.home = adapter_table_home(ac->adapter);
+	if (ac->adapter != NULL && ac->protocol != NULL) {
+		x = config_yaml_get(n, "protocol");
+		return config_err(rd, x != NULL ? x : n, "%s: protocol: and "
+		    "adapter: do not go together (an adapter speaks its "
+		    "tool's own language)", path);
+	}
 	if (ac->adapter != NULL && adapter_table_check(ac, why, sizeof why) != 0) {
 		x = config_yaml_get(n, "adapter");
 		return config_err(rd, x != NULL ? x : n, "%s.adapter: %s", path,
@@ -979,6 +991,28 @@ config_table_after_policy(struct config_reader *rd,
 {
 	((struct agent_conf *)base)->restart_set = 1;
 	return 0;
+}
+
+/* protocol: names one of the dialects corral knows. */
+static int
+config_table_after_protocol(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	const char	*name = ((struct agent_conf *)base)->protocol, *d;
+	char		 known[256];
+	size_t		 i;
+
+	if (name == NULL || dialect_find(name) != NULL)
+		return 0;
+	known[0] = '\0';
+	for (i = 0; (d = dialect_table_name(i)) != NULL; i++) {
+		if (i > 0)
+			strlcat(known, ", ", sizeof known);
+		strlcat(known, d, sizeof known);
+	}
+	return config_err(rd, n, "%s: unknown dialect \"%s\" (corral speaks "
+	    "%s)", path, name, known);
 }
 
 /* Print agents:, each entry with every key. */

@@ -581,6 +581,7 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	dst->description = NULL;
 	dst->user = src->user ? xstrdup(src->user) : NULL;
 	dst->adapter = src->adapter ? xstrdup(src->adapter) : NULL;
+	dst->protocol = src->protocol ? xstrdup(src->protocol) : NULL;
 	dst->adapter_conf = src->adapter_conf ?
 	    json_deep_copy(src->adapter_conf) : NULL;
 	dst->env = NULL;
@@ -631,6 +632,7 @@ config_agent_free(struct agent_conf *ac)
 	config_list_free(ac->confine.read, ac->confine.nread);
 	config_list_free(ac->confine.connect, ac->confine.nconnect);
 	free(ac->adapter);
+	free(ac->protocol);
 	if (ac->adapter_conf != NULL)
 		json_decref(ac->adapter_conf);
 }

@@ -311,8 +311,10 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	if (json_is_string(v) && strcmp(json_string_value(v), "orphan") == 0)
 		p->flags |= PEER_ORPHAN;
 	if (a != NULL && (p->role & PEER_AGENT) && ptype != NULL &&
-	    strcmp(ptype, "agent") == 0)
+	    strcmp(ptype, "agent") == 0) {
 		p->flags |= PEER_MAPAGENT;
+		(void)dialect_switch(a, "map");
+	}
 
 	run = json_pack("{s:s, s:s, s:s, s:I, s:I}", "runId",
 	    protocol_run_id(), "workflow", control_run.workflow != NULL ?
@@ -551,11 +553,11 @@ control_frame(struct peer *p, const char *line, size_t len)
 	 * jansson does, without the tree, so a frame that is not JSON or
 	 * holds too many values costs no more than its bytes.
 	 */
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, line, len) != 0) {
 		snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
 		    js->err, js->err_off);
-		engine_scan_give(js);
+		jscan_give(js);
 		log_warnx("%s: control frame: %s", p->name, msg);
 		if (p->agent == NULL) {
 			nul = json_null();
@@ -574,14 +576,14 @@ control_frame(struct peer *p, const char *line, size_t len)
 		    js->tok[t].type != JT_OBJECT && js->tok[t].type != JT_ARRAY)
 			id = json_loadb(line + js->tok[t].off, js->tok[t].len,
 			    JSON_DECODE_ANY, NULL);
-		engine_scan_give(js);
+		jscan_give(js);
 		if (id == NULL && p->agent == NULL)
 			id = json_null();
 		rpc_error(p, id, CORRAL_E_INVALID, msg, NULL);
 		json_decref(id);
 		return;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL ||
 	    !json_is_object(j)) {
 		if (j == NULL)

@@ -278,6 +278,7 @@ struct agent_conf {
 	size_t			 nenv;
 	char			*role;
 	char			*description;
+	char			*protocol;	/* its dialect; NULL: the default */
 	unsigned int		 instances;
 	int			 autostart;	/* started with the workflow */
 	enum ready_mode		 ready;
@@ -569,10 +570,14 @@ struct budget {
 	ev_timer		 timer;
 };
 
-/* engine.c: the requests an agent works on (written by engine.c). */
-struct work {
-	unsigned int		 outstanding;
-	struct msgq		 inflight;	/* sent, awaiting a reply */
+/*
+ * dialect.c: what an agent speaks now, and its bad lines (written by
+ * dialect.c).
+ */
+struct dialect;
+struct agent_dialect {
+	const struct dialect	*d;		/* NULL: its entry's, once used */
+	void			*state;		/* the dialect's own */
 	ev_tstamp		 warn_at;	/* rate limit of warnings */
 	unsigned int		 warn_count;
 	unsigned int		 warn_dropped;
@@ -580,6 +585,12 @@ struct work {
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	unsigned int		 env_streak;	/* invalid envelopes in a row */
 	char			*bad_first;	/* the first of them, once any */
+};
+
+/* engine.c: the requests an agent works on (written by engine.c). */
+struct work {
+	unsigned int		 outstanding;
+	struct msgq		 inflight;	/* sent, awaiting a reply */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
 	ev_tstamp		 progress_at;
@@ -670,6 +681,7 @@ struct agent {
 	TAILQ_ENTRY(agent)	 entry;		/* all agents, start order */
 	/* The parts. */
 	struct agent_proc	 proc;		/* agent.c */
+	struct agent_dialect	 dialect;	/* dialect.c */
 	struct life		 life;		/* lifecycle.c */
 	struct slot		 slot;		/* route.c */
 	struct breaker		 breaker;	/* breaker.c */
@@ -692,7 +704,9 @@ typedef void (*agent_event_cb)(struct agent *, enum agent_event,
 typedef void (*agent_line_cb)(struct agent *, char *, size_t,
     enum ndjson_kind, size_t);
 typedef void (*agent_cb)(struct agent *);
-typedef int (*agent_send_cb)(struct agent *, const char *, size_t);
+
+/* rpc.c: who writes JSON-RPC frames for agents in their dialect. */
+typedef int (*rpc_agent_cb)(struct agent *, const char *, size_t);
 
 /* budget.c: a subtree that went over its budget, and why. */
 typedef void (*budget_cb)(struct agent *, const char *);
@@ -813,7 +827,6 @@ struct engine_hooks {
 	void	(*result)(const char *, size_t, int);	/* run: the result */
 	void	(*pause)(int, int);	/* stdin: a reason on or off */
 	void	(*idle)(void);		/* a job was released */
-	void	(*control)(struct peer *, const char *, size_t);
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
@@ -850,6 +863,62 @@ struct env_error {
 	const char	*code;
 	char		 path[128];
 	char		 msg[256];
+};
+
+/*
+ * dialect.c: what corral sends an agent, as the corral member of an
+ * envelope says (docs/protocol.md, "What an agent receives on stdin"),
+ * or a JSON-RPC frame.
+ */
+enum dialect_kind {
+	DK_REQUEST,		/* work to answer (no kind) */
+	DK_TASK,		/* a spawned child's task */
+	DK_NOTICE,		/* an error about the agent's own output */
+	DK_CANCEL,		/* a request it works on was cancelled */
+	DK_CHILD_RESULT,	/* a child's task ended */
+	DK_MESSAGE,		/* a map/send to it */
+	DK_PROGRESS,		/* a child's progress */
+	DK_RPC			/* a JSON-RPC frame: an answer, an event, a ping */
+};
+
+/* dialect.c: one line from an agent, as its dialect read it. */
+struct dialect_frame {
+	int			 type;
+#define DF_ENVELOPE	0	/* a valid envelope: for the engine */
+#define DF_CONTROL	1	/* a JSON-RPC frame: for the control plane */
+#define DF_GARBAGE	2	/* no frame at all (not JSON): err says why */
+#define DF_INVALID	3	/* a frame with a problem: err says what */
+	const char		*line;	/* the frame's bytes: the line, or made */
+	size_t			 len;
+	char			*made;	/* a line the decoder made (freed) */
+	struct jscan		*js;	/* DF_ENVELOPE, DF_INVALID: its tape */
+	struct env		 env;	/* DF_ENVELOPE: its fields */
+	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID */
+	const char		*id;	/* DF_INVALID: the id it gave itself */
+	char			 idbuf[CORRAL_ID_MAX];
+};
+
+/*
+ * dialect.c: who takes what it reads (registered by the supervisor).  A
+ * frame's bytes and tape are the consumer's until it returns.
+ */
+struct dialect_consumers {
+	void	(*activity)(struct agent *);	/* any line: it is alive */
+	/* Only bad lines, for too long: fail it; nonzero when it was. */
+	int	(*fail)(struct agent *, const char *);
+	int	(*tool)(struct agent *, const char *, size_t);	/* adapted */
+	void	(*control)(struct peer *, const char *, size_t);
+	void	(*envelope)(struct agent *, struct dialect_frame *);
+	/* An invalid envelope, after its notice: it may fail a request. */
+	void	(*invalid)(struct agent *, struct dialect_frame *);
+	void	(*input)(struct peer *, struct dialect_frame *);	/* serve */
+	void	(*out)(const char *, size_t);	/* serve's stdout: a notice */
+};
+
+/* dialect.c: its counters (docs/reliability.md). */
+struct dialect_stats {
+	uint64_t	 rejected;	/* bad lines, notices about output */
+	uint64_t	 notices_dropped;
 };
 
 /* engine.c: what it asks of the sub-agent module about tasks. */
@@ -1172,6 +1241,9 @@ const char *protocol_new_id(char *, size_t);
 struct jscan *jscan_create(unsigned int);
 void	 jscan_free(struct jscan *);
 void	 jscan_trim(struct jscan *);
+struct jscan *jscan_take(void);
+void	 jscan_give(struct jscan *);
+void	 jscan_drain(void);
 int	 jscan_run(struct jscan *, const char *, size_t);
 size_t	 jscan_unescape(struct jscan *, const char *, size_t);
 int	 jscan_str_equal(struct jscan *, const char *, size_t, int,
@@ -1263,7 +1335,6 @@ RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
 void	 agent_on_free(agent_cb);
-void	 agent_on_send(agent_send_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
@@ -1292,6 +1363,7 @@ void	 agent_mark_dead(struct agent *);
 void	 agent_reap_dead(int);
 
 /* rpc.c */
+void	 rpc_on_agent(rpc_agent_cb);
 void	 rpc_send(struct peer *, json_t *);
 void	 rpc_reply(struct peer *, json_t *, json_t *);
 void	 rpc_error(struct peer *, json_t *, int, const char *, json_t *);
@@ -1379,6 +1451,8 @@ int	 cmd_answer(int, char **);
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
+int	 envelope_check_ttls(struct jscan *, const char *, const struct env *,
+	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,
 	    const char *, const char *, const char *, size_t *);
 char	*envelope_cancel(const char *, const char *, const char *,
@@ -1406,6 +1480,7 @@ int	 envelope_trace_id(struct jscan *, const char *,
 	    const struct env *, char *, size_t);
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
+const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
 
 /* adr007.c */
 struct adr007_defaults {
@@ -1520,6 +1595,28 @@ const struct adapter_ops *adapter_table_find(const char *);
 const char *adapter_table_home(const char *);
 int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 
+/* dialect.c, dialect-table.c, dialect-map.c */
+void	 dialect_init(const struct dialect_consumers *);
+const struct dialect_stats *dialect_stats_get(void);
+const char *dialect_name(struct agent *);
+int	 dialect_is(struct agent *, const char *);
+int	 dialect_switch(struct agent *, const char *);
+void	 dialect_spawned(struct agent *);
+void	 dialect_send(struct agent *, const char *, size_t, enum dialect_kind);
+void	 dialect_notice(struct agent *, const char *, const char *,
+	    const char *, const char *);
+void	 dialect_warn(struct agent *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	 dialect_bad_message(struct agent *);
+void	 dialect_good_message(struct agent *);
+void	 dialect_input(struct peer *, char *, size_t, enum ndjson_kind,
+	    size_t);
+const struct dialect *dialect_find(const char *);
+void	 dialect_adr007_defaults(const char *, const char *);
+const char *dialect_table_name(size_t);
+json_t	*dialect_map_message(const char *, json_t *, json_t *, json_t *,
+	    char *);
+
 /* lifecycle.c */
 void	 lifecycle_init(void);
 void	 lifecycle_observe(lifecycle_observer);
@@ -1605,12 +1702,10 @@ struct engine_stats {
 	uint64_t	 replied;
 	uint64_t	 errored;
 	uint64_t	 expired;
-	uint64_t	 rejected;	/* invalid lines */
 	uint64_t	 late;		/* late or duplicate replies */
 	uint64_t	 retried;
 	uint64_t	 reflections;
 	uint64_t	 live_msgs;
-	uint64_t	 notices_dropped;
 	uint64_t	 steps;
 	size_t		 bytes;		/* held in requests and results */
 };
@@ -1624,9 +1719,6 @@ void	 engine_job_unhold(struct job *);
 void	 engine_job_end_branch(struct job *, const char *, const char *,
 	    size_t, int);
 const struct engine_stats *engine_stats_get(void);
-struct jscan *engine_scan_take(void);
-void	 engine_scan_give(struct jscan *);
-void	 engine_scan_drain(void);
 struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
@@ -1647,8 +1739,9 @@ void	 engine_limit(struct job *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 engine_limit_all(const char *, const char *);
 int	 engine_has_room(size_t);
-void	 engine_input_line(struct peer *, char *, size_t, enum ndjson_kind,
-	    size_t);
+void	 engine_input(struct peer *, struct dialect_frame *);
+void	 engine_agent_envelope(struct agent *, struct dialect_frame *);
+void	 engine_agent_invalid(struct agent *, struct dialect_frame *);
 int	 engine_start_goal(const char *, size_t);
 void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);

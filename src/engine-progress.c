@@ -167,7 +167,7 @@ engine_progress_flush(struct msg_progress *p)
 		to = NULL;
 	if (to != NULL) {
 		line = engine_progress_envelope(a, m, p->seq, text, &len);
-		agent_send(to, line, len);
+		dialect_send(to, line, len, DK_PROGRESS);
 		free(line);
 	}
 	engine_progress_event(a, m, p->seq, text, to);

@@ -654,6 +654,43 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	return 0;
 }
 
+/*
+ * Check the ttl_ms of each next action's args, which sit below the
+ * reply's tape: a number of milliseconds >= 0, or absent.  Returns 0, or
+ * -1 with err filled as envelope_check fills it.
+ */
+int
+envelope_check_ttls(struct jscan *js, const char *line, const struct env *env,
+    struct env_error *err)
+{
+	struct jscan	*sub;
+	int		 e, args, t, i = 0, bad = 0;
+
+	if (env->next_actions == -1)
+		return 0;
+	for (e = jscan_first(js, env->next_actions); e != -1 && !bad;
+	    e = jscan_next(js, env->next_actions, e), i++) {
+		if ((args = JSCAN_GET(js, line, e, "args")) == -1)
+			continue;
+		sub = jscan_take();
+		if (jscan_run(sub, line + js->tok[args].off,
+		    js->tok[args].len) == 0 && (t = JSCAN_GET(sub,
+		    line + js->tok[args].off, 0, "ttl_ms")) != -1 &&
+		    (sub->tok[t].type != JT_NUMBER || jscan_number(sub,
+		    line + js->tok[args].off, t) < 0))
+			bad = 1;
+		jscan_give(sub);
+	}
+	if (!bad)
+		return 0;
+	err->code = "invalid_envelope";
+	snprintf(err->path, sizeof err->path,
+	    "outputs.next_actions[%d].args.ttl_ms", i - 1);
+	snprintf(err->msg, sizeof err->msg, "%s must be a number >= 0",
+	    err->path);
+	return -1;
+}
+
 /* Copy a trace id (trace.id) into buf; returns 0 when there is one. */
 int
 envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
@@ -689,6 +726,31 @@ envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * The trace.id of a line that scanned but is not a valid envelope, if it
+ * has a usable one, so the error can name what it answers.
+ */
+const char *
+envelope_raw_id(struct jscan *js, const char *line, char *buf, size_t len)
+{
+	const char	*v;
+	size_t		 l;
+	int		 t, x;
+
+	if (js->tok[0].type != JT_OBJECT ||
+	    (t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    js->tok[t].type != JT_OBJECT ||
+	    (x = JSCAN_GET(js, line, t, "id")) == -1 ||
+	    js->tok[x].type != JT_STRING)
+		return NULL;
+	v = jscan_text(js, line, x, &l);
+	if (l == 0 || l >= len)
+		return NULL;
+	memcpy(buf, v, l);
+	buf[l] = '\0';
+	return buf;
 }
 
 /* An edit for envelope_splice: replace del bytes at off with text. */

@@ -25,6 +25,8 @@
 #include "corral.h"
 
 #define JSCAN_MAX_DEPTH	2048	/* jansson's JSON_PARSER_MAX_DEPTH */
+#define JSCAN_POOL	8	/* scanners kept for reuse; more are made */
+#define JSCAN_POOL_LEVEL 4	/* what the pool's scanners record */
 
 struct jscan_frame {
 	uint32_t	tok;	/* tape index, or UINT32_MAX when not recorded */
@@ -38,6 +40,9 @@ struct jscan_key {
 	uint32_t	tag;	/* length and end bytes; 0 when escaped */
 	uint8_t		esc;
 };
+
+static struct jscan	*jscan_pool[JSCAN_POOL];
+static size_t		 jscan_npool;
 
 /* Create a scanner whose tape records values up to maxlevel deep. */
 struct jscan *
@@ -94,6 +99,41 @@ jscan_trim(struct jscan *js)
 		js->tmp = NULL;
 		js->tmpcap = 0;
 	}
+}
+
+/*
+ * Take a scanner for one line, recording the top JSCAN_POOL_LEVEL levels
+ * (an envelope's fields); give it back with jscan_give.  A tape belongs
+ * to the handler that took it, so a handler that must scan another line
+ * meanwhile takes a scanner of its own.
+ */
+struct jscan *
+jscan_take(void)
+{
+	if (jscan_npool > 0)
+		return jscan_pool[--jscan_npool];
+	return jscan_create(JSCAN_POOL_LEVEL);
+}
+
+/* Give a scanner back to the pool. */
+void
+jscan_give(struct jscan *js)
+{
+	if (js == NULL)
+		return;
+	jscan_trim(js);
+	if (jscan_npool < JSCAN_POOL)
+		jscan_pool[jscan_npool++] = js;
+	else
+		jscan_free(js);
+}
+
+/* Free the pool (corral is exiting, or a test is over). */
+void
+jscan_drain(void)
+{
+	while (jscan_npool > 0)
+		jscan_free(jscan_pool[--jscan_npool]);
 }
 
 /* Record an error at offset off and return -1. */

@@ -634,6 +634,7 @@ life_spawn(struct agent *a, const char *why)
 static void
 life_spawned(struct agent *a, const char *why)
 {
+	dialect_spawned(a);	/* a new process speaks afresh */
 	a->life.start_seq = ++lifecycle_seq;
 	a->life.last_activity = ev_now(LOOP);
 	if (adapter_start(a) != 0)

@@ -19,10 +19,10 @@
  * choosing the agent by the envelope's intent.  Such a request is one
  * request, not a job: its reply's next_actions are not followed.
  *
- * An agent that connected as MAP's participantType "agent" (the SDK's
- * AgentConnection, which reads nothing but JSON-RPC) is in MAP mode:
- * whatever corral would write to it as an envelope (requests, its task,
- * child results, notices) goes as a map/message instead, and its
+ * An agent that speaks the map dialect (the SDK's AgentConnection, which
+ * reads nothing but JSON-RPC: declared with protocol: map, or connected
+ * as MAP's participantType "agent") gets whatever corral would write to
+ * it as an envelope as a map/message instead (dialect-map.c), and its
  * map/send with meta.isResult naming one of its requests (or its task)
  * is its reply, as AgentConnection.reply() sends it (SPEC.md 11).
  */
@@ -56,15 +56,11 @@ static TAILQ_HEAD(, message_req) message_reqs =
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
 
-static int	message_wrap(struct agent *, const char *, size_t);
-
 /* Forget pending requests (set up again: the tests do). */
 void
 message_init(void)
 {
 	struct message_req	*r;
-
-	agent_on_send(message_wrap);
 
 	while ((r = TAILQ_FIRST(&message_reqs)) != NULL) {
 		TAILQ_REMOVE(&message_reqs, r, entry);
@@ -237,23 +233,6 @@ message_events(json_t *msg, json_t *delivered, const char *failed_why,
 	}
 }
 
-/* Build MAP's Message (a new reference). */
-static json_t *
-message_new(const char *from, json_t *to, json_t *payload, json_t *meta,
-    char *mid)
-{
-	json_t	*m;
-
-	event_new_id(mid);
-	m = json_pack("{s:s, s:s, s:O, s:I}", "id", mid, "from", from, "to",
-	    to, "timestamp", (json_int_t)event_now_ms());
-	if (payload != NULL)
-		json_object_set(m, "payload", payload);
-	if (json_is_object(meta))
-		json_object_set_new(m, "meta", json_deep_copy(meta));
-	return m;
-}
-
 /*
  * The envelope an agent on its pipes gets for a payload: the payload
  * itself when it is an envelope, or a string made an execute envelope.
@@ -296,17 +275,17 @@ message_envelope(json_t *payload, const char *role, const char *trace_id,
 		return NULL;
 	}
 	*lenp = strlen(s);
-	js = engine_scan_take();
+	js = jscan_take();
 	err.msg[0] = '\0';
 	if (jscan_run(js, s, *lenp) != 0 ||
 	    envelope_check(js, s, *lenp, env, &err) != 0) {
 		snprintf(why, whylen, "params.payload is not a valid envelope: "
 		    "%s", err.msg[0] ? err.msg : "invalid JSON");
-		engine_scan_give(js);
+		jscan_give(js);
 		free(s);
 		return NULL;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	return s;
 }
 
@@ -598,74 +577,6 @@ message_member(const char *from, const char *mid)
 }
 
 /*
- * Write an envelope to an agent in MAP mode as a map/message: a request
- * (from corral, expecting a response), its task (from its parent), a
- * child's result, a message, a notice, a cancel notice, a child's
- * progress.  Returns 0 when the line is not
- * an envelope to wrap (it then goes as it is).
- */
-static int
-message_wrap(struct agent *a, const char *line, size_t len)
-{
-	json_t		*env, *cm, *meta, *msg, *to;
-	const char	*kind, *tid, *from = "corral", *id = NULL;
-	char		 mid[EVENT_ID_LEN + 1];
-
-	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
-		return 0;
-	cm = json_object_get(env, "corral");
-	kind = json_string_value(json_object_get(cm, "kind"));
-	tid = json_string_value(json_object_get(json_object_get(env, "trace"),
-	    "id"));
-	meta = json_object();
-	if (kind == NULL || strcmp(kind, "task") == 0) {
-		/* Work to answer: its id is what the reply correlates to. */
-		id = tid;
-		json_object_set_new(meta, "expectsResponse", json_true());
-		if (tid != NULL)
-			json_object_set_new(meta, "correlationId",
-			    json_string(tid));
-		if (kind != NULL) {
-			from = json_string_value(json_object_get(cm, "parent"));
-			json_object_set_new(meta, "relationship",
-			    json_string("parent-to-child"));
-		}
-	} else if (strcmp(kind, CORRAL_KIND_CHILD_RESULT) == 0) {
-		from = json_string_value(json_object_get(cm, "child"));
-		json_object_set_new(meta, "isResult", json_true());
-		json_object_set(meta, "correlationId", json_object_get(cm,
-		    "spawn"));
-		json_object_set_new(meta, "relationship",
-		    json_string("child-to-parent"));
-	} else if (strcmp(kind, CORRAL_KIND_MESSAGE) == 0) {
-		from = json_string_value(json_object_get(cm, "from"));
-		id = json_string_value(json_object_get(cm, "messageId"));
-	} else if (strcmp(kind, CORRAL_KIND_CANCEL) == 0) {
-		/* Not a result: it names the request it cancels. */
-		json_object_set_new(meta, "cancel", json_true());
-		json_object_set(meta, "correlationId", json_object_get(cm,
-		    "request"));
-	} else if (strcmp(kind, CORRAL_KIND_PROGRESS) == 0) {
-		from = json_string_value(json_object_get(cm, "child"));
-		json_object_set_new(meta, "progress", json_true());
-		json_object_set(meta, "correlationId", json_object_get(cm,
-		    "request"));
-		json_object_set_new(meta, "relationship",
-		    json_string("child-to-parent"));
-	}
-	to = json_pack("{s:s}", "agent", a->id);
-	msg = message_new(from != NULL ? from : "corral", to, env, meta, mid);
-	if (id != NULL)
-		json_object_set_new(msg, "id", json_string(id));
-	rpc_notify(&a->peer, CORRAL_M_MESSAGE, json_pack("{s:o}", "message",
-	    msg));
-	json_decref(to);
-	json_decref(meta);
-	json_decref(env);
-	return 1;
-}
-
-/*
  * A map/send from an agent that is its reply to one of its requests or
  * its task (meta.isResult, meta.correlationId naming it), as the SDK's
  * reply() sends it: the payload, an envelope (or wrapped in a finalize
@@ -699,10 +610,10 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	valid = 0;
 	if (json_is_object(payload) && (line = json_dumps(payload,
 	    CORRAL_JSON_FLAGS)) != NULL) {
-		js = engine_scan_take();
+		js = jscan_take();
 		valid = jscan_run(js, line, strlen(line)) == 0 &&
 		    envelope_check(js, line, strlen(line), &env, &err) == 0;
-		engine_scan_give(js);
+		jscan_give(js);
 		free(line);
 	}
 	if (valid)
@@ -778,16 +689,16 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		/* An agent in MAP mode takes the Message, as a client does. */
+		/* An agent that speaks map takes the Message, as a client does. */
 		if (targets[i].agent != NULL &&
-		    (targets[i].agent->peer.flags & PEER_MAPAGENT)) {
+		    dialect_is(targets[i].agent, "map")) {
 			targets[i].peer = &targets[i].agent->peer;
 			targets[i].agent = NULL;
 		}
 		if (targets[i].agent != NULL)
 			agents++;
 	}
-	msg = message_new(from->name, to, payload, meta, mid);
+	msg = dialect_map_message(from->name, to, payload, meta, mid);
 	corrj = json_object_get(meta, "correlationId");
 	if (json_is_true(json_object_get(meta, "isResult")) &&
 	    json_is_string(corrj))
@@ -822,11 +733,11 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			return;
 		}
 		member = message_member(from->name, mid);
-		js = engine_scan_take();
+		js = jscan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0)
 			marked = envelope_mark(js, line, len, member, &mlen);
-		engine_scan_give(js);
+		jscan_give(js);
 	}
 	ids = json_array();
 	for (i = 0; i < n; i++) {
@@ -836,7 +747,8 @@ message_send(struct peer *from, json_t *id, json_t *params)
 				failed = "a target is not reading its stdin";
 				continue;
 			}
-			agent_send(targets[i].agent, marked, mlen);
+			dialect_send(targets[i].agent, marked, mlen,
+			    DK_MESSAGE);
 			auditlog_envelope("send", targets[i].agent->id, mid,
 			    marked, mlen);
 		} else {
@@ -918,7 +830,7 @@ message_result(const char *to, struct agent *from, const char *corr,
 		json_object_set_new(meta, "relationship",
 		    json_string("child-to-parent"));
 	addr = json_pack("{s:s}", "participant", to);
-	msg = message_new(sender, addr, payload, meta, mid);
+	msg = dialect_map_message(sender, addr, payload, meta, mid);
 	json_decref(addr);
 	ids = json_array();
 	if (p != NULL && !rpc_full(p)) {
@@ -1021,7 +933,7 @@ message_delegates(struct agent *p, const char *via, struct agent *c,
 	meta = json_pack("{s:b, s:s, s:s}", "isResult", 1, "correlationId",
 	    task, "relationship", "child-to-parent");
 	addr = json_pack("{s:s}", "agent", p->id);
-	msg = message_new(c != NULL ? c->id : "corral", addr, payload, meta,
+	msg = dialect_map_message(c != NULL ? c->id : "corral", addr, payload, meta,
 	    mid);
 	ids = json_array();
 	for (d = rpc_peer_first(); d != NULL; d = rpc_peer_next(d)) {

@@ -193,7 +193,7 @@ metrics_requests(json_t *list)
 		metrics_sample(x, "code", "other", (double)mt.other_codes);
 	x = metrics_add(list, "corral_rejected_lines_total", "counter",
 	    "Invalid lines from agents or stdin");
-	metrics_sample(x, NULL, NULL, (double)st->rejected);
+	metrics_sample(x, NULL, NULL, (double)dialect_stats_get()->rejected);
 	x = metrics_add(list, "corral_retries_total", "counter",
 	    "Requests routed again after a transient failure");
 	metrics_sample(x, NULL, NULL, (double)st->retried);

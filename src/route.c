@@ -267,7 +267,8 @@ route_dispatch(struct msg *m, struct agent *a)
 		adapter_request(a, m);
 		return;
 	}
-	agent_send(a, m->line, m->len);
+	dialect_send(a, m->line, m->len, m->kind == MSG_TASK ? DK_TASK :
+	    DK_REQUEST);
 	if (agent_full(a))
 		chan_block(chan_source(), &a->proc.io);
 }

@@ -18,6 +18,25 @@
 #include "corral.h"
 
 static TAILQ_HEAD(, peer) rpc_peers = TAILQ_HEAD_INITIALIZER(rpc_peers);
+static rpc_agent_cb	 rpc_agent_hook;
+
+/*
+ * Register who writes frames for agents on their pipes (dialect.c): an
+ * agent's dialect may say them its own way.
+ */
+void
+rpc_on_agent(rpc_agent_cb cb)
+{
+	rpc_agent_hook = cb;
+}
+
+/* Return nonzero if the frame went to an agent in its own dialect. */
+static int
+rpc_agent_wrote(struct peer *p, const char *s, size_t len)
+{
+	return p->agent != NULL && (p->role & PEER_AGENT) &&
+	    rpc_agent_hook != NULL && rpc_agent_hook(p->agent, s, len);
+}
 
 /* Write a frame to a peer (a borrowed reference). */
 void
@@ -38,8 +57,12 @@ rpc_send(struct peer *p, json_t *frame)
 void
 rpc_send_text(struct peer *p, const char *s, size_t len)
 {
+	/* Its dialect wrote it (and counted it): the same pressure holds. */
+	int	wrote = rpc_agent_wrote(p, s, len);
+
 	if (p->chan != NULL) {
-		chan_write_line(p->chan, s, len);
+		if (!wrote)
+			chan_write_line(p->chan, s, len);
 		/*
 		 * A peer that sends requests and does not read the answers
 		 * would grow our memory: stop reading it (and whoever made
@@ -48,7 +71,7 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 		if (chan_full(p->chan))
 			chan_block(chan_source(), p->chan);
 	}
-	if (p->agent != NULL && (p->role & PEER_AGENT))
+	if (!wrote && p->agent != NULL && (p->role & PEER_AGENT))
 		p->agent->proc.msgs_in++;
 }
 
@@ -60,6 +83,8 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 void
 rpc_send_event(struct peer *p, const char *s, size_t len)
 {
+	if (rpc_agent_wrote(p, s, len))
+		return;
 	if (p->chan != NULL)
 		chan_write_line(p->chan, s, len);
 }

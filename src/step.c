@@ -309,6 +309,7 @@ step_failed(struct job *j, const char *req_id, const char *code,
     const char *why, const char *line, size_t len)
 {
 	struct steprun	*sr;
+	const char	*what;
 	char		 note[600];
 
 	if ((sr = step_find(j)) == NULL)
@@ -327,6 +328,9 @@ step_failed(struct job *j, const char *req_id, const char *code,
 	json_decref(sr->out);
 	json_decref(sr->written);
 	json_decref(sr->corral_notes);
+	/* The note names no agent: only what was wrong. */
+	if ((what = strstr(why, "output envelope: ")) != NULL)
+		why = what + 17;
 	snprintf(note, sizeof note, "the previous output envelope was invalid: "
 	    "%s", why);
 	sr->out = json_pack("{s:b, s:s, s:[], s:[], s:s}", "success", 0,
@@ -431,8 +435,16 @@ step_decide(struct steprun *sr)
 	step_audit_reply(sr);
 	rec = json_string_value(json_object_get(sr->out, "recommendation"));
 	ok = json_is_true(json_object_get(sr->out, "success"));
-	if (json_array_size(sr->corral_notes) > 0)
-		rec = "retry";
+	if (json_array_size(sr->corral_notes) > 0) {
+		/*
+		 * The reply was invalid, or corral could not write what it
+		 * asked: its own agent tries this step again.
+		 */
+		notes = step_next_notes(sr);
+		step_go(sr, sr->at, notes);
+		json_decref(notes);
+		return;
+	}
 	if (strcmp(rec, "proceed") == 0 && !ok) {
 		switch (sc->success_false) {
 		case SF_ESCALATE:

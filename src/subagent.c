@@ -339,17 +339,17 @@ subagent_task_line(json_t *task, const char *id, const char *parent,
 		return NULL;
 	}
 	*lenp = strlen(s);
-	js = engine_scan_take();
+	js = jscan_take();
 	err.msg[0] = '\0';
 	if (jscan_run(js, s, *lenp) != 0 ||
 	    envelope_check(js, s, *lenp, envp, &err) != 0) {
 		snprintf(why, whylen, "params.task is not a valid envelope: %s",
 		    err.msg[0] ? err.msg : "invalid JSON");
 		free(s);
-		engine_scan_give(js);
+		jscan_give(js);
 		return NULL;
 	}
-	engine_scan_give(js);
+	jscan_give(js);
 	*intent = envp->intent;
 	return s;
 }
@@ -997,13 +997,13 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 		    task_id, "reason", "the parent is gone", NULL);
 		return;
 	}
-	js = engine_scan_take();
+	js = jscan_take();
 	if (jscan_run(js, line, len) != 0 ||
 	    envelope_check(js, line, len, &env, &err) != 0) {
 		/* Lines that reach here were validated once already. */
 		log_warnx("agent %s: the result of task %s is not an envelope "
 		    "any more; not delivered", p->id, task_id);
-		engine_scan_give(js);
+		jscan_give(js);
 		return;
 	}
 	jsonw_init(&j);
@@ -1019,13 +1019,13 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	jsonw_object_end(&j);
 	member = jsonw_finish(&j, &mlen);
 	out = envelope_mark(js, line, len, member, &olen);
-	engine_scan_give(js);
+	jscan_give(js);
 	free(member);
 	if (c != NULL && c->child.via != NULL &&
 	    message_delegates(p, c->child.via, c, task_id, out, olen) > 0)
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
 	else if (agent_writable(p) && (c == NULL || c->child.via == NULL)) {
-		agent_send(p, out, olen);
+		dialect_send(p, out, olen, DK_CHILD_RESULT);
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
 	} else
 		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,

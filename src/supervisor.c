@@ -415,7 +415,7 @@ supervisor_stdin_line(struct chan *c, enum ndjson_kind kind, char *line,
     size_t len, size_t extra)
 {
 	if (!sv.shutting_down)
-		engine_input_line(&sv.stdio_peer, line, len, kind, extra);
+		dialect_input(&sv.stdio_peer, line, len, kind, extra);
 }
 
 /* Make sure descriptors 0, 1 and 2 are open, so pipes never land there. */
@@ -531,11 +531,17 @@ supervisor_print_result(void)
 	json_decref(j);
 }
 
-/* The control frames of a peer go to the control plane. */
-static void
-supervisor_control(struct peer *p, const char *line, size_t len)
+/*
+ * An agent writes nothing but bad lines (dialect.c): it is failed, unless
+ * it is on its way out already.  Returns nonzero when it was failed.
+ */
+static int
+supervisor_garbage(struct agent *a, const char *why)
 {
-	control_frame(p, line, len);
+	if (!lifecycle_alive(a) || lifecycle_stopping(a))
+		return 0;
+	lifecycle_fail(a, why);
+	return 1;
 }
 
 /*
@@ -666,8 +672,10 @@ supervisor_setup(const struct workflow *wf, int mode)
 		supervisor_escalated, supervisor_answered,
 		supervisor_escalation_exit
 	};
+	struct dialect_consumers dc;
 	struct engine_hooks	eh;
 	struct control_info	ci;
+	char			name[256];
 	uint32_t		r;
 
 	/* Set up again (the tests do): the old watcher leaves the loop. */
@@ -698,15 +706,27 @@ supervisor_setup(const struct workflow *wf, int mode)
 	ev_prepare_init(&sv.prepare_w, supervisor_prepare_cb);
 	ev_prepare_start(LOOP, &sv.prepare_w);
 
+	/* Who takes what agents and serve's stdin say. */
+	memset(&dc, 0, sizeof dc);
+	dc.activity = lifecycle_activity;
+	dc.fail = supervisor_garbage;
+	dc.tool = adapter_line;
+	dc.control = control_frame;
+	dc.envelope = engine_agent_envelope;
+	dc.invalid = engine_agent_invalid;
+	dc.input = engine_input;
+	dc.out = supervisor_out;
+	dialect_init(&dc);
 	memset(&eh, 0, sizeof eh);
 	eh.out = supervisor_out;
 	eh.result = supervisor_result;
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
-	eh.control = supervisor_control;
 	eh.outcome = supervisor_outcome;
 	engine_init(wf, &eh);
 	step_init(wf, &sv_steps, &sh);
+	step_workflow_name(wf, name, sizeof name);
+	dialect_adr007_defaults(name, wf->feature_id);
 	subagent_init(wf);
 	event_init();
 	message_init();
@@ -854,6 +874,7 @@ static void
 supervisor_run_end(void)
 {
 	const struct engine_stats	*st = engine_stats_get();
+	uint64_t			 rejected = dialect_stats_get()->rejected;
 	struct jsonw			 j;
 	struct rusage			 ru;
 	char				*s;
@@ -875,7 +896,7 @@ supervisor_run_end(void)
 		jsonw_key(&j, "expired");
 		jsonw_u64(&j, st->expired);
 		jsonw_key(&j, "rejected");
-		jsonw_u64(&j, st->rejected);
+		jsonw_u64(&j, rejected);
 		jsonw_key(&j, "late");
 		jsonw_u64(&j, st->late);
 		jsonw_key(&j, "peak_rss_kb");
@@ -889,7 +910,7 @@ supervisor_run_end(void)
 	    "expired, %llu rejected; peak memory %.1f MB",
 	    (unsigned long long)st->accepted, (unsigned long long)st->replied,
 	    (unsigned long long)st->errored, (unsigned long long)st->expired,
-	    (unsigned long long)st->rejected, peak / 1024.0);
+	    (unsigned long long)rejected, peak / 1024.0);
 }
 
 /*
@@ -969,6 +990,6 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	workspace_close();	/* its last outcomes go before run_end */
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
-	engine_scan_drain();
+	jscan_drain();
 	return supervisor_exit_status();
 }

@@ -7,7 +7,8 @@
 # a module listed later, on a module the list does not name, and on a
 # name in the list with no source file.  A file NAME-PART.c that the list
 # does not name is a part of module NAME (config-yaml.c is part of
-# config), and its calls are that module's.
+# config), and its calls are that module's.  A module's private header
+# (engine-int.h, config.h) may be included by its own files only.
 #
 #   sh tests/layering.sh            (objects from build/, or $BUILD)
 set -u
@@ -50,6 +51,20 @@ done
 while read -r m; do
 	[ -f "src/$m.c" ] || { echo "FAIL: the layer list names $m, which has no src/$m.c"; bad=1; }
 done <"$T/order"
+
+# A module's private header (src/NAME-int.h, or src/NAME.h but corral.h)
+# is included by that module's own files only.
+for h in src/*.h; do
+	hn=$(basename "$h")
+	[ "$hn" = corral.h ] && continue
+	hm=$(module_of "$(basename "$hn" .h)")
+	for f in $(grep -l "^#include \"$hn\"" src/*.c src/*.h); do
+		fm=$(module_of "$(basename "$f" | sed 's/\.[ch]$//')")
+		[ "$fm" = "$hm" ] && continue
+		echo "FAIL: $f includes $hn, which is private to module $hm"
+		bad=1
+	done
+done
 
 # Every object: the module it is, what it defines, what it uses.
 for o in "$objs"/*.c.o "$main"; do

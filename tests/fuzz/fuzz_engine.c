@@ -1589,7 +1589,7 @@ fz_stdin_line(struct chan *c, enum ndjson_kind kind, char *line, size_t len,
 		fz.inputs++;
 	else if (k == 2)
 		fz.expect++;
-	engine_input_line(&fz.client, line, len, kind, extra);
+	dialect_input(&fz.client, line, len, kind, extra);
 }
 
 /* serve's stdout drained (what supervisor_stdout_drained does). */
@@ -2255,7 +2255,7 @@ fz_end(void)
 	workspace_close();
 	if ((fd = open(fz.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
 		fz_empty_dir(fd);
-	engine_scan_drain();
+	jscan_drain();
 }
 
 /* ---- Once per process. ---- */

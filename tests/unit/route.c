@@ -100,7 +100,7 @@ rt_teardown(void)
 	chan_close(supervisor_stdio());
 	close(out_fd);
 	out_fd = -1;
-	engine_scan_drain();
+	jscan_drain();
 	config_free(wf);
 	wf = NULL;
 }

@@ -1,0 +1,287 @@
+/*
+ * Agents' envelopes and replies: an envelope an agent wrote (handed over
+ * by dialect.c) is the reply to a request, to its task, or a late one;
+ * the reply is made honest (only corral writes the corral member, an
+ * agent names only itself) and completed (trace.id, trace.parents,
+ * timestamp), then counted and followed; an invalid reply may fail its
+ * request at once.  The replies adapters make for their tools come here
+ * too.  A part of the engine (engine.c): it owns requests.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "corral.h"
+#include "engine-int.h"
+
+/*
+ * Make a line from an agent (a) or a client honest: only corral writes
+ * the corral member, and an agent's reply names the agent that wrote it.
+ * Returns the line to use (*copy set when it is a new one, js then holding
+ * its tape), or NULL when the copy could not be scanned.
+ */
+const char *
+engine_unforge(struct jscan *js, struct agent *a, const char *line,
+    size_t *len, struct env *env, char **copy)
+{
+	struct env_error	err;
+	size_t			clen;
+	int			forged;
+
+	*copy = envelope_own(js, line, *len, env, a != NULL ? a->id : NULL,
+	    &forged, &clen);
+	if (*copy == NULL)
+		return line;
+	if (forged & FORGED_CORRAL)
+		log_info("%s%s: its corral member was dropped (only corral "
+		    "writes it)", a != NULL ? "agent " : "stdin",
+		    a != NULL ? a->id : "");
+	if (forged & FORGED_SENDER)
+		log_info("agent %s: its reply named another agent.id; it names "
+		    "%s now", a->id, a->id);
+	auditlog_event("unforged", a != NULL ? a->id : "stdin", NULL,
+	    "corral", (forged & FORGED_CORRAL) ? "dropped" : "none",
+	    "agent_id", (forged & FORGED_SENDER) ? "replaced" : "kept",
+	    NULL);
+	if (jscan_run(js, *copy, clen) != 0 ||
+	    envelope_check(js, *copy, clen, env, &err) != 0) {
+		free(*copy);
+		*copy = NULL;
+		return NULL;
+	}
+	*len = clen;
+	return *copy;
+}
+
+/*
+ * The reply, filled in where the agent left trace.id, trace.parents or
+ * timestamp out.  Returns the line to use (*filled set when it is a copy,
+ * js then holding its tape), or NULL when the copy could not be scanned.
+ */
+static const char *
+engine_fill(struct jscan *js, struct msg *req, const char *line,
+    size_t *len, struct env *env, char *reply_id, char **filled)
+{
+	struct env_error	err;
+	size_t			flen;
+
+	*filled = NULL;
+	if (envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX) != 0) {
+		protocol_new_id(reply_id, CORRAL_ID_MAX);
+		*filled = envelope_fill(js, line, *len, env, reply_id, req->id,
+		    &flen);
+	} else
+		*filled = envelope_fill(js, line, *len, env, NULL, req->id,
+		    &flen);
+	if (*filled == NULL)
+		return line;
+	if (jscan_run(js, *filled, flen) != 0 ||
+	    envelope_check(js, *filled, flen, env, &err) != 0) {
+		log_warnx("request %s: the reply could not be completed",
+		    req->id);
+		free(*filled);
+		*filled = NULL;
+		return NULL;
+	}
+	*len = flen;
+	return *filled;
+}
+
+/*
+ * Handle a valid reply from agent a to request req: account for it, then
+ * reflect, finish the job, or follow its next_actions.  The reply's tape
+ * is js's, and stays so throughout.
+ */
+void
+engine_reply(struct agent *a, struct msg *req, struct jscan *js,
+    const char *line, size_t len, struct env *env)
+{
+	char		 reply_id[CORRAL_ID_MAX], *filled, *unforged;
+
+	lifecycle_replied(a);
+	breaker_success(a);
+	engine_stats.replied++;
+	if ((line = engine_unforge(js, a, line, &len, env, &unforged)) ==
+	    NULL || (line = engine_fill(js, req, line, &len, env, reply_id,
+	    &filled)) == NULL) {
+		free(unforged);
+		engine_stats.replied--;
+		engine_fail(req, "INTERNAL", "bad_reply", "the reply of agent %s "
+		    "could not be completed with a trace id", a->id);
+		return;
+	}
+	auditlog_envelope("reply", a->id, reply_id, line, len);
+	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
+	    "reply", reply_id, NULL);
+	if (engine_hooks.outcome != NULL)
+		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
+	/* Only after the outcome may the freed slot take other work. */
+	engine_undispatch(req);
+	engine_account(a, env);
+	/* A step's artifacts are the step module's: it waits for them. */
+	if (workspace_enabled() && req->kind != MSG_STEP)
+		(void)workspace_artifacts(a->id, reply_id, js, line);
+
+	engine_follow(req, a, js, line, len, env, reply_id, 1);
+	free(filled);
+	free(unforged);
+	route_kick(a);
+}
+
+/*
+ * Find the request a reply answers: the outstanding one named in
+ * trace.parents, else (no parents given) the oldest outstanding.
+ */
+static struct msg *
+engine_match(struct agent *a, struct jscan *js, const char *line,
+    const struct env *env)
+{
+	struct msg	*m;
+
+	if (env->parents != -1) {
+		TAILQ_FOREACH(m, &a->work.inflight, entry)
+			if (envelope_has_parent(js, line, env, m->id))
+				return m;
+		return NULL;
+	}
+	return TAILQ_FIRST(&a->work.inflight);
+}
+
+/*
+ * The in-flight request an invalid reply names in its trace.parents, or,
+ * when it names none, the oldest one (as for a valid reply).
+ */
+static struct msg *
+engine_raw_match(struct agent *a, struct jscan *js, const char *line)
+{
+	struct msg	*m;
+	int		 t, p, e;
+
+	if (js->tok[0].type != JT_OBJECT)
+		return NULL;
+	/* No parents named: the oldest outstanding, as engine_match says. */
+	if ((t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
+	    (js->tok[t].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, t, "parents") == -1))
+		return TAILQ_FIRST(&a->work.inflight);
+	if (js->tok[t].type != JT_OBJECT ||
+	    (p = JSCAN_GET(js, line, t, "parents")) == -1 ||
+	    js->tok[p].type != JT_ARRAY)
+		return NULL;
+	for (e = jscan_first(js, p); e != -1; e = jscan_next(js, p, e)) {
+		if (js->tok[e].type != JT_STRING)
+			continue;
+		TAILQ_FOREACH(m, &a->work.inflight, entry)
+			if (jscan_str_equal(js, line + js->tok[e].off,
+			    js->tok[e].len, js->tok[e].flags & JT_ESCAPED,
+			    m->id, strlen(m->id)))
+				return m;
+	}
+	return NULL;
+}
+
+/*
+ * An invalid envelope from agent a, after its notice (dialect.c): a reply
+ * whose next_actions cannot be followed (an unknown intent, a missing
+ * task) fails its request now, not at its timeout: it is the agent's
+ * answer, and it is wrong.
+ */
+void
+engine_agent_invalid(struct agent *a, struct dialect_frame *f)
+{
+	struct msg	*req;
+
+	/*
+	 * Next actions that cannot be followed, or an output envelope that
+	 * breaks a rule of its protocol (ADR-007), are the agent's answer.
+	 */
+	if (strcmp(f->err.code, "invalid_output") == 0)
+		req = TAILQ_FIRST(&a->work.inflight);	/* it names none */
+	else if (strncmp(f->err.path, "outputs.next_actions", 20) == 0)
+		req = engine_raw_match(a, f->js, f->line);
+	else
+		return;
+	if (req == NULL || req->kind == MSG_TASK)
+		return;
+	engine_undispatch(req);
+	req->agent = a;
+	engine_fail(req, "REJECTED", f->err.code, "agent %s replied with an "
+	    "invalid %s: %s", a->id, strcmp(f->err.code, "invalid_output") ==
+	    0 ? "output envelope" : "envelope", f->err.msg);
+	route_kick(a);
+}
+
+/*
+ * A valid envelope from agent a (read by dialect.c): the reply to one of
+ * its requests, or to its task, or a late one; one that answers nothing
+ * gets a notice.
+ */
+void
+engine_agent_envelope(struct agent *a, struct dialect_frame *f)
+{
+	struct jscan	*js = f->js;
+	struct msg	*req;
+	const char	*line = f->line;
+	size_t		 len = f->len;
+
+	a->proc.msgs_out++;
+	req = engine_match(a, js, line, &f->env);
+	if (req == NULL && f->env.parents == -1 && f->env.ctype != CT_ERROR) {
+		/* Answering the notice with another such one would loop. */
+		dialect_bad_message(a);
+		log_warnx("agent %s: an envelope with no request outstanding "
+		    "was dropped", a->id);
+		dialect_notice(a, "unsolicited", NULL, "no request is "
+		    "outstanding for this envelope; replies answer requests, "
+		    "new work goes through outputs.next_actions or map/send",
+		    NULL);
+		return;
+	}
+	dialect_good_message(a);
+	if (req != NULL &&
+	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
+		if (engine_task.reply != NULL)
+			engine_task.reply(a, req, js, line, len, &f->env);
+		return;
+	}
+	if (req == NULL) {
+		/* A late reply, or a duplicate: its request is done. */
+		engine_stats.late++;
+		log_info("agent %s: late or duplicate reply dropped", a->id);
+		auditlog_envelope("late", a->id, NULL, line, len);
+		return;
+	}
+	engine_reply(a, req, js, line, len, &f->env);
+}
+
+/*
+ * A reply an adapter made for request m of agent a (built with jansson).
+ * Ignored if m was given up meanwhile.
+ */
+void
+engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
+    size_t len)
+{
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+
+	if (m->where != MSG_INFLIGHT || m->agent != a)
+		return;
+	lifecycle_activity(a);
+	engine_progress_last(m);
+	js = jscan_take();
+	if (jscan_run(js, line, len) != 0 ||
+	    envelope_check(js, line, len, &env, &err) != 0) {
+		log_warnx("agent %s: adapter %s made an invalid reply: %s",
+		    a->id, a->conf->adapter, js->err != NULL ? js->err :
+		    err.msg);
+		engine_fail(m, "INTERNAL", "bad_reply", "adapter %s made an "
+		    "invalid reply", a->conf->adapter);
+		jscan_give(js);
+		return;
+	}
+	a->proc.msgs_out++;
+	engine_reply(a, m, js, line, len, &env);
+	jscan_give(js);
+}

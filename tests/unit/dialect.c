@@ -1,0 +1,201 @@
+/*
+ * Unit tests of dialects (src/dialect*.c): the table and its names, what
+ * multiagent-1.0 makes of a line (no JSON, a control frame, an invalid
+ * envelope naming itself, a valid one; next_actions' ttl_ms checked in an
+ * agent's replies only), and docs/protocol.md's table of dialects held to
+ * the table.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "corral.h"
+#include "dialect-int.h"
+
+#define ENVELOPE(extra) "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\"," \
+	"\"intent\":\"analyze\",\"task\":\"t\",\"content\":{\"type\":\"text\"}" \
+	extra "}"
+
+/* Decode line as agent a (NULL: serve's stdin) would have it read. */
+static int
+decode(struct agent *a, const char *line, struct dialect_frame *f)
+{
+	f->js = jscan_take();
+	f->made = NULL;
+	f->id = NULL;
+	dialect_multiagent_decode(a, NULL, f, line, strlen(line));
+	return f->type;
+}
+
+/* Give the frame's scanner back. */
+static void
+done(struct dialect_frame *f)
+{
+	free(f->made);
+	jscan_give(f->js);
+}
+
+/* The default is multiagent-1.0; map is known; other names are not. */
+static void
+test_find(void **state)
+{
+	assert_string_equal(dialect_find(NULL)->name, "multiagent-1.0");
+	assert_ptr_equal(dialect_find("multiagent-1.0"), dialect_find(NULL));
+	assert_string_equal(dialect_find("map")->name, "map");
+	assert_null(dialect_find("bus"));
+	assert_null(dialect_find(""));
+	assert_string_equal(dialect_table_name(0), "multiagent-1.0");
+	assert_string_equal(dialect_table_name(1), "map");
+	assert_string_equal(dialect_table_name(2), "adr-007");
+	assert_null(dialect_table_name(3));
+	/* Every dialect reads lines; map writes its own way. */
+	assert_non_null(dialect_find("map")->decode);
+	assert_non_null(dialect_find("map")->encode);
+	assert_null(dialect_find(NULL)->encode);
+}
+
+/* A line that is not JSON is no frame, with the scanner's reason. */
+static void
+test_garbage(void **state)
+{
+	struct dialect_frame	f;
+
+	assert_int_equal(decode(NULL, "hello world", &f), DF_GARBAGE);
+	assert_string_equal(f.err.code, "invalid_json");
+	assert_string_equal(f.err.path, "");
+	assert_true(strncmp(f.err.msg, "invalid JSON at byte 0: ", 24) == 0);
+	assert_int_equal(f.len, 11);
+	done(&f);
+}
+
+/* A top-level "jsonrpc" member makes a control frame, whatever else. */
+static void
+test_control(void **state)
+{
+	struct dialect_frame	f;
+	const char		*l = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\","
+	    "\"id\":1,\"intent\":\"analyze\"}";
+
+	assert_int_equal(decode(NULL, l, &f), DF_CONTROL);
+	assert_ptr_equal(f.line, l);
+	assert_int_equal(f.len, strlen(l));
+	done(&f);
+	/* Deeper down it is no control frame. */
+	assert_int_equal(decode(NULL, "{\"x\":{\"jsonrpc\":\"2.0\"}}", &f),
+	    DF_INVALID);
+	done(&f);
+}
+
+/* An invalid envelope says what is wrong and the id it gave itself. */
+static void
+test_invalid(void **state)
+{
+	struct dialect_frame	f;
+
+	assert_int_equal(decode(NULL, "{\"protocol\":\"multiagent-1.0\","
+	    "\"trace\":{\"id\":\"bad-1\"}}", &f), DF_INVALID);
+	assert_string_equal(f.err.code, "invalid_envelope");
+	assert_non_null(f.id);
+	assert_string_equal(f.id, "bad-1");
+	done(&f);
+	assert_int_equal(decode(NULL, "[1,2]", &f), DF_INVALID);
+	assert_null(f.id);
+	done(&f);
+}
+
+/* A valid envelope carries its fields and its tape to the engine. */
+static void
+test_envelope(void **state)
+{
+	struct dialect_frame	f;
+
+	assert_int_equal(decode(NULL, ENVELOPE(",\"trace\":{\"id\":\"e-1\"}"),
+	    &f), DF_ENVELOPE);
+	assert_int_equal(f.env.intent, INTENT_ANALYZE);
+	assert_int_not_equal(f.env.trace_id, -1);
+	assert_int_equal(f.js->tok[0].type, JT_OBJECT);
+	done(&f);
+}
+
+/*
+ * next_actions' ttl_ms sits below the tape: an agent's reply with a bad
+ * one is invalid; on serve's stdin (requests, never followed) it is not
+ * looked at.
+ */
+static void
+test_ttls(void **state)
+{
+	struct agent		a;
+	struct dialect_frame	f;
+	const char		*l = ENVELOPE(",\"outputs\":{\"next_actions\":["
+	    "{\"intent\":\"plan\",\"task\":\"x\",\"args\":{\"ttl_ms\":-1}}]}");
+
+	memset(&a, 0, sizeof a);
+	assert_int_equal(decode(&a, l, &f), DF_INVALID);
+	assert_string_equal(f.err.path, "outputs.next_actions[0].args.ttl_ms");
+	done(&f);
+	assert_int_equal(decode(NULL, l, &f), DF_ENVELOPE);
+	done(&f);
+}
+
+/*
+ * docs/protocol.md's table under "## Dialects" names exactly the
+ * dialects of the table, in its order.
+ */
+static void
+test_docs_match_table(void **state)
+{
+	const char	*data = getenv("CORRAL_TEST_DATA");
+	char		 path[1024], line[2048], name[64];
+	size_t		 n = 0;
+	int		 in = 0;
+	FILE		*f;
+
+	if (data == NULL)
+		skip();
+	snprintf(path, sizeof path, "%s/../docs/protocol.md", data);
+	if ((f = fopen(path, "r")) == NULL)
+		fail_msg("%s: cannot open", path);
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "## ", 3) == 0)
+			in = strcmp(line, "## Dialects\n") == 0;
+		if (!in || sscanf(line, "| `%63[^`]` |", name) != 1)
+			continue;
+		if (dialect_table_name(n) == NULL ||
+		    strcmp(dialect_table_name(n), name) != 0)
+			fail_msg("protocol.md names dialect %s where the table "
+			    "has %s", name, dialect_table_name(n) != NULL ?
+			    dialect_table_name(n) : "no more");
+		n++;
+	}
+	fclose(f);
+	if (dialect_table_name(n) != NULL)
+		fail_msg("protocol.md's table of dialects lacks %s",
+		    dialect_table_name(n));
+	assert_true(n >= 2);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_envelope),
+		cmocka_unit_test(test_ttls),
+		cmocka_unit_test(test_docs_match_table),
+	};
+	int	rc;
+
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	jscan_drain();
+	return rc;
+}
