@@ -1184,6 +1184,15 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    "agents.%s.cmd: %s", ac->name, why);
 			errors++;
 		}
+		if (ac->protocol != NULL && strcmp(ac->protocol, "adr-007") ==
+		    0 && (ac->hb_interval > 0 || ac->ready == READY_HANDSHAKE)) {
+			/* Nothing in its protocol could answer either. */
+			config_report(f, wf->path, ac->line, ac->column, "",
+			    "agents.%s: an ADR-007 agent answers no pings and "
+			    "sends no handshake: give it heartbeat: off and "
+			    "ready: spawn", ac->name);
+			errors++;
+		}
 		if ((prog = config_exec_program(ac)) != NULL &&
 		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
 			config_report(f, wf->path, ac->line, ac->column,
