@@ -7,7 +7,9 @@
 #   - a MAP client answers it: _corral/steps lists it, map/replay has the
 #     step_escalated event with the summary and notes, _corral/answer
 #     with action proceed goes on to the finisher (the writer is not run
-#     again), and a step_answered event follows
+#     again), and a step_answered event follows; the real MAP SDK's
+#     ClientConnection answers with callExtension (tests/map/answer.mjs;
+#     that part is skipped, saying so, without node or the SDK)
 #   - on a terminal (a pty, driven by this script): the question, "a",
 #     then the answer's text, retries the writer with it; "b" aborts the
 #     run (exit 1, code aborted)
@@ -88,6 +90,27 @@ want "finisher runs" "$(recvs finisher)" 1
 want "the finisher's prior_context" "$(field "$(recv finisher 1)" $PRIOR)" '["OAuth or passwords?"]'
 grep -q '"type":"step_answered"' "$T/audit" || fail "no step_answered event in the audit log"
 note "MAP client: ok"
+
+# 2b. The real MAP SDK's ClientConnection, as a web page would use it.
+MAPDIR="${TESTDIR:-$(dirname "$0")/..}/map"
+MAP_SDK_PREFIX=${MAP_SDK_PREFIX:-$(dirname "$CORRAL")/map-sdk}
+export MAP_SDK_PREFIX
+if ! command -v node >/dev/null 2>&1; then
+	note "SKIPPED part: node is not installed (the MAP SDK client)"
+elif ! sh "$MAPDIR/install.sh" >"$T/sdk.log" 2>&1; then
+	note "SKIPPED part: the MAP SDK: $(grep SKIPPED "$T/sdk.log" | head -n 1)"
+else
+	script
+	start_steps --goal "user login"
+	node "$MAPDIR/answer.mjs" --socket "$SOCK" --step validate \
+	    --text "Passkeys." >"$T/sdk.out" 2>&1 || fail "the SDK client: $(cat "$T/sdk.out")"
+	grep -q "^waiting validate .* agent: The spec names no login method." "$T/sdk.out" &&
+	    grep -q "^answered .* retry$" "$T/sdk.out" || fail "the SDK client says: $(cat "$T/sdk.out")"
+	finish_steps
+	want "exit status after the SDK's answer" "$RC" 0
+	want "the SDK's answer in the writer's params" "$(field "$(recv writer 2)" $ANSWER)" Passkeys.
+	note "MAP SDK client: ok"
+fi
 
 # 3. On a terminal: a pty this script drives.
 cat >"$T/drive.py" <<'EOF'
