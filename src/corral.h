@@ -1779,7 +1779,8 @@ struct step_options {
 };
 struct step_hooks {
 	void	(*escalated)(json_t *);		/* a person is asked */
-	void	(*answered)(const char *, const char *);	/* job, step */
+	/* The ask is over: job, step, why (the answer, or its end). */
+	void	(*answered)(const char *, const char *, const char *);
 	void	(*exiting)(const char *);	/* the record's path */
 };
 void	 step_init(const struct workflow *, const struct step_options *,
@@ -1948,7 +1949,7 @@ void	 progress_hold(int);
 void	 prompt_init(int);
 int	 prompt_active(void);
 void	 prompt_ask(json_t *);
-void	 prompt_cancel(const char *, const char *);
+void	 prompt_cancel(const char *, const char *, const char *);
 void	 prompt_stop(void);
 
 /* tree.c */

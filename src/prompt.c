@@ -104,11 +104,12 @@ prompt_ask(json_t *info)
 }
 
 /*
- * An escalation was answered, here or elsewhere: its question goes.  One
- * on the terminal now is followed by the next.
+ * An escalation is over (answered here or elsewhere, or its job ended,
+ * why says): its question goes.  One on the terminal now is followed by
+ * the next.
  */
 void
-prompt_cancel(const char *job, const char *step)
+prompt_cancel(const char *job, const char *step, const char *why)
 {
 	json_t	*q;
 	size_t	 i;
@@ -125,8 +126,8 @@ prompt_cancel(const char *job, const char *step)
 		return;
 	json_array_remove(prompt_queue, i);
 	if (i == 0 && prompt_stage != PROMPT_IDLE) {
-		fprintf(stderr, "\ncorral: step %s of job %s was answered.\n",
-		    step, job);
+		fprintf(stderr, "\ncorral: step %s of job %s waits no more "
+		    "(%s).\n", step, job, why);
 		prompt_show();
 	}
 }

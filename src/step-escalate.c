@@ -201,7 +201,7 @@ step_unwait(struct steprun *sr, const char *why)
 	json_decref(d);
 	if (step_hooks_get()->answered != NULL)
 		step_hooks_get()->answered(sr->id, json_string_value(
-		    json_object_get(sr->wait_info, "step")));
+		    json_object_get(sr->wait_info, "step")), why);
 }
 
 /*

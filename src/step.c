@@ -574,13 +574,14 @@ step_later_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
-/* The first walk (for the tests and the control plane), and the next. */
+/* The first walk, for those that go through them all. */
 struct steprun *
 step_first_run(void)
 {
 	return TAILQ_FIRST(&step_runs);
 }
 
+/* The walk after sr, or NULL. */
 struct steprun *
 step_next_run(struct steprun *sr)
 {

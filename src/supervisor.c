@@ -604,11 +604,11 @@ supervisor_escalated(json_t *info)
 	prompt_ask(info);
 }
 
-/* An escalation was answered (from anywhere): the terminal asks no more. */
+/* An escalation is over (answered anywhere): the terminal asks no more. */
 static void
-supervisor_answered(const char *job, const char *step)
+supervisor_answered(const char *job, const char *step, const char *why)
 {
-	prompt_cancel(job, step);
+	prompt_cancel(job, step, why);
 }
 
 /* --on-escalate=exit: the run ends for a person, with its own status. */
