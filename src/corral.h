@@ -1771,6 +1771,7 @@ void	 auditlog_json(const char *, const char *, json_t *);
 #define STEP_ON_FAIL	1	/* fail the job */
 #define STEP_ON_EXIT	2	/* write a record, exit 3 */
 #define EXIT_ESCALATED	3	/* corral run stopped for a person */
+#define STEP_JOB_ENDED	"the job ended"	/* why a step waits no more */
 struct step_options {
 	int		 on_escalate;	/* STEP_ON_* */
 	const char	*record;	/* where exit writes; NULL: the default */

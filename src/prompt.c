@@ -126,8 +126,12 @@ prompt_cancel(const char *job, const char *step, const char *why)
 		return;
 	json_array_remove(prompt_queue, i);
 	if (i == 0 && prompt_stage != PROMPT_IDLE) {
-		fprintf(stderr, "\ncorral: step %s of job %s waits no more "
-		    "(%s).\n", step, job, why);
+		if (strcmp(why, STEP_JOB_ENDED) == 0)
+			fprintf(stderr, "\ncorral: step %s of job %s waits no "
+			    "more: %s.\n", step, job, why);
+		else
+			fprintf(stderr, "\ncorral: step %s of job %s was "
+			    "answered elsewhere (%s).\n", step, job, why);
 		prompt_show();
 	}
 }

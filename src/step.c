@@ -538,7 +538,7 @@ step_done(struct job *j)
 		return;
 	sr->ended = 1;
 	if (sr->waiting)
-		step_unwait(sr, "the job ended");
+		step_unwait(sr, STEP_JOB_ENDED);
 	if (sr->holds == 0)
 		sr->job = NULL;
 	step_release(sr);
