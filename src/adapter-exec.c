@@ -7,7 +7,7 @@
  *       adapter:
  *         type: exec
  *         argv: [sort, -u]             # each element a template
- *         stdin: "{{content.text}}"    # a template; null: no input
+ *         stdin: "{{inputs.parameters.words | lines}}"  # null: no input
  *         output: text                 # text, or json (parsed to data)
  *         confidence: 0.9
  *         intent: summarize            # the reply's intent (default: the
@@ -41,6 +41,7 @@ adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 	    "intent", "then", NULL };
 	json_t		*c = ac->adapter_conf, *v, *e;
 	size_t		 i;
+	char		 t[300];
 
 	if (adapter_check_keys(c, "exec", keys, why, len) != 0)
 		return -1;
@@ -61,6 +62,12 @@ adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 				    "string", i);
 				return -1;
 			}
+			if (adapter_template_check(json_string_value(e), t,
+			    sizeof t) != 0) {
+				snprintf(why, len, "adapter.argv[%zu]: %s", i,
+				    t);
+				return -1;
+			}
 		}
 	}
 	v = json_object_get(c, "stdin");
@@ -68,6 +75,11 @@ adapter_exec_check(const struct agent_conf *ac, char *why, size_t len)
 	    !json_is_false(v)) {
 		snprintf(why, len, "adapter.stdin must be a template string or "
 		    "null");
+		return -1;
+	}
+	if (json_is_string(v) && adapter_template_check(json_string_value(v),
+	    t, sizeof t) != 0) {
+		snprintf(why, len, "adapter.stdin: %s", t);
 		return -1;
 	}
 	if (adapter_check_word(c, "output", "text", "json",

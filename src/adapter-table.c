@@ -31,6 +31,33 @@ adapter_table_find(const char *name)
 	return NULL;
 }
 
+/*
+ * Say that there is no adapter called name: the one probably meant, and
+ * the ones there are.
+ */
+static void
+adapter_table_unknown(const char *name, char *why, size_t len)
+{
+	const char	*names[sizeof adapter_table / sizeof adapter_table[0] +
+			    1], *near;
+	char		 list[256] = "ndjson";
+	size_t		 i;
+
+	names[0] = "ndjson";
+	for (i = 0; adapter_table[i] != NULL; i++) {
+		names[i + 1] = adapter_table[i]->name;
+		strlcat(list, ", ", sizeof list);
+		strlcat(list, adapter_table[i]->name, sizeof list);
+	}
+	names[i + 1] = NULL;
+	if ((near = util_nearest(name, names)) != NULL)
+		snprintf(why, len, "no adapter '%s' (did you mean '%s'? the "
+		    "adapters are %s)", name, near, list);
+	else
+		snprintf(why, len, "no adapter '%s' (the adapters are %s)",
+		    name, list);
+}
+
 /* Check an agent's adapter settings at load time. */
 int
 adapter_table_check(const struct agent_conf *ac, char *why, size_t len)
@@ -40,8 +67,7 @@ adapter_table_check(const struct agent_conf *ac, char *why, size_t len)
 	if (ac->adapter == NULL || strcmp(ac->adapter, "ndjson") == 0)
 		return 0;
 	if ((ops = adapter_table_find(ac->adapter)) == NULL) {
-		snprintf(why, len, "adapter '%s' is not available in this build",
-		    ac->adapter);
+		adapter_table_unknown(ac->adapter, why, len);
 		return -1;
 	}
 	return ops->check != NULL ? ops->check(ac, why, len) : 0;

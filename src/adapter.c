@@ -134,10 +134,16 @@ adapter_check_common(json_t *c, char *why, size_t len)
 {
 	json_t	*v, *e, *in;
 	size_t	 i;
+	char	 t[300];
 
 	v = json_object_get(c, "prompt");
 	if (v != NULL && !json_is_string(v)) {
 		snprintf(why, len, "adapter.prompt must be a template string");
+		return -1;
+	}
+	if (v != NULL && adapter_template_check(json_string_value(v), t,
+	    sizeof t) != 0) {
+		snprintf(why, len, "adapter.prompt: %s", t);
 		return -1;
 	}
 	v = json_object_get(c, "confidence");
@@ -576,33 +582,48 @@ adapter_reply_error(struct agent *a, struct msg *m, const char *code,
 	adapter_reply(a, m, env);
 }
 
-/* Append the value at a dotted path of the request to a template result. */
-static void
-adapter_template_value(struct ndjson_writer *w, json_t *req, const char *path,
-    size_t len, const struct msg *m)
+/* The filters a placeholder may apply, {{path | NAME}}, in docs order. */
+static const char *const adapter_filters[] = { "lines", "json", "shell",
+    NULL };
+
+/*
+ * The value at a dotted path of the request (a new reference), or NULL.
+ * *raw is set for {{envelope}}: its bytes go in as the agent got them.
+ */
+static json_t *
+adapter_template_lookup(json_t *req, const char *path, size_t len,
+    const struct msg *m, int *raw)
 {
 	json_t	*v = req;
-	char	 key[128], *s;
+	char	 key[128];
 	size_t	 i, start = 0;
 
+	*raw = 0;
 	if (len == 8 && memcmp(path, "envelope", 8) == 0) {
-		ndjson_writer_add(w, m->line, m->len);
-		return;
+		*raw = 1;
+		return json_incref(req);
 	}
-	if (len == 2 && memcmp(path, "id", 2) == 0) {
-		ndjson_writer_add(w, m->id, strlen(m->id));
-		return;
-	}
+	if (len == 2 && memcmp(path, "id", 2) == 0)
+		return json_string(m->id);
 	for (i = 0; i <= len && v != NULL; i++) {
 		if (i < len && path[i] != '.')
 			continue;
 		if (i - start >= sizeof key)
-			return;
+			return NULL;
 		memcpy(key, path + start, i - start);
 		key[i - start] = '\0';
 		v = json_object_get(v, key);
 		start = i + 1;
 	}
+	return json_incref(v);
+}
+
+/* A value as text: a string as it is, anything else as compact JSON. */
+static void
+adapter_template_text(struct ndjson_writer *w, json_t *v)
+{
+	char	*s;
+
 	if (v == NULL || json_is_null(v))
 		return;
 	if (json_is_string(v)) {
@@ -616,11 +637,168 @@ adapter_template_value(struct ndjson_writer *w, json_t *req, const char *path,
 	}
 }
 
+/* A value as one word for sh: in single quotes, ' as '\''. */
+static void
+adapter_template_quote(struct ndjson_writer *w, json_t *v)
+{
+	struct ndjson_writer	 t;
+	size_t			 i;
+
+	ndjson_writer_init(&t, 0, 1);
+	adapter_template_text(&t, v);
+	ndjson_writer_add(w, "'", 1);
+	for (i = 0; i < t.tail; i++) {
+		if (t.buf[i] == '\'')
+			ndjson_writer_add(w, "'\\''", 4);
+		else
+			ndjson_writer_add(w, t.buf + i, 1);
+	}
+	ndjson_writer_add(w, "'", 1);
+	ndjson_writer_free(&t);
+}
+
+/*
+ * Apply filter name (n bytes) to v (taken): lines, one element of a list
+ * a line, each ended by a newline; json, the value as JSON, even a
+ * string; shell, single-quoted for sh, a list as words.  A new string;
+ * an unknown filter leaves v as it is.
+ */
+static json_t *
+adapter_template_filter(json_t *v, const char *name, size_t n)
+{
+	struct ndjson_writer	 w;
+	json_t			*e, *out;
+	size_t			 i;
+	char			*s;
+
+	ndjson_writer_init(&w, 0, 1);
+	if (n == 5 && memcmp(name, "lines", 5) == 0) {
+		if (json_is_array(v)) {
+			json_array_foreach(v, i, e) {
+				adapter_template_text(&w, e);
+				ndjson_writer_add(&w, "\n", 1);
+			}
+		} else if (v != NULL && !json_is_null(v)) {
+			adapter_template_text(&w, v);
+			if (w.tail > 0 && w.buf[w.tail - 1] != '\n')
+				ndjson_writer_add(&w, "\n", 1);
+		}
+	} else if (n == 4 && memcmp(name, "json", 4) == 0) {
+		s = json_dumps(v != NULL ? v : json_null(), CORRAL_JSON_FLAGS |
+		    JSON_ENCODE_ANY);
+		if (s != NULL)
+			ndjson_writer_add(&w, s, strlen(s));
+		free(s);
+	} else if (n == 5 && memcmp(name, "shell", 5) == 0) {
+		if (json_is_array(v)) {
+			json_array_foreach(v, i, e) {
+				if (i > 0)
+					ndjson_writer_add(&w, " ", 1);
+				adapter_template_quote(&w, e);
+			}
+		} else
+			adapter_template_quote(&w, v);
+	} else {
+		/* A request's own template (mcp arguments): left as it is. */
+		ndjson_writer_free(&w);
+		return v;
+	}
+	json_decref(v);
+	out = jsonw_text(w.buf != NULL ? w.buf : "", w.tail);
+	ndjson_writer_free(&w);
+	return out;
+}
+
+/* The next "| NAME" of a placeholder's text: its name, or NULL at the end. */
+static const char *
+adapter_template_next(const char **p, const char *end, size_t *n)
+{
+	const char	*name;
+
+	while (*p < end && **p == ' ')
+		(*p)++;
+	if (*p >= end || **p != '|')
+		return NULL;
+	for ((*p)++; *p < end && **p == ' '; (*p)++)
+		;
+	name = *p;
+	while (*p < end && **p != ' ' && **p != '|')
+		(*p)++;
+	*n = (size_t)(*p - name);
+	return name;
+}
+
+/*
+ * Append one placeholder's value to a template result: "path", or
+ * "path | filter | ...".
+ */
+static void
+adapter_template_value(struct ndjson_writer *w, json_t *req, const char *ph,
+    size_t len, const struct msg *m)
+{
+	const char	*end = ph + len, *p, *name;
+	json_t		*v;
+	size_t		 plen, n;
+	int		 raw, filtered = 0;
+
+	for (p = ph; p < end && *p != ' ' && *p != '|'; p++)
+		;
+	plen = (size_t)(p - ph);
+	v = adapter_template_lookup(req, ph, plen, m, &raw);
+	while ((name = adapter_template_next(&p, end, &n)) != NULL) {
+		v = adapter_template_filter(v, name, n);
+		filtered = 1;
+	}
+	if (raw && !filtered)
+		ndjson_writer_add(w, m->line, m->len);
+	else
+		adapter_template_text(w, v);
+	json_decref(v);
+}
+
+/*
+ * Check a template's placeholders when the workflow is loaded: each filter
+ * is one corral has.  Returns 0, or -1 with why.
+ */
+int
+adapter_template_check(const char *tmpl, char *why, size_t len)
+{
+	const char	*p = tmpl, *open, *close, *q, *name;
+	size_t		 i, n;
+
+	while ((open = strstr(p, "{{")) != NULL &&
+	    (close = strstr(open + 2, "}}")) != NULL) {
+		for (q = open + 2; q < close && *q != '|'; q++)
+			;
+		while ((name = adapter_template_next(&q, close, &n)) != NULL) {
+			for (i = 0; adapter_filters[i] != NULL; i++)
+				if (strlen(adapter_filters[i]) == n &&
+				    memcmp(adapter_filters[i], name, n) == 0)
+					break;
+			if (adapter_filters[i] == NULL) {
+				snprintf(why, len, "'%.*s': no filter '%.*s' "
+				    "(filters: lines, json, shell)",
+				    (int)(close + 2 - open), open, (int)n,
+				    name);
+				return -1;
+			}
+		}
+		if (q < close) {
+			snprintf(why, len, "'%.*s': expected | FILTER after "
+			    "the path", (int)(close + 2 - open), open);
+			return -1;
+		}
+		p = close + 2;
+	}
+	return 0;
+}
+
 /*
  * Expand {{path}} placeholders over the request: task, intent, id,
  * content.text, inputs.context, inputs.parameters.NAME, envelope (the
  * whole line), or any dotted path.  Strings go in as they are, other
- * values as compact JSON, missing ones as nothing.
+ * values as compact JSON, missing ones as nothing.  Filters after the
+ * path change that: {{path | lines}}, {{path | json}}, {{path | shell}}.
  */
 char *
 adapter_template(const char *tmpl, json_t *req, const struct msg *m)

@@ -183,6 +183,31 @@ agent_find_token(const char *token)
 }
 
 /*
+ * The agent whose process, or a per-call process of it, has this pid as
+ * /proc names pids, or NULL.  Only processes not reaped yet count: until
+ * corral reaps one, no other process can have its pid.
+ */
+struct agent *
+agent_of_pid(pid_t pid)
+{
+	struct agent	*a;
+	struct proc	*p;
+
+	if (pid <= 0)
+		return NULL;
+	TAILQ_FOREACH(a, &agent_list, entry)
+		if (!(a->flags & AGENT_DEAD) && a->proc.pid > 0 &&
+		    (a->proc.flags & AP_RUNNING) &&
+		    !(a->proc.flags & AP_EXITED) &&
+		    pidns_proc_pid(a->proc.pid, a->proc.hostpid) == pid)
+			return a;
+	if ((p = proc_find(pid)) != NULL && p->agent != NULL &&
+	    !(p->agent->flags & AGENT_DEAD))
+		return p->agent;
+	return NULL;
+}
+
+/*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
  * instances); children, and instance 0 (agents a client spawned), get a
@@ -418,11 +443,15 @@ agent_in_error(struct chan *c, int error)
 	agent_pipe_check(a, "closed its stdin");
 }
 
-/* Keep a stderr line among the last few, for the errors that quote it. */
+/*
+ * Keep a stderr line among the last few, for the errors that quote it:
+ * escaped (util_vis), as those errors reach the log, corral ps and the
+ * terminal of whoever runs corral.
+ */
 static void
 agent_err_keep(struct agent *a, const char *line, size_t len)
 {
-	char	*slot;
+	char	*slot, *esc;
 
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
@@ -432,9 +461,11 @@ agent_err_keep(struct agent *a, const char *line, size_t len)
 	if (a->proc.errtail == NULL)
 		a->proc.errtail = xcalloc(AGENT_ERRTAIL, AGENT_ERRLINE);
 	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
-	len = util_utf8_cut(line, len, AGENT_ERRLINE - 1);
-	memcpy(slot, line, len);
+	esc = util_vis(line, len);
+	len = util_utf8_cut(esc, strlen(esc), AGENT_ERRLINE - 1);
+	memcpy(slot, esc, len);
 	slot[len] = '\0';
+	free(esc);
 }
 
 /* Log one stderr line with the agent's name, and keep it. */

@@ -1,8 +1,8 @@
 /*
  * The client side of the control socket, for corral's own commands (ps,
  * events, send, stop, top, metrics, tree): where running corrals put
- * their sockets, finding the one meant, and a small blocking JSON-RPC
- * client over it.
+ * their sockets, finding the one meant, a small blocking JSON-RPC
+ * client over it, and the lines ps and top show for requests.
  *
  * Sockets live in a private directory, $XDG_RUNTIME_DIR/corral or
  * /tmp/corral-UID, which must be ours and closed to everybody else, as
@@ -160,6 +160,30 @@ client_sockets_free(char **v, size_t n)
 }
 
 /*
+ * The sockets in a directory that a corral listens on (those of the runs
+ * whose id begins with run, when it is not NULL), sorted; returns how
+ * many, the paths in *out (free them with client_sockets_free).
+ */
+size_t
+client_live(const char *dir, const char *run, char ***out)
+{
+	char	**v, *base;
+	size_t	  n, i, live = 0;
+
+	n = client_sockets(dir, &v);
+	for (i = 0; i < n; i++) {
+		base = strrchr(v[i], '/') + 1;
+		if ((run != NULL && strncmp(base, run, strlen(run)) != 0) ||
+		    client_probe(v[i]) != 1)
+			free(v[i]);
+		else
+			v[live++] = v[i];
+	}
+	*out = v;
+	return live;
+}
+
+/*
  * The socket of the run a command means: path when given, else
  * $CORRAL_CONTROL, else the one live run in the directory (or the run
  * named by run, an id or a prefix of one).  Returns 0 with the path in
@@ -170,8 +194,7 @@ client_find(const char *path, const char *run, char *out, size_t len,
     char *err, size_t errlen)
 {
 	char	  dir[512], **v, *base, names[512] = "";
-	size_t	  n, i, live = 0, nl;
-	int	  found = -1;
+	size_t	  live, i, nl;
 
 	if (path == NULL)
 		path = getenv("CORRAL_CONTROL");
@@ -181,21 +204,15 @@ client_find(const char *path, const char *run, char *out, size_t len,
 	}
 	if (client_dir(dir, sizeof dir, 0, err, errlen) != 0)
 		return -1;
-	n = client_sockets(dir, &v);
-	for (i = 0; i < n; i++) {
+	live = client_live(dir, run, &v);
+	for (i = 0; i < live; i++) {
 		base = strrchr(v[i], '/') + 1;
-		if (run != NULL && strncmp(base, run, strlen(run)) != 0)
-			continue;
-		if (client_probe(v[i]) != 1)
-			continue;
-		live++;
-		found = (int)i;
 		nl = strlen(names);
 		snprintf(names + nl, sizeof names - nl, "%s%.*s", nl ? ", " :
 		    "", (int)(strlen(base) - 5), base);
 	}
 	if (live == 1)
-		strlcpy(out, v[found], len);
+		strlcpy(out, v[0], len);
 	else if (live == 0)
 		snprintf(err, errlen, "no running corral%s%s found in %s",
 		    run != NULL ? " with run id " : "", run != NULL ? run : "",
@@ -203,7 +220,7 @@ client_find(const char *path, const char *run, char *out, size_t len,
 	else
 		snprintf(err, errlen, "%zu corrals are running (%s): choose one "
 		    "with --run ID or -S PATH", live, names);
-	client_sockets_free(v, n);
+	client_sockets_free(v, live);
 	return live == 1 ? 0 : -1;
 }
 
@@ -544,4 +561,52 @@ client_uptime(char *buf, size_t len, double secs)
 		snprintf(buf, len, "%ldh%02ldm", s / 3600, s % 3600 / 60);
 	else
 		snprintf(buf, len, "%ldd%02ldh", s / 86400, s % 86400 / 3600);
+}
+
+/*
+ * The requests in flight (_corral/requests, at most limit of them): the
+ * answer, or NULL when this corral cannot say (an older one).
+ */
+json_t *
+client_requests(struct client *c, int limit)
+{
+	json_t	*res, *e;
+
+	res = client_call(c, CORRAL_M_REQUESTS, json_pack("{s:i}", "limit",
+	    limit), 10000, &e);
+	json_decref(e);
+	return res;
+}
+
+/* The heading of the lines client_request_row makes. */
+void
+client_request_head(char *buf, size_t len)
+{
+	snprintf(buf, len, "%-22s %-10s %-9s %-20s %-7s %s", "REQUEST",
+	    "INTENT", "STATE", "AGENT", "AGE", "TASK");
+}
+
+/*
+ * One request of _corral/requests as a line for a person: its trace id
+ * (what corral cancel takes), intent, state, agent and age, then the start
+ * of its task.  What a peer wrote is made harmless to a terminal.
+ */
+void
+client_request_row(char *buf, size_t len, json_t *r)
+{
+	const char	*agent, *task;
+	char		 age[32], *p;
+
+	agent = json_string_value(json_object_get(r, "agentId"));
+	task = json_string_value(json_object_get(r, "task"));
+	client_uptime(age, sizeof age, json_number_value(json_object_get(r,
+	    "age")));
+	snprintf(buf, len, "%-22s %-10s %-9s %-20s %-7s %.60s",
+	    json_string_value(json_object_get(r, "requestId")),
+	    json_string_value(json_object_get(r, "intent")),
+	    json_string_value(json_object_get(r, "state")),
+	    agent != NULL ? agent : "-", age, task != NULL ? task : "");
+	for (p = buf; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 }

@@ -2,8 +2,9 @@
  * corral events: a running corral's MAP events, from the start of the run
  * (map/replay), and with --follow as they happen (map/subscribe).
  *
- *   corral events [-S PATH] [--run ID] [-f] [--filter TYPES] [--agent ID]
- *                 [--since EVENTID] [--new] [--json | --text]
+ *   corral events [-S PATH | --run ID] [-f | --follow] [--filter TYPE,...]
+ *                 [--agent ID,...] [--since EVENTID] [--new]
+ *                 [--json | --text]
  *
  * Output is NDJSON, one MAP Event object a line, or on a terminal (or
  * with --text) one readable line each.  With --follow the subscription
@@ -12,17 +13,13 @@
  * when corral does.
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "corral.h"
-
-#define CMD_EVENTS_USAGE	"usage: corral events [-S PATH] [--run ID] " \
-	"[-f|--follow] [--filter TYPE,...] [--agent ID,...] [--since EVENTID] " \
-	"[--new] [--json|--text]\n"
+#include "cmd.h"
 
 /* Split "a,b,c" into a JSON array of strings (a new reference). */
 static json_t *
@@ -115,6 +112,13 @@ cmd_events_text(json_t *ev)
 	} else if (strcmp(type, "message_failed") == 0)
 		snprintf(what, sizeof what, "message %s not delivered: %s",
 		    cmd_events_str(d, "messageId"), cmd_events_str(d, "reason"));
+	else if (strcmp(type, "system_error") == 0 &&
+	    json_object_get(d, "requestId") != NULL)
+		/* A request's failure: the ids corral cancel and logs use. */
+		snprintf(what, sizeof what, "%s: %s (request %s, %s)",
+		    cmd_events_str(d, "code"), cmd_events_str(d, "message"),
+		    cmd_events_str(d, "requestId"), cmd_events_str(d,
+		    "intent"));
 	else if (strcmp(type, "system_error") == 0)
 		snprintf(what, sizeof what, "%s: %s", cmd_events_str(d, "code"),
 		    cmd_events_str(d, "message"));
@@ -140,8 +144,11 @@ cmd_events_print(json_t *ev, int text)
 {
 	char	*s;
 
-	if (text)
+	if (text) {
+		/* What agents wrote must not drive the terminal. */
+		util_vis_json(ev);
 		cmd_events_text(ev);
+	}
 	else if ((s = json_dumps(ev, CORRAL_JSON_FLAGS)) != NULL) {
 		printf("%s\n", s);
 		free(s);
@@ -187,97 +194,62 @@ cmd_events_history(struct client *c, json_t *filter, char *last, size_t len,
 	return 0;
 }
 
-/* corral events. */
-int
-cmd_events(int argc, char **argv)
+/* The --filter and --agent options as map/subscribe's filter, or NULL. */
+static json_t *
+cmd_events_filter(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "filter", required_argument, NULL, 't' },
-		{ "agent", required_argument, NULL, 'a' },
-		{ "since", required_argument, NULL, 's' },
-		{ "new", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "text", no_argument, NULL, 'T' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct client	 c;
-	const char	*path = NULL, *run = NULL, *sub;
-	json_t		*filter = NULL, *res, *e, *n, *p;
-	char		 last[64] = "", err[512];
-	int		 ch, follow = 0, text = isatty(STDOUT_FILENO), fresh = 0;
-	int		 eof;
+	json_t		*filter = NULL;
+	const char	*v;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:r:ft:a:s:njT", opts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		case 'f':
-			follow = 1;
-			break;
-		case 't':
-		case 'a':
-			if (filter == NULL)
-				filter = json_object();
-			json_object_set_new(filter, ch == 't' ? "eventTypes" :
-			    "fromAgents", cmd_events_list(optarg));
-			break;
-		case 's':
-			strlcpy(last, optarg, sizeof last);
-			break;
-		case 'n':
-			fresh = 1;
-			break;
-		case 'j':
-			text = 0;
-			break;
-		case 'T':
-			text = 1;
-			break;
-		default:
-			fprintf(stderr, CMD_EVENTS_USAGE);
-			json_decref(filter);
-			return EXIT_USAGE;
-		}
+	if ((v = cmd_get(c, "filter")) != NULL)
+		filter = json_pack("{s:o}", "eventTypes", cmd_events_list(v));
+	if ((v = cmd_get(c, "agent")) != NULL) {
+		if (filter == NULL)
+			filter = json_object();
+		json_object_set_new(filter, "fromAgents", cmd_events_list(v));
 	}
-	if (optind != argc || (fresh && !follow)) {
-		fprintf(stderr, CMD_EVENTS_USAGE);
-		json_decref(filter);
-		return EXIT_USAGE;
-	}
-	if (client_attach(&c, path, run, "corral-events") != 0) {
-		json_decref(filter);
+	return filter;
+}
+
+/* corral events. */
+static int
+cmd_events_exec(struct cmd *c)
+{
+	const char	*sub = NULL;
+	json_t		*filter, *res, *n, *p;
+	char		 last[64] = "";
+	int		 follow = cmd_has(c, "follow");
+	int		 fresh = cmd_has(c, "new");
+	int		 text = isatty(STDOUT_FILENO), eof, rc = 1;
+	size_t		 i;
+
+	if (fresh && !follow)
+		return cmd_usage(c);
+	/* --json and --text: the last one given. */
+	for (i = 0; i < c->nvalues; i++)
+		if (strcmp(c->values[i].option->name, "json") == 0 ||
+		    strcmp(c->values[i].option->name, "text") == 0)
+			text = c->values[i].option->name[0] == 't';
+	if (cmd_get(c, "since") != NULL)
+		strlcpy(last, cmd_get(c, "since"), sizeof last);
+	if (cmd_attach(c) != 0)
 		return 1;
-	}
-	sub = NULL;
+	filter = cmd_events_filter(c);
 	if (follow) {
-		res = client_call(&c, CORRAL_M_SUBSCRIBE, filter != NULL ?
-		    json_pack("{s:O}", "filter", filter) : NULL, 10000, &e);
-		if (res == NULL) {
-			client_error_text(e, err, sizeof err);
-			fprintf(stderr, "corral: map/subscribe: %s\n", err);
-			json_decref(e);
-			goto fail;
-		}
-		json_object_set(c.info, "subscription",
+		if ((res = cmd_call(c, CORRAL_M_SUBSCRIBE, filter != NULL ?
+		    json_pack("{s:O}", "filter", filter) : NULL)) == NULL)
+			goto out;
+		json_object_set(c->client.info, "subscription",
 		    json_object_get(res, "subscriptionId"));
 		json_decref(res);
-		sub = json_string_value(json_object_get(c.info,
+		sub = json_string_value(json_object_get(c->client.info,
 		    "subscription"));
 	}
-	if (!fresh && cmd_events_history(&c, filter, last, sizeof last,
-	    text) != 0)
-		goto fail;
+	if (!fresh && cmd_events_history(&c->client, filter, last,
+	    sizeof last, text) != 0)
+		goto out;
 	while (follow) {
-		if ((n = client_next(&c, -1, &eof)) == NULL)
+		if ((n = client_next(&c->client, -1, &eof)) == NULL)
 			break;		/* corral is gone */
 		p = json_object_get(n, "params");
 		if (strcmp(cmd_events_str(n, "method"), CORRAL_M_EVENT) == 0 &&
@@ -288,11 +260,31 @@ cmd_events(int argc, char **argv)
 		}
 		json_decref(n);
 	}
+	rc = 0;
+out:
 	json_decref(filter);
-	client_close(&c);
-	return 0;
-fail:
-	json_decref(filter);
-	client_close(&c);
-	return 1;
+	return rc;
 }
+
+static const struct cmd_option cmd_events_options[] = {
+	{ "follow", 'f', 0 },
+	{ "filter", 0, 1 },
+	{ "agent", 0, 1 },
+	{ "since", 0, 1 },
+	{ "new", 0, 0 },
+	{ "json", 0, 0 },
+	{ "text", 0, 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_events_entry = {
+	.name = "events",
+	.args = "[-f | --follow] [--filter TYPE,...] [--agent ID,...] "
+	    "[--since EVENTID] [--new] [--json | --text]",
+	.about = "print a running corral's events (--follow: as they come)",
+	.options = cmd_events_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET,
+	.exec = cmd_events_exec,
+};

@@ -3,7 +3,7 @@
  * (Claude Code, Codex, Gemini) corral's tools, acting for the agent whose
  * CLI started it.
  *
- *   corral mcp [-S PATH] [--tools spawn,wait,send,list,stop] [--wait SECS]
+ *   corral mcp [-S PATH] [--tools TOOL,...] [--wait DURATION]
  *
  * It connects to the control socket ($CORRAL_CONTROL, or -S) and shows
  * the agent's credential ($CORRAL_AGENT_TOKEN) in map/connect, so corral
@@ -20,7 +20,6 @@
  */
 
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,9 +27,8 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "cmd.h"
 
-#define CMD_MCP_USAGE	"usage: corral mcp [-S PATH] [--tools LIST] " \
-	"[--wait SECS]\n"
 #define CMD_MCP_MAX_LINE	(4UL * 1024 * 1024)	/* an MCP frame */
 #define CMD_MCP_CHILDREN	256	/* results kept */
 #define CMD_MCP_TEXT		(64 * 1024)	/* of one result, for a model */
@@ -1023,19 +1021,13 @@ cmd_mcp_parse_tools(const char *list)
 }
 
 /* corral mcp. */
-int
-cmd_mcp(int argc, char **argv)
+static int
+cmd_mcp_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "tools", required_argument, NULL, 't' },
-		{ "wait", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct pollfd	 pfd[2];
 	char		 buf[65536];
 	ssize_t		 n;
-	int		 ch, rc, nfd;
+	int		 rc, nfd;
 
 	memset(&mcp, 0, sizeof mcp);
 	TAILQ_INIT(&mcp.children);
@@ -1044,30 +1036,15 @@ cmd_mcp(int argc, char **argv)
 	mcp.wait = 300;
 	mcp.path = getenv("CORRAL_CONTROL");
 	mcp.token = getenv("CORRAL_AGENT_TOKEN");
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:t:w:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			mcp.path = optarg;
-			break;
-		case 't':
-			if ((mcp.tools = cmd_mcp_parse_tools(optarg)) == 0)
-				return EXIT_USAGE;
-			break;
-		case 'w':
-			if (util_parse_duration(optarg, &mcp.wait) != 0) {
-				fprintf(stderr, "corral: mcp: --wait: a duration "
-				    "such as 300s\n");
-				return EXIT_USAGE;
-			}
-			break;
-		default:
-			fprintf(stderr, CMD_MCP_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc != optind) {
-		fprintf(stderr, CMD_MCP_USAGE);
+	if (cmd_get(c, "control") != NULL)
+		mcp.path = cmd_get(c, "control");
+	if (cmd_get(c, "tools") != NULL &&
+	    (mcp.tools = cmd_mcp_parse_tools(cmd_get(c, "tools"))) == 0)
+		return EXIT_USAGE;
+	if (cmd_get(c, "wait") != NULL &&
+	    util_parse_duration(cmd_get(c, "wait"), &mcp.wait) != 0) {
+		fprintf(stderr, "corral: mcp: --wait: a duration such as "
+		    "300s\n");
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -1111,3 +1088,21 @@ cmd_mcp(int argc, char **argv)
 		client_close(&mcp.c);
 	return 0;
 }
+
+static const struct cmd_option cmd_mcp_options[] = {
+	{ "control", 'S', 1 },
+	{ "tools", 0, 1 },
+	{ "wait", 0, 1 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_mcp_entry = {
+	.name = "mcp",
+	.args = "[-S PATH] [--tools TOOL,...] [--wait DURATION]",
+	.about = "an MCP server on stdio: corral's tools for the model in a "
+	    "CLI",
+	.options = cmd_mcp_options,
+	.lower = 0,
+	.upper = 0,
+	.exec = cmd_mcp_exec,
+};

@@ -2,20 +2,17 @@
  * corral metrics: a running corral's numbers in Prometheus' text format
  * (version 0.0.4), or as _corral/metrics answers them with --json.
  *
- *   corral metrics [-S PATH] [--run ID] [--json]
+ *   corral metrics [-S PATH | --run ID] [--json]
  *
  * docs/control.md lists the metrics.
  */
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
-
-#define CMD_METRICS_USAGE	"usage: corral metrics [-S PATH] [--run ID] " \
-	"[--json]\n"
+#include "cmd.h"
 
 /* Print a label value, escaped as the text format wants. */
 static void
@@ -85,53 +82,15 @@ cmd_metrics_text(json_t *res)
 }
 
 /* corral metrics. */
-int
-cmd_metrics(int argc, char **argv)
+static int
+cmd_metrics_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct client	 c;
-	const char	*path = NULL, *run = NULL;
-	json_t		*res, *e;
-	char		 err[512], *s;
-	int		 ch, json = 0;
+	json_t	*res;
+	char	*s;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:r:j", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			fprintf(stderr, CMD_METRICS_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, CMD_METRICS_USAGE);
-		return EXIT_USAGE;
-	}
-	if (client_attach(&c, path, run, "corral-metrics") != 0)
+	if ((res = cmd_call(c, CORRAL_M_METRICS, NULL)) == NULL)
 		return 1;
-	if ((res = client_call(&c, CORRAL_M_METRICS, NULL, 10000,
-	    &e)) == NULL) {
-		client_error_text(e, err, sizeof err);
-		fprintf(stderr, "corral: metrics: %s\n", err);
-		json_decref(e);
-		client_close(&c);
-		return 1;
-	}
-	if (json) {
+	if (cmd_has(c, "json")) {
 		if ((s = json_dumps(res, CORRAL_JSON_FLAGS)) != NULL) {
 			printf("%s\n", s);
 			free(s);
@@ -139,6 +98,21 @@ cmd_metrics(int argc, char **argv)
 	} else
 		cmd_metrics_text(res);
 	json_decref(res);
-	client_close(&c);
 	return 0;
 }
+
+static const struct cmd_option cmd_metrics_options[] = {
+	{ "json", 0, 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_metrics_entry = {
+	.name = "metrics",
+	.args = "[--json]",
+	.about = "a running corral's metrics, in Prometheus' text format",
+	.options = cmd_metrics_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET | CMD_ATTACH,
+	.exec = cmd_metrics_exec,
+};

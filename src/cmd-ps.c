@@ -2,20 +2,27 @@
  * corral ps: the corrals running on this machine (for this user) and
  * their agents, read from each one's control socket.
  *
- *   corral ps [-S PATH] [--json]
+ *   corral ps [-S PATH | --run ID] [--json]
  *
- * Without -S, every socket in the private directory is asked; stale ones
- * (their corral is gone) are skipped.  --json prints one object a run:
- * the run (map/connect's _meta.corral, with its socket) and its agents
- * (MAP's Agent objects, as map/agents/list gives them).
+ * Without -S, every socket in the private directory is asked (--run: only
+ * those of the runs whose id begins so), and the runs whose socket is
+ * elsewhere (--control) through their links there; stale ones (their
+ * corral is gone) are skipped.  --json prints one object a run:
+ * the run (map/connect's _meta.corral, with its socket), its agents
+ * (MAP's Agent objects, as map/agents/list gives them) and its requests
+ * in flight (_corral/requests).  A person sees those under the agents:
+ * their trace ids are what corral cancel takes.
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "corral.h"
+#include "cmd.h"
+
+#define CMD_PS_REQUESTS	20	/* requests shown a run; --json: all */
 
 /* The uptime of a run started at ms (since the epoch). */
 static void
@@ -106,12 +113,40 @@ cmd_ps_waits(json_t *waiting)
 	}
 }
 
+/*
+ * Print the requests in flight under a run's agents: their trace ids are
+ * what corral cancel takes.
+ */
+static void
+cmd_ps_requests(json_t *res)
+{
+	json_t		*r;
+	char		 line[256];
+	size_t		 i, shown;
+	long long	 more;
+
+	shown = json_array_size(json_object_get(res, "requests"));
+	if (shown == 0)
+		return;
+	client_request_head(line, sizeof line);
+	printf("  %s\n", line);
+	json_array_foreach(json_object_get(res, "requests"), i, r) {
+		client_request_row(line, sizeof line, r);
+		printf("  %s\n", line);
+	}
+	more = (long long)json_integer_value(json_object_get(res, "total")) -
+	    (long long)shown;
+	if (more > 0)
+		printf("  ... and %lld more (corral ps --json lists them)\n",
+		    more);
+}
+
 /* Show one run; returns 0, or -1 when it could not be asked. */
 static int
 cmd_ps_run(const char *sock, int json, int *first)
 {
 	struct client	 c;
-	json_t		*res, *e, *run, *agents, *a, *out, *waiting;
+	json_t		*res, *e, *run, *agents, *a, *out, *reqs, *waiting;
 	char		 err[1024], up[32], *s;
 	size_t		 i;
 
@@ -132,15 +167,22 @@ cmd_ps_run(const char *sock, int json, int *first)
 		run = json_object();
 	json_object_set_new(run, "socket", json_string(sock));
 	agents = json_object_get(res, "agents");
+	reqs = client_requests(&c, json ? 10000 : CMD_PS_REQUESTS);
 	waiting = cmd_ps_waiting(&c);
 	if (json) {
 		out = json_pack("{s:o, s:O, s:O}", "run", run, "agents", agents,
 		    "waiting", waiting);
+		if (reqs != NULL)
+			json_object_set(out, "requests", json_object_get(reqs,
+			    "requests"));
 		s = json_dumps(out, CORRAL_JSON_FLAGS);
 		printf("%s\n", s != NULL ? s : "{}");
 		free(s);
 		json_decref(out);
 	} else {
+		/* What agents wrote must not drive the terminal. */
+		util_vis_json(run);
+		util_vis_json(agents);
 		if (!*first)
 			printf("\n");
 		printf("%-8s %-8s %-6s %-8s %-7s %-20s %s\n", "RUN", "PID",
@@ -158,48 +200,31 @@ cmd_ps_run(const char *sock, int json, int *first)
 		    "RESTARTS", "TOKENS", "COST", "LAST ERROR");
 		json_array_foreach(agents, i, a)
 			cmd_ps_agent(a);
+		if (reqs != NULL)
+			cmd_ps_requests(reqs);
+		util_vis_json(waiting);
 		cmd_ps_waits(waiting);
 		json_decref(run);
 	}
 	json_decref(waiting);
 	*first = 0;
+	json_decref(reqs);
 	json_decref(res);
 	client_close(&c);
 	return 0;
 }
 
 /* corral ps. */
-int
-cmd_ps(int argc, char **argv)
+static int
+cmd_ps_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char	*path = NULL;
-	char		 dir[512], err[600], **v;
+	const char	*path = cmd_get(c, "control"), *run = cmd_get(c, "run");
+	char		 dir[512], err[600], **v, real[1024];
 	size_t		 n, i;
-	int		 ch, json = 0, first = 1, bad = 0, shown = 0;
+	ssize_t		 len;
+	int		 json = cmd_has(c, "json"), first = 1, bad = 0;
+	int		 shown = 0;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:j", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: corral ps [-S PATH] [--json]\n");
-		return EXIT_USAGE;
-	}
 	if (path == NULL)
 		path = getenv("CORRAL_CONTROL");
 	if (path != NULL && *path != '\0')
@@ -209,17 +234,35 @@ cmd_ps(int argc, char **argv)
 			printf("no corral is running (%s)\n", err);
 		return 0;
 	}
-	n = client_sockets(dir, &v);
+	n = client_live(dir, run, &v);
 	for (i = 0; i < n; i++) {
-		if (client_probe(v[i]) != 1)
-			continue;	/* stale: its corral is gone */
-		if (cmd_ps_run(v[i], json, &first) != 0)
+		/* A link to a socket put elsewhere (--control): show that. */
+		if ((len = readlink(v[i], real, sizeof real - 1)) > 0)
+			real[len] = '\0';
+		if (cmd_ps_run(len > 0 ? real : v[i], json, &first) != 0)
 			bad++;
 		else
 			shown++;
 	}
 	client_sockets_free(v, n);
 	if (shown == 0 && bad == 0 && !json)
-		printf("no corral is running (%s is empty)\n", dir);
+		printf("no corral%s%s is running (none in %s)\n", run != NULL ?
+		    " with run id " : "", run != NULL ? run : "", dir);
 	return bad ? 1 : 0;
 }
+
+static const struct cmd_option cmd_ps_options[] = {
+	{ "json", 0, 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_ps_entry = {
+	.name = "ps",
+	.args = "[--json]",
+	.about = "list the running corrals and their agents",
+	.options = cmd_ps_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET,
+	.exec = cmd_ps_exec,
+};

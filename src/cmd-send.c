@@ -1,8 +1,8 @@
 /*
  * corral send: put an envelope into a running corral.
  *
- *   corral send [-S PATH] [--run ID] [-w | --no-wait] [--timeout SECS]
- *               AGENT|INTENT ENVELOPE
+ *   corral send [-S PATH | --run ID] [-w | --wait | --no-wait]
+ *               [--timeout DURATION] AGENT|INTENT ENVELOPE
  *
  * To an AGENT it is a MAP message (map/send), delivered as an envelope
  * marked {"corral":{"kind":"message"}}; with --wait it is a request
@@ -13,15 +13,13 @@
  * stdin, or any other text, which becomes the task of an envelope.
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "corral.h"
+#include "cmd.h"
 
-#define CMD_SEND_USAGE	"usage: corral send [-S PATH] [--run ID] [-w|--wait] " \
-	"[--no-wait] [--timeout SECS] AGENT|INTENT ENVELOPE\n"
 #define CMD_SEND_STDIN	(16UL * 1024 * 1024)
 
 /* Read all of stdin (bounded); a new string, or NULL. */
@@ -117,68 +115,38 @@ cmd_send_wait(struct client *c, const char *mid, int timeout_ms)
 }
 
 /* corral send. */
-int
-cmd_send(int argc, char **argv)
+static int
+cmd_send_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "no-wait", no_argument, NULL, 'W' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct client	 c;
-	const char	*path = NULL, *run = NULL, *target, *mid, *intent = NULL;
+	const char	*target = c->argv[0], *mid, *intent = NULL, *v;
 	json_t		*res, *e, *env, *params;
-	char		 err[512], *text = NULL, *ids;
+	char		*text = NULL, *ids;
 	double		 secs = 60;
-	int		 ch, wait = -1, rc = 1, is_agent;
+	int		 wait = -1, rc = 1, is_agent;
+	size_t		 i;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:r:wWt:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		case 'w':
+	/* --wait and --no-wait: the last one given. */
+	for (i = 0; i < c->nvalues; i++)
+		if (strcmp(c->values[i].option->name, "wait") == 0)
 			wait = 1;
-			break;
-		case 'W':
+		else if (strcmp(c->values[i].option->name, "no-wait") == 0)
 			wait = 0;
-			break;
-		case 't':
-			if (util_parse_duration(optarg, &secs) != 0 ||
-			    secs <= 0) {
-				fprintf(stderr, "corral: send: --timeout: a "
-				    "duration such as 30s\n");
-				return EXIT_USAGE;
-			}
-			break;
-		default:
-			fprintf(stderr, CMD_SEND_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		fprintf(stderr, CMD_SEND_USAGE);
+	if ((v = cmd_get(c, "timeout")) != NULL &&
+	    (util_parse_duration(v, &secs) != 0 || secs <= 0)) {
+		fprintf(stderr, "corral: send: --timeout: a duration such as "
+		    "30s\n");
 		return EXIT_USAGE;
 	}
-	target = argv[optind];
-	if (strcmp(argv[optind + 1], "-") == 0 &&
-	    (text = cmd_send_stdin()) == NULL)
+	if (strcmp(c->argv[1], "-") == 0 && (text = cmd_send_stdin()) == NULL)
 		return 1;
-	if (client_attach(&c, path, run, "corral-send") != 0) {
+	if (cmd_attach(c) != 0) {
 		free(text);
 		return 1;
 	}
 
 	/* An agent's id, or else an intent. */
-	res = client_call(&c, CORRAL_M_GET, json_pack("{s:s}", "agentId",
-	    target), 10000, &e);
+	res = client_call(&c->client, CORRAL_M_GET, json_pack("{s:s}",
+	    "agentId", target), 10000, &e);
 	is_agent = res != NULL;
 	json_decref(res);
 	json_decref(e);
@@ -190,24 +158,19 @@ cmd_send(int argc, char **argv)
 		}
 		intent = target;
 	}
-	env = cmd_send_envelope(text != NULL ? text : argv[optind + 1],
-	    intent);
+	env = cmd_send_envelope(text != NULL ? text : c->argv[1], intent);
 	if (is_agent) {
 		params = json_pack("{s:{s:s}, s:o}", "to", "agent", target,
 		    "payload", env);
 		if (wait == 1)
 			json_object_set_new(params, "meta",
 			    json_pack("{s:b}", "expectsResponse", 1));
-		res = client_call(&c, CORRAL_M_SEND, params, 10000, &e);
+		res = cmd_call(c, CORRAL_M_SEND, params);
 	} else
-		res = client_call(&c, CORRAL_M_ROUTE, json_pack("{s:o}",
-		    "payload", env), 10000, &e);
-	if (res == NULL) {
-		client_error_text(e, err, sizeof err);
-		fprintf(stderr, "corral: send: %s\n", err);
-		json_decref(e);
+		res = cmd_call(c, CORRAL_M_ROUTE, json_pack("{s:o}", "payload",
+		    env));
+	if (res == NULL)
 		goto out;
-	}
 	mid = json_string_value(json_object_get(res, "messageId"));
 	ids = json_dumps(json_object_get(res, "delivered"), JSON_ENCODE_ANY |
 	    CORRAL_JSON_FLAGS);
@@ -216,13 +179,31 @@ cmd_send(int argc, char **argv)
 	    NULL ? ids : target);
 	free(ids);
 	if (wait == 1 || (wait == -1 && !is_agent))
-		rc = cmd_send_wait(&c, mid != NULL ? mid : "",
+		rc = cmd_send_wait(&c->client, mid != NULL ? mid : "",
 		    (int)(secs * 1000));
 	else
 		rc = 0;
 	json_decref(res);
 out:
 	free(text);
-	client_close(&c);
 	return rc;
 }
+
+static const struct cmd_option cmd_send_options[] = {
+	{ "wait", 'w', 0 },
+	{ "no-wait", 0, 0 },
+	{ "timeout", 0, 1 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_send_entry = {
+	.name = "send",
+	.args = "[-w | --wait | --no-wait] [--timeout DURATION] AGENT|INTENT "
+	    "ENVELOPE",
+	.about = "send an envelope to an agent, or through the routes",
+	.options = cmd_send_options,
+	.lower = 2,
+	.upper = 2,
+	.flags = CMD_TARGET,
+	.exec = cmd_send_exec,
+};

@@ -2,22 +2,19 @@
  * corral stop: stop one agent (and its subtree) of a running corral, or,
  * without an agent, the whole run, as SIGTERM would.
  *
- *   corral stop [-S PATH] [--run ID] [--force] [--wait] [AGENT]
+ *   corral stop [-S PATH | --run ID] [--force] [--wait] [AGENT]
  *
  * --force kills at once instead of the graceful stop sequence; --wait
  * waits until the agent has stopped (or, for the run, until corral has
  * exited).
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "corral.h"
-
-#define CMD_STOP_USAGE	"usage: corral stop [-S PATH] [--run ID] [--force] " \
-	"[--wait] [AGENT]\n"
+#include "cmd.h"
 
 /* Wait until agent id is stopped, failed or gone.  Returns 0 when it is. */
 static int
@@ -51,79 +48,53 @@ cmd_stop_wait_agent(struct client *c, const char *id)
 }
 
 /* corral stop. */
-int
-cmd_stop(int argc, char **argv)
+static int
+cmd_stop_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct client	 c;
-	const char	*path = NULL, *run = NULL, *agent;
-	json_t		*res, *e, *params, *n;
-	char		 err[512];
-	int		 ch, force = 0, wait = 0, rc = 1, eof;
+	const char	*agent = c->argc > 0 ? c->argv[0] : NULL;
+	json_t		*res, *params, *n;
+	int		 eof;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:r:fw", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		case 'f':
-			force = 1;
-			break;
-		case 'w':
-			wait = 1;
-			break;
-		default:
-			fprintf(stderr, CMD_STOP_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind > 1) {
-		fprintf(stderr, CMD_STOP_USAGE);
-		return EXIT_USAGE;
-	}
-	agent = optind < argc ? argv[optind] : NULL;
-	if (client_attach(&c, path, run, "corral-stop") != 0)
-		return 1;
 	if (agent != NULL) {
 		params = json_pack("{s:s, s:s}", "agentId", agent, "reason",
 		    "corral stop");
-		if (force)
+		if (cmd_has(c, "force"))
 			json_object_set_new(params, "force", json_true());
-		res = client_call(&c, CORRAL_M_STOP, params, 10000, &e);
+		res = cmd_call(c, CORRAL_M_STOP, params);
 	} else
-		res = client_call(&c, CORRAL_M_SHUTDOWN, NULL, 10000, &e);
-	if (res == NULL) {
-		client_error_text(e, err, sizeof err);
-		fprintf(stderr, "corral: stop: %s\n", err);
-		json_decref(e);
-		goto out;
-	}
+		res = cmd_call(c, CORRAL_M_SHUTDOWN, NULL);
+	if (res == NULL)
+		return 1;
 	if (agent != NULL)
 		printf("stopping %s (%s)\n", agent, json_string_value(
 		    json_object_get(json_object_get(res, "agent"), "state")));
 	else
 		printf("stopping run %s\n", json_string_value(
-		    json_object_get(client_run(&c), "runId")));
+		    json_object_get(client_run(&c->client), "runId")));
 	json_decref(res);
-	rc = 0;
-	if (wait && agent != NULL)
-		rc = cmd_stop_wait_agent(&c, agent) == 0 ? 0 : 1;
-	else if (wait) {
-		/* The run has stopped when corral closes the socket. */
-		while ((n = client_next(&c, -1, &eof)) != NULL)
-			json_decref(n);
-	}
-out:
-	client_close(&c);
-	return rc;
+	if (!cmd_has(c, "wait"))
+		return 0;
+	if (agent != NULL)
+		return cmd_stop_wait_agent(&c->client, agent) == 0 ? 0 : 1;
+	/* The run has stopped when corral closes the socket. */
+	while ((n = client_next(&c->client, -1, &eof)) != NULL)
+		json_decref(n);
+	return 0;
 }
+
+static const struct cmd_option cmd_stop_options[] = {
+	{ "force", 0, 0 },
+	{ "wait", 0, 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_stop_entry = {
+	.name = "stop",
+	.args = "[--force] [--wait] [AGENT]",
+	.about = "stop an agent and its sub-agents, or the whole run",
+	.options = cmd_stop_options,
+	.lower = 0,
+	.upper = 1,
+	.flags = CMD_TARGET | CMD_ATTACH,
+	.exec = cmd_stop_exec,
+};

@@ -5,17 +5,19 @@
  * totals.  It redraws every second (-d) and quits on q, or when corral
  * exits.
  *
- *   corral top [-S PATH] [--run ID] [-d SECS] [-n COUNT]
+ *   corral top [-S PATH | --run ID] [-d DURATION] [-n COUNT]
  *
  * It draws with plain ANSI sequences on the terminal's alternate screen
  * (no curses: corral depends on nothing it does not need), restores the
  * terminal on the way out, and fits what it draws to the window's size.
- * -n draws that many screens and exits (for scripts and tests).
+ * When stdout is no terminal it writes plain screens, one after the
+ * other with a blank line between, as top -b does.  -n draws that many
+ * screens and exits (for scripts and tests).
  */
 
 #include <sys/ioctl.h>
 
-#include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,12 +28,11 @@
 #include <unistd.h>
 
 #include "corral.h"
-
-#define CMD_TOP_USAGE	"usage: corral top [-S PATH] [--run ID] [-d SECS] " \
-	"[-n COUNT]\n"
+#include "cmd.h"
 
 static struct termios		 cmd_top_saved;
 static int			 cmd_top_raw;
+static int			 cmd_top_plain;	/* stdout is no terminal */
 static volatile sig_atomic_t	 cmd_top_quit;
 
 /* Give the terminal back as it was. */
@@ -79,6 +80,11 @@ cmd_top_size(int *cols, int *rows)
 
 	*cols = 80;
 	*rows = 24;
+	if (cmd_top_plain) {
+		*cols = 1023;
+		*rows = INT_MAX;
+		return;
+	}
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 &&
 	    ws.ws_row > 0) {
 		*cols = ws.ws_col;
@@ -110,6 +116,11 @@ cmd_top_line(struct cmd_top_screen *s, const char *fmt, ...)
 	va_end(ap);
 	if ((int)strlen(line) > s->cols)
 		line[s->cols] = '\0';
+	if (cmd_top_plain) {
+		fprintf(s->f, "%s\n", line);
+		s->row++;
+		return;
+	}
 	/* Erase what the last screen left to the right, then go on. */
 	fprintf(s->f, "%s\033[K%s", line, ++s->row < s->rows ? "\r\n" : "");
 }
@@ -188,10 +199,41 @@ cmd_top_progress(struct cmd_top_screen *s, json_t *md)
 	    "depth")) * 2, "", line);
 }
 
-/* Draw one screen from the agents and the metrics. */
+/*
+ * Under the agents, the requests in flight, as many as fit: their trace
+ * ids are what corral cancel takes.
+ */
+static void
+cmd_top_requests(struct cmd_top_screen *s, json_t *reqs)
+{
+	json_t	*r;
+	char	 line[256];
+	size_t	 i;
+
+	if (json_array_size(json_object_get(reqs, "requests")) == 0)
+		return;
+	cmd_top_line(s, "%s", "");
+	client_request_head(line, sizeof line);
+	cmd_top_line(s, "%s%-*s%s", cmd_top_plain ? "" : "\033[7m",
+	    s->cols < 200 ? s->cols : 200, line, cmd_top_plain ? "" :
+	    "\033[0m");
+	json_array_foreach(json_object_get(reqs, "requests"), i, r) {
+		client_request_row(line, sizeof line, r);
+		cmd_top_line(s, "%s", line);
+	}
+	if (json_integer_value(json_object_get(reqs, "total")) >
+	    (json_int_t)json_array_size(json_object_get(reqs, "requests")))
+		cmd_top_line(s, "... %lld in all", (long long)
+		    json_integer_value(json_object_get(reqs, "total")));
+}
+
+/*
+ * Draw one screen from the agents, the metrics, the requests and what
+ * waits for a person.
+ */
 static void
 cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
-    json_t *waiting)
+    json_t *reqs, json_t *waiting)
 {
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
@@ -201,19 +243,26 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
 
+	/* What agents wrote must not drive the terminal. */
+	util_vis_json(run);
+	util_vis_json(agents);
+	util_vis_json(metrics);
+	util_vis_json(waiting);
 	memset(&s, 0, sizeof s);
 	cmd_top_size(&s.cols, &s.rows);
 	if ((s.f = open_memstream(&s.buf, &s.len)) == NULL)
 		return;
-	fputs("\033[H", s.f);
+	if (!cmd_top_plain)
+		fputs("\033[H", s.f);
 	client_uptime(up, sizeof up, cmd_top_metric(metrics,
 	    "corral_uptime_seconds", NULL, NULL));
-	cmd_top_line(&s, "\033[1mcorral top\033[0m  run %s  %s (%s, pid "
-	    "%lld)  up %s    q quits",
+	cmd_top_line(&s, "%scorral top%s  run %s  %s (%s, pid %lld)  up %s%s",
+	    cmd_top_plain ? "" : "\033[1m", cmd_top_plain ? "" : "\033[0m",
 	    json_string_value(json_object_get(run, "runId")),
 	    json_string_value(json_object_get(run, "workflow")),
 	    json_string_value(json_object_get(run, "mode")),
-	    (long long)json_integer_value(json_object_get(run, "pid")), up);
+	    (long long)json_integer_value(json_object_get(run, "pid")), up,
+	    cmd_top_plain ? "" : "    q quits");
 	json_array_foreach(agents, i, a) {
 		st = json_string_value(json_object_get(a, "state"));
 		if (strcmp(st, "idle") == 0)
@@ -258,8 +307,9 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	json_array_foreach(waiting, i, m) {
 		client_uptime(up, sizeof up, (double)json_integer_value(
 		    json_object_get(m, "waitingMs")) / 1000.0);
-		cmd_top_line(&s, "\033[1mwaiting for a person\033[0m %s: step "
-		    "%s of job %s (%s), %s: %s", up, json_string_value(
+		cmd_top_line(&s, "%swaiting for a person%s %s: step %s of job "
+		    "%s (%s), %s: %s", cmd_top_plain ? "" : "\033[1m",
+		    cmd_top_plain ? "" : "\033[0m", up, json_string_value(
 		    json_object_get(m, "step")), json_string_value(
 		    json_object_get(m, "jobId")), json_string_value(
 		    json_object_get(m, "reason")), json_is_string(
@@ -268,9 +318,10 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    json_object_get(m, "summary")));
 	}
 	cmd_top_line(&s, "%s", "");
-	cmd_top_line(&s, "\033[7m%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s "
-	    "%-8s %-9s %-30s\033[0m", "AGENT", "STATE", "PID", "INFLIGHT",
-	    "QUEUE", "IN", "OUT", "RESTARTS", "TOKENS", "COST", "LAST ERROR");
+	cmd_top_line(&s, "%s%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s %-8s "
+	    "%-9s %-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT", "STATE",
+	    "PID", "INFLIGHT", "QUEUE", "IN", "OUT", "RESTARTS", "TOKENS",
+	    "COST", "LAST ERROR", cmd_top_plain ? "" : "\033[0m");
 	json_array_foreach(agents, i, a) {
 		md = json_object_get(a, "metadata");
 		snprintf(id, sizeof id, "%*s%s", (int)json_integer_value(
@@ -299,7 +350,8 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    err != NULL ? err : "");
 		cmd_top_progress(&s, md);
 	}
-	fputs("\033[J", s.f);
+	cmd_top_requests(&s, reqs);
+	fputs(cmd_top_plain ? "\n" : "\033[J", s.f);
 	fclose(s.f);
 	(void)!write(STDOUT_FILENO, s.buf, s.len);
 	free(s.buf);
@@ -324,95 +376,88 @@ cmd_top_key(int ms)
 }
 
 /* corral top. */
-int
-cmd_top(int argc, char **argv)
+static int
+cmd_top_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "count", required_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 }
-	};
 	static const char	 enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
-	struct client		 c;
 	struct sigaction	 sa;
-	const char		*path = NULL, *run = NULL, *why = NULL;
-	json_t			*list, *metrics, *steps, *e;
+	const char		*why = NULL, *v;
+	json_t			*list, *metrics, *reqs, *steps, *e;
 	double			 delay = 1;
 	long			 count = -1;
 	char			*end;
-	int			 ch;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "S:r:d:n:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		case 'd':
-			if (util_parse_duration(optarg, &delay) != 0 ||
-			    delay < 0.1) {
-				fprintf(stderr, "corral: top: -d: at least "
-				    "0.1s\n");
-				return EXIT_USAGE;
-			}
-			break;
-		case 'n':
-			count = strtol(optarg, &end, 10);
-			if (*end != '\0' || count < 1) {
-				fprintf(stderr, "corral: top: -n: a count\n");
-				return EXIT_USAGE;
-			}
-			break;
-		default:
-			fprintf(stderr, CMD_TOP_USAGE);
+	if ((v = cmd_get(c, "delay")) != NULL &&
+	    (util_parse_duration(v, &delay) != 0 || delay < 0.1)) {
+		fprintf(stderr, "corral: top: -d: at least 0.1s\n");
+		return EXIT_USAGE;
+	}
+	if ((v = cmd_get(c, "count")) != NULL) {
+		count = strtol(v, &end, 10);
+		if (*end != '\0' || count < 1) {
+			fprintf(stderr, "corral: top: -n: a count\n");
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, CMD_TOP_USAGE);
-		return EXIT_USAGE;
-	}
-	if (client_attach(&c, path, run, "corral-top") != 0)
+	if (cmd_attach(c) != 0)
 		return 1;
+	/* Not a terminal: plain screens one after the other, as top -b. */
+	cmd_top_plain = !isatty(STDOUT_FILENO);
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = cmd_top_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	cmd_top_keys();
-	(void)!write(STDOUT_FILENO, enter, sizeof enter - 1);
+	if (!cmd_top_plain) {
+		cmd_top_keys();
+		(void)!write(STDOUT_FILENO, enter, sizeof enter - 1);
+	}
 	while (!cmd_top_quit) {
-		list = client_call(&c, CORRAL_M_LIST, NULL, 10000, &e);
-		json_decref(e);
-		metrics = list != NULL ? client_call(&c, CORRAL_M_METRICS, NULL,
-		    10000, &e) : NULL;
-		json_decref(e);
+		list = cmd_call(c, CORRAL_M_LIST, NULL);
+		metrics = list != NULL ? cmd_call(c, CORRAL_M_METRICS, NULL) :
+		    NULL;
 		if (list == NULL || metrics == NULL) {
 			json_decref(list);
 			why = "corral exited";
 			break;
 		}
-		steps = client_call(&c, CORRAL_M_STEPS, NULL, 10000, &e);
-		json_decref(e);
-		cmd_top_draw(&c, json_object_get(list, "agents"), metrics,
-		    json_object_get(steps, "waiting"));
+		/* A screenful at most; an older corral has none to give. */
+		reqs = client_requests(&c->client, 100);
+		steps = client_call(&c->client, CORRAL_M_STEPS, NULL, 10000,
+		    &e);
+		json_decref(e);		/* a corral without steps: none */
+		cmd_top_draw(&c->client, json_object_get(list, "agents"),
+		    metrics, reqs, json_object_get(steps, "waiting"));
 		json_decref(list);
 		json_decref(metrics);
+		json_decref(reqs);
 		json_decref(steps);
 		if (count > 0 && --count == 0)
 			break;
 		if (cmd_top_key((int)(delay * 1000)))
 			break;
 	}
-	cmd_top_restore();
-	client_close(&c);
+	if (!cmd_top_plain)
+		cmd_top_restore();
 	if (why != NULL)
 		printf("corral top: %s\n", why);
 	return 0;
 }
+
+static const struct cmd_option cmd_top_options[] = {
+	{ "delay", 'd', 1 },
+	{ "count", 'n', 1 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_top_entry = {
+	.name = "top",
+	.args = "[-d DURATION] [-n COUNT]",
+	.about = "a live full-screen view of a running corral",
+	.options = cmd_top_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET,
+	.exec = cmd_top_exec,
+};

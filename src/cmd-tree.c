@@ -3,62 +3,28 @@
  * from a running corral (its map/structure/graph).
  *
  *   corral tree --log FILE [--format text|dot|mermaid]
- *   corral tree [-S PATH] [--run ID] [--format text|dot|mermaid]
+ *   corral tree [-S PATH | --run ID] [--format text|dot|mermaid]
  */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "corral.h"
-
-#define CMD_TREE_USAGE	"usage: corral tree [--log FILE | -S PATH | " \
-	"--run ID] [--format text|dot|mermaid]\n"
+#include "cmd.h"
 
 /* corral tree. */
-int
-cmd_tree(int argc, char **argv)
+static int
+cmd_tree_exec(struct cmd *c)
 {
-	static const struct option opts[] = {
-		{ "log", required_argument, NULL, 'l' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "control", required_argument, NULL, 'S' },
-		{ "run", required_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct client	 c;
 	struct timespec	 ts;
-	const char	*logpath = NULL, *format = "text", *path = NULL;
-	const char	*run = NULL;
-	json_t		*res, *e;
-	char		 err[512];
-	int		 ch, rc;
+	const char	*logpath = cmd_get(c, "log"), *format = cmd_get(c,
+			    "format");
+	json_t		*res;
+	int		 rc;
 
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "l:f:S:r:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			logpath = optarg;
-			break;
-		case 'f':
-			format = optarg;
-			break;
-		case 'S':
-			path = optarg;
-			break;
-		case 'r':
-			run = optarg;
-			break;
-		default:
-			fprintf(stderr, CMD_TREE_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, CMD_TREE_USAGE);
-		return EXIT_USAGE;
-	}
+	if (format == NULL)
+		format = "text";
 	if (strcmp(format, "text") != 0 && strcmp(format, "dot") != 0 &&
 	    strcmp(format, "mermaid") != 0) {
 		fprintf(stderr, "corral: tree: --format must be text, dot or "
@@ -68,19 +34,30 @@ cmd_tree(int argc, char **argv)
 	if (logpath != NULL)
 		return tree_render(logpath, format, stdout);
 
-	if (client_attach(&c, path, run, "corral-tree") != 0)
+	if (cmd_attach(c) != 0)
 		return 1;
-	if ((res = client_call(&c, CORRAL_M_GRAPH, NULL, 10000, &e)) == NULL) {
-		client_error_text(e, err, sizeof err);
-		fprintf(stderr, "corral: map/structure/graph: %s\n", err);
-		json_decref(e);
-		client_close(&c);
+	if ((res = cmd_call(c, CORRAL_M_GRAPH, NULL)) == NULL)
 		return 1;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	rc = tree_render_graph(res, (double)ts.tv_sec + ts.tv_nsec / 1e9,
 	    format, stdout);
 	json_decref(res);
-	client_close(&c);
 	return rc;
 }
+
+static const struct cmd_option cmd_tree_options[] = {
+	{ "log", 'l', 1 },
+	{ "format", 'f', 1 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_tree_entry = {
+	.name = "tree",
+	.args = "[--log FILE] [--format text|dot|mermaid]",
+	.about = "render the agent tree, live or from an audit log",
+	.options = cmd_tree_options,
+	.lower = 0,
+	.upper = 0,
+	.flags = CMD_TARGET,
+	.exec = cmd_tree_exec,
+};

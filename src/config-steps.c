@@ -128,9 +128,10 @@ config_steps_read_one(struct config_reader *rd, struct step_conf *sc,
 		    "'%s' is not a valid step name (letters, digits, '_', '-' "
 		    "and '.', at most %d, not 'end')", path, sc->name,
 		    STEP_NAME_MAX);
-	if ((sc->agent_name == NULL) == (sc->intent == NULL))
+	if ((sc->agent_name != NULL) + (sc->intent != NULL) +
+	    (sc->capability != NULL) != 1)
 		return config_err(rd, n, "%s: a step names exactly one of "
-		    "agent: and intent:", path);
+		    "agent:, intent: and capability:", path);
 	if (sc->agent_name != NULL &&
 	    (sc->agent = config_find_agent(wf, sc->agent_name)) == NULL)
 		return config_err(rd, config_steps_at(n, "agent"), "%s.agent: "
@@ -367,6 +368,7 @@ config_steps_free(struct workflow *wf)
 		free(sc->name);
 		free(sc->agent_name);
 		free(sc->intent);
+		free(sc->capability);
 		free(sc->action);
 		json_decref(sc->params);
 		free(sc->proceed);

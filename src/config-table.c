@@ -85,7 +85,15 @@ static void	config_table_print_tools(FILE *, const struct config_key *,
 		    const void *, int);
 static void	config_table_print_rlimits(FILE *, const struct config_key *,
 		    const void *, int);
+static int	config_table_read_capabilities(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static void	config_table_print_capabilities(FILE *,
+		    const struct config_key *, const void *, int);
 static int	config_table_read_confine(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static int	config_table_read_optional(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
 static void	config_table_print_confine(FILE *, const struct config_key *,
@@ -234,6 +242,16 @@ const struct config_key config_table[] = {
 	  .type = CONFIG_DURATION, .dflt = "none",
 	  .doc = "wall time of the run" },
 
+	{ .name = "limits.task_budget", .scope = CONFIG_TOP,
+	  .type = CONFIG_MAP, .flags = CONFIG_FLOW|CONFIG_OMIT,
+	  .doc = "a budget for each task of the task registry" },
+	{ .name = "limits.task_budget.tokens", TOP(task_tokens),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e18, .dflt = "0",
+	  .doc = "tokens a task's answer may report; 0: no limit" },
+	{ .name = "limits.task_budget.cost", TOP(task_cost),
+	  .type = CONFIG_NUMBER, .min = 0, .max = 1e12, .dflt = "0",
+	  .doc = "money a task's answer may report; 0: no limit" },
+
 	{ .name = "retry", .scope = CONFIG_TOP, .type = CONFIG_MAP,
 	  .flags = CONFIG_FLOW, .doc = "retrying failed requests" },
 	{ .name = "retry.max", TOP(retries), .type = CONFIG_INTEGER,
@@ -314,6 +332,16 @@ const struct config_key config_table[] = {
 	{ .name = "description", AGENT(description), .type = CONFIG_STRING,
 	  .flags = CONFIG_HIDE,
 	  .doc = "free text for people; corral does not use it" },
+	{ .name = "subscribe", AGENT(subscribe), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, nsubscribe),
+	  .flags = CONFIG_OMIT, .typename = "list of topics",
+	  .doc = "topics (MAP scopes) the agent joins whenever it starts" },
+	{ .name = "capabilities", .scope = CONFIG_AGENT, .type = CONFIG_LIST,
+	  .typename = "list of names or `{name, version, actions}`",
+	  .read = config_table_read_capabilities,
+	  .print = config_table_print_capabilities,
+	  .doc = "what the agent can do, for discovery and capability: "
+	  "addresses" },
 	{ .name = "ready", AGENT(ready), .type = CONFIG_ENUM,
 	  .choices = config_table_ready, .dflt = "spawn",
 	  .doc = "when the agent may be given work" },
@@ -443,6 +471,12 @@ const struct config_key config_table[] = {
 	{ .name = "confine.required", AGENT(confine.required),
 	  .type = CONFIG_BOOL, .dflt = "false",
 	  .doc = "refuse to run unless the kernel enforces all of it" },
+	{ .name = "confine.optional", .scope = CONFIG_AGENT,
+	  .type = CONFIG_LIST, .typename = "list of `truncate`, `connect`, "
+	  "`ioctl`, `signals`, `abstract-sockets`, `metadata`",
+	  .read = config_table_read_optional,
+	  .doc = "with required, the protections it may run without where "
+	  "the system lacks them" },
 	{ .name = "tools", AGENT(tools), .type = CONFIG_LIST,
 	  .typename = "list of `spawn`, `wait`, `send`, `list`, `stop`",
 	  .read = config_table_read_tools, .print = config_table_print_tools,
@@ -457,6 +491,9 @@ const struct config_key config_table[] = {
 	{ .name = "intent", STEP(intent), .type = CONFIG_STRING,
 	  .flags = CONFIG_OMIT, .typename = "intent",
 	  .doc = "instead of agent: route the step's request by routes:" },
+	{ .name = "capability", STEP(capability), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT,
+	  .doc = "instead of agent: the least busy agent with this capability" },
 	{ .name = "action", STEP(action), .type = CONFIG_STRING,
 	  .flags = CONFIG_REQUIRED, .doc = "what the agent is to do" },
 	{ .name = "params", .scope = CONFIG_STEP, .type = CONFIG_MAP,
@@ -489,22 +526,6 @@ config_table_read_defaults(struct config_reader *rd,
 	rc = config_read_map(rd, CONFIG_AGENT, &rd->defaults, "", n, path);
 	rd->in_defaults = 0;
 	return rc;
-}
-
-/* Return nonzero if s is a usable agent name. */
-static int
-config_table_valid_name(const char *s)
-{
-	const char	*p;
-
-	if (*s == '\0' || strlen(s) > 48)
-		return 0;
-	for (p = s; *p != '\0'; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return 0;
-	}
-	return 1;
 }
 
 /*
@@ -547,18 +568,22 @@ config_table_read_agents(struct config_reader *rd,
 	const struct config_node	*name;
 	char				 p[256];
 	size_t				 i;
+	int				 rc = 0;
 
 	if (config_map_check(rd, n, path) != 0)
 		return -1;
 	if (n->nkids == 0)
 		return config_err(rd, n, "%s: names no agent", path);
 	wf->agents = xcalloc(n->nkids / 2, sizeof *wf->agents);
+	/* Each entry is read, whatever the one before got wrong. */
 	for (i = 0; i + 1 < n->nkids; i += 2) {
 		name = n->kids[i];
-		if (!config_table_valid_name(name->str))
-			return config_err(rd, name, "%s: '%s' is not a valid "
+		if (!protocol_agent_name(name->str)) {
+			rc = config_err(rd, name, "%s: '%s' is not a valid "
 			    "agent name (letters, digits, '_' and '-', at most "
 			    "48)", path, name->str);
+			continue;
+		}
 		ac = &wf->agents[wf->nagents];
 		config_agent_copy(ac, &rd->defaults);
 		ac->name = xstrdup(name->str);
@@ -567,12 +592,11 @@ config_table_read_agents(struct config_reader *rd,
 		ac->index = (unsigned int)wf->nagents++;
 		snprintf(p, sizeof p, "%s.%s", path, name->str);
 		if (config_read_map(rd, CONFIG_AGENT, ac, "", n->kids[i + 1],
-		    p) != 0)
-			return -1;
-		if (config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
-			return -1;
+		    p) != 0 ||
+		    config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
+			rc = -1;
 	}
-	return 0;
+	return rc;
 }
 
 /* Free a list of names config_read_list made. */
@@ -630,6 +654,7 @@ config_table_read_routes(struct config_reader *rd,
 	char				 p[256];
 	char				 list[INTENT_MAX * (INTENT_NAME_MAX + 2)];
 	size_t				 i;
+	int				 ret = 0;
 
 	if (config_map_check(rd, n, path) != 0)
 		return -1;
@@ -639,19 +664,20 @@ config_table_read_routes(struct config_reader *rd,
 		if (strcmp(intent->str, "*") != 0 &&
 		    protocol_intent(intent->str, intent->len) < 0) {
 			protocol_intent_list(list, sizeof list);
-			return config_err(rd, intent, "%s: '%s' is not an "
+			ret = config_err(rd, intent, "%s: '%s' is not an "
 			    "intent (one of %s, or \"*\" for the fallback; a "
 			    "workflow's own go in intents:)", path,
 			    intent->str, list);
+			continue;
 		}
 		rc = &wf->routes[wf->nroutes++];
 		rc->intent = xstrdup(intent->str);
 		rc->line = intent->line;
 		snprintf(p, sizeof p, "%s.%s", path, intent->str);
 		if (config_table_read_route(rd, rc, n->kids[i + 1], p) != 0)
-			return -1;
+			ret = -1;
 	}
-	return 0;
+	return ret;
 }
 
 /* Return nonzero when s holds only characters a plain YAML word may. */
@@ -809,6 +835,34 @@ config_table_read_tools(struct config_reader *rd,
 			    names[i]);
 		else
 			ac->tools |= 1U << j;
+	}
+	config_table_free_names(names, nnames);
+	return ret;
+}
+
+/* Read confine.optional: protections, by name, into their bits. */
+static int
+config_table_read_optional(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	char			**names = NULL;
+	size_t			  nnames = 0, i;
+	unsigned int		  bit;
+	int			  ret = 0;
+
+	if (config_read_list(rd, n, path, &names, &nnames) != 0)
+		return -1;
+	ac->confine.optional = 0;
+	for (i = 0; i < nnames && ret == 0; i++) {
+		if ((bit = confine_protection(names[i])) == 0)
+			ret = config_err(rd, n->type == CONFIG_SEQUENCE &&
+			    i < n->nkids ? n->kids[i] : n, "%s: unknown "
+			    "protection '%s' (truncate, connect, ioctl, signals, "
+			    "abstract-sockets, metadata)", path, names[i]);
+		else
+			ac->confine.optional |= bit;
 	}
 	config_table_free_names(names, nnames);
 	return ret;
@@ -1208,6 +1262,8 @@ config_table_print_confine(FILE *f, const struct config_key *k,
     const void *base, int indent)
 {
 	const struct confine	*c = &((const struct agent_conf *)base)->confine;
+	unsigned int		 bit;
+	int			 first = 0;
 
 	if (!(c->flags & CONFINE_ON))
 		return;
@@ -1221,5 +1277,125 @@ config_table_print_confine(FILE *f, const struct config_key *k,
 		fputs(", connect: ", f);
 		config_table_print_list(f, c->connect, c->nconnect);
 	}
-	fprintf(f, ", required: %s}\n", c->required ? "true" : "false");
+	fprintf(f, ", required: %s", c->required ? "true" : "false");
+	if (c->optional != 0) {
+		fputs(", optional: [", f);
+		for (bit = 1; bit != 0 && bit <= c->optional; bit <<= 1)
+			if ((c->optional & bit) &&
+			    confine_protection_key(bit) != NULL)
+				fprintf(f, "%s%s", first++ ? ", " : "",
+				    confine_protection_key(bit));
+		fputc(']', f);
+	}
+	fputs("}\n", f);
+}
+
+/* Read one capability: a name, or a mapping {name, version, actions}. */
+static json_t *
+config_table_capability(struct config_reader *rd, const struct config_node *n,
+    const char *path)
+{
+	const struct config_node	*name, *v;
+	json_t				*c, *acts;
+	size_t				 i;
+
+	if (n->type == CONFIG_SCALAR) {
+		if (n->len == 0 || n->len > 128)
+			goto bad;
+		return json_pack("{s:s}", "name", n->str);
+	}
+	if (n->type != CONFIG_MAPPING ||
+	    (name = config_yaml_get(n, "name")) == NULL ||
+	    name->type != CONFIG_SCALAR || name->len == 0 || name->len > 128)
+		goto bad;
+	for (i = 0; i < n->nkids; i += 2)
+		if (strcmp(n->kids[i]->str, "name") != 0 &&
+		    strcmp(n->kids[i]->str, "version") != 0 &&
+		    strcmp(n->kids[i]->str, "actions") != 0 &&
+		    strcmp(n->kids[i]->str, "description") != 0) {
+			config_err(rd, n->kids[i], "%s: unknown key %s (name, "
+			    "version, actions, description)", path,
+			    n->kids[i]->str);
+			return NULL;
+		}
+	c = json_pack("{s:s}", "name", name->str);
+	if ((v = config_yaml_get(n, "version")) != NULL) {
+		if (v->type != CONFIG_SCALAR)
+			goto badc;
+		json_object_set_new(c, "version", json_string(v->str));
+	}
+	if ((v = config_yaml_get(n, "description")) != NULL) {
+		if (v->type != CONFIG_SCALAR)
+			goto badc;
+		json_object_set_new(c, "description", json_string(v->str));
+	}
+	if ((v = config_yaml_get(n, "actions")) != NULL) {
+		if (v->type != CONFIG_SEQUENCE)
+			goto badc;
+		acts = json_array();
+		for (i = 0; i < v->nkids; i++) {
+			if (v->kids[i]->type != CONFIG_SCALAR) {
+				json_decref(acts);
+				goto badc;
+			}
+			json_array_append_new(acts, json_string(v->kids[i]->str));
+		}
+		json_object_set_new(c, "actions", acts);
+	}
+	return c;
+badc:
+	json_decref(c);
+bad:
+	config_err(rd, n, "%s: expected a capability: a name, or a mapping "
+	    "with name (1 to 128 bytes), version, actions (a list)", path);
+	return NULL;
+}
+
+/* Read capabilities:, a list of capabilities (docs/topics.md). */
+static int
+config_table_read_capabilities(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+	json_t			*list, *c;
+	size_t			 i;
+	char			 p[256];
+
+	if (n->type != CONFIG_SEQUENCE)
+		return config_err(rd, n, "%s: expected a list of capabilities",
+		    path);
+	list = json_array();
+	for (i = 0; i < n->nkids; i++) {
+		snprintf(p, sizeof p, "%s[%zu]", path, i);
+		if ((c = config_table_capability(rd, n->kids[i], p)) == NULL) {
+			json_decref(list);
+			return -1;
+		}
+		json_array_append_new(list, c);
+	}
+	if (ac->capabilities != NULL)
+		json_decref(ac->capabilities);
+	ac->capabilities = list;
+	return 0;
+}
+
+/* Print capabilities: one flow mapping per capability. */
+static void
+config_table_print_capabilities(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+	json_t			*c;
+	char			*s;
+	size_t			 i;
+
+	if (json_array_size(ac->capabilities) == 0)
+		return;
+	fprintf(f, "%*scapabilities:\n", indent, "");
+	json_array_foreach(ac->capabilities, i, c) {
+		s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fprintf(f, "%*s- %s\n", indent + 2, "", s != NULL ? s : "{}");
+		free(s);
+	}
 }

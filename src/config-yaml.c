@@ -103,12 +103,11 @@ config_yaml_new(struct fy_event *fye, struct config_node *parent)
 		n->line = prev->line;
 		n->column = prev->column;
 	}
-	if (fye->type == FYET_MAPPING_START) {
-		n->type = CONFIG_MAPPING;
-		return n;
-	}
-	if (fye->type == FYET_SEQUENCE_START) {
-		n->type = CONFIG_SEQUENCE;
+	if (fye->type == FYET_MAPPING_START ||
+	    fye->type == FYET_SEQUENCE_START) {
+		n->type = fye->type == FYET_MAPPING_START ? CONFIG_MAPPING :
+		    CONFIG_SEQUENCE;
+		n->flow = fy_event_get_node_style(fye) == FYNS_FLOW;
 		return n;
 	}
 	n->type = CONFIG_SCALAR;
@@ -175,6 +174,39 @@ config_yaml_event(struct config_reader *rd, struct fy_event *fye,
 }
 
 /*
+ * Report a syntax error.  A [ or { left open on an earlier line is what
+ * to fix, and libfyaml notices only where the text stops making sense
+ * (often lines later): point at the opening, and say where it noticed.
+ */
+static void
+config_yaml_syntax(struct config_reader *rd, struct fy_diag_error *de,
+    struct config_node **stack, int depth)
+{
+	struct config_node	where;
+	int			i;
+
+	if (de == NULL) {
+		config_err(rd, NULL, "YAML syntax error");
+		return;
+	}
+	/* The outermost: inside [ a line key: reads as a { never written. */
+	for (i = 0; i < depth; i++) {
+		if (stack[i]->flow && stack[i]->line < de->line) {
+			config_err(rd, stack[i], "YAML syntax: this %s is not "
+			    "closed: a '%c' is missing (at line %d: %s)",
+			    stack[i]->type == CONFIG_SEQUENCE ? "[" : "{",
+			    stack[i]->type == CONFIG_SEQUENCE ? ']' : '}',
+			    de->line, de->msg);
+			return;
+		}
+	}
+	memset(&where, 0, sizeof where);
+	where.line = de->line;
+	where.column = de->column;
+	config_err(rd, &where, "YAML syntax: %s", de->msg);
+}
+
+/*
  * Build a node tree from YAML text with libfyaml's event parser; NULL, with
  * the error, for text that is no single YAML document.
  */
@@ -218,12 +250,7 @@ config_yaml_parse(struct config_reader *rd, const char *text, size_t len)
 	}
 	if (!failed && fy_parser_get_stream_error(fyp)) {
 		de = fy_diag_errors_iterate(diag, &iter);
-		if (de != NULL) {
-			struct config_node where = { .line = de->line,
-			    .column = de->column };
-			config_err(rd, &where, "YAML syntax: %s", de->msg);
-		} else
-			config_err(rd, NULL, "YAML syntax error");
+		config_yaml_syntax(rd, de, stack, depth);
 		failed = 1;
 	}
 	fy_parser_destroy(fyp);

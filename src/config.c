@@ -27,19 +27,37 @@
 /* Bounds this large only keep sums finite; the docs show none. */
 #define CONFIG_VAST	1e12
 
-/* Record an error at a node's position; always returns -1. */
+/*
+ * Record an error at a node's position; always returns -1.  Loading goes
+ * on with the next key, so that one run of corral check shows every
+ * problem; beyond CONFIG_ERRORS they are only counted.
+ */
 int
 config_err(struct config_reader *rd, const struct config_node *n,
     const char *fmt, ...)
 {
-	va_list	ap;
+	struct config_error	*e = rd->err;
+	int			*line, *column;
+	char			*msg;
+	va_list			 ap;
 
-	if (rd->err->msg[0] != '\0')
-		return -1;	/* keep the first error */
-	rd->err->line = n != NULL ? n->line : 0;
-	rd->err->column = n != NULL ? n->column : 0;
+	if (e->count == 0) {
+		line = &e->line;
+		column = &e->column;
+		msg = e->msg;
+	} else if (e->count < CONFIG_ERRORS) {
+		line = &e->more[e->count - 1].line;
+		column = &e->more[e->count - 1].column;
+		msg = e->more[e->count - 1].msg;
+	} else {
+		e->count++;
+		return -1;
+	}
+	e->count++;
+	*line = n != NULL ? n->line : 0;
+	*column = n != NULL ? n->column : 0;
 	va_start(ap, fmt);
-	vsnprintf(rd->err->msg, sizeof rd->err->msg, fmt, ap);
+	vsnprintf(msg, sizeof e->msg, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -329,39 +347,6 @@ config_key_find(int scope, const char *prefix, const char *leaf)
 }
 
 /*
- * The edit distance of a and b: letters inserted, deleted, replaced, or two
- * swapped.  SIZE_MAX for words too long to be keys.
- */
-static size_t
-config_distance(const char *a, const char *b)
-{
-	unsigned char	d[33][33];
-	size_t		la = strlen(a), lb = strlen(b), i, j, c, v;
-
-	if (la > 32 || lb > 32)
-		return SIZE_MAX;
-	for (i = 0; i <= la; i++)
-		d[i][0] = (unsigned char)i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = (unsigned char)j;
-	for (i = 1; i <= la; i++) {
-		for (j = 1; j <= lb; j++) {
-			c = a[i - 1] != b[j - 1];
-			v = d[i - 1][j - 1] + c;
-			if (d[i - 1][j] + 1U < v)
-				v = d[i - 1][j] + 1U;
-			if (d[i][j - 1] + 1U < v)
-				v = d[i][j - 1] + 1U;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1U < v)
-				v = d[i - 2][j - 2] + 1U;
-			d[i][j] = (unsigned char)v;
-		}
-	}
-	return d[la][lb];
-}
-
-/*
  * Refuse an unknown key, saying what was probably meant: an agent's key
  * written outside the agent, a key one or two letters off, or, when there
  * is none and the mapping has few keys, all of them.
@@ -384,7 +369,7 @@ config_unknown(struct config_reader *rd, const struct config_node *key,
 		if (!config_key_in(k, scope, prefix) || (rd->in_defaults &&
 		    (k->flags & CONFIG_NODEFAULT)))
 			continue;
-		d = config_distance(key->str, config_key_leaf(k));
+		d = util_distance(key->str, config_key_leaf(k));
 		if (d < bestd) {
 			bestd = d;
 			best = k;
@@ -393,7 +378,7 @@ config_unknown(struct config_reader *rd, const struct config_node *key,
 			strlcat(list, ", ", sizeof list);
 		strlcat(list, config_key_leaf(k), sizeof list);
 	}
-	if (best != NULL && bestd <= (strlen(key->str) <= 3 ? 1U : 2U))
+	if (best != NULL && util_near(key->str, bestd))
 		return config_err(rd, key, "%s: unknown key '%s' (did you mean "
 		    "'%s'?)", path, key->str, config_key_leaf(best));
 	if (n <= 8)
@@ -462,10 +447,35 @@ config_read_key(struct config_reader *rd, const struct config_key *k,
 }
 
 /*
+ * The table's key for key i of mapping n, when its value is to be read:
+ * a known key, not given before, allowed where it is.  NULL for a key
+ * config_read_map has refused.
+ */
+static const struct config_key *
+config_map_usable(struct config_reader *rd, int scope, const char *prefix,
+    const struct config_node *n, size_t i)
+{
+	const struct config_key	*k;
+	size_t			 j;
+
+	if (n->kids[i]->type != CONFIG_SCALAR)
+		return NULL;
+	for (j = 0; j < i; j += 2)
+		if (n->kids[j]->type == CONFIG_SCALAR &&
+		    strcmp(n->kids[j]->str, n->kids[i]->str) == 0)
+			return NULL;
+	k = config_key_find(scope, prefix, n->kids[i]->str);
+	if (k == NULL || (rd->in_defaults && (k->flags & CONFIG_NODEFAULT)))
+		return NULL;
+	return k;
+}
+
+/*
  * Read a mapping of the table's keys: those directly in prefix of scope,
  * into base.  path names the mapping in messages (NULL: the whole file).
  * Every key is checked before any value is read; values are read in the
- * file's order, CONFIG_LATE keys last in the table's.
+ * file's order, CONFIG_LATE keys last in the table's.  A bad key or value
+ * is recorded and the next one read all the same.
  */
 int
 config_read_map(struct config_reader *rd, int scope, void *base,
@@ -477,43 +487,46 @@ config_read_map(struct config_reader *rd, int scope, void *base,
 					    "the workflow";
 	char				 sub[256];
 	size_t				 i;
+	int				 rc = 0;
 
 	if (n->type != CONFIG_MAPPING)
 		return config_err(rd, n, "%s: expected a mapping", where);
 	for (i = 0; i + 1 < n->nkids; i += 2) {
-		if (config_map_key(rd, n, i, where) != 0)
-			return -1;
+		if (config_map_key(rd, n, i, where) != 0) {
+			rc = -1;
+			continue;
+		}
 		key = n->kids[i];
 		if ((k = config_key_find(scope, prefix, key->str)) == NULL)
-			return config_unknown(rd, key, scope, prefix, where);
-		if (rd->in_defaults && (k->flags & CONFIG_NODEFAULT))
-			return config_err(rd, key, "%s: %s cannot have a "
+			rc = config_unknown(rd, key, scope, prefix, where);
+		else if (rd->in_defaults && (k->flags & CONFIG_NODEFAULT))
+			rc = config_err(rd, key, "%s: %s cannot have a "
 			    "default", where, key->str);
 	}
 	for (i = 0; i + 1 < n->nkids; i += 2) {
-		k = config_key_find(scope, prefix, n->kids[i]->str);
-		if (k->flags & CONFIG_LATE)
+		k = config_map_usable(rd, scope, prefix, n, i);
+		if (k == NULL || (k->flags & CONFIG_LATE))
 			continue;
 		snprintf(sub, sizeof sub, "%s%s%s", path != NULL ? path : "",
 		    path != NULL ? "." : "", n->kids[i]->str);
 		if (config_read_key(rd, k, base, n->kids[i + 1], sub) != 0)
-			return -1;
+			rc = -1;
 	}
 	for (k = config_table; k < config_table + config_table_size; k++) {
 		if (!config_key_in(k, scope, prefix))
 			continue;
 		v = config_yaml_get(n, config_key_leaf(k));
 		if (v == NULL && (k->flags & CONFIG_REQUIRED))
-			return config_err(rd, n, "%s has no %s: key", where,
+			rc = config_err(rd, n, "%s has no %s: key", where,
 			    config_key_leaf(k));
 		if (v == NULL || (k->flags & CONFIG_LATE) == 0)
 			continue;
 		snprintf(sub, sizeof sub, "%s%s%s", path != NULL ? path : "",
 		    path != NULL ? "." : "", config_key_leaf(k));
 		if (config_read_key(rd, k, base, v, sub) != 0)
-			return -1;
+			rc = -1;
 	}
-	return 0;
+	return rc;
 }
 
 /*
@@ -584,6 +597,9 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	dst->protocol = src->protocol ? xstrdup(src->protocol) : NULL;
 	dst->adapter_conf = src->adapter_conf ?
 	    json_deep_copy(src->adapter_conf) : NULL;
+	dst->subscribe = config_list_copy(src->subscribe, src->nsubscribe);
+	dst->capabilities = src->capabilities ?
+	    json_deep_copy(src->capabilities) : NULL;
 	dst->env = NULL;
 	dst->nenv = 0;
 	if (src->nenv > 0) {
@@ -635,6 +651,9 @@ config_agent_free(struct agent_conf *ac)
 	free(ac->protocol);
 	if (ac->adapter_conf != NULL)
 		json_decref(ac->adapter_conf);
+	config_list_free(ac->subscribe, ac->nsubscribe);
+	if (ac->capabilities != NULL)
+		json_decref(ac->capabilities);
 }
 
 /* Find an agent's settings by name. */
@@ -1087,11 +1106,50 @@ config_report(FILE *f, const char *file, int line, int column,
 	fputc('\n', f);
 }
 
-/* Print a loading error. */
+/* A problem to print, and when it was found. */
+struct config_shown {
+	int		 line;
+	int		 column;
+	unsigned int	 order;
+	const char	*msg;
+};
+
+/* Order problems by where they are in the file, then as found. */
+static int
+config_shown_cmp(const void *a, const void *b)
+{
+	const struct config_shown	*pa = a, *pb = b;
+
+	if (pa->line != pb->line)
+		return pa->line < pb->line ? -1 : 1;
+	if (pa->column != pb->column)
+		return pa->column < pb->column ? -1 : 1;
+	return pa->order < pb->order ? -1 : pa->order > pb->order;
+}
+
+/* Print what loading found wrong: each error, in the file's order. */
 void
 config_print_error(FILE *f, const char *file, const struct config_error *ce)
 {
-	config_report(f, file, ce->line, ce->column, "", "%s", ce->msg);
+	struct config_shown	v[CONFIG_ERRORS];
+	unsigned int		n, i;
+
+	/* No count: the file could not be read, msg says why. */
+	n = ce->count == 0 ? 1 : ce->count > CONFIG_ERRORS ? CONFIG_ERRORS :
+	    ce->count;
+	for (i = 0; i < n; i++) {
+		v[i].line = i == 0 ? ce->line : ce->more[i - 1].line;
+		v[i].column = i == 0 ? ce->column : ce->more[i - 1].column;
+		v[i].msg = i == 0 ? ce->msg : ce->more[i - 1].msg;
+		v[i].order = i;
+	}
+	qsort(v, n, sizeof v[0], config_shown_cmp);
+	for (i = 0; i < n; i++)
+		config_report(f, file, v[i].line, v[i].column, "", "%s",
+		    v[i].msg);
+	if (ce->count > CONFIG_ERRORS)
+		config_report(f, file, 0, 0, "", "%u more errors not shown",
+		    ce->count - CONFIG_ERRORS);
 }
 
 /*
@@ -1127,6 +1185,14 @@ config_check_program(const struct workflow *wf, const struct agent_conf *ac,
 	return rc;
 }
 
+/* Does an exec adapter's argv: replace the entry's cmd:? */
+static int
+config_exec_argv(const struct agent_conf *ac)
+{
+	return ac->adapter != NULL && strcmp(ac->adapter, "exec") == 0 &&
+	    json_object_get(ac->adapter_conf, "argv") != NULL;
+}
+
 /*
  * The program an exec adapter runs, when the file names it: not a
  * template, which only a request can fill in.
@@ -1136,7 +1202,7 @@ config_exec_program(const struct agent_conf *ac)
 {
 	const char	*s;
 
-	if (ac->adapter == NULL || strcmp(ac->adapter, "exec") != 0)
+	if (!config_exec_argv(ac))
 		return NULL;
 	s = json_string_value(json_array_get(json_object_get(
 	    ac->adapter_conf, "argv"), 0));
@@ -1164,7 +1230,8 @@ config_routed(const struct workflow *wf, const char *intent)
  * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
- * start intent.  `corral check`, `run` and `serve` all call this, so that
+ * start intent; and of a cmd: an exec adapter's argv: makes unused.
+ * `corral check`, `run` and `serve` all call this, so that
  * what one refuses, all refuse.  Returns the number of errors.
  */
 int
@@ -1178,7 +1245,11 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if (ac->argv != NULL && config_check_program(wf, ac,
+		if (ac->argv != NULL && config_exec_argv(ac))
+			config_report(f, wf->path, ac->line, ac->column,
+			    "warning: ", "agents.%s.cmd: not run: the exec "
+			    "adapter's argv: replaces it", ac->name);
+		else if (ac->argv != NULL && config_check_program(wf, ac,
 		    ac->argv[0], why, sizeof why) != 0) {
 			config_report(f, wf->path, ac->line, ac->column, "",
 			    "agents.%s.cmd: %s", ac->name, why);

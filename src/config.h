@@ -21,6 +21,7 @@ struct config_node {
 	int			  line;		/* 1-based */
 	int			  column;
 	int			  quoted;	/* never a number or bool */
+	int			  flow;		/* opened with [ or { */
 	char			 *str;
 	size_t			  len;
 	struct config_node	**kids;		/* maps: key, value, ... */

@@ -19,8 +19,17 @@
  * and visibility, but only the methods of the tools its entry offers
  * (tools:).  It is named after the agent; it loses the agent when the
  * agent is freed.
+ *
+ * An agent acts only as itself.  A connection from inside corral, from
+ * an agent's process tree (lineage.c), is no client: the only frame it
+ * may send is map/connect with the credential of the agent whose
+ * processes it comes from.  A credential shown from anywhere else (from
+ * outside corral, or from another agent's processes) is refused like a
+ * wrong one, and so is the connection: it is closed after the answer.
  */
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +41,6 @@ static void	control_disconnect(struct peer *, json_t *, json_t *);
 static void	control_register(struct peer *, json_t *, json_t *);
 static void	control_unregister(struct peer *, json_t *, json_t *);
 static void	control_update(struct peer *, json_t *, json_t *);
-static void	control_scopes(struct peer *, json_t *, json_t *);
 static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
@@ -64,11 +72,27 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SUBSCRIBE,	BOTH,		event_subscribe },
 	{ CORRAL_M_UNSUBSCRIBE,	BOTH,		event_unsubscribe },
 	{ CORRAL_M_REPLAY,	BOTH,		event_replay },
-	{ CORRAL_M_SCOPES,	BOTH,		control_scopes },
+	{ CORRAL_M_SCOPES,	BOTH,		scope_list_request },
+	{ CORRAL_M_SCOPE_GET,	BOTH,		scope_get_request },
+	{ CORRAL_M_SCOPE_CREATE, BOTH,		scope_create_request },
+	{ CORRAL_M_SCOPE_DELETE, BOTH,		scope_delete_request },
+	{ CORRAL_M_SCOPE_JOIN,	BOTH,		scope_join_request },
+	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
+	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
+	{ CORRAL_M_TASKS_CREATE, BOTH,		taskreg_create_request },
+	{ CORRAL_M_TASKS_ASSIGN, BOTH,		message_task_assign },
+	{ CORRAL_M_TASKS_UPDATE, BOTH,		taskreg_update_request },
+	{ CORRAL_M_TASKS_LIST,	BOTH,		taskreg_list_request },
+	{ CORRAL_M_SESSION_LIST, BOTH,		session_list_request },
+	{ CORRAL_M_SESSION_LOAD, BOTH,		session_load_request },
+	{ CORRAL_M_SESSION_CLOSE, BOTH,		session_close_request },
 	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
-	{ CORRAL_M_ROUTE,	PEER_CLIENT,	message_route },
+	{ CORRAL_M_ROUTE,	BOTH,		message_route },
+	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
+	{ CORRAL_M_PROGRESS,	PEER_AGENT,	message_progress },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
+	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
 	{ CORRAL_M_STEPS,	PEER_CLIENT,	step_rpc_list },
 	{ CORRAL_M_ANSWER,	PEER_CLIENT,	step_rpc_answer },
 };
@@ -98,6 +122,8 @@ void
 control_init(const struct control_info *ci)
 {
 	control_run = *ci;
+	session_init(ci->started_ms);
+	taskreg_init(ci->wf);
 	agent_on_free(control_forget);
 	lifecycle_observe(control_lifecycle);
 }
@@ -125,6 +151,8 @@ control_forget(struct agent *a)
 	struct peer	*p;
 
 	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p)) {
+		if (p->origin == a)
+			p->origin = NULL;
 		if (!(p->role & PEER_DELEGATE) || p->agent != a)
 			continue;
 		log_debug("%s: its agent %s is gone", p->own_name, a->id);
@@ -199,15 +227,63 @@ control_gone(struct peer *p)
 }
 
 /*
+ * Log a refused connection: at most ten lines a second, then one that
+ * says how many were not logged, so that an agent connecting in a loop
+ * cannot flood the log.
+ */
+static void __attribute__((format(printf, 1, 2)))
+control_warn_refused(const char *fmt, ...)
+{
+	static ev_tstamp	 at;
+	static unsigned int	 count, dropped;
+	ev_tstamp		 now = ev_now(LOOP);
+	va_list			 ap;
+	char			 buf[512];
+
+	if (now - at >= 1.0) {
+		if (dropped > 0)
+			log_warnx("control: %u more refusals like these were not "
+			    "logged", dropped);
+		at = now;
+		count = dropped = 0;
+	}
+	if (++count > 10) {
+		dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_warnx("%s", buf);
+}
+
+/*
+ * Refuse a credential: say so in the log (never the credential itself)
+ * and the audit log, answer with code and msg, and close the connection.
+ */
+static void
+control_auth_refuse(struct peer *p, json_t *id, int code, const char *msg,
+    const char *why)
+{
+	control_warn_refused("%s: refused an agent credential: %s", p->name,
+	    why);
+	auditlog_event("auth_refused", NULL, NULL, "participant", p->name,
+	    "reason", why, NULL);
+	rpc_error(p, id, code, msg, NULL);
+	p->flags |= PEER_HANGUP;
+}
+
+/*
  * map/connect with auth: make the connection the delegate of the agent
- * whose credential it shows.  Returns 0, or -1 after refusing it.  The
- * credential itself never reaches a log.
+ * whose credential it shows, when it comes from that agent's processes.
+ * Returns 0, or -1 after refusing it.
  */
 static int
 control_auth(struct peer *p, json_t *id, json_t *auth)
 {
 	const char	*method, *cred;
 	struct agent	*a;
+	char		 why[160];
 
 	method = json_string_value(json_object_get(auth, "method"));
 	cred = json_string_value(json_object_get(auth, "credential"));
@@ -217,18 +293,28 @@ control_auth(struct peer *p, json_t *id, json_t *auth)
 		return -1;
 	}
 	if (method == NULL || strcmp(method, CORRAL_AUTH_AGENT) != 0) {
-		rpc_error(p, id, CORRAL_E_AUTHMETHOD, "auth.method must be "
-		    CORRAL_AUTH_AGENT " (an agent's CORRAL_AGENT_TOKEN in "
-		    "auth.credential)", NULL);
+		control_auth_refuse(p, id, CORRAL_E_AUTHMETHOD, "auth.method "
+		    "must be " CORRAL_AUTH_AGENT " (an agent's "
+		    "CORRAL_AGENT_TOKEN in auth.credential)",
+		    "an unknown auth.method");
 		return -1;
 	}
 	if ((a = agent_find_token(cred)) == NULL || !lifecycle_alive(a)) {
-		log_warnx("%s: refused an agent credential: it names no running "
-		    "agent", p->name);
-		auditlog_event("auth_refused", NULL, NULL, "participant",
-		    p->name, NULL);
-		rpc_error(p, id, CORRAL_E_CREDENTIALS, "invalid credentials: "
-		    "the token names no running agent of this corral", NULL);
+		control_auth_refuse(p, id, CORRAL_E_CREDENTIALS, "invalid "
+		    "credentials: the token names no running agent of this "
+		    "corral", "it names no running agent");
+		return -1;
+	}
+	if (!(p->flags & PEER_INSIDE) || p->origin != a) {
+		/* A stolen one: say whose it is only in the log. */
+		snprintf(why, sizeof why, "agent %s's, shown from %s%s", a->id,
+		    !(p->flags & PEER_INSIDE) ? "outside corral" :
+		    p->origin != NULL ? "the processes of agent " :
+		    "a process of no agent", p->origin != NULL ?
+		    p->origin->id : "");
+		control_auth_refuse(p, id, CORRAL_E_CREDENTIALS, "invalid "
+		    "credentials: an agent's token is valid only from the "
+		    "processes of that agent", why);
 		return -1;
 	}
 	p->own_name = p->name;
@@ -237,6 +323,40 @@ control_auth(struct peer *p, json_t *id, json_t *auth)
 	p->role = PEER_DELEGATE;
 	log_info("%s: acts for agent %s", p->own_name, a->id);
 	return 0;
+}
+
+/*
+ * A frame from inside corral on a connection that acts for no agent: the
+ * only one allowed is map/connect with a credential (control_auth checks
+ * whose).  Returns 0 to handle it, or -1 after refusing it and closing
+ * the connection.
+ */
+static int
+control_inside(struct peer *p, json_t *id, const char *method,
+    json_t *params)
+{
+	char	msg[256], esc[64 * 4 + 8];
+
+	if (strcmp(method, CORRAL_M_CONNECT) == 0 &&
+	    json_object_get(params, "auth") != NULL)
+		return 0;
+	log_escape(esc, sizeof esc, method, strlen(method));
+	control_warn_refused("%s: refused %s from %s%s: an agent reaches "
+	    "corral only as itself", p->name, esc, p->origin != NULL ?
+	    "the processes of agent " : "inside corral", p->origin != NULL ?
+	    p->origin->id : "");
+	snprintf(msg, sizeof msg, "authentication required: this connection "
+	    "comes from an agent's processes, which act only as that agent: "
+	    "map/connect with auth {\"method\": \"%s\", \"credential\": "
+	    "$CORRAL_AGENT_TOKEN}", CORRAL_AUTH_AGENT);
+	if (id == NULL)
+		id = json_null();
+	else
+		json_incref(id);
+	rpc_error(p, id, CORRAL_E_AUTHREQUIRED, msg, NULL);
+	json_decref(id);
+	p->flags |= PEER_HANGUP;
+	return -1;
 }
 
 /* The capabilities corral offers, in the SDK's four groups. */
@@ -249,7 +369,7 @@ control_capabilities(struct peer *p)
 	    "messaging", "canSend", 1, "canReceive", 1, "canBroadcast", 1,
 	    "lifecycle", "canSpawn", 1, "canRegister", p->agent != NULL,
 	    "canUnregister", 1, "canSteer", 0, "canStop", 1,
-	    "scopes", "canCreateScopes", 0, "canManageScopes", 0);
+	    "scopes", "canCreateScopes", 1, "canManageScopes", 1);
 }
 
 /*
@@ -378,6 +498,21 @@ control_disconnect(struct peer *p, json_t *id, json_t *params)
 }
 
 /*
+ * The capabilities an agent registers or updates: corral's list in
+ * metadata.capabilities, or MAP's capabilityDescriptor.capabilities.
+ * (MAP's params.capabilities are what a participant may do, not this.)
+ */
+static void
+control_capabilities_given(struct agent *a, json_t *params)
+{
+	json_t	*md = json_object_get(params, "metadata");
+
+	mapview_add_capabilities(a, json_object_get(md, "capabilities"));
+	mapview_add_capabilities(a, json_object_get(json_object_get(params,
+	    "capabilityDescriptor"), "capabilities"));
+}
+
+/*
  * map/agents/register: an agent process registers itself (the SDK's
  * AgentConnection does right after map/connect).  corral started it, so
  * the answer is the agent as corral knows it: its id, not one it asks
@@ -394,6 +529,7 @@ control_register(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	mapview_merge(a, json_object_get(params, "metadata"));
+	control_capabilities_given(a, params);
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
 		auditlog_event("handshake", a->id, NULL, NULL);
@@ -453,17 +589,11 @@ control_update(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	mapview_merge(t, json_object_get(params, "metadata"));
+	control_capabilities_given(t, params);
 	st = json_object_get(params, "state");
 	if (json_is_string(st))
 		mapview_report(t, json_string_value(st));
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(t)));
-}
-
-/* map/scopes/list: corral has no scopes. */
-static void
-control_scopes(struct peer *p, json_t *id, json_t *params)
-{
-	rpc_reply(p, id, json_pack("{s:[]}", "scopes"));
 }
 
 /* _corral/shutdown: stop the whole run, as SIGTERM would. */
@@ -607,6 +737,10 @@ control_frame(struct peer *p, const char *line, size_t len)
 	    json_object_get(j, "error") != NULL))
 		goto out;	/* a response: to our ping, say */
 	if (control_valid(p, j, id, method) != 0)
+		goto out;
+	if ((p->flags & PEER_INSIDE) && !(p->role & PEER_DELEGATE) &&
+	    control_inside(p, id, json_string_value(method),
+	    json_object_get(j, "params")) != 0)
 		goto out;
 	cm = control_find(json_string_value(method));
 	if (cm != NULL && (p->role & PEER_DELEGATE) &&

@@ -246,6 +246,7 @@ struct confine {
 #define CONFINE_READ	 0x02	/* read: given: reads only there */
 #define CONFINE_CONNECT	 0x04	/* connect: given: TCP only to those */
 	int			 required;
+	unsigned int		 optional;	/* CONFINE_P_*: may be missing */
 	char			**write;
 	size_t			 nwrite;
 	char			**read;
@@ -318,6 +319,10 @@ struct agent_conf {
 	char			*adapter;
 	json_t			*adapter_conf;
 	unsigned int		 tools;		/* offered to its CLI: TOOL_* */
+	/* Topics and discovery (docs/topics.md). */
+	char			**subscribe;	/* topics it joins at start */
+	size_t			 nsubscribe;
+	json_t			*capabilities;	/* [{name, version, actions}] */
 #define TOOL_SPAWN	0x01
 #define TOOL_WAIT	0x02
 #define TOOL_SEND	0x04
@@ -352,6 +357,7 @@ struct step_conf {
 	char			*agent_name;	/* agent:, as written */
 	struct agent_conf	*agent;		/* or NULL: routed by intent */
 	char			*intent;	/* intent:, as written */
+	char			*capability;	/* capability:, as written */
 	char			*action;
 	json_t			*params;	/* an object, or NULL */
 	char			*proceed;	/* as written; NULL: the next */
@@ -399,6 +405,8 @@ struct workflow {
 	double			 budget_tokens;
 	double			 budget_cost;
 	double			 budget_time;
+	double			 task_tokens;	/* limits.task_budget */
+	double			 task_cost;
 	int			 inline_spawn;	/* map/agents/spawn with cmd */
 	int			 shutdown_parallel; /* stop all at once */
 	size_t			 stdin_max_line; /* serve --max-line, 0: auto */
@@ -425,11 +433,24 @@ struct workflow {
 	int			 create_existing;	/* create may replace */
 };
 
-/* A workflow-file loading error, with its position. */
-struct config_error {
+/* A problem in a workflow file, with its position. */
+struct config_problem {
 	int	line;
 	int	column;
 	char	msg[512];
+};
+
+/*
+ * What loading a workflow file found wrong: the first error, then the
+ * next ones (a file's problems are all reported, up to CONFIG_ERRORS).
+ */
+#define CONFIG_ERRORS	20
+struct config_error {
+	int			line;		/* the first error */
+	int			column;
+	char			msg[512];
+	unsigned int		count;		/* errors found, all of them */
+	struct config_problem	more[CONFIG_ERRORS - 1];
 };
 
 /* A key of the workflow file as docs/workflow.md's key tables show it. */
@@ -460,6 +481,9 @@ struct chan {
 	chan_event_cb		 on_eof;	/* arg: 0 read EOF */
 	chan_event_cb		 on_werror;	/* arg: errno */
 	chan_event_cb		 on_drain;	/* writer went below low */
+	/* Each line written, translated (a new string), or NULL: none. */
+	char			*(*encode)(struct chan *, const char *, size_t,
+				    size_t *);
 	void			*owner;
 	const char		*name;
 	int			 flags;
@@ -585,6 +609,8 @@ struct agent_dialect {
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	unsigned int		 env_streak;	/* invalid envelopes in a row */
 	char			*bad_first;	/* the first of them, once any */
+	int			 answered;	/* answered a request, or spoke JSON-RPC */
+	int			 failed_output;	/* failed for non-JSON output */
 };
 
 /* engine.c: the requests an agent works on (written by engine.c). */
@@ -632,7 +658,10 @@ struct peer {
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
 #define PEER_LISTED	0x08	/* among the participants (rpc_peer_add) */
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
+#define PEER_INSIDE	0x20	/* from inside: an agent's processes */
+#define PEER_HANGUP	0x40	/* close it once this answer is out */
 	uint64_t		 ping_seq;
+	struct agent		*origin;	/* inside: whose, NULL: none */
 	char			*cname;		/* map/connect's name */
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
@@ -645,6 +674,7 @@ struct mapinfo {
 	char			*owner;		/* the client that spawned it */
 	const char		*state;		/* the MAP state last announced */
 	json_t			*metadata;	/* from register, spawn, update */
+	json_t			*caps;		/* capabilities it registered */
 	char			*reported;	/* state the agent reported */
 	char			*last_error;	/* its latest failed request */
 	uint64_t		 created_ms;
@@ -827,6 +857,8 @@ struct engine_hooks {
 	void	(*result)(const char *, size_t, int);	/* run: the result */
 	void	(*pause)(int, int);	/* stdin: a reason on or off */
 	void	(*idle)(void);		/* a job was released */
+	/* A request was answered by the reply of this id. */
+	void	(*replied)(const struct msg *, const char *);
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
@@ -878,6 +910,7 @@ enum dialect_kind {
 	DK_CHILD_RESULT,	/* a child's task ended */
 	DK_MESSAGE,		/* a map/send to it */
 	DK_PROGRESS,		/* a child's progress */
+	DK_RESULT,		/* the answer to a request the agent made */
 	DK_RPC			/* a JSON-RPC frame: an answer, an event, a ping */
 };
 
@@ -932,14 +965,15 @@ struct engine_task_hooks {
 
 /*
  * engine.c: what it asks of the step module (step.c) about a workflow of
- * steps.  first makes a job's first request a step's (NULL: not one);
+ * steps.  first makes a job's first request a step's (NULL: not one, or,
+ * with a reason in its buffer, one that cannot be made);
  * reply and failed hand over a step's request that ended, its job held
  * open (engine_job_hold) until the step module lets it go; done says a
  * job ended some other way (a limit, the deadline, an interrupt).
  */
 struct engine_step_hooks {
 	char	*(*first)(struct job *, const char *, size_t, size_t *, int *,
-		    const struct agent_conf **);
+		    const struct agent_conf **, char *, size_t);
 	void	 (*reply)(struct job *, const char *, struct agent *,
 		    const char *, size_t, const char *);
 	void	 (*failed)(struct job *, const char *, const char *,
@@ -1056,11 +1090,13 @@ struct proc {
 #define PROC_DONE	0x08
 #define PROC_KILLED	0x10
 #define PROC_HEADFULL	0x20	/* err_head is full */
+#define PROC_LIVE	0x40	/* its pid is not reaped (proc_find) */
 	ev_tstamp		 started;
 	void			(*done)(struct proc *);
 	void			(*line_cb)(struct proc *, const char *, size_t);
 	void			*arg;
 	TAILQ_ENTRY(proc)	 entry;
+	TAILQ_ENTRY(proc)	 live;		/* proc.c's, while PROC_LIVE */
 };
 TAILQ_HEAD(procs, proc);
 
@@ -1179,6 +1215,7 @@ void	 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 log_trace(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	 fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 void	 fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 size_t	 log_escape(char *, size_t, const char *, size_t);
@@ -1202,6 +1239,11 @@ size_t	 util_u64(char *, uint64_t);
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 size_t	 util_utf8_cut(const char *, size_t, size_t);
+size_t	 util_distance(const char *, const char *);
+int	 util_near(const char *, size_t);
+const char *util_nearest(const char *, const char *const *);
+char	*util_vis(const char *, size_t);
+void	 util_vis_json(json_t *);
 
 /* jsonw.c */
 size_t	 jsonw_plain(const char *, size_t);
@@ -1224,6 +1266,7 @@ void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);
 
 /* protocol.c */
+int	 protocol_agent_name(const char *);
 int	 protocol_intent(const char *, size_t);
 const char *protocol_intent_check(const char *);
 void	 protocol_set_intents(char **, size_t);
@@ -1338,6 +1381,7 @@ void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
+struct agent *agent_of_pid(pid_t);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
@@ -1416,6 +1460,7 @@ void	 external_forget(const char *);
 int	 client_dir(char *, size_t, int, char *, size_t);
 int	 client_probe(const char *);
 size_t	 client_sockets(const char *, char ***);
+size_t	 client_live(const char *, const char *, char ***);
 void	 client_sockets_free(char **, size_t);
 int	 client_find(const char *, const char *, char *, size_t, char *,
 	    size_t);
@@ -1434,19 +1479,9 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
-
-/* cmd-ps.c, cmd-tree.c, cmd-events.c, cmd-send.c, cmd-stop.c, cmd-top.c,
- * cmd-metrics.c, cmd-mcp.c: the commands that use the control socket. */
-int	 cmd_ps(int, char **);
-int	 cmd_tree(int, char **);
-int	 cmd_events(int, char **);
-int	 cmd_send(int, char **);
-int	 cmd_stop(int, char **);
-int	 cmd_cancel(int, char **);
-int	 cmd_top(int, char **);
-int	 cmd_metrics(int, char **);
-int	 cmd_mcp(int, char **);
-int	 cmd_answer(int, char **);
+json_t	*client_requests(struct client *, int);
+void	 client_request_head(char *, size_t);
+void	 client_request_row(char *, size_t, json_t *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1497,6 +1532,64 @@ char	*adr007_reply(const char *, size_t, const char *, const char *,
 	    const char *, size_t *, struct adr007_error *);
 json_t	*adr007_read(const char *, size_t, struct adr007_error *);
 
+/* codec.c, codec-bus.c, codec-agentmessage.c */
+#define CODEC_RING	256	/* requests a codec remembers per agent */
+struct codec_entry {
+	char		 id[CORRAL_ID_MAX];
+	char		 intent[INTENT_NAME_MAX];
+	char		 kind[24];
+};
+struct codec_ops;
+struct codec_state {
+	const struct codec_ops	*ops;
+	char			 agent[CORRAL_ID_MAX];
+	struct codec_entry	 ring[CODEC_RING];
+	size_t			 next;
+	json_t			*risks;		/* AgentMessage: reported errors */
+};
+struct codec_error {
+	const char	*code;
+	char		 path[128];
+	char		 msg[256];
+	char		 parent[CORRAL_ID_MAX];
+};
+struct codec_ops {
+	const char	*name;
+	int		 (*decode)(struct codec_state *, json_t *, json_t *,
+			    struct codec_error *);
+	json_t		*(*encode)(struct codec_state *, json_t *);
+	const char	*(*message_id)(json_t *);
+};
+extern const struct codec_ops codec_bus_ops;
+extern const struct codec_ops codec_agentmessage_ops;
+json_t	*codec_alive(void);
+struct codec_state *codec_create(const struct codec_ops *, const char *);
+void	 codec_free(struct codec_state *);
+void	 codec_remember(struct codec_state *, const char *, const char *,
+	    const char *);
+const struct codec_entry *codec_recall(const struct codec_state *,
+	    const char *);
+const struct codec_entry *codec_recall_kind(const struct codec_state *,
+	    const char *, const char *);
+int	 codec_refuse(struct codec_error *, const char *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+const char *codec_intent(const char *);
+json_t	*codec_envelope(const char *, const char *, const char *,
+	    const char *);
+void	 codec_trace(json_t *, const char *, const char *);
+json_t	*codec_call(const char *, const char *, const char *, json_t *);
+int	 codec_call_id(json_t *, char *, size_t, const char **);
+int	 codec_prio(json_t *);
+int	 codec_prio_name(const char *);
+const char *codec_str(json_t *, const char *, const char *);
+const char *codec_kind(json_t *);
+const char *codec_parent(json_t *);
+json_t	*codec_content(json_t *);
+int	 codec_decode_line(struct codec_state *, const char *, size_t,
+	    json_t *, struct codec_error *);
+char	*codec_encode_line(struct codec_state *, const char *, size_t,
+	    size_t *);
+
 /* proc.c */
 int	 proc_start(struct proc *, struct agent *, char *const *,
 	    char *const *, const char *, size_t, size_t, char *, size_t);
@@ -1505,6 +1598,7 @@ void	 proc_kill(struct proc *);
 void	 proc_interrupt(struct proc *);
 int	 proc_write(struct proc *, const char *, size_t);
 void	 proc_free(struct proc *);
+struct proc *proc_find(pid_t);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
@@ -1530,6 +1624,7 @@ void	 adapter_reply_error(struct agent *, struct msg *, const char *,
 	    const char *, const char *, json_t *);
 json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
 char	*adapter_template(const char *, json_t *, const struct msg *);
+int	 adapter_template_check(const char *, char *, size_t);
 json_t	*adapter_request_json(struct msg *);
 struct proc *adapter_proc_new(struct agent *, struct msg *);
 void	 adapter_proc_done(struct proc *);
@@ -1595,10 +1690,16 @@ const struct adapter_ops *adapter_table_find(const char *);
 const char *adapter_table_home(const char *);
 int	 adapter_table_check(const struct agent_conf *, char *, size_t);
 
+/* cmd.c: what main() needs of the command table (the rest: cmd.h) */
+struct cmd_entry;
+const struct cmd_entry *cmd_find(const char *);
+const char *cmd_nearest(const char *);
+int	 cmd_exec(const struct cmd_entry *, int, char **, int);
+void	 cmd_usage_all(FILE *);
+
 /* dialect.c, dialect-table.c, dialect-map.c */
 void	 dialect_init(const struct dialect_consumers *);
 const struct dialect_stats *dialect_stats_get(void);
-const char *dialect_name(struct agent *);
 int	 dialect_is(struct agent *, const char *);
 int	 dialect_switch(struct agent *, const char *);
 void	 dialect_spawned(struct agent *);
@@ -1609,6 +1710,9 @@ void	 dialect_warn(struct agent *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	 dialect_bad_message(struct agent *);
 void	 dialect_good_message(struct agent *);
+void	 dialect_answered(struct agent *);
+int	 dialect_has_answered(const struct agent *);
+int	 dialect_failed_output(const struct agent *);
 void	 dialect_input(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 const struct dialect *dialect_find(const char *);
@@ -1723,10 +1827,12 @@ struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
+void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 struct msg *engine_find(const char *);
+struct msg *engine_live_next(struct msg *);
 void	 engine_cancel(struct msg *, const char *);
 unsigned int engine_cancel_agent(struct agent *, const char *);
 void	 engine_fail(struct msg *, const char *, const char *, const char *,
@@ -1746,6 +1852,11 @@ int	 engine_start_goal(const char *, size_t);
 void	 engine_shutdown(const char *);
 void	 engine_interrupt(const char *);
 int	 engine_idle(void);
+
+/* trace.c */
+void	 trace_enable(int);
+int	 trace_on(void);
+void	 trace_envelope(const char *, const char *, const char *, size_t);
 
 /* auditlog.c */
 typedef void (*auditlog_error_cb)(const char *, int);
@@ -1802,6 +1913,7 @@ int	 step_record_check(json_t *, const struct workflow *, char *, size_t);
 
 /* cancel.c */
 void	 cancel_request(struct peer *, json_t *, json_t *);
+void	 cancel_list(struct peer *, json_t *, json_t *);
 
 /* mapview.c */
 void	 mapview_init(void);
@@ -1811,6 +1923,10 @@ void	 mapview_set_owner(struct agent *, const char *);
 void	 mapview_merge(struct agent *, json_t *);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
+int	 mapview_capability_equal(const char *, const char *);
+void	 mapview_add_capabilities(struct agent *, json_t *);
+json_t	*mapview_capabilities(struct agent *);
+int	 mapview_has_capability(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
@@ -1822,11 +1938,70 @@ void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);
 void	 mapview_graph(struct peer *, json_t *, json_t *);
 
+/* scope.c */
+struct scope;
+/* What mapview.c tells the scopes: how to describe an agent, who sees it. */
+struct scope_hooks {
+	json_t	*(*describe)(struct agent *);
+	int	 (*sees)(const struct peer *, struct agent *);
+};
+void	 scope_init(const struct scope_hooks *);
+int	 scope_exists(const char *);
+struct scope *scope_create(const char *, const char *, int *, char *, size_t);
+int	 scope_subscribe(struct agent *, const char *, char *, size_t);
+int	 scope_unsubscribe(struct agent *, const char *);
+int	 scope_each(const char *, void (*)(struct agent *, void *), void *);
+void	 scope_count_delivery(const char *, struct agent *, int);
+int	 scope_has(const char *, struct agent *);
+json_t	*scope_of(struct agent *);
+void	 scope_list_request(struct peer *, json_t *, json_t *);
+void	 scope_get_request(struct peer *, json_t *, json_t *);
+void	 scope_create_request(struct peer *, json_t *, json_t *);
+void	 scope_delete_request(struct peer *, json_t *, json_t *);
+void	 scope_join_request(struct peer *, json_t *, json_t *);
+void	 scope_leave_request(struct peer *, json_t *, json_t *);
+void	 scope_members_request(struct peer *, json_t *, json_t *);
+
+/* session.c */
+void	 session_init(uint64_t);
+void	 session_note(json_t *, const char *, const char *, const char *,
+	    const char *);
+void	 session_note_line(const char *, size_t, const char *, const char *,
+	    const char *, const char *);
+void	 session_list_request(struct peer *, json_t *, json_t *);
+void	 session_load_request(struct peer *, json_t *, json_t *);
+void	 session_close_request(struct peer *, json_t *, json_t *);
+
+/* taskreg.c */
+#define TASK_PENDING		0
+#define TASK_IN_PROGRESS	1
+#define TASK_COMPLETED		2
+#define TASK_FAILED		3
+#define TASK_CANCELLED		4
+#define TASK_NSTATUS		5
+void	 taskreg_init(const struct workflow *);
+int	 taskreg_exists(const char *);
+void	 taskreg_add(const char *, json_t *, const char *, const char *);
+void	 taskreg_assign(const char *, const char *, const char *);
+int	 taskreg_end(const char *, const char *, const char *, size_t, int,
+	    char *, size_t);
+void	 taskreg_cancel(const char *, const char *);
+json_t	*taskreg_describe(const char *);
+int	 taskreg_text_of(const char *, const char **, const char **);
+void	 taskreg_counts(unsigned int *);
+const char *taskreg_status_name(int);
+void	 taskreg_list_request(struct peer *, json_t *, json_t *);
+void	 taskreg_create_request(struct peer *, json_t *, json_t *);
+void	 taskreg_update_request(struct peer *, json_t *, json_t *);
+
 /* message.c */
 void	 message_init(void);
+void	 message_task_assign(struct peer *, json_t *, json_t *);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);
+void	 message_handoff(struct peer *, json_t *, json_t *);
+void	 message_progress(struct peer *, json_t *, json_t *);
 void	 message_result(const char *, struct agent *, const char *,
 	    const char *, size_t, const char *);
 void	 message_reply(struct agent *, struct msg *, struct jscan *,
@@ -1848,6 +2023,15 @@ void	 metrics_outcome(const struct msg *, const char *, const char *);
 json_t	*metrics_json(void);
 void	 metrics_request(struct peer *, json_t *, json_t *);
 
+/* otlp.c */
+void	 otlp_configure(const char *);
+int	 otlp_configured(void);
+int	 otlp_open(void);
+void	 otlp_replied(const struct msg *, const char *);
+void	 otlp_outcome(const struct msg *, const char *, const char *,
+	    const char *);
+void	 otlp_close(void);
+
 /* control.c */
 void	 control_init(const struct control_info *);
 void	 control_frame(struct peer *, const char *, size_t);
@@ -1855,7 +2039,7 @@ void	 control_gone(struct peer *);
 
 /* server-client.c */
 unsigned int server_client_count(void);
-void	 server_client_create(int, uid_t, pid_t);
+void	 server_client_create(int, uid_t, pid_t, struct agent *, int);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 
@@ -1893,10 +2077,32 @@ struct confine_where {
 	confine_var_cb	 var;
 	const void	*arg;
 };
+/* What a confinement protects, each as the kernel may lack it. */
+#define CONFINE_P_LANDLOCK	0x01	/* all of it: never optional */
+#define CONFINE_P_TRUNCATE	0x02
+#define CONFINE_P_CONNECT	0x04
+#define CONFINE_P_IOCTL		0x08
+#define CONFINE_P_SIGNALS	0x10
+#define CONFINE_P_ABSTRACT	0x20
+#define CONFINE_P_METADATA	0x40
+/* Where an agent may write, as real paths (for its mount namespace). */
+struct confine_roots {
+	char		**v;
+	size_t		  n;
+};
 int	 confine_abi(void);
+int	 confine_mountns(void);
+unsigned int confine_missing(const struct confine *);
 int	 confine_gaps(const struct confine *, char *, size_t);
+int	 confine_refused(const struct confine *, char *, size_t);
+unsigned int confine_protection(const char *);
+const char *confine_protection_key(unsigned int);
 int	 confine_ruleset(const struct confine *, const struct confine_where *,
-	    char *, size_t);
+	    struct confine_roots *, char *, size_t);
+void	 confine_roots_meet(struct confine_roots *,
+	    const struct confine_roots *);
+void	 confine_roots_free(struct confine_roots *);
+int	 confine_mount(char *const *, size_t, int *, const char **);
 int	 confine_port(const char *);
 
 /* workspace.c */
@@ -1938,6 +2144,12 @@ void	 workspace_write(const char *, const char *, const char *, size_t,
 #define PIDNS_SIGNAL	(SIGRTMIN + 1)
 int	 pidns_enter(void);
 int	 pidns_host_proc(void);
+int	 pidns_active(void);
+pid_t	 pidns_proc_pid(pid_t, pid_t);
+
+/* lineage.c */
+typedef void *(*lineage_match_cb)(pid_t, void *);
+int	 lineage_peer(int, pid_t, lineage_match_cb, void *, void **);
 
 /* progress.c */
 void	 progress_init(const struct workflow *, int);

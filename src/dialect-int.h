@@ -3,9 +3,9 @@
  * module's files (dialect.c, dialect-*.c).  Nothing else includes this
  * file: the rest of corral sees dialects through corral.h.
  *
- * To add a dialect: write dialect-NAME.c with its struct dialect, and add
- * a row to dialect-table.c.  docs/architecture.md ("Dialects") says what
- * each member must do.
+ * To add a dialect: write dialect-NAME.c with its struct dialect, declare
+ * it below, add a row to dialect-table.c and the file to CMakeLists.txt.
+ * docs/architecture.md ("Dialects") says what each member must do.
  */
 
 #ifndef DIALECT_INT_H
@@ -47,6 +47,10 @@ void	 dialect_multiagent_decode(struct agent *, void *,
 
 /* dialect-map.c */
 extern const struct dialect dialect_map;
+
+/* dialect-codec.c: the dialects a codec translates (codec.c) */
+extern const struct dialect dialect_bus;
+extern const struct dialect dialect_agentmessage;
 
 /* dialect-adr007.c */
 extern const struct dialect dialect_adr007;

@@ -76,6 +76,12 @@ dialect_map_meta(enum dialect_kind kind, json_t *cm, const char *tid,
 	case DK_MESSAGE:
 		*from = json_string_value(json_object_get(cm, "from"));
 		return json_string_value(json_object_get(cm, "messageId"));
+	case DK_RESULT:
+		*from = json_string_value(json_object_get(cm, "from"));
+		json_object_set_new(meta, "isResult", json_true());
+		json_object_set(meta, "correlationId", json_object_get(cm,
+		    "correlationId"));
+		return NULL;
 	case DK_CANCEL:
 		/* Not a result: it names the request it cancels. */
 		json_object_set_new(meta, "cancel", json_true());

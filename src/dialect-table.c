@@ -13,6 +13,8 @@
 const struct dialect *const dialect_table[] = {
 	&dialect_multiagent,
 	&dialect_map,
+	&dialect_bus,
+	&dialect_agentmessage,
 	&dialect_adr007,
 	NULL
 };

@@ -90,16 +90,16 @@ dialect_attach(struct agent *a, const struct dialect *d)
 static const struct dialect *
 dialect_get(struct agent *a)
 {
-	if (a->dialect.d == NULL)
-		dialect_attach(a, dialect_find(a->conf->protocol));
-	return a->dialect.d;
-}
+	const struct dialect	*d;
 
-/* The name of the dialect an agent speaks now. */
-const char *
-dialect_name(struct agent *a)
-{
-	return dialect_get(a)->name;
+	if (a->dialect.d == NULL) {
+		/* The loader refuses a protocol: no dialect has. */
+		if ((d = dialect_find(a->conf->protocol)) == NULL)
+			fatalx("agent %s: no dialect %s", a->id,
+			    a->conf->protocol);
+		dialect_attach(a, d);
+	}
+	return a->dialect.d;
 }
 
 /* Return nonzero if agent a speaks the dialect named name now. */
@@ -140,6 +140,7 @@ dialect_spawned(struct agent *a)
 	a->dialect.bad_streak = 0;
 	a->dialect.env_streak = 0;
 	a->dialect.notices_dropped = 0;
+	a->dialect.failed_output = 0;
 }
 
 /* An agent is about to be freed: its state and bad line go with it. */
@@ -325,6 +326,27 @@ dialect_good_message(struct agent *a)
 		    "row");
 }
 
+/* Agent a answered a request: it is an agent, not a program to adapt. */
+void
+dialect_answered(struct agent *a)
+{
+	a->dialect.answered = 1;
+}
+
+/* Has agent a ever answered a request or spoken JSON-RPC? */
+int
+dialect_has_answered(const struct agent *a)
+{
+	return a->dialect.answered;
+}
+
+/* Was agent a failed for writing what is not its dialect? */
+int
+dialect_failed_output(const struct agent *a)
+{
+	return a->dialect.failed_output;
+}
+
 /*
  * A line the framing refused, from an agent (a) or serve's stdin (NULL):
  * too long, or with a NUL byte.  Returns nonzero when the line was bad.
@@ -390,8 +412,12 @@ dialect_garbage(struct agent *a, const char *line, size_t len)
 	snprintf(why, sizeof why, "it writes non-JSON to stdout (%u bad lines "
 	    "in a row, the first: \"%s\"); log to stderr instead",
 	    a->dialect.bad_streak, q);
+	/* Set first: the failure reaches the engine while fail() runs. */
+	a->dialect.failed_output = 1;
 	if (dialect_use.fail != NULL && dialect_use.fail(a, why))
 		a->dialect.bad_streak = 0;
+	else
+		a->dialect.failed_output = 0;
 }
 
 /*
@@ -445,18 +471,44 @@ dialect_multiagent_decode(struct agent *a, void *state,
 	f->type = DF_ENVELOPE;
 }
 
+/*
+ * Describe a line that is not the dialect for a person: what the decoder
+ * found, the start of the line (escaped), and, for an agent (a), what to
+ * do: a stray print() is the usual cause, a program that is no agent the
+ * other, until the agent has answered something.
+ */
+static void
+dialect_garbage_why(char *buf, size_t len, struct agent *a,
+    const struct dialect_frame *f)
+{
+	char	q[200];
+	size_t	n;
+
+	n = util_utf8_cut(f->line, f->len, 40);
+	log_escape(q, sizeof q, f->line, n);
+	snprintf(buf, len, "%s, in \"%s%s\"%s%s%s%s", f->err.msg, q,
+	    n < f->len ? "..." : "", a != NULL ? "; stdout is for " : "",
+	    a != NULL ? a->dialect.d->noun : "", a != NULL ? "s: log to "
+	    "stderr" : "", a != NULL && !a->dialect.answered ? ", or give a "
+	    "program that is not an agent adapter: exec" : "");
+}
+
 /* Hand a frame read from agent a to its consumer. */
 static void
 dialect_deliver(struct agent *a, struct dialect_frame *f)
 {
+	char	why[512];
+
 	switch (f->type) {
 	case DF_GARBAGE:
-		dialect_warn(a, "%s", f->err.msg);
-		dialect_notice(a, f->err.code, NULL, f->err.msg, NULL);
+		dialect_garbage_why(why, sizeof why, a, f);
+		dialect_warn(a, "%s", why);
+		dialect_notice(a, f->err.code, NULL, why, NULL);
 		dialect_garbage(a, f->line, f->len);
 		return;
 	case DF_CONTROL:
 		a->dialect.bad_streak = 0;
+		a->dialect.answered = 1;
 		/* The control plane scans it again: let the tape go first. */
 		jscan_trim(f->js);
 		if (dialect_use.control != NULL)
@@ -528,6 +580,7 @@ dialect_input(struct peer *from, char *line, size_t len,
     enum ndjson_kind kind, size_t extra)
 {
 	struct dialect_frame	 f;
+	char			 why[512];
 
 	if (kind != NDJSON_LINE && dialect_framing(NULL, from->chan != NULL ?
 	    from->chan->rd.max : 0, kind, extra))
@@ -537,8 +590,9 @@ dialect_input(struct peer *from, char *line, size_t len,
 	dialect_multiagent_decode(NULL, NULL, &f, line, len);
 	switch (f.type) {
 	case DF_GARBAGE:
-		dialect_warn(NULL, "%s", f.err.msg);
-		dialect_notice(NULL, f.err.code, NULL, f.err.msg, NULL);
+		dialect_garbage_why(why, sizeof why, NULL, &f);
+		dialect_warn(NULL, "%s", why);
+		dialect_notice(NULL, f.err.code, NULL, why, NULL);
 		break;
 	case DF_CONTROL:
 		jscan_trim(f.js);

@@ -64,7 +64,7 @@ void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 
 /* engine-step.c: the step module's part in jobs (docs/steps.md). */
-void	 engine_step_first(struct msg *);
+int	 engine_step_first(struct msg *);
 void	 engine_step_ended(struct msg *, struct agent *, const char *,
 	    const char *, const char *, size_t);
 

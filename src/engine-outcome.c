@@ -165,6 +165,8 @@ engine_replied(struct msg *m, struct agent *a, const char *reply_id,
 	    "replied", "reply", reply_id, "reason", reason, NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
+	if (engine_hooks.replied != NULL)
+		engine_hooks.replied(m, reply_id);
 	engine_request_done(m, line, len, is_error);
 }
 

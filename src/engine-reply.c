@@ -115,6 +115,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	    "reply", reply_id, NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
+	if (engine_hooks.replied != NULL)
+		engine_hooks.replied(req, reply_id);
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
@@ -225,12 +227,17 @@ engine_agent_envelope(struct agent *a, struct dialect_frame *f)
 	size_t		 len = f->len;
 
 	a->proc.msgs_out++;
+	if (trace_on())
+		trace_envelope(a->id, "corral", line, len);
 	req = engine_match(a, js, line, &f->env);
 	if (req == NULL && f->env.parents == -1 && f->env.ctype != CT_ERROR) {
 		/* Answering the notice with another such one would loop. */
 		dialect_bad_message(a);
+		/* sort and cat echo the request back at the end of input. */
 		log_warnx("agent %s: an envelope with no request outstanding "
-		    "was dropped", a->id);
+		    "was dropped%s", a->id, dialect_has_answered(a) ? "" :
+		    " (did it echo what it read? a program that is not an "
+		    "agent needs adapter: exec)");
 		dialect_notice(a, "unsolicited", NULL, "no request is "
 		    "outstanding for this envelope; replies answer requests, "
 		    "new work goes through outputs.next_actions or map/send",
@@ -238,6 +245,8 @@ engine_agent_envelope(struct agent *a, struct dialect_frame *f)
 		return;
 	}
 	dialect_good_message(a);
+	if (req != NULL)
+		dialect_answered(a);
 	if (req != NULL &&
 	    (req->kind == MSG_TASK || req->kind == MSG_SEND)) {
 		if (engine_task.reply != NULL)
@@ -282,6 +291,8 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 		return;
 	}
 	a->proc.msgs_out++;
+	if (trace_on())
+		trace_envelope(a->id, "corral", line, len);
 	engine_reply(a, m, js, line, len, &env);
 	jscan_give(js);
 }

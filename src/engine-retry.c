@@ -373,8 +373,12 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			snprintf(last, sizeof last, "; its last stderr: %s",
 			    tail);
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
-		    "within %.3gs%s", a->id, m->timeout > 0 ? m->timeout :
-		    a->conf->timeout, last);
+		    "within %.3gs%s%s", a->id, m->timeout > 0 ? m->timeout :
+		    a->conf->timeout, last, a->adapter == NULL &&
+		    !dialect_has_answered(a) ? "; it has answered nothing yet; "
+		    "hint: a program that is not an agent (sort, tr ...) needs "
+		    "adapter: exec (docs/adapters.md); an agent that is only "
+		    "slow, a longer timeout:" : "");
 		route_kick(a);
 		return;
 	default:

@@ -16,19 +16,28 @@
 /*
  * A workflow of steps: the job's first envelope becomes its first step's
  * request, keeping its trace id (docs/steps.md).  The goal or input stays
- * recorded as it came; the request is recorded as an env line.
+ * recorded as it came; the request is recorded as an env line.  Returns
+ * 0, or -1 when the request could not be made: it failed (no agent has
+ * the step's capability), and is not to be routed.
  */
-void
+int
 engine_step_first(struct msg *m)
 {
 	const struct agent_conf	*entry = NULL;
-	char			*line;
+	char			*line, why[256] = "";
 	size_t			 len;
 	int			 intent = m->intent;
 
-	if (engine_step.first == NULL || (line = engine_step.first(m->job,
-	    m->line, m->len, &len, &intent, &entry)) == NULL)
-		return;
+	if (engine_step.first == NULL)
+		return 0;
+	if ((line = engine_step.first(m->job, m->line, m->len, &len, &intent,
+	    &entry, why, sizeof why)) == NULL) {
+		if (why[0] == '\0')
+			return 0;
+		m->kind = MSG_STEP;
+		engine_fail(m, "UNAVAILABLE", "no_agent", "%s", why);
+		return -1;
+	}
 	engine_stats.bytes += len - m->len;
 	free(m->line);
 	m->line = line;
@@ -37,6 +46,7 @@ engine_step_first(struct msg *m)
 	m->intent = (uint8_t)intent;
 	m->to_entry = entry;
 	auditlog_envelope("env", NULL, m->id, line, len);
+	return 0;
 }
 
 /*

@@ -56,6 +56,7 @@ static TAILQ_HEAD(, msg)	 engine_live =
 static uint64_t			 engine_msg_seq;
 
 static void	engine_dispatched(struct msg *, struct agent *);
+static const char *engine_trace_from(const struct msg *);
 static void	engine_queued(struct msg *);
 static void	engine_unqueued(unsigned int);
 static void	engine_lifecycle(struct agent *, enum agent_state,
@@ -181,6 +182,14 @@ engine_find(const char *id)
 	return NULL;
 }
 
+/* The live request after prev (NULL: the first), in acceptance order. */
+struct msg *
+engine_live_next(struct msg *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&engine_live) :
+	    TAILQ_NEXT(prev, live_entry);
+}
+
 /*
  * Return nonzero if n more bytes of envelopes fit under limits.memory.
  */
@@ -285,6 +294,8 @@ engine_unqueued(unsigned int queued)
 static void
 engine_dispatched(struct msg *m, struct agent *a)
 {
+	if (trace_on())
+		trace_envelope(engine_trace_from(m), a->id, m->line, m->len);
 	m->agent = a;
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
@@ -292,6 +303,24 @@ engine_dispatched(struct msg *m, struct agent *a)
 	if (a->work.outstanding++ == 0)
 		lifecycle_feed(a, AE_WORK, NULL);
 	engine_msg_arm(m, a->conf->timeout);
+}
+
+/* Who a request comes from, for corral run --trace. */
+static const char *
+engine_trace_from(const struct msg *m)
+{
+	switch (m->kind) {
+	case MSG_GOAL:
+		return "user";
+	case MSG_INPUT:
+		return "stdin";
+	case MSG_TASK:
+		return m->parent_agent != NULL ? m->parent_agent->id : "corral";
+	case MSG_SEND:
+		return "client";
+	default:
+		return "corral";	/* next actions, reflections */
+	}
 }
 
 /* Route a request, or fail it (its outcome is recorded either way). */
@@ -336,6 +365,29 @@ engine_redirect(struct msg *m)
 	engine_undispatch(m);
 	m->target = a;
 	route_direct(m);
+}
+
+/*
+ * Hand an outstanding request over to agent t (a handoff): it leaves its
+ * agent, takes the new line (the same envelope, with what the handoff
+ * adds), and waits for t alone; its outcome is still the one it will
+ * have.
+ */
+void
+engine_handoff(struct msg *m, struct agent *t, char *line, size_t len)
+{
+	struct agent	*a = m->agent;
+
+	engine_undispatch(m);
+	engine_stats.bytes += len;
+	engine_stats.bytes -= m->len;
+	free(m->line);
+	m->line = line;
+	m->len = len;
+	m->target = t;
+	route_direct(m);
+	if (a != NULL)
+		route_kick(a);
 }
 
 /* Return nonzero if an agent will take work again (it is not leaving). */
@@ -383,7 +435,8 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	m->timeout = env->ttl;
 	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
 	    clen);
-	engine_step_first(m);
+	if (engine_step_first(m) != 0)
+		return NULL;	/* it failed at once: nothing to route */
 	return m;
 }
 
@@ -424,7 +477,8 @@ engine_input(struct peer *from, struct dialect_frame *f)
 	m = engine_job_start(js, line, len, &f->env, JOB_SERVE);
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
-	engine_submit(m);
+	if (m != NULL)
+		engine_submit(m);
 	free(stripped);
 }
 
@@ -448,7 +502,8 @@ engine_start_goal(const char *line, size_t len)
 	}
 	m = engine_job_start(js, line, len, &env, JOB_RUN);
 	jscan_give(js);
-	engine_submit(m);
+	if (m != NULL)
+		engine_submit(m);
 	return 0;
 }
 
@@ -457,7 +512,8 @@ engine_start_goal(const char *line, size_t len)
  * (or are delivered again, for HIGH and CRITICAL ones).
  */
 static void
-engine_agent_gone(struct agent *a, const char *why, const char *note)
+engine_agent_gone(struct agent *a, const char *why, const char *note,
+    int failed)
 {
 	struct msg	*m;
 
@@ -487,8 +543,12 @@ engine_agent_gone(struct agent *a, const char *why, const char *note)
 			continue;
 		}
 		breaker_failure(a);
-		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s ended "
-		    "before replying: %s", a->id, note);
+		/* Failed for its output, it is alive: say what happened. */
+		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s "
+		    "before replying: %s%s", a->id, failed ? "failed" : "ended",
+		    note, dialect_failed_output(a) ? "; hint: stdout is for "
+		    "envelopes, one JSON object a line; a program that is not "
+		    "an agent needs adapter: exec" : "");
 	}
 	route_check_orphans();
 }
@@ -505,13 +565,13 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	/* How it ended, with its last stderr lines: the cause of the error. */
 	if (ev == AE_EXITED && to == AS_STOPPED)
 		engine_agent_gone(a, why, lifecycle_last_exit(a) != NULL ?
-		    lifecycle_last_exit(a) : why);
+		    lifecycle_last_exit(a) : why, 0);
 	else if (ev == AE_BROKEN || (from == AS_BACKOFF && to == AS_STOPPED))
-		engine_agent_gone(a, why, why);
+		engine_agent_gone(a, why, why, 0);
 	else if (to == AS_FAILED) {
 		if (lifecycle_cause(a) != NULL)
 			why = lifecycle_cause(a);
-		engine_agent_gone(a, why, why);
+		engine_agent_gone(a, why, why, 1);
 		if (engine_task.failed != NULL)
 			engine_task.failed(a, why);
 		route_check_orphans();

@@ -282,8 +282,8 @@ join_hint(const char *code)
 		    "fallback, to routes:" },
 		{ "timeout", "the agent did not answer in time: raise its "
 		    "timeout:, or read its stderr (corral -v)" },
-		{ "agent_lost", "the agent exited while working: read its exit "
-		    "status and stderr above" },
+		{ "agent_lost", "the agent ended, or failed, while working: "
+		    "the lines above say why (its exit status, its stderr)" },
 		{ "invalid_envelope", "the agent's reply broke the protocol: "
 		    "see docs/protocol.md" },
 		{ "budget_exceeded", "raise limits.budget, or the agent's "
@@ -318,14 +318,19 @@ void
 join_summary(const char *line, size_t len, char *buf, size_t buflen)
 {
 	struct branch_end	 e;
-	char			 code[64], cat[32], msg[512];
+	char			 code[64], cat[32], msg[512], *own;
 	const char		*hint;
 
 	memset(&e, 0, sizeof e);
 	e.line = (char *)line;
 	e.len = len;
 	join_error_of(&e, code, sizeof code, cat, sizeof cat, msg, sizeof msg);
-	hint = join_hint(code);
+	/* A message that knows better carries its own hint. */
+	if ((own = strstr(msg, "; hint: ")) != NULL) {
+		*own = '\0';
+		hint = own + 8;
+	} else
+		hint = join_hint(code);
 	snprintf(buf, buflen, "%s (%s)%s%s", msg[0] ? msg : "it failed", code,
 	    hint != NULL ? "; hint: " : "", hint != NULL ? hint : "");
 }

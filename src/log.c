@@ -87,6 +87,17 @@ log_vemit(int with_errno, int saved_errno, const char *fmt, va_list ap)
 	log_write(buf, (size_t)n);
 }
 
+/* Log a line of corral run --trace: always shown, as a warning is. */
+void
+log_trace(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vemit(0, 0, fmt, ap);
+	va_end(ap);
+}
+
 /* Log a warning with the errno text appended. */
 void
 log_warn(const char *fmt, ...)
@@ -178,8 +189,9 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t len)
 	max = (dstlen - 8) / 4;
 	if (len > max)
 		len = max;
-	n = strnvisx(dst, dstlen, src, len, VIS_SAFE | VIS_OCTAL | VIS_CSTYLE |
-	    VIS_TAB | VIS_NL);
+	/* Not VIS_SAFE: it would pass BEL, backspace and CR to a terminal. */
+	n = strnvisx(dst, dstlen, src, len, VIS_OCTAL | VIS_CSTYLE | VIS_TAB |
+	    VIS_NL);
 	if (n < 0)
 		n = (int)strlen(dst);
 	return (size_t)n;

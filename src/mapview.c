@@ -23,6 +23,8 @@
 
 #include "corral.h"
 
+#define MAPVIEW_CAPS	64	/* capabilities an agent may register */
+
 static void	mapview_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	mapview_forget(struct agent *);
@@ -38,6 +40,9 @@ static const char *const mapview_states[AS_COUNT] = {
 void
 mapview_init(void)
 {
+	struct scope_hooks	sh = { mapview_describe, mapview_sees };
+
+	scope_init(&sh);
 	lifecycle_observe(mapview_lifecycle);
 	agent_on_free(mapview_forget);
 	external_on_change(mapview_external);
@@ -179,6 +184,7 @@ mapview_forget(struct agent *a)
 	free(a->map.reported);
 	free(a->map.last_error);
 	json_decref(a->map.metadata);
+	json_decref(a->map.caps);
 	memset(&a->map, 0, sizeof a->map);
 }
 
@@ -190,17 +196,35 @@ mapview_set_owner(struct agent *a, const char *owner)
 	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
+/*
+ * The metadata members corral writes itself (mapview_describe, and for an
+ * agent inside a CLI mapview_describe_external), and its options: an
+ * agent's own metadata never holds them, so a view can trust them (an
+ * agent that set "virtual" would hide its pid from corral ps).
+ */
+static const char *const mapview_reserved[] = {
+	"corral", "corralState", "depth", "pid", "tokens", "cost", "visible",
+	"restarts", "inflight", "queued", "msgsIn", "msgsOut", "reportedState",
+	"lastError", "failure", "progress", "virtual", "inside", "kind",
+	"toolCalls", "requestId", "lastTool", NULL
+};
+
 /* Merge metadata given by a spawn, a register or an update (borrowed). */
 void
 mapview_merge(struct agent *a, json_t *md)
 {
+	size_t	i;
+
 	if (!json_is_object(md))
 		return;
 	if (a->map.metadata == NULL)
 		a->map.metadata = json_object();
 	json_object_update(a->map.metadata, md);
-	/* corral's own options are not the agent's metadata. */
-	json_object_del(a->map.metadata, "corral");
+	/* corral's own members are not the agent's to set. */
+	for (i = 0; mapview_reserved[i] != NULL; i++)
+		json_object_del(a->map.metadata, mapview_reserved[i]);
+	/* Capabilities are kept apart (mapview_add_capabilities). */
+	json_object_del(a->map.metadata, "capabilities");
 }
 
 /* The state an agent says it is in (map/agents/update); NULL clears. */
@@ -278,6 +302,145 @@ mapview_sees(const struct peer *p, struct agent *t)
 	    mapview_may_reach(p->agent, t);
 }
 
+/*
+ * Two capability names are the same when they differ only in case and in
+ * '-' for '_': a help request's CODE_REVIEW finds code-review.
+ */
+int
+mapview_capability_equal(const char *x, const char *y)
+{
+	char	cx, cy;
+
+	for (;; x++, y++) {
+		cx = *x == '_' ? '-' : *x;
+		cy = *y == '_' ? '-' : *y;
+		if (cx >= 'A' && cx <= 'Z')
+			cx += 'a' - 'A';
+		if (cy >= 'A' && cy <= 'Z')
+			cy += 'a' - 'A';
+		if (cx != cy)
+			return 0;
+		if (cx == '\0')
+			return 1;
+	}
+}
+
+/* A capability's name: a string, or an object's name (or MAP's id). */
+static const char *
+mapview_capability_name(json_t *c)
+{
+	const char	*n;
+
+	if (json_is_string(c))
+		return json_string_value(c);
+	if ((n = json_string_value(json_object_get(c, "name"))) == NULL)
+		n = json_string_value(json_object_get(c, "id"));
+	return n;
+}
+
+/*
+ * Add capabilities an agent registers (a list of names, or of objects
+ * {name, version, actions}), beside its entry's; the same name replaces
+ * one registered before.  At most MAPVIEW_CAPS are kept.
+ */
+void
+mapview_add_capabilities(struct agent *a, json_t *list)
+{
+	json_t		*c, *o, *have;
+	const char	*name, *hn;
+	size_t		 i, k;
+
+	if (!json_is_array(list))
+		return;
+	if (a->map.caps == NULL)
+		a->map.caps = json_array();
+	json_array_foreach(list, i, c) {
+		if ((name = mapview_capability_name(c)) == NULL ||
+		    strlen(name) > 128)
+			continue;
+		o = json_is_object(c) ? json_deep_copy(c) : json_object();
+		json_object_del(o, "id");
+		json_object_set_new(o, "name", json_string(name));
+		json_array_foreach(a->map.caps, k, have)
+			if ((hn = mapview_capability_name(have)) != NULL &&
+			    strcmp(hn, name) == 0)
+				break;
+		if (k < json_array_size(a->map.caps))
+			json_array_set_new(a->map.caps, k, o);
+		else if (json_array_size(a->map.caps) < MAPVIEW_CAPS)
+			json_array_append_new(a->map.caps, o);
+		else
+			json_decref(o);
+	}
+}
+
+/*
+ * An agent's capabilities: its entry's capabilities:, then those it
+ * registered (a new reference, a list of {name, version?, actions?}).
+ */
+json_t *
+mapview_capabilities(struct agent *a)
+{
+	json_t		*all = json_array(), *c, *x;
+	const char	*n, *xn;
+	size_t		 i, k;
+	int		 dup;
+
+	json_array_foreach(a->conf->capabilities, i, c)
+		json_array_append(all, c);
+	json_array_foreach(a->map.caps, i, c) {
+		n = mapview_capability_name(c);
+		dup = 0;
+		json_array_foreach(all, k, x)
+			if ((xn = mapview_capability_name(x)) != NULL &&
+			    strcmp(xn, n) == 0) {
+				json_array_set(all, k, c);
+				dup = 1;
+				break;
+			}
+		if (!dup)
+			json_array_append(all, c);
+	}
+	return all;
+}
+
+/* Does an agent have a capability of that name? */
+int
+mapview_has_capability(struct agent *a, const char *name)
+{
+	json_t		*c;
+	const char	*n;
+	size_t		 i;
+
+	json_array_foreach(a->conf->capabilities, i, c)
+		if ((n = mapview_capability_name(c)) != NULL &&
+		    mapview_capability_equal(n, name))
+			return 1;
+	json_array_foreach(a->map.caps, i, c)
+		if ((n = mapview_capability_name(c)) != NULL &&
+		    mapview_capability_equal(n, name))
+			return 1;
+	return 0;
+}
+
+/* MAP's capabilityDescriptor for a list of capabilities (a new ref). */
+static json_t *
+mapview_descriptor(json_t *caps)
+{
+	json_t		*list = json_array(), *c, *d, *v;
+	size_t		 i;
+
+	json_array_foreach(caps, i, c) {
+		d = json_pack("{s:s}", "id", mapview_capability_name(c));
+		if (json_is_string(v = json_object_get(c, "version")))
+			json_object_set(d, "version", v);
+		if (json_is_string(v = json_object_get(c, "description")))
+			json_object_set(d, "description", v);
+		json_array_append_new(list, d);
+	}
+	return json_pack("{s:o}", "capabilities", list);
+}
+
 /* The lifecycle member of an Agent: when it was created, ran, stopped. */
 static json_t *
 mapview_life(struct agent *a)
@@ -313,7 +476,7 @@ mapview_life(struct agent *a)
 json_t *
 mapview_describe(struct agent *a)
 {
-	json_t		*j, *kids, *md, *extra;
+	json_t		*j, *kids, *md, *extra, *caps;
 	struct agent	*c;
 	struct external	*x;
 	struct msg	*m;
@@ -342,6 +505,14 @@ mapview_describe(struct agent *a)
 	if (a->conf->description != NULL)
 		json_object_set_new(j, "description",
 		    json_string(a->conf->description));
+	if (json_array_size(extra = scope_of(a)) > 0)
+		json_object_set_new(j, "scopes", extra);
+	else
+		json_decref(extra);
+	caps = mapview_capabilities(a);
+	if (json_array_size(caps) > 0)
+		json_object_set_new(j, "capabilityDescriptor",
+		    mapview_descriptor(caps));
 
 	/* The agent's own metadata first: corral's members win. */
 	md = a->map.metadata != NULL ? json_deep_copy(a->map.metadata) :
@@ -368,6 +539,9 @@ mapview_describe(struct agent *a)
 	    "msgsOut", (json_int_t)a->proc.msgs_out);
 	json_object_update(md, extra);
 	json_decref(extra);
+	if (json_array_size(caps) > 0)
+		json_object_set(md, "capabilities", caps);
+	json_decref(caps);
 	if (a->map.reported != NULL)
 		json_object_set_new(md, "reportedState",
 		    json_string(a->map.reported));
@@ -511,10 +685,51 @@ mapview_external(struct external *x, enum external_change what)
 		    "started inside its agent's CLI", 1);
 }
 
+/* Is an agent in one of the scopes of a filter (none given: yes)? */
+static int
+mapview_match_scopes(struct agent *a, json_t *scopes)
+{
+	json_t	*v;
+	size_t	 i;
+
+	if (json_array_size(scopes) == 0)
+		return 1;
+	json_array_foreach(scopes, i, v)
+		if (json_is_string(v) && scope_has(json_string_value(v), a))
+			return 1;
+	return 0;
+}
+
 /*
- * Does an agent pass a map/agents/list filter?  states, roles, parent,
- * ownerId and hasChildren apply; scopes match nothing (corral has none);
- * the others are ignored (SPEC.md 5).
+ * Does an agent have the capabilities a filter asks for: capability
+ * (corral's, a name), capabilityId (the SDK's) and capabilities (a list,
+ * all of them)?
+ */
+static int
+mapview_match_capability(struct agent *a, json_t *f)
+{
+	json_t	*v, *x;
+	size_t	 i;
+
+	v = json_object_get(f, "capability");
+	if (json_is_string(v) && !mapview_has_capability(a,
+	    json_string_value(v)))
+		return 0;
+	v = json_object_get(f, "capabilityId");
+	if (json_is_string(v) && !mapview_has_capability(a,
+	    json_string_value(v)))
+		return 0;
+	json_array_foreach(json_object_get(f, "capabilities"), i, x)
+		if (json_is_string(x) && !mapview_has_capability(a,
+		    json_string_value(x)))
+			return 0;
+	return 1;
+}
+
+/*
+ * Does an agent pass a map/agents/list filter?  states, roles, scopes,
+ * parent, ownerId, hasChildren and the capability filters apply; the
+ * others are ignored (SPEC.md 5).
  */
 static int
 mapview_match(struct agent *a, json_t *f)
@@ -528,7 +743,8 @@ mapview_match(struct agent *a, json_t *f)
 	    mapview_state(a->life.state)) ||
 	    !protocol_filter_allows(f, "roles", a->conf->role))
 		return 0;
-	if (json_array_size(json_object_get(f, "scopes")) > 0)
+	if (!mapview_match_scopes(a, json_object_get(f, "scopes")) ||
+	    !mapview_match_capability(a, f))
 		return 0;
 	v = json_object_get(f, "parent");
 	if (json_is_string(v) && (a->parent == NULL ||
@@ -560,7 +776,10 @@ mapview_match_external(struct external *x, json_t *f)
 		return 1;
 	if (!protocol_filter_allows(f, "states", mapview_xstate(x)) ||
 	    !protocol_filter_allows(f, "roles", NULL) ||
-	    json_array_size(json_object_get(f, "scopes")) > 0)
+	    json_array_size(json_object_get(f, "scopes")) > 0 ||
+	    json_object_get(f, "capability") != NULL ||
+	    json_object_get(f, "capabilityId") != NULL ||
+	    json_array_size(json_object_get(f, "capabilities")) > 0)
 		return 0;
 	v = json_object_get(f, "parent");
 	if (json_is_string(v) && strcmp(x->parent, json_string_value(v)) != 0)

@@ -53,8 +53,16 @@ struct message_req {
 
 static TAILQ_HEAD(, message_req) message_reqs =
 				    TAILQ_HEAD_INITIALIZER(message_reqs);
+/* The scope the address being resolved named, or NULL. */
+static const char		*message_scope_id;
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
+
+static int	message_live(struct agent *);
+static void	message_add(struct message_target *, size_t *, struct agent *,
+		    struct peer *, struct peer *);
+static void	message_result_agent(struct agent *, struct agent *,
+		    const char *, const char *, size_t, const char *);
 
 /* Forget pending requests (set up again: the tests do). */
 void
@@ -317,6 +325,69 @@ message_live(struct agent *a)
 	    !lifecycle_stopping(a);
 }
 
+/* What message_scope's callback needs: the sender, the targets so far. */
+struct message_scope_walk {
+	struct peer		*from;
+	const char		*role;
+	struct message_target	*out;
+	size_t			*n;
+};
+
+/* One member of a scope: a target if it is live and the sender reaches it. */
+static void
+message_scope_member(struct agent *a, void *arg)
+{
+	struct message_scope_walk	*w = arg;
+
+	if (message_live(a) && (w->from->agent == NULL ||
+	    mapview_may_reach(w->from->agent, a)) && (w->role == NULL ||
+	    (a->conf->role != NULL && strcmp(a->conf->role, w->role) == 0)))
+		message_add(w->out, w->n, a, NULL, w->from);
+}
+
+/*
+ * The members of a scope (a topic), with role R when given, in the order
+ * they joined.  A scope with no member to take it is no error: what is
+ * published to a topic nobody reads goes nowhere.  2002 when there is no
+ * such scope.
+ */
+static int
+message_scope(struct peer *from, const char *scope, const char *role,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	struct message_scope_walk	w = { from, role, out, n };
+
+	if (scope_each(scope, message_scope_member, &w) < 0) {
+		snprintf(why, whylen, "no scope '%.64s'", scope);
+		return CORRAL_E_NOSCOPE;
+	}
+	message_scope_id = scope;
+	return 0;
+}
+
+/*
+ * The live agents with a capability the sender may reach (for a request,
+ * the caller keeps the one least busy).  2000 when there is none.
+ */
+static int
+message_capability(struct peer *from, const char *cap,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	struct agent	*a;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (message_live(a) && (from->agent == NULL ||
+		    mapview_may_reach(from->agent, a)) &&
+		    mapview_has_capability(a, cap))
+			message_add(out, n, a, NULL, from);
+	if (*n == 0) {
+		snprintf(why, whylen, "no agent has the capability '%.64s'",
+		    cap);
+		return CORRAL_E_NOADDRESS;
+	}
+	return 0;
+}
+
 /*
  * Resolve one participant id: an agent the sender may reach, or a
  * client.  Returns 0, or an error code with why.
@@ -330,10 +401,10 @@ message_one(struct peer *from, const char *id, struct message_target *out,
 
 	if (strncmp(id, "agent:", 6) == 0)
 		id += 6;
-	else if (strncmp(id, "scope:", 6) == 0) {
-		snprintf(why, whylen, "corral has no scopes");
-		return CORRAL_E_NOSCOPE;
-	}
+	else if (strncmp(id, "scope:", 6) == 0 || strncmp(id, "topic:", 6) == 0)
+		return message_scope(from, id + 6, NULL, out, n, why, whylen);
+	else if (strncmp(id, "capability:", 11) == 0)
+		return message_capability(from, id + 11, out, n, why, whylen);
 	if ((t = agent_find(id)) != NULL && from->agent != NULL &&
 	    t != from->agent && (t->flags & AGENT_HIDDEN) &&
 	    !mapview_may_reach(from->agent, t))
@@ -378,6 +449,36 @@ message_related(struct agent *from, struct agent *a, json_t *to)
 }
 
 /*
+ * Resolve an address to a group: a scope ({scope}, {role, within}) or a
+ * capability.
+ */
+static int
+message_resolve_group(struct peer *from, json_t *to,
+    struct message_target *out, size_t *n, char *why, size_t whylen)
+{
+	json_t	*v;
+
+	if ((v = json_object_get(to, "capability")) != NULL) {
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "a capability address names a "
+			    "capability");
+			return CORRAL_E_PARAMS;
+		}
+		return message_capability(from, json_string_value(v), out, n,
+		    why, whylen);
+	}
+	if ((v = json_object_get(to, "scope")) == NULL)
+		v = json_object_get(to, "within");
+	if (!json_is_string(v)) {
+		snprintf(why, whylen, "a scope address names a scope id");
+		return CORRAL_E_PARAMS;
+	}
+	return message_scope(from, json_string_value(v),
+	    json_string_value(json_object_get(to, "role")), out, n, why,
+	    whylen);
+}
+
+/*
  * Resolve a MAP address to its targets (SPEC.md 6).  Returns 0, or an
  * error code with why: 2001 for a named agent that does not exist, 2000
  * for an address that matches nobody, 1003 for one the sender may not
@@ -396,6 +497,7 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 	int		 code;
 
 	*n = 0;
+	message_scope_id = NULL;
 	if (json_is_string(to))
 		return message_one(from, json_string_value(to), out, n, why,
 		    whylen);
@@ -417,10 +519,9 @@ message_resolve(struct peer *from, json_t *to, struct message_target *out,
 		    whylen);
 	}
 	if (json_object_get(to, "scope") != NULL ||
-	    json_object_get(to, "within") != NULL) {
-		snprintf(why, whylen, "corral has no scopes");
-		return CORRAL_E_NOSCOPE;
-	}
+	    json_object_get(to, "within") != NULL ||
+	    json_object_get(to, "capability") != NULL)
+		return message_resolve_group(from, to, out, n, why, whylen);
 	if (json_object_get(to, "system") != NULL) {
 		snprintf(why, whylen, "corral itself has no mailbox");
 		return CORRAL_E_PARAMS;
@@ -519,6 +620,75 @@ message_old_code(int code)
 }
 
 /*
+ * Priority inheritance: a request an agent makes while it works on more
+ * urgent ones would hold them up behind less urgent work, so it is raised
+ * to the most urgent of them, and the audit log says so.
+ */
+static void
+message_inherit(struct agent *a, struct msg *m)
+{
+	struct msg	*w, *top = NULL;
+
+	TAILQ_FOREACH(w, &a->work.inflight, entry)
+		if (w->prio > m->prio && (top == NULL || w->prio > top->prio))
+			top = w;
+	if (top == NULL)
+		return;
+	log_info("request %s of agent %s: priority %s raised to %s, the "
+	    "priority of request %s it holds up", m->id, a->id,
+	    protocol_priority_name(m->prio), protocol_priority_name(top->prio),
+	    top->id);
+	auditlog_event("priority_raised", a->id, m->id, "from",
+	    protocol_priority_name(m->prio), "to",
+	    protocol_priority_name(top->prio), "because", top->id, NULL);
+	m->prio = top->prio;
+}
+
+/*
+ * Register a request in the task registry, assigned to its agent when
+ * it has one already.
+ */
+static void
+message_task(const char *mid, const char *line, size_t len, const char *from,
+    struct agent *t)
+{
+	json_t	*env;
+
+	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
+		return;
+	taskreg_add(mid, env, from, NULL);
+	if (t != NULL)
+		taskreg_assign(mid, t->id, "assigned");
+	json_decref(env);
+}
+
+/*
+ * A request an agent makes while it works on another names that one in
+ * its trace.parents: what caused it (the trace a viewer draws).
+ */
+static char *
+message_caused_by(char *line, size_t *lenp, const char *cause)
+{
+	json_t	*env, *trace;
+	char	*s;
+
+	if ((env = json_loadb(line, *lenp, 0, NULL)) == NULL)
+		return line;
+	if (!json_is_object(trace = json_object_get(env, "trace"))) {
+		trace = json_object();
+		json_object_set_new(env, "trace", trace);
+	}
+	json_object_set_new(trace, "parents", json_pack("[s]", cause));
+	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	json_decref(env);
+	if (s == NULL)
+		return line;
+	free(line);
+	*lenp = strlen(s);
+	return s;
+}
+
+/*
  * Make a request of an envelope payload: to agent t, or, when t is NULL,
  * to whichever agent the routing table picks for its intent.  The reply
  * goes to the requester with correlation id corr.  Returns 0, or -1 with
@@ -537,6 +707,10 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
 	    "user", mid, &len, &env, why, whylen)) == NULL)
 		return -1;
+	if (from->agent != NULL && env.parents == -1 &&
+	    !TAILQ_EMPTY(&from->agent->work.inflight))
+		line = message_caused_by(line, &len,
+		    TAILQ_FIRST(&from->agent->work.inflight)->id);
 	if (!engine_has_room(len)) {
 		free(line);
 		snprintf(why, whylen, "memory_limit: corral holds as many "
@@ -547,9 +721,14 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	strlcpy(m->id, mid, sizeof m->id);
 	m->target = t;
 	m->prio = (uint8_t)env.prio;
+	if (from->agent != NULL)
+		message_inherit(from->agent, m);
 	m->timeout = env.ttl;
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
+	session_note_line(line, len, "request", mid, from->name, t != NULL ?
+	    t->id : NULL);
+	message_task(mid, line, len, from->name, t);
 	if (t != NULL)
 		route_direct(m);
 	else
@@ -557,9 +736,12 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	return 0;
 }
 
-/* The member corral adds to a message it delivers as an envelope. */
+/*
+ * The member corral adds to a message it delivers as an envelope; via
+ * names the topic it was published to, when it was.
+ */
 static char *
-message_member(const char *from, const char *mid)
+message_member(const char *from, const char *mid, const char *via)
 {
 	struct jsonw	j;
 	size_t		len;
@@ -572,6 +754,11 @@ message_member(const char *from, const char *mid)
 	jsonw_str(&j, from);
 	jsonw_key(&j, "messageId");
 	jsonw_str(&j, mid);
+	if (via != NULL) {
+		/* The topic it came through. */
+		jsonw_key(&j, "via");
+		jsonw_str(&j, via);
+	}
 	jsonw_object_end(&j);
 	return jsonw_finish(&j, &len);
 }
@@ -642,6 +829,82 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	return 1;
 }
 
+/* Does an address name a capability? */
+static int
+message_is_capability(json_t *to)
+{
+	return (json_is_string(to) && strncmp(json_string_value(to),
+	    "capability:", 11) == 0) || json_object_get(to, "capability") !=
+	    NULL;
+}
+
+/*
+ * Keep the one target of a request that is least busy: ready before
+ * busy, then the fewest requests outstanding, then the first found.
+ */
+static void
+message_pick(struct message_target *t, size_t *n)
+{
+	size_t	i, best = SIZE_MAX;
+
+	for (i = 0; i < *n; i++) {
+		if (t[i].agent == NULL)
+			continue;
+		if (best == SIZE_MAX ||
+		    (lifecycle_routable(t[i].agent) &&
+		    !lifecycle_routable(t[best].agent)) ||
+		    (lifecycle_routable(t[i].agent) ==
+		    lifecycle_routable(t[best].agent) &&
+		    t[i].agent->work.outstanding <
+		    t[best].agent->work.outstanding))
+			best = i;
+	}
+	if (best != SIZE_MAX) {
+		t[0] = t[best];
+		*n = 1;
+	}
+}
+
+/* Answer a map/send whose address could not be resolved. */
+static void
+message_refused(struct peer *from, json_t *id, int code, const char *why)
+{
+	if (code == CORRAL_E_DENIED) {
+		log_info("%s%s: map/send refused: %s", from->agent != NULL ?
+		    "agent " : "", from->name, why);
+		auditlog_event("send_refused", from->name, NULL, "reason", why,
+		    NULL);
+	}
+	rpc_error(from, id, code, why, code == CORRAL_E_PARAMS ? NULL :
+	    json_pack("{s:i}", "corralCode", message_old_code(code)));
+}
+
+/*
+ * A map/send that is a request to one agent t: made, and answered with
+ * the message id (its result comes later), or refused.
+ */
+static void
+message_send_request(struct peer *from, json_t *id, struct message_target t,
+    json_t *payload, json_t *msg, const char *mid, const char *corrid,
+    const char *corr)
+{
+	json_t	*ids;
+	char	 why[256];
+	int	 code;
+
+	if ((code = message_request(from, t.agent, payload, mid, corrid, why,
+	    sizeof why)) != 0) {
+		rpc_error(from, id, code == -2 ? CORRAL_E_EXHAUSTED :
+		    CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
+	ids = json_pack("[s]", t.id);
+	message_sent++;
+	message_events(msg, ids, NULL, corr);
+	rpc_reply(from, id, json_pack("{s:s, s:o}", "messageId", mid,
+	    "delivered", ids));
+}
+
 /*
  * map/send: deliver a payload to the participants an address names.  A
  * client's message that expects a response, to one agent, is a request
@@ -678,14 +941,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		return;
 	if ((code = message_resolve(from, to, targets, &n, why,
 	    sizeof why)) != 0) {
-		if (code == CORRAL_E_DENIED) {
-			log_info("%s%s: map/send refused: %s", from->agent !=
-			    NULL ? "agent " : "", from->name, why);
-			auditlog_event("send_refused", from->name, NULL,
-			    "reason", why, NULL);
-		}
-		rpc_error(from, id, code, why, code == CORRAL_E_PARAMS ? NULL :
-		    json_pack("{s:i}", "corralCode", message_old_code(code)));
+		message_refused(from, id, code, why);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -704,22 +960,16 @@ message_send(struct peer *from, json_t *id, json_t *params)
 	    json_is_string(corrj))
 		corr = json_string_value(corrj);
 
-	/* A client's request to one agent: the agent's reply comes back. */
-	if (from->agent == NULL && n == 1 && agents == 1 &&
-	    json_is_true(json_object_get(meta, "expectsResponse"))) {
-		if ((code = message_request(from, targets[0].agent, payload,
-		    mid, json_is_string(corrj) ? json_string_value(corrj) : mid,
-		    why, sizeof why)) != 0) {
-			rpc_error(from, id, code == -2 ? CORRAL_E_EXHAUSTED :
-			    CORRAL_E_PARAMS, why, NULL);
-			json_decref(msg);
-			return;
-		}
-		ids = json_pack("[s]", targets[0].id);
-		message_sent++;
-		message_events(msg, ids, NULL, corr);
-		rpc_reply(from, id, json_pack("{s:s, s:o}", "messageId", mid,
-		    "delivered", ids));
+	/*
+	 * A request to one agent (or to a capability: the one least busy
+	 * that has it): the agent's reply comes back to the sender.
+	 */
+	if (json_is_true(json_object_get(meta, "expectsResponse")) &&
+	    agents >= 1 && (n == 1 || message_is_capability(to))) {
+		message_pick(targets, &n);
+		message_send_request(from, id, targets[0], payload, msg, mid,
+		    json_is_string(corrj) ? json_string_value(corrj) : mid,
+		    corr);
 		json_decref(msg);
 		return;
 	}
@@ -732,7 +982,9 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			json_decref(msg);
 			return;
 		}
-		member = message_member(from->name, mid);
+		member = message_member(from->name, mid, message_scope_id);
+		session_note_line(line, len, "message", mid, from->name,
+		    message_scope_id);
 		js = jscan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0)
@@ -745,8 +997,14 @@ message_send(struct peer *from, json_t *id, json_t *params)
 			if (marked == NULL || agent_full(targets[i].agent) ||
 			    !agent_writable(targets[i].agent)) {
 				failed = "a target is not reading its stdin";
+				if (message_scope_id != NULL)
+					scope_count_delivery(message_scope_id,
+					    targets[i].agent, 1);
 				continue;
 			}
+			if (message_scope_id != NULL)
+				scope_count_delivery(message_scope_id,
+				    targets[i].agent, 0);
 			dialect_send(targets[i].agent, marked, mlen,
 			    DK_MESSAGE);
 			auditlog_envelope("send", targets[i].agent->id, mid,
@@ -763,7 +1021,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		message_sent++;
 	}
 	message_events(msg, ids, failed, corr);
-	if (json_array_size(ids) == 0)
+	if (json_array_size(ids) == 0 && (n > 0 || message_scope_id == NULL))
 		rpc_error(from, id, CORRAL_E_DELIVERY, failed != NULL ? failed :
 		    "no target took the message", NULL);
 	else
@@ -803,6 +1061,100 @@ message_route(struct peer *from, json_t *id, json_t *params)
 }
 
 /*
+ * The member corral adds to a result it delivers to the agent that made
+ * the request: {"kind":"result","from","correlationId","ok"}.
+ */
+static char *
+message_result_member(const char *from, const char *corr, int ok)
+{
+	struct jsonw	j;
+	size_t		len;
+
+	jsonw_init(&j);
+	jsonw_object(&j);
+	jsonw_key(&j, "kind");
+	jsonw_str(&j, CORRAL_KIND_RESULT);
+	jsonw_key(&j, "from");
+	jsonw_str(&j, from);
+	jsonw_key(&j, "correlationId");
+	jsonw_str(&j, corr);
+	jsonw_key(&j, "ok");
+	jsonw_bool(&j, ok);
+	jsonw_object_end(&j);
+	return jsonw_finish(&j, &len);
+}
+
+/* The events of a result delivered to an agent (or not). */
+static void
+message_result_events(const char *to, const char *sender, const char *corr,
+    const char *line, size_t len, json_t *ids)
+{
+	json_t	*payload, *meta, *addr, *msg;
+	char	 mid[EVENT_ID_LEN + 1];
+
+	if ((payload = json_loadb(line, len, 0, NULL)) == NULL)
+		payload = json_null();
+	meta = json_pack("{s:b, s:s}", "isResult", 1, "correlationId", corr);
+	addr = json_pack("{s:s}", "agent", to);
+	msg = dialect_map_message(sender, addr, payload, meta, mid);
+	message_events(msg, ids, json_array_size(ids) == 0 ?
+	    "the requester is gone or not reading" : NULL, corr);
+	json_decref(msg);
+	json_decref(addr);
+	json_decref(meta);
+	json_decref(payload);
+}
+
+/*
+ * Deliver the result of an agent's request to it: the reply envelope (or
+ * an error envelope saying why) marked as a result.  An agent in MAP mode
+ * gets it as a map/message with meta.isResult (message_wrap).
+ */
+static void
+message_result_agent(struct agent *a, struct agent *from, const char *corr,
+    const char *line, size_t len, const char *why)
+{
+	struct env		 env;
+	struct env_error	 err;
+	struct jscan		*js;
+	char			*member, *marked = NULL, *e = NULL;
+	const char		*sender = from != NULL ? from->id : "corral";
+	size_t			 mlen;
+	json_t			*ids;
+	int			 ok;
+
+	if (line == NULL) {
+		e = envelope_error("request_failed", "UNAVAILABLE", NULL, why,
+		    corr, NULL, &len);
+		line = e;
+	}
+	js = jscan_take();
+	ok = jscan_run(js, line, len) == 0 &&
+	    envelope_check(js, line, len, &env, &err) == 0;
+	if (ok) {
+		member = message_result_member(sender, corr, e == NULL &&
+		    env.ctype != CT_ERROR);
+		marked = envelope_mark(js, line, len, member, &mlen);
+		free(member);
+	}
+	jscan_give(js);
+	ids = json_array();
+	if (marked != NULL && message_live(a) && !agent_full(a) &&
+	    agent_writable(a)) {
+		dialect_send(a, marked, mlen, DK_RESULT);
+		auditlog_envelope("result", a->id, corr, marked, mlen);
+		json_array_append_new(ids, json_string(a->id));
+	} else
+		log_info("result %s for agent %s not delivered: %s", corr,
+		    a->id, marked == NULL ? "it is not an envelope" :
+		    "it is not reading");
+	message_result_events(a->id, sender, corr, line, len, ids);
+	json_decref(ids);
+	free(marked);
+	free(e);
+}
+
+/*
  * Deliver a result to participant to: an envelope line (the reply to a
  * request, or a client's agent's task result), or, when line is NULL,
  * an error saying why.  It is a Message with meta.isResult and the
@@ -816,6 +1168,12 @@ message_result(const char *to, struct agent *from, const char *corr,
 	json_t		*payload, *msg, *ids, *meta, *addr;
 	char		 mid[EVENT_ID_LEN + 1];
 	const char	*sender = from != NULL ? from->id : "corral";
+	struct agent	*ra;
+
+	if (p == NULL && (ra = agent_find(to)) != NULL) {
+		message_result_agent(ra, from, corr, line, len, why);
+		return;
+	}
 
 	if (line != NULL)
 		payload = json_loadb(line, len, 0, NULL);
@@ -892,6 +1250,7 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 {
 	struct message_req	*r;
 	struct agent		*a;
+	char			 why[300] = "the request failed";
 
 	if ((r = message_req_take(m->id)) == NULL) {
 		log_info("request %s: its requester was forgotten", m->id);
@@ -901,7 +1260,15 @@ message_done(struct msg *m, const char *line, size_t len, int is_error)
 	if ((a = m->agent) == NULL && (r->responder[0] == '\0' ||
 	    (a = agent_find(r->responder)) == NULL))
 		a = m->target;
-	message_result(r->requester, a, r->corr, line, len, NULL);
+	session_note_line(m->line, m->len, "result", m->id, a != NULL ? a->id :
+	    "corral", r->requester);
+	if (taskreg_end(m->id, a != NULL ? a->id : "corral", line, len,
+	    is_error, why, sizeof why)) {
+		/* Over its budget: the answer is recorded, the task failed. */
+		log_warnx("%s", why);
+		message_result(r->requester, a, r->corr, NULL, 0, why);
+	} else
+		message_result(r->requester, a, r->corr, line, len, NULL);
 	free(r->requester);
 	free(r->corr);
 	free(r);
@@ -955,4 +1322,205 @@ message_delegates(struct agent *p, const char *via, struct agent *c,
 	json_decref(meta);
 	json_decref(payload);
 	return n;
+}
+
+/*
+ * The agent a handoff goes to: the one named (params.to), or the least
+ * busy live agent with the capability (params.capability), never the
+ * agent handing off.  NULL with why.
+ */
+static struct agent *
+message_handoff_target(struct agent *from, json_t *params, char *why,
+    size_t whylen)
+{
+	struct agent	*a, *best = NULL;
+	const char	*to = json_string_value(json_object_get(params, "to"));
+	const char	*cap = json_string_value(json_object_get(params,
+			    "capability"));
+
+	if (to != NULL) {
+		if (strncmp(to, "agent:", 6) == 0)
+			to += 6;
+		if ((a = agent_find(to)) == NULL || a == from ||
+		    !message_live(a) || !mapview_may_reach(from, a)) {
+			snprintf(why, whylen, "no agent '%.64s' to hand off to",
+			    to);
+			return NULL;
+		}
+		return a;
+	}
+	if (cap == NULL) {
+		snprintf(why, whylen, "params names the new agent in to, or a "
+		    "capability");
+		return NULL;
+	}
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a != from && message_live(a) &&
+		    mapview_may_reach(from, a) &&
+		    mapview_has_capability(a, cap) && (best == NULL ||
+		    a->work.outstanding < best->work.outstanding))
+			best = a;
+	if (best == NULL)
+		snprintf(why, whylen, "no other agent has the capability "
+		    "'%.64s'", cap);
+	return best;
+}
+
+/*
+ * The request's envelope with the handoff added: {"handoff": {from,
+ * reason, context, constraints, history}}, history growing by one entry
+ * at each handoff.  NULL when it cannot be made.
+ */
+static char *
+message_handoff_line(struct msg *m, struct agent *from, struct agent *to,
+    json_t *params, size_t *lenp)
+{
+	json_t	*env, *ho, *old, *hist;
+	char	 ts[40], *s;
+
+	if ((env = json_loadb(m->line, m->len, 0, NULL)) == NULL)
+		return NULL;
+	old = json_object_get(env, "handoff");
+	hist = json_is_array(json_object_get(old, "history")) ?
+	    json_deep_copy(json_object_get(old, "history")) : json_array();
+	util_rfc3339(ts, sizeof ts);
+	json_array_append_new(hist, json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}",
+	    "timestamp", ts, "event_type", "handoff", "agent_id", from->id,
+	    "details", "to", to->id, "reason", json_string_value(
+	    json_object_get(params, "reason")) != NULL ? json_string_value(
+	    json_object_get(params, "reason")) : "unspecified"));
+	ho = json_pack("{s:s, s:s, s:o}", "from", from->id, "reason",
+	    json_string_value(json_object_get(params, "reason")) != NULL ?
+	    json_string_value(json_object_get(params, "reason")) :
+	    "unspecified", "history", hist);
+	if (json_object_get(params, "context") != NULL)
+		json_object_set(ho, "context", json_object_get(params,
+		    "context"));
+	if (json_object_get(params, "constraints") != NULL)
+		json_object_set(ho, "constraints", json_object_get(params,
+		    "constraints"));
+	json_object_set_new(env, "handoff", ho);
+	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	json_decref(env);
+	if (s != NULL)
+		*lenp = strlen(s);
+	return s;
+}
+
+/*
+ * _corral/handoff: an agent hands the request it works on to another
+ * agent, named or found by capability, with its context and the history
+ * of its handoffs.  The request moves; its one outcome is still to come,
+ * from the new agent.
+ */
+void
+message_handoff(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*a = p->agent, *t;
+	struct msg	*m;
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	char		 why[200], *line;
+	size_t		 len;
+
+	if (rid == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != a || m->kind == MSG_TASK) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.requestId names no "
+		    "request this agent works on (a spawned child's own task "
+		    "cannot be handed off)", json_pack("{s:s}", "reason",
+		    "request"));
+		return;
+	}
+	if ((t = message_handoff_target(a, params, why, sizeof why)) == NULL) {
+		rpc_error(p, id, CORRAL_E_NOADDRESS, why, NULL);
+		return;
+	}
+	if ((line = message_handoff_line(m, a, t, params, &len)) == NULL ||
+	    !engine_has_room(len)) {
+		free(line);
+		rpc_error(p, id, CORRAL_E_EXHAUSTED, "the handed-off request "
+		    "does not fit under limits.memory", NULL);
+		return;
+	}
+	log_info("request %s: handed off by %s to %s (%s)", m->id, a->id,
+	    t->id, json_string_value(json_object_get(params, "reason")) !=
+	    NULL ? json_string_value(json_object_get(params, "reason")) :
+	    "no reason given");
+	auditlog_event("handoff", a->id, m->id, "to", t->id, "reason",
+	    json_string_value(json_object_get(params, "reason")) != NULL ?
+	    json_string_value(json_object_get(params, "reason")) :
+	    "unspecified", NULL);
+	rpc_reply(p, id, json_pack("{s:b, s:s, s:s}", "handedOff", 1,
+	    "requestId", m->id, "agentId", t->id));
+	taskreg_assign(m->id, t->id, "handoff");
+	engine_handoff(m, t, line, len);
+}
+
+/*
+ * _corral/progress: an agent says how far it is with a request it works
+ * on; it goes where an adapted CLI's progress goes (docs/protocol.md,
+ * Progress).
+ */
+void
+message_progress(struct peer *p, json_t *id, json_t *params)
+{
+	struct msg	*m;
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	const char	*text = json_string_value(json_object_get(params,
+			    "text"));
+
+	if (rid == NULL || text == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != p->agent) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params needs requestId, a "
+		    "request this agent works on, and text", NULL);
+		return;
+	}
+	engine_progress(p->agent, m, text, 0);
+	rpc_reply(p, id, json_object());
+}
+
+/*
+ * map/tasks/assign: a task of the registry becomes a request to an agent
+ * (its title the task, its description the text), whose reply is the
+ * task's result; the caller gets it as a result too.
+ */
+void
+message_task_assign(struct peer *p, json_t *id, json_t *params)
+{
+	const char	*tid = json_string_value(json_object_get(params,
+			    "taskId"));
+	const char	*aid = json_string_value(json_object_get(params,
+			    "agentId"));
+	const char	*title, *desc;
+	struct agent	*a;
+	json_t		*env;
+	char		 why[256];
+
+	if (tid == NULL || taskreg_text_of(tid, &title, &desc) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "params.taskId names no task",
+		    NULL);
+		return;
+	}
+	if (aid == NULL || (a = agent_find(aid)) == NULL || !message_live(a) ||
+	    (p->agent != NULL && !mapview_may_reach(p->agent, a))) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.agentId names no "
+		    "agent that can take it", NULL);
+		return;
+	}
+	env = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "protocol",
+	    CORRAL_ENVELOPE_PROTOCOL, "role", p->agent != NULL ? "agent" :
+	    "user", "intent", "execute", "task", title != NULL ? title : tid,
+	    "content", "type", "text", "text", desc != NULL ? desc : (title !=
+	    NULL ? title : tid));
+	if (engine_find(tid) != NULL || message_request(p, a, env, tid, tid,
+	    why, sizeof why) != 0) {
+		json_decref(env);
+		rpc_error(p, id, CORRAL_E_PARAMS, engine_find(tid) != NULL ?
+		    "the task is being worked on" : why, NULL);
+		return;
+	}
+	json_decref(env);
+	taskreg_assign(tid, a->id, "assigned");
+	rpc_reply(p, id, json_pack("{s:o}", "task", taskreg_describe(tid)));
 }

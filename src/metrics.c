@@ -18,6 +18,7 @@
 #include "corral.h"
 
 #define METRICS_CODES	64	/* distinct error codes counted by name */
+#define METRICS_PAIRS	256	/* (agent, category) pairs of errors */
 
 /* Upper bounds of the latency histogram's buckets, in seconds. */
 static const double metrics_bounds[] = {
@@ -36,6 +37,12 @@ static struct {
 	}		 codes[METRICS_CODES];
 	size_t		 ncodes;
 	uint64_t	 other_codes;
+	struct {
+		char	 source[CORRAL_ID_MAX];
+		char	 category[16];
+		uint64_t n;
+	}		 pairs[METRICS_PAIRS];
+	size_t		 npairs;
 	ev_tstamp	 started;
 } mt;
 
@@ -45,6 +52,35 @@ metrics_init(void)
 {
 	memset(&mt, 0, sizeof mt);
 	mt.started = ev_now(LOOP);
+}
+
+/*
+ * Count a failed request by the agent it was at (corral: none) and its
+ * category, for agent_errors_total.  Failures are rare: a walk is fine.
+ */
+static void
+metrics_pair(const struct msg *m, const char *outcome)
+{
+	const char	*src = m->agent != NULL ? m->agent->id : m->target != NULL ?
+			    m->target->id : "corral";
+	const char	*cat = strcmp(outcome, "expired") == 0 ? "TIMEOUT" :
+			    "ERROR";
+	size_t		 i;
+
+	for (i = 0; i < mt.npairs; i++)
+		if (strcmp(mt.pairs[i].source, src) == 0 &&
+		    strcmp(mt.pairs[i].category, cat) == 0) {
+			mt.pairs[i].n++;
+			return;
+		}
+	if (mt.npairs == METRICS_PAIRS)
+		i = METRICS_PAIRS - 1;	/* the last counts the rest */
+	else {
+		i = mt.npairs++;
+		strlcpy(mt.pairs[i].source, src, sizeof mt.pairs[i].source);
+		strlcpy(mt.pairs[i].category, cat, sizeof mt.pairs[i].category);
+	}
+	mt.pairs[i].n++;
 }
 
 /* A request had its outcome ("replied", "error", "expired"). */
@@ -69,6 +105,7 @@ metrics_outcome(const struct msg *m, const char *outcome, const char *code)
 		mt.outcomes[1]++;
 	if (code == NULL || strcmp(outcome, "replied") == 0)
 		return;
+	metrics_pair(m, outcome);
 	for (i = 0; i < mt.ncodes; i++)
 		if (strcmp(mt.codes[i].code, code) == 0) {
 			mt.codes[i].n++;
@@ -231,6 +268,82 @@ metrics_requests(json_t *list)
 	}
 }
 
+/* Add a sample with two or three labels. */
+static void
+metrics_sample3(json_t *samples, const char *k1, const char *v1,
+    const char *k2, const char *v2, const char *k3, const char *v3, double v)
+{
+	json_t	*labels = json_object();
+
+	json_object_set_new(labels, k1, jsonw_text(v1, strlen(v1)));
+	json_object_set_new(labels, k2, jsonw_text(v2, strlen(v2)));
+	if (k3 != NULL)
+		json_object_set_new(labels, k3, jsonw_text(v3, strlen(v3)));
+	json_array_append_new(samples, json_pack("{s:o, s:f}", "labels",
+	    labels, "value", jsonw_finite(v)));
+}
+
+/*
+ * The collaboration bus's metric names, as aliases of corral's own.
+ * corral is the bus: every message goes from its source to corral and
+ * from corral to its destination, so agent_messages_total counts each
+ * agent's lines out (dest corral) and in (source corral).  corral keeps
+ * one latency histogram, so agent_request_duration is that one, for
+ * every source and destination.
+ */
+static void
+metrics_bus(json_t *list)
+{
+	json_t		*x, *h, *b, *s;
+	struct agent	*a;
+	struct msg	*m;
+	size_t		 i, k;
+	unsigned int	 n;
+
+	x = metrics_add(list, "agent_messages_total", "counter",
+	    "Messages by source, destination and type (corral is the bus: "
+	    "type out is an agent's lines to it, in its lines to the agent)");
+	h = metrics_add(list, "agent_queue_size", "gauge",
+	    "Requests waiting for this agent alone (= corral_agent_queue_depth)");
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (a->flags & AGENT_DEAD)
+			continue;
+		metrics_sample3(x, "source", a->id, "dest", "corral", "type",
+		    "out", (double)a->proc.msgs_out);
+		metrics_sample3(x, "source", "corral", "dest", a->id, "type",
+		    "in", (double)a->proc.msgs_in);
+		n = 0;
+		TAILQ_FOREACH(m, &a->slot.direct, entry)
+			n++;
+		metrics_sample(h, "agent_id", a->id, n);
+	}
+	x = metrics_add(list, "agent_errors_total", "counter",
+	    "Failed requests by the agent they were at (corral: none) and "
+	    "kind (ERROR, TIMEOUT)");
+	for (i = 0; i < mt.npairs; i++)
+		metrics_sample3(x, "source", mt.pairs[i].source, "error_type",
+		    mt.pairs[i].category, NULL, NULL, (double)mt.pairs[i].n);
+	/* The same samples as corral_request_duration_seconds. */
+	json_array_foreach(list, i, b)
+		if (strcmp(json_string_value(json_object_get(b, "name")),
+		    "corral_request_duration_seconds") == 0) {
+			s = json_deep_copy(json_object_get(b, "samples"));
+			json_array_foreach(s, k, x)
+				if (json_object_get(x, "labels") != NULL) {
+					json_object_set_new(json_object_get(x,
+					    "labels"), "source", json_string("*"));
+					json_object_set_new(json_object_get(x,
+					    "labels"), "dest", json_string("*"));
+				}
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s, "
+			    "s:o}", "name", "agent_request_duration", "type",
+			    "histogram", "help", "Time from accepting a request "
+			    "to its outcome, in seconds (= corral_request_"
+			    "duration_seconds)", "samples", s));
+			break;
+		}
+}
+
 /* The whole set, as _corral/metrics answers it (a new reference). */
 json_t *
 metrics_json(void)
@@ -246,6 +359,7 @@ metrics_json(void)
 	metrics_sample(x, NULL, NULL, ev_now(LOOP) - mt.started);
 	metrics_agents(list);
 	metrics_requests(list);
+	metrics_bus(list);
 	budget_totals(&tokens, &cost, &secs);
 	x = metrics_add(list, "corral_tokens_total", "counter",
 	    "Tokens the run's replies reported");

@@ -48,6 +48,7 @@
 #include "corral.h"
 
 static int	pidns_hostproc = -1;
+static int	pidns_on;	/* we are pid 1 of our own namespace */
 
 /* Write a string to a /proc file; returns 0 on success. */
 static int
@@ -121,6 +122,24 @@ int
 pidns_host_proc(void)
 {
 	return pidns_hostproc;
+}
+
+/* Whether corral runs as pid 1 of a pid namespace of its own. */
+int
+pidns_active(void)
+{
+	return pidns_on;
+}
+
+/*
+ * A process's pid as /proc names it: the namespace's pid when /proc is
+ * the namespace's own, else the host's (without a namespace both are
+ * the same).
+ */
+pid_t
+pidns_proc_pid(pid_t pid, pid_t hostpid)
+{
+	return pidns_hostproc != -1 ? pid : hostpid;
 }
 
 /* The waiter: forward signals, then exit as the supervisor did. */
@@ -225,6 +244,7 @@ pidns_enter(void)
 	sigaddset(&old, PIDNS_SIGNAL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	pidns_mount_proc();
+	pidns_on = 1;
 	return 1;
 
 fallback:

@@ -26,6 +26,34 @@ static void	proc_err_cb(struct ev_loop *, ev_io *, int);
 static void	proc_child_cb(struct ev_loop *, ev_child *, int);
 static void	proc_kill_cb(struct ev_loop *, ev_timer *, int);
 
+/* The processes whose pids are not reaped yet. */
+static struct procs	proc_live = TAILQ_HEAD_INITIALIZER(proc_live);
+
+/* Take a process off the live list: its pid is reaped, or it is freed. */
+static void
+proc_unlist(struct proc *p)
+{
+	if (!(p->flags & PROC_LIVE))
+		return;
+	TAILQ_REMOVE(&proc_live, p, live);
+	p->flags &= ~PROC_LIVE;
+}
+
+/*
+ * The process with this pid, as /proc names pids, that is not reaped
+ * yet, or NULL.  Until it is reaped no other process can have its pid.
+ */
+struct proc *
+proc_find(pid_t pid)
+{
+	struct proc	*p;
+
+	TAILQ_FOREACH(p, &proc_live, live)
+		if (pidns_proc_pid(p->pid, p->hostpid) == pid)
+			return p;
+	return NULL;
+}
+
 /* Run the done callback once everything of the process is in. */
 static void
 proc_check_done(struct proc *p)
@@ -76,6 +104,8 @@ proc_start(struct proc *p, struct agent *a, char *const *argv,
 	p->err = sr.err;
 	p->out_max = max;
 	p->started = ev_now(LOOP);
+	p->flags |= PROC_LIVE;
+	TAILQ_INSERT_TAIL(&proc_live, p, live);
 
 	if (data != NULL && len > 0) {
 		p->stdin_data = xmemdup0(data, len);
@@ -279,6 +309,7 @@ proc_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 	ev_child_stop(loop, &p->child_w);
 	p->status = w->rstatus;
 	p->flags |= PROC_EXITED;
+	proc_unlist(p);
 	proc_close_in(p);
 	if ((p->flags & (PROC_OUT_EOF | PROC_ERR_EOF)) !=
 	    (PROC_OUT_EOF | PROC_ERR_EOF) && !ev_is_active(&p->kill_w)) {
@@ -400,6 +431,7 @@ proc_write(struct proc *p, const char *data, size_t len)
 void
 proc_free(struct proc *p)
 {
+	proc_unlist(p);
 	ev_io_stop(LOOP, &p->out_w);
 	ev_io_stop(LOOP, &p->err_w);
 	ev_child_stop(LOOP, &p->child_w);

@@ -191,3 +191,19 @@ protocol_filter_allows(json_t *filter, const char *key, const char *v)
 			return 1;
 	return 0;
 }
+
+/* Is s a usable agent name: letters, digits, '_' and '-', 1 to 48? */
+int
+protocol_agent_name(const char *s)
+{
+	const char	*p;
+
+	if (*s == '\0' || strlen(s) > 48)
+		return 0;
+	for (p = s; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			return 0;
+	}
+	return 1;
+}

@@ -58,9 +58,14 @@ server_client_count(void)
 	return server_nclients - server_ndead;
 }
 
-/* A new connection (already checked) becomes a client. */
+/*
+ * A new connection (already checked) becomes a client; one from inside
+ * corral, from the processes of agent origin (or of none), becomes a
+ * peer with no rights until it shows that agent's credential.
+ */
 void
-server_client_create(int fd, uid_t uid, pid_t pid)
+server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
+    int inside)
 {
 	struct server_client	*c;
 	int			 wfd;
@@ -82,13 +87,16 @@ server_client_create(int fd, uid_t uid, pid_t pid)
 	c->peer.name = c->name;
 	c->peer.chan = &c->chan;
 	c->peer.role = PEER_CLIENT;
-	c->peer.flags = PEER_SOCKET;
+	c->peer.flags = PEER_SOCKET | (inside ? PEER_INSIDE : 0);
+	c->peer.origin = origin;
 	rpc_peer_add(&c->peer);
 	TAILQ_INSERT_TAIL(&server_clients, c, entry);
 	server_nclients++;
 	chan_start(&c->chan);
-	log_debug("control: %s connected (uid %ld, pid %ld)", c->name,
-	    (long)uid, (long)pid);
+	log_debug("control: %s connected (uid %ld, pid %ld)%s%s%s", c->name,
+	    (long)uid, (long)pid, inside ? " from inside" : "",
+	    origin != NULL ? ": the processes of agent " : "",
+	    origin != NULL ? origin->id : "");
 }
 
 /* The client is gone: its agents and subscriptions go; freed later. */
@@ -115,6 +123,9 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 
 	if (kind == NDJSON_LINE) {
 		control_frame(&c->peer, line, len);
+		if (c->peer.flags & PEER_HANGUP)
+			/* Refused: its answer is written as it closes. */
+			server_client_dead(c, "refused");
 		return;
 	}
 	if (kind == NDJSON_TOOLONG)

@@ -6,11 +6,18 @@
  * ($XDG_RUNTIME_DIR/corral or /tmp/corral-UID, mode 0700); --control
  * PATH puts it elsewhere, --no-control turns it off.  The socket is mode
  * 0600, and every connection is checked with SO_PEERCRED: the same uid
- * as corral, or root, else it is closed.  A socket that nobody listens
+ * as corral, or root, else it is closed.  A connection from inside,
+ * from an agent's processes (lineage.c), is no client: it may only show
+ * its own agent's credential (control.c).  A socket that nobody listens
  * on any more (its corral was killed) is stale: corral removes stale
  * sockets from the directory when it starts, and replaces one at its
  * own path.  A failure here never stops the run: it runs without a
  * socket, and says why.
+ *
+ * A socket put elsewhere with --control gets a symbolic link in the
+ * directory, <run id>.sock, so that corral ps and --run ID find that run
+ * too; it goes with the socket, and a link whose socket is gone is stale
+ * like a socket.
  *
  * Next to the socket is the run's private directory (<run id>.d, mode
  * 0700), where the adapters write the configurations that tell a CLI of
@@ -48,6 +55,7 @@ static struct {
 	char		*want;		/* --control PATH */
 	int		 off;		/* --no-control */
 	char		 rundir[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	char		 link[600];	/* in the directory, to --control's */
 } srv = { .fd = -1 };
 
 static void	server_accept_cb(struct ev_loop *, ev_io *, int);
@@ -116,6 +124,63 @@ server_sweep(const char *dir)
 			server_rm_rundir(rd);
 		}
 	client_sockets_free(v, n);
+}
+
+/*
+ * A socket put elsewhere with --control: link it into the directory as
+ * <run id>.sock, unless it is in the directory already.
+ */
+static void
+server_link(void)
+{
+	char	dir[512], err[600], abs[1024], *cwd, *rdir, *rsock, *slash;
+
+	if (srv.path[0] == '/')
+		strlcpy(abs, srv.path, sizeof abs);
+	else if ((cwd = getcwd(NULL, 0)) != NULL) {
+		snprintf(abs, sizeof abs, "%s/%s", cwd, srv.path);
+		free(cwd);
+	} else
+		return;
+	if (client_dir(dir, sizeof dir, 1, err, sizeof err) != 0) {
+		log_info("control: %s; corral ps will not list this run", err);
+		return;
+	}
+	server_sweep(dir);
+	rdir = realpath(dir, NULL);
+	rsock = realpath(abs, NULL);
+	slash = rsock != NULL ? strrchr(rsock, '/') : NULL;
+	if (slash != NULL && rdir != NULL && (size_t)(slash - rsock) ==
+	    strlen(rdir) && strncmp(rsock, rdir, strlen(rdir)) == 0)
+		slash = NULL;	/* in the directory: listed as it is */
+	else if (slash != NULL) {
+		snprintf(srv.link, sizeof srv.link, "%s/%s.sock", dir,
+		    protocol_run_id());
+		if (symlink(rsock, srv.link) == -1) {
+			log_warn("control: %s", srv.link);
+			srv.link[0] = '\0';
+		}
+	}
+	free(rdir);
+	free(rsock);
+}
+
+/* Remove the link server_link made, if it is still ours. */
+static void
+server_unlink(void)
+{
+	char	buf[1024], *rsock;
+	ssize_t	n;
+
+	if (srv.link[0] == '\0')
+		return;
+	n = readlink(srv.link, buf, sizeof buf - 1);
+	rsock = realpath(srv.path, NULL);
+	if (n > 0 && rsock != NULL && (size_t)n == strlen(rsock) &&
+	    memcmp(buf, rsock, (size_t)n) == 0)
+		(void)unlink(srv.link);
+	free(rsock);
+	srv.link[0] = '\0';
 }
 
 /* The run's private directory, or NULL when there is no socket. */
@@ -230,6 +295,8 @@ server_start(void)
 		    "no tools for CLIs", srv.rundir);
 		srv.rundir[0] = '\0';
 	}
+	if (srv.want != NULL)
+		server_link();
 	ev_io_init(&srv.w, server_accept_cb, fd, EV_READ);
 	ev_io_start(LOOP, &srv.w);
 	ev_timer_init(&srv.backoff, server_backoff_cb, 1.0, 0);
@@ -255,6 +322,7 @@ server_stop(void)
 	srv.fd = -1;
 	if (stat(srv.path, &st) == 0 && st.st_ino == srv.ino &&
 	    st.st_dev == srv.dev) {
+		server_unlink();
 		(void)unlink(srv.path);
 		if (srv.rundir[0] != '\0')
 			server_rm_rundir(srv.rundir);
@@ -292,13 +360,21 @@ server_refuse(int fd, int code, const char *why)
 	close(fd);
 }
 
+/* Whose process a pid is (lineage.c asks): an agent, or NULL. */
+static void *
+server_match(pid_t pid, void *arg)
+{
+	return agent_of_pid(pid);
+}
+
 /* A connection is waiting: check who it is, and make it a client. */
 static void
 server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct ucred	cred;
 	socklen_t	len = sizeof cred;
-	int		fd;
+	void		*origin;
+	int		fd, inside;
 
 	fd = accept4(srv.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1) {
@@ -332,5 +408,6 @@ server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		server_refuse(fd, CORRAL_E_EXHAUSTED, "too many clients");
 		return;
 	}
-	server_client_create(fd, cred.uid, cred.pid);
+	inside = lineage_peer(fd, cred.pid, server_match, NULL, &origin);
+	server_client_create(fd, cred.uid, cred.pid, origin, inside);
 }

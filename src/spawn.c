@@ -14,10 +14,12 @@
  * In the child, in order: every signal back to its default disposition
  * (a handler must never run on the borrowed stack), death signal SIGKILL
  * and a check that corral did not die before that was set, a new session,
- * the three pipes on 0, 1 and 2, the agent's Landlock rulesets (made by
- * confine.c in the parent; no-new-privileges first, as Landlock wants),
- * every other descriptor closed, the working directory, resource limits,
- * umask 077, the user, no-new-privileges, the signal mask cleared, exec.
+ * the three pipes on 0, 1 and 2, for a confined agent a mount namespace
+ * read-only but where it may write (confine_mount), the agent's Landlock
+ * rulesets (made by confine.c in the parent; no-new-privileges first, as
+ * Landlock wants), every other descriptor closed, the working directory,
+ * resource limits, umask 077, the user, no-new-privileges, the signal
+ * mask cleared, exec.
  */
 
 #include <sys/prctl.h>
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,6 +44,8 @@
 #define SPAWN_STACK	(64 * 1024)
 /* Landlock stacks at most 16 layers on a process. */
 #define SPAWN_LAYERS	15
+/* Writable paths of a confined agent's mount namespace, at most. */
+#define SPAWN_ROOTS	64
 
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self	446
@@ -69,6 +74,10 @@ struct spawn_child {
 	int			 drop;
 	const int		*rulesets;	/* Landlock, applied in order */
 	int			 nrulesets;
+	char *const		*roots;		/* writable: mounted read-write */
+	size_t			 nroots;
+	int			 mountns;	/* read-only but the roots */
+	int			 rootfd[SPAWN_ROOTS];
 	/* Written by the child. */
 	volatile int		 error;
 	volatile const char	*what;
@@ -78,7 +87,10 @@ struct spawn_child {
 static int			 spawn_pidns;
 static const struct workflow	*spawn_wf;
 static char			*spawn_control;	/* the control socket, or NULL */
+static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
+
+static void	spawn_find_python(void);
 
 /*
  * Set the workflow processes are started for (its directory, agent path
@@ -91,6 +103,41 @@ spawn_init(const struct workflow *wf, int pidns)
 	spawn_wf = wf;
 	spawn_pidns = pidns;
 	spawn_set_control(NULL);
+	spawn_find_python();
+}
+
+/*
+ * Find the directory of the corral_agent Python module corral was built
+ * with, to put on its agents' PYTHONPATH: share/corral/python beside the
+ * binary (a build tree), or ../share/corral/python (an installed one).
+ */
+static void
+spawn_find_python(void)
+{
+	static const char *const where[] = { "share/corral/python",
+	    "../share/corral/python" };
+	char	exe[PATH_MAX], file[PATH_MAX + 64], *slash;
+	ssize_t	n;
+	size_t	i;
+
+	free(spawn_python);
+	spawn_python = NULL;
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		return;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return;
+	*slash = '\0';
+	for (i = 0; i < sizeof where / sizeof where[0]; i++) {
+		snprintf(file, sizeof file, "%s/%s/corral_agent.py", exe,
+		    where[i]);
+		if (access(file, R_OK) != 0)
+			continue;
+		*strrchr(file, '/') = '\0';
+		spawn_python = realpath(file, NULL);
+		log_debug("the Python agents' module is in %s", spawn_python);
+		return;
+	}
 }
 
 /* Block every signal, saving the old mask. */
@@ -140,6 +187,7 @@ spawn_child_main(void *arg)
 	struct sigaction	 sa = { .sa_flags = 0 };
 	struct rlimit		 rl;
 	sigset_t		 none;
+	const char		*step;
 	char			 self[32];
 	ssize_t			 n;
 	int			 sig, i;
@@ -175,6 +223,9 @@ spawn_child_main(void *arg)
 	    spawn_child_dup(sc->out, 1) == -1 ||
 	    spawn_child_dup(sc->err, 2) == -1)
 		spawn_child_fail(sc, "dup2");
+	if (sc->mountns && confine_mount(sc->roots, sc->nroots, sc->rootfd,
+	    &step) == -1)
+		spawn_child_fail(sc, step);
 	if (sc->nrulesets > 0 &&
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		spawn_child_fail(sc, "prctl(PR_SET_NO_NEW_PRIVS)");
@@ -278,16 +329,31 @@ spawn_set_control(const char *path)
 	spawn_control = path != NULL ? xstrdup(path) : NULL;
 }
 
+/* The value of key in an environment under construction, or NULL. */
+static const char *
+spawn_env_get(char **envp, size_t n, const char *key)
+{
+	size_t	i, kl = strlen(key);
+
+	for (i = 0; i < n; i++)
+		if (strncmp(envp[i], key, kl) == 0 && envp[i][kl] == '=')
+			return envp[i] + kl + 1;
+	return NULL;
+}
+
 /*
  * Build the agent's environment: allowlist, then its own, then ours, then
  * what its adapter adds for one kind of process (extra, NAME=value).
+ * corral's Python module goes last on PYTHONPATH, so that an agent's own
+ * copy, earlier on it, wins.
  */
 static char **
 spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
     const char *id, const char *token, char *const *extra)
 {
-	char	**envp = NULL, **e, *eq, buf[32];
-	size_t	  n = 0, cap = 0, i;
+	char		**envp = NULL, **e, *eq, buf[32], *pp;
+	const char	 *v;
+	size_t		  n = 0, cap = 0, i;
 
 	for (e = environ; e != NULL && *e != NULL; e++) {
 		if ((eq = strchr(*e, '=')) == NULL)
@@ -300,6 +366,16 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 	}
 	for (i = 0; i < ac->nenv; i++)
 		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
+	if (spawn_python != NULL) {
+		if ((v = spawn_env_get(envp, n, "PYTHONPATH")) != NULL &&
+		    *v != '\0') {
+			xasprintf(&pp, "%s:%s", v, spawn_python);
+			spawn_env_set(&envp, &n, &cap, "PYTHONPATH", pp);
+			free(pp);
+		} else
+			spawn_env_set(&envp, &n, &cap, "PYTHONPATH",
+			    spawn_python);
+	}
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_ID", id);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_AGENT_NAME", ac->name);
 	spawn_env_set(&envp, &n, &cap, "CORRAL_RUN_ID", protocol_run_id());
@@ -536,11 +612,12 @@ spawn_abs_cwd(const char *cwd)
  */
 static int
 spawn_confine(const struct agent_conf *ac, char **envp, const char *path,
-    int *rs, int *nrs, struct spawn_result *sr)
+    int *rs, int *nrs, struct confine_roots *roots, struct spawn_result *sr)
 {
 	const struct confine_layer	*l;
 	const struct confine		*c;
 	struct confine_where		 w;
+	struct confine_roots		 lr;
 	const char			*lcwd;
 	char				*cwd;
 	size_t				 i;
@@ -578,13 +655,25 @@ spawn_confine(const struct agent_conf *ac, char **envp, const char *path,
 		w.cwd = cwd;
 		w.workspace = workspace_dir();
 		w.exe = path;
-		fd = confine_ruleset(c, &w, sr->what, sizeof sr->what);
+		memset(&lr, 0, sizeof lr);
+		fd = confine_ruleset(c, &w, &lr, sr->what, sizeof sr->what);
 		sr->error = errno;
 		free(cwd);
-		if (fd == -1)
+		if (fd == -1) {
+			confine_roots_free(&lr);
 			goto fail;
-		if (fd >= 0)
+		}
+		if (fd >= 0) {
+			/* Writable where every layer allows it. */
+			if (*nrs == 0) {
+				*roots = lr;
+				lr.v = NULL;
+				lr.n = 0;
+			} else
+				confine_roots_meet(roots, &lr);
 			rs[(*nrs)++] = fd;
+		}
+		confine_roots_free(&lr);
 	}
 	sr->error = 0;
 	return 0;
@@ -592,7 +681,42 @@ spawn_confine(const struct agent_conf *ac, char **envp, const char *path,
 fail:
 	while (*nrs > 0)
 		close(rs[--(*nrs)]);
+	confine_roots_free(roots);
 	return -1;
+}
+
+/*
+ * Tell the child of a confined agent to make its mount namespace, where
+ * the system allows, unless the agent may write everywhere anyway.
+ * Returns 0, or -1 with sr filled.
+ */
+static int
+spawn_mountns(struct spawn_child *sc, const struct confine_roots *roots,
+    char **cwd, struct spawn_result *sr)
+{
+	size_t	i;
+
+	if (!confine_mountns())
+		return 0;
+	for (i = 0; i < roots->n; i++)
+		if (strcmp(roots->v[i], "/") == 0)
+			return 0;
+	if (roots->n > SPAWN_ROOTS) {
+		sr->error = E2BIG;
+		snprintf(sr->what, sizeof sr->what, "confine: more than %d "
+		    "writable paths", SPAWN_ROOTS);
+		return -1;
+	}
+	/* Its cwd is in the new mounts only once it goes there. */
+	if (*cwd == NULL && (*cwd = getcwd(NULL, 0)) == NULL) {
+		sr->error = errno;
+		snprintf(sr->what, sizeof sr->what, "getcwd");
+		return -1;
+	}
+	sc->mountns = 1;
+	sc->roots = roots->v;
+	sc->nroots = roots->n;
+	return 0;
 }
 
 /*
@@ -614,6 +738,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	int			 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int			 err[2] = { -1, -1 };
 	char			**envp, *path = NULL, *cwd = NULL;
+	struct confine_roots	 roots = { NULL, 0 };
 	int			 rs[SPAWN_LAYERS], nrs = 0;
 	sigset_t		 old;
 	pid_t			 pid;
@@ -658,7 +783,9 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 		sc.groups = groups;
 		sc.ngroups = ngroups;
 	}
-	if (spawn_confine(ac, envp, path, rs, &nrs, sr) != 0)
+	if (spawn_confine(ac, envp, path, rs, &nrs, &roots, sr) != 0)
+		goto fail;
+	if (nrs > 0 && spawn_mountns(&sc, &roots, &cwd, sr) != 0)
 		goto fail;
 	if (spawn_pipe(in) == -1 || spawn_pipe(out) == -1 ||
 	    spawn_pipe(err) == -1) {
@@ -723,6 +850,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	sr->err = err[0];
 	free(path);
 	free(cwd);
+	confine_roots_free(&roots);
 	spawn_free_strv(envp);
 	return 0;
 
@@ -739,6 +867,7 @@ fail:
 	}
 	free(path);
 	free(cwd);
+	confine_roots_free(&roots);
 	spawn_free_strv(envp);
 	return -1;
 }

@@ -290,7 +290,8 @@ step_request_resumed(struct steprun *sr, size_t *len, int *intent,
 	sr->at = to;
 	sr->runs[to]++;
 	sr->since[to]++;
-	*entry = sc->agent;
+	*entry = sc->capability != NULL ? step_capable(sc->capability) :
+	    sc->agent;
 	line = step_request(sr, sc, sr->id, sr->reply_id, len, intent);
 	free(sr->answer);
 	sr->answer = NULL;

@@ -226,16 +226,21 @@ step_audit_step(struct steprun *sr, const char *id)
 	char			*s;
 
 	log_info("job %s: step %s (%s %s, iteration %u)", sr->id, sc->name,
-	    sc->agent != NULL ? "agent" : "intent", sc->agent != NULL ?
-	    sc->agent->name : sc->intent, sr->runs[sr->at]);
+	    sc->agent != NULL ? "agent" : sc->intent != NULL ? "intent" :
+	    "capability", sc->agent != NULL ? sc->agent->name :
+	    sc->intent != NULL ? sc->intent : sc->capability,
+	    sr->runs[sr->at]);
 	if (!auditlog_enabled())
 		return;
 	f = json_pack("{s:s, s:s, s:i}", "job", sr->id, "step", sc->name,
 	    "iteration", (int)sr->runs[sr->at]);
 	if (sc->agent != NULL)
 		json_object_set_new(f, "entry", json_string(sc->agent->name));
-	else
+	else if (sc->intent != NULL)
 		json_object_set_new(f, "intent", json_string(sc->intent));
+	else
+		json_object_set_new(f, "capability",
+		    json_string(sc->capability));
 	s = json_dumps(f, CORRAL_JSON_FLAGS);
 	auditlog_fields("step", NULL, id, s, strlen(s));
 	free(s);
@@ -257,7 +262,8 @@ step_request_first(struct steprun *sr, size_t *len, int *intent,
 	sr->runs[0]++;
 	sr->since[0]++;
 	line = step_request(sr, sc, sr->id, NULL, len, intent);
-	*entry = sc->agent;
+	*entry = sc->capability != NULL ? step_capable(sc->capability) :
+	    sc->agent;
 	step_audit_step(sr, sr->id);
 	return line;
 }

@@ -31,7 +31,7 @@ static TAILQ_HEAD(, steprun)	 step_runs = TAILQ_HEAD_INITIALIZER(step_runs);
 static ev_timer			 step_later_w;	/* lets holds go */
 
 static char	*step_first(struct job *, const char *, size_t, size_t *,
-		    int *, const struct agent_conf **);
+		    int *, const struct agent_conf **, char *, size_t);
 static void	 step_reply(struct job *, const char *, struct agent *,
 		    const char *, size_t, const char *);
 static void	 step_failed(struct job *, const char *, const char *,
@@ -144,18 +144,28 @@ step_unhold(struct steprun *sr)
  */
 static char *
 step_first(struct job *j, const char *line, size_t len, size_t *outlen,
-    int *intent, const struct agent_conf **entry)
+    int *intent, const struct agent_conf **entry, char *why, size_t whylen)
 {
-	struct steprun	*sr;
+	const struct step_conf	*sc;
+	struct steprun		*sr;
+	char			*req;
 
 	sr = step_run_new(j, line, len);
 	TAILQ_INSERT_TAIL(&step_runs, sr, entry);
 	if (step_opts.resume != NULL && step_record_restore(sr,
 	    step_opts.resume) == 0) {
 		step_opts.resume = NULL;	/* one job resumes */
-		return step_request_resumed(sr, outlen, intent, entry);
+		req = step_request_resumed(sr, outlen, intent, entry);
+	} else
+		req = step_request_first(sr, outlen, intent, entry);
+	sc = &step_wf->steps[sr->at];
+	if (sc->capability != NULL && *entry == NULL) {
+		snprintf(why, whylen, "no agent has the capability '%s' that "
+		    "step %s needs", sc->capability, sc->name);
+		free(req);
+		return NULL;
 	}
-	return step_request_first(sr, outlen, intent, entry);
+	return req;
 }
 
 /*
@@ -500,6 +510,29 @@ step_resolve(struct steprun *sr, int action, const char *text)
 }
 
 /*
+ * The workflow entry of the least busy agent that has capability cap (in
+ * its entry's capabilities:, or as it registered), or NULL: its entry's
+ * route then chooses among that entry's agents.
+ */
+const struct agent_conf *
+step_capable(const char *cap)
+{
+	struct agent	*a, *best = NULL;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if ((a->flags & (AGENT_DEAD | AGENT_HIDDEN)) ||
+		    !lifecycle_alive(a) || lifecycle_leaving(a) ||
+		    a->conf->index == UINT32_MAX ||
+		    !mapview_has_capability(a, cap))
+			continue;
+		if (best == NULL || a->work.outstanding <
+		    best->work.outstanding)
+			best = a;
+	}
+	return best != NULL ? best->conf : NULL;
+}
+
+/*
  * Make step `to`'s request and route it; the hold the walk had is let go
  * once the request holds the job.
  */
@@ -511,15 +544,26 @@ step_run_step(struct steprun *sr, int to)
 	size_t			 len;
 	int			 intent;
 
+	const struct agent_conf	*entry = sc->agent;
+	char			 why[160];
+
 	sr->at = to;
 	sr->runs[to]++;
 	sr->since[to]++;
+	if (sc->capability != NULL &&
+	    (entry = step_capable(sc->capability)) == NULL) {
+		snprintf(why, sizeof why, "no agent has the capability '%s' "
+		    "that step %s needs", sc->capability, sc->name);
+		log_warnx("job %s: %s", sr->id, why);
+		step_fail(sr, "no_agent", why, NULL);
+		return;
+	}
 	protocol_new_id(id, sizeof id);
 	line = step_request(sr, sc, id, sr->reply_id, &len, &intent);
 	free(sr->answer);
 	sr->answer = NULL;
 	step_audit_step(sr, id);
-	if (engine_step_submit(sr->job, line, len, intent, sc->agent, id) != 0)
+	if (engine_step_submit(sr->job, line, len, intent, entry, id) != 0)
 		return;		/* a limit ended the job: step_done knows */
 	step_unhold(sr);
 }

@@ -59,6 +59,7 @@ void	 step_end(struct steprun *, const char *, size_t, int);
 void	 step_fail(struct steprun *, const char *, const char *, json_t *);
 void	 step_resolve(struct steprun *, int, const char *);
 void	 step_run_step(struct steprun *, int);
+const struct agent_conf *step_capable(const char *);
 void	 step_release(struct steprun *);
 struct steprun *step_first_run(void);
 struct steprun *step_next_run(struct steprun *);

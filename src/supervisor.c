@@ -559,6 +559,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	size_t			 len;
 
 	metrics_outcome(m, outcome, code);
+	otlp_outcome(m, outcome, code, why);
 	if (strcmp(outcome, "replied") == 0 || why == NULL)
 		return;
 	if (a != NULL)
@@ -573,6 +574,8 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	jsonw_str(&j, why);
 	jsonw_key(&j, "requestId");
 	jsonw_str(&j, m->id);
+	jsonw_key(&j, "intent");
+	jsonw_str(&j, protocol_intent_name(m->intent));
 	if (a != NULL) {
 		jsonw_key(&j, "agentId");
 		jsonw_str(&j, a->id);
@@ -723,6 +726,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
 	eh.outcome = supervisor_outcome;
+	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
 	step_init(wf, &sv_steps, &sh);
 	step_workflow_name(wf, name, sizeof name);
@@ -822,33 +826,37 @@ supervisor_start_agents(void)
 
 /*
  * Say once what this kernel cannot enforce of the agents' confine:, and
- * refuse to run an agent that requires all of it.  Returns nonzero to
- * refuse.
+ * refuse to run an agent that requires what is missing.  Returns nonzero
+ * to refuse.
  */
 static int
 supervisor_confine(const struct workflow *wf)
 {
 	struct {
-		char	gap[256];
+		char	gap[512];
 		char	names[256];
 	}			 seen[4];
 	const struct agent_conf	*ac;
-	char			 gap[256];
+	char			 gap[512];
 	size_t			 i, j, nseen = 0;
 	int			 refuse = 0, logged = 0;
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if ((ac->confine.flags & CONFINE_ON) && !logged++)
+		if ((ac->confine.flags & CONFINE_ON) && !logged++) {
 			log_info("confine: Landlock ABI %d", confine_abi());
-		if (!confine_gaps(&ac->confine, gap, sizeof gap))
-			continue;
-		if (ac->confine.required) {
+			log_info("confine: %s", confine_mountns() ? "a mount "
+			    "namespace for each agent, read-only but where it "
+			    "may write" : "no mount namespace for agents");
+		}
+		if (confine_refused(&ac->confine, gap, sizeof gap)) {
 			log_warnx("agent %s: confine: required, but %s",
 			    ac->name, gap);
 			refuse = 1;
 			continue;
 		}
+		if (!confine_gaps(&ac->confine, gap, sizeof gap))
+			continue;
 		for (j = 0; j < nseen; j++)
 			if (strcmp(seen[j].gap, gap) == 0)
 				break;
@@ -944,6 +952,10 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		return EXIT_USAGE;
 	}
 	event_set_log(logpath);
+	if (otlp_open() != 0) {
+		log_warn("--otlp");
+		return EXIT_USAGE;
+	}
 	if (workspace_open(wf) != 0) {
 		log_warn("workspace %s", wf->workspace);
 		return EXIT_USAGE;
@@ -988,6 +1000,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 	else
 		supervisor_print_result();
 	workspace_close();	/* its last outcomes go before run_end */
+	otlp_close();
 	supervisor_run_end();
 	(void)auditlog_close();	/* a failure reaches supervisor_audit_failed */
 	jscan_drain();

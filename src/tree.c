@@ -327,6 +327,7 @@ tree_render(const char *path, const char *format, FILE *f)
 				first_bad = lineno;
 			continue;
 		}
+		util_vis_json(j);	/* agents' words, for a terminal */
 		tree_line(&t, j);
 		json_decref(j);
 	}
@@ -371,6 +372,7 @@ tree_render_graph(json_t *graph, double now, const char *format, FILE *f)
 	const char	*s;
 	size_t		 i;
 
+	util_vis_json(graph);	/* agents' words, for a terminal */
 	memset(&t, 0, sizeof t);
 	t.last_t = now;
 	json_array_foreach(json_object_get(graph, "nodes"), i, node) {

@@ -377,3 +377,171 @@ util_utf8_valid(const char *s, size_t n, size_t *bad)
 	}
 	return 1;
 }
+
+/*
+ * The edit distance of a and b: letters inserted, deleted, replaced, or two
+ * swapped.  SIZE_MAX for words longer than 32 bytes.
+ */
+size_t
+util_distance(const char *a, const char *b)
+{
+	unsigned char	d[33][33];
+	size_t		la = strlen(a), lb = strlen(b), i, j, c, v;
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (unsigned char)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned char)j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] != b[j - 1];
+			v = d[i - 1][j - 1] + c;
+			if (d[i - 1][j] + 1U < v)
+				v = d[i - 1][j] + 1U;
+			if (d[i][j - 1] + 1U < v)
+				v = d[i][j - 1] + 1U;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1U < v)
+				v = d[i - 2][j - 2] + 1U;
+			d[i][j] = (unsigned char)v;
+		}
+	}
+	return d[la][lb];
+}
+
+/* Is a word d edits away from word near enough to be what was meant? */
+int
+util_near(const char *word, size_t d)
+{
+	return d <= (strlen(word) <= 3 ? 1U : 2U);
+}
+
+/*
+ * The word of words (NULL-terminated) nearest to word, when it is near
+ * enough to be a typing slip (util_near); else NULL.
+ */
+const char *
+util_nearest(const char *word, const char *const *words)
+{
+	const char	*best = NULL;
+	size_t		 d, bestd = SIZE_MAX;
+
+	for (; *words != NULL; words++)
+		if ((d = util_distance(word, *words)) < bestd) {
+			bestd = d;
+			best = *words;
+		}
+	return best != NULL && util_near(word, bestd) ? best : NULL;
+}
+
+/* Whether a code point reorders or hides text on a terminal. */
+static int
+util_vis_bidi(uint32_t v)
+{
+	return v == 0x061C || v == 0x200E || v == 0x200F ||
+	    (v >= 0x202A && v <= 0x202E) || (v >= 0x2066 && v <= 0x2069);
+}
+
+/*
+ * A string from a peer made safe to print on a terminal (allocated):
+ * printable ASCII and UTF-8 characters pass, and every other byte (C0
+ * and C1 controls, DEL, bytes that are not UTF-8, and the characters
+ * that reorder text) is written \ooo, as vis(3) does, \n, \r and \t
+ * as such.  So an agent's words cannot move the cursor, retitle the
+ * window, clear the screen or fake a line.  A backslash is left alone,
+ * so that escaping twice changes nothing: this is for people to read,
+ * not to decode.
+ */
+char *
+util_vis(const char *s, size_t n)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	char			*out, *o;
+	size_t			 i = 0, len, k;
+	uint32_t		 v;
+
+	o = out = xreallocarray(NULL, n + 1, 4);
+	while (i < n) {
+		len = util_utf8_len(p + i, n - i);
+		if (len == 1 && p[i] >= 0x20 && p[i] != 0x7f) {
+			*o++ = (char)p[i++];
+			continue;
+		}
+		if (len > 1) {
+			v = p[i] & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+			for (k = 1; k < len; k++)
+				v = (v << 6) | (p[i + k] & 0x3F);
+			if (v >= 0xA0 && !util_vis_bidi(v)) {
+				memcpy(o, p + i, len);
+				o += len;
+				i += len;
+				continue;
+			}
+		} else
+			len = 1;
+		for (k = 0; k < len; k++, i++) {
+			if (p[i] == '\n' || p[i] == '\r' || p[i] == '\t') {
+				*o++ = '\\';
+				*o++ = p[i] == '\n' ? 'n' : p[i] == '\r' ? 'r' : 't';
+				continue;
+			}
+			*o++ = '\\';
+			*o++ = (char)('0' + (p[i] >> 6));
+			*o++ = (char)('0' + ((p[i] >> 3) & 7));
+			*o++ = (char)('0' + (p[i] & 7));
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * Make every string in a JSON value (members of objects and arrays,
+ * keys too) safe to print on a terminal, in place (util_vis): what the
+ * terminal views print comes from agents and must not drive the terminal.
+ */
+void
+util_vis_json(json_t *j)
+{
+	json_t		*v, *copy;
+	const char	*k;
+	char		*s, *ks;
+	size_t		 i;
+	void		*tmp;
+
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, v) {
+			if (json_is_string(v)) {
+				s = util_vis(json_string_value(v),
+				    json_string_length(v));
+				json_array_set_new(j, i, json_string_nocheck(s));
+				free(s);
+			} else
+				util_vis_json(v);
+		}
+		return;
+	}
+	if (!json_is_object(j))
+		return;
+	/* Keys cannot change in place: rebuild the object. */
+	copy = json_object();
+	json_object_foreach_safe(j, tmp, k, v) {
+		ks = util_vis(k, strlen(k));
+		if (json_is_string(v)) {
+			s = util_vis(json_string_value(v),
+			    json_string_length(v));
+			json_object_set_new_nocheck(copy, ks,
+			    json_string_nocheck(s));
+			free(s);
+		} else {
+			util_vis_json(v);
+			json_object_set_nocheck(copy, ks, v);
+		}
+		free(ks);
+	}
+	json_object_clear(j);
+	json_object_update(j, copy);
+	json_decref(copy);
+}

@@ -15,7 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 objs="$BUILD/CMakeFiles/corral_core.dir/src"
-main="$BUILD/CMakeFiles/corral.dir/src/corral.c.o"
+main="$BUILD/CMakeFiles/corral.dir/src/main.c.o"
 command -v nm >/dev/null 2>&1 || { echo "SKIPPED: nm (binutils) is missing"; exit 77; }
 if [ ! -d "$objs" ] || [ ! -f "$main" ]; then
 	echo "SKIPPED: no object files in $BUILD (build corral first)"

@@ -39,6 +39,19 @@
 #define CORRAL_M_REPLAY		"map/replay"
 #define CORRAL_M_GRAPH		"map/structure/graph"
 #define CORRAL_M_SCOPES		"map/scopes/list"
+#define CORRAL_M_SCOPE_GET	"map/scopes/get"
+#define CORRAL_M_SCOPE_CREATE	"map/scopes/create"
+#define CORRAL_M_SCOPE_DELETE	"map/scopes/delete"
+#define CORRAL_M_SCOPE_JOIN	"map/scopes/join"
+#define CORRAL_M_SCOPE_LEAVE	"map/scopes/leave"
+#define CORRAL_M_SCOPE_MEMBERS	"map/scopes/members"
+#define CORRAL_M_TASKS_CREATE	"map/tasks/create"
+#define CORRAL_M_TASKS_ASSIGN	"map/tasks/assign"
+#define CORRAL_M_TASKS_UPDATE	"map/tasks/update"
+#define CORRAL_M_TASKS_LIST	"map/tasks/list"
+#define CORRAL_M_SESSION_LIST	"map/session/list"
+#define CORRAL_M_SESSION_LOAD	"map/session/load"
+#define CORRAL_M_SESSION_CLOSE	"map/session/close"
 #define CORRAL_M_EVENT		"map/event"	/* notification to a subscriber */
 #define CORRAL_M_MESSAGE	"map/message"	/* notification to a recipient */
 /* corral's extensions, named as the SDK's callExtension() examples are. */
@@ -46,6 +59,9 @@
 #define CORRAL_M_ROUTE		"_corral/route"	/* an envelope through routes */
 #define CORRAL_M_SHUTDOWN	"_corral/shutdown"
 #define CORRAL_M_CANCEL		"_corral/cancel"	/* a request */
+#define CORRAL_M_REQUESTS	"_corral/requests"	/* those in flight */
+#define CORRAL_M_HANDOFF	"_corral/handoff"	/* to another agent */
+#define CORRAL_M_PROGRESS	"_corral/progress"	/* on a request */
 #define CORRAL_M_STEPS		"_corral/steps"	/* what waits for a person */
 #define CORRAL_M_ANSWER		"_corral/answer"	/* a person's answer */
 /* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */
@@ -60,12 +76,13 @@
 #define CORRAL_E_NOMETHOD	(-32601)
 #define CORRAL_E_PARAMS		(-32602)
 #define CORRAL_E_INTERNAL	(-32603)
+#define CORRAL_E_AUTHREQUIRED	1000	/* AUTH_REQUIRED: an agent's process */
 #define CORRAL_E_DENIED		1003	/* PERMISSION_DENIED */
 #define CORRAL_E_AUTHMETHOD	1005	/* METHOD_NOT_SUPPORTED: auth method */
 #define CORRAL_E_CREDENTIALS	1006	/* INVALID_CREDENTIALS: agent token */
 #define CORRAL_E_NOADDRESS	2000	/* ADDRESS_NOT_FOUND: matches nobody */
 #define CORRAL_E_NOTFOUND	2001	/* AGENT_NOT_FOUND */
-#define CORRAL_E_NOSCOPE	2002	/* SCOPE_NOT_FOUND: corral has none */
+#define CORRAL_E_NOSCOPE	2002	/* SCOPE_NOT_FOUND */
 #define CORRAL_E_DELIVERY	2003	/* DELIVERY_FAILED (retryable) */
 #define CORRAL_E_STATE		3001	/* STATE_INVALID */
 #define CORRAL_E_TERMINATED	3003	/* TERMINATED: the target stopped */
@@ -99,5 +116,7 @@
  */
 #define CORRAL_KIND_CANCEL		"cancel"
 #define CORRAL_KIND_PROGRESS		"progress"
+/* The result of a request the agent made itself (map/send expectsResponse). */
+#define CORRAL_KIND_RESULT		"result"
 
 #endif /* CORRAL_PROTOCOL_H */

@@ -52,6 +52,27 @@
 //   graph                   map/structure/graph: edges join listed nodes, one
 //                           parent-child edge per node with a listed parent
 //   unsubscribe             map/unsubscribe of the subscription
+//   scope-create:S          map/scopes/create {scopeId: S}: a Scope (SDK schema)
+//   scope-join:S:ID         map/scopes/join: the Agent answered lists S in scopes
+//   scope-leave:S:ID        map/scopes/leave: the Agent no longer lists S
+//   scope-members:S:ID[:no] map/scopes/members: ID among them (with no: not)
+//   scope-list:S            map/scopes/list: S among them, each a Scope
+//   scope-send:S:ID         sendToScope: delivered names ID (and not us)
+//   scope-missing           sendToScope of an unknown scope: error 2002
+//   find-capability:C:ID    map/agents/list {filter: {capabilityId: C}}: ID
+//                           among them, each with capability C
+//   session-request:ID:S    request() of ID with an envelope of session S
+//   session-list:S          listSessions(): the run's session first, then S,
+//                           each a SessionInfo
+//   session-load:S:ID       loadSession(S): restored, ID and @self among its
+//                           participants, a request and its result in history
+//   session-close:S         closeSession(S): a SessionInfo with closedAt
+//   task-create:T           createTask({task: {id: T, title, description}}):
+//                           a MAPTask with status open
+//   task-assign:T:ID        assignTask(T, ID): in_progress, assignee ID
+//   task-list:T:S           listTasks() until T has status S (a MAPTask each,
+//                           meta.corral with the registry's own status)
+//   task-filter:ID          listTasks({filter: {assignee: ID}}): only ID's
 //   disconnect              map/disconnect
 //   sleep:MS
 // A final "frames" step reports any frame-level violation not yet reported.
@@ -187,6 +208,16 @@ function resolveId(s) {
 	return s;
 }
 
+// Fail unless t has MAPTask's shape (the SDK ships no schema for it).
+function taskShape(t) {
+	const st = ['open', 'in_progress', 'blocked', 'completed', 'failed'];
+	if (!t || typeof t.id !== 'string' || !st.includes(t.status) ||
+	    (t.assignee !== undefined && t.assignee !== null && typeof t.assignee !== 'string') ||
+	    (t.title !== undefined && typeof t.title !== 'string') ||
+	    (t.meta !== undefined && (typeof t.meta !== 'object' || t.meta === null)))
+		fail(`not a MAPTask: ${JSON.stringify(t)}`);
+}
+
 function eventAbout(ev, id) {
 	return id === undefined || ev.source === id || (ev.data && ev.data.agentId === id);
 }
@@ -195,6 +226,7 @@ const steps = {
 	async connect() {
 		const r = await client.connect();
 		ctx.vars.self = r.participantId;
+		ctx.vars.session = r.sessionId;
 		return `session=${r.sessionId} participant=${r.participantId}`;
 	},
 	async list() {
@@ -315,6 +347,171 @@ const steps = {
 				fail(`no ${type} event${id ? ` about ${id}` : ''} within ${opt.wait} ms; got ${ctx.sdkEvents.map((e) => e.type).join(',') || 'none'}`);
 			await sleep(20);
 		}
+	},
+	async 'scope-create'(arg) {
+		const r = await client.callExtension('map/scopes/create', { scopeId: arg });
+		const v = sdk.ScopeSchema.safeParse(r.scope);
+		if (!v.success)
+			fail(`scope: ${issues(v)}`);
+		if (r.scope.id !== arg)
+			fail(`created ${r.scope.id}, asked for ${arg}`);
+		return `id=${r.scope.id}`;
+	},
+	async 'scope-join'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.callExtension('map/scopes/join', { scopeId: scope, agentId: id });
+		const a = S.Agent.safeParse(r.agent);
+		if (!a.success)
+			fail(`agent: ${issues(a)}`);
+		if (!(r.agent.scopes || []).includes(scope))
+			fail(`${id}.scopes is ${JSON.stringify(r.agent.scopes)}, want ${scope} in it`);
+		return `${id} in ${r.agent.scopes.join(',')}`;
+	},
+	async 'scope-leave'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.callExtension('map/scopes/leave', { scopeId: scope, agentId: id });
+		if ((r.agent.scopes || []).includes(scope))
+			fail(`${id} still lists ${scope}`);
+		return `${id} left ${scope}`;
+	},
+	async 'scope-members'(arg) {
+		const [scope, idArg, no] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.getScopeMembers(scope);
+		if (!Array.isArray(r.members) || r.members.includes(id) !== (no === undefined))
+			fail(`members of ${scope}: ${JSON.stringify(r.members)}, want ${id} ${no ? 'not ' : ''}among them`);
+		return `${scope}: ${r.members.join(',')}`;
+	},
+	async 'scope-list'(arg) {
+		const r = await client.listScopes();
+		for (const sc of r.scopes) {
+			const v = sdk.ScopeSchema.safeParse(sc);
+			if (!v.success)
+				fail(`scope ${sc.id}: ${issues(v)}`);
+		}
+		if (!r.scopes.some((sc) => sc.id === arg))
+			fail(`no ${arg} in ${JSON.stringify(r.scopes.map((sc) => sc.id))}`);
+		return `n=${r.scopes.length}`;
+	},
+	async 'scope-send'(arg) {
+		const [scope, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.sendToScope(scope, envelope('harness topic message'));
+		if (!Array.isArray(r.delivered) || !r.delivered.includes(id))
+			fail(`delivered ${JSON.stringify(r.delivered)} does not name ${id}`);
+		if (r.delivered.includes(ctx.vars.self))
+			fail('the sender got its own message');
+		return `delivered=${r.delivered.join(',')}`;
+	},
+	async 'scope-missing'() {
+		try {
+			await client.sendToScope('corral-harness-no-such-scope', envelope('nobody'));
+		} catch (e) {
+			if (!(e instanceof sdk.MAPRequestError) || e.code !== sdk.ERROR_CODES.SCOPE_NOT_FOUND)
+				fail(`want error 2002, got ${errText(e)}`);
+			return `${e.code} ${e.message}`;
+		}
+		fail('a send to an unknown scope was answered with a result');
+	},
+	async 'find-capability'(arg) {
+		const [cap, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.listAgents({ filter: { capabilityId: cap } });
+		if (!r.agents.some((a) => a.id === id))
+			fail(`no ${id} among ${JSON.stringify(r.agents.map((a) => a.id))}`);
+		for (const a of r.agents) {
+			const ids = ((a.capabilityDescriptor || {}).capabilities || []).map((c) => c.id);
+			if (!ids.includes(cap))
+				fail(`${a.id} has no capability ${cap}: ${JSON.stringify(a.capabilityDescriptor)}`);
+		}
+		return `${r.agents.map((a) => a.id).join(',')}`;
+	},
+	async 'session-request'(arg) {
+		const [idArg, sess] = arg.split(':');
+		const id = resolveId(idArg);
+		const reply = await client.request({ agent: id },
+		    { ...envelope('in a session'), session: sess }, { timeout: opt.wait });
+		if (!reply.meta || reply.meta.isResult !== true)
+			fail('reply meta.isResult is not true');
+		return `reply from ${reply.from}`;
+	},
+	async 'session-list'(arg) {
+		const r = await client.listSessions();
+		for (const x of r.sessions) {
+			const v = S.SessionInfo.safeParse(x);
+			if (!v.success)
+				fail(`session ${x.id}: ${issues(v)}`);
+		}
+		if (r.sessions[0].id !== ctx.vars.session)
+			fail(`first session ${r.sessions[0].id}, want the run's ${ctx.vars.session}`);
+		if (!r.sessions.some((x) => x.id === arg))
+			fail(`no ${arg} in ${JSON.stringify(r.sessions.map((x) => x.id))}`);
+		return `n=${r.sessions.length}`;
+	},
+	async 'session-load'(arg) {
+		const [sess, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.loadSession(sess);
+		if (r.sessionId !== sess || r.restored !== true)
+			fail(`load answered ${JSON.stringify(r)}`);
+		const d = r._meta && r._meta.corral;
+		if (!d || !d.participants.includes(id) || !d.participants.includes(ctx.vars.self))
+			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${ctx.vars.self}`);
+		const kinds = d.history.map((h) => h.kind);
+		if (kinds.indexOf('request') < 0 || kinds.indexOf('result') < kinds.indexOf('request'))
+			fail(`history ${JSON.stringify(kinds)}, want a request then its result`);
+		return `participants=${d.participants.join(',')} history=${kinds.join(',')}`;
+	},
+	async 'session-close'(arg) {
+		const r = await client.closeSession(arg);
+		const v = S.SessionInfo.safeParse(r.session);
+		if (!v.success)
+			fail(`session: ${issues(v)}`);
+		if (r.session.id !== arg || typeof r.session.closedAt !== 'number')
+			fail(`closed ${JSON.stringify(r.session)}`);
+		return `closedAt=${r.session.closedAt}`;
+	},
+	async 'task-create'(arg) {
+		const r = await client.createTask({ task: { id: arg, title: `harness task ${arg}`,
+		    description: 'a task from the MAP harness' } });
+		taskShape(r.task);
+		if (r.task.id !== arg || r.task.status !== 'open')
+			fail(`created ${JSON.stringify(r.task)}`);
+		return `id=${r.task.id} status=${r.task.status}`;
+	},
+	async 'task-assign'(arg) {
+		const [tid, idArg] = arg.split(':');
+		const id = resolveId(idArg);
+		const r = await client.assignTask(tid, id);
+		taskShape(r.task);
+		if (r.task.assignee !== id || r.task.status !== 'in_progress')
+			fail(`assigned ${JSON.stringify(r.task)}`);
+		return `assignee=${r.task.assignee} status=${r.task.status}`;
+	},
+	async 'task-list'(arg) {
+		const [tid, want] = arg.split(':');
+		const deadline = Date.now() + opt.wait;
+		for (;;) {
+			const r = await client.listTasks();
+			if (typeof r.hasMore !== 'boolean')
+				fail(`hasMore ${JSON.stringify(r.hasMore)}`);
+			r.tasks.forEach(taskShape);
+			const t = r.tasks.find((x) => x.id === tid);
+			if (t && t.status === want)
+				return `${tid} ${t.status} (${t.meta.corral.status}) of ${r.tasks.length}`;
+			if (Date.now() > deadline)
+				fail(`${tid} is ${t ? t.status : 'missing'}, want ${want}`);
+			await sleep(50);
+		}
+	},
+	async 'task-filter'(arg) {
+		const id = resolveId(arg);
+		const r = await client.listTasks({ filter: { assignee: id } });
+		if (!r.tasks.length || r.tasks.some((t) => t.assignee !== id))
+			fail(`tasks of ${id}: ${JSON.stringify(r.tasks.map((t) => [t.id, t.assignee]))}`);
+		return `n=${r.tasks.length}`;
 	},
 	async 'wait-child'(arg) {
 		const id = resolveId(arg);

@@ -3,7 +3,8 @@
 # (tests/fakeapi), driven through corral serve:
 #   - Claude Code with its permission prompts off
 #     (--dangerously-skip-permissions) and confine: on: the fake model's
-#     `touch` of a file outside its cwd fails with "Permission denied",
+#     `touch` of a file outside its cwd fails ("Read-only file system"
+#     in its mount namespace, else "Permission denied" from Landlock),
 #     the same `touch` inside succeeds; the same Claude unconfined
 #     writes outside (so the refusal is Landlock's, not Claude's).
 #   - Codex in its own sandbox (bubblewrap), read-only (the default) and
@@ -83,7 +84,12 @@ note "5 requests took $(elapsed "$s")s; codex's sandboxed echo: $(tr '\n' ' ' <"
 
 grep -q "corral: confine: Landlock ABI [1-9]" "$T/err" ||
     skip "this kernel has no Landlock: $(grep confine "$T/err" | head -n 1)"
-expect_reply k1 "touch: cannot touch '$T/outside/confined': Permission denied"
+# Refused by its read-only mount namespace, else by Landlock.
+if grep -q "confine: a mount namespace for each agent" "$T/err"; then
+	expect_reply k1 "touch: cannot touch '$T/outside/confined': Read-only file system"
+else
+	expect_reply k1 "touch: cannot touch '$T/outside/confined': Permission denied"
+fi
 [ -e "$T/outside/confined" ] && fa_fail "the confined claude wrote outside its cwd"
 expect_reply k2 '"text":"The command printed: '
 [ -e "$T/ws/inside.txt" ] || fa_fail "the confined claude could not write inside its cwd"

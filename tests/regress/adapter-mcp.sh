@@ -3,16 +3,16 @@
 # initialize and tools/list make its tools the agent's capabilities (in the
 # log and the audit log); tool.call envelopes become tools/call and their
 # results tool_result envelopes (name or tool, content.data or
-# inputs.parameters with {{templates}}); an unknown tool and a request of
-# another intent get error envelopes; with heartbeat: set, corral pings
-# and an idle server stays READY.  With a scripted server (node, below):
+# inputs.parameters with {{templates}}, an unknown filter there ignored);
+# an unknown tool and a request of another intent get error envelopes;
+# with heartbeat: set, corral pings and an idle server stays READY.  With a scripted server (node, below):
 # corral answers the server's ping, survives a non-JSON line on its
 # stdout, reads a paged tools/list, maps a JSON-RPC error to an error
 # envelope and sends notifications/cancelled for a request that times out.
 if [ "${1:-}" = --inner ]; then
 	. "$(dirname "$0")/adapter-lib.sh"
 	SERVE_FLAGS=-vv serve_up "$T/wf.yaml"
-	feed "$(envl m1 tool.call 'echo' ',"inputs":{"parameters":{"name":"echo","arguments":{"message":"hi from {{task}}"}}}')"
+	feed "$(envl m1 tool.call 'echo' ',"inputs":{"parameters":{"name":"echo","arguments":{"message":"hi from {{task}} {{task | nope}}"}}}')"
 	wait_out 1 30 || exit 1
 	echo "first $(since "$FED_AT")" >"$T/times"
 	feed '{"protocol":"multiagent-1.0","role":"user","intent":"tool.call","task":"add","content":{"type":"json","data":{"tool":"get-sum","arguments":{"a":2,"b":40}}},"trace":{"id":"m2"}}'
@@ -114,7 +114,7 @@ grep -q '"ev":"capabilities","agent":"tools","adapter":"mcp","server":{"name":"m
 grep -q 'agent tools: INITIALIZING -> READY (MCP initialized, tools listed)' "$T/err.everything" ||
     fa_fail "the agent did not become READY after tools/list"
 
-expect_reply m1 '"intent":"tool.call"' '"type":"tool_result","text":"Echo: hi from echo"' \
+expect_reply m1 '"intent":"tool.call"' '"type":"tool_result","text":"Echo: hi from echo echo"' \
     '"confidence":{"score":1'
 expect_reply m2 '"type":"tool_result","text":"The sum of 2 and 40 is 42."'
 expect_reply m3 '"type":"error"' '"code":"tool_error"' 'Tool no_such_tool not found' \

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command line: global options before the command, the command's own
-# options before or after its file, and corral check's two forms.
+# options before or after its file, --help, --trace, and corral check's
+# two forms.
 #   - -v, -vv, -vvv (or --verbose, repeated) before the command, -v after
 #     it (run and serve), and both together add up: one -v logs state
 #     changes, two or more also the debugging detail (READY -> BUSY);
@@ -49,6 +50,18 @@ expect_rc 0
 log_has 'agent a: READY -> BUSY' ||
     fail "corral serve FILE -vv: expected the debugging detail in the log"
 
+# --trace: a line on stderr for each envelope to and from an agent, the
+# agent's bytes escaped (an ESC byte in the goal comes back as \033).
+corral_run 10 run "$T/wf.yaml" --goal "$(printf 'hi\033[2J there')" --trace
+expect_rc 0
+grep -q '^corral: [0-9:.]* user -> a: plan [^ ]*-1 "hi\\033\[2J there"$' "$ERR" ||
+    fail "--trace: no line for the goal to a: $(cat "$ERR")"
+grep -q '^corral: [0-9:.]* a -> corral: [a-z]* [^ ]* (re [^ ]*-1) "' "$ERR" ||
+    fail "--trace: no line for a's reply: $(cat "$ERR")"
+grep -q "$(printf '\033')" "$ERR" && fail "--trace let an escape byte through"
+corral_run 10 run "$T/wf.yaml" --goal hi
+grep -q ' -> ' "$ERR" && fail "trace lines without --trace: $(cat "$ERR")"
+
 for opt in --version -V; do
 	corral_run 5 "$opt"
 	expect_rc 0
@@ -62,6 +75,24 @@ for opt in --help -h; do
 	grep -q 'corral check \[-p | --print\] FILE' "$OUT" ||
 	    fail "corral $opt: the usage does not show check's --print"
 done
+# --help shows every command with all its options (from the command
+# table: tests/unit/cmd.c holds the manual to the same table).
+corral_run 5 --help
+for w in "corral events [-S PATH | --run ID]" "[--since EVENTID] [--new]" \
+    "[--timeout DURATION] AGENT|INTENT ENVELOPE" "corral ps [-S PATH | --run ID]"; do
+	grep -qF -- "$w" "$OUT" || fail "corral --help lacks '$w': $(cat "$OUT")"
+done
+awk 'length > 79 { exit 1 }' "$OUT" || fail "corral --help has lines over 79 columns"
+for cmd in run serve check new tree ps events send stop cancel top metrics tasks mcp; do
+	corral_run 5 "$cmd" --help
+	expect_rc 0
+	grep -q "^usage: corral $cmd " "$OUT" || fail "corral $cmd --help: $(cat "$OUT")"
+	[ -s "$ERR" ] && fail "corral $cmd --help wrote on stderr: $(cat "$ERR")"
+done
+corral_run 5 events --new
+expect_rc 2
+grep -q "^usage: corral events " "$ERR" || fail "corral events --new without -f: $(cat "$ERR")"
+
 for args in "" "--no-such-option check $T/wf.yaml" "-x check $T/wf.yaml" \
     "no-such-command" "check" "check --no-such-option $T/wf.yaml" \
     "check $T/wf.yaml $T/wf.yaml"; do

@@ -1,8 +1,11 @@
 #!/bin/sh
 # The commands that use the control socket, against a running corral
-# serve: ps, tree, events (history and --follow), send (to an agent, as a
-# request, through the routes), metrics, top (in a pseudo-terminal, via
-# script(1)), stop (an agent, then the run).
+# serve: ps (with -S, and without: through the link to --control's
+# socket; the request in flight with its trace id, intent, agent and age),
+# tree, events (history and --follow; a failed request's id and intent),
+# send (to an agent, as a request, through the routes), metrics, top (in a
+# pseudo-terminal, via script(1), and into a file), stop (an agent, then
+# the run).
 . "$(dirname "$0")/ctl-lib.sh"
 
 command -v script >/dev/null 2>&1 || skip "script (util-linux) is missing"
@@ -32,9 +35,26 @@ ctl ps
 ctl_has "serve"
 grep -q "^  echo  *idle  *[0-9][0-9]* *0 " "$T/ctl.out" || fail "ps: echo idle: $(cat "$T/ctl.out")"
 grep -q "^  slow  *busy  *[0-9][0-9]* *1 " "$T/ctl.out" || fail "ps: slow busy, 1 in flight: $(cat "$T/ctl.out")"
+# The request in flight, with what corral cancel needs: its trace id.
+grep -q "^  REQUEST  *INTENT  *STATE  *AGENT  *AGE  *TASK$" "$T/ctl.out" &&
+    grep -q "^  in-1  *plan  *inflight  *slow  *[0-9.]*[smhd][0-9]*s* *t$" "$T/ctl.out" ||
+    fail "ps: the request in flight: $(cat "$T/ctl.out")"
 ctl ps --json
 [ "$(jq -r '.run.mode' "$T/ctl.out")" = serve ] || fail "ps --json: $(cat "$T/ctl.out")"
 [ "$(jq -r '.agents | length' "$T/ctl.out")" = 2 ] || fail "ps --json agents: $(cat "$T/ctl.out")"
+[ "$(jq -r '.requests[] | [.requestId, .intent, .state, .kind, .agentId, .task, (.age >= 0), (.acceptedAt > 0)] | join(" ")' "$T/ctl.out")" = \
+    "in-1 plan inflight input slow t true true" ] || fail "ps --json requests: $(jq -c .requests "$T/ctl.out")"
+# Without -S: the run's socket is elsewhere (--control), linked from the
+# directory, so ps lists it with that socket; --run filters.
+runid=$(jq -r '.run.runId' "$T/ctl.out")
+[ -L "$XDG_RUNTIME_DIR/corral/$runid.sock" ] ||
+    fail "no link to --control's socket in $XDG_RUNTIME_DIR/corral: $(ls -l "$XDG_RUNTIME_DIR/corral")"
+"$CORRAL" ps >"$T/ps.out" 2>&1 || fail "corral ps: $(cat "$T/ps.out")"
+grep -q "^$runid  *[0-9][0-9]*  *serve .* $SOCK\$" "$T/ps.out" || fail "ps without -S: $(cat "$T/ps.out")"
+"$CORRAL" ps --run "$(echo "$runid" | cut -c1-3)" >"$T/ps.out" 2>&1 && grep -q "^$runid " "$T/ps.out" ||
+    fail "ps --run PREFIX: $(cat "$T/ps.out")"
+"$CORRAL" ps --run nosuch >"$T/ps.out" 2>&1
+grep -q "^no corral with run id nosuch is running" "$T/ps.out" || fail "ps --run nosuch: $(cat "$T/ps.out")"
 
 # tree, live
 ctl tree
@@ -91,6 +111,12 @@ grep -q "^echo  *idle " "$T/top.txt" || fail "top: echo idle:
 $(cat "$T/top.txt")"
 grep -q "$(printf '\033\\[?1049h')" "$T/top.raw" && grep -q "$(printf '\033\\[?1049l')" "$T/top.raw" ||
     fail "top should enter and leave the alternate screen"
+# Not a terminal: plain screens, no escape sequences.
+"$CORRAL" top -S "$SOCK" -n 2 -d 0.2 >"$T/top.plain" 2>&1 </dev/null || fail "corral top >file: $(cat "$T/top.plain")"
+grep -q "$(printf '\033')" "$T/top.plain" && fail "top wrote escape sequences to a file: $(od -c "$T/top.plain" | head)"
+[ "$(grep -c '^corral top  run ' "$T/top.plain")" = 2 ] || fail "top -n 2 >file: two screens expected: $(cat "$T/top.plain")"
+grep -q "^slow  *busy  *[0-9][0-9]* *1 " "$T/top.plain" || fail "top >file: slow busy: $(cat "$T/top.plain")"
+grep -q "^in-1  *plan  *inflight  *slow " "$T/top.plain" || fail "top >file: the request in flight: $(cat "$T/top.plain")"
 ( sleep 1; printf q; sleep 10 ) | TERM=xterm script -qfec "$CORRAL top -S $SOCK -d 0.2" "$T/top2.raw" >/dev/null 2>&1 &
 topper=$!
 wait_for '! kill -0 $topper 2>/dev/null' 8 || fail "top did not quit on q"
@@ -120,6 +146,9 @@ ctl events --text --filter agent_state_changed --agent slow
 grep -q "agent_state_changed  *slow  *idle -> busy" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
 grep -q "slow  *idle -> stopping (stopped by client:" "$T/ctl.out" || fail "events --text: $(cat "$T/ctl.out")"
 grep -v " agent_state_changed  *slow " "$T/ctl.out" | grep -q . && fail "events --filter let others through: $(cat "$T/ctl.out")"
+ctl events --text --filter system_error
+grep -q " system_error  *slow  *cancelled: .*(request in-1, plan)$" "$T/ctl.out" ||
+    fail "events --text: the cancelled request's id and intent: $(cat "$T/ctl.out")"
 
 # stop the run: corral shuts down as for SIGTERM; the follower ends too.
 ctl stop --wait
@@ -138,5 +167,6 @@ grep -q '"ev":"map_event"' "$T/audit.ndjson" || fail "no map_event lines in the 
 "$CORRAL" tree --log "$T/audit.ndjson" | grep -q "^slow \[STOPPED" ||
     fail "corral tree --log: $("$CORRAL" tree --log "$T/audit.ndjson")"
 [ ! -e "$SOCK" ] || fail "$SOCK is still there after corral exited"
+[ ! -L "$XDG_RUNTIME_DIR/corral/$runid.sock" ] || fail "the link to $SOCK is still there after corral exited"
 expect_no_leftovers
 exit 0

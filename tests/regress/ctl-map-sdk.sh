@@ -4,7 +4,11 @@
 # the SDK's own schemas (tests/map/lib): a ClientConnection over the
 # control socket connects, lists agents, subscribes and gets the events
 # in order, spawns an agent, sends it a message, makes a request of it,
-# replays, draws the graph, stops it; an AgentConnection inside corral
+# replays, draws the graph, stops it; it lists, creates, joins, leaves
+# and sends to scopes (topics), finds an agent by capability, and lists,
+# loads and closes a session its request named, and creates, assigns
+# and lists a task (corral tasks shows it too); an
+# AgentConnection inside corral
 # (tests/map/agent.mjs) registers and spawns a child of its own (kept
 # after its task, so the client can ask it too); an agent
 # on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
@@ -31,6 +35,8 @@ agents:
   echo:
     cmd: [$TA]
     role: worker
+    capabilities: [{name: echoing, version: "1", actions: [echo]}]
+    subscribe: [news]
   sdk-agent:
     cmd: [node, $MAP/agent.mjs, --spawn, "sdk-leaf:leaf work", --keep, --report, $T/agents.txt]
     autostart: false
@@ -73,6 +79,35 @@ for s in "connect" "spawn:echo" "wait:agent_registered:@spawned" "send:@spawned"
 $(cat "$T/c2")"
 done
 note "$(tail -n 1 "$T/c2")"
+
+# Scopes (topics) and capabilities: the workflow's subscription, a new
+# scope joined and left, a send to each, discovery by capability.
+node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
+    connect scope-list:news scope-members:news:echo scope-send:news:echo \
+    scope-create:room scope-join:room:echo scope-members:room:echo \
+    scope-send:room:echo scope-leave:room:echo scope-members:room:echo:no \
+    scope-missing find-capability:echoing:echo session-request:echo:s-1 \
+    session-list:s-1 session-load:s-1:echo session-close:s-1 \
+    task-create:t-1 task-assign:t-1:echo task-list:t-1:completed \
+    task-filter:echo disconnect >"$T/c3" 2>&1 ||
+    fail "client (scopes, capabilities, sessions, tasks):
+$(cat "$T/c3")"
+grep -q "^[0-9]* passed, 0 failed$" "$T/c3" || fail "client: $(tail -n 3 "$T/c3")"
+# corral tasks shows the registry: the task and the session's request.
+ctl tasks
+[ "$CRC" = 0 ] || fail "corral tasks: $(cat "$T/ctl.err")"
+grep -Eq '^t-1 +completed +echo +client:[0-9]+ ' "$T/ctl.out" ||
+    fail "corral tasks: no completed t-1 of echo: $(cat "$T/ctl.out")"
+ctl tasks --json --status completed
+jq -e '.tasks | length >= 2 and all(.status == "completed")' "$T/ctl.out" >/dev/null ||
+    fail "corral tasks --json --status completed: $(cat "$T/ctl.out")"
+# The collaboration bus's metric names, beside corral's.
+ctl metrics
+ctl_has 'agent_messages_total{source="echo",dest="corral",type="out"} '
+ctl_has 'agent_messages_total{source="corral",dest="echo",type="in"} '
+ctl_has 'agent_queue_size{agent_id="echo"} 0'
+ctl_has 'agent_request_duration_bucket{le="+Inf",source="*",dest="*"} '
+ctl_has '# TYPE agent_errors_total counter' 
 
 # The SDK agents: registered, spawned, answered, and left cleanly.
 wait_for '[ "$(grep -c "ok exit" "$T/agents.txt" 2>/dev/null)" = 2 ]' 20 ||

@@ -60,9 +60,9 @@ jq -se 'map(select(.method == "map/message" and
     fail "the request did not come as one map/message: $(cat "$T/in.ndjson")"
 
 # Dialects corral does not speak, or that do not go with an adapter.
-sed 's/protocol: map/protocol: bus/' "$T/wf.yaml" >"$T/bad.yaml"
-"$CORRAL" check "$T/bad.yaml" >"$T/check" 2>&1 && fail "check accepted protocol: bus"
-grep -q 'agents.mapper.protocol: unknown dialect "bus" (corral speaks multiagent-1.0, map, adr-007)' \
+sed 's/protocol: map/protocol: smoke-signals/' "$T/wf.yaml" >"$T/bad.yaml"
+"$CORRAL" check "$T/bad.yaml" >"$T/check" 2>&1 && fail "check accepted protocol: smoke-signals"
+grep -q 'agents.mapper.protocol: unknown dialect "smoke-signals" (corral speaks multiagent-1.0, map, bus, agentmessage, adr-007)' \
     "$T/check" || fail "check: $(cat "$T/check")"
 printf 'agents:\n  a:\n    cmd: [cat]\n    adapter: ndjson\n    protocol: map\n' >"$T/bad.yaml"
 "$CORRAL" check "$T/bad.yaml" >"$T/check" 2>&1 && fail "check accepted protocol: with adapter:"

@@ -3,8 +3,10 @@
 # does not reach it; PATH does, so do the agent's own env: entries, and
 # corral's CORRAL_AGENT_ID, CORRAL_AGENT_NAME, CORRAL_RUN_ID,
 # CORRAL_PROTOCOL, and CORRAL_CONTROL with the agent's credential
-# CORRAL_AGENT_TOKEN (none with --no-control).  An env: entry overrides an
-# inherited variable.
+# CORRAL_AGENT_TOKEN (none with --no-control), and PYTHONPATH naming the
+# directory of corral's Python module (corral's own PYTHONPATH, outside
+# the allowlist, does not reach it).  An env: entry overrides an inherited
+# variable.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -18,7 +20,7 @@ routes:
   "*": envy
 YAML
 
-export SECRET_TOKEN=hunter2 AWS_SECRET_ACCESS_KEY=xyz LANG=C.inherited
+export SECRET_TOKEN=hunter2 AWS_SECRET_ACCESS_KEY=xyz LANG=C.inherited PYTHONPATH=/leaked
 # corral gets the secret (else this test would prove nothing).
 [ "$(sh -c 'echo $SECRET_TOKEN')" = hunter2 ] || fail "SECRET_TOKEN is not exported (test broken?)"
 corral_run 20 run "$T/wf.yaml" --goal go --control "$T/ctl.sock"
@@ -41,8 +43,13 @@ grep -qx "CORRAL_CONTROL=$T/ctl.sock" "$T/env" ||
     fail "expected CORRAL_CONTROL=$T/ctl.sock, saw: $(grep '^CORRAL_CONTROL' "$T/env")"
 grep -qx 'CORRAL_AGENT_TOKEN=[0-9a-f]\{64\}' "$T/env" ||
     fail "expected a 64-digit CORRAL_AGENT_TOKEN"
+pp=$(sed -n 's/^PYTHONPATH=//p' "$T/env")
+case $pp in
+*/share/corral/python) [ -f "$pp/corral_agent.py" ] || fail "PYTHONPATH=$pp holds no corral_agent.py" ;;
+*) fail "expected PYTHONPATH=<corral's module directory>, saw: '$pp'" ;;
+esac
 # Nothing outside the documented allowlist.
-extra=$(sed 's/=.*//' "$T/env" | grep -Ev '^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_.*|TZ|TERM|TMPDIR|SHELL|OWN_VAR|CORRAL_AGENT_ID|CORRAL_AGENT_NAME|CORRAL_RUN_ID|CORRAL_PROTOCOL|CORRAL_CONTROL|CORRAL_AGENT_TOKEN)$' | tr '\n' ' ')
+extra=$(sed 's/=.*//' "$T/env" | grep -Ev '^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_.*|TZ|TERM|TMPDIR|SHELL|OWN_VAR|CORRAL_AGENT_ID|CORRAL_AGENT_NAME|CORRAL_RUN_ID|CORRAL_PROTOCOL|CORRAL_CONTROL|CORRAL_AGENT_TOKEN|PYTHONPATH)$' | tr '\n' ' ')
 [ -z "$extra" ] || fail "variables outside the allowlist reached the agent: $extra"
 # Without a control socket there is nothing to reach, and no credential.
 rm -f "$T/env"

@@ -1,5 +1,6 @@
 #!/bin/sh
-# `cmake --install` puts the binary and the manual page where a prefix says.
+# `cmake --install` puts the binary, the manual page and the Python agents'
+# module where a prefix says.
 set -u
 build=$(dirname "$CORRAL")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/corral-install.XXXXXX") || exit 1
@@ -15,6 +16,9 @@ case $man in
 */man1/corral.1) ;;
 *) echo "FAIL: corral.1 installed at $man, not under man1/"; exit 1 ;;
 esac
+# The Python agents' module, where the installed corral looks for it.
+[ -f "$tmp/share/corral/python/corral_agent.py" ] ||
+    { echo "FAIL: no share/corral/python/corral_agent.py installed"; exit 1; }
 # The installed binary runs and knows its version.
 "$tmp/bin/corral" --version | grep -q '^corral ' ||
     { echo "FAIL: the installed corral does not run"; exit 1; }

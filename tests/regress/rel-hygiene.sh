@@ -94,7 +94,7 @@ for a in h d; do
 	[ "$1" = "$3" ] && [ "$1" = "$4" ] ||
 	    fail "agent $a: expected its own session and group, pid $1 ppid $2 pgrp $3 session $4"
 	grep -q '^SECRET_TOKEN=' "$T/$a/env" && fail "agent $a: SECRET_TOKEN reached it"
-	extra=$(sed 's/=.*//' "$T/$a/env" | grep -Ev '^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_.*|TZ|TERM|TMPDIR|SHELL|CORRAL_AGENT_ID|CORRAL_AGENT_NAME|CORRAL_RUN_ID|CORRAL_PROTOCOL|CORRAL_CONTROL|CORRAL_AGENT_TOKEN)$' | tr '\n' ' ')
+	extra=$(sed 's/=.*//' "$T/$a/env" | grep -Ev '^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_.*|TZ|TERM|TMPDIR|SHELL|CORRAL_AGENT_ID|CORRAL_AGENT_NAME|CORRAL_RUN_ID|CORRAL_PROTOCOL|CORRAL_CONTROL|CORRAL_AGENT_TOKEN|PYTHONPATH)$' | tr '\n' ' ')
 	[ -z "$extra" ] || fail "agent $a: variables outside the allowlist: $extra"
 	[ "$(limit 'Max core file size' "$T/$a/limits")" = "0 0" ] ||
 	    fail "agent $a: expected core 0 0, got '$(limit 'Max core file size' "$T/$a/limits")'"

@@ -14,6 +14,8 @@
 #   - a multiagent-1.0 reply whose step member breaks a rule is tried
 #     again the same way
 #   - corral serve: each input walks the steps as its own job
+#   - a step that names a capability goes to an agent that has it; one
+#     that no agent has fails the run with no_agent, saying which
 . "$(dirname "$0")/steps-lib.sh"
 
 PROTO=adr-007
@@ -109,4 +111,30 @@ want "writer runs in serve" "$(recvs writer)" 2
 grep -q '"parents":\[[^]]*"in-1"' "$OUT" && grep -q '"parents":\[[^]]*"in-2"' "$OUT" ||
     fail "the results do not name their inputs: $(cat "$OUT")"
 note "serve: ok"
+
+# A step by capability.
+rm -f "$T"/*.rec
+{
+	printf 'workspace: %s\nagents:\n' "$W"
+	agent_yaml writer
+	PROTO=multiagent-1.0 agent_yaml validator
+	printf '    capabilities: [spec-review]\n'
+	printf 'steps:\n'
+	printf '  - {name: write, agent: writer, action: create}\n'
+	printf '  - {name: review, capability: spec_review, action: review, retry: write}\n'
+} >"$T/wf.yaml"
+out true proceed "Drafted" '[]' >"$T/writer.script"
+ma text "ok" >"$T/validator.script"
+run_steps --goal "user login"
+want "exit status of a step by capability" "$RC" 0
+want "the capable agent's runs" "$(recvs validator)" 1
+audit_lines step | grep -q '"step":"review","iteration":1,"capability":"spec_review"' ||
+    fail "the step line does not name the capability: $(audit_lines step)"
+sed -i 's/capability: spec_review/capability: translation/' "$T/wf.yaml"
+run_steps --goal "user login"
+want "exit status when no agent has the capability" "$RC" 1
+want "its code" "$(field "$(cat "$OUT")" .content.data.code)" no_agent
+log_has "no agent has the capability 'translation' that step review needs" ||
+    fail "the log does not say which capability"
+note "steps by capability: ok"
 exit 0

@@ -40,6 +40,8 @@ corral_start run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
 wait_rec_count "task wa-" 3 10
 wait_rec_count "task wr-" 3 10
 wait_rec_count "task wo-" 1 10
+# sesc spawns we after wo: wait for its start too.
+wait_rec_count "start we-" 1 10
 note_supervisor
 sall=$(rec_id sall)
 srest=$(rec_id srest)

@@ -49,7 +49,7 @@ check node-2 "true	text	analyze	-	-	working"
 check node-3 "false	error	route	child_failed	INTERNAL	child node-3 exit status 0 before finishing its task"
 check node-4 "false	error	route	child_failed	INTERNAL	child node-4 exit status 3 before finishing its task"
 check node-5 "false	error	finalize	-	-	bad"
-check node-6 "false	error	route	timeout	TIMEOUT	agent node-6 did not reply within 0.3*s"
+check node-6 "false	error	route	timeout	TIMEOUT	agent node-6 did not reply within 0.3*s; it has answered nothing yet; hint: *adapter: exec*"
 # The parent got them too, and finished with all six.
 for c in node-1 node-2; do
 	rec_lines "result root $c ok " | grep -q . || fail "root did not get $c's result"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Agents that misbehave on stdout, and the workflow still completes:
 #   - lines that are not JSON before a valid reply: each is logged naming
-#     the agent, the agent gets an error notice (content.type error, code
-#     invalid_json, "corral":{"kind":"notice"}), the reply still counts;
+#     the agent, quoting the line and saying "log to stderr", the agent
+#     gets an error notice (content.type error, code invalid_json,
+#     "corral":{"kind":"notice"}), the reply still counts;
 #   - invalid envelopes (confidence.score 7; no task): a notice with code
 #     invalid_envelope and the offending field's path;
 #   - an envelope that answers nothing: a notice with code unsolicited;
@@ -43,6 +44,9 @@ expect_rc 0
     fail "expected the valid reply 'plan by noisy' as the result: $(cat "$OUT")"
 n=$(grep -c 'corral: agent noisy: invalid JSON at byte 0' "$ERR")
 [ "$n" -eq 2 ] || fail "expected 2 log lines 'agent noisy: invalid JSON at byte 0', got $n"
+# Each one quotes the line and says what to do, not only the 10,000th.
+n=$(grep -c "corral: agent noisy: invalid JSON at byte 0: .*, in \"garbage line [12] from noisy, not JSON\"; stdout is for envelopes: log to stderr" "$ERR")
+[ "$n" -eq 2 ] || fail "expected both bad lines quoted, with the hint: $(grep noisy "$ERR")"
 expect_notice "$T/noisy.rec" invalid_json
 n=$(notices "$T/noisy.rec" | wc -l)
 [ "$n" -eq 2 ] || fail "expected 2 notices to noisy (one per garbage line), got $n"

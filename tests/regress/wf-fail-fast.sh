@@ -11,7 +11,11 @@
 #      request at once with the validation error, not at its timeout.
 #   4. An agent that answers every line, notices included, with plain text
 #      does not loop with corral for ever: it is FAILED with a cause that
-#      says it writes non-JSON to stdout, quoting the first line.
+#      says it writes non-JSON to stdout, quoting the first line; its
+#      request's error says it failed (it did not exit), and the hints say
+#      what to do: log to stderr, or adapter: exec.
+#   5. sort as an agent: the timeout and its echo at the end point at
+#      adapter: exec, not at a longer timeout.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
@@ -127,4 +131,33 @@ log_has 'corral: agent chatty: BUSY -> FAILED (it writes non-JSON to stdout' ||
     fail "chatty: expected it FAILED because it writes non-JSON to stdout"
 log_has '; log to stderr instead)' && log_has 'the first: "you said: {' ||
     fail "chatty: the cause does not quote the first line or give the advice"
+# It never exited: the error says it failed, the hint what to do.
+case $(result_field "$OUT" .content.text) in
+*"agent chatty failed before replying: it writes non-JSON to stdout"*) ;;
+*) fail "chatty: the error should say it failed: $(result_field "$OUT" .content.text)" ;;
+esac
+log_has '(agent_lost); hint: stdout is for envelopes, one JSON object a line; a program that is not an agent needs adapter: exec' ||
+    fail "chatty: the job's line should give the output hint: $(grep 'failed:' "$ERR")"
+log_has 'exited while working' && fail "chatty: it did not exit"
+grep -q 'agent chatty: invalid JSON at byte 0: .*, in "you said: {.*"; stdout is for envelopes: log to stderr, or give a program that is not an agent adapter: exec$' "$ERR" ||
+    fail "chatty: a bad line should be quoted, with both hints: $(grep 'invalid JSON' "$ERR" | head -n 1)"
+
+# 5. A plain program given as an agent: sort reads all its input before
+# it writes, so it answers nothing; at the end of its input it echoes the
+# request back.  Both messages point at adapter: exec.
+cat >"$T/sort.yaml" <<YAML
+agents:
+  sorter:
+    cmd: [sort]
+    timeout: 1s
+routes:
+  "*": sorter
+YAML
+corral_run 60 run "$T/sort.yaml" --goal go
+expect_rc 1
+log_has 'failed: agent sorter did not reply within 1s; it has answered nothing yet (timeout); hint: a program that is not an agent (sort, tr ...) needs adapter: exec' ||
+    fail "sort: the timeout should point at adapter: exec: $(cat "$ERR")"
+log_has 'raise its timeout' && fail "sort: more timeout is not the advice"
+log_has 'agent sorter: an envelope with no request outstanding was dropped (did it echo what it read? a program that is not an agent needs adapter: exec)' ||
+    fail "sort: its echo at the end should point at adapter: exec: $(cat "$ERR")"
 exit 0

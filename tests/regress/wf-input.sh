@@ -7,8 +7,8 @@
 #   - --input FILE holding a whole envelope is sent as it is (its intent,
 #     its trace.id), without --goal;
 #   - what no input could be (an unknown intent, a file that is not JSON,
-#     a --param without "=", neither --goal nor an envelope) exits 2 with
-#     the reason before any agent starts.
+#     a missing file or a directory, a --param without "=", neither --goal
+#     nor an envelope) exits 2 with the reason before any agent starts.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -69,5 +69,7 @@ refuse "expected KEY=VALUE" run "$T/wf.yaml" --goal go --param city
 refuse "not JSON" run "$T/wf.yaml" --goal go --param 'n:={'
 refuse "give one" run "$T/wf.yaml" --goal go --input "$T/env.json"
 refuse "goal TEXT is required" run "$T/wf.yaml"
-refuse "do not apply" serve "$T/wf.yaml" --param a=b
+refuse "unrecognized option '--param'" serve "$T/wf.yaml" --param a=b
+refuse "^corral: --input $T/no-such.json: No such file or directory\$" run "$T/wf.yaml" --input "$T/no-such.json"
+refuse "^corral: --input $T: Is a directory\$" run "$T/wf.yaml" --input "$T"
 exit 0

@@ -7,16 +7,22 @@
 #     two branches still open are cancelled (one outcome each, code
 #     cancelled) and the result lists them in corral.join.
 #   join: {then: summarize}: every branch's end goes to one summarize
-#     request, whose finalize is the result.
+#     request, whose finalize is the result.  Its reply decides: with a
+#     failed branch, a combiner that answers well ends the run with exit
+#     status 0 (it saw the branch's status: error), one that answers with
+#     an error fails it (exit status 1).
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
 LOG="$T/audit.ndjson"
 
-# wf JOIN [SLOW]: three executors; with SLOW the second and third hang.
+# wf JOIN [slow|fail] [GATHER]: three executors; with slow the second and
+# third hang, with fail the third answers with an error; GATHER adds to
+# the summarize agent's options (", --error").
 wf() {
-	s=""
+	s="" f="" g="${3:-}"
 	[ "${2:-}" = slow ] && s=", --hang"
+	[ "${2:-}" = fail ] && f=", --error"
 	cat >"$T/wf.yaml" <<YAML
 agents:
   planner:
@@ -26,9 +32,9 @@ agents:
   slow1:
     cmd: [$WA, --intent, finalize, --text, "slow1"$s]
   slow2:
-    cmd: [$WA, --intent, finalize, --text, "slow2"$s]
+    cmd: [$WA, --intent, finalize, --text, "slow2"$s$f]
   gather:
-    cmd: [$WA, --intent, finalize, --text, "gathered"]
+    cmd: [$WA, --intent, finalize, --text, "gathered"$g]
 routes:
   plan: planner
   execute: [fast, slow1, slow2]
@@ -69,4 +75,20 @@ expect_rc 0
 n=$(jq -r 'select(.ev == "env" and .env.intent == "summarize") | .env.content.data.branches | length' "$LOG")
 [ "$n" = 3 ] || fail "join then: expected one summarize request with 3 branches, got '$n'"
 expect_audit_ok "$LOG"
+rm -f "$LOG"
+
+# A failed branch: the combiner's reply decides.
+wf "join: {then: summarize}" fail
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 0
+[ "$(result_field "$OUT" .content.text)" = gathered ] ||
+    fail "join then, a failed branch, a combiner that answers: $(head -c 400 "$OUT")"
+st=$(jq -r 'select(.ev == "env" and .env.intent == "summarize") | [.env.content.data.branches[].status] | sort | join(",")' "$LOG")
+[ "$st" = "error,ok,ok" ] || fail "join then: the combiner should see the failed branch, got statuses '$st'"
+rm -f "$LOG"
+wf "join: {then: summarize}" fail ", --error"
+corral_run 20 run "$T/wf.yaml" --goal go --log "$LOG"
+expect_rc 1
+[ "$(result_field "$OUT" .content.type)" = error ] ||
+    fail "join then, a combiner's error: expected an error result: $(head -c 400 "$OUT")"
 exit 0

@@ -1406,7 +1406,8 @@ static const struct bad_conf bad_confs[] = {
 	{ "agents:\n  a:\n    cmd: [cat]\n    limits: {memory: 1}\n", 4, 14,
 	    "agents.a.limits: unknown key 'memory'" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: gpt\n", 4, 14,
-	    "agents.a.adapter: adapter 'gpt' is not available" },
+	    "agents.a.adapter: no adapter 'gpt' (the adapters are ndjson, "
+	    "exec" },
 	{ "agents:\n  a:\n    cmd: [cat]\n    adapter: {model: x}\n", 4, 14,
 	    "agents.a.adapter: expected an adapter name" },
 	/* Durations and sizes. */
@@ -1592,9 +1593,14 @@ test_steps_graph(void **state)
 		    "  - {agent: v, action: b, proceed: a, retry: b, "
 		    "max_iterations: 2}\n", 7, "step 'a' is on a loop" },
 		{ STEPS_HEAD "  - {agent: w, intent: plan, action: a}\n", 6,
-		    "a step names exactly one of agent: and intent:" },
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
+		{ STEPS_HEAD "  - {agent: w, capability: review, action: a}\n", 6,
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
 		{ STEPS_HEAD "  - {action: a}\n", 6,
-		    "a step names exactly one of agent: and intent:" },
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
 		{ STEPS_HEAD "  - {agent: nobody, action: a}\n", 6,
 		    "steps[0].agent: no agent named 'nobody'" },
 		{ STEPS_HEAD "  - {intent: dance, action: a}\n", 6,
@@ -1637,6 +1643,58 @@ test_steps_graph(void **state)
 		}
 	}
 	assert_int_equal(fails, 0);
+}
+
+/*
+ * Every error is recorded, not only the first: a bad value does not hide
+ * the next key's, nor a bad agent the next agent's; past CONFIG_ERRORS
+ * they are counted.  The report lists them in the file's order.
+ */
+static void
+test_all_errors(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			*out, text[4096];
+	size_t			 len, n;
+	FILE			*f;
+	int			 i;
+	const char		*two = "routes:\n  \"*\": b\n"
+	    "agents:\n  a:\n    cmd: [cat]\n    timeout: soon\n"
+	    "    instances: many\n  b:\n    cmd: [cat]\n    timout: 1s\n";
+
+	(void)state;
+	wf = config_load_string(two, strlen(two), "t.yaml", &err);
+	assert_null(wf);
+	assert_int_equal(err.count, 3);
+	f = open_memstream(&out, &len);
+	config_print_error(f, "t.yaml", &err);
+	fclose(f);
+	assert_string_equal(out,
+	    "corral: t.yaml:6:14: agents.a.timeout: expected a duration such "
+	    "as 30s, 500ms or 2m\n"
+	    "corral: t.yaml:7:16: agents.a.instances: expected a whole number\n"
+	    "corral: t.yaml:10:5: agents.b: unknown key 'timout' (did you mean "
+	    "'timeout'?)\n");
+	free(out);
+
+	n = (size_t)snprintf(text, sizeof text, "agents:\n  a:\n    cmd: "
+	    "[cat]\n");
+	for (i = 0; i < CONFIG_ERRORS + 5; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n,
+		    "    bad%d: 1\n", i);
+	wf = config_load_string(text, n, "t.yaml", &err);
+	assert_null(wf);
+	assert_int_equal(err.count, CONFIG_ERRORS + 5);
+	f = open_memstream(&out, &len);
+	config_print_error(f, "t.yaml", &err);
+	fclose(f);
+	assert_non_null(strstr(out,
+	    "t.yaml:4:5: agents.a: unknown key 'bad0'"));
+	assert_non_null(strstr(out, "corral: t.yaml: 5 more errors not "
+	    "shown\n"));
+	assert_null(strstr(out, "'bad20'"));
+	free(out);
 }
 
 /* A NUL byte in the file is refused before YAML parsing. */
@@ -1696,6 +1754,7 @@ main(void)
 		cmocka_unit_test(test_quoting_and_comments),
 		cmocka_unit_test(test_print_is_reloadable),
 		cmocka_unit_test(test_errors_with_positions),
+		cmocka_unit_test(test_all_errors),
 		cmocka_unit_test(test_nul_byte_refused),
 		cmocka_unit_test(test_steps_defaults),
 		cmocka_unit_test(test_steps_graph),

@@ -41,19 +41,26 @@ done(struct dialect_frame *f)
 	jscan_give(f->js);
 }
 
-/* The default is multiagent-1.0; map is known; other names are not. */
+/*
+ * The default is multiagent-1.0; map, bus and agentmessage are known;
+ * other names are not.
+ */
 static void
 test_find(void **state)
 {
 	assert_string_equal(dialect_find(NULL)->name, "multiagent-1.0");
 	assert_ptr_equal(dialect_find("multiagent-1.0"), dialect_find(NULL));
 	assert_string_equal(dialect_find("map")->name, "map");
-	assert_null(dialect_find("bus"));
+	assert_non_null(dialect_find("bus"));
+	assert_non_null(dialect_find("agentmessage"));
+	assert_null(dialect_find("smoke-signals"));
 	assert_null(dialect_find(""));
 	assert_string_equal(dialect_table_name(0), "multiagent-1.0");
 	assert_string_equal(dialect_table_name(1), "map");
-	assert_string_equal(dialect_table_name(2), "adr-007");
-	assert_null(dialect_table_name(3));
+	assert_string_equal(dialect_table_name(2), "bus");
+	assert_string_equal(dialect_table_name(3), "agentmessage");
+	assert_string_equal(dialect_table_name(4), "adr-007");
+	assert_null(dialect_table_name(5));
 	/* Every dialect reads lines; map writes its own way. */
 	assert_non_null(dialect_find("map")->decode);
 	assert_non_null(dialect_find("map")->encode);

@@ -288,6 +288,54 @@ test_u64_digits(void **state)
 	}
 }
 
+/* vis ONE: what util_vis makes of a string. */
+static void
+check_vis(const char *in, size_t n, const char *want)
+{
+	char	*got = util_vis(in, n);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/*
+ * A peer's string printed on a terminal cannot drive it: controls (C0,
+ * DEL, C1), bytes that are not UTF-8 and text reordering are escaped;
+ * printable text and UTF-8 pass; escaping twice changes nothing.
+ */
+static void
+test_vis(void **state)
+{
+	json_t	*j;
+	char	*s;
+
+	(void)state;
+#define VIS(in, want)	check_vis(in, sizeof(in) - 1, want)
+	VIS("plain text: 1 + 1", "plain text: 1 + 1");
+	VIS("\033]0;owned\a\033[2J\033[31mFAKE ALERT",
+	    "\\033]0;owned\\007\\033[2J\\033[31mFAKE ALERT");
+	VIS("a\nb\rc\td\177e", "a\\nb\\rc\\td\\177e");
+	VIS("nul\0x", "nul\\000x");
+	VIS("caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93");
+	/* C1 CSI as UTF-8, a bare 8-bit CSI, a right-to-left override. */
+	VIS("\xc2\x9b" "2J", "\\302\\233" "2J");
+	VIS("\x9b", "\\233");
+	VIS("ab\xe2\x80\xae" "cd", "ab\\342\\200\\256" "cd");
+	VIS("back\\slash", "back\\slash");
+	/* Twice is once. */
+	VIS("\\033]0;x\\007", "\\033]0;x\\007");
+#undef VIS
+
+	j = json_pack("{s:s, s:[s, {s:s}], s:i}", "lastError", "\033[2Jx",
+	    "list", "\007", "k\033", "v\033", "n", 3);
+	util_vis_json(j);
+	s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"lastError\":\"\\\\033[2Jx\",\"list\":"
+	    "[\"\\\\007\",{\"k\\\\033\":\"v\\\\033\"}],\"n\":3}");
+	free(s);
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -302,6 +350,7 @@ main(void)
 		cmocka_unit_test(test_rfc3339_length),
 		cmocka_unit_test(test_rfc3339_now),
 		cmocka_unit_test(test_u64_digits),
+		cmocka_unit_test(test_vis),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

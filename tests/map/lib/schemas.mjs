@@ -219,7 +219,7 @@ export function buildSchemas(sdk, z) {
 	});
 
 	return {
-		AGENT_STATES, EVENT_TYPE_VALUES, Agent, Event, Message, Address, Capabilities,
+		AGENT_STATES, EVENT_TYPE_VALUES, Agent, Event, Message, Address, Capabilities, SessionInfo,
 		results, notifications, ErrorObject,
 		Request: sdk.MAPRequestSchema,
 		ResponseSuccess: sdk.MAPResponseSuccessSchema,

@@ -1,0 +1,72 @@
+#!/bin/sh
+# examples/mixed-team end to end: a multiagent-1.0 planner, an AgentMessage
+# worker and a collaboration-bus reviewer in one workflow.  The worker's
+# task comes as a TASK_ASSIGNMENT; its TASK_UPDATE to topic:progress
+# reaches the bus reviewer as a PUBLISH; its HELP_REQUEST (help type
+# CODE_REVIEW) finds the reviewer by capability, whose RESPONSE comes back
+# to it as a HELP_RESPONSE; the reviewer's PUBLISH to topic:findings
+# reaches the planner (an envelope) and the worker (an AgentMessage); the
+# worker's TASK_HANDOFF moves its task to the agent with the capability
+# summarize (the planner), whose finalize is the run's result.  The help
+# request names a session; the worker reads its history back.  The audit
+# log tells the story, and every request has one outcome.
+. "$(dirname "$0")/lib.sh"
+. "$TESTDIR/tools/wflib.sh"
+command -v jq >/dev/null 2>&1 || skip "jq is missing"
+
+# audit_has FILTER: some event of the audit log passes the jq FILTER.
+audit_has() {
+	jq -c "select($1)" "$LOG" | grep -q .
+}
+
+EX="$SRCDIR/examples/mixed-team"
+[ -f "$EX/workflow.yaml" ] || fail "no example at $EX"
+LOG="$T/audit.ndjson"
+
+corral_run 30 run "$EX/workflow.yaml" --goal "a report" --log "$LOG"
+expect_rc 0
+[ "$(result_field "$OUT" .intent)" = finalize ] ||
+    fail "expected a finalize result, got: $(head -c 300 "$OUT")"
+[ "$(result_field "$OUT" .content.data.handed_off_by)" = worker ] ||
+    fail "expected the result to come from the handoff by worker: $(head -c 400 "$OUT")"
+[ "$(result_field "$OUT" .content.data.reason)" = CAPABILITY_LIMIT ] ||
+    fail "expected the handoff's reason in the result: $(head -c 400 "$OUT")"
+[ "$(result_field "$OUT" .content.data.finding.severity)" = LOW ] ||
+    fail "expected the planner to have heard the reviewer's finding: $(head -c 400 "$OUT")"
+expect_audit_ok "$LOG"
+
+# The help request found the reviewer by capability, and its answer went
+# back to the worker as a result.
+audit_has '.ev == "route" and .agent == "reviewer" and .intent == "analyze"' ||
+    fail "expected the help request routed to reviewer"
+audit_has '.ev == "result" and .agent == "worker" and (.id | startswith("w-help-"))' ||
+    fail "expected the reviewer's answer delivered to worker as a result"
+grep -q 'worker: help came: "DIRECT_ANSWER"' "$ERR" ||
+    fail "expected the worker to get a HELP_RESPONSE DIRECT_ANSWER: $(grep worker: "$ERR" | head -5)"
+# The help request, asked at low priority while the worker holds a normal
+# one, was raised to normal (priority inheritance).
+audit_has '.ev == "priority_raised" and .agent == "worker" and .from == "low" and .to == "normal"' ||
+    fail "expected the help request raised from low to normal"
+# The handoff: audited, answered to the worker, the task served by planner.
+audit_has '.ev == "handoff" and .agent == "worker" and .to == "planner" and .reason == "CAPABILITY_LIMIT"' ||
+    fail "expected a handoff event from worker to planner"
+grep -q 'worker: handoff answered: {"accepted":true,"agent_id":"planner"' "$ERR" ||
+    fail "expected the worker told that planner accepted: $(grep worker: "$ERR" | head -5)"
+task=$(jq -r 'select(.ev == "handoff") | .id' "$LOG")
+[ "$(jq -r --arg t "$task" 'select(.ev == "outcome" and .id == $t) | .agent' "$LOG")" = planner ] ||
+    fail "expected the handed-off request $task to end at planner"
+# The session the help request named: both agents took part, and the
+# worker could read its history (the request, then its result).
+grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"history":\["request","result"\]}' "$ERR" ||
+    fail "expected the worker to read session report-1: $(grep 'worker: session' "$ERR")"
+# Topics: each subscriber got each publish, in its own dialect.
+grep -q 'reviewer: heard {"event":"TASK_UPDATE"' "$ERR" ||
+    fail "expected the bus reviewer to hear the worker's update on topic:progress"
+grep -q 'worker: heard {"message":"ReviewDone"' "$ERR" ||
+    fail "expected the AgentMessage worker to hear the finding on topic:findings"
+delivered=$(jq -r 'select(.ev == "map_event" and .event.type == "message_delivered"
+    and .event.data.message.to == "topic:findings") | .event.data.deliveredTo | sort | join(",")' "$LOG")
+[ "$delivered" = planner,worker ] ||
+    fail "expected topic:findings delivered to planner and worker, got '$delivered'"
+note "help, handoff and two topics across three dialects"
+exit 0
