@@ -102,6 +102,8 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
+	{ CORRAL_M_STEPS,	PEER_CLIENT,	step_rpc_list },
+	{ CORRAL_M_ANSWER,	PEER_CLIENT,	step_rpc_answer },
 };
 
 /* The tool of tools: a delegate needs for a method (0: none). */
