@@ -221,16 +221,16 @@ TREE_WAIT=${BENCH_TREE_WAIT:-3}
 
 # wf_idle FILE N [handshake]: N idle echo agents, nothing else.
 wf_idle() {
-	shutdown=sequential
+	shutdown=
 	if [ "${3:-}" = handshake ]; then
 		cmd="[$ECHO, --handshake]"; ready="    ready: handshake"
 	else
 		cmd="[$ECHO]"; ready=""
-		[ "${3:-}" = parallel ] && shutdown=parallel
+		[ "${3:-}" = sequential ] && shutdown="shutdown: sequential"
 	fi
 	cat >"$1" <<EOF
 name: idle
-shutdown: $shutdown
+$shutdown
 agents:
   echo:
     cmd: $cmd
@@ -523,21 +523,21 @@ s3() {
 s4() {
 	wf_idle "$W/idle.yaml" $SPAWN_N
 	wf_idle "$W/hs.yaml" $SPAWN_N handshake
-	wf_idle "$W/par.yaml" $SPAWN_N parallel
+	wf_idle "$W/seq.yaml" $SPAWN_N sequential
 	say "== 4. spawn rate: $SPAWN_N echo agents started (pipes on 0, 1, 2), ready, then stopped; median of $((2 * RUNS + 1))"
-	fresh sp_raw sp_cor sp_hs sp_par
+	fresh sp_raw sp_cor sp_hs sp_seq
 	i=0
 	while [ $i -lt $((2 * RUNS + 1)) ]; do
 		once sp_raw "$B/spawnbench" posix $SPAWN_N "$ECHO"
 		once sp_cor "$B/spawnbench" corral $SPAWN_N "$CORRAL" -v serve "$W/idle.yaml"
 		once sp_hs "$B/spawnbench" corral $SPAWN_N "$CORRAL" -v serve "$W/hs.yaml"
-		once sp_par "$B/spawnbench" corral $SPAWN_N "$CORRAL" -v serve "$W/par.yaml"
+		once sp_seq "$B/spawnbench" corral $SPAWN_N "$CORRAL" -v serve "$W/seq.yaml"
 		i=$((i + 1))
 	done
 	row "%-34s %9s %9s %9s %9s %7s\n" "" "start s" "stop s" "total s" "agents/s" "vs raw"
 	for k in sp_raw:"posix_spawn loop (spawn + wait)" sp_cor:"corral, ready: spawn" \
 	    sp_hs:"corral, ready: handshake" \
-	    sp_par:"corral, shutdown: parallel"; do
+	    sp_seq:"corral, shutdown: sequential"; do
 		key=${k%%:*}; name=${k#*:}
 		v=$(med $key rate)
 		if [ "$v" = FAILED ]; then
@@ -547,10 +547,11 @@ s4() {
 		    "$(fmt "$(med $key stop_s)" 3)" "$(fmt "$(med $key total_s)" 3)" \
 		    "$(fmt "$v")" "$(pair $key sp_raw rate)"
 	done
-	# The posix loop stops its children all at once; corral's default
-	# stops them one by one in reverse start order.  Both are reported.
-	verdict "spawn rate, % of posix_spawn loop (sequential stop)" "$(pair sp_cor sp_raw rate | tr -d %)" ">=" 80
-	verdict "spawn rate, % of posix_spawn loop (shutdown: parallel)" "$(pair sp_par sp_raw rate | tr -d %)" ">=" 80
+	# The posix loop stops its children all at once, and so does corral's
+	# default; shutdown: sequential stops them one by one.  Both are
+	# reported.
+	verdict "spawn rate, % of posix_spawn loop (default stop)" "$(pair sp_cor sp_raw rate | tr -d %)" ">=" 80
+	verdict "spawn rate, % of posix_spawn loop (shutdown: sequential)" "$(pair sp_seq sp_raw rate | tr -d %)" ">=" 80
 	say ""
 }
 
