@@ -1221,8 +1221,9 @@ lifecycle_stop(struct agent *a, const char *why)
 void
 lifecycle_restart(struct agent *a, const char *why)
 {
+	/* One leaving for good (its stop waits for its children) stays so. */
 	if (!lifecycle_alive(a) || lifecycle_stopping(a) ||
-	    adapter_per_call(a))
+	    adapter_per_call(a) || (a->life.flags & LF_NORESTART))
 		return;
 	a->life.flags |= LF_RESTART_REQ;
 	if (lifecycle_stop_children(a, "its parent is restarting")) {
@@ -1231,6 +1232,10 @@ lifecycle_restart(struct agent *a, const char *why)
 		a->life.stop_why = xstrdup(why);
 		return;
 	}
+	/* Nothing to wait for: a restart that waited is this one. */
+	a->life.flags &= ~LF_STOP_PENDING;
+	free(a->life.stop_why);
+	a->life.stop_why = NULL;
 	lifecycle_feed(a, AE_RESTART, why);
 }
 

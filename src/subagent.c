@@ -1192,7 +1192,8 @@ subagent_child_restarting(struct agent *c)
 	if (p == NULL || p->conf->strategy == STRATEGY_ONE_FOR_ONE)
 		return;
 	TAILQ_FOREACH(s, &p->children, sibling) {
-		if (s == c || !lifecycle_alive(s) || lifecycle_stopping(s))
+		/* On its way out already: stopping for good, or restarting. */
+		if (s == c || !lifecycle_alive(s) || lifecycle_leaving(s))
 			continue;
 		if (p->conf->strategy == STRATEGY_REST_FOR_ONE &&
 		    s->life.start_seq < c->life.start_seq)
