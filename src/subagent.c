@@ -1207,14 +1207,35 @@ subagent_child_restarting(struct agent *c)
 }
 
 /*
+ * Return nonzero if a child may be forgotten: done for good, with no
+ * task, and each of its children forgotten already (a child left behind
+ * would lose its parent).
+ */
+static int
+subagent_forgettable(const struct agent *a)
+{
+	const struct agent	*c;
+
+	if (a->parent == NULL || !lifecycle_done(a) || a->child.task != NULL)
+		return 0;
+	TAILQ_FOREACH(c, &a->children, sibling)
+		if (!(c->flags & AGENT_DEAD))
+			return 0;
+	return 1;
+}
+
+/*
  * A transition of an agent: a child that crashed and restarts takes its
  * siblings along (its parent's strategy); a child done for good, with no
- * task and no children left, is freed.
+ * task and no children left, is freed, and so are the ancestors that
+ * ended before it (they crashed) and waited only for it.
  */
 static void
 subagent_lifecycle(struct agent *a, enum agent_state from,
     enum agent_state to, enum agent_event ev, const char *why)
 {
+	struct agent	*x;
+
 	if (to == AS_BACKOFF && ev == AE_EXITED)
 		subagent_child_restarting(a);
 	if (to != AS_STOPPED && to != AS_FAILED)
@@ -1222,9 +1243,8 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 	if (!lifecycle_done(a))
 		return;
 	budget_stop_clock(a);
-	if (a->parent != NULL && !lifecycle_has_live_children(a) &&
-	    a->child.task == NULL)
-		agent_mark_dead(a);
+	for (x = a; x != NULL && subagent_forgettable(x); x = x->parent)
+		agent_mark_dead(x);
 }
 
 /* A subtree went over its budget: its task fails and it stops. */
