@@ -54,6 +54,13 @@ if (opt.action !== undefined)
 	params.action = opt.action;
 const res = await client.callExtension('_corral/answer', params);
 console.log(`answered ${res.jobId} ${res.action}`);
-await client.disconnect();
+// The answer may be what ends the run: corral can finish and close the
+// socket before the goodbye, which is no failure of the answer (the test
+// checks that the answer reached the step's agent).
+try {
+	await client.disconnect();
+} catch (e) {
+	/* the connection is gone: nothing left to say goodbye to */
+}
 sock.end();
 process.exit(0);
