@@ -30,6 +30,7 @@
 
 static adapter_reply_cb	adapter_reply_hook;
 static adapter_progress_cb	adapter_progress_hook;
+static adapter_find_cb		adapter_find_hook;
 
 /* Register who takes adapters' replies: the engine. */
 void
@@ -43,6 +44,24 @@ void
 adapter_on_progress(adapter_progress_cb cb)
 {
 	adapter_progress_hook = cb;
+}
+
+/* Register who knows which requests an agent works on: the engine. */
+void
+adapter_on_find(adapter_find_cb cb)
+{
+	adapter_find_hook = cb;
+}
+
+/*
+ * The request of this id that the agent still works on, on this attempt
+ * (it may have timed out, or come back as a retry, meanwhile), or NULL.
+ */
+struct msg *
+adapter_find(struct agent *a, const char *id, unsigned int attempts)
+{
+	return adapter_find_hook != NULL ? adapter_find_hook(a, id, attempts) :
+	    NULL;
 }
 
 /*
@@ -215,6 +234,32 @@ adapter_attach(struct agent *a, const struct adapter_ops *ops)
 	TAILQ_INIT(&a->adapter->procs);
 }
 
+/* Return nonzero if a tool's adapter speaks for the agent. */
+int
+adapter_attached(const struct agent *a)
+{
+	return a->adapter != NULL;
+}
+
+/*
+ * What the adapter adds to the environment of the agent's processes
+ * (NULL-terminated, the adapter's), or NULL.
+ */
+char **
+adapter_env(const struct agent *a)
+{
+	return a->adapter != NULL ? a->adapter->env : NULL;
+}
+
+/* What the adapter knows of its tool, for map/agents/get (new), or NULL. */
+json_t *
+adapter_metadata(struct agent *a)
+{
+	if (a->adapter == NULL || a->adapter->ops->metadata == NULL)
+		return NULL;
+	return a->adapter->ops->metadata(a);
+}
+
 /* Return nonzero if the agent runs a process per request. */
 int
 adapter_per_call(const struct agent *a)
@@ -254,7 +299,7 @@ adapter_ping(struct agent *a)
 void
 adapter_request(struct agent *a, struct msg *m)
 {
-	a->proc.msgs_in++;
+	agent_count_in(a);
 	a->adapter->ops->request(a, m);
 }
 

@@ -22,7 +22,7 @@
 
 #include "corral.h"
 
-#define AGENT_FREE_HOOKS	16
+#define AGENT_HOOKS	16	/* modules told of each new or freed agent */
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
 static struct agent_tree	agent_tree = RB_INITIALIZER(&agent_tree);
@@ -33,7 +33,9 @@ static uint64_t			agent_child_seq;
 static agent_event_cb	agent_event_hook;
 static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
-static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
+static agent_cb		agent_new_hooks[AGENT_HOOKS];
+static size_t		agent_nnew_hooks;
+static agent_cb		agent_free_hooks[AGENT_HOOKS];
 static size_t		agent_nfree_hooks;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
@@ -69,18 +71,32 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 	agent_drain_hook = drained;
 }
 
+/* Add cb to a list of hooks, once (the tests set modules up again). */
+static void
+agent_hook_add(agent_cb *hooks, size_t *n, agent_cb cb)
+{
+	size_t	i;
+
+	for (i = 0; i < *n; i++)
+		if (hooks[i] == cb)
+			return;
+	if (*n == AGENT_HOOKS)
+		fatalx("agent: more than %d hooks", AGENT_HOOKS);
+	hooks[(*n)++] = cb;
+}
+
+/* Register one more module that sets up its part of each new agent. */
+void
+agent_on_create(agent_cb cb)
+{
+	agent_hook_add(agent_new_hooks, &agent_nnew_hooks, cb);
+}
+
 /* Register one more module that must forget an agent before it is freed. */
 void
 agent_on_free(agent_cb cb)
 {
-	size_t	i;
-
-	for (i = 0; i < agent_nfree_hooks; i++)
-		if (agent_free_hooks[i] == cb)
-			return;		/* set up again (the tests do) */
-	if (agent_nfree_hooks == AGENT_FREE_HOOKS)
-		fatalx("agent_on_free: more than %d hooks", AGENT_FREE_HOOKS);
-	agent_free_hooks[agent_nfree_hooks++] = cb;
+	agent_hook_add(agent_free_hooks, &agent_nfree_hooks, cb);
 }
 
 /* Tell the lifecycle of an event (from here, or from an adapter). */
@@ -217,6 +233,7 @@ struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 {
 	struct agent	*a;
+	size_t		 i;
 
 	a = xcalloc(1, sizeof *a);
 	a->conf = ac;
@@ -227,8 +244,6 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	ev_timer_init(&a->proc.pipe_w, agent_pipe_cb, 0, 0);
 	a->proc.pipe_w.data = a;
 	TAILQ_INIT(&a->children);
-	TAILQ_INIT(&a->slot.direct);
-	TAILQ_INIT(&a->work.inflight);
 	if (parent != NULL || instance == 0)
 		/* A child, or a root agent a client spawned. */
 		xasprintf(&a->id, "%s-%llu", ac->name,
@@ -250,22 +265,30 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a->peer.role = PEER_AGENT;
 	RB_INSERT(agent_tree, &agent_tree, a);
 	TAILQ_INSERT_TAIL(&agent_list, a, entry);
+	for (i = 0; i < agent_nnew_hooks; i++)
+		agent_new_hooks[i](a);
 	return a;
 }
 
 /*
- * Spawn the agent's process with argv (NULL: its entry's cmd) and set up
- * its pipes and watchers.  Returns 0, or -1 with sr's error and step.
+ * Spawn the agent's process with argv (NULL: its entry's cmd) and env
+ * added to its environment (NULL: none), and set up its pipes and
+ * watchers.  Returns 0, or -1 with sr's error and step.
  */
 int
-agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
+agent_spawn(struct agent *a, char **argv, char *const *env,
+    struct spawn_result *sr)
 {
 	struct agent_proc	*p = &a->proc;
 
 	agent_new_token(a);
 	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
-	    a->token, a->adapter != NULL ? a->adapter->env : NULL, sr) != 0)
+	    a->token, env, sr) != 0) {
+		/* As if it had started and exited as a shell does. */
+		p->status = 127 << 8;
+		p->spawned_at = ev_now(LOOP);
 		return -1;
+	}
 	p->flags = AP_RUNNING;
 	p->nerr = 0;	/* the stderr of this incarnation only */
 	p->pid = sr->pid;
@@ -578,11 +601,85 @@ agent_sigstopped(const struct agent *a)
 	return (a->proc.flags & AP_SIGSTOPPED) != 0;
 }
 
+/* Who the agent is to the control plane: the peer on its pipes. */
+struct peer *
+agent_peer(struct agent *a)
+{
+	return &a->peer;
+}
+
 /* Return nonzero if the process's exit status has been reaped. */
 int
 agent_exited(const struct agent *a)
 {
 	return (a->proc.flags & AP_EXITED) != 0;
+}
+
+/* Return nonzero if the agent has a process (or a per-call one started). */
+int
+agent_running(const struct agent *a)
+{
+	return (a->proc.flags & AP_RUNNING) != 0;
+}
+
+/* Its last process's exit status (waitpid's); 127 when it never ran. */
+int
+agent_status(const struct agent *a)
+{
+	return a->proc.status;
+}
+
+/* Its process's pid as the user's shell sees it. */
+pid_t
+agent_hostpid(const struct agent *a)
+{
+	return a->proc.hostpid;
+}
+
+/* When its last process was started (or failed to start). */
+ev_tstamp
+agent_spawned_at(const struct agent *a)
+{
+	return a->proc.spawned_at;
+}
+
+/* Count a request given to an adapter as a line written to the agent. */
+void
+agent_count_in(struct agent *a)
+{
+	a->proc.msgs_in++;
+}
+
+/* Count an envelope read from the agent (or made of its tool's output). */
+void
+agent_count_out(struct agent *a)
+{
+	a->proc.msgs_out++;
+}
+
+/* Lines corral wrote to the agent, and envelopes it wrote. */
+void
+agent_counts(const struct agent *a, uint64_t *in, uint64_t *out)
+{
+	*in = a->proc.msgs_in;
+	*out = a->proc.msgs_out;
+}
+
+/*
+ * The line being handled filled the agent's stdin: its reader stops until
+ * the agent reads (chan_block).
+ */
+void
+agent_block_reader(struct agent *a)
+{
+	chan_block(chan_source(), &a->proc.io);
+}
+
+/* Readers waiting for the agent's stdin to drain need not wait any more. */
+void
+agent_release_waiters(struct agent *a)
+{
+	chan_release_waiters(&a->proc.io);
 }
 
 /* Send a signal to the agent's process group. */

@@ -22,6 +22,75 @@
 
 #include "corral/protocol.h"
 
+/*
+ * Ownership the compiler sees.  Each part of struct agent, and the route's
+ * item in struct msg, is one module's: a file of another module that names
+ * it does not compile ("'life' is unavailable: a part of module
+ * lifecycle"); that module gives the others functions.  CMakeLists.txt
+ * defines CORRAL_MODULE_<name> for every file of module <name> (NAME.c and
+ * NAME-PART.c); tests that look inside define CORRAL_WHITEBOX.
+ * tests/layering.sh checks that a planted use fails.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(unavailable)
+#define CORRAL_PRIVATE(m) __attribute__((unavailable("a part of module " m)))
+#endif
+#endif
+#ifndef CORRAL_PRIVATE
+#define CORRAL_PRIVATE(m) __attribute__((deprecated("a part of module " m)))
+#endif
+#define PART_OF(m)	PART_OF_##m
+#if defined(CORRAL_MODULE_agent) || defined(CORRAL_WHITEBOX)
+#define PART_OF_agent
+#else
+#define PART_OF_agent	CORRAL_PRIVATE("agent")
+#endif
+#if defined(CORRAL_MODULE_adapter) || defined(CORRAL_WHITEBOX)
+#define PART_OF_adapter
+#else
+#define PART_OF_adapter	CORRAL_PRIVATE("adapter")
+#endif
+#if defined(CORRAL_MODULE_dialect) || defined(CORRAL_WHITEBOX)
+#define PART_OF_dialect
+#else
+#define PART_OF_dialect	CORRAL_PRIVATE("dialect")
+#endif
+#if defined(CORRAL_MODULE_lifecycle) || defined(CORRAL_WHITEBOX)
+#define PART_OF_lifecycle
+#else
+#define PART_OF_lifecycle	CORRAL_PRIVATE("lifecycle")
+#endif
+#if defined(CORRAL_MODULE_breaker) || defined(CORRAL_WHITEBOX)
+#define PART_OF_breaker
+#else
+#define PART_OF_breaker	CORRAL_PRIVATE("breaker")
+#endif
+#if defined(CORRAL_MODULE_budget) || defined(CORRAL_WHITEBOX)
+#define PART_OF_budget
+#else
+#define PART_OF_budget	CORRAL_PRIVATE("budget")
+#endif
+#if defined(CORRAL_MODULE_route) || defined(CORRAL_WHITEBOX)
+#define PART_OF_route
+#else
+#define PART_OF_route	CORRAL_PRIVATE("route")
+#endif
+#if defined(CORRAL_MODULE_engine) || defined(CORRAL_WHITEBOX)
+#define PART_OF_engine
+#else
+#define PART_OF_engine	CORRAL_PRIVATE("engine")
+#endif
+#if defined(CORRAL_MODULE_mapview) || defined(CORRAL_WHITEBOX)
+#define PART_OF_mapview
+#else
+#define PART_OF_mapview	CORRAL_PRIVATE("mapview")
+#endif
+#if defined(CORRAL_MODULE_subagent) || defined(CORRAL_WHITEBOX)
+#define PART_OF_subagent
+#else
+#define PART_OF_subagent	CORRAL_PRIVATE("subagent")
+#endif
+
 /* Exit statuses of corral run (docs/corral.1). */
 #define EXIT_WORKFLOW	1	/* the workflow ended in an error */
 #define EXIT_USAGE	2	/* bad command line or workflow file */
@@ -506,6 +575,7 @@ struct life {
 	unsigned int		 hb_missed;
 	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
+	unsigned int		 outstanding;	/* requests it holds */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
@@ -516,6 +586,18 @@ struct life {
 	char			*last_exit;	/* its last exit, and stderr */
 };
 
+/*
+ * route.c: where a request waits, embedded in the request (written by
+ * route.c).  Routing reads the request's fields and writes only these.
+ */
+struct route;
+struct route_item {
+	TAILQ_ENTRY(route_item)	 entry;		/* a queue */
+	struct route		*row;		/* NULL: its target's queue */
+	int			 queued;
+};
+TAILQ_HEAD(route_itemq, route_item);
+
 /* route.c: an agent as a candidate for work (written by route.c). */
 struct msg;
 TAILQ_HEAD(msgq, msg);
@@ -523,7 +605,7 @@ struct slot {
 	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
 	int			 in_pool;
 	uint64_t		 last_pick;
-	struct msgq		 direct;	/* waiting for this agent alone */
+	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
 };
 
@@ -571,7 +653,6 @@ struct agent_dialect {
 
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
-	unsigned int		 outstanding;
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
@@ -642,8 +723,8 @@ struct mapinfo {
 };
 
 /*
- * agent.c: an agent.  It keeps identity and links; each part below is
- * written only by the module named on it.
+ * agent.c: an agent.  It keeps identity and links, which every module
+ * reads; each part below is its module's alone (PART_OF).
  */
 #define AGENT_TOKEN_LEN	64	/* hex digits of its credential */
 struct agent {
@@ -666,17 +747,17 @@ struct agent {
 	RB_ENTRY(agent)		 by_id;
 	TAILQ_ENTRY(agent)	 entry;		/* all agents, start order */
 	/* The parts. */
-	struct agent_proc	 proc;		/* agent.c */
-	struct agent_dialect	 dialect;	/* dialect.c */
-	struct life		 life;		/* lifecycle.c */
-	struct slot		 slot;		/* route.c */
-	struct breaker		 breaker;	/* breaker.c */
-	struct budget		 budget;	/* budget.c */
-	struct work		 work;		/* engine.c */
-	struct child		 child;		/* subagent.c */
-	struct peer		 peer;		/* rpc.c */
-	struct mapinfo		 map;		/* mapview.c */
-	struct adapter		*adapter;	/* adapter.c */
+	struct agent_proc	 proc PART_OF(agent);
+	struct peer		 peer PART_OF(agent);
+	struct agent_dialect	 dialect PART_OF(dialect);
+	struct life		 life PART_OF(lifecycle);
+	struct slot		 slot PART_OF(route);
+	struct breaker		 breaker PART_OF(breaker);
+	struct budget		 budget PART_OF(budget);
+	struct work		 work PART_OF(engine);
+	struct child		 child PART_OF(subagent);
+	struct mapinfo		 map PART_OF(mapview);
+	struct adapter		*adapter PART_OF(adapter);
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
@@ -703,16 +784,6 @@ typedef void (*budget_cb)(struct agent *, const char *);
  */
 typedef void (*lifecycle_observer)(struct agent *, enum agent_state,
     enum agent_state, enum agent_event, const char *);
-
-/* route.c: one row of the routing table, with its wait queue. */
-struct route {
-	int			 intent;	/* or ROUTE_FALLBACK */
-	struct agent_conf	**confs;
-	size_t			 nconfs;
-	struct msgq		 queue[PRIO_COUNT];
-	unsigned int		 queued;
-	unsigned int		 served[PRIO_COUNT];
-};
 
 struct msg;
 TAILQ_HEAD(jobmsgs, msg);
@@ -751,55 +822,71 @@ struct job {
 
 struct msg_progress;
 
-/* A request: an envelope routed to an agent, awaiting one outcome. */
+/*
+ * A request: an envelope routed to an agent, awaiting one outcome.  Every
+ * module reads requests; only the engine writes them.  tests/layering.sh
+ * compiles the other modules' files once more with CORRAL_CHECK_WRITES,
+ * which makes these fields const there, so a write elsewhere fails it.
+ */
+#if defined(CORRAL_CHECK_WRITES) && !defined(CORRAL_MODULE_engine)
+#define ENGINE_WRITES	const
+#else
+#define ENGINE_WRITES
+#endif
 struct msg {
-	char			 id[CORRAL_ID_MAX];
-	char			*line;
-	size_t			 len;
-	uint8_t			 intent;
-	uint8_t			 prio;
-	uint8_t			 kind;
+	char			 ENGINE_WRITES id[CORRAL_ID_MAX];
+	char			*ENGINE_WRITES line;
+	size_t			 ENGINE_WRITES len;
+	uint8_t			 ENGINE_WRITES intent;
+	uint8_t			 ENGINE_WRITES prio;
+	uint8_t			 ENGINE_WRITES kind;
 #define MSG_GOAL	0	/* corral run's first envelope */
 #define MSG_INPUT	1	/* from corral serve's stdin */
 #define MSG_ACTION	2	/* from a reply's next_actions */
 #define MSG_REFLECT	3	/* a reflection on a weak reply */
 #define MSG_TASK	4	/* a spawned child's initial task */
 #define MSG_SEND	5	/* a client's request (map/send, _corral/route) */
-	uint8_t			 orig_intent;	/* reflections: of the reply */
-	uint8_t			 where;
+	uint8_t			 ENGINE_WRITES orig_intent; /* reflections */
+	uint8_t			 ENGINE_WRITES where;
 #define MSG_NOWHERE	0
 #define MSG_QUEUED	1
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
-	uint8_t			 holds;		/* its agent */
-	unsigned int		 depth;
-	unsigned int		 round;		/* reflection round */
-	unsigned int		 attempts;	/* times given to an agent */
-	unsigned int		 retries;
-	struct job		*job;
-	struct route		*route;
-	struct agent		*agent;		/* serving it, when in flight */
-	struct agent		*exclude;	/* not this one (reflection) */
-	struct agent		*target;	/* addressed to this agent */
-	struct agent		*parent_agent;	/* a task's result goes here */
-	ev_tstamp		 accepted;
-	uint64_t		 seq;		/* acceptance order */
-	ev_tstamp		 deadline;
-	double			 timeout;
-	ev_timer		 timer;
-	char			*weak;		/* a reflection: the weak reply */
-	size_t			 weaklen;
-	struct msg_progress	*progress;	/* engine-progress.c */
-	TAILQ_ENTRY(msg)	 entry;
-	TAILQ_ENTRY(msg)	 job_entry;
-	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
+	uint8_t			 ENGINE_WRITES holds;	/* its agent */
+	unsigned int		 ENGINE_WRITES depth;
+	unsigned int		 ENGINE_WRITES round;	/* of reflection */
+	unsigned int		 ENGINE_WRITES attempts; /* given to agents */
+	unsigned int		 ENGINE_WRITES retries;
+	struct job		*ENGINE_WRITES job;
+	/* Serving it (in flight); not this one (reflection); only this. */
+	struct agent		*ENGINE_WRITES agent;
+	struct agent		*ENGINE_WRITES exclude;
+	struct agent		*ENGINE_WRITES target;
+	/* Where a task's result goes. */
+	struct agent		*ENGINE_WRITES parent_agent;
+	ev_tstamp		 ENGINE_WRITES accepted;
+	uint64_t		 ENGINE_WRITES seq;	/* acceptance order */
+	ev_tstamp		 ENGINE_WRITES deadline;
+	double			 ENGINE_WRITES timeout;
+	ev_timer		 ENGINE_WRITES timer;
+	char			*ENGINE_WRITES weak;	/* the weak reply */
+	size_t			 ENGINE_WRITES weaklen;
+	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */
+	struct route_item	 ri PART_OF(route);	/* while it waits */
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES entry;
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES job_entry;
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES live_entry; /* all live ones */
 };
 
-/* route.c: what it tells the engine, which owns requests. */
+/*
+ * route.c: what it tells the engine, which owns requests: one was handed
+ * to an agent, waits (at most so long: its row's longest timeout), left a
+ * queue (a row's: nonzero; its target's: 0), or cannot be routed.
+ */
 struct route_hooks {
 	void	(*dispatched)(struct msg *, struct agent *);
-	void	(*queued)(struct msg *);
-	void	(*unqueued)(unsigned int);
+	void	(*queued)(struct msg *, double);
+	void	(*unqueued)(struct msg *, int);
 	void	(*fail)(struct msg *, const char *, const char *,
 		    const char *);
 };
@@ -1083,6 +1170,9 @@ struct adapter {
 /* adapter.c: where an adapter's replies go (the engine). */
 typedef void (*adapter_reply_cb)(struct agent *, struct msg *, const char *,
     size_t);
+/* adapter.c: who knows the requests an agent works on (the engine). */
+typedef struct msg *(*adapter_find_cb)(struct agent *, const char *,
+    unsigned int);
 /* adapter.c: where its tool's partial output goes (the engine). */
 typedef void (*adapter_progress_cb)(struct agent *, struct msg *,
     const char *, int);
@@ -1310,6 +1400,7 @@ int	 agent_cmp(struct agent *, struct agent *);
 RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
+void	 agent_on_create(agent_cb);
 void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
@@ -1320,7 +1411,8 @@ struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
 struct agent *agent_prev(struct agent *);
 struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
-int	 agent_spawn(struct agent *, char **, struct spawn_result *);
+int	 agent_spawn(struct agent *, char **, char *const *,
+	    struct spawn_result *);
 void	 agent_spawn_none(struct agent *);
 void	 agent_input(struct agent *, char *, size_t, enum ndjson_kind,
 	    size_t);
@@ -1328,7 +1420,17 @@ void	 agent_send(struct agent *, const char *, size_t);
 int	 agent_full(const struct agent *);
 int	 agent_writable(const struct agent *);
 int	 agent_sigstopped(const struct agent *);
+struct peer *agent_peer(struct agent *);
 int	 agent_exited(const struct agent *);
+int	 agent_running(const struct agent *);
+int	 agent_status(const struct agent *);
+pid_t	 agent_hostpid(const struct agent *);
+ev_tstamp agent_spawned_at(const struct agent *);
+void	 agent_count_in(struct agent *);
+void	 agent_count_out(struct agent *);
+void	 agent_counts(const struct agent *, uint64_t *, uint64_t *);
+void	 agent_block_reader(struct agent *);
+void	 agent_release_waiters(struct agent *);
 size_t	 agent_stderr_tail(const struct agent *, char *, size_t, unsigned int);
 void	 agent_signal(struct agent *, int);
 void	 agent_close_stdin(struct agent *);
@@ -1521,10 +1623,15 @@ struct proc *proc_find(pid_t);
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
 void	 adapter_on_progress(adapter_progress_cb);
+void	 adapter_on_find(adapter_find_cb);
+struct msg *adapter_find(struct agent *, const char *, unsigned int);
 void	 adapter_progress(struct agent *, struct msg *, const char *, int);
 void	 adapter_progressf(struct agent *, struct msg *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 adapter_attach(struct agent *, const struct adapter_ops *);
+int	 adapter_attached(const struct agent *);
+char	**adapter_env(const struct agent *);
+json_t	*adapter_metadata(struct agent *);
 int	 adapter_per_call(const struct agent *);
 int	 adapter_start(struct agent *);
 void	 adapter_ready(struct agent *, const char *);
@@ -1656,6 +1763,12 @@ int	 lifecycle_done(const struct agent *);
 int	 lifecycle_leaving(const struct agent *);
 int	 lifecycle_stop_asked(const struct agent *);
 int	 lifecycle_handshaking(const struct agent *);
+enum agent_state lifecycle_state(const struct agent *);
+ev_tstamp lifecycle_last_activity(const struct agent *);
+unsigned int lifecycle_restarts(const struct agent *);
+uint64_t lifecycle_start_seq(const struct agent *);
+unsigned int lifecycle_outstanding(const struct agent *);
+void	 lifecycle_work(struct agent *, int);
 const char *lifecycle_cause(const struct agent *);
 const char *lifecycle_last_exit(const struct agent *);
 void	 lifecycle_set_policy(struct agent *, int);
@@ -1692,6 +1805,7 @@ void	 budget_forget(struct agent *);
 void	 budget_set(struct agent *, double, double, double);
 void	 budget_stop_clock(struct agent *);
 void	 budget_totals(double *, double *, double *);
+void	 budget_used(const struct agent *, double *, double *);
 int	 budget_run_spent(void);
 int	 budget_over(const struct agent *, char *, size_t);
 void	 budget_run_timeout(const char *);
@@ -1710,7 +1824,9 @@ void	 route_direct(struct msg *);
 void	 route_kick(struct agent *);
 void	 route_hold(struct agent *, int);
 void	 route_dequeue(struct msg *);
-struct route *route_row(int);
+struct msg *route_direct_first(struct agent *);
+unsigned int route_direct_count(struct agent *);
+int	 route_row_queued(int);
 struct route *route_for(int);
 void	 route_fail_all(const char *);
 void	 route_check_orphans(void);
@@ -1741,7 +1857,14 @@ void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
+void	 engine_msg_setup(struct msg *, const char *, struct agent *,
+	    struct agent *, int, double);
 struct msg *engine_find(const char *);
+struct msg *engine_inflight_first(struct agent *);
+struct msg *engine_inflight_next(struct msg *);
+struct msg *engine_inflight_find(struct agent *, const char *, unsigned int);
+const char *engine_progress_latest(struct agent *, const char **,
+	    ev_tstamp *);
 struct msg *engine_live_next(struct msg *);
 void	 engine_cancel(struct msg *, const char *);
 unsigned int engine_cancel_agent(struct agent *, const char *);
@@ -1867,7 +1990,10 @@ void	 taskreg_create_request(struct peer *, json_t *, json_t *);
 void	 taskreg_update_request(struct peer *, json_t *, json_t *);
 
 /* message.c */
+/* The id of a child's open task (subagent.c), or NULL. */
+typedef const char *(*message_task_cb)(struct agent *);
 void	 message_init(void);
+void	 message_on_task(message_task_cb);
 void	 message_task_assign(struct peer *, json_t *, json_t *);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);

@@ -182,16 +182,18 @@ dialect_send(struct agent *a, const char *line, size_t len,
 }
 
 /*
- * A JSON-RPC frame for agent a (rpc.c's hook): returns nonzero when its
- * dialect wrote it its own way, 0 when it goes as it is.
+ * A JSON-RPC frame for agent a (rpc.c's hook): its dialect writes it its
+ * own way, or it goes as it is; counted either way.
  */
 static int
 dialect_rpc(struct agent *a, const char *line, size_t len)
 {
 	const struct dialect	*d = dialect_get(a);
 
-	return d->encode != NULL && d->encode(a, a->dialect.state, line, len,
-	    DK_RPC);
+	if (d->encode == NULL || !d->encode(a, a->dialect.state, line, len,
+	    DK_RPC))
+		agent_send(a, line, len);
+	return 1;
 }
 
 /* Send an agent (NULL: serve's stdin) an error notice about its output. */
@@ -512,7 +514,7 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		/* The control plane scans it again: let the tape go first. */
 		jscan_trim(f->js);
 		if (dialect_use.control != NULL)
-			dialect_use.control(&a->peer, f->line, f->len);
+			dialect_use.control(agent_peer(a), f->line, f->len);
 		return;
 	case DF_INVALID:
 		a->dialect.bad_streak = 0;
@@ -541,7 +543,7 @@ dialect_agent_line(struct agent *a, char *line, size_t len,
 
 	if (dialect_use.activity != NULL)
 		dialect_use.activity(a);
-	if (a->adapter != NULL) {
+	if (adapter_attached(a)) {
 		/* An adapted tool's lines belong to its adapter. */
 		if (kind == NDJSON_LINE && dialect_use.tool != NULL)
 			(void)dialect_use.tool(a, line, len);

@@ -267,7 +267,7 @@ lifecycle_working(const struct agent *a)
 {
 	if (a->life.flags & LF_NOT_READY)
 		return -1;
-	return a->work.outstanding > 0;
+	return a->life.outstanding > 0;
 }
 
 /* Return nonzero for the states in which no work may be sent. */
@@ -289,7 +289,7 @@ lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
 
 	a->life.state = to;
 	if (lifecycle_closed(to) && !lifecycle_closed(from))
-		chan_release_waiters(&a->proc.io);	/* no more work */
+		agent_release_waiters(a);	/* no more work */
 	if (why == NULL)
 		why = "";
 	if (fn == tn)
@@ -429,7 +429,7 @@ int
 lifecycle_routable(const struct agent *a)
 {
 	return (a->life.state == AS_READY || a->life.state == AS_BUSY) &&
-	    a->work.outstanding < adapter_inflight_cap(a);
+	    a->life.outstanding < adapter_inflight_cap(a);
 }
 
 /* Return nonzero if the agent has a process (or is about to). */
@@ -476,6 +476,55 @@ int
 lifecycle_handshaking(const struct agent *a)
 {
 	return (a->life.flags & LF_NOT_READY) != 0;
+}
+
+/* The agent's state, its steps within the states people see included. */
+enum agent_state
+lifecycle_state(const struct agent *a)
+{
+	return a->life.state;
+}
+
+/* When the agent last wrote a line (heartbeats count from then). */
+ev_tstamp
+lifecycle_last_activity(const struct agent *a)
+{
+	return a->life.last_activity;
+}
+
+/* How many times the agent was restarted. */
+unsigned int
+lifecycle_restarts(const struct agent *a)
+{
+	return a->life.restart_count;
+}
+
+/* When its process started, in the order of all agents' starts. */
+uint64_t
+lifecycle_start_seq(const struct agent *a)
+{
+	return a->life.start_seq;
+}
+
+/* How many requests the agent holds: sent to it, not yet answered. */
+unsigned int
+lifecycle_outstanding(const struct agent *a)
+{
+	return a->life.outstanding;
+}
+
+/*
+ * The engine gave the agent one more request (delta 1) or took one back
+ * (-1): the first makes it BUSY, the last READY again.
+ */
+void
+lifecycle_work(struct agent *a, int delta)
+{
+	if (delta > 0) {
+		if (a->life.outstanding++ == 0)
+			lifecycle_feed(a, AE_WORK, NULL);
+	} else if (--a->life.outstanding == 0)
+		lifecycle_feed(a, AE_IDLE, NULL);
 }
 
 /*
@@ -599,7 +648,7 @@ life_spawn(struct agent *a, const char *why)
 		return;
 	}
 	argv = adapter_argv(a);
-	rc = agent_spawn(a, argv, &sr);
+	rc = agent_spawn(a, argv, adapter_env(a), &sr);
 	adapter_free_argv(argv);
 	if (rc != 0) {
 		lifecycle_spawn_failed(a, sr.what, sr.error);
@@ -615,7 +664,7 @@ life_spawn(struct agent *a, const char *why)
 		jsonw_key(&j, "name");
 		jsonw_str(&j, a->conf->name);
 		jsonw_key(&j, "pid");
-		jsonw_u64(&j, (uint64_t)a->proc.hostpid);
+		jsonw_u64(&j, (uint64_t)agent_hostpid(a));
 		jsonw_key(&j, "depth");
 		jsonw_u64(&j, a->depth);
 		if (a->parent != NULL) {
@@ -627,7 +676,7 @@ life_spawn(struct agent *a, const char *why)
 		auditlog_fields("spawn", a->id, NULL, s, len);
 		free(s);
 	}
-	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->proc.hostpid);
+	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)agent_hostpid(a));
 }
 
 /* The process started: counted, and ready now if it needs no handshake. */
@@ -652,7 +701,7 @@ lifecycle_ready(struct agent *a, const char *why)
 		return;
 	a->life.flags &= ~LF_NOT_READY;
 	/* Ready by its own word (not merely spawned): it started. */
-	if (a->conf->ready != READY_SPAWN || a->adapter != NULL)
+	if (a->conf->ready != READY_SPAWN || adapter_attached(a))
 		a->life.flags |= LF_SPOKE;
 	lifecycle_feed(a, AE_HANDSHAKE, why);
 }
@@ -698,10 +747,10 @@ lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		lifecycle_event(a, AE_MISSED, "%u missed heartbeats",
 		    a->life.hb_missed);
 	}
-	if (a->adapter != NULL)
+	if (adapter_attached(a))
 		adapter_ping(a);
 	else
-		rpc_ping(&a->peer);
+		rpc_ping(agent_peer(a));
 }
 
 /* Note any frame from the agent: it is alive. */
@@ -904,7 +953,7 @@ lifecycle_wants_restart(const struct agent *a)
 	case RESTART_TRANSIENT:
 		/* Stopped for a fault, it failed, whatever status it chose. */
 		return (a->life.flags & LF_FAULT) ||
-		    !WIFEXITED_OK(a->proc.status);
+		    !WIFEXITED_OK(agent_status(a));
 	default:
 		return 0;
 	}
@@ -1005,7 +1054,7 @@ lifecycle_after_stop(struct agent *a, const char *st)
 
 	lifecycle_count_restart(a, now);
 	delay = lifecycle_backoff(a->conf, recent + 1, now -
-	    a->proc.spawned_at);
+	    agent_spawned_at(a));
 	log_info("agent %s: restarting in %.1fs (%s)", a->id, delay, st);
 	auditlog_event("restart", a->id, NULL, "after", st, NULL);
 	lifecycle_arm(a, delay);
@@ -1039,7 +1088,7 @@ life_failed(struct agent *a, const char *why)
 	ev_timer_stop(LOOP, &a->life.life_w);
 	ev_timer_stop(LOOP, &a->life.hb_w);
 	a->life.flags |= LF_NORESTART;
-	if (a->proc.flags & AP_RUNNING) {
+	if (agent_running(a)) {
 		agent_signal(a, SIGKILL);
 		agent_release(a);
 	}
@@ -1073,8 +1122,6 @@ lifecycle_spawn_failed(struct agent *a, const char *what, int error)
 	permanent = (error == ENOENT || error == EACCES || error == ENOEXEC ||
 	    error == ENOTDIR || error == ELOOP || error == ENAMETOOLONG ||
 	    error == EPERM || error == EISDIR);
-	a->proc.status = 127 << 8;
-	a->proc.spawned_at = ev_now(LOOP);
 	if (permanent) {
 		char why[300];
 

@@ -83,6 +83,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CORRAL_WHITEBOX	/* looks into every module's part of an agent */
 #include "corral.h"
 
 #define FZ_MAX_INPUT	(1 << 16)
@@ -1789,10 +1790,8 @@ fz_timers(ev_timer **t, size_t max)
 {
 	struct agent	*a;
 	struct msg	*m;
-	struct route	*r;
 	struct job	*jobs[64];
 	size_t		 n = 0, nj = 0, i;
-	int		 j, level;
 
 #define FZ_ADD(x) do {							\
 	if (ev_is_active(x) && n < max)					\
@@ -1817,17 +1816,10 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->breaker.timer);
 		FZ_ADD(&a->budget.timer);
 		FZ_ADD(&a->proc.pipe_w);
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
-			FZ_MSG(m);
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			FZ_MSG(m);
 	}
-	for (j = 0; j <= INTENT_COUNT; j++) {
-		r = route_row(j);
-		for (level = 0; level < PRIO_COUNT; level++)
-			TAILQ_FOREACH(m, &r->queue[level], entry)
-				FZ_MSG(m);
-	}
+	/* In flight, waiting in a queue, or for a retry. */
+	for (m = engine_live_next(NULL); m != NULL; m = engine_live_next(m))
+		FZ_MSG(m);
 #undef FZ_MSG
 #undef FZ_ADD
 	return n;
@@ -2124,11 +2116,13 @@ fz_dump(void)
 		fprintf(stderr, "  agent %s: %s, running %d, outstanding %u, "
 		    "direct %d, flags %#x, life flags %#x\n", a->id,
 		    lifecycle_state_name(a->life.state),
-		    (a->proc.flags & AP_RUNNING) != 0, a->work.outstanding,
+		    (a->proc.flags & AP_RUNNING) != 0, a->life.outstanding,
 		    !TAILQ_EMPTY(&a->slot.direct), a->flags, a->life.flags);
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			fprintf(stderr, "    waits: %s (kind %d)\n", m->id,
-			    m->kind);
+		for (m = engine_live_next(NULL); m != NULL;
+		    m = engine_live_next(m))
+			if (m->where == MSG_QUEUED && m->target == a)
+				fprintf(stderr, "    waits: %s (kind %d)\n",
+				    m->id, m->kind);
 		TAILQ_FOREACH(m, &a->work.inflight, entry)
 			fprintf(stderr, "    in flight: %s (kind %d)\n", m->id,
 			    m->kind);
