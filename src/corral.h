@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <ev.h>
 #include <jansson.h>
@@ -1346,6 +1347,105 @@ void	 ndjson_writer_reserve(struct ndjson_writer *, size_t);
 void	 ndjson_writer_add(struct ndjson_writer *, const void *, size_t);
 void	 ndjson_writer_line(struct ndjson_writer *, const void *, size_t);
 int	 ndjson_writer_flush(struct ndjson_writer *, int);
+
+/*
+ * jsonw.c's appenders, for lines of a fixed shape on the hot path (the
+ * audit log writes several an envelope): each appends to a byte queue
+ * what its name says, punctuation included.  A key, and a value put with
+ * jsonw_put_name, is a name corral spells (a literal: nothing to
+ * escape); any other string goes through jsonw_string when it needs an
+ * escape.  Inline, and room is made only when the queue lacks it: they
+ * cost what writing the bytes costs.
+ */
+static inline char *
+jsonw_room(struct ndjson_writer *w, size_t n)
+{
+	if (w->tail + n > w->cap)
+		ndjson_writer_reserve(w, n);
+	return w->buf + w->tail;
+}
+
+/* {"key": when first, else ,"key": (key a literal of kl bytes). */
+static inline void
+jsonw_put_key(struct ndjson_writer *w, int first, const char *key, size_t kl)
+{
+	char	*p = jsonw_room(w, kl + 4);
+
+	p[0] = first ? '{' : ',';
+	p[1] = '"';
+	memcpy(p + 2, key, kl);
+	p[kl + 2] = '"';
+	p[kl + 3] = ':';
+	w->tail += kl + 4;
+}
+#define JSONW_PUT_KEY(w, first, lit)	jsonw_put_key((w), (first), (lit), \
+	    sizeof(lit) - 1)
+
+/* A name corral spells, between quotes. */
+static inline void
+jsonw_put_name(struct ndjson_writer *w, const char *s, size_t n)
+{
+	char	*p = jsonw_room(w, n + 2);
+
+	p[0] = '"';
+	memcpy(p + 1, s, n);
+	p[n + 1] = '"';
+	w->tail += n + 2;
+}
+
+/* Any string: as it is between quotes when nothing needs escaping. */
+static inline void
+jsonw_put_str(struct ndjson_writer *w, const char *s, size_t n)
+{
+	if (jsonw_plain(s, n) == n)
+		jsonw_put_name(w, s, n);
+	else
+		jsonw_string(w, s, n);
+}
+
+/* An unsigned integer. */
+static inline void
+jsonw_put_u64(struct ndjson_writer *w, uint64_t v)
+{
+	w->tail += util_u64(jsonw_room(w, 24), v);
+}
+
+/* Microseconds as seconds with six decimals (12.000345). */
+static inline void
+jsonw_put_micros(struct ndjson_writer *w, uint64_t us)
+{
+	char	*p;
+
+	jsonw_put_u64(w, us / 1000000);
+	p = jsonw_room(w, 7);
+	us %= 1000000;
+	p[0] = '.';
+	p[1] = (char)('0' + us / 100000);
+	p[2] = (char)('0' + us / 10000 % 10);
+	p[3] = (char)('0' + us / 1000 % 10);
+	p[4] = (char)('0' + us / 100 % 10);
+	p[5] = (char)('0' + us / 10 % 10);
+	p[6] = (char)('0' + us % 10);
+	w->tail += 7;
+}
+
+/* What is JSON already (a value, or members after ours: ",..."). */
+static inline void
+jsonw_put_raw(struct ndjson_writer *w, const char *s, size_t n)
+{
+	ndjson_writer_add(w, s, n);
+}
+
+/* The end of an object and of its line. */
+static inline void
+jsonw_put_end(struct ndjson_writer *w)
+{
+	char	*p = jsonw_room(w, 2);
+
+	p[0] = '}';
+	p[1] = '\n';
+	w->tail += 2;
+}
 
 /* chan.c */
 void	 chan_init(struct chan *, const char *, int, int, size_t, void *);
