@@ -184,6 +184,7 @@ enum agent_event {
 	AE_REAPED,	/* exited, but something still holds its pipes */
 	AE_BROKEN,	/* a pipe closed while the process runs on */
 	AE_KILL,	/* kill at once (a second interrupt) */
+	AE_RESTART_DUE,	/* it ended, and its restart policy starts it again */
 	AE_COUNT
 };
 
@@ -1853,6 +1854,7 @@ int	 lifecycle_shutting_down(void);
 const char *lifecycle_state_name(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
 enum agent_state lifecycle_next(enum agent_state, enum agent_event, int);
+int	 lifecycle_rule(enum agent_state, enum agent_event, int *, int *);
 void	 lifecycle_feed(struct agent *, enum agent_event, const char *);
 void	 lifecycle_event(struct agent *, enum agent_event, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));

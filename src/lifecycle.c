@@ -112,9 +112,11 @@ static const struct life_rule lifecycle_rules[] = {
 	{ AS_TERMINATING, AE_KILL, AS_KILLING, life_kill },
 	{ AS_KILLING, AE_TIMER, X, life_kill_wait },
 
-	/* The end of a process, whatever led to it. */
+	/* The end of a process, whatever led to it, and a restart. */
 	RUNNING(AE_EXITED, AS_STOPPED, life_exited),
 	STOPPING(AE_EXITED, AS_STOPPED, life_exited),
+	{ AS_STOPPED, AE_RESTART_DUE, AS_BACKOFF, NULL },
+	{ AS_STOPPED, AE_RESTART, AS_BACKOFF, NULL },
 
 	/* Giving up. */
 	RUNNING(AE_GIVEUP, AS_FAILED, life_failed),
@@ -138,7 +140,8 @@ static const char *lifecycle_states[AS_COUNT] = {
 static const char *lifecycle_events[AE_COUNT] = {
 	"spawned", "handshake", "work", "idle", "missed", "alive", "sigstop",
 	"sigcont", "timeouts", "suspend", "resume", "stop", "exited",
-	"restart", "giveup", "start", "timer", "reaped", "broken", "kill"
+	"restart", "giveup", "start", "timer", "reaped", "broken", "kill",
+	"restart_due"
 };
 
 static lifecycle_observer	lifecycle_observers[LIFECYCLE_OBSERVERS];
@@ -234,6 +237,28 @@ const char *
 lifecycle_event_name(enum agent_event e)
 {
 	return e < AE_COUNT ? lifecycle_events[e] : "?";
+}
+
+/*
+ * The rule for a state and an event, for the tests that hold the
+ * documentation to the table: 0 when there is none, else 1 with the state
+ * it leads to (-1: no change, -2: the working state) and whether an
+ * action follows.
+ */
+int
+lifecycle_rule(enum agent_state state, enum agent_event ev, int *to,
+    int *act)
+{
+	if (!lifecycle_built)
+		lifecycle_build();
+	if (state >= AS_COUNT || ev >= AE_COUNT ||
+	    lifecycle_table[state][ev].to == NONE)
+		return 0;
+	*to = lifecycle_table[state][ev].to == X ? -1 :
+	    lifecycle_table[state][ev].to == W ? -2 :
+	    lifecycle_table[state][ev].to;
+	*act = lifecycle_table[state][ev].act != NULL;
+	return 1;
 }
 
 /*
@@ -1040,7 +1065,11 @@ lifecycle_after_stop(struct agent *a, const char *st)
 
 	if (!lifecycle_may_restart(a)) {
 		a->life.flags &= ~LF_RESTART_REQ;
-		lifecycle_after_child(a);
+		if (a->life.state == AS_BACKOFF)
+			/* A respawn failed, and none may follow: called off. */
+			lifecycle_feed(a, AE_STOP, st);
+		else
+			lifecycle_after_child(a);
 		return;
 	}
 	a->life.flags &= ~LF_RESTART_REQ;
@@ -1058,8 +1087,12 @@ lifecycle_after_stop(struct agent *a, const char *st)
 	log_info("agent %s: restarting in %.1fs (%s)", a->id, delay, st);
 	auditlog_event("restart", a->id, NULL, "after", st, NULL);
 	lifecycle_arm(a, delay);
-	/* A restart corral asked for is no crash: siblings are left alone. */
-	lifecycle_set(a, AS_BACKOFF, requested ? AE_RESTART : AE_EXITED, st);
+	/*
+	 * Into BACKOFF (from STOPPED: a spawn that failed in BACKOFF stays
+	 * there).  A restart corral asked for is no crash: siblings are
+	 * left alone.
+	 */
+	lifecycle_feed(a, requested ? AE_RESTART : AE_RESTART_DUE, st);
 }
 
 /*
@@ -1129,9 +1162,7 @@ lifecycle_spawn_failed(struct agent *a, const char *what, int error)
 		lifecycle_giveup(a, st, why);
 		return;
 	}
-	/* Into BACKOFF (or FAILED) as if it had started and crashed. */
-	if (a->life.state == AS_BACKOFF)
-		a->life.state = AS_STOPPED;
+	/* Into (or on in) BACKOFF, or FAILED, as if it had crashed. */
 	lifecycle_after_stop(a, st);
 }
 

@@ -1200,7 +1200,7 @@ static void
 subagent_lifecycle(struct agent *a, enum agent_state from,
     enum agent_state to, enum agent_event ev, const char *why)
 {
-	if (to == AS_BACKOFF && ev == AE_EXITED)
+	if (to == AS_BACKOFF && ev == AE_RESTART_DUE)
 		subagent_child_restarting(a);
 	if (to != AS_STOPPED && to != AS_FAILED)
 		return;
