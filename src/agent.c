@@ -5,11 +5,12 @@
  * This module does the plumbing and decides nothing.  What happens to a
  * process is news for the modules above, told through the callbacks they
  * registered: its lifecycle events (exited, a pipe closed early, stopped
- * by a signal) go to the lifecycle, its stdout lines to dialect.c.  An
- * agent's process has ended only when libev has reaped its exit status
- * AND its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD
- * and JOB_CLOSED), so its last lines are never lost.  Agents are freed
- * only from agent_reap_dead, never inside one of their own callbacks.
+ * by a signal) go to the lifecycle, its stdout lines to dialect.c.  The
+ * process itself is proc.c's (as a per-call adapter's is): it has ended
+ * only when libev has reaped its exit status AND its stdout and stderr
+ * reached EOF, in either order, so its last lines are never lost.  Agents
+ * are freed only from agent_reap_dead, never inside one of their own
+ * callbacks.
  */
 
 #include <sys/wait.h>
@@ -43,9 +44,17 @@ static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 static void	agent_out_eof(struct chan *, int);
 static void	agent_in_error(struct chan *, int);
 static void	agent_in_drained(struct chan *, int);
-static void	agent_err_cb(struct ev_loop *, ev_io *, int);
-static void	agent_child_cb(struct ev_loop *, ev_child *, int);
-static void	agent_pipe_cb(struct ev_loop *, ev_timer *, int);
+static void	agent_proc_done(struct proc *);
+static void	agent_proc_exited(struct proc *);
+static void	agent_proc_held(struct proc *);
+static void	agent_proc_broken(struct proc *, const char *);
+static void	agent_proc_stopped(struct proc *, int);
+
+/* What an agent's process tells it. */
+static const struct proc_hooks agent_proc_hooks = {
+	agent_proc_done, agent_proc_exited, agent_proc_held,
+	agent_proc_broken, agent_proc_stopped
+};
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
 
@@ -206,20 +215,18 @@ agent_find_token(const char *token)
 struct agent *
 agent_of_pid(pid_t pid)
 {
-	struct agent	*a;
-	struct proc	*p;
+	struct agent		*a;
+	struct proc_call	*c;
 
 	if (pid <= 0)
 		return NULL;
 	TAILQ_FOREACH(a, &agent_list, entry)
-		if (!(a->flags & AGENT_DEAD) && a->proc.pid > 0 &&
-		    (a->proc.flags & AP_RUNNING) &&
-		    !(a->proc.flags & AP_EXITED) &&
-		    pidns_proc_pid(a->proc.pid, a->proc.hostpid) == pid)
+		if (!(a->flags & AGENT_DEAD) && (a->proc.flags & AP_RUNNING) &&
+		    proc_has_pid(&a->proc.p, pid))
 			return a;
-	if ((p = proc_find(pid)) != NULL && p->agent != NULL &&
-	    !(p->agent->flags & AGENT_DEAD))
-		return p->agent;
+	if ((c = proc_call_find(pid)) != NULL && c->agent != NULL &&
+	    !(c->agent->flags & AGENT_DEAD))
+		return c->agent;
 	return NULL;
 }
 
@@ -238,11 +245,8 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a = xcalloc(1, sizeof *a);
 	a->conf = ac;
 	a->instance = instance;
-	a->proc.pid = -1;
-	a->proc.errfd = -1;
+	proc_init(&a->proc.p);
 	a->proc.io.rfd = a->proc.io.wfd = -1;
-	ev_timer_init(&a->proc.pipe_w, agent_pipe_cb, 0, 0);
-	a->proc.pipe_w.data = a;
 	TAILQ_INIT(&a->children);
 	if (parent != NULL || instance == 0)
 		/* A child, or a root agent a client spawned. */
@@ -282,18 +286,11 @@ agent_spawn(struct agent *a, char **argv, char *const *env,
 	struct agent_proc	*p = &a->proc;
 
 	agent_new_token(a);
-	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
-	    a->token, env, sr) != 0) {
-		/* As if it had started and exited as a shell does. */
-		p->status = 127 << 8;
-		p->spawned_at = ev_now(LOOP);
-		return -1;
-	}
-	p->flags = AP_RUNNING;
-	p->nerr = 0;	/* the stderr of this incarnation only */
-	p->pid = sr->pid;
-	p->hostpid = sr->hostpid;
 	p->spawned_at = ev_now(LOOP);
+	if (proc_spawn(&p->p, a->conf, argv != NULL ? argv : a->conf->argv,
+	    a->id, a->token, env, PROC_TRACE, &agent_proc_hooks, a, sr) != 0)
+		return -1;
+	p->flags = AP_RUNNING;
 	agent_nrunning++;
 
 	chan_init(&p->io, a->id, sr->out, sr->in, a->conf->max_line, a);
@@ -302,17 +299,8 @@ agent_spawn(struct agent *a, char **argv, char *const *env,
 	p->io.on_werror = agent_in_error;
 	p->io.on_drain = agent_in_drained;
 	chan_start(&p->io);
-
-	p->errfd = sr->err;
-	ndjson_reader_init(&p->err_rd, 4096, 1);
-	ev_io_init(&p->err_w, agent_err_cb, p->errfd, EV_READ);
-	p->err_w.data = a;
-	ev_io_start(LOOP, &p->err_w);
-
-	ev_child_init(&p->child_w, agent_child_cb, p->pid, 1);
-	p->child_w.data = a;
-	ev_child_start(LOOP, &p->child_w);
-	log_info("agent %s: spawned (pid %ld)", a->id, (long)p->hostpid);
+	log_info("agent %s: spawned (pid %ld)", a->id,
+	    (long)proc_hostpid(&p->p));
 	return 0;
 }
 
@@ -370,65 +358,62 @@ agent_writable(const struct agent *a)
 	return a->proc.io.wfd != -1 && !(a->proc.io.flags & CHAN_WCLOSED);
 }
 
-/* Tell the lifecycle once both pipes are done and the process reaped. */
+/* The process is reaped and both pipes are at EOF: tell the lifecycle. */
 static void
-agent_check_exited(struct agent *a)
+agent_proc_done(struct proc *pp)
 {
-	if ((a->proc.flags & (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) ==
-	    (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) {
-		char	st[64];
+	char	st[64];
 
-		ev_timer_stop(LOOP, &a->proc.pipe_w);
-		util_describe_status(st, sizeof st, a->proc.status);
-		agent_news(a, AE_EXITED, st);
-	}
+	util_describe_status(st, sizeof st, proc_status(pp));
+	agent_news(proc_owner(pp), AE_EXITED, st);
+}
+
+/* The process was reaped: it is stopped by no signal any more. */
+static void
+agent_proc_exited(struct proc *pp)
+{
+	struct agent	*a = proc_owner(pp);
+
+	a->proc.flags &= ~AP_SIGSTOPPED;
 }
 
 /*
- * A pipe closed while the process may still run: look again a moment
- * later before judging, since EOF on a pipe usually comes just before
- * the exit status.
+ * It exited, but something it left behind still holds its pipes (the
+ * lifecycle escalates on its group).
  */
 static void
-agent_pipe_check(struct agent *a, const char *what)
+agent_proc_held(struct proc *pp)
 {
-	siginfo_t	si;
-
-	if (a->proc.flags & AP_EXITED)
-		return;
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, (id_t)a->proc.pid, &si, WEXITED | WNOHANG |
-	    WNOWAIT) == 0 && si.si_pid == a->proc.pid)
-		return;		/* a zombie: libev reaps it right away */
-	if (!ev_is_active(&a->proc.pipe_w)) {
-		a->proc.pipe_what = what;
-		ev_timer_set(&a->proc.pipe_w, 0.2, 0);
-		ev_timer_start(LOOP, &a->proc.pipe_w);
-	}
+	agent_news(proc_owner(pp), AE_REAPED, "exited, but something still "
+	    "holds its output pipes");
 }
 
-/*
- * The pipe timer ran out.  After the process exited: something it left
- * behind still holds its pipes (the lifecycle escalates on its group).
- * Before: a pipe closed and the process really runs on.
- */
+/* A pipe closed and the process really runs on. */
 static void
-agent_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
+agent_proc_broken(struct proc *pp, const char *what)
 {
-	struct agent	*a = w->data;
+	struct agent	*a = proc_owner(pp);
 
-	if (a->proc.flags & AP_EXITED) {
-		if ((a->proc.flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
-		    (AP_OUT_EOF | AP_ERR_EOF))
-			agent_news(a, AE_REAPED, "exited, but something still "
-			    "holds its output pipes");
-		return;
-	}
 	log_warnx("agent %s: %s but is still running; terminating it", a->id,
-	    a->proc.pipe_what);
+	    what);
 	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
-	    a->proc.pipe_what, NULL);	/* the shape of every "error" event */
-	agent_news(a, AE_BROKEN, a->proc.pipe_what);
+	    what, NULL);	/* the shape of every "error" event */
+	agent_news(a, AE_BROKEN, what);
+}
+
+/* The process was stopped by a signal (sig), or continued (0). */
+static void
+agent_proc_stopped(struct proc *pp, int sig)
+{
+	struct agent	*a = proc_owner(pp);
+
+	if (sig != 0) {
+		a->proc.flags |= AP_SIGSTOPPED;
+		agent_news(a, AE_SIGSTOP, util_signame(sig));
+	} else if (a->proc.flags & AP_SIGSTOPPED) {
+		a->proc.flags &= ~AP_SIGSTOPPED;
+		agent_news(a, AE_SIGCONT, "continued");
+	}
 }
 
 /* The agent's stdout reached EOF. */
@@ -437,13 +422,12 @@ agent_out_eof(struct chan *c, int arg)
 {
 	struct agent	*a = c->owner;
 
-	a->proc.flags |= AP_OUT_EOF;
 	if (a->proc.io.rfd != -1) {
 		close(a->proc.io.rfd);
 		a->proc.io.rfd = -1;
 	}
-	agent_pipe_check(a, "closed its stdout");
-	agent_check_exited(a);
+	proc_pipe_closed(&a->proc.p, "closed its stdout");
+	proc_out_eof(&a->proc.p);
 }
 
 /* The agent's stdin queue drained below its low watermark. */
@@ -460,51 +444,10 @@ agent_in_error(struct chan *c, int error)
 {
 	struct agent	*a = c->owner;
 
-	if (a->proc.flags & AP_EXITED)
+	if (proc_exited(&a->proc.p))
 		return;
 	log_info("agent %s: writing to its stdin: %s", a->id, strerror(error));
-	agent_pipe_check(a, "closed its stdin");
-}
-
-/*
- * Keep a stderr line among the last few, for the errors that quote it:
- * escaped (util_vis), as those errors reach the log, corral ps and the
- * terminal of whoever runs corral.
- */
-static void
-agent_err_keep(struct agent *a, const char *line, size_t len)
-{
-	char	*slot, *esc;
-
-	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-		len--;
-	if (len == 0)
-		return;
-	/* Most agents never write to stderr: no room kept for them. */
-	if (a->proc.errtail == NULL)
-		a->proc.errtail = xcalloc(AGENT_ERRTAIL, AGENT_ERRLINE);
-	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
-	esc = util_vis(line, len);
-	len = util_utf8_cut(esc, strlen(esc), AGENT_ERRLINE - 1);
-	memcpy(slot, esc, len);
-	slot[len] = '\0';
-	free(esc);
-}
-
-/* Log one stderr line with the agent's name, and keep it. */
-static void
-agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
-    size_t extra)
-{
-	struct agent	*a = arg;
-
-	if (kind == NDJSON_CUT)
-		log_agent_line(a->id, line, len, extra);
-	else if (kind == NDJSON_LINE || kind == NDJSON_NUL)
-		log_agent_line(a->id, line, len, 0);
-	else
-		return;
-	agent_err_keep(a, line, len);
+	proc_pipe_closed(&a->proc.p, "closed its stdin");
 }
 
 /*
@@ -517,81 +460,7 @@ size_t
 agent_stderr_tail(const struct agent *a, char *buf, size_t len,
     unsigned int n)
 {
-	unsigned int	i, have = a->proc.nerr;
-	size_t		o = 0;
-
-	buf[0] = '\0';
-	if (a->proc.errtail == NULL)
-		return 0;
-	if (n > AGENT_ERRTAIL)
-		n = AGENT_ERRTAIL;
-	if (n > have)
-		n = have;
-	for (i = have - n; i < have && o < len; i++) {
-		o += (size_t)snprintf(buf + o, len - o, "%s\"%s\"", i > have - n ?
-		    ", " : "", a->proc.errtail[i % AGENT_ERRTAIL]);
-	}
-	return o < len ? o : len - 1;
-}
-
-/* Drain the agent's stderr into the log; it must never block the agent. */
-static void
-agent_err_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct agent	*a = w->data;
-	char		*buf;
-	size_t		 size;
-	ssize_t		 n;
-
-	buf = chan_read_buffer(&size);
-	n = read(a->proc.errfd, buf, size);
-	if (n == -1 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		ev_io_stop(loop, &a->proc.err_w);
-		ndjson_finish(&a->proc.err_rd, agent_err_line, a);
-		close(a->proc.errfd);
-		a->proc.errfd = -1;
-		a->proc.flags |= AP_ERR_EOF;
-		agent_check_exited(a);
-		return;
-	}
-	ndjson_feed(&a->proc.err_rd, buf, (size_t)n, agent_err_line, a);
-}
-
-/* libev reaped, stopped or continued the agent's process. */
-static void
-agent_child_cb(struct ev_loop *loop, ev_child *w, int revents)
-{
-	struct agent	*a = w->data;
-	struct agent_proc *p = &a->proc;
-	int		 st = w->rstatus;
-
-	if (WIFSTOPPED(st)) {
-		p->flags |= AP_SIGSTOPPED;
-		agent_news(a, AE_SIGSTOP, util_signame(WSTOPSIG(st)));
-		return;
-	}
-	if (WIFCONTINUED(st)) {
-		if (p->flags & AP_SIGSTOPPED) {
-			p->flags &= ~AP_SIGSTOPPED;
-			agent_news(a, AE_SIGCONT, "continued");
-		}
-		return;
-	}
-	ev_child_stop(loop, &p->child_w);
-	p->status = st;
-	p->flags |= AP_EXITED;
-	p->flags &= ~AP_SIGSTOPPED;
-	p->exited_at = ev_now(loop);
-	ev_timer_stop(loop, &p->pipe_w);
-	if ((p->flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
-	    (AP_OUT_EOF | AP_ERR_EOF)) {
-		/* EOF comes any moment, unless a descendant holds the pipes. */
-		ev_timer_set(&p->pipe_w, a->conf->stop_grace, 0);
-		ev_timer_start(loop, &p->pipe_w);
-	}
-	agent_check_exited(a);
+	return proc_stderr_lines(&a->proc.p, buf, len, n);
 }
 
 /* Return nonzero if the process was stopped by a signal. */
@@ -612,7 +481,7 @@ agent_peer(struct agent *a)
 int
 agent_exited(const struct agent *a)
 {
-	return (a->proc.flags & AP_EXITED) != 0;
+	return proc_exited(&a->proc.p);
 }
 
 /* Return nonzero if the agent has a process (or a per-call one started). */
@@ -626,14 +495,14 @@ agent_running(const struct agent *a)
 int
 agent_status(const struct agent *a)
 {
-	return a->proc.status;
+	return proc_status(&a->proc.p);
 }
 
 /* Its process's pid as the user's shell sees it. */
 pid_t
 agent_hostpid(const struct agent *a)
 {
-	return a->proc.hostpid;
+	return proc_hostpid(&a->proc.p);
 }
 
 /* When its last process was started (or failed to start). */
@@ -686,16 +555,7 @@ agent_release_waiters(struct agent *a)
 void
 agent_signal(struct agent *a, int sig)
 {
-	if (a->proc.pid <= 0)
-		return;
-	/*
-	 * The group outlives its leader while members remain, and its id is
-	 * not reused meanwhile.  The pid alone is used only before the
-	 * leader is reaped: after that it may name another process.
-	 */
-	if (kill(-a->proc.pid, sig) == -1 && errno == ESRCH &&
-	    !(a->proc.flags & AP_EXITED))
-		(void)kill(a->proc.pid, sig);
+	proc_signal(&a->proc.p, sig);
 }
 
 /* Close the agent's stdin once what is queued is written. */
@@ -705,7 +565,7 @@ agent_close_stdin(struct agent *a)
 	chan_close_write(&a->proc.io);
 }
 
-/* Close the read ends of the agent's output pipes. */
+/* Close the read end of the agent's stdout. */
 static void
 agent_close_output(struct agent *a)
 {
@@ -716,12 +576,6 @@ agent_close_output(struct agent *a)
 		close(p->io.rfd);
 		p->io.rfd = -1;
 	}
-	if (p->errfd != -1) {
-		ev_io_stop(LOOP, &p->err_w);
-		close(p->errfd);
-		p->errfd = -1;
-	}
-	ndjson_reader_free(&p->err_rd);
 }
 
 /*
@@ -734,8 +588,7 @@ agent_abandon_pipes(struct agent *a)
 	log_warnx("agent %s: output pipes still open after SIGKILL; closing "
 	    "them", a->id);
 	agent_close_output(a);
-	a->proc.flags |= AP_OUT_EOF | AP_ERR_EOF;
-	agent_check_exited(a);
+	proc_abandon_pipes(&a->proc.p);
 }
 
 /* Release the descriptors and watchers of a process that has ended. */
@@ -746,8 +599,7 @@ agent_release(struct agent *a)
 
 	agent_close_output(a);
 	chan_close(&p->io);
-	ev_child_stop(LOOP, &p->child_w);
-	ev_timer_stop(LOOP, &p->pipe_w);
+	proc_release(&p->p);
 	if (p->flags & AP_RUNNING) {
 		p->flags &= ~AP_RUNNING;
 		agent_nrunning--;
@@ -793,7 +645,7 @@ agent_free(struct agent *a)
 	agent_release(a);
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
-	free(a->proc.errtail);
+	proc_free(&a->proc.p);
 	free(a->id);
 	free(a);
 }

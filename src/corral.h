@@ -81,6 +81,11 @@
 #else
 #define PART_OF_engine	CORRAL_PRIVATE("engine")
 #endif
+#if defined(CORRAL_MODULE_proc) || defined(CORRAL_WHITEBOX)
+#define PART_OF_proc
+#else
+#define PART_OF_proc	CORRAL_PRIVATE("proc")
+#endif
 #if defined(CORRAL_MODULE_mapview) || defined(CORRAL_WHITEBOX)
 #define PART_OF_mapview
 #else
@@ -528,30 +533,57 @@ struct chan {
 	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
+/*
+ * proc.c: a child process, an agent's or a per-call adapter's: its pid,
+ * its stderr (logged, its head and tail kept), its end (reaped, and both
+ * output pipes at EOF).  Its owner reads stdout and hears of its end.
+ */
+struct proc;
+struct proc_stderr;
+struct proc_hooks {
+	void	(*done)(struct proc *);		/* reaped, both pipes at EOF */
+	void	(*exited)(struct proc *);	/* reaped (before done) */
+	/* Exited, but something it left holds its pipes past the grace. */
+	void	(*held)(struct proc *);
+	/* A pipe closed (what) and the process runs on. */
+	void	(*broken)(struct proc *, const char *);
+	/* Stopped by a signal (its number) or continued (0): agents. */
+	void	(*stopped)(struct proc *, int);
+};
+struct proc {
+	pid_t			 pid PART_OF(proc);	/* as corral sees it */
+	pid_t			 hostpid PART_OF(proc);	/* as a shell does */
+	int			 status PART_OF(proc);	/* from waitpid */
+	int			 flags PART_OF(proc);
+#define PROC_EXITED	0x01	/* exit status reaped */
+#define PROC_OUT_EOF	0x02	/* stdout at EOF */
+#define PROC_ERR_EOF	0x04	/* stderr at EOF */
+#define PROC_DONE	0x08	/* all three: done was called */
+#define PROC_LIVE	0x10	/* its pid is not reaped (proc_find) */
+#define PROC_QUIET	0x20	/* its stderr to the debug log */
+#define PROC_TRACE	0x40	/* hears of stops and continues */
+	int			 errfd PART_OF(proc);
+	ev_io			 err_w PART_OF(proc);
+	ev_child		 child_w PART_OF(proc);
+	ev_timer		 pipe_w PART_OF(proc);	/* held, or closed */
+	const char		*pipe_what PART_OF(proc);
+	double			 grace PART_OF(proc);	/* for held pipes */
+	struct ndjson_reader	 err_rd PART_OF(proc);
+	struct proc_stderr	*err PART_OF(proc);	/* from its first line */
+	const char		*name PART_OF(proc);	/* in the log */
+	const struct proc_hooks	*hooks PART_OF(proc);
+	void			*owner PART_OF(proc);
+	TAILQ_ENTRY(proc)	 live PART_OF(proc);
+};
+
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
-#define AGENT_ERRTAIL	3	/* stderr lines kept for error messages */
-#define AGENT_ERRLINE	240	/* bytes kept of each */
 struct agent_proc {
-	pid_t			 pid;		/* as corral sees it */
-	pid_t			 hostpid;	/* as the user's shell sees it */
-	int			 status;	/* from waitpid */
+	struct proc		 p;		/* the process (proc.c) */
 	int			 flags;
-#define AP_EXITED	0x01	/* exit status reaped */
-#define AP_OUT_EOF	0x02	/* stdout at EOF */
-#define AP_ERR_EOF	0x04	/* stderr at EOF */
-#define AP_SIGSTOPPED	0x08	/* stopped by SIGSTOP */
-#define AP_RUNNING	0x10	/* spawned, not yet released */
+#define AP_SIGSTOPPED	0x01	/* stopped by SIGSTOP */
+#define AP_RUNNING	0x02	/* spawned, not yet released */
 	struct chan		 io;		/* stdin and stdout */
-	int			 errfd;
-	ev_io			 err_w;
-	struct ndjson_reader	 err_rd;
-	ev_child		 child_w;
-	ev_timer		 pipe_w;	/* a pipe closed: exiting? */
-	const char		*pipe_what;
 	ev_tstamp		 spawned_at;
-	ev_tstamp		 exited_at;
-	char			(*errtail)[AGENT_ERRLINE];	/* made at the first */
-	unsigned int		 nerr;		/* stderr lines so far */
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
 };
@@ -1077,52 +1109,43 @@ enum external_change {
 };
 typedef void (*external_cb)(struct external *, enum external_change);
 
-/* proc.c: a short-lived process run for one request. */
-struct proc {
+/*
+ * proc.c: a short-lived process run for one request (a per-call
+ * adapter's): fed once, read to the end.  The adapter fills in agent,
+ * msg, done, line_cb, arg, quiet and the stop times; proc.c the rest.
+ */
+struct proc_call {
+	struct proc		 proc;		/* the process */
 	struct agent		*agent;
 	struct msg		*msg;		/* NULL once cancelled */
-	pid_t			 pid;
-	pid_t			 hostpid;
-	int			 in;
-	int			 out;
-	int			 err;
-	ev_io			 in_w;
-	ev_io			 out_w;
-	ev_io			 err_w;
-	ev_child		 child_w;
-	ev_timer		 kill_w;
-	int			 kill_step;
-	struct ndjson_reader	 err_rd;
-	char			*stdin_data;
-	size_t			 stdin_len;
-	size_t			 stdin_off;
+	const char		*name;		/* its agent's, in the log */
+	double			 grace;		/* its agent's stop: */
+	double			 timeout;
+	int			 quiet;		/* stderr to the debug log */
+	int			 in PART_OF(proc);
+	int			 out PART_OF(proc);
+	ev_io			 in_w PART_OF(proc);
+	ev_io			 out_w PART_OF(proc);
+	/* Its stop sequence: an agent's state, moved on by the rules. */
+	ev_timer		 stop_w PART_OF(proc);
+	int			 stop PART_OF(proc);
+	char			*stdin_data PART_OF(proc);
+	size_t			 stdin_len PART_OF(proc);
+	size_t			 stdin_off PART_OF(proc);
 	char			*out_buf;
 	size_t			 out_len;
-	size_t			 out_cap;
+	size_t			 out_cap PART_OF(proc);
 	size_t			 out_max;
 	size_t			 out_dropped;
-	char			 err_tail[2048];
-	size_t			 err_len;
-	char			 err_head[1024];	/* first lines */
-	size_t			 err_hlen;
-	int			 status;
-	int			 quiet_stderr;
-	int			 flags;
-#define PROC_EXITED	0x01
-#define PROC_OUT_EOF	0x02
-#define PROC_ERR_EOF	0x04
-#define PROC_DONE	0x08
-#define PROC_KILLED	0x10
-#define PROC_HEADFULL	0x20	/* err_head is full */
-#define PROC_LIVE	0x40	/* its pid is not reaped (proc_find) */
-	ev_tstamp		 started;
-	void			(*done)(struct proc *);
-	void			(*line_cb)(struct proc *, const char *, size_t);
+	void			(*done)(struct proc_call *);
+	void			(*line_cb)(struct proc_call *, const char *,
+				    size_t);
 	void			*arg;
-	TAILQ_ENTRY(proc)	 entry;
-	TAILQ_ENTRY(proc)	 live;		/* proc.c's, while PROC_LIVE */
+	TAILQ_ENTRY(proc_call)	 entry;		/* the adapter's */
 };
-TAILQ_HEAD(procs, proc);
+TAILQ_HEAD(proc_calls, proc_call);
+/* proc.c: what the stop sequence of a call does next (lifecycle.c's). */
+typedef enum agent_state (*proc_stop_cb)(enum agent_state, enum agent_event);
 
 /* adapter.c: the operations of one adapter (docs/adapters.md). */
 struct adapter_ops {
@@ -1164,7 +1187,7 @@ struct adapter {
 	void				*state;
 	char				**env;		/* for its processes */
 	int				 tools_warned;	/* said why no tools */
-	struct procs			 procs;		/* per-call processes */
+	struct proc_calls		 procs;		/* per-call processes */
 	unsigned int			 nprocs;
 	int				 stopping;	/* no new calls */
 };
@@ -1195,8 +1218,8 @@ struct adapter_cli_tool {
 	/* Run the tool for one request (adapter_cli_spawn). */
 	void		 (*run)(struct agent *, struct msg *);
 	/* A call's stdout lines, its end, and freeing what it collected. */
-	void		 (*line)(struct proc *, const char *, size_t);
-	void		 (*done)(struct proc *);
+	void		 (*line)(struct proc_call *, const char *, size_t);
+	void		 (*done)(struct proc_call *);
 	void		 (*call_free)(void *);
 };
 
@@ -1712,14 +1735,33 @@ char	*codec_encode_line(struct codec_state *, const char *, size_t,
 	    size_t *);
 
 /* proc.c */
-int	 proc_start(struct proc *, struct agent *, char *const *,
-	    char *const *, const char *, size_t, size_t, char *, size_t);
-void	 proc_append(struct proc *, const char *, size_t);
-void	 proc_kill(struct proc *);
-void	 proc_interrupt(struct proc *);
-int	 proc_write(struct proc *, const char *, size_t);
+void	 proc_init(struct proc *);
+int	 proc_spawn(struct proc *, const struct agent_conf *, char *const *,
+	    const char *, const char *, char *const *, int,
+	    const struct proc_hooks *, void *, struct spawn_result *);
+void	*proc_owner(const struct proc *);
+int	 proc_exited(const struct proc *);
+int	 proc_status(const struct proc *);
+pid_t	 proc_pid(const struct proc *);
+pid_t	 proc_hostpid(const struct proc *);
+int	 proc_has_pid(const struct proc *, pid_t);
+void	 proc_signal(struct proc *, int);
+void	 proc_out_eof(struct proc *);
+void	 proc_pipe_closed(struct proc *, const char *);
+void	 proc_abandon_pipes(struct proc *);
+void	 proc_release(struct proc *);
 void	 proc_free(struct proc *);
-struct proc *proc_find(pid_t);
+size_t	 proc_stderr_lines(const struct proc *, char *, size_t, unsigned int);
+const char *proc_stderr_head(const struct proc *, size_t *);
+const char *proc_stderr_tail(const struct proc *, size_t *);
+struct proc_call *proc_call_find(pid_t);
+void	 proc_on_stop(proc_stop_cb);
+int	 proc_call_start(struct proc_call *, const struct agent_conf *,
+	    char *const *, const char *, const char *, char *const *,
+	    const char *, size_t, size_t, char *, size_t);
+void	 proc_call_kill(struct proc_call *);
+void	 proc_call_interrupt(struct proc_call *);
+void	 proc_call_free(struct proc_call *);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
@@ -1752,8 +1794,8 @@ json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
 char	*adapter_template(const char *, json_t *, const struct msg *);
 int	 adapter_template_check(const char *, char *, size_t);
 json_t	*adapter_request_json(struct msg *);
-struct proc *adapter_proc_new(struct agent *, struct msg *);
-void	 adapter_proc_done(struct proc *);
+struct proc_call *adapter_proc_new(struct agent *, struct msg *);
+void	 adapter_proc_done(struct proc_call *);
 void	 adapter_percall_check(struct agent *);
 char	**adapter_argv(struct agent *);
 void	 adapter_free_argv(char **);
@@ -1770,7 +1812,7 @@ json_t	*adapter_envelope_ok(struct agent *, struct msg *,
 json_t	*adapter_number(double);
 void	 adapter_append(char **, const char *, const char *);
 char	*adapter_prompt(struct agent *, struct msg *, const char *);
-const char *adapter_stderr_line(const struct proc *, int *);
+const char *adapter_stderr_line(const struct proc_call *, int *);
 
 /* adapter-tools.c */
 void	 adapter_tools_init(const char *, const char *, const char *);
@@ -1795,13 +1837,13 @@ int	 adapter_cli_ordered(struct agent *);
 void	 adapter_cli_free(struct agent *);
 void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
 	    const char *, void *);
-int	 adapter_cli_conversation(struct proc *, const char *, int);
-void	 adapter_cli_done(struct proc *);
-void	 adapter_cli_reply(struct proc *, const char *, const char *,
+int	 adapter_cli_conversation(struct proc_call *, const char *, int);
+void	 adapter_cli_done(struct proc_call *);
+void	 adapter_cli_reply(struct proc_call *, const char *, const char *,
 	    const char *, double, double);
-void	 adapter_cli_fail(struct proc *, const char *, const char *,
+void	 adapter_cli_fail(struct proc_call *, const char *, const char *,
 	    const char *, const char *);
-void	 adapter_cli_exited(struct proc *, const char *, const char *, int);
+void	 adapter_cli_exited(struct proc_call *, const char *, const char *, int);
 
 /* adapter-exec.c, adapter-claude.c, adapter-codex.c, adapter-gemini.c,
  * adapter-mcp.c */

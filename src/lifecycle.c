@@ -184,7 +184,20 @@ lifecycle_build(void)
 	lifecycle_built = 1;
 }
 
-/* Set the module up: the table, and the news agent.c brings. */
+/*
+ * The next step of a per-call process's stop sequence (proc.c asks): a
+ * call is stopped by the rules that stop an agent.
+ */
+static enum agent_state
+lifecycle_call_next(enum agent_state s, enum agent_event ev)
+{
+	return lifecycle_next(s, ev, 1);
+}
+
+/*
+ * Set the module up: the table, the news agent.c brings, and the stop
+ * sequence of per-call processes.
+ */
 void
 lifecycle_init(void)
 {
@@ -194,6 +207,7 @@ lifecycle_init(void)
 	lifecycle_shutdown = 0;
 	agent_on_event(lifecycle_news);
 	agent_on_free(lifecycle_forget);
+	proc_on_stop(lifecycle_call_next);
 }
 
 /* Register an observer of every transition. */
