@@ -683,6 +683,7 @@ struct agent_dialect {
 	char			*bad_first;	/* the first of them, once any */
 	int			 answered;	/* answered a request, or spoke JSON-RPC */
 	int			 failed_output;	/* failed for non-JSON output */
+	int			 adapted;	/* a tool's: its lines are its adapter's */
 };
 
 /* engine.c: the requests an agent works on (written by engine.c). */
@@ -1900,6 +1901,7 @@ int	 lifecycle_rule(enum agent_state, enum agent_event, int *, int *);
 void	 lifecycle_feed(struct agent *, enum agent_event, const char *);
 void	 lifecycle_event(struct agent *, enum agent_event, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
+int	 lifecycle_load(const struct agent *);
 int	 lifecycle_routable(const struct agent *);
 int	 lifecycle_alive(const struct agent *);
 int	 lifecycle_stopping(const struct agent *);

@@ -141,6 +141,8 @@ dialect_spawned(struct agent *a)
 	a->dialect.env_streak = 0;
 	a->dialect.notices_dropped = 0;
 	a->dialect.failed_output = 0;
+	/* Looked at once here, not for every line. */
+	a->dialect.adapted = adapter_attached(a);
 }
 
 /* An agent is about to be freed: its state and bad line go with it. */
@@ -543,7 +545,7 @@ dialect_agent_line(struct agent *a, char *line, size_t len,
 
 	if (dialect_use.activity != NULL)
 		dialect_use.activity(a);
-	if (adapter_attached(a)) {
+	if (a->dialect.adapted) {
 		/* An adapted tool's lines belong to its adapter. */
 		if (kind == NDJSON_LINE && dialect_use.tool != NULL)
 			(void)dialect_use.tool(a, line, len);

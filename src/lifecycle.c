@@ -463,6 +463,26 @@ lifecycle_event(struct agent *a, enum agent_event ev, const char *fmt, ...)
 	lifecycle_feed(a, ev, why);
 }
 
+/*
+ * What routing asks of a candidate, at once: -2 when the agent will serve
+ * no more (failed, stopping, or stopped with no restart due), -1 when it
+ * may some day but cannot be given work now, else how many requests it
+ * holds (it may be given one more).
+ */
+int
+lifecycle_load(const struct agent *a)
+{
+	enum agent_state	s = a->life.state;
+
+	if (s == AS_READY || s == AS_BUSY)
+		return a->life.outstanding < adapter_inflight_cap(a) ?
+		    (int)a->life.outstanding : -1;
+	if (s == AS_FAILED || s == AS_STOPPING || s == AS_TERMINATING ||
+	    s == AS_KILLING || (s == AS_STOPPED && !lifecycle_will_restart(a)))
+		return -2;
+	return -1;
+}
+
 /* Return nonzero if the agent may be given new work. */
 int
 lifecycle_routable(const struct agent *a)

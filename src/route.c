@@ -195,24 +195,28 @@ route_serves(const struct route *r, const struct agent *a)
 static int
 route_potential(const struct agent *a)
 {
-	if (a->flags & AGENT_DEAD)
-		return 0;
-	if (lifecycle_state(a) == AS_FAILED || lifecycle_stopping(a))
-		return 0;
-	if (lifecycle_state(a) == AS_STOPPED && !lifecycle_will_restart(a))
-		return 0;
-	return 1;
+	return !(a->flags & AGENT_DEAD) && lifecycle_load(a) != -2;
 }
 
 static void	route_dispatch(struct msg *, struct agent *);
+
+/*
+ * Return nonzero if a, whose load lifecycle_load gave, can take a message
+ * now: the lifecycle gives it work, its stdin takes lines (or it runs a
+ * process per request), its circuit lets one through.
+ */
+static int
+route_ready_at(struct agent *a, int load)
+{
+	return load >= 0 && (adapter_per_call(a) || agent_writable(a)) &&
+	    breaker_allows(a);
+}
 
 /* Return nonzero if a can take a message now. */
 static int
 route_ready(struct agent *a)
 {
-	if (adapter_per_call(a))
-		return lifecycle_routable(a) && breaker_allows(a);
-	return lifecycle_routable(a) && agent_writable(a) && breaker_allows(a);
+	return route_ready_at(a, lifecycle_load(a));
 }
 
 /*
@@ -224,7 +228,7 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
     int *excluded_exists)
 {
 	struct agent	*a, *best = NULL, *alt = NULL;
-	unsigned int	 load, best_load = 0;
+	int		 load, best_load = 0;
 	size_t		 i;
 
 	*others = 0;
@@ -233,24 +237,25 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	for (i = 0; i < r->nconfs; i++) {
 		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
 		    slot.pool_entry) {
-			if (!route_potential(a))
+			/* One question to the lifecycle per candidate. */
+			if ((a->flags & AGENT_DEAD) ||
+			    (load = lifecycle_load(a)) == -2)
 				continue;
 			if (m->target != NULL && a != m->target)
 				continue;
 			if (a == m->exclude) {
 				*excluded_exists = 1;
-				if (route_ready(a))
+				if (route_ready_at(a, load))
 					alt = a;
 				continue;
 			}
 			(*others)++;
 			if (breaker_is_open(a))
 				route_open_circuits++;
-			if (!route_ready(a))
+			if (!route_ready_at(a, load))
 				continue;
 			if (a->slot.held > 0 && a != m->target)
 				continue;	/* its next turn is taken */
-			load = lifecycle_outstanding(a);
 			if (best == NULL || load < best_load || (load ==
 			    best_load && a->slot.last_pick <
 			    best->slot.last_pick)) {
