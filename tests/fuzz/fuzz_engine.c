@@ -1398,7 +1398,7 @@ fz_agent_of(const struct fz_proc *fp)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->proc.pid == fp->pid && (a->proc.flags & AP_RUNNING))
+		if (a->proc.p.pid == fp->pid && (a->proc.flags & AP_RUNNING))
 			return a;
 	return NULL;
 }
@@ -1483,11 +1483,11 @@ fz_status(struct fz_proc *fp, int status)
 {
 	struct agent	*a = fz_agent_of(fp);
 
-	if (a == NULL || !ev_is_active(&a->proc.child_w))
+	if (a == NULL || !ev_is_active(&a->proc.p.child_w))
 		return;
-	a->proc.child_w.rpid = fp->pid;
-	a->proc.child_w.rstatus = status;
-	ev_feed_event(LOOP, &a->proc.child_w, EV_CHILD);
+	a->proc.p.child_w.rpid = fp->pid;
+	a->proc.p.child_w.rstatus = status;
+	ev_feed_event(LOOP, &a->proc.p.child_w, EV_CHILD);
 	ev_invoke_pending(LOOP);
 }
 
@@ -1512,8 +1512,8 @@ fz_close_output(struct fz_proc *fp, int out, int err)
 			return;
 		if (out && ev_is_active(&a->proc.io.rw))
 			ev_feed_event(LOOP, &a->proc.io.rw, EV_READ);
-		else if (err && ev_is_active(&a->proc.err_w))
-			ev_feed_event(LOOP, &a->proc.err_w, EV_READ);
+		else if (err && ev_is_active(&a->proc.p.err_w))
+			ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
 		else
 			return;
 		ev_invoke_pending(LOOP);
@@ -1870,7 +1870,7 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->life.hb_w);
 		FZ_ADD(&a->breaker.timer);
 		FZ_ADD(&a->budget.timer);
-		FZ_ADD(&a->proc.pipe_w);
+		FZ_ADD(&a->proc.p.pipe_w);
 	}
 	/* In flight, waiting in a queue, or for a retry. */
 	for (m = engine_live_next(NULL); m != NULL; m = engine_live_next(m))
@@ -2012,8 +2012,8 @@ fz_trouble(struct fz_rd *r)
 		if (fp->err != -1 && write(fp->err, w->buf, w->tail) > 0) {
 			struct agent *a = fz_agent_of(fp);
 
-			if (a != NULL && ev_is_active(&a->proc.err_w)) {
-				ev_feed_event(LOOP, &a->proc.err_w, EV_READ);
+			if (a != NULL && ev_is_active(&a->proc.p.err_w)) {
+				ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
 				ev_invoke_pending(LOOP);
 			}
 		}
