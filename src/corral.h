@@ -886,40 +886,46 @@ struct branch_end {
 	size_t			 len;
 };
 
-/* engine.c: a job is one goal (run) or one input envelope (serve). */
-struct job {
-	uint64_t		 seq;
-	char			 id[CORRAL_ID_MAX];	/* the root envelope's */
-	int			 origin;
-#define JOB_RUN		0
-#define JOB_SERVE	1
-	unsigned int		 pending;	/* requests that point at it */
-	unsigned int		 open;		/* branch requests unanswered */
-	unsigned int		 steps;
-	int			 done;
-	int			 failed;
-	struct jobmsgs		 msgs;		/* its live requests */
-	struct branch_end	*ends;		/* branches that ended */
-	size_t			 nends;
-	size_t			 endcap;
-	ev_tstamp		 started;
-	ev_timer		 deadline_w;
-	TAILQ_ENTRY(job)	 entry;
-};
-
-struct msg_progress;
-
 /*
- * A request: an envelope routed to an agent, awaiting one outcome.  Every
- * module reads requests; only the engine writes them.  tests/layering.sh
- * compiles the other modules' files once more with CORRAL_CHECK_WRITES,
- * which makes these fields const there, so a write elsewhere fails it.
+ * Jobs and requests are the engine's: every module reads them, only the
+ * engine writes them.  tests/layering.sh compiles the other modules'
+ * files once more with CORRAL_CHECK_WRITES, which makes the fields marked
+ * ENGINE_WRITES const there, so a write elsewhere fails it.
  */
 #if defined(CORRAL_CHECK_WRITES) && !defined(CORRAL_MODULE_engine)
 #define ENGINE_WRITES	const
 #else
 #define ENGINE_WRITES
 #endif
+
+/* engine.c: a job is one goal (run) or one input envelope (serve). */
+struct job {
+	uint64_t		 ENGINE_WRITES seq;
+	char			 ENGINE_WRITES id[CORRAL_ID_MAX]; /* its root's */
+	int			 ENGINE_WRITES origin;
+#define JOB_RUN		0
+#define JOB_SERVE	1
+	/* Requests that point at it; branch requests unanswered. */
+	unsigned int		 ENGINE_WRITES pending;
+	unsigned int		 ENGINE_WRITES open;
+	unsigned int		 ENGINE_WRITES steps;
+	int			 ENGINE_WRITES done;
+	int			 ENGINE_WRITES failed;
+	struct jobmsgs		 ENGINE_WRITES msgs;	/* its live requests */
+	struct branch_end	*ENGINE_WRITES ends;	/* branches that ended */
+	size_t			 ENGINE_WRITES nends;
+	size_t			 ENGINE_WRITES endcap;
+	ev_tstamp		 ENGINE_WRITES started;
+	ev_timer		 ENGINE_WRITES deadline_w;
+	TAILQ_ENTRY(job)	 ENGINE_WRITES entry;
+};
+
+struct msg_progress;
+
+/*
+ * A request: an envelope routed to an agent, awaiting one outcome.  Every
+ * module reads requests (and jobs); only the engine writes them.
+ */
 struct msg {
 	char			 ENGINE_WRITES id[CORRAL_ID_MAX];
 	char			*ENGINE_WRITES line;

@@ -14,9 +14,10 @@
 # is marked in src/corral.h with the module it belongs to (PART_OF), and
 # the compiler refuses a name of it in another module's file.  This plants
 # such a use of every part, in a file of another module (which must not
-# compile) and of its own (which must), and a write to a request outside
-# the engine; then it compiles every other module's file with requests'
-# fields const (CORRAL_CHECK_WRITES): only the engine writes requests.
+# compile) and of its own (which must), and a write to a request and to a
+# job outside the engine; then it compiles every other module's file with
+# requests' and jobs' fields const (CORRAL_CHECK_WRITES): only the engine
+# writes them.
 #
 #   sh tests/layering.sh            (objects from build/, or $BUILD)
 set -u
@@ -145,17 +146,20 @@ while read -r s m o; do
 	fi
 done <"$T/parts"
 
-# Only the engine writes requests.
+# Only the engine writes requests and jobs.
 w=CORRAL_CHECK_WRITES
-if ! out=$(probe engine "p->prio = 1" "struct msg" "-D$w"); then
-	echo "FAIL: the engine cannot write a request under $w:"
-	echo "$out" | head -5
-	bad=1
-fi
-if probe layering_probe "p->prio = 1" "struct msg" "-D$w" >/dev/null; then
-	echo "FAIL: a planted write to a request outside the engine compiled under $w"
-	bad=1
-fi
+for sw in "struct msg:p->prio = 1:a request" "struct job:p->done = 1:a job"; do
+	st=${sw%%:*}; body=${sw#*:}; what=${body#*:}; body=${body%%:*}
+	if ! out=$(probe engine "$body" "$st" "-D$w"); then
+		echo "FAIL: the engine cannot write $what under $w:"
+		echo "$out" | head -5
+		bad=1
+	fi
+	if probe layering_probe "$body" "$st" "-D$w" >/dev/null; then
+		echo "FAIL: a planted write to $what outside the engine compiled under $w"
+		bad=1
+	fi
+done
 nw=0
 for f in src/*.c; do
 	m=$(basename "$f" .c)
@@ -163,7 +167,7 @@ for f in src/*.c; do
 	[ "$m" = engine ] && continue
 	nw=$((nw + 1))
 	if ! out=$(eval "\"\$cc\" $flags -fsyntax-only -DCORRAL_MODULE_$m -D$w $qual \"\$f\"" 2>&1); then
-		echo "FAIL: $f writes a request (only the engine does):"
+		echo "FAIL: $f writes a request or a job (only the engine does):"
 		echo "$out" | grep -e error -e '^ ' | head -6
 		bad=1
 	fi
@@ -171,5 +175,5 @@ done
 
 n=$(wc -l <"$T/order")
 e=$(awk '{ print $1, $2 }' "$T/uses" | sort -u | wc -l)
-[ "$bad" = 0 ] && echo "layering: $n modules, $e module-to-module uses, none upward; $nparts parts, each named by its module alone; $nw files of other modules write no request"
+[ "$bad" = 0 ] && echo "layering: $n modules, $e module-to-module uses, none upward; $nparts parts, each named by its module alone; $nw files of other modules write no request or job"
 exit "$bad"
