@@ -41,8 +41,6 @@ static int			audit_fd = -1;
 static char			*audit_path;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
-static char			audit_seqd[24]; /* audit_seq in decimal, */
-static size_t			audit_seqn;	/* its last audit_seqn bytes */
 static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
@@ -121,7 +119,6 @@ auditlog_open(const char *path, const char *wfpath)
 	audit_handed = 0;
 	audit_path = xstrdup(path);
 	audit_seq = 0;
-	audit_seqn = 0;
 	audit_error = audit_cut_error = 0;
 	audit_failed = audit_told = 0;
 	ev_async_init(&audit_async, auditlog_async_cb);
@@ -412,173 +409,36 @@ auditlog_close(void)
 }
 
 /*
- * Reserve room for n more bytes at the end of the queue and return where
- * they go; the caller commits what it wrote with audit_commit.
- */
-static inline char *
-audit_room(size_t n)
-{
-	if (audit_w.tail + n > audit_w.cap)
-		ndjson_writer_reserve(&audit_w, n);
-	return audit_w.buf + audit_w.tail;
-}
-
-/* Commit what was written in the room, up to p. */
-static inline void
-audit_commit(const char *p)
-{
-	audit_w.tail = (size_t)(p - audit_w.buf);
-}
-
-/* Append n bytes at p, and return where they end. */
-static inline char *
-audit_put(char *p, const char *s, size_t n)
-{
-	memcpy(p, s, n);
-	return p + n;
-}
-
-/* Append a string we trust to need no escaping (names, literals). */
-static char *
-audit_plain(char *p, const char *s)
-{
-	size_t	n = strlen(s);
-
-	*p++ = '"';
-	memcpy(p, s, n);
-	p += n;
-	*p++ = '"';
-	return p;
-}
-
-/* Return nonzero if s can go into JSON between quotes as it is. */
-static inline int
-audit_safe(const char *s, size_t n)
-{
-	return jsonw_plain(s, n) == n;
-}
-
-/*
- * Append a member whose value is a string from anywhere: as it is when
- * nothing needs escaping (the common case), else through the JSON writer.
- * key holds the comma, the quoted name and the colon.
- */
-static void
-audit_member(const char *key, size_t kl, const char *v, size_t vl)
-{
-	char	*p;
-
-	if (!audit_safe(v, vl)) {
-		ndjson_writer_add(&audit_w, key, kl);
-		jsonw_string(&audit_w, v, vl);
-		return;
-	}
-	p = audit_put(audit_room(kl + vl + 2), key, kl);
-	*p++ = '"';
-	p = audit_put(p, v, vl);
-	*p++ = '"';
-	audit_commit(p);
-}
-
-/*
- * The next sequence number: counted in decimal, a digit's carry at a
- * time, which is cheaper than formatting it on every line.
- */
-static void
-audit_seq_next(void)
-{
-	char	*d = audit_seqd + sizeof audit_seqd;
-	size_t	 i;
-
-	audit_seq++;
-	for (i = 0; i < audit_seqn; i++) {
-		if (d[-1 - (ptrdiff_t)i] != '9') {
-			d[-1 - (ptrdiff_t)i]++;
-			return;
-		}
-		d[-1 - (ptrdiff_t)i] = '0';
-	}
-	d[-1 - (ptrdiff_t)audit_seqn++] = '1';
-}
-
-/* Two decimal digits of v (below 100) at p. */
-static inline char *
-audit_2digits(char *p, unsigned int v)
-{
-	p[0] = (char)('0' + v / 10);
-	p[1] = (char)('0' + v % 10);
-	return p + 2;
-}
-
-/*
- * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
- * hand into the queue, in one reservation when agent and id need no
- * escaping: this runs several times for every envelope.  The agent's id
- * is escaped like the rest: most are names and numbers, but an adapter's
- * sub-agents are named from an agent's bytes.
+ * Start a line: sequence, monotonic time, event, agent, id.  Written with
+ * the JSON writer's appenders straight into the queue: this runs several
+ * times for every envelope.  The agent's id is escaped like the rest:
+ * most are names and numbers, but an adapter's sub-agents are named from
+ * an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	size_t		 el = strlen(ev), al = 0, il = 0;
-	int		 plain = 1;
-	char		*p;
-	uint64_t	 us;
-	unsigned int	 f;
-
-	if (agent != NULL && !audit_safe(agent, al = strlen(agent)))
-		plain = 0;
-	if (id != NULL && !audit_safe(id, il = strlen(id)))
-		plain = 0;
-	p = audit_room(64 + sizeof audit_seqd + el + al + il);
-	audit_seq_next();
-	p = audit_put(p, "{\"seq\":", 7);
-	p = audit_put(p, audit_seqd + sizeof audit_seqd - audit_seqn,
-	    audit_seqn);
-	p = audit_put(p, ",\"t\":", 5);
-	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
-	if (us < 10000000) {
-		*p++ = (char)('0' + us / 1000000);
-	} else
-		p += util_u64(p, us / 1000000);
-	*p++ = '.';
-	f = (unsigned int)(us % 1000000);
-	p = audit_2digits(p, f / 10000);
-	p = audit_2digits(p, f / 100 % 100);
-	p = audit_2digits(p, f % 100);
-	p = audit_put(p, ",\"ev\":\"", 7);
-	p = audit_put(p, ev, el);
-	*p++ = '"';
-	if (plain) {
-		if (agent != NULL) {
-			p = audit_put(p, ",\"agent\":\"", 10);
-			p = audit_put(p, agent, al);
-			*p++ = '"';
-		}
-		if (id != NULL) {
-			p = audit_put(p, ",\"id\":\"", 7);
-			p = audit_put(p, id, il);
-			*p++ = '"';
-		}
-		audit_commit(p);
-		return;
+	JSONW_PUT_KEY(&audit_w, 1, "seq");
+	jsonw_put_u64(&audit_w, ++audit_seq);
+	JSONW_PUT_KEY(&audit_w, 0, "t");
+	jsonw_put_micros(&audit_w, (uint64_t)((util_mono() - audit_t0) * 1e6));
+	JSONW_PUT_KEY(&audit_w, 0, "ev");
+	jsonw_put_name(&audit_w, ev, strlen(ev));
+	if (agent != NULL) {
+		JSONW_PUT_KEY(&audit_w, 0, "agent");
+		jsonw_put_str(&audit_w, agent, strlen(agent));
 	}
-	audit_commit(p);
-	if (agent != NULL)
-		audit_member(",\"agent\":", 9, agent, al);
-	if (id != NULL)
-		audit_member(",\"id\":", 6, id, il);
+	if (id != NULL) {
+		JSONW_PUT_KEY(&audit_w, 0, "id");
+		jsonw_put_str(&audit_w, id, strlen(id));
+	}
 }
 
 /* End a line; flush early if a lot is queued. */
 static void
 auditlog_end(void)
 {
-	char	*p = audit_room(2);
-
-	p[0] = '}';
-	p[1] = '\n';
-	audit_commit(p + 2);
+	jsonw_put_end(&audit_w);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
 		(void)auditlog_handover(1);
 }
@@ -592,8 +452,6 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 {
 	va_list		 ap;
 	const char	*k, *v;
-	size_t		 kl, vl;
-	char		*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
@@ -602,25 +460,8 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		if ((v = va_arg(ap, const char *)) == NULL)
 			continue;
-		kl = strlen(k);
-		vl = strlen(v);
-		if (audit_safe(v, vl)) {
-			p = audit_room(kl + vl + 6);
-			*p++ = ',';
-			*p++ = '"';
-			p = audit_put(p, k, kl);
-			p = audit_put(p, "\":\"", 3);
-			p = audit_put(p, v, vl);
-			*p++ = '"';
-			audit_commit(p);
-			continue;
-		}
-		p = audit_room(kl + 4);
-		*p++ = ',';
-		p = audit_plain(p, k);
-		*p = ':';
-		audit_w.tail += kl + 4;
-		jsonw_string(&audit_w, v, vl);
+		jsonw_put_key(&audit_w, 0, k, strlen(k));
+		jsonw_put_str(&audit_w, v, strlen(v));
 	}
 	va_end(ap);
 	auditlog_end();
@@ -637,9 +478,10 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
-	if (!audit_decisions)
-		audit_commit(audit_put(audit_put(audit_room(7 + len), ",\"env\":", 7),
-	    line, len));
+	if (!audit_decisions) {
+		JSONW_PUT_KEY(&audit_w, 0, "env");
+		jsonw_put_raw(&audit_w, line, len);
+	}
 	auditlog_end();
 }
 
@@ -656,8 +498,8 @@ auditlog_fields(const char *ev, const char *agent, const char *id,
 	auditlog_begin(ev, agent, id);
 	if (len > 2) {
 		/* Splice the object's members after ours. */
-		ndjson_writer_add(&audit_w, ",", 1);
-		ndjson_writer_add(&audit_w, obj + 1, len - 2);
+		jsonw_put_raw(&audit_w, ",", 1);
+		jsonw_put_raw(&audit_w, obj + 1, len - 2);
 	}
 	auditlog_end();
 }
@@ -676,8 +518,8 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 	if (fields != NULL && json_object_size(fields) > 0 &&
 	    (s = json_dumps(fields, CORRAL_JSON_FLAGS)) != NULL) {
 		/* Splice the object's members after ours. */
-		ndjson_writer_add(&audit_w, ",", 1);
-		ndjson_writer_add(&audit_w, s + 1, strlen(s) - 2);
+		jsonw_put_raw(&audit_w, ",", 1);
+		jsonw_put_raw(&audit_w, s + 1, strlen(s) - 2);
 		free(s);
 	}
 	json_decref(fields);

@@ -82,7 +82,8 @@ supervisor_any_alive(void)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
+		if (lifecycle_state(a) != AS_STOPPED &&
+		    lifecycle_state(a) != AS_FAILED)
 			return 1;
 	return 0;
 }
@@ -94,7 +95,8 @@ supervisor_kill_all(void)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
+		if (lifecycle_state(a) != AS_STOPPED &&
+		    lifecycle_state(a) != AS_FAILED)
 			lifecycle_kill(a);
 }
 
@@ -238,7 +240,7 @@ supervisor_stop_entry(unsigned int index)
 			continue;
 		if (e < sv.wf->nagents && sv.dependents[e] > 0)
 			continue;	/* its dependents stop first */
-		if (lifecycle_alive(a) || a->life.state == AS_BACKOFF)
+		if (lifecycle_alive(a) || lifecycle_state(a) == AS_BACKOFF)
 			lifecycle_stop(a, "shutdown");
 	}
 }
@@ -259,7 +261,7 @@ supervisor_stop_all(void)
 	sv.dependents = xcalloc(sv.wf->nagents + 1, sizeof *sv.dependents);
 	sv.alive = 0;
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
-		if (supervisor_down(a->life.state))
+		if (supervisor_down(lifecycle_state(a)))
 			continue;
 		sv.alive++;
 		for (d = 0; a->conf->deps != NULL &&
@@ -305,7 +307,7 @@ supervisor_stop_next(void)
 	sv.picking = 1;
 	for (a = agent_first(); a != NULL; a = next) {
 		next = agent_next(a);
-		if (a->life.state == AS_BACKOFF) {
+		if (lifecycle_state(a) == AS_BACKOFF) {
 			/* Waiting to restart: not any more. */
 			lifecycle_stop(a, "shutdown");
 			continue;
@@ -313,8 +315,8 @@ supervisor_stop_next(void)
 		if (!lifecycle_alive(a))
 			continue;
 		if (pick == NULL || a->depth > pick->depth ||
-		    (a->depth == pick->depth && a->life.start_seq >
-		    pick->life.start_seq))
+		    (a->depth == pick->depth && lifecycle_start_seq(a) >
+		    lifecycle_start_seq(pick)))
 			pick = a;
 	}
 	sv.picking = 0;
