@@ -33,6 +33,8 @@ static uint64_t			agent_child_seq;
 static agent_event_cb	agent_event_hook;
 static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
+static agent_errline_cb	agent_errline_hook;
+static agent_exit_cb	agent_exit_hook;
 static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
 static size_t		agent_nfree_hooks;
 
@@ -67,6 +69,18 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
+}
+
+/*
+ * Register who reads a process's stderr lines first, and may keep one
+ * from the log (nonzero), and who may say more of how it ended: the
+ * launcher's link (launch.c).
+ */
+void
+agent_on_process(agent_errline_cb errline, agent_exit_cb exited)
+{
+	agent_errline_hook = errline;
+	agent_exit_hook = exited;
 }
 
 /* Register one more module that must forget an agent before it is freed. */
@@ -260,10 +274,21 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 int
 agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 {
+	return agent_spawn_as(a, a->conf, argv, sr);
+}
+
+/*
+ * agent_spawn with the settings the process starts with (ac): a
+ * launcher's are the agent's but those that apply on the far end.
+ */
+int
+agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
+    struct spawn_result *sr)
+{
 	struct agent_proc	*p = &a->proc;
 
 	agent_new_token(a);
-	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
+	if (spawn_argv(ac, argv != NULL ? argv : a->conf->argv, a->id,
 	    a->token, a->adapter != NULL ? a->adapter->env : NULL, sr) != 0)
 		return -1;
 	p->flags = AP_RUNNING;
@@ -333,6 +358,16 @@ agent_send(struct agent *a, const char *line, size_t len)
 	a->proc.msgs_in++;
 }
 
+/*
+ * Queue a line of the link to a launched agent's far end for its stdin
+ * (launch.c's keepalives): no message, so not counted as one.
+ */
+void
+agent_send_link(struct agent *a, const char *line, size_t len)
+{
+	chan_write_line(&a->proc.io, line, len);
+}
+
 /* Return nonzero if the agent's stdin is above its high watermark. */
 int
 agent_full(const struct agent *a)
@@ -353,10 +388,12 @@ agent_check_exited(struct agent *a)
 {
 	if ((a->proc.flags & (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) ==
 	    (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) {
-		char	st[64];
+		char	st[256];
 
 		ev_timer_stop(LOOP, &a->proc.pipe_w);
 		util_describe_status(st, sizeof st, a->proc.status);
+		if (agent_exit_hook != NULL)
+			agent_exit_hook(a, st, sizeof st);
 		agent_news(a, AE_EXITED, st);
 	}
 }
@@ -475,6 +512,9 @@ agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 {
 	struct agent	*a = arg;
 
+	if (kind == NDJSON_LINE && agent_errline_hook != NULL &&
+	    agent_errline_hook(a, line, len))
+		return;
 	if (kind == NDJSON_CUT)
 		log_agent_line(a->id, line, len, extra);
 	else if (kind == NDJSON_LINE || kind == NDJSON_NUL)

@@ -236,6 +236,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
 	const char		*err, *st;
 	char			 up[32], id[64], queues[256], pid[24];
+	char			 where[96];
 	size_t			 i, j, ql;
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
@@ -302,9 +303,10 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	    cmd_top_metric(metrics, "corral_control_clients", NULL, NULL));
 	cmd_top_line(&s, "%s", "");
 	cmd_top_line(&s, "%s%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s %-8s "
-	    "%-9s %-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT", "STATE",
-	    "PID", "INFLIGHT", "QUEUE", "IN", "OUT", "RESTARTS", "TOKENS",
-	    "COST", "LAST ERROR", cmd_top_plain ? "" : "\033[0m");
+	    "%-9s %-10s %-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT",
+	    "STATE", "PID", "INFLIGHT", "QUEUE", "IN", "OUT", "RESTARTS",
+	    "TOKENS", "COST", "HOST", "LAST ERROR", cmd_top_plain ? "" :
+	    "\033[0m");
 	json_array_foreach(agents, i, a) {
 		md = json_object_get(a, "metadata");
 		snprintf(id, sizeof id, "%*s%s", (int)json_integer_value(
@@ -316,8 +318,9 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		else
 			snprintf(pid, sizeof pid, "%lld", (long long)
 			    json_integer_value(json_object_get(md, "pid")));
+		client_where(md, where, sizeof where);
 		cmd_top_line(&s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
-		    "%-7lld %-8lld %-8.0f %-9.4f %s", id,
+		    "%-7lld %-8lld %-8.0f %-9.4f %-10s %s", id,
 		    json_string_value(json_object_get(a, "state")), pid,
 		    (long long)json_integer_value(json_object_get(md,
 		    "inflight")),
@@ -329,7 +332,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    (long long)json_integer_value(json_object_get(md,
 		    "restarts")),
 		    json_number_value(json_object_get(md, "tokens")),
-		    json_number_value(json_object_get(md, "cost")),
+		    json_number_value(json_object_get(md, "cost")), where,
 		    err != NULL ? err : "");
 		cmd_top_progress(&s, md);
 	}

@@ -616,6 +616,12 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	    src->confine.nread);
 	dst->confine.connect = config_list_copy(src->confine.connect,
 	    src->confine.nconnect);
+	dst->launch.argv = config_list_copy(src->launch.argv,
+	    src->launch.argc);
+	dst->launch.hosts = config_list_copy(src->launch.hosts,
+	    src->launch.nhosts);
+	dst->launch.corral = src->launch.corral ? xstrdup(src->launch.corral) :
+	    NULL;
 	dst->limits = NULL;
 	dst->nlimits = 0;
 	if (src->nlimits > 0) {
@@ -647,6 +653,9 @@ config_agent_free(struct agent_conf *ac)
 	config_list_free(ac->confine.write, ac->confine.nwrite);
 	config_list_free(ac->confine.read, ac->confine.nread);
 	config_list_free(ac->confine.connect, ac->confine.nconnect);
+	config_list_free(ac->launch.argv, ac->launch.argc);
+	config_list_free(ac->launch.hosts, ac->launch.nhosts);
+	free(ac->launch.corral);
 	free(ac->adapter);
 	free(ac->protocol);
 	if (ac->adapter_conf != NULL)
