@@ -124,7 +124,7 @@ static const struct cmd_option cmd_host_options[] = {
 const struct cmd_entry cmd_host_entry = {
 	.name = "host",
 	.args = "[-n] [-a SECONDS] [-C DIR] [-e NAME=VALUE] [-g SECONDS] "
-	    "[-l LIMIT=VALUE] [-t SECONDS] [-x SECONDS] -- CMD [ARG ...]",
+	    "[-l LIMIT=VALUE] [-t SECONDS] [-x SECONDS] CMD [ARG ...]",
 	.about = "the far end of a launched agent (started by launch:)",
 	.options = cmd_host_options,
 	.lower = 1,

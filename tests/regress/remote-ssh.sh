@@ -27,8 +27,8 @@ defaults:
     argv: [ssh, -F, "$T/ssh_config", -T, "{{host}}", "{{cmd | shell}}"]
     hosts: [alpha, beta, gamma]
     corral: "$CORRAL"
-    alive: ${SLOW}s
-    lost: $((6 * SLOW))s
+    alive: $(awk -v s="$SLOW" 'BEGIN { print s / 2 }')s
+    lost: $((3 * SLOW))s
   stop: {grace: 1s, timeout: 1s}
   timeout: $((30 * SLOW))s
 agents:
