@@ -53,6 +53,14 @@ net_cleanup() {
 }
 trap 'net_cleanup; cleanup' EXIT
 
+# net_alone NAME: a namespace ${NS}-NAME with only its loopback, where a
+# test runs daemons whose ports no other run may take (Slurm's).
+net_alone() {
+	ip netns add "${NS}-$1" || fail "ip netns add ${NS}-$1"
+	REMOTE_HOSTS="$REMOTE_HOSTS $1"
+	ip -n "${NS}-$1" link set lo up
+}
+
 # Run a command in the client namespace.
 in_client() {
 	ip netns exec "${NS}c" "$@"
