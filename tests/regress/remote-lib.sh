@@ -61,6 +61,19 @@ net_alone() {
 	ip -n "${NS}-$1" link set lo up
 }
 
+# in_host NAME CMD...: run CMD (exec'd, so $! is its pid) in host NAME's
+# network, with the machine's own /sys (cgroups, which ip netns exec
+# would hide from a container engine there).
+in_host() {
+	if command -v nsenter >/dev/null 2>&1; then
+		exec_in="nsenter --net=/run/netns/${NS}-$1"
+	else
+		exec_in="ip netns exec ${NS}-$1"
+	fi
+	shift
+	$exec_in "$@"
+}
+
 # Run a command in the client namespace.
 in_client() {
 	ip netns exec "${NS}c" "$@"
@@ -111,8 +124,7 @@ MaxStartups 100
 MaxSessions 100
 LogLevel ERROR
 EOF
-	ip netns exec "$_n" "$SSHD" -D -e -f "$T/sshd_$_h.conf" \
-	    2>"$T/sshd_$_h.log" &
+	in_host "$_h" "$SSHD" -D -e -f "$T/sshd_$_h.conf" 2>"$T/sshd_$_h.log" &
 }
 
 # net_up NAME...: the client namespace and one host per name, each
@@ -166,8 +178,7 @@ $(host_procs "$1")"
 
 # Start sshd again on host NAME, after host_kill: the machine is back.
 host_restart() {
-	ip netns exec "${NS}-$1" "$SSHD" -D -e -f "$T/sshd_$1.conf" \
-	    2>>"$T/sshd_$1.log" &
+	in_host "$1" "$SSHD" -D -e -f "$T/sshd_$1.conf" 2>>"$T/sshd_$1.log" &
 	_wh=$1
 	wait_for 'in_client ssh -F "$T/ssh_config" -T "$_wh" true \
 	    </dev/null 2>/dev/null' 10 || fail "sshd on $1 did not come back"
