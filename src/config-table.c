@@ -620,6 +620,9 @@ config_table_check_launch(struct config_reader *rd, struct agent_conf *ac,
 	if (ac->confine.flags & CONFINE_ON)
 		return config_err(rd, x, "%s.launch: confine: cannot be "
 		    "enforced on another machine: remove one of them", path);
+	if (l->nhosts > CONFIG_LAUNCH_HOSTS)
+		return config_err(rd, x, "%s.launch.hosts: at most %d hosts",
+		    path, CONFIG_LAUNCH_HOSTS);
 	for (i = 0; i < l->nhosts; i++)
 		if (l->hosts[i][0] == '\0' || l->hosts[i][0] == '-')
 			return config_err(rd, x, "%s.launch.hosts[%zu]: '%s' is "

@@ -265,6 +265,7 @@ enum launch_place {
 	LAUNCH_ROUND_ROBIN,
 	LAUNCH_LEAST_LOADED
 };
+#define CONFIG_LAUNCH_HOSTS	256	/* in one launch.hosts, at most */
 struct launch_conf {
 	char			**argv;		/* templates; NULL: run here */
 	size_t			 argc;
@@ -1722,8 +1723,17 @@ void	 lifecycle_restart(struct agent *, const char *);
 void	 lifecycle_kill(struct agent *);
 void	 lifecycle_fail(struct agent *, const char *);
 
+/* launch.c: one host of a launch.hosts, as the placement rule sees it. */
+struct launch_slot {
+	unsigned int	 agents;	/* of this corral's, running there */
+	uint64_t	 placed;	/* when last chosen; 0: never */
+	int		 out;		/* its breaker keeps it out */
+};
+
 /* launch.c */
 void	 launch_init(const struct workflow *);
+int	 launch_pick(enum launch_place, const struct launch_slot *, size_t,
+	    int);
 void	 launch_free_hosts(void);
 char	**launch_expand(char *const *, size_t, json_t *);
 json_t	*launch_metadata(const struct agent *);

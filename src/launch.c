@@ -37,6 +37,9 @@
 
 #include "corral.h"
 
+/* Hosts one launch.hosts may name, at most (config-table.c checks). */
+#define LAUNCH_HOSTS_MAX	CONFIG_LAUNCH_HOSTS
+
 /* A machine named in some launch.hosts. */
 struct launch_host {
 	char			*name;
@@ -142,16 +145,35 @@ launch_usable(const struct launch_host *h, const struct launch_conf *l,
 	return now >= h->open_until && !h->probing;
 }
 
-/* Is a better than b for the placement rule? */
-static int
-launch_better(const struct launch_host *a, const struct launch_host *b,
-    const struct launch_conf *l)
+/*
+ * The placement rule, over the hosts of one launch.hosts as slots: the
+ * usable host (not out, not avoid) that was chosen longest ago, or, for
+ * least-loaded, that runs fewest agents (then the one chosen longest ago);
+ * ties go to the first in the list.  avoid (an index, or -1) is taken
+ * only when no other host is usable.  Returns an index, or -1: none.
+ */
+int
+launch_pick(enum launch_place place, const struct launch_slot *s, size_t n,
+    int avoid)
 {
-	if (b == NULL)
-		return 1;
-	if (l->place == LAUNCH_LEAST_LOADED && a->agents != b->agents)
-		return a->agents < b->agents;
-	return a->placed < b->placed;
+	size_t	i;
+	int	best = -1;
+
+	for (i = 0; i < n; i++) {
+		if (s[i].out || (int)i == avoid)
+			continue;
+		if (best < 0)
+			best = (int)i;
+		else if (place == LAUNCH_LEAST_LOADED &&
+		    s[i].agents != s[best].agents) {
+			if (s[i].agents < s[best].agents)
+				best = (int)i;
+		} else if (s[i].placed < s[best].placed)
+			best = (int)i;
+	}
+	if (best < 0 && avoid >= 0 && (size_t)avoid < n && !s[avoid].out)
+		best = avoid;
+	return best;
 }
 
 /*
@@ -164,32 +186,34 @@ static struct launch_host *
 launch_choose(const struct launch *ln, const struct launch_conf *l,
     int *none)
 {
-	struct launch_host	*h, *best = NULL, *avoid = NULL;
+	struct launch_host	*h[LAUNCH_HOSTS_MAX], *best;
+	struct launch_slot	 slot[LAUNCH_HOSTS_MAX];
 	ev_tstamp		 now = ev_now(LOOP);
-	size_t			 i;
+	size_t			 i, n;
+	int			 avoid = -1, k;
 
 	*none = 0;
 	if (l->nhosts == 0)
 		return NULL;
-	if (ln->last != NULL && (ln->flags & LAUNCH_FAILED))
-		avoid = ln->last;
-	else if (ln->last != NULL && l->stay &&
-	    launch_usable(ln->last, l, now)) {
-		for (i = 0; i < l->nhosts; i++)
-			if (strcmp(l->hosts[i], ln->last->name) == 0)
-				return ln->last;
+	n = l->nhosts < LAUNCH_HOSTS_MAX ? l->nhosts : LAUNCH_HOSTS_MAX;
+	for (i = 0; i < n; i++) {
+		h[i] = launch_host_get(l->hosts[i]);
+		slot[i].agents = h[i]->agents;
+		slot[i].placed = h[i]->placed;
+		slot[i].out = !launch_usable(h[i], l, now);
+		if (h[i] == ln->last) {
+			if (ln->flags & LAUNCH_FAILED)
+				avoid = (int)i;
+			else if (l->stay && !slot[i].out)
+				return h[i];
+		}
 	}
-	for (i = 0; i < l->nhosts; i++) {
-		h = launch_host_get(l->hosts[i]);
-		if (h != avoid && launch_usable(h, l, now) &&
-		    launch_better(h, best, l))
-			best = h;
-	}
-	if (best == NULL && avoid != NULL && launch_usable(avoid, l, now))
-		best = avoid;
-	if (best == NULL)
+	if ((k = launch_pick(l->place, slot, n, avoid)) < 0) {
 		*none = 1;
-	else if (best->failures >= l->failures)
+		return NULL;
+	}
+	best = h[k];
+	if (best->failures >= l->failures)
 		best->probing = 1;	/* half-open: this one tries it */
 	return best;
 }
