@@ -693,8 +693,9 @@ launch_errline(struct agent *a, const char *line, size_t len)
 
 /*
  * Every launch.alive: a keepalive for the far end, and the link judged.
- * When corral itself did not run for a while (stopped, starved), the
- * silence it did not hear is no sign of the host's.
+ * When corral itself did not run for a while (stopped, starved), or the
+ * launcher was stopped (suspended), the silence it did not hear is no
+ * sign of the host's.
  */
 static void
 launch_link_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -706,7 +707,8 @@ launch_link_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	char		 why[256];
 	const char	*name;
 
-	if (now - ln->last_check > 3 * iv)
+	/* Silence while corral, or the launcher, was stopped says nothing. */
+	if (now - ln->last_check > 3 * iv || agent_sigstopped(a))
 		ln->last_word = now;
 	ln->last_check = now;
 	if (!(ln->flags & LAUNCH_LINKED) || (ln->flags & LAUNCH_LOST))

@@ -206,7 +206,7 @@ static const char *const mapview_reserved[] = {
 	"corral", "corralState", "depth", "pid", "tokens", "cost", "visible",
 	"restarts", "inflight", "queued", "msgsIn", "msgsOut", "reportedState",
 	"lastError", "failure", "progress", "virtual", "inside", "kind",
-	"toolCalls", "requestId", "lastTool", NULL
+	"toolCalls", "requestId", "lastTool", "host", NULL
 };
 
 /* Merge metadata given by a spawn, a register or an update (borrowed). */
