@@ -14,7 +14,10 @@
 # multiplies it by 3).
 set -eu
 cd "$(dirname "$0")/.."
-CORRAL_EXTRA_PACKAGES="clang valgrind jq bc sqlite3 ${CORRAL_EXTRA_PACKAGES:-}"
+# The engines the remote-* tests launch agents through: ssh, Slurm, podman.
+CORRAL_EXTRA_PACKAGES="clang valgrind jq bc sqlite3 openssh-server
+    openssh-client slurmctld slurmd slurm-client munge podman runc
+    ${CORRAL_EXTRA_PACKAGES:-}"
 . ./tests/setup.sh
 . ./tests/slow.sh
 corral_setup_packages
