@@ -543,6 +543,25 @@ client_attach(struct client *c, const char *path, const char *run,
 	return 0;
 }
 
+/*
+ * An agent's process, for a person, from its map/agents/list metadata:
+ * its pid; "per-call" for an adapter that runs a process per request
+ * (exec, codex, gemini: none lives between them); "-" for one inside
+ * its agent's CLI, or none at all.
+ */
+void
+client_pid(char *buf, size_t len, json_t *md)
+{
+	json_int_t	pid = json_integer_value(json_object_get(md, "pid"));
+
+	if (json_is_true(json_object_get(md, "perCall")))
+		strlcpy(buf, "per-call", len);
+	else if (json_is_true(json_object_get(md, "virtual")) || pid <= 0)
+		strlcpy(buf, "-", len);
+	else
+		snprintf(buf, len, "%lld", (long long)pid);
+}
+
 /* How long something has run, for a person: 0.4s, 12s, 4m05s, 2h03m. */
 void
 client_uptime(char *buf, size_t len, double secs)

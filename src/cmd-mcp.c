@@ -320,13 +320,19 @@ cmd_mcp_tools_list(json_t *id)
 	cmd_mcp_reply(id, json_pack("{s:o}", "tools", list));
 }
 
-/* Answer initialize: the version the client asked for, if we know it. */
+/*
+ * Answer initialize with the version the client asked for when we know
+ * it, else with the latest we know: MCP's version negotiation says the
+ * server MUST answer the same version if it supports it, otherwise
+ * another it supports, which SHOULD be its latest (the client then
+ * decides whether to go on).
+ */
 static void
 cmd_mcp_initialize(json_t *id, json_t *params)
 {
 	static const char *const versions[] = { "2025-11-25", "2025-06-18",
 	    "2025-03-26", "2024-11-05", NULL };
-	const char	*want, *v = "2025-06-18";
+	const char	*want, *v = versions[0];
 	size_t		 i;
 
 	want = json_string_value(json_object_get(params, "protocolVersion"));

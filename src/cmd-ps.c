@@ -49,12 +49,7 @@ cmd_ps_agent(json_t *a)
 
 	snprintf(id, sizeof id, "%*s%s", depth * 2, "",
 	    json_string_value(json_object_get(a, "id")));
-	/* One inside its agent's CLI is no process of corral's. */
-	if (json_is_true(json_object_get(md, "virtual")))
-		strlcpy(pid, "-", sizeof pid);
-	else
-		snprintf(pid, sizeof pid, "%lld", (long long)json_integer_value(
-		    json_object_get(md, "pid")));
+	client_pid(pid, sizeof pid, md);
 	client_where(md, where, sizeof where);
 	printf("  %-20s %-13s %-8s %-8lld %-6lld %-6lld %-8lld %-8.0f "
 	    "%-9.4f %-10s", id, json_string_value(json_object_get(a, "state")),

@@ -313,11 +313,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    json_object_get(md, "depth")) * 2, "",
 		    json_string_value(json_object_get(a, "id")));
 		err = json_string_value(json_object_get(md, "lastError"));
-		if (json_is_true(json_object_get(md, "virtual")))
-			strlcpy(pid, "-", sizeof pid);
-		else
-			snprintf(pid, sizeof pid, "%lld", (long long)
-			    json_integer_value(json_object_get(md, "pid")));
+		client_pid(pid, sizeof pid, md);
 		client_where(md, where, sizeof where);
 		cmd_top_line(&s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
 		    "%-7lld %-8lld %-8.0f %-9.4f %-10s %s", id,

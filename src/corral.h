@@ -648,6 +648,8 @@ struct peer {
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
+	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
+	json_t			*held;		/* frames after them (rpc.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
@@ -903,12 +905,13 @@ struct dialect_frame {
 #define DF_CONTROL	1	/* a JSON-RPC frame: for the control plane */
 #define DF_GARBAGE	2	/* no frame at all (not JSON): err says why */
 #define DF_INVALID	3	/* a frame with a problem: err says what */
+#define DF_BADRPC	4	/* a batch that is not JSON: err says why */
 	const char		*line;	/* the frame's bytes: the line, or made */
 	size_t			 len;
 	char			*made;	/* a line the decoder made (freed) */
 	struct jscan		*js;	/* DF_ENVELOPE, DF_INVALID: its tape */
 	struct env		 env;	/* DF_ENVELOPE: its fields */
-	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID */
+	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID, DF_BADRPC */
 	const char		*id;	/* DF_INVALID: the id it gave itself */
 	char			 idbuf[CORRAL_ID_MAX];
 };
@@ -963,6 +966,7 @@ struct event_info {
 	const char	*corr;		/* data.correlationId, or NULL */
 	int		 audit;		/* also into the audit log */
 };
+typedef int (*event_visible_cb)(const struct peer *, const char *);
 
 /* control.c: what the supervisor tells the control plane about the run. */
 struct control_info {
@@ -994,6 +998,7 @@ struct client {
 struct external {
 	char			*id;		/* "<agent>/<own id>" */
 	char			*parent;	/* the agent it is in */
+	char			*up;		/* the one that started it, or NULL */
 	char			*name;
 	char			*kind;		/* "claude-task" */
 	char			*type;		/* sub-agent type */
@@ -1382,7 +1387,12 @@ void	 rpc_error(struct peer *, json_t *, int, const char *, json_t *);
 void	 rpc_notify(struct peer *, const char *, json_t *);
 void	 rpc_ping(struct peer *);
 void	 rpc_send_text(struct peer *, const char *, size_t);
+void	 rpc_reply_text(struct peer *, const char *, size_t);
 void	 rpc_send_event(struct peer *, const char *, size_t);
+void	 rpc_batch_begin(struct peer *);
+void	 rpc_batch_end(struct peer *);
+void	 rpc_batch_drop_held(struct peer *);
+size_t	 rpc_batch_bytes(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);
@@ -1395,6 +1405,7 @@ int	 rpc_full(const struct peer *);
 /* event.c */
 void	 event_init(void);
 void	 event_set_log(const char *);
+void	 event_on_visible(event_visible_cb);
 uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
@@ -1415,7 +1426,9 @@ struct external *external_next(struct external *);
 struct external *external_find(const char *);
 int	 external_running(const struct external *);
 struct external *external_start(const char *, const char *, const char *,
-	    const char *, const char *, const char *);
+	    const char *, const char *, const char *, const char *);
+const char *external_parent(const struct external *);
+unsigned int external_depth(const struct external *);
 void	 external_tool(struct external *, const char *);
 void	 external_usage(struct external *, double, double, double);
 double	 external_tokens(const struct external *);
@@ -1448,6 +1461,7 @@ int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
 void	 client_where(json_t *, char *, size_t);
+void	 client_pid(char *, size_t, json_t *);
 json_t	*client_requests(struct client *, int);
 void	 client_request_head(char *, size_t);
 void	 client_request_row(char *, size_t, json_t *);
@@ -1868,6 +1882,7 @@ int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
 struct agent *mapview_param_agent(json_t *);
 struct external *mapview_param_external(json_t *);
+int	 mapview_need_id(struct peer *, json_t *, json_t *);
 json_t	*mapview_describe_external(struct external *);
 void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);

@@ -88,6 +88,7 @@ static uint64_t			 event_sub_seq;
 static uint8_t			 event_ulid[16];
 static uint64_t			 event_ulid_ms;
 static char			*event_log;	/* the audit log's path */
+static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -125,6 +126,25 @@ event_set_log(const char *path)
 {
 	free(event_log);
 	event_log = path != NULL ? xstrdup(path) : NULL;
+}
+
+/*
+ * Register who says whether a peer may see an agent (mapview.c): an
+ * agent's subscriptions and replays get only the events about agents it
+ * may see, as its map/agents/list does.
+ */
+void
+event_on_visible(event_visible_cb cb)
+{
+	event_visible = cb;
+}
+
+/* Whether peer p may see an event about agent (NULL: about no agent). */
+static int
+event_sees(const struct peer *p, const char *agent)
+{
+	return agent == NULL || event_visible == NULL || event_visible(p,
+	    agent);
 }
 
 /* The time of an event: milliseconds since the epoch, the loop's clock. */
@@ -678,7 +698,8 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 	if (ei->audit)
 		event_audit(ei, r);
 	TAILQ_FOREACH(s, &event_subs, entry)
-		if (event_rec_match(s->filter, r))
+		if (event_rec_match(s->filter, r) &&
+		    event_sees(s->peer, ei->agent))
 			event_deliver(s, r);
 }
 
@@ -826,6 +847,7 @@ struct event_replay {
 	uint64_t	 from;
 	uint64_t	 to;		/* 0: no end */
 	json_t		*filter;
+	const struct peer *peer;	/* who asked */
 	size_t		 limit;
 	size_t		 total;		/* how many matched */
 	struct jsonw	 out;		/* the events array, being built */
@@ -911,7 +933,9 @@ event_replay_log(struct event_replay *rp, const char *before)
 		ev = json_object_get(j, "event");
 		id = json_string_value(json_object_get(ev, "id"));
 		type = json_string_value(json_object_get(ev, "type"));
-		if (id != NULL && type != NULL && strcmp(id, before) < 0)
+		if (id != NULL && type != NULL && strcmp(id, before) < 0 &&
+		    event_sees(rp->peer, json_string_value(json_object_get(j,
+		    "agent"))))
 			event_replay_one(rp, id, (uint64_t)json_integer_value(
 			    json_object_get(ev, "timestamp")), raw,
 			    (size_t)(end - raw),
@@ -964,6 +988,7 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	if (id == NULL)
 		return;		/* a notification: nothing to answer */
 	memset(&rp, 0, sizeof rp);
+	rp.peer = p;
 	v = json_object_get(params, "afterEventId");
 	if (v != NULL && !json_is_string(v) && !json_is_null(v)) {
 		rpc_error(p, id, CORRAL_E_PARAMS, "afterEventId must be a "
@@ -1002,7 +1027,8 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
 		    EVENT_HISTORY];
 		if (!event_replay_in(&rp, r->id, r->ms) ||
-		    !event_rec_match(rp.filter, r))
+		    !event_rec_match(rp.filter, r) ||
+		    !event_sees(p, event_key(r, EV_AGENT)))
 			continue;
 		if (rp.total < rp.limit)
 			event_materialize(r);
@@ -1032,6 +1058,6 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	free(s);
 	free(ids);
 	s = jsonw_finish(&j, &len);
-	rpc_send_text(p, s, len);
+	rpc_reply_text(p, s, len);
 	free(s);
 }

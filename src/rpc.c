@@ -8,6 +8,11 @@
  * docs/protocol.md).  Frames are built with jansson: the control plane is
  * rare next to envelopes.
  *
+ * A batch (an array of requests) gets one array of answers: while one is
+ * handled, answers are gathered into it, and anything else for the peer
+ * (events, messages) waits until the array is written, so that a
+ * subscription's answer still comes before its events.
+ *
  * The participants that are not agents (clients) are listed here too, so
  * that a message can be addressed to one by its participantId.
  */
@@ -57,8 +62,14 @@ rpc_send(struct peer *p, json_t *frame)
 void
 rpc_send_text(struct peer *p, const char *s, size_t len)
 {
+	int	wrote;
+
+	if (p->held != NULL) {
+		json_array_append_new(p->held, json_stringn(s, len));
+		return;
+	}
 	/* Its dialect wrote it (and counted it): the same pressure holds. */
-	int	wrote = rpc_agent_wrote(p, s, len);
+	wrote = rpc_agent_wrote(p, s, len);
 
 	if (p->chan != NULL) {
 		if (!wrote)
@@ -83,10 +94,100 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 void
 rpc_send_event(struct peer *p, const char *s, size_t len)
 {
+	if (p->held != NULL) {
+		json_array_append_new(p->held, json_stringn(s, len));
+		return;
+	}
 	if (rpc_agent_wrote(p, s, len))
 		return;
 	if (p->chan != NULL)
 		chan_write_line(p->chan, s, len);
+}
+
+/*
+ * Write an answer (a stolen reference), or add it, as text, to the
+ * batch's: the text is what the batch costs (rpc_batch_bytes).
+ */
+static void
+rpc_answer(struct peer *p, json_t *f)
+{
+	char	*s;
+
+	if (p->batch != NULL && f != NULL) {
+		if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
+			jsonw_raw(p->batch, s, strlen(s));
+		else
+			log_warnx("%s: a control frame could not be built",
+			    p->name);
+		free(s);
+		json_decref(f);
+		return;
+	}
+	rpc_send(p, f);
+	json_decref(f);
+}
+
+/*
+ * Write an answer already serialized (by the JSON writer: map/replay's),
+ * or add it to the batch's.
+ */
+void
+rpc_reply_text(struct peer *p, const char *s, size_t len)
+{
+	if (p->batch != NULL)
+		jsonw_raw(p->batch, s, len);
+	else
+		rpc_send_text(p, s, len);
+}
+
+/* A batch begins: its answers are gathered, other frames held. */
+void
+rpc_batch_begin(struct peer *p)
+{
+	p->batch = xcalloc(1, sizeof *p->batch);
+	jsonw_init(p->batch);
+	jsonw_array(p->batch);
+	p->held = json_array();
+}
+
+/* How many bytes the answers of the batch being handled take so far. */
+size_t
+rpc_batch_bytes(const struct peer *p)
+{
+	return p->batch != NULL ? ndjson_writer_queued(&p->batch->w) : 0;
+}
+
+/*
+ * The batch is done: its answers go as one array (nothing when it held
+ * only notifications, as JSON-RPC says), then what was held.
+ */
+void
+rpc_batch_end(struct peer *p)
+{
+	struct jsonw	*batch = p->batch;
+	json_t		*held = p->held, *v;
+	char		*s;
+	size_t		 i, len;
+
+	p->batch = NULL;
+	p->held = NULL;
+	jsonw_array_end(batch);
+	s = jsonw_finish(batch, &len);
+	if (len > 2)	/* more than "[]" */
+		rpc_send_text(p, s, len);
+	free(s);
+	free(batch);
+	json_array_foreach(held, i, v)
+		rpc_send_text(p, json_string_value(v), json_string_length(v));
+	json_decref(held);
+}
+
+/* Frames held for after the batch are dropped: the peer said goodbye. */
+void
+rpc_batch_drop_held(struct peer *p)
+{
+	if (p->held != NULL)
+		json_array_clear(p->held);
 }
 
 /* Answer request id with a result (stolen reference). */
@@ -101,8 +202,7 @@ rpc_reply(struct peer *p, json_t *id, json_t *result)
 	}
 	f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
 	    result);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* MAP's category of an error code (the SDK's ErrorCategory). */
@@ -161,8 +261,7 @@ rpc_error(struct peer *p, json_t *id, int code, const char *msg,
 	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:o}}", "jsonrpc", "2.0", "id",
 	    id, "error", "code", code, "message", jsonw_text(msg, strlen(msg)),
 	    "data", data);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* Send a notification (params: a stolen reference, or NULL). */

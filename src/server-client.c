@@ -198,8 +198,10 @@ server_client_drained(struct chan *ch, int arg)
 		off += len + 1;
 		server_client_check(c);
 	}
-	memmove(c->pend, c->pend + off, c->plen - off);
-	c->plen -= off;
+	if (off > 0) {		/* none: c->pend may be NULL */
+		memmove(c->pend, c->pend + off, c->plen - off);
+		c->plen -= off;
+	}
 	if (!(c->flags & (SC_DEAD | SC_PAUSED)))
 		chan_resume_reading(&c->chan);
 }

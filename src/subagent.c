@@ -864,6 +864,8 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
 	struct external	*x;
 	char		 why[CORRAL_ID_MAX * 2 + 256];
 
+	if (!mapview_need_id(from, id, params))
+		return NULL;
 	if (mapview_param_agent(params) == NULL &&
 	    (x = mapview_param_external(params)) != NULL) {
 		/* Not a process of corral's: nothing to signal. */
@@ -925,6 +927,30 @@ subagent_stop(struct peer *from, json_t *id, json_t *params)
 	    res));
 }
 
+/*
+ * map/agents/suspend and map/agents/resume are idempotent: the caller
+ * asks for a state, not a transition, so an agent already there is
+ * answered {suspended: true} (or {resumed: true}) as it is.  A request
+ * tried again after its answer was lost then does not fail, and a
+ * script need not look before it asks (the look would race with the
+ * agent anyway).  Only an agent with no process to stop or continue
+ * (stopped, failed, stopping) is refused: 3001.
+ */
+
+/* Whether an agent has a process that suspend or resume can act on. */
+static int
+subagent_pausable(struct peer *from, json_t *id, struct agent *t)
+{
+	char	why[CORRAL_ID_MAX + 128];
+
+	if (lifecycle_alive(t) && !lifecycle_stopping(t))
+		return 1;
+	snprintf(why, sizeof why, "%s is %s: it has no process to suspend or "
+	    "resume", t->id, mapview_state(t->life.state));
+	rpc_error(from, id, CORRAL_E_STATE, why, NULL);
+	return 0;
+}
+
 /* map/agents/suspend: stop an agent's process where it is. */
 void
 subagent_suspend(struct peer *from, json_t *id, json_t *params)
@@ -933,15 +959,12 @@ subagent_suspend(struct peer *from, json_t *id, json_t *params)
 	char		 why[128];
 
 	if ((t = subagent_target(from, id, params,
-	    "suspend or resume")) == NULL)
+	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state == AS_SUSPENDED) {
-		rpc_reply(from, id, json_pack("{s:b, s:o}", "suspended", 0,
-		    "agent", mapview_describe(t)));
-		return;
+	if (t->life.state != AS_SUSPENDED) {
+		snprintf(why, sizeof why, "suspended by %s", from->name);
+		lifecycle_feed(t, AE_SUSPEND, why);
 	}
-	snprintf(why, sizeof why, "suspended by %s", from->name);
-	lifecycle_feed(t, AE_SUSPEND, why);
 	if (t->life.state != AS_SUSPENDED) {
 		snprintf(why, sizeof why, "%s cannot be suspended: it is %s",
 		    t->id, mapview_state(t->life.state));
@@ -960,16 +983,12 @@ subagent_resume(struct peer *from, json_t *id, json_t *params)
 	char		 why[128];
 
 	if ((t = subagent_target(from, id, params,
-	    "suspend or resume")) == NULL)
+	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state != AS_SUSPENDED) {
-		snprintf(why, sizeof why, "%s is not suspended: it is %s",
-		    t->id, mapview_state(t->life.state));
-		rpc_error(from, id, CORRAL_E_STATE, why, NULL);
-		return;
+	if (t->life.state == AS_SUSPENDED) {
+		snprintf(why, sizeof why, "resumed by %s", from->name);
+		lifecycle_feed(t, AE_RESUME, why);
 	}
-	snprintf(why, sizeof why, "resumed by %s", from->name);
-	lifecycle_feed(t, AE_RESUME, why);
 	rpc_reply(from, id, json_pack("{s:b, s:o}", "resumed",
 	    t->life.state != AS_SUSPENDED, "agent", mapview_describe(t)));
 }

@@ -106,6 +106,11 @@ async function main(port) {
   evs = sse(r.body);
   const sub = evs.find((e) => e.event === 'content_block_start').data.content_block;
   check('anthropic [[sub]]: Agent tool_use', sub.name === 'Agent');
+  r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user('[[subnest:fg]]')] });
+  evs = sse(r.body);
+  const nest = JSON.parse(evs.filter((e) => e.event === 'content_block_delta' && e.data.delta.type === 'input_json_delta').map((e) => e.data.delta.partial_json).join(''));
+  check('anthropic [[subnest:fg]]: an Agent call whose sub-agent starts one of its own',
+      nest.prompt === 'CHILD_TASK [[subtool:fg]]' && nest.run_in_background === false, JSON.stringify(nest));
   r = await request(port, 'POST', '/v1/messages/count_tokens', { model: 'claude-x', messages: [user('x')] });
   check('anthropic count_tokens', JSON.parse(r.body).input_tokens === 100);
 

@@ -31,6 +31,9 @@
 //   [[subtool]]        as [[sub]], but the sub-agent's prompt is
 //   [[subtool:fg]]     "CHILD_TASK [[tool]] [[slow:3]]": it calls the shell
 //                      tool once, then answers over 3 seconds
+//   [[subnest]]        as [[sub]], but the sub-agent's prompt is
+//   [[subnest:fg]]     "CHILD_TASK [[subtool:fg]]": it starts a sub-agent of
+//                      its own (nested), which runs as [[subtool]] does
 //   [[slow]] [[slow:S]] the text reply is streamed over S seconds (default 20);
 //                      with [[tool]], the text after the tool result is so
 //   [[error]] [[error500]] HTTP 500; [[error529]] [[overloaded]] HTTP 529
@@ -124,6 +127,7 @@ function scenarioOf(prompt) {
     return { kind: 'error', status };
   }
   if ((m = /\[\[tool(?::([\s\S]*?))?\]\]/.exec(p))) return { kind: 'tool', command: m[1] || 'echo hi' };
+  if ((m = /\[\[subnest(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[subtool:fg]]' };
   if ((m = /\[\[subtool(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[tool]] [[slow:3]]' };
   if ((m = /\[\[sub(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1] };
   if (/<task-notification>/.test(p)) return { kind: 'say', text: 'fakeapi: the sub-agent finished' };

@@ -1,7 +1,8 @@
 /*
  * Fuzz the JSON-RPC control-frame handler as an agent and as a control
  * socket client would drive it: each input that jscan accepts and that
- * carries "jsonrpc" goes to control_frame for an agent of a workflow with
+ * carries "jsonrpc", and each that begins with '[' (a batch), goes to
+ * control_frame for an agent of a workflow with
  * nothing to spawn, then for a client; any input at all goes to the
  * client as a line too (a client's bad line gets an error, not silence).
  * Every request must be answered (or refused) without crashing, leaking
@@ -57,8 +58,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_setup();
 	if (size > 1 << 16)
 		return 0;
-	if (jscan_run(js, s, size) == 0 && js->tok[0].type == JT_OBJECT &&
-	    jscan_get(js, s, 0, "jsonrpc") != -1) {
+	if ((size > 0 && s[0] == '[') || (jscan_run(js, s, size) == 0 &&
+	    js->tok[0].type == JT_OBJECT &&
+	    jscan_get(js, s, 0, "jsonrpc") != -1)) {
 		control_frame(&fuzz_agent->peer, s, size);
 		chan_flush_all();
 		agent_reap_dead(0);

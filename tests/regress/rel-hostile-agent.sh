@@ -27,7 +27,9 @@ routes:
   analyze: e
 YAML
 
-ncat=$("$RG" hostile --names | wc -l)
+# Its lines that begin with '[' are JSON-RPC batches: JSON-RPC errors
+# answer them, not notices.
+ncat=$(($("$RG" hostile --names | wc -l) - $("$RG" hostile | grep -ac '^\[')))
 
 # ask N TASK [INTENT [TTL]]: send request a-N and wait for its result.
 ask() {

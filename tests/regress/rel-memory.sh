@@ -129,7 +129,6 @@ agents:
     timeout: none
     max_line: 64KiB
     max_inflight: 1
-    timeout: none	# the child's task (a copy of this entry) outlives the flood
     stop: {grace: 200ms, timeout: 2s}
 routes:
   "*": flood
