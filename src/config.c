@@ -1231,7 +1231,8 @@ config_routed(const struct workflow *wf, const char *intent)
 
 /*
  * Check what loading cannot see in the file alone, and print each problem
- * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
+ * to f.  Errors: an agent's program cannot be found or run (for an agent
+ * on another machine, its launcher).  Warnings, of
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
  * start intent; and of a cmd: an exec adapter's argv: makes unused.
@@ -1249,6 +1250,17 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
+		/* A launched agent's program is on the far end; its launcher here. */
+		if (ac->launch.argc > 0) {
+			if (config_check_program(wf, ac, ac->launch.argv[0], why,
+			    sizeof why) != 0) {
+				config_report(f, wf->path, ac->line, ac->column,
+				    "", "agents.%s.launch.argv: %s", ac->name,
+				    why);
+				errors++;
+			}
+			continue;
+		}
 		if (ac->argv != NULL && config_exec_argv(ac))
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.cmd: not run: the exec "
