@@ -102,6 +102,8 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
+	{ CORRAL_M_STEPS,	PEER_CLIENT,	step_rpc_list },
+	{ CORRAL_M_ANSWER,	PEER_CLIENT,	step_rpc_answer },
 };
 
 /* The tool of tools: a delegate needs for a method (0: none). */
@@ -531,8 +533,13 @@ static void
 control_register_delegate(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
+	char		 why[256];
 
-	mapview_merge(a, json_object_get(params, "metadata"));
+	if (mapview_merge(a, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
 		auditlog_event("handshake", a->id, NULL, NULL);
@@ -565,6 +572,7 @@ static void
 control_register(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
+	char		 why[256];
 
 	if (p->role & PEER_DELEGATE) {
 		control_register_delegate(p, id, params);
@@ -575,7 +583,11 @@ control_register(struct peer *p, json_t *id, json_t *params)
 		    "corral starts them (map/agents/spawn)", NULL);
 		return;
 	}
-	mapview_merge(a, json_object_get(params, "metadata"));
+	if (mapview_merge(a, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	control_capabilities_given(a, params);
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
@@ -624,6 +636,7 @@ control_update(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t = mapview_param_agent(params);
 	json_t		*st;
+	char		 why[256];
 
 	if (t == NULL && p->agent != NULL &&
 	    json_object_get(params, "agentId") == NULL)
@@ -639,7 +652,11 @@ control_update(struct peer *p, json_t *id, json_t *params)
 		    "itself", NULL);
 		return;
 	}
-	mapview_merge(t, json_object_get(params, "metadata"));
+	if (mapview_merge(t, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	control_capabilities_given(t, params);
 	st = json_object_get(params, "state");
 	if (json_is_string(st))

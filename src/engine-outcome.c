@@ -54,7 +54,7 @@ engine_out(const char *line, size_t len)
 }
 
 /* Free a job once it is done and nothing of it is outstanding. */
-static void
+void
 engine_job_release(struct job *j)
 {
 	size_t	i;
@@ -98,6 +98,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	j->done = 1;
 	j->failed = is_error;
 	ev_timer_stop(LOOP, &j->deadline_w);
+	if (engine_step.done != NULL)
+		engine_step.done(j);
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
 	    "ok", NULL);
 	if (is_error) {
@@ -176,7 +178,7 @@ engine_account(struct agent *a, const struct env *env)
 }
 
 /* Remember how a branch of job j ended: its last request, and the line. */
-static void
+void
 engine_branch_end(struct job *j, const struct msg *m, const char *line,
     size_t len, int is_error, int finalized)
 {
@@ -203,7 +205,7 @@ engine_branch_end(struct job *j, const struct msg *m, const char *line,
  * (join.c), or, with join.then and several branches, one more request
  * gets them all.
  */
-static void
+void
 engine_join(struct job *j)
 {
 	struct msg	*m;

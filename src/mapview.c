@@ -18,11 +18,14 @@
  * keeps READY <-> BUSY out.
  */
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
 
+#define MAPVIEW_METADATA_BYTES	16384	/* an agent's metadata, as JSON */
+#define MAPVIEW_METADATA_VALUES	256	/* and its values */
 #define MAPVIEW_CAPS	64	/* capabilities an agent may register */
 
 static void	mapview_lifecycle(struct agent *, enum agent_state,
@@ -201,6 +204,59 @@ mapview_set_owner(struct agent *a, const char *owner)
 	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
+/* Count the JSON values in v, stopping past max. */
+static size_t
+mapview_values(json_t *v, size_t max)
+{
+	json_t		*x;
+	const char	*k;
+	size_t		 n = 1, i;
+
+	if (json_is_object(v))
+		json_object_foreach(v, k, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	else if (json_is_array(v))
+		json_array_foreach(v, i, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	return n;
+}
+
+/*
+ * Is metadata small enough to keep for an agent: at most
+ * MAPVIEW_METADATA_BYTES of JSON and MAPVIEW_METADATA_VALUES values?  It
+ * stays as long as its agent, and a participant may send it again and
+ * again.  Returns 0, or -1 with why.
+ */
+int
+mapview_metadata_check(json_t *md, char *why, size_t len)
+{
+	size_t	bytes, values;
+
+	if (md == NULL)
+		return 0;
+	bytes = json_dumpb(md, NULL, 0, JSON_COMPACT);
+	values = mapview_values(md, MAPVIEW_METADATA_VALUES);
+	if (bytes <= MAPVIEW_METADATA_BYTES &&
+	    values <= MAPVIEW_METADATA_VALUES)
+		return 0;
+	if (bytes > MAPVIEW_METADATA_BYTES)
+		snprintf(why, len, "metadata too large: %zu bytes of JSON; an "
+		    "agent's metadata holds at most %d bytes and %d values",
+		    bytes, MAPVIEW_METADATA_BYTES, MAPVIEW_METADATA_VALUES);
+	else
+		snprintf(why, len, "metadata too large: more than %d values; "
+		    "an agent's metadata holds at most %d bytes of JSON and %d "
+		    "values", MAPVIEW_METADATA_VALUES, MAPVIEW_METADATA_BYTES,
+		    MAPVIEW_METADATA_VALUES);
+	return -1;
+}
+
 /*
  * The metadata members corral writes itself (mapview_describe, and for an
  * agent inside a CLI mapview_describe_external), and its options: an
@@ -214,22 +270,35 @@ static const char *const mapview_reserved[] = {
 	"toolCalls", "requestId", "lastTool", "host", NULL
 };
 
-/* Merge metadata given by a spawn, a register or an update (borrowed). */
-void
-mapview_merge(struct agent *a, json_t *md)
+/*
+ * Merge metadata given by a spawn, a register or an update (borrowed),
+ * without corral's own members and capabilities.  Returns 0, or -1 with
+ * why, merging nothing, when the agent's metadata would grow beyond its
+ * bound (mapview_metadata_check).
+ */
+int
+mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
 {
-	size_t	i;
+	json_t	*m;
+	size_t	 i;
 
 	if (!json_is_object(md))
-		return;
-	if (a->map.metadata == NULL)
-		a->map.metadata = json_object();
-	json_object_update(a->map.metadata, md);
+		return 0;
+	m = a->map.metadata != NULL ? json_copy(a->map.metadata) :
+	    json_object();
+	json_object_update(m, md);
 	/* corral's own members are not the agent's to set. */
 	for (i = 0; mapview_reserved[i] != NULL; i++)
-		json_object_del(a->map.metadata, mapview_reserved[i]);
+		json_object_del(m, mapview_reserved[i]);
 	/* Capabilities are kept apart (mapview_add_capabilities). */
-	json_object_del(a->map.metadata, "capabilities");
+	json_object_del(m, "capabilities");
+	if (mapview_metadata_check(m, why, len) != 0) {
+		json_decref(m);
+		return -1;
+	}
+	json_decref(a->map.metadata);
+	a->map.metadata = m;
+	return 0;
 }
 
 /* The state an agent says it is in (map/agents/update); NULL clears. */
@@ -277,6 +346,19 @@ mapview_owner_gone(const char *owner, int orphan)
 		jsonw_object_end(&j);
 		mapview_emit("agent_orphaned", a, &j, 1);
 	}
+}
+
+/* Does the client named owner own an agent that is still alive? */
+int
+mapview_owns(const char *owner)
+{
+	struct agent	*a;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a->map.owner != NULL && strcmp(a->map.owner, owner) == 0 &&
+		    !(a->map.flags & MAPF_ORPHANED) && lifecycle_alive(a))
+			return 1;
+	return 0;
 }
 
 /* Return nonzero if from may address to (docs/subagents.md). */
@@ -940,6 +1022,19 @@ mapview_param_agent(json_t *params)
 	return s != NULL ? agent_find(s) : NULL;
 }
 
+/*
+ * A depth a caller gives (maxDepth, depth): -1 (any) when absent or
+ * negative; a depth beyond any tree is as good as any.
+ */
+static int
+mapview_depth(json_t *obj, const char *key)
+{
+	double	d = -1;
+
+	(void)protocol_number(obj, key, -1, INT_MAX, 1, &d);
+	return (int)d;
+}
+
 /* Add the descendants of a the caller sees to list, down to depth. */
 static void
 mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
@@ -1043,9 +1138,7 @@ mapview_get(struct peer *p, json_t *id, json_t *params)
 	inc = json_object_get(params, "include");
 	if (inc == NULL)
 		inc = params;
-	if (json_is_integer(json_object_get(inc, "maxDepth")))
-		depth = (int)json_integer_value(json_object_get(inc,
-		    "maxDepth"));
+	depth = mapview_depth(inc, "maxDepth");
 	if (json_is_true(json_object_get(inc, "parent")) && t->parent != NULL &&
 	    mapview_sees(p, t->parent))
 		json_object_set_new(res, "parent", mapview_describe(t->parent));
@@ -1112,9 +1205,7 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 			return;
 		}
 	}
-	if (json_is_integer(json_object_get(params, "depth")))
-		depth = (int)json_integer_value(json_object_get(params,
-		    "depth"));
+	depth = mapview_depth(params, "depth");
 	nodes = json_array();
 	edges = json_array();
 	for (t = agent_first(); t != NULL; t = agent_next(t)) {

@@ -150,6 +150,13 @@ rpc_batch_begin(struct peer *p)
 	p->held = json_array();
 }
 
+/* Is a batch of this peer's being handled (its answers gathered)? */
+int
+rpc_batching(const struct peer *p)
+{
+	return p->batch != NULL;
+}
+
 /* How many bytes the answers of the batch being handled take so far. */
 size_t
 rpc_batch_bytes(const struct peer *p)
@@ -346,4 +353,93 @@ rpc_full(const struct peer *p)
 {
 	return p->chan == NULL || p->chan->wfd == -1 ||
 	    (p->chan->flags & CHAN_WCLOSED) || chan_full(p->chan);
+}
+
+/* Skip white space; returns the next position. */
+static size_t
+rpc_ws(const char *p, size_t i, size_t len)
+{
+	while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
+	    p[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Skip a string that starts at i (a '"'); returns its end, or len. */
+static size_t
+rpc_skip_string(const char *p, size_t i, size_t len)
+{
+	for (i++; i < len; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '"')
+			return i + 1;
+	}
+	return len;
+}
+
+/* Skip a value that starts at i; returns its end, or len if cut off. */
+static size_t
+rpc_skip_value(const char *p, size_t i, size_t len)
+{
+	int	depth = 0;
+
+	if (i < len && p[i] == '"')
+		return rpc_skip_string(p, i, len);
+	for (; i < len; i++) {
+		if (p[i] == '"') {
+			i = rpc_skip_string(p, i, len) - 1;
+			continue;
+		}
+		if (p[i] == '{' || p[i] == '[')
+			depth++;
+		else if (p[i] == '}' || p[i] == ']') {
+			if (depth == 0)
+				return i;
+			if (--depth == 0)
+				return i + 1;
+		} else if (depth == 0 && (p[i] == ',' || p[i] == ' ' ||
+		    p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+			return i;
+	}
+	return len;
+}
+
+/*
+ * The id of a JSON-RPC frame known only by its first bytes (a line too
+ * long, dropped): its top-level member "id", when that is a string, a
+ * number or null and lies whole within them.  A new reference, or NULL.
+ * So a refusal can still be matched to its request.
+ */
+json_t *
+rpc_prefix_id(const char *p, size_t len)
+{
+	size_t	 i, k, kend, v;
+	json_t	*id;
+
+	if ((i = rpc_ws(p, 0, len)) >= len || p[i] != '{')
+		return NULL;
+	for (i++;;) {
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != '"')
+			return NULL;
+		k = i;
+		if ((kend = i = rpc_skip_string(p, i, len)) >= len)
+			return NULL;
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != ':')
+			return NULL;
+		v = rpc_ws(p, i + 1, len);
+		if ((i = rpc_skip_value(p, v, len)) >= len)
+			return NULL;
+		if (kend - k != 4 || memcmp(p + k, "\"id\"", 4) != 0)
+			goto next;
+		id = json_loadb(p + v, i - v, JSON_DECODE_ANY, NULL);
+		if (json_is_string(id) || json_is_number(id) || json_is_null(id))
+			return id;
+		json_decref(id);
+		return NULL;
+next:
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != ',')
+			return NULL;
+		i++;
+	}
 }

@@ -13,6 +13,8 @@ const os = require('os');
 const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fakeapi-test.'));
 const logFile = path.join(tmpDir, 'requests.log');
 process.on('exit', () => fs.rmSync(tmpDir, { recursive: true, force: true }));
+// SLOW (tests/slow.sh): every time limit here is multiplied by it.
+const slow = Math.max(1, Number(process.env.SLOW) || 1);
 const srv = spawn(process.execPath, [path.join(__dirname, 'server.js'), '--port', '0', '--log', logFile], { stdio: ['ignore', 'pipe', 'inherit'] });
 let passed = 0;
 let failed = 0;
@@ -36,7 +38,7 @@ function request(port, method, p, body) {
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(bufs).toString('utf8') }));
     });
     req.on('error', reject);
-    req.setTimeout(10000, () => req.destroy(new Error('timeout')));
+    req.setTimeout(10000 * slow, () => req.destroy(new Error('timeout')));
     if (data) req.write(data);
     req.end();
   });
@@ -238,7 +240,20 @@ async function main(port) {
   const t0 = Date.now();
   r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user('[[slow:1]]')] });
   const dt = Date.now() - t0;
-  check('[[slow:1]] streams over about 1 s', dt >= 900 && dt < 3000, `${dt} ms`);
+  check('[[slow:1]] streams over about 1 s', dt >= 900 && dt < 3000 * slow, `${dt} ms`);
+
+  // [[hold:PATH]] holds the reply, with pings, until PATH exists
+  const holdFile = path.join(tmpDir, 'hold');
+  let held = true;
+  const hp = request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user(`[[hold:${holdFile}]]`)] })
+    .then((x) => { held = false; return x; });
+  await new Promise((res) => setTimeout(res, 1500));
+  check('[[hold:PATH]]: the reply is held while PATH does not exist', held);
+  fs.writeFileSync(holdFile, '');
+  r = await hp;
+  const hev = sse(r.body);
+  check('[[hold:PATH]]: then it ends, pings sent meanwhile', hev.some((e) => e.event === 'message_stop') &&
+    hev.filter((e) => e.event === 'ping').length >= 2, r.body.slice(0, 300));
 
   const log = fs.readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   check('request log: one JSON line per request', log.filter((l) => l.method).length >= 25 && log.some((l) => l.api === 'gemini' && l.answer === 'json'), `${log.length} lines`);
@@ -263,4 +278,4 @@ setTimeout(() => {
   console.log('FAIL server-test timed out');
   srv.kill('SIGKILL');
   process.exit(1);
-}, 60000).unref();
+}, 60000 * slow).unref();

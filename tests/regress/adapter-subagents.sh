@@ -1,7 +1,8 @@
 #!/bin/sh
 # Claude Code's own sub-agents, with the real Claude Code offline against
-# the fake API: a Task sub-agent that calls a tool and stays busy a few
-# seconds appears, while it runs, as a virtual node under its claude agent
+# the fake API: a Task sub-agent that calls a tool and stays busy (the fake
+# API holds its answer until the test has looked) appears, while it runs,
+# as a virtual node under its claude agent
 # in the live `corral tree` and in map/agents/list (metadata.virtual, no
 # pid), with MAP events of its own; corral refuses to stop it (it is no
 # process of corral's); it ends STOPPED with its tool call and tokens, in
@@ -21,9 +22,9 @@ if [ "${1:-}" = --inner ]; then
 	serve_up "$T/wf.yaml" --control "$S"
 	wait_for_cmd 20 "$CORRAL" ps -S "$S" || exit 1
 	"$CORRAL" events -S "$S" --follow --json >"$T/events" 2>"$T/events.err" 8>&- &
-	feed "$(envl t1 execute 'delegate [[subtool]]')"
+	feed "$(envl t1 execute "delegate [[subtool:hold:$T/release]]")"
 	# While the sub-agent runs: the live tree and the agent list, all
-	# three taken while it is busy (it is for 3 s at least).
+	# three taken while it is busy (it is until $T/release exists).
 	cat >"$T/live.sh" <<LIVE
 "$CORRAL" tree -S "$S" >"$T/tree.live" 2>&1 &&
 "$CORRAL" ps -S "$S" --json >"$T/ps.live" 2>&1 &&
@@ -37,6 +38,7 @@ LIVE
 	id=$(sed -n 's/^`-- \(coder\/[^ ]*\) .*/\1/p' "$T/tree.live" | head -n 1)
 	"$CORRAL" stop -S "$S" "$id" >"$T/stop.out" 2>&1
 	echo "stop-rc $?" >"$T/stop.rc"
+	: >"$T/release"
 	wait_out 1 60 || exit 1
 	wait_for_cmd 20 sh -c "'$CORRAL' tree -S '$S' >'$T/tree.done' && grep -q '^\`-- coder/.* \\[STOPPED, inside its CLI, 1 tool call' '$T/tree.done'" ||
 	    exit 1

@@ -36,7 +36,7 @@ agents:
   sleeper:
     cmd: [$TREE, --plan, $T/hang.json]
     autostart: false
-    timeout: 60s
+    timeout: $((60 * SLOW))s
 routes:
   "*": boss
 EOF
@@ -103,7 +103,7 @@ expect_answer 16 '"isError":false' 'Delivered to sleeper-'
 first=$(grep -o 'Started sleeper-[0-9]*' "$T/mcp.out" | head -n 1 | sed 's/Started //')
 call 17 stop_agent '{"agent":"'"$first"'"}'
 expect_answer 17 "Stopping $first"
-call 18 wait_agents '{"agents":["'"$first"'"],"timeout":20}'
+call 18 wait_agents '{"agents":["'"$first"'"],"timeout":'$((20 * SLOW))'}'
 expect_answer 18 "$first failed"
 call 19 stop_agent '{"agent":"boss"}'
 expect_answer 19 '"isError":true' 'may stop only its own descendants'
