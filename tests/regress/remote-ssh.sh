@@ -76,6 +76,10 @@ jq -e '[.agents[] | select(.id == "root") | .metadata.host |
     (.name == "alpha") and (.link == "up") and (.launcher == "ssh") and
     (.pidns == true) and (.pid > 0)] == [true]' "$T/ps.json" >/dev/null ||
     fail "root's metadata.host: $(jq -c '.agents[] | select(.id == "root") | .metadata.host' "$T/ps.json")"
+"$CORRAL" top -S "$SOCK" -n 1 >"$T/top.out" 2>&1 || fail "corral top: $(cat "$T/top.out")"
+grep -q "^AGENT .* HOST  *LAST ERROR" "$T/top.out" &&
+    grep -q "^root  .* alpha  *$" "$T/top.out" ||
+    fail "corral top should show root on alpha: $(cat "$T/top.out")"
 "$CORRAL" tree -S "$SOCK" >"$T/tree.out" 2>&1
 grep -q "root \[READY, on alpha, depth 0\|root \[BUSY, on alpha, depth 0" "$T/tree.out" ||
     fail "corral tree should say root runs on alpha: $(cat "$T/tree.out")"
