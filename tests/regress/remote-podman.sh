@@ -22,6 +22,14 @@ P="podman --root $T/storage --runroot $T/prun --storage-driver vfs --cgroup-mana
 # Limits below ours: podman's defaults may be above what root may set
 # here (no CAP_SYS_RESOURCE).
 LIM="--ulimit nofile=1024:1024 --ulimit nproc=4096:4096"
+# Whatever way the test ends: its containers go, and what podman mounted
+# under $T (a container's /dev/shm) is unmounted before $T is removed.
+podman_cleanup() {
+	$P rm -a -f -t 0 >/dev/null 2>&1
+	awk -v t="$T/" 'index($2, t) == 1 { print $2 }' /proc/mounts |
+	    sort -r | while read -r m; do umount -l "$m"; done
+}
+trap 'podman_cleanup; net_cleanup; cleanup' EXIT
 
 # The image: the two programs at their own paths, their libraries, sh.
 R="$T/root"

@@ -9,7 +9,7 @@
 #   - a request goes to an agent and its reply comes back
 #   - kill -9 of corral: srun dies, Slurm would let the jobs run on, but
 #     corral host hears no keepalive and ends them: no agent is left, and
-#     the jobs end
+#     no job step
 # SKIPPED, with the reason, where the packages are missing or the cluster
 # does not start.
 . "$(dirname "$0")/remote-lib.sh"
@@ -145,8 +145,5 @@ wait_for '[ "$(agents)" -eq 0 ]' $((3 * SLOW + 10)) ||
     fail "agents left running after kill -9 of corral: $(ps -ww -eo pid,args | grep "$TR")"
 wait_for '[ -z "$(squeue -h -s 2>/dev/null)" ]' 30 ||
     fail "job steps left after kill -9 of corral: $(squeue -s)"
-s=$(now)
-# srun made the jobs' allocations: Slurm ends them after InactiveLimit.
-wait_for '[ -z "$(squeue -h 2>/dev/null)" ]' 60 ||
-    fail "jobs left after kill -9 of corral: $(squeue)"
-note "the jobs ended $(elapsed "$s")s after their steps (InactiveLimit=5)"
+# The allocations srun made are Slurm's to end (InactiveLimit, checked
+# every half minute or so): nothing of the agents runs in them any more.
