@@ -10,9 +10,15 @@
 #   - kill -9 of corral: srun dies, Slurm would let the jobs run on, but
 #     corral host hears no keepalive and ends them: no agent is left, and
 #     no job step
-# SKIPPED, with the reason, where the packages are missing or the cluster
+# SKIPPED, with the reason, under the sanitizers, or where the packages
+# are missing or the cluster
 # does not start.
 . "$(dirname "$0")/remote-lib.sh"
+# Under the sanitizers corral's side (launch, corral host) is the same as
+# through ssh, which remote-ssh, remote-ssh-fail and remote-host cover:
+# this pass spares the check the time of Slurm's.
+[ "${CORRAL_SANITIZE:-}" = ON ] &&
+    skip "Slurm runs in the normal pass; corral's launch and corral host run under the sanitizers in remote-ssh, remote-ssh-fail, remote-host"
 
 for c in munged mungekey slurmctld slurmd srun squeue ss timeout; do
 	command -v "$c" >/dev/null 2>&1 ||
