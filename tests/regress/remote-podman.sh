@@ -13,8 +13,8 @@
 #     more from corral and ends the agent, so the container ends and is
 #     removed
 # SKIPPED, with the reason, under the sanitizers, or where podman is
-# missing (check.sh does not install it) or cannot run a
-# container here.
+# missing (check.sh does not install it) or cannot run a container
+# here.
 . "$(dirname "$0")/remote-lib.sh"
 # Under the sanitizers corral's side (launch, corral host) is the same as
 # through ssh, which remote-ssh, remote-ssh-fail and remote-host cover:

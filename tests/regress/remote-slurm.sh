@@ -11,8 +11,7 @@
 #     corral host hears no keepalive and ends them: no agent is left, and
 #     no job step
 # SKIPPED, with the reason, under the sanitizers, or where the packages
-# are missing or the cluster
-# does not start.
+# are missing or the cluster does not start.
 . "$(dirname "$0")/remote-lib.sh"
 # Under the sanitizers corral's side (launch, corral host) is the same as
 # through ssh, which remote-ssh, remote-ssh-fail and remote-host cover:
