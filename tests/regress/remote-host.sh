@@ -62,7 +62,8 @@ for mode in pidns nopidns; do
 	hp=$!
 	wait_for '[ -s "$T/agent.$mode" ] && [ "$(marker_procs | awk '\''$3 == "tail"'\'' | grep -c .)" = 2 ]' 10 ||
 	    fail "$mode: the agent did not start: $(cat -v "$T/e5")"
-	wait_for '! pid_alive $hp' $((2 + 2 * SLOW)) ||
+	# A safety net, not a window: the silence, SIGKILL after -t, room.
+	wait_for '! pid_alive $hp' $((10 + 2 * SLOW)) ||
 	    fail "$mode: corral host should end after $((2 * SLOW))s of silence"
 	wait "$hp"
 	rc=$?
