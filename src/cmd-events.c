@@ -150,17 +150,12 @@ cmd_events_text(json_t *ev)
 static void
 cmd_events_print(json_t *ev, int text)
 {
-	char	*s;
-
 	if (text) {
 		/* What agents wrote must not drive the terminal. */
 		util_vis_json(ev);
 		cmd_events_text(ev);
-	}
-	else if ((s = json_dumps(ev, CORRAL_JSON_FLAGS)) != NULL) {
-		printf("%s\n", s);
-		free(s);
-	}
+	} else
+		cmd_print_json(ev);
 }
 
 /*
@@ -287,7 +282,7 @@ cmd_events_exec(struct cmd *c)
 	int		 follow = cmd_has(c, "follow");
 	int		 fresh = cmd_has(c, "new");
 	int		 reqs = cmd_has(c, "requests");
-	json_t		*seen = json_object();
+	json_t		*seen = NULL;	/* by request id, once looked at */
 	json_int_t	 looked = 0;
 	int		 text = isatty(STDOUT_FILENO), eof, rc = 1;
 	size_t		 i;

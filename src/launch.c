@@ -80,7 +80,8 @@ static uint64_t			 launch_seq;
 static char *const		*launch_warned[64];	/* launch.argv lists */
 static size_t			 launch_nwarned;
 
-static int	launch_spawn(struct agent *, char **, struct spawn_result *);
+static int	launch_spawn(struct agent *, char **, char *const *,
+		    struct spawn_result *);
 static int	launch_waits(struct agent *);
 static int	launch_errline(struct agent *, const char *, size_t);
 static void	launch_exit(struct agent *, char *, size_t);
@@ -266,7 +267,7 @@ launch_env_add(json_t *list, const char *name, const char *value)
  * the control socket nor the Python module's path, which are here).
  */
 static json_t *
-launch_env(struct agent *a, const char *host)
+launch_env(struct agent *a, char *const *aenv, const char *host)
 {
 	json_t		*e = json_array();
 	char		 buf[32], *const *x;
@@ -274,8 +275,7 @@ launch_env(struct agent *a, const char *host)
 
 	for (i = 0; i < a->conf->nenv; i++)
 		launch_env_add(e, a->conf->env[i].key, a->conf->env[i].value);
-	for (x = a->adapter != NULL ? a->adapter->env : NULL; x != NULL &&
-	    *x != NULL; x++)
+	for (x = aenv; x != NULL && *x != NULL; x++)
 		json_array_append_new(e, json_string(*x));
 	launch_env_add(e, "CORRAL_AGENT_ID", a->id);
 	launch_env_add(e, "CORRAL_AGENT_NAME", a->conf->name);
@@ -364,12 +364,13 @@ launch_cmd(struct agent *a, json_t *argv, json_t *env)
 
 /* The values of the template's placeholders for one start. */
 static json_t *
-launch_vars(struct agent *a, char **argv, const struct launch_host *h)
+launch_vars(struct agent *a, char **argv, char *const *aenv,
+    const struct launch_host *h)
 {
 	json_t	*v = json_object(), *av, *env;
 
 	av = launch_argv(argv);
-	env = launch_env(a, h != NULL ? h->name : NULL);
+	env = launch_env(a, aenv, h != NULL ? h->name : NULL);
 	json_object_set_new(v, "host", json_string(h != NULL ? h->name : ""));
 	json_object_set_new(v, "cmd", launch_cmd(a, av, env));
 	json_object_set_new(v, "argv", av);
@@ -541,7 +542,8 @@ launch_started(struct agent *a, const struct spawn_result *sr)
  * filled (no host usable is a failure that passes: EAGAIN).
  */
 static int
-launch_spawn(struct agent *a, char **argv, struct spawn_result *sr)
+launch_spawn(struct agent *a, char **argv, char *const *env,
+    struct spawn_result *sr)
 {
 	const struct launch_conf	*l = &a->conf->launch;
 	struct launch			*ln;
@@ -552,7 +554,7 @@ launch_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 	int				 none, rc;
 
 	if (l->argc == 0)
-		return agent_spawn(a, argv, sr);
+		return agent_spawn(a, argv, env, sr);
 	if ((ln = a->launch) == NULL) {
 		ln = a->launch = xcalloc(1, sizeof *ln);
 		ev_timer_init(&ln->link_w, launch_link_cb, 0, 0);
@@ -571,12 +573,13 @@ launch_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 		ln->flags |= LAUNCH_LINKED;
 	else
 		launch_warn_unlinked(a, l);
-	vars = launch_vars(a, argv != NULL ? argv : a->conf->argv, ln->host);
+	vars = launch_vars(a, argv != NULL ? argv : a->conf->argv, env,
+	    ln->host);
 	largv = launch_expand(l->argv, l->argc, vars);
 	json_decref(vars);
 	launch_local_conf(&lc, a->conf);
 	ln->program = xstrdup(largv[0]);
-	rc = agent_spawn_as(a, &lc, largv, sr);
+	rc = agent_spawn_as(a, &lc, largv, env, sr);
 	for (i = 0; largv[i] != NULL; i++)
 		free(largv[i]);
 	free(largv);
@@ -724,7 +727,7 @@ launch_link_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ln->lost = xstrdup(why);
 	ln->flags |= LAUNCH_LOST;
 	log_warnx("agent %s: %s; ending its %s (pid %ld)", a->id, why,
-	    ln->program, (long)a->proc.hostpid);
+	    ln->program, (long)agent_hostpid(a));
 	auditlog_event("host_lost", a->id, NULL, "host", name, "reason", why,
 	    NULL);
 	/* The far end ends the agent when the link closes, or goes silent. */
