@@ -265,9 +265,12 @@ config_read_list(struct config_reader *rd, const struct config_node *n,
 	*out = xcalloc(n->nkids + 1, sizeof **out);
 	*count = n->nkids;
 	for (i = 0; i < n->nkids; i++) {
-		if (n->kids[i]->type != CONFIG_SCALAR)
+		if (n->kids[i]->type != CONFIG_SCALAR) {
+			/* The list is what was read: no NULL inside it. */
+			*count = i;
 			return config_err(rd, n->kids[i], "%s[%zu]: expected a "
 			    "string", path, i);
+		}
 		(*out)[i] = xstrdup(n->kids[i]->str);
 	}
 	return 0;
