@@ -1887,9 +1887,31 @@ void	 trace_enable(int);
 int	 trace_on(void);
 void	 trace_envelope(const char *, const char *, const char *, size_t);
 
-/* auditlog.c */
+/* auditlog.c, auditlog-read.c */
+#define AUDITLOG_FORMAT		1	/* run_start's format: what readers check */
+#define AUDITLOG_FORMAT_S	"1"
+#define AUDITLOG_SYNC_DEFAULT	1000	/* --log-sync, in milliseconds */
 typedef void (*auditlog_error_cb)(const char *, int);
+
+/* Reading a log back, a whole line at a time (auditlog-read.c). */
+struct auditlog_reader {
+	FILE		*in;
+	char		*path;
+	char		*line;
+	size_t		 cap;
+	size_t		 lineno;	/* of the last line read */
+	size_t		 bad;		/* lines that are not JSON objects */
+	size_t		 first_bad;
+	size_t		 torn;		/* bytes of a last line cut short */
+	int		 started;	/* a run_start was read */
+	int		 ended;		/* and a run_end after the last one */
+	int		 format;	/* the last run_start's */
+	char		 why[512];	/* why reading stopped early */
+};
+
 int	 auditlog_open(const char *, const char *);
+int	 auditlog_sync_parse(const char *, int *);
+void	 auditlog_set_sync(int);
 int	 auditlog_close(void);
 uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
@@ -1902,6 +1924,10 @@ void	 auditlog_envelope(const char *, const char *, const char *,
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
+int	 auditlog_read_open(struct auditlog_reader *, const char *);
+int	 auditlog_read_next(struct auditlog_reader *, json_t **);
+void	 auditlog_read_report(struct auditlog_reader *, FILE *);
+void	 auditlog_read_close(struct auditlog_reader *);
 
 /* step.c, step-request.c, step-escalate.c, step-record.c: workflows of
  * steps (docs/steps.md). */
