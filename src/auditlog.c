@@ -72,6 +72,8 @@ static int			audit_failed;	/* nothing more is queued */
 static int			audit_told;	/* the callback has heard */
 static ev_async			audit_async;
 static auditlog_error_cb	audit_on_error;
+static auditlog_line_cb		audit_on_line;	/* corral replay's */
+static size_t			audit_line;	/* where the line began */
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
@@ -181,6 +183,16 @@ auditlog_offset(void)
 	if (audit_fd == -1 || audit_base == UINT64_MAX)
 		return UINT64_MAX;
 	return audit_base + audit_handed + (audit_w.tail - audit_w.head);
+}
+
+/*
+ * Register who reads each line as it is queued (corral replay, which
+ * follows its own run by the same lines it reads from a recording).
+ */
+void
+auditlog_on_line(auditlog_line_cb cb)
+{
+	audit_on_line = cb;
 }
 
 /* Return nonzero if an audit log is being written. */
@@ -579,6 +591,7 @@ auditlog_begin(const char *ev, const char *agent, const char *id)
 	uint64_t	 us;
 
 	start = p = audit_room(96 + strlen(ev));
+	audit_line = audit_w.tail;
 	memcpy(p, "{\"seq\":", 7);
 	p += 7;
 	p += util_u64(p, ++audit_seq);
@@ -609,6 +622,9 @@ static void
 auditlog_end(void)
 {
 	ndjson_writer_add(&audit_w, "}\n", 2);
+	if (audit_on_line != NULL)
+		audit_on_line(audit_w.buf + audit_line, audit_w.tail -
+		    audit_line);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
 		(void)auditlog_handover(1);
 }

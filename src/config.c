@@ -1234,8 +1234,9 @@ config_routed(const struct workflow *wf, const char *intent)
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
  * start intent; and of a cmd: an exec adapter's argv: makes unused.
- * `corral check`, `run` and `serve` all call this, so that
- * what one refuses, all refuse.  Returns the number of errors.
+ * With CONFIG_CHECK_NORUN (corral replay: no agent runs), programs are
+ * not looked for.  `corral check`, `run` and `serve` all call this, so
+ * that what one refuses, all refuse.  Returns the number of errors.
  */
 int
 config_check(const struct workflow *wf, int flags, FILE *f)
@@ -1248,7 +1249,9 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if (ac->argv != NULL && config_exec_argv(ac))
+		if (flags & CONFIG_CHECK_NORUN)
+			;
+		else if (ac->argv != NULL && config_exec_argv(ac))
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.cmd: not run: the exec "
 			    "adapter's argv: replaces it", ac->name);
@@ -1267,7 +1270,8 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    "ready: spawn", ac->name);
 			errors++;
 		}
-		if ((prog = config_exec_program(ac)) != NULL &&
+		if (!(flags & CONFIG_CHECK_NORUN) &&
+		    (prog = config_exec_program(ac)) != NULL &&
 		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.adapter.argv: %s", ac->name,
