@@ -2,12 +2,12 @@
  * corral replay: run a recorded run again with no agent started, and say
  * how this corral and workflow decide differently (docs/replay.md).
  *
- *   corral replay LOG [WORKFLOW] [--log FILE]
+ *   corral replay LOG [WORKFLOW] [--agents LIST] [--log FILE]
  *
  * The recording's last run is read (its format checked, a torn last line
- * left out); its goal starts the run again, every agent is the replay
- * adapter, which answers each request with the reply recorded at the
- * same path; this run's own audit lines are followed as they are
+ * left out); its goal starts the run again, every agent but those
+ * --agents lists (which run live) is the replay adapter, which answers
+ * each request with the reply recorded at the same path; this run's own audit lines are followed as they are
  * written, and at the end both runs are compared.
  */
 
@@ -68,6 +68,62 @@ cmd_replay_logpath(const char *path)
 	return abs;
 }
 
+/* Return nonzero if name is one of the comma-separated list. */
+static int
+cmd_replay_listed(const char *list, const char *name)
+{
+	size_t		 n = strlen(name);
+	const char	*p;
+
+	for (p = list; p != NULL; p = strchr(p, ',') != NULL ?
+	    strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/*
+ * Load the workflow with every agent the recording's stand-in, but those
+ * --agents lists, which run live; exits 2 when the workflow is invalid,
+ * the list names an agent it does not have, or a live one cannot run.
+ */
+static struct workflow *
+cmd_replay_load(const char *file, const char *list)
+{
+	struct workflow		*wf;
+	struct config_error	 ce;
+	const char		*p, *e;
+	size_t			 i, n;
+
+	if ((wf = config_load(file, &ce)) == NULL) {
+		config_print_error(stderr, file, &ce);
+		exit(EXIT_USAGE);
+	}
+	for (p = list; p != NULL && *p != '\0'; p = *e != '\0' ? e + 1 : e) {
+		e = p + strcspn(p, ",");
+		n = (size_t)(e - p);
+		for (i = 0; i < wf->nagents; i++)
+			if (strlen(wf->agents[i].name) == n &&
+			    strncmp(wf->agents[i].name, p, n) == 0)
+				break;
+		if (i == wf->nagents)
+			errx(EXIT_USAGE, "replay: --agents: %s has no agent "
+			    "'%.*s'", file, (int)n, p);
+	}
+	for (i = 0; i < wf->nagents; i++) {
+		if (list != NULL && cmd_replay_listed(list, wf->agents[i].name))
+			continue;
+		free(wf->agents[i].adapter);
+		wf->agents[i].adapter = xstrdup("replay");
+	}
+	/* The stand-ins run no program: only the live agents' are looked for. */
+	if (config_check(wf, CONFIG_CHECK_NORUN, stderr) != 0) {
+		config_free(wf);
+		exit(EXIT_USAGE);
+	}
+	return wf;
+}
+
 /* corral replay LOG [WORKFLOW]. */
 static int
 cmd_replay_exec(struct cmd *c)
@@ -76,7 +132,7 @@ cmd_replay_exec(struct cmd *c)
 	struct step_options	 so;
 	const char		*file;
 	char			*goal, *logpath;
-	size_t			 i, n;
+	size_t			 n;
 	int			 rc;
 
 	log_init(c->verbose + cmd_has(c, "verbose"));
@@ -85,12 +141,7 @@ cmd_replay_exec(struct cmd *c)
 	if (file == NULL)
 		errx(EXIT_USAGE, "replay: %s names no workflow: give it",
 		    c->argv[0]);
-	wf = cmd_check_load(file, CONFIG_CHECK_NORUN);
-	for (i = 0; i < wf->nagents; i++) {
-		/* No agent runs: each is the recording's stand-in. */
-		free(wf->agents[i].adapter);
-		wf->agents[i].adapter = xstrdup("replay");
-	}
+	wf = cmd_replay_load(file, cmd_get(c, "agents"));
 	if ((goal = json_dumps(cmd_replay_rec.goal, CORRAL_JSON_FLAGS)) ==
 	    NULL)
 		fatalx("replay: json_dumps");
@@ -122,6 +173,7 @@ cmd_replay_exec(struct cmd *c)
 }
 
 static const struct cmd_option cmd_replay_options[] = {
+	{ "agents", 'a', 1 },
 	{ "log", 'l', 1 },
 	{ "verbose", 'v', 0 },
 	{ NULL, 0, 0 }
@@ -129,9 +181,9 @@ static const struct cmd_option cmd_replay_options[] = {
 
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
-	.args = "LOG [WORKFLOW] [--log FILE] [-v]",
-	.about = "run a recorded run again, agents answered from the "
-	    "recording; print what differs",
+	.args = "LOG [WORKFLOW] [--agents LIST] [--log FILE] [-v]",
+	.about = "run a recorded run again, no agent started; print what "
+	    "differs",
 	.options = cmd_replay_options,
 	.lower = 1,
 	.upper = 2,

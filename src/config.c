@@ -1234,8 +1234,8 @@ config_routed(const struct workflow *wf, const char *intent)
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
  * start intent; and of a cmd: an exec adapter's argv: makes unused.
- * With CONFIG_CHECK_NORUN (corral replay: no agent runs), programs are
- * not looked for.  `corral check`, `run` and `serve` all call this, so
+ * With CONFIG_CHECK_NORUN (corral replay), agents with the replay
+ * adapter are not checked: they run no program.  `corral check`, `run` and `serve` all call this, so
  * that what one refuses, all refuse.  Returns the number of errors.
  */
 int
@@ -1249,9 +1249,10 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
-		if (flags & CONFIG_CHECK_NORUN)
-			;
-		else if (ac->argv != NULL && config_exec_argv(ac))
+		if ((flags & CONFIG_CHECK_NORUN) && ac->adapter != NULL &&
+		    strcmp(ac->adapter, "replay") == 0)
+			continue;
+		if (ac->argv != NULL && config_exec_argv(ac))
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.cmd: not run: the exec "
 			    "adapter's argv: replaces it", ac->name);
@@ -1270,8 +1271,7 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    "ready: spawn", ac->name);
 			errors++;
 		}
-		if (!(flags & CONFIG_CHECK_NORUN) &&
-		    (prog = config_exec_program(ac)) != NULL &&
+		if ((prog = config_exec_program(ac)) != NULL &&
 		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.adapter.argv: %s", ac->name,

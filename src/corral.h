@@ -1361,7 +1361,7 @@ void	 config_print(FILE *, const struct workflow *);
 void	 config_print_error(FILE *, const char *, const struct config_error *);
 int	 config_check(const struct workflow *, int, FILE *);
 #define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
-#define CONFIG_CHECK_NORUN	0x2	/* no agent runs: programs need not be */
+#define CONFIG_CHECK_NORUN	0x2	/* replay adapter's agents: not checked */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
 const struct step_conf *config_find_step(const struct workflow *,
 	    const char *);

@@ -6,6 +6,9 @@
 #     on stdout, and no agent's program runs (their path: is gone);
 #   - the price tracker with execute routed to another agent: the route,
 #     the missing answer and the different result are reported, exit 1;
+#   - --agents summarizer: that agent runs live, the others are
+#     replayed, no difference; an unknown name or a live agent whose
+#     program is missing is refused, exit 2;
 #   - a recording whose last line is torn: replayed from its whole lines,
 #     saying what was left out;
 #   - a recording in a newer format: refused, exit 2.
@@ -39,6 +42,8 @@ noagents() {
 
 record price-tracker "track prices daily"
 record word-count "count the words"
+# From here no agent program can be found but those --agents runs live.
+unset CORRAL_AGENT_PATH
 for ex in price-tracker word-count; do
 	noagents $ex
 	replay 0 "$T/$ex.log" "$T/$ex.yaml" --log "$T/$ex.replay.log"
@@ -55,6 +60,25 @@ for ex in price-tracker word-count; do
 done
 grep -q '"ev":"reflect"' "$T/price-tracker.replay.log" ||
     fail "the price tracker's replay made no reflection"
+
+# --agents: the summarizer runs live (its reply is made again, the same:
+# it is deterministic), the others are replayed.
+CORRAL_AGENT_PATH="$AGENTS"
+export CORRAL_AGENT_PATH
+replay 0 "$T/price-tracker.log" "$T/price-tracker.yaml" \
+    --agents summarizer --log "$T/mixed.log"
+unset CORRAL_AGENT_PATH
+[ -s "$OUT" ] && fail "--agents summarizer: differences: $(cat "$OUT")"
+grep -q '"ev":"spawn","agent":"summarizer","name":"summarizer","pid":' "$T/mixed.log" ||
+    fail "--agents summarizer: the summarizer did not run: $(grep '"ev":"spawn"' "$T/mixed.log")"
+[ "$(grep -c '"ev":"spawn".*"adapter":"replay"' "$T/mixed.log")" = 4 ] ||
+    fail "--agents summarizer: the other four are not replayed"
+replay 2 "$T/price-tracker.log" "$T/price-tracker.yaml" --agents summarizer,nosuch
+log_has "replay: --agents: $T/price-tracker.yaml has no agent 'nosuch'" ||
+    fail "--agents nosuch: $(cat "$ERR")"
+# A live agent whose program cannot be found is refused before the run.
+replay 2 "$T/price-tracker.log" "$T/price-tracker.yaml" --agents summarizer
+log_has "agents.summarizer.cmd:" || fail "--agents, no program: $(cat "$ERR")"
 
 # A changed route: execute goes to the critic, which never answered it.
 sed 's/^  execute: executor$/  execute: critic/' "$T/price-tracker.yaml" >"$T/changed.yaml"
