@@ -167,8 +167,9 @@ cmd_replay_exec(struct cmd *c)
 	config_free(wf);
 	free(goal);
 	free(logpath);
-	if (rc == EXIT_USAGE)
-		return EXIT_USAGE;
+	/* A run refused or interrupted says so, whatever it had compared. */
+	if (rc == EXIT_USAGE || rc >= 128)
+		return rc;
 	return n > 0 ? 1 : 0;
 }
 
