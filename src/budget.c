@@ -91,6 +91,14 @@ budget_totals(double *tokens_in, double *tokens_out, double *cost)
 	*cost = budget_cost;
 }
 
+/* What the agent's subtree used: its tokens and its cost. */
+void
+budget_used(const struct agent *a, double *tokens, double *cost)
+{
+	*tokens = a->budget.tokens;
+	*cost = a->budget.cost;
+}
+
 /* Return nonzero once the run's budget is spent. */
 int
 budget_run_spent(void)

@@ -57,12 +57,23 @@ static TAILQ_HEAD(, message_req) message_reqs =
 static const char		*message_scope_id;
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
+static message_task_cb		 message_task_hook;
 
 static int	message_live(struct agent *);
 static void	message_add(struct message_target *, size_t *, struct agent *,
 		    struct peer *, struct peer *);
 static void	message_result_agent(struct agent *, struct agent *,
 		    const char *, const char *, size_t, const char *);
+
+/*
+ * Register who knows a spawned child's open task (the sub-agent module):
+ * a child may answer it with a map/send result, too.
+ */
+void
+message_on_task(message_task_cb cb)
+{
+	message_task_hook = cb;
+}
 
 /* Forget pending requests (set up again: the tests do). */
 void
@@ -418,7 +429,7 @@ message_one(struct peer *from, const char *id, struct message_target *out,
 		}
 		if (!message_live(t)) {
 			snprintf(why, whylen, "agent %s is %s", t->id,
-			    mapview_state(t->life.state));
+			    mapview_state(lifecycle_state(t)));
 			return CORRAL_E_TERMINATED;
 		}
 		message_add(out, n, t, NULL, from);
@@ -624,24 +635,25 @@ message_old_code(int code)
  * urgent ones would hold them up behind less urgent work, so it is raised
  * to the most urgent of them, and the audit log says so.
  */
-static void
-message_inherit(struct agent *a, struct msg *m)
+static int
+message_inherit(struct agent *a, const char *id, int prio)
 {
 	struct msg	*w, *top = NULL;
 
-	TAILQ_FOREACH(w, &a->work.inflight, entry)
-		if (w->prio > m->prio && (top == NULL || w->prio > top->prio))
+	for (w = engine_inflight_first(a); w != NULL;
+	    w = engine_inflight_next(w))
+		if (w->prio > prio && (top == NULL || w->prio > top->prio))
 			top = w;
 	if (top == NULL)
-		return;
+		return prio;
 	log_info("request %s of agent %s: priority %s raised to %s, the "
-	    "priority of request %s it holds up", m->id, a->id,
-	    protocol_priority_name(m->prio), protocol_priority_name(top->prio),
+	    "priority of request %s it holds up", id, a->id,
+	    protocol_priority_name(prio), protocol_priority_name(top->prio),
 	    top->id);
-	auditlog_event("priority_raised", a->id, m->id, "from",
-	    protocol_priority_name(m->prio), "to",
+	auditlog_event("priority_raised", a->id, id, "from",
+	    protocol_priority_name(prio), "to",
 	    protocol_priority_name(top->prio), "because", top->id, NULL);
-	m->prio = top->prio;
+	return top->prio;
 }
 
 /*
@@ -700,17 +712,17 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
     const char *mid, const char *corr, char *why, size_t whylen)
 {
 	struct env	 env;
-	struct msg	*m;
+	struct msg	*m, *cur;
 	char		*line;
 	size_t		 len;
+	int		 prio;
 
 	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
 	    "user", mid, &len, &env, why, whylen)) == NULL)
 		return -1;
 	if (from->agent != NULL && env.parents == -1 &&
-	    !TAILQ_EMPTY(&from->agent->work.inflight))
-		line = message_caused_by(line, &len,
-		    TAILQ_FIRST(&from->agent->work.inflight)->id);
+	    (cur = engine_inflight_first(from->agent)) != NULL)
+		line = message_caused_by(line, &len, cur->id);
 	if (!engine_has_room(len)) {
 		free(line);
 		snprintf(why, whylen, "memory_limit: corral holds as many "
@@ -718,12 +730,10 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 		return -2;
 	}
 	m = engine_msg_create(NULL, line, len, MSG_SEND, env.intent);
-	strlcpy(m->id, mid, sizeof m->id);
-	m->target = t;
-	m->prio = (uint8_t)env.prio;
+	prio = env.prio;
 	if (from->agent != NULL)
-		message_inherit(from->agent, m);
-	m->timeout = env.ttl;
+		prio = message_inherit(from->agent, mid, prio);
+	engine_msg_setup(m, mid, t, NULL, prio, env.ttl);
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
 	session_note_line(line, len, "request", mid, from->name, t != NULL ?
@@ -775,12 +785,12 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
     json_t *meta)
 {
 	struct agent		*a = from->agent;
-	struct msg		*m, *hit = NULL;
+	struct msg		*hit;
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
 	json_t			*e, *trace;
-	const char		*corr;
+	const char		*corr, *task;
 	char			*line, mid[EVENT_ID_LEN + 1];
 	int			 valid;
 
@@ -788,11 +798,9 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	if (a == NULL || !json_is_true(json_object_get(meta, "isResult")) ||
 	    corr == NULL)
 		return 0;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
-		if (strcmp(m->id, corr) == 0)
-			hit = m;
-	if (hit == NULL && (a->child.task == NULL ||
-	    strcmp(a->child.task->id, corr) != 0))
+	hit = engine_inflight_find(a, corr, 0);
+	if (hit == NULL && (message_task_hook == NULL ||
+	    (task = message_task_hook(a)) == NULL || strcmp(task, corr) != 0))
 		return 0;
 	valid = 0;
 	if (json_is_object(payload) && (line = json_dumps(payload,
@@ -855,8 +863,8 @@ message_pick(struct message_target *t, size_t *n)
 		    !lifecycle_routable(t[best].agent)) ||
 		    (lifecycle_routable(t[i].agent) ==
 		    lifecycle_routable(t[best].agent) &&
-		    t[i].agent->work.outstanding <
-		    t[best].agent->work.outstanding))
+		    lifecycle_outstanding(t[i].agent) <
+		    lifecycle_outstanding(t[best].agent)))
 			best = i;
 	}
 	if (best != SIZE_MAX) {
@@ -948,7 +956,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		/* An agent that speaks map takes the Message, as a client does. */
 		if (targets[i].agent != NULL &&
 		    dialect_is(targets[i].agent, "map")) {
-			targets[i].peer = &targets[i].agent->peer;
+			targets[i].peer = agent_peer(targets[i].agent);
 			targets[i].agent = NULL;
 		}
 		if (targets[i].agent != NULL)
@@ -1183,8 +1191,8 @@ message_result(const char *to, struct agent *from, const char *corr,
 	if (payload == NULL)
 		payload = json_null();
 	meta = json_pack("{s:b, s:s}", "isResult", 1, "correlationId", corr);
-	if (from != NULL && from->parent == NULL && from->map.owner != NULL &&
-	    strcmp(from->map.owner, to) == 0)
+	if (from != NULL && from->parent == NULL && mapview_owner(from) !=
+	    NULL && strcmp(mapview_owner(from), to) == 0)
 		json_object_set_new(meta, "relationship",
 		    json_string("child-to-parent"));
 	addr = json_pack("{s:s}", "participant", to);
@@ -1358,7 +1366,7 @@ message_handoff_target(struct agent *from, json_t *params, char *why,
 		if (a != from && message_live(a) &&
 		    mapview_may_reach(from, a) &&
 		    mapview_has_capability(a, cap) && (best == NULL ||
-		    a->work.outstanding < best->work.outstanding))
+		    lifecycle_outstanding(a) < lifecycle_outstanding(best)))
 			best = a;
 	if (best == NULL)
 		snprintf(why, whylen, "no other agent has the capability "
