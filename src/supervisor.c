@@ -74,14 +74,19 @@ static struct step_options	 sv_steps;
 
 static void	supervisor_stop_next(void);
 
-/* Flush output queues and free dead agents before the loop blocks. */
+/*
+ * Free dead agents and clients, then flush output queues and the audit
+ * log, before the loop blocks.  In that order: freeing an agent writes
+ * its agent_unregistered to the log and to subscribers, which must not
+ * wait for the next event to wake the loop.
+ */
 static void
 supervisor_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
-	chan_flush_all();
-	auditlog_tick();
 	agent_reap_dead(0);
 	server_client_reap();
+	chan_flush_all();
+	auditlog_tick();
 	if (sv.shutting_down == 2 && agent_count_running() == 0 &&
 	    !supervisor_any_alive())
 		ev_break(loop, EVBREAK_ALL);
