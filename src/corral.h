@@ -1191,6 +1191,9 @@ void	 jsonw_object_end(struct jsonw *);
 void	 jsonw_array(struct jsonw *);
 void	 jsonw_array_end(struct jsonw *);
 void	 jsonw_key(struct jsonw *, const char *);
+void	 jsonw_key_raw(struct jsonw *, const char *, size_t);
+/* jsonw_key for a literal that needs no escaping, without a scan of it. */
+#define JSONW_KEY(j, lit) jsonw_key_raw((j), "\"" lit "\"", sizeof(lit) + 1)
 void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
@@ -1452,18 +1455,23 @@ const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
 
 /* codec.c, codec-bus.c, codec-agentmessage.c */
 #define CODEC_RING	256	/* requests a codec remembers per agent */
+#define CODEC_BUCKETS	512	/* its index by id */
 struct codec_entry {
 	char		 id[CORRAL_ID_MAX];
 	char		 intent[INTENT_NAME_MAX];
 	char		 kind[24];
+	uint32_t	 hash;		/* of id */
+	int16_t		 chain;		/* the next older entry of its bucket */
 };
 struct codec_ops;
 struct codec_state {
 	const struct codec_ops	*ops;
 	char			 agent[CORRAL_ID_MAX];
 	struct codec_entry	 ring[CODEC_RING];
+	int16_t			 buckets[CODEC_BUCKETS];	/* newest first */
 	size_t			 next;
 	json_t			*risks;		/* AgentMessage: reported errors */
+	int			 slow;		/* tests: never the tape path */
 };
 struct codec_error {
 	const char	*code;
@@ -1477,6 +1485,14 @@ struct codec_ops {
 			    struct codec_error *);
 	json_t		*(*encode)(struct codec_state *, json_t *);
 	const char	*(*message_id)(json_t *);
+	/*
+	 * The per-message kinds from the scanner's tape, written with jsonw:
+	 * 1 when done, 0 to leave the line to decode or encode.
+	 */
+	int		 (*tape_decode)(struct codec_state *, struct jscan *,
+			    const char *, struct jsonw *);
+	int		 (*tape_encode)(struct codec_state *, struct jscan *,
+			    const char *, struct jsonw *);
 };
 extern const struct codec_ops codec_bus_ops;
 extern const struct codec_ops codec_agentmessage_ops;
@@ -1503,8 +1519,24 @@ const char *codec_str(json_t *, const char *, const char *);
 const char *codec_kind(json_t *);
 const char *codec_parent(json_t *);
 json_t	*codec_content(json_t *);
+int	 codec_tape_text(struct jscan *, const char *, int, char *, size_t);
+void	 codec_tape_raw(struct jsonw *, struct jscan *, const char *, int);
+int	 codec_tape_prio(struct jscan *, const char *, int);
+int	 codec_tape_content(struct jscan *, const char *, int);
+void	 codec_tape_envelope(struct jsonw *, const char *, const char *,
+	    const char *, struct jscan *, const char *, int, int);
+int	 codec_tape_kind(struct jscan *, const char *, char *, size_t);
+void	 codec_tape_trace(struct jsonw *, struct jscan *, const char *, int,
+	    int);
+void	 codec_tape_common(struct jsonw *, struct jscan *, const char *, int,
+	    int, int);
+void	 codec_tape_str_or(struct jsonw *, struct jscan *, const char *, int,
+	    const char *);
+void	 codec_tape_member(struct jsonw *, const char *, struct jscan *,
+	    const char *, int);
+void	 codec_tape_score(struct jsonw *, struct jscan *, const char *, int);
 int	 codec_decode_line(struct codec_state *, const char *, size_t,
-	    json_t *, struct codec_error *);
+	    char **, size_t *, struct codec_error *);
 char	*codec_encode_line(struct codec_state *, const char *, size_t,
 	    size_t *);
 
