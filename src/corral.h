@@ -1854,6 +1854,8 @@ int	 scope_exists(const char *);
 struct scope *scope_create(const char *, const char *, int *, char *, size_t);
 int	 scope_subscribe(struct agent *, const char *, char *, size_t);
 int	 scope_unsubscribe(struct agent *, const char *);
+int	 scope_check_join(json_t *, char *, size_t);
+void	 scope_join(json_t *, struct agent *, const char *);
 int	 scope_each(const char *, void (*)(struct agent *, void *), void *);
 void	 scope_count_delivery(const char *, struct agent *, int);
 int	 scope_has(const char *, struct agent *);

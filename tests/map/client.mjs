@@ -59,6 +59,10 @@
 //   scope-list:S            map/scopes/list: S among them, each a Scope
 //   scope-send:S:ID         sendToScope: delivered names ID (and not us)
 //   scope-missing           sendToScope of an unknown scope: error 2002
+//   spawn-scope:NAME:S      map/agents/spawn {name: NAME, scopes: [S]}: the Agent
+//                           answered (SDK schema) lists S in scopes (sets @spawned)
+//   spawn-scope-missing:NAME  map/agents/spawn into an unknown scope: error 2002,
+//                           and no agent of NAME more than before
 //   find-capability:C:ID    map/agents/list {filter: {capabilityId: C}}: ID
 //                           among them, each with capability C
 //   session-request:ID:S    request() of ID with an envelope of session S
@@ -404,6 +408,34 @@ const steps = {
 		if (r.delivered.includes(ctx.vars.self))
 			fail('the sender got its own message');
 		return `delivered=${r.delivered.join(',')}`;
+	},
+	async 'spawn-scope'(arg) {
+		const [name, scope] = arg.split(':');
+		const r = await client.callExtension('map/agents/spawn', { name, scopes: [scope] });
+		const a = S.Agent.safeParse(r && r.agent);
+		if (!a.success)
+			fail(`agent: ${issues(a)}`);
+		if (!(r.agent.scopes || []).includes(scope))
+			fail(`${r.agent.id}.scopes is ${JSON.stringify(r.agent.scopes)}, want ${scope} in it`);
+		ctx.vars.spawned = r.agent.id;
+		return `${r.agent.id} in ${r.agent.scopes.join(',')}`;
+	},
+	async 'spawn-scope-missing'(name) {
+		const count = async () => (await client.listAgents()).agents
+		    .filter((a) => a.name === name || a.id.startsWith(`${name}-`) || a.id === name).length;
+		const before = await count();
+		try {
+			await client.callExtension('map/agents/spawn', { name,
+			    scopes: ['corral-harness-no-such-scope'] });
+		} catch (e) {
+			if (!(e instanceof sdk.MAPRequestError) || e.code !== sdk.ERROR_CODES.SCOPE_NOT_FOUND)
+				fail(`want error 2002, got ${errText(e)}`);
+			const after = await count();
+			if (after !== before)
+				fail(`${after} agents of ${name} after a refused spawn, ${before} before`);
+			return `${e.code} ${e.message}`;
+		}
+		fail('a spawn into an unknown scope was answered with a result');
 	},
 	async 'scope-missing'() {
 		try {

@@ -81,12 +81,16 @@ done
 note "$(tail -n 1 "$T/c2")"
 
 # Scopes (topics) and capabilities: the workflow's subscription, a new
-# scope joined and left, a send to each, discovery by capability.
+# scope joined and left, a send to each, an agent spawned into it (and a
+# spawn into a scope that does not exist refused), discovery by
+# capability.
 node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
     connect scope-list:news scope-members:news:echo scope-send:news:echo \
     scope-create:room scope-join:room:echo scope-members:room:echo \
     scope-send:room:echo scope-leave:room:echo scope-members:room:echo:no \
-    scope-missing find-capability:echoing:echo session-request:echo:s-1 \
+    scope-missing spawn-scope:echo:room scope-members:room:@spawned \
+    scope-send:room:@spawned stop:@spawned spawn-scope-missing:echo \
+    find-capability:echoing:echo session-request:echo:s-1 \
     session-list:s-1 session-load:s-1:echo session-close:s-1 \
     task-create:t-1 task-assign:t-1:echo task-list:t-1:completed \
     task-filter:echo disconnect >"$T/c3" 2>&1 ||
