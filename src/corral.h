@@ -339,8 +339,13 @@ struct agent_conf {
 struct route_conf {
 	char		 *intent;	/* as written; "*" for the fallback */
 	int		  line;
+	int		  column;
+	/* The entries named, then those that declare one of caps. */
 	struct agent_conf **agents;
 	size_t		  nagents;
+	size_t		  nnamed;
+	char		**caps;		/* capability:NAME targets */
+	size_t		  ncaps;
 };
 
 struct workflow {
@@ -709,6 +714,8 @@ struct route {
 	int			 intent;	/* or ROUTE_FALLBACK */
 	struct agent_conf	**confs;
 	size_t			 nconfs;
+	char			**caps;		/* agents with these too */
+	size_t			 ncaps;
 	struct msgq		 queue[PRIO_COUNT];
 	unsigned int		 queued;
 	unsigned int		 served[PRIO_COUNT];
@@ -1212,6 +1219,9 @@ size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
+int	 protocol_capability_equal(const char *, const char *);
+const char *protocol_capability_name(json_t *);
+int	 protocol_capability_in(json_t *, const char *);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
 void	 protocol_set_run(const char *);
@@ -1736,6 +1746,7 @@ void	 join_summary(const char *, size_t, char *, size_t);
 
 /* route.c */
 void	 route_init(const struct workflow *, const struct route_hooks *);
+void	 route_on_capability(int (*)(struct agent *, const char *));
 unsigned int route_queued_count(void);
 int	 route_submit(struct msg *);
 void	 route_direct(struct msg *);
@@ -1827,7 +1838,6 @@ void	 mapview_set_owner(struct agent *, const char *);
 void	 mapview_merge(struct agent *, json_t *);
 void	 mapview_report(struct agent *, const char *);
 void	 mapview_note_error(struct agent *, const char *);
-int	 mapview_capability_equal(const char *, const char *);
 void	 mapview_add_capabilities(struct agent *, json_t *);
 json_t	*mapview_capabilities(struct agent *);
 int	 mapview_has_capability(struct agent *, const char *);

@@ -261,7 +261,8 @@ metrics_requests(json_t *list)
 	x = metrics_add(list, "corral_queue_depth", "gauge",
 	    "Requests waiting in the routing table, by intent");
 	for (k = 0; k <= INTENT_MAX; k++) {
-		if ((r = route_row(k)) == NULL || r->nconfs == 0)
+		if ((r = route_row(k)) == NULL || (r->nconfs == 0 &&
+		    r->ncaps == 0))
 			continue;
 		metrics_sample(x, "intent", k == ROUTE_FALLBACK ? "*" :
 		    protocol_intent_name(k), r->queued);

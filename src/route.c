@@ -15,6 +15,11 @@
  * longer than ROUTE_AGING seconds is served before higher levels; among
  * aged heads, the lowest level first, so a burst of urgent work delays
  * the rest by about ROUTE_AGING and no more.
+ *
+ * A row may also name capabilities (capability:NAME): the entries that
+ * declare one are in the row already (config-table.c); an agent that
+ * registered one at run time is a candidate too, which the capability
+ * test a higher module registers (route_on_capability) tells.
  */
 
 #include <stdlib.h>
@@ -32,6 +37,7 @@ static struct agentpool		*route_pools;	/* per workflow entry */
 static unsigned int		 route_queued;	/* in every row's queues */
 static struct route_hooks	 route_hooks;
 static unsigned int		 route_open_circuits;
+static int			(*route_has_cap)(struct agent *, const char *);
 
 static void	route_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
@@ -65,6 +71,8 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 		r = &route_rows[idx];
 		r->confs = rc->agents;
 		r->nconfs = rc->nagents;
+		r->caps = rc->caps;
+		r->ncaps = rc->ncaps;
 	}
 	free(route_pools);
 	route_pools = xcalloc(wf->nagents, sizeof *route_pools);
@@ -76,6 +84,13 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	lifecycle_observe(route_lifecycle);
 	breaker_init(route_kick);
 	agent_on_free(route_forget_agent);
+}
+
+/* Register the test of whether an agent has a capability (mapview's). */
+void
+route_on_capability(int (*has)(struct agent *, const char *))
+{
+	route_has_cap = has;
 }
 
 /*
@@ -109,23 +124,44 @@ struct route *
 route_for(int intent)
 {
 	if (intent >= 0 && intent < INTENT_MAX &&
-	    route_rows[intent].nconfs > 0)
+	    (route_rows[intent].nconfs > 0 || route_rows[intent].ncaps > 0))
 		return &route_rows[intent];
-	if (route_rows[ROUTE_FALLBACK].nconfs > 0)
+	if (route_rows[ROUTE_FALLBACK].nconfs > 0 ||
+	    route_rows[ROUTE_FALLBACK].ncaps > 0)
 		return &route_rows[ROUTE_FALLBACK];
 	return NULL;
 }
 
-/* Return nonzero if the row lists the agent's workflow entry. */
+/* Return nonzero if the row lists the workflow entry ac. */
 static int
-route_serves(const struct route *r, const struct agent *a)
+route_lists(const struct route *r, const struct agent_conf *ac)
 {
 	size_t	i;
 
 	for (i = 0; i < r->nconfs; i++)
-		if (r->confs[i] == a->conf)
+		if (r->confs[i] == ac)
 			return 1;
 	return 0;
+}
+
+/* Does agent a have one of the row's capabilities (registered or not)? */
+static int
+route_capable(const struct route *r, struct agent *a)
+{
+	size_t	i;
+
+	for (i = 0; route_has_cap != NULL && i < r->ncaps; i++)
+		if (route_has_cap(a, r->caps[i]))
+			return 1;
+	return 0;
+}
+
+/* Return nonzero if the row serves agent a: its entry, or a capability. */
+static int
+route_serves(const struct route *r, struct agent *a)
+{
+	return route_lists(r, a->conf) || (r->ncaps > 0 && route_capable(r,
+	    a));
 }
 
 /*
@@ -155,6 +191,42 @@ route_ready(struct agent *a)
 	return lifecycle_routable(a) && agent_writable(a) && breaker_allows(a);
 }
 
+/* What route_pick has found so far. */
+struct route_choice {
+	struct agent	*best;
+	struct agent	*alt;		/* the excluded one, when ready */
+	unsigned int	 others;
+	int		 excluded;
+};
+
+/* Consider agent a, a candidate of the row, for m. */
+static inline void
+route_consider(struct route_choice *c, struct msg *m, struct agent *a)
+{
+	if (!route_potential(a))
+		return;
+	if (m->target != NULL && a != m->target)
+		return;
+	if (a == m->exclude) {
+		c->excluded = 1;
+		if (route_ready(a))
+			c->alt = a;
+		return;
+	}
+	c->others++;
+	if (breaker_is_open(a))
+		route_open_circuits++;
+	if (!route_ready(a))
+		return;
+	if (a->slot.held > 0 && a != m->target)
+		return;	/* its next turn is taken */
+	if (c->best == NULL || a->work.outstanding <
+	    c->best->work.outstanding || (a->work.outstanding ==
+	    c->best->work.outstanding && a->slot.last_pick <
+	    c->best->slot.last_pick))
+		c->best = a;
+}
+
 /*
  * Choose an agent for m among the row's candidates.  *others is set to the
  * number of candidates (other than m->exclude) that exist at all.
@@ -163,42 +235,29 @@ static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
     int *excluded_exists)
 {
-	struct agent	*a, *best = NULL, *alt = NULL;
-	size_t		 i;
+	struct route_choice	 c;
+	struct agent		*a;
+	size_t			 i;
 
-	*others = 0;
-	*excluded_exists = 0;
+	memset(&c, 0, sizeof c);
 	route_open_circuits = 0;
-	for (i = 0; i < r->nconfs; i++) {
+	for (i = 0; i < r->nconfs; i++)
 		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
-		    slot.pool_entry) {
-			if (!route_potential(a))
-				continue;
-			if (m->target != NULL && a != m->target)
-				continue;
-			if (a == m->exclude) {
-				*excluded_exists = 1;
-				if (route_ready(a))
-					alt = a;
-				continue;
-			}
-			(*others)++;
-			if (breaker_is_open(a))
-				route_open_circuits++;
-			if (!route_ready(a))
-				continue;
-			if (a->slot.held > 0 && a != m->target)
-				continue;	/* its next turn is taken */
-			if (best == NULL || a->work.outstanding <
-			    best->work.outstanding || (a->work.outstanding ==
-			    best->work.outstanding && a->slot.last_pick <
-			    best->slot.last_pick))
-				best = a;
-		}
+		    slot.pool_entry)
+			route_consider(&c, m, a);
+	/* An agent of another entry that registered a capability of the row. */
+	for (i = 0; r->ncaps > 0 && i < route_wf->nagents; i++) {
+		if (route_lists(r, &route_wf->agents[i]))
+			continue;
+		TAILQ_FOREACH(a, &route_pools[i], slot.pool_entry)
+			if (route_capable(r, a))
+				route_consider(&c, m, a);
 	}
-	if (best == NULL && *others == 0)
-		best = alt;	/* the only one there is */
-	return best;
+	*others = c.others;
+	*excluded_exists = c.excluded;
+	if (c.best == NULL && c.others == 0)
+		c.best = c.alt;	/* the only one there is */
+	return c.best;
 }
 
 /* Hand m to agent a. */
@@ -366,6 +425,11 @@ route_why_none(const struct route *r, char *buf, size_t len)
 			    last ? ", its last exit: " : "", last ? last : "");
 			strlcat(buf, one, len);
 		}
+	}
+	for (i = 0; i < r->ncaps; i++) {
+		snprintf(one, sizeof one, "%sno running agent has the "
+		    "capability %s", n++ ? "; " : ": ", r->caps[i]);
+		strlcat(buf, one, len);
 	}
 }
 

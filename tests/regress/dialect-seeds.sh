@@ -10,8 +10,10 @@
 # HELP_REQUEST found by capability and its HELP_RESPONSE, a STATUS_UPDATE
 # and a HEARTBEAT, and serve inputs answered by TASK_FAILED, by a critical
 # ERROR_REPORT, and by a TASK_HANDOFF whose new agent accepts and
-# completes.  Nothing is refused, every request has one outcome, and the
-# audit log tells the story.
+# completes.  Routes may name a capability: an input goes to the agent
+# whose entry declares it, another to an agent that registered it at run
+# time.  Nothing is refused, every request has one outcome, and the audit
+# log tells the story.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
@@ -29,6 +31,12 @@ while IFS= read -r line; do
 	    got: (.content.data // .content.text)}}, confidence: {score: 0.9},
 	    trace: {parents: [.trace.id]}}'
 done
+SH
+cat >"$T/archivist.sh" <<'SH'
+#!/bin/sh
+# Registers the capability archive, then answers as reply.sh does.
+echo '{"jsonrpc":"2.0","id":"caps","method":"map/agents/update","params":{"metadata":{"capabilities":["archive"]}}}'
+exec sh "$3" "$1" "$2"
 SH
 cat >"$T/bus.rules" <<'R'
 start bus-envelope.json bus-request.json bus-context.json
@@ -73,9 +81,13 @@ agents:
     cmd: [sh, $FEED, $T/reviewer.rules, $T/reviewer.in, $FX]
     protocol: agentmessage
     capabilities: [code-review]
+  archivist:
+    cmd: [sh, $T/archivist.sh, $T/archivist.in, archivist, $T/reply.sh]
 routes:
   analyze: bus
   execute: coder
+  summarize: capability:verification
+  retrieve: capability:archive
 YAML
 SOCK="$T/ctl.sock"
 serve_start "$T/wf.yaml" --control "$SOCK" --log "$LOG"
@@ -131,6 +143,15 @@ jq -e '.content.type == "error" and .content.data.code == "rate_limit" and .cont
 input execute in-am-2
 jq -e '.content.type == "error" and .content.data.code == "external_service_error" and .content.data.severity == "critical" and .content.data.report.suggested_actions == ["use the mirror"]' "$T/r.in-am-2" >/dev/null ||
     fail "in-am-2: $(cat "$T/r.in-am-2")"
+# Routed to a capability: the verifier's entry declares verification;
+# archivist registered archive once it started.
+input summarize in-cap-1
+jq -e '.content.data.by == "verifier"' "$T/r.in-cap-1" >/dev/null ||
+    fail "in-cap-1 should go to verifier (capability verification): $(cat "$T/r.in-cap-1")"
+got archivist '.id == "caps" and .result != null'
+input retrieve in-cap-2
+jq -e '.content.data.by == "archivist"' "$T/r.in-cap-2" >/dev/null ||
+    fail "in-cap-2 should go to archivist (capability archive, registered): $(cat "$T/r.in-cap-2")"
 input execute in-am-3
 jq -e '.content.data.files == ["parser.c"] and .agent.id == "reviewer"' "$T/r.in-am-3" >/dev/null ||
     fail "in-am-3 should be reviewer's TASK_COMPLETE: $(cat "$T/r.in-am-3")"
