@@ -235,7 +235,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
 	const char		*err, *st;
-	char			 up[32], id[64], queues[256], pid[24];
+	char			 up[32], id[64], queues[256], pid[24], line[256];
 	size_t			 i, j, ql;
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
@@ -331,6 +331,9 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    json_number_value(json_object_get(md, "tokens")),
 		    json_number_value(json_object_get(md, "cost")),
 		    err != NULL ? err : "");
+		if (client_status_row(line, sizeof line, md))
+			cmd_top_line(&s, "%*s  %s", (int)json_integer_value(
+			    json_object_get(md, "depth")) * 2, "", line);
 		cmd_top_progress(&s, md);
 	}
 	cmd_top_requests(&s, reqs);

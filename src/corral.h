@@ -1428,6 +1428,7 @@ void	 client_uptime(char *, size_t, double);
 json_t	*client_requests(struct client *, int);
 void	 client_request_head(char *, size_t);
 void	 client_request_row(char *, size_t, json_t *);
+int	 client_status_row(char *, size_t, json_t *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1837,6 +1838,8 @@ const char *mapview_owner(const struct agent *);
 void	 mapview_set_owner(struct agent *, const char *);
 void	 mapview_merge(struct agent *, json_t *);
 void	 mapview_report(struct agent *, const char *);
+const char *mapview_reported_state(struct agent *);
+json_t	*mapview_own_metadata(struct agent *);
 void	 mapview_note_error(struct agent *, const char *);
 void	 mapview_add_capabilities(struct agent *, json_t *);
 json_t	*mapview_capabilities(struct agent *);

@@ -236,6 +236,20 @@ mapview_report(struct agent *a, const char *state)
 	a->map.reported = state != NULL ? xstrdup(state) : NULL;
 }
 
+/* The state an agent says it is in, or NULL. */
+const char *
+mapview_reported_state(struct agent *a)
+{
+	return a->map.reported;
+}
+
+/* The metadata an agent gave itself (borrowed), or NULL. */
+json_t *
+mapview_own_metadata(struct agent *a)
+{
+	return a->map.metadata;
+}
+
 /* A request at an agent failed: remembered for ps and top. */
 void
 mapview_note_error(struct agent *a, const char *why)

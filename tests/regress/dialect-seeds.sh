@@ -122,6 +122,18 @@ wait_for 'jq -c "select(.ev == \"map_event\" and .event.type == \"message_sent\"
 "$CORRAL" ps -S "$SOCK" --json >"$T/ps.json" 2>/dev/null
 jq -e '.agents[] | select(.id == "orchestrator") | .metadata.reportedState == "BUSY" and .metadata.resource_usage.tokens_used == 12000' "$T/ps.json" >/dev/null ||
     fail "the STATUS_UPDATE should be the orchestrator's metadata: $(jq -c '.agents[] | select(.id == "orchestrator") | .metadata' "$T/ps.json")"
+# ... and its numbers and state: corral metrics per agent, corral ps.
+"$CORRAL" metrics -S "$SOCK" >"$T/metrics.txt" 2>&1 || fail "corral metrics: $(cat "$T/metrics.txt")"
+for m in 'corral_agent_reported_tokens_used{agent="orchestrator"} 12000' \
+    'corral_agent_reported_cost_usd{agent="orchestrator"} 0.42' \
+    'corral_agent_reported_success_ratio{agent="orchestrator"} 0.95' \
+    'corral_agent_reported_tasks{agent="orchestrator"} 1' \
+    'corral_agent_reported_state{agent="orchestrator",state="BUSY"} 1'; do
+	grep -qF "$m" "$T/metrics.txt" || fail "corral metrics lacks $m: $(grep reported "$T/metrics.txt")"
+done
+"$CORRAL" ps -S "$SOCK" >"$T/ps.txt" 2>&1 || fail "corral ps: $(cat "$T/ps.txt")"
+grep -A1 '^  orchestrator ' "$T/ps.txt" | grep -q 'reports BUSY: 12000 tokens used, 88000 left, \$0.4200, cpu 35%' ||
+    fail "corral ps should show what orchestrator reports: $(cat "$T/ps.txt")"
 
 # corral serve's inputs: two to the bus agent, answered by the bus's
 # RESPONSE and error RESPONSE examples; three to coder, answered by
