@@ -14,9 +14,9 @@
  * TASK_COMPLETE / TASK_FAILED and HELP_RESPONSE.  TASK_HANDOFF moves the
  * task the agent works on to another agent (_corral/handoff), TASK_UPDATE
  * is progress (_corral/progress), STATUS_UPDATE the agent's metadata and
- * reported state (map/agents/update), ERROR_REPORT a typed error: of the
- * task it names when its severity is high or critical, else a risk noted
- * on the task's answer.  A message id seen before is a redelivery: it is
+ * reported state (map/agents/update), ERROR_REPORT a typed error: the
+ * end of the task it names when its severity is high or critical, else a
+ * report on it (_corral/report) that the task's outcome carries.  A message id seen before is a redelivery: it is
  * dropped (at-least-once senders repeat themselves).
  */
 
@@ -24,8 +24,6 @@
 #include <string.h>
 
 #include "corral.h"
-
-#define AM_RISKS	16	/* error reports kept for a task's answer */
 
 /* Its error types, and corral's category for each. */
 static const struct {
@@ -157,29 +155,6 @@ am_call(json_t *frames, const char *method, const char *kind, json_t *m,
 	    "id", NULL), params));
 }
 
-/* The reports the agent made about a task, taken (NULL: none). */
-static json_t *
-am_take_risks(struct codec_state *cs, const char *task)
-{
-	json_t	*r, *left, *taken = NULL;
-	size_t	 i;
-
-	if (cs->risks == NULL || task == NULL)
-		return NULL;
-	left = json_array();
-	json_array_foreach(cs->risks, i, r) {
-		if (strcmp(codec_str(r, "task_id", ""), task) == 0) {
-			if (taken == NULL)
-				taken = json_array();
-			json_array_append(taken, r);
-		} else
-			json_array_append(left, r);
-	}
-	json_decref(cs->risks);
-	cs->risks = left;
-	return taken;
-}
-
 /* TASK_COMPLETE and TASK_FAILED: the answer to the task they name. */
 static int
 am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
@@ -188,10 +163,9 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
 	const struct codec_entry	*e;
 	const char			*task = am_task_of(m), *etype, *cat;
 	json_t				*p = json_object_get(m, "payload"), *env;
-	json_t				*er, *c, *risks, *v, *list;
+	json_t				*er, *c, *v;
 	char				 code[64];
 	int				 retry = 0;
-	size_t				 i;
 
 	if (task == NULL)
 		return codec_refuse(err, "payload.task_id", "a %s names its "
@@ -228,20 +202,6 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
 	}
 	json_object_set_new(json_object_get(env, "trace"), "parents",
 	    json_pack("[s]", task));
-	if ((risks = am_take_risks(cs, task)) != NULL) {
-		/* What the agent reported on the way travels with its answer. */
-		json_object_set_new(json_object_get(env, "agentmessage"),
-		    "errors", risks);
-		if ((c = json_object_get(env, "confidence")) != NULL) {
-			list = json_array();
-			json_array_foreach(risks, i, v)
-				json_array_append_new(list, json_sprintf(
-				    "%s (%s): %s", codec_str(v, "error_type",
-				    "ERROR"), codec_str(v, "severity", "?"),
-				    codec_str(v, "message", "")));
-			json_object_set_new(c, "risks", list);
-		}
-	}
 	json_array_append_new(frames, env);
 	return 0;
 }
@@ -374,8 +334,9 @@ am_help_response(struct codec_state *cs, json_t *m, json_t *frames,
 
 /*
  * ERROR_REPORT: a typed error.  Of high or critical severity, and naming
- * a task, it fails that task; otherwise it is noted on the agent (its
- * metadata) and travels with the task's answer.
+ * a task, it fails that task; of a lower one, a report on the task
+ * (_corral/report) that its outcome and its job's result carry; naming no
+ * task, the agent's metadata.lastErrorReport.
  */
 static int
 am_error_report(struct codec_state *cs, json_t *m, json_t *frames,
@@ -399,11 +360,13 @@ am_error_report(struct codec_state *cs, json_t *m, json_t *frames,
 		return rc;
 	}
 	if (task != NULL) {
-		if (cs->risks == NULL)
-			cs->risks = json_array();
-		if (json_array_size(cs->risks) >= AM_RISKS)
-			json_array_remove(cs->risks, 0);
-		json_array_append(cs->risks, p);
+		/* The task goes on; its outcome and its job's carry this. */
+		am_call(frames, CORRAL_M_REPORT, "err", m, json_pack("{s:s, s:O, "
+		    "s:s, s:s, s:O*}", "requestId", task, "errorType",
+		    json_object_get(p, "error_type"), "severity", sev, "message",
+		    codec_str(p, "message", ""), "errorId", json_object_get(p,
+		    "error_id")));
+		return 0;
 	}
 	am_call(frames, CORRAL_M_UPDATE, "err", m, json_pack("{s:{s:O}}",
 	    "metadata", "lastErrorReport", p));
@@ -927,8 +890,7 @@ am_tape_decode(struct codec_state *cs, struct jscan *js, const char *s,
 		return 0;	/* a redelivery: am_decode drops it */
 	p = JSCAN_GET(js, s, 0, "payload");
 	task_tok = am_tape_task(js, s, p, md);
-	if (codec_tape_text(js, s, task_tok, task, sizeof task) != 1 ||
-	    (cs->risks != NULL && json_array_size(cs->risks) > 0))
+	if (codec_tape_text(js, s, task_tok, task, sizeof task) != 1)
 		return 0;
 	if (has_id)
 		codec_remember(cs, id, NULL, "seen");

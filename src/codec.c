@@ -63,8 +63,6 @@ codec_create(const struct codec_ops *ops, const char *agent)
 void
 codec_free(struct codec_state *cs)
 {
-	if (cs->risks != NULL)
-		json_decref(cs->risks);
 	free(cs);
 }
 

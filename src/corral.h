@@ -750,6 +750,7 @@ struct job {
 	struct jobmsgs		 msgs;		/* its live requests */
 	struct branch_end	*ends;		/* branches that ended */
 	size_t			 nends;
+	json_t			*reports;	/* engine-report.c */
 	size_t			 endcap;
 	ev_tstamp		 started;
 	ev_timer		 deadline_w;
@@ -797,6 +798,7 @@ struct msg {
 	char			*weak;		/* a reflection: the weak reply */
 	size_t			 weaklen;
 	struct msg_progress	*progress;	/* engine-progress.c */
+	json_t			*reports;	/* engine-report.c */
 	TAILQ_ENTRY(msg)	 entry;
 	TAILQ_ENTRY(msg)	 job_entry;
 	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
@@ -1481,7 +1483,6 @@ struct codec_state {
 	struct codec_entry	 ring[CODEC_RING];
 	int16_t			 buckets[CODEC_BUCKETS];	/* newest first */
 	size_t			 next;
-	json_t			*risks;		/* AgentMessage: reported errors */
 	int			 slow;		/* tests: never the tape path */
 };
 struct codec_error {
@@ -1783,6 +1784,9 @@ struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
+void	 engine_report(struct agent *, struct msg *, const char *,
+	    const char *, const char *, const char *);
+int	 engine_severity(const char *);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 struct msg *engine_find(const char *);
@@ -1921,6 +1925,7 @@ void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);
 void	 message_handoff(struct peer *, json_t *, json_t *);
 void	 message_progress(struct peer *, json_t *, json_t *);
+void	 message_report(struct peer *, json_t *, json_t *);
 void	 message_result(const char *, struct agent *, const char *,
 	    const char *, size_t, const char *);
 void	 message_reply(struct agent *, struct msg *, struct jscan *,

@@ -58,4 +58,11 @@ void	 engine_reply(struct agent *, struct msg *, struct jscan *,
 void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 
+/* engine-report.c: agents' reports of errors on their requests. */
+const char *engine_report_risk(json_t *, char *, size_t);
+/* The risk of a request's or a job's reports in buf (an array), or NULL. */
+#define ENGINE_RISK(x, buf) ((x)->reports != NULL ? \
+	engine_report_risk((x)->reports, (buf), sizeof (buf)) : NULL)
+char	*engine_report_mark(json_t *, const char *, size_t, size_t *);
+
 #endif

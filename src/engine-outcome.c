@@ -70,6 +70,7 @@ engine_job_release(struct job *j)
 		free(j->ends[i].line);
 	}
 	free(j->ends);
+	json_decref(j->reports);
 	free(j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 0);
@@ -88,18 +89,23 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
-	char			*relinked = NULL;
+	char			*relinked = NULL, *marked = NULL;
 	size_t			 llen;
-
-	char			 summary[1024];
+	char			 summary[1024], risk[2048];
 
 	if (j->done)
 		return;
 	j->done = 1;
 	j->failed = is_error;
 	ev_timer_stop(LOOP, &j->deadline_w);
+	/* The errors its agents reported on the way go with its result. */
+	if (j->reports != NULL && (marked = engine_report_mark(j->reports,
+	    line, len, &llen)) != NULL) {
+		line = marked;
+		len = llen;
+	}
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
-	    "ok", NULL);
+	    "ok", "risk", ENGINE_RISK(j, risk), NULL);
 	if (is_error) {
 		/* One line for every failed job: what happened, and a hint. */
 		join_summary(line, len, summary, sizeof summary);
@@ -108,6 +114,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	if (j->origin != JOB_SERVE) {
 		if (engine_hooks.result != NULL)
 			engine_hooks.result(line, len, is_error);
+		free(marked);
 		return;
 	}
 	/*
@@ -130,6 +137,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 		free(relinked);
 	} else
 		engine_out(line, len);
+	free(marked);
 }
 
 /* The run's or a job's deadline passed. */
@@ -158,9 +166,12 @@ void
 engine_replied(struct msg *m, struct agent *a, const char *reply_id,
     const char *reason, const char *line, size_t len, int is_error)
 {
+	char	risk[2048];
+
 	engine_stats.replied++;
 	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
-	    "replied", "reply", reply_id, "reason", reason, NULL);
+	    "replied", "reply", reply_id, "reason", reason, "risk",
+	    ENGINE_RISK(m, risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
 	if (engine_hooks.replied != NULL)
@@ -250,6 +261,8 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 {
 	struct job	*j;
 	struct agent	*a = NULL;
+	char		*marked = NULL;
+	size_t		 mlen;
 	int		 kind;
 
 	if (m->where == MSG_QUEUED)
@@ -262,13 +275,21 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		engine_undispatch(m);
 	}
 	if ((m->kind == MSG_TASK || m->kind == MSG_SEND) &&
-	    engine_task.done != NULL)
+	    engine_task.done != NULL) {
+		/* Who asked gets the errors its agent reported on the way. */
+		if (m->reports != NULL && (marked = engine_report_mark(
+		    m->reports, line, len, &mlen)) != NULL) {
+			line = marked;
+			len = mlen;
+		}
 		engine_task.done(m, line, len, is_error);
+	}
 	j = engine_msg_detach(m);
 	if (j != NULL && end && m->kind != MSG_TASK && !j->done)
 		engine_branch_end(j, m, line, len, is_error, end == END_FINAL);
 	kind = m->kind;
 	engine_msg_free(m);
+	free(marked);
 	if (a != NULL)
 		route_kick(a);
 	if (j == NULL)

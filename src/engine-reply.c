@@ -97,6 +97,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
 	char		 reply_id[CORRAL_ID_MAX], *filled, *unforged;
+	char		 risk[2048];
 
 	lifecycle_replied(a);
 	breaker_success(a);
@@ -112,7 +113,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	}
 	auditlog_envelope("reply", a->id, reply_id, line, len);
 	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
-	    "reply", reply_id, NULL);
+	    "reply", reply_id, "risk", ENGINE_RISK(req, risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	if (engine_hooks.replied != NULL)

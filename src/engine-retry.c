@@ -193,7 +193,7 @@ static void
 engine_fail_why(struct msg *m, const char *category, const char *code,
     const char *why)
 {
-	char	*e;
+	char	*e, risk[2048];
 	size_t	 len;
 	int	 expired = (strcmp(category, "TIMEOUT") == 0);
 
@@ -213,7 +213,8 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	log_info("request %s: %s: %s", m->id, category, why);
 	auditlog_event("outcome", m->agent != NULL ? m->agent->id : NULL,
 	    m->id, "outcome", expired ? "expired" : "error", "category",
-	    category, "code", code, "reason", why, NULL);
+	    category, "code", code, "reason", why, "risk", ENGINE_RISK(m,
+	    risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, expired ? "expired" : "error", category,
 		    code, why);

@@ -224,6 +224,7 @@ engine_msg_free(struct msg *m)
 	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
 	free(m->line);
 	free(m->weak);
+	json_decref(m->reports);
 	free(m);
 	engine_stats.live_msgs--;
 }

@@ -1481,6 +1481,50 @@ message_progress(struct peer *p, json_t *id, json_t *params)
 }
 
 /*
+ * _corral/report: an agent reports an error on a request it works on,
+ * typed, with a severity, without giving up on it (an agent that cannot
+ * go on answers with an error instead).  The report goes with the
+ * request's outcome and its job's result, and is the agent's
+ * metadata.lastErrorReport.
+ */
+void
+message_report(struct peer *p, json_t *id, json_t *params)
+{
+	struct msg	*m;
+	json_t		*md;
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	const char	*type = json_string_value(json_object_get(params,
+			    "errorType"));
+	const char	*sev = json_string_value(json_object_get(params,
+			    "severity"));
+	const char	*text = json_string_value(json_object_get(params,
+			    "message"));
+
+	if (sev == NULL)
+		sev = "medium";
+	if (type == NULL || *type == '\0' || strlen(type) > 64 ||
+	    engine_severity(sev) < 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "params needs errorType (1 to "
+		    "64 bytes) and a severity of low, medium, high or "
+		    "critical", NULL);
+		return;
+	}
+	if (rid == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != p->agent) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.requestId names no "
+		    "request this agent works on", NULL);
+		return;
+	}
+	engine_report(p->agent, m, type, sev, text != NULL ? text : "",
+	    json_string_value(json_object_get(params, "errorId")));
+	md = json_pack("{s:O}", "lastErrorReport", params);
+	mapview_merge(p->agent, md);
+	json_decref(md);
+	rpc_reply(p, id, json_object());
+}
+
+/*
  * map/tasks/assign: a task of the registry becomes a request to an agent
  * (its title the task, its description the text), whose reply is the
  * task's result; the caller gets it as a result too.

@@ -108,10 +108,6 @@ codec_diff_states(struct codec_state *a, struct codec_state *b, char *why,
 			    b->ring[i].kind);
 			return 0;
 		}
-	if (json_array_size(a->risks) != json_array_size(b->risks)) {
-		snprintf(why, whylen, "error reports kept differ");
-		return 0;
-	}
 	return 1;
 }
 
