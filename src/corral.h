@@ -577,6 +577,7 @@ struct agent_dialect {
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
 	unsigned int		 outstanding;
+	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
@@ -790,6 +791,7 @@ struct msg {
 	struct agent		*exclude;	/* not this one (reflection) */
 	struct agent		*target;	/* addressed to this agent */
 	struct agent		*parent_agent;	/* a task's result goes here */
+	struct agent		*requester;	/* the agent that asked, if one */
 	ev_tstamp		 accepted;
 	uint64_t		 seq;		/* acceptance order */
 	ev_tstamp		 deadline;
@@ -1749,6 +1751,8 @@ void	 join_summary(const char *, size_t, char *, size_t);
 /* route.c */
 void	 route_init(const struct workflow *, const struct route_hooks *);
 void	 route_on_capability(int (*)(struct agent *, const char *));
+void	 route_blockers(struct msg *, void (*)(struct agent *, struct msg *));
+void	 route_requeue(struct msg *, unsigned int);
 unsigned int route_queued_count(void);
 int	 route_submit(struct msg *);
 void	 route_direct(struct msg *);
@@ -1784,6 +1788,8 @@ struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
+void	 engine_inherit(struct agent *, struct msg *);
+void	 engine_prio_waiting(struct msg *);
 void	 engine_report(struct agent *, struct msg *, const char *,
 	    const char *, const char *, const char *);
 int	 engine_severity(const char *);

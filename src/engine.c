@@ -268,6 +268,8 @@ static void
 engine_queued(struct msg *m)
 {
 	engine_msg_arm(m, engine_route_timeout(m->route));
+	/* Less urgent work must not hold it up while it waits. */
+	engine_prio_waiting(m);
 	/* The supervisor pauses stdin if that is where the work comes from. */
 	if (route_queued_count() >= engine_wf->max_queue / 2 &&
 	    engine_hooks.pause != NULL)
@@ -292,6 +294,7 @@ engine_dispatched(struct msg *m, struct agent *a)
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
 	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
+	a->work.by_prio[m->prio]++;
 	if (a->work.outstanding++ == 0)
 		lifecycle_feed(a, AE_WORK, NULL);
 	engine_msg_arm(m, a->conf->timeout);
@@ -335,6 +338,7 @@ engine_undispatch(struct msg *m)
 	if (m->where != MSG_INFLIGHT)
 		return;
 	TAILQ_REMOVE(&a->work.inflight, m, entry);
+	a->work.by_prio[m->prio]--;
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
 	if (--a->work.outstanding == 0) {
@@ -579,6 +583,8 @@ engine_forget_agent(struct agent *a)
 			m->exclude = NULL;
 		if (m->parent_agent == a)
 			m->parent_agent = NULL;
+		if (m->requester == a)
+			m->requester = NULL;
 		if (m->agent == a && m->where != MSG_INFLIGHT)
 			m->agent = NULL;
 		if (m->target == a && m->holds) {

@@ -620,31 +620,6 @@ message_old_code(int code)
 }
 
 /*
- * Priority inheritance: a request an agent makes while it works on more
- * urgent ones would hold them up behind less urgent work, so it is raised
- * to the most urgent of them, and the audit log says so.
- */
-static void
-message_inherit(struct agent *a, struct msg *m)
-{
-	struct msg	*w, *top = NULL;
-
-	TAILQ_FOREACH(w, &a->work.inflight, entry)
-		if (w->prio > m->prio && (top == NULL || w->prio > top->prio))
-			top = w;
-	if (top == NULL)
-		return;
-	log_info("request %s of agent %s: priority %s raised to %s, the "
-	    "priority of request %s it holds up", m->id, a->id,
-	    protocol_priority_name(m->prio), protocol_priority_name(top->prio),
-	    top->id);
-	auditlog_event("priority_raised", a->id, m->id, "from",
-	    protocol_priority_name(m->prio), "to",
-	    protocol_priority_name(top->prio), "because", top->id, NULL);
-	m->prio = top->prio;
-}
-
-/*
  * Register a request in the task registry, assigned to its agent when
  * it has one already.
  */
@@ -722,7 +697,7 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	m->target = t;
 	m->prio = (uint8_t)env.prio;
 	if (from->agent != NULL)
-		message_inherit(from->agent, m);
+		engine_inherit(from->agent, m);
 	m->timeout = env.ttl;
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);

@@ -318,6 +318,47 @@ route_enqueue(struct route *r, struct msg *m)
 		    protocol_priority_name(m->prio), NULL);
 }
 
+/* Move a request that waits in its row's queue to another level. */
+void
+route_requeue(struct msg *m, unsigned int prio)
+{
+	struct route	*r = m->route;
+
+	if (m->where != MSG_QUEUED || r == NULL || prio >= PRIO_COUNT)
+		return;
+	TAILQ_REMOVE(&r->queue[m->prio], m, entry);
+	m->prio = (uint8_t)prio;
+	route_insert(&r->queue[m->prio], m);
+}
+
+/*
+ * Call fn for each agent a waiting request m waits for: its target, or
+ * every candidate of its row that may serve it some day.
+ */
+void
+route_blockers(struct msg *m, void (*fn)(struct agent *, struct msg *))
+{
+	struct route	*r = m->route;
+	struct agent	*a, *next;
+	size_t		 i;
+
+	if (m->where != MSG_QUEUED)
+		return;
+	if (r == NULL) {
+		if (m->target != NULL)
+			fn(m->target, m);
+		return;
+	}
+	for (i = 0; i < route_wf->nagents; i++) {
+		if (!route_lists(r, &route_wf->agents[i]) && r->ncaps == 0)
+			continue;
+		TAILQ_FOREACH_SAFE(a, &route_pools[i], slot.pool_entry, next)
+			if (route_potential(a) && a != m->exclude &&
+			    route_serves(r, a))
+				fn(a, m);
+	}
+}
+
 /* Take m out of its row's queue, or its target's own. */
 void
 route_dequeue(struct msg *m)
