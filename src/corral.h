@@ -752,6 +752,7 @@ struct job {
 	struct branch_end	*ends;		/* branches that ended */
 	size_t			 nends;
 	json_t			*reports;	/* engine-report.c */
+	char			*session;	/* the session it belongs to */
 	size_t			 endcap;
 	ev_tstamp		 started;
 	ev_timer		 deadline_w;
@@ -801,6 +802,7 @@ struct msg {
 	size_t			 weaklen;
 	struct msg_progress	*progress;	/* engine-progress.c */
 	json_t			*reports;	/* engine-report.c */
+	char			 title[64];	/* its task, cut */
 	TAILQ_ENTRY(msg)	 entry;
 	TAILQ_ENTRY(msg)	 job_entry;
 	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
@@ -816,6 +818,7 @@ struct route_hooks {
 };
 
 /* engine.c: what it tells the supervisor. */
+struct engine_end;
 struct engine_hooks {
 	void	(*out)(const char *, size_t);	/* serve: a stdout line */
 	void	(*result)(const char *, size_t, int);	/* run: the result */
@@ -826,6 +829,30 @@ struct engine_hooks {
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
+	/* ... and what it ended with (the task registry's view). */
+	void	(*ended)(const struct msg *, const struct engine_end *);
+	/*
+	 * A message of a session went by: a request of a job that belongs to
+	 * one (kind "request"), a reply (kind "result") of such a job or one
+	 * that names a session itself (its line).
+	 */
+	void	(*session)(const char *, const char *, const struct msg *,
+		    const char *, const char *, size_t);
+};
+
+/* engine.c: how a request ended, for the engine's ended hook. */
+struct engine_end {
+	const char		*outcome;	/* replied, error, expired */
+	const char		*category;	/* errors */
+	const char		*code;
+	const char		*why;
+	const struct agent	*agent;		/* who answered, if any */
+	const char		*line;		/* replied: the reply */
+	size_t			 len;
+	struct jscan		*js;		/* its tape, or NULL */
+	const struct env	*env;
+	int			 replied;	/* outcome is replied */
+	int			 is_error;	/* the reply is an error */
 };
 
 /* envelope.c: what the validator extracts from a multiagent-1.0 line. */
@@ -849,6 +876,10 @@ struct env {
 	int		 next_actions;
 	int		 content;
 	int		 corral;	/* our "corral" member */
+	int		 content_text;	/* content.text, content.data */
+	int		 content_data;
+	int		 task;		/* the task, a string */
+	int		 session;	/* corral's session member */
 	double		 tokens_in;
 	double		 tokens_out;
 	double		 cost;
@@ -1789,10 +1820,13 @@ void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_inherit(struct agent *, struct msg *);
+void	 engine_set_title(struct msg *, const char *, size_t);
+void	 engine_start(struct msg *);
 void	 engine_prio_waiting(struct msg *);
 void	 engine_report(struct agent *, struct msg *, const char *,
 	    const char *, const char *, const char *);
 int	 engine_severity(const char *);
+const char *engine_report_risk(json_t *, char *, size_t);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 struct msg *engine_find(const char *);
@@ -1893,6 +1927,8 @@ void	 scope_members_request(struct peer *, json_t *, json_t *);
 
 /* session.c */
 void	 session_init(uint64_t);
+void	 session_engine(const char *, const char *, const struct msg *,
+	    const char *, const char *, size_t);
 void	 session_note(json_t *, const char *, const char *, const char *,
 	    const char *);
 void	 session_note_line(const char *, size_t, const char *, const char *,
@@ -1909,6 +1945,7 @@ void	 session_close_request(struct peer *, json_t *, json_t *);
 #define TASK_CANCELLED		4
 #define TASK_NSTATUS		5
 void	 taskreg_init(const struct workflow *);
+void	 taskreg_request_ended(const struct msg *, const struct engine_end *);
 int	 taskreg_exists(const char *);
 void	 taskreg_add(const char *, json_t *, const char *, const char *);
 void	 taskreg_assign(const char *, const char *, const char *);

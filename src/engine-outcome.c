@@ -71,6 +71,7 @@ engine_job_release(struct job *j)
 	}
 	free(j->ends);
 	json_decref(j->reports);
+	free(j->session);
 	free(j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 0);
@@ -166,7 +167,8 @@ void
 engine_replied(struct msg *m, struct agent *a, const char *reply_id,
     const char *reason, const char *line, size_t len, int is_error)
 {
-	char	risk[2048];
+	struct engine_end	e;
+	char			risk[2048];
 
 	engine_stats.replied++;
 	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
@@ -174,8 +176,23 @@ engine_replied(struct msg *m, struct agent *a, const char *reply_id,
 	    ENGINE_RISK(m, risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
+	if (engine_hooks.ended != NULL) {
+		memset(&e, 0, sizeof e);
+		e.outcome = "replied";
+		e.replied = 1;
+		e.agent = a;
+		e.line = line;
+		e.len = len;
+		e.is_error = is_error;
+		e.why = reason;
+		engine_hooks.ended(m, &e);
+	}
 	if (engine_hooks.replied != NULL)
 		engine_hooks.replied(m, reply_id);
+	if (m->job != NULL && m->job->session != NULL &&
+	    engine_hooks.session != NULL)
+		engine_hooks.session(m->job->session, "result", m, a != NULL ?
+		    a->id : "corral", line, len);
 	engine_request_done(m, line, len, is_error);
 }
 
@@ -237,7 +254,7 @@ engine_join(struct job *j)
 			engine_stats.bytes -= j->ends[--j->nends].len;
 			free(j->ends[j->nends].line);
 		}
-		engine_submit(m);
+		engine_start(m);
 		return;
 	}
 	line = join_result(j, &len, &is_error, &linked);

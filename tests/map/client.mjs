@@ -68,14 +68,15 @@
 //   session-request:ID:S    request() of ID with an envelope of session S
 //   session-list:S          listSessions(): the run's session first, then S,
 //                           each a SessionInfo
-//   session-load:S:ID       loadSession(S): restored, ID and @self among its
-//                           participants, a request and its result in history
+//   session-load:S:ID[:WHO] loadSession(S): restored, ID and @self (or WHO) among
+//                           its participants, a request and its result in history
 //   session-close:S         closeSession(S): a SessionInfo with closedAt
 //   task-create:T           createTask({task: {id: T, title, description}}):
 //                           a MAPTask with status open
 //   task-assign:T:ID        assignTask(T, ID): in_progress, assignee ID
-//   task-list:T:S           listTasks() until T has status S (a MAPTask each,
-//                           meta.corral with the registry's own status)
+//   task-list:T:S[:A]       listTasks() until T has status S (a MAPTask each,
+//                           meta.corral with the registry's own status), and
+//                           with A, assignee A
 //   task-filter:ID          listTasks({filter: {assignee: ID}}): only ID's
 //   disconnect              map/disconnect
 //   sleep:MS
@@ -483,14 +484,15 @@ const steps = {
 		return `n=${r.sessions.length}`;
 	},
 	async 'session-load'(arg) {
-		const [sess, idArg] = arg.split(':');
+		const [sess, idArg, whoArg] = arg.split(':');
 		const id = resolveId(idArg);
+		const who = whoArg ?? ctx.vars.self;
 		const r = await client.loadSession(sess);
 		if (r.sessionId !== sess || r.restored !== true)
 			fail(`load answered ${JSON.stringify(r)}`);
 		const d = r._meta && r._meta.corral;
-		if (!d || !d.participants.includes(id) || !d.participants.includes(ctx.vars.self))
-			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${ctx.vars.self}`);
+		if (!d || !d.participants.includes(id) || !d.participants.includes(who))
+			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${who}`);
 		const kinds = d.history.map((h) => h.kind);
 		if (kinds.indexOf('request') < 0 || kinds.indexOf('result') < kinds.indexOf('request'))
 			fail(`history ${JSON.stringify(kinds)}, want a request then its result`);
@@ -523,7 +525,7 @@ const steps = {
 		return `assignee=${r.task.assignee} status=${r.task.status}`;
 	},
 	async 'task-list'(arg) {
-		const [tid, want] = arg.split(':');
+		const [tid, want, who] = arg.split(':');
 		const deadline = Date.now() + opt.wait;
 		for (;;) {
 			const r = await client.listTasks();
@@ -531,8 +533,11 @@ const steps = {
 				fail(`hasMore ${JSON.stringify(r.hasMore)}`);
 			r.tasks.forEach(taskShape);
 			const t = r.tasks.find((x) => x.id === tid);
-			if (t && t.status === want)
+			if (t && t.status === want) {
+				if (who !== undefined && t.assignee !== who)
+					fail(`${tid} is assigned to ${t.assignee}, want ${who}`);
 				return `${tid} ${t.status} (${t.meta.corral.status}) of ${r.tasks.length}`;
+			}
 			if (Date.now() > deadline)
 				fail(`${tid} is ${t ? t.status : 'missing'}, want ${want}`);
 			await sleep(50);
