@@ -82,6 +82,7 @@ struct claude_state {
 	ev_timer		 timer;		/* initialize or interrupt */
 	json_t			*tasks;		/* task_id -> sub-agent record */
 	json_t			*uses;		/* call -> task */
+	json_t			*callers;	/* Agent call -> its sub-agent */
 	/* The request in its turn, and one held back meanwhile. */
 	struct claude_ref	 cur;
 	struct claude_ref	 pending;
@@ -758,15 +759,40 @@ adapter_claude_sub_usage(struct external *x, json_t *usage)
 }
 
 /*
- * A sub-agent started (task_started): an external agent under this one,
- * found again later by its task_id or by the Task call's tool_use_id.
+ * The sub-agent that started the one task_started j announces, when one
+ * did (Claude Code offers its Agent tool to its sub-agents too): the one
+ * its parent_task_id names, else the one whose message made the Agent
+ * call that started it.  NULL: the CLI's own model did.
+ */
+static const char *
+adapter_claude_up(struct agent *a, json_t *j)
+{
+	struct claude_state	*st = a->adapter->state;
+	json_t			*rec;
+	const char		*use;
+
+	rec = json_object_get(st->tasks, json_string_value(json_object_get(j,
+	    "parent_task_id")) != NULL ? json_string_value(json_object_get(j,
+	    "parent_task_id")) : "");
+	if (rec != NULL)
+		return json_string_value(json_object_get(rec, "ext"));
+	if ((use = json_string_value(json_object_get(j, "tool_use_id"))) ==
+	    NULL)
+		return NULL;
+	return json_string_value(json_object_get(st->callers, use));
+}
+
+/*
+ * A sub-agent started (task_started): an external agent under this one
+ * (or under the sub-agent that started it), found again later by its
+ * task_id or by the Task call's tool_use_id.
  */
 static void
 adapter_claude_task_start(struct agent *a, json_t *j, const char *tid)
 {
 	struct claude_state	*st = a->adapter->state;
 	struct msg		*m = adapter_claude_current(a);
-	const char		*desc, *use, *type;
+	const char		*desc, *use, *type, *up;
 	char			 ext[CORRAL_ID_MAX + 80];
 	json_t			*rec;
 	int			 bg;
@@ -787,10 +813,12 @@ adapter_claude_task_start(struct agent *a, json_t *j, const char *tid)
 		json_object_set_new(st->uses, use, json_string(tid));
 	if (bg)
 		st->bg_running++;
-	log_info("agent %s: sub-agent %s started (%s%s)", a->id, ext,
-	    desc != NULL ? desc : "?", bg ? ", in the background" : "");
+	up = adapter_claude_up(a, j);
+	log_info("agent %s: sub-agent %s started (%s%s%s%s)", a->id, ext,
+	    desc != NULL ? desc : "?", bg ? ", in the background" : "",
+	    up != NULL ? ", by " : "", up != NULL ? up : "");
 	(void)external_start(a->id, ext, desc != NULL ? desc : "sub-agent",
-	    "claude-task", type, m != NULL ? m->id : NULL);
+	    "claude-task", type, m != NULL ? m->id : NULL, up);
 	adapter_progressf(a, m, "sub-agent %s started: %s", ext,
 	    desc != NULL ? desc : "?");
 }
@@ -953,12 +981,13 @@ adapter_claude_result_text(json_t *b)
 static void
 adapter_claude_message(struct agent *a, const char *type, json_t *j)
 {
-	struct msg	*m = adapter_claude_current(a);
-	struct external	*x = NULL;
-	json_t		*content, *b, *parent, *u;
-	const char	*bt, *name, *text;
-	char		*in, pre[80] = "";
-	size_t		 i;
+	struct claude_state	*st = a->adapter->state;
+	struct msg		*m = adapter_claude_current(a);
+	struct external		*x = NULL;
+	json_t			*content, *b, *parent, *u;
+	const char		*bt, *name, *text;
+	char			*in, pre[80] = "";
+	size_t			 i;
 
 	parent = json_object_get(j, "parent_tool_use_id");
 	if (json_is_string(parent) && (x = adapter_claude_sub(a,
@@ -995,6 +1024,13 @@ adapter_claude_message(struct agent *a, const char *type, json_t *j)
 			free(in);
 			if (x != NULL)
 				external_tool(x, name);
+			/* A sub-agent's Agent call: what it starts is its. */
+			if (x != NULL && name != NULL && (strcmp(name,
+			    "Agent") == 0 || strcmp(name, "Task") == 0) &&
+			    json_is_string(json_object_get(b, "id")))
+				json_object_set_new(st->callers,
+				    json_string_value(json_object_get(b, "id")),
+				    json_string(x->id));
 		} else if (strcmp(bt, "tool_result") == 0) {
 			adapter_claude_audit(a, "tool_result", json_pack(
 			    "{s:O?, s:b, s:O?}", "tool_use_id", json_object_get(b,
@@ -1208,6 +1244,9 @@ adapter_claude_start(struct agent *a)
 	if (st->uses != NULL)
 		json_decref(st->uses);
 	st->uses = json_object();
+	if (st->callers != NULL)
+		json_decref(st->callers);
+	st->callers = json_object();
 	/* What ran inside the last process ended with it. */
 	external_parent_ended(a->id, "claude restarted");
 	st->phase = CLAUDE_STARTING;
@@ -1232,6 +1271,8 @@ adapter_claude_free(struct agent *a)
 		json_decref(st->tasks);
 	if (st->uses != NULL)
 		json_decref(st->uses);
+	if (st->callers != NULL)
+		json_decref(st->callers);
 	external_forget(a->id);
 	free(st->model);
 	free(st->session);

@@ -44,6 +44,8 @@ static uint64_t			audit_seq;
 static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
+static uint64_t			audit_base;	/* the file's size at open */
+static uint64_t			audit_handed;	/* bytes handed over since */
 
 /* The writer thread and the buffer it owns while it writes. */
 static pthread_t		audit_thread;
@@ -92,6 +94,11 @@ auditlog_open(const char *path, const char *wfpath)
 		}
 		close(rfd);
 	}
+	/* Where our lines go, for readers that seek (event-log.c). */
+	audit_base = UINT64_MAX;
+	if (fstat(audit_fd, &st) == 0 && S_ISREG(st.st_mode))
+		audit_base = (uint64_t)st.st_size;
+	audit_handed = 0;
 	audit_path = xstrdup(path);
 	audit_seq = 0;
 	audit_error = audit_cut_error = 0;
@@ -108,6 +115,19 @@ auditlog_open(const char *path, const char *wfpath)
 	auditlog_event("run_start", NULL, NULL, "run", protocol_run_id(),
 	    "time", ts, "version", CORRAL_VERSION, "workflow", wfpath, NULL);
 	return 0;
+}
+
+/*
+ * The offset in the log's file where the next line will start, or
+ * UINT64_MAX when it is not a regular file (a pipe, a terminal) or there
+ * is no log.
+ */
+uint64_t
+auditlog_offset(void)
+{
+	if (audit_fd == -1 || audit_base == UINT64_MAX)
+		return UINT64_MAX;
+	return audit_base + audit_handed + (audit_w.tail - audit_w.head);
 }
 
 /* Return nonzero if an audit log is being written. */
@@ -222,6 +242,7 @@ auditlog_handover(int wait)
 	if (audit_w.tail == audit_w.head)
 		return 1;
 	if (!audit_threaded) {
+		audit_handed += audit_w.tail - audit_w.head;
 		if (audit_error == 0 && (error = auditlog_write(audit_w.buf +
 		    audit_w.head, audit_w.tail - audit_w.head)) != 0)
 			auditlog_fail(error);
@@ -244,6 +265,7 @@ auditlog_handover(int wait)
 		pthread_mutex_unlock(&audit_mu);
 		return 1;
 	}
+	audit_handed += audit_w.tail - audit_w.head;
 	tmp = audit_out;
 	audit_out = audit_w;
 	audit_w = tmp;

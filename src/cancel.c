@@ -12,6 +12,7 @@
  * descendants work on or wait for, as it may stop only its descendants.
  */
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -136,20 +137,18 @@ cancel_list(struct peer *from, json_t *id, json_t *params)
 	json_t		*list, *lim = json_object_get(params, "limit"), *v;
 	const char	*only = NULL;
 	struct agent	*a;
-	json_int_t	 limit = 1000;
+	json_int_t	 limit;
+	double		 want = 1000;
 	size_t		 total = 0;
 	double		 now = ev_now(LOOP);
 
-	if (lim != NULL && (!json_is_integer(lim) ||
-	    json_integer_value(lim) < 1)) {
+	if ((lim != NULL && !json_is_integer(lim)) || protocol_number(params,
+	    "limit", 1, DBL_MAX, 0, &want) < 0) {
 		rpc_error(from, id, CORRAL_E_PARAMS, "params.limit must be a "
 		    "whole number of at least 1", NULL);
 		return;
 	}
-	if (lim != NULL && json_integer_value(lim) < 10000)
-		limit = json_integer_value(lim);
-	else if (lim != NULL)
-		limit = 10000;
+	limit = want < 10000 ? (json_int_t)want : 10000;
 	v = json_object_get(params, "agentId");
 	if (v != NULL && !json_is_string(v)) {
 		rpc_error(from, id, CORRAL_E_PARAMS, "params.agentId must be "

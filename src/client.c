@@ -96,17 +96,28 @@ client_connect(const char *path)
 
 /*
  * Is there a corral behind a socket?  1 yes, 0 no (nothing listens: a
- * stale socket, or no socket), -1 cannot tell (errno).
+ * stale socket, or no socket), -1 cannot tell (errno).  The connect does
+ * not wait: a corral that is stopped or busy, its backlog full, answers
+ * EAGAIN, which says that it is there; a blocking connect would wait for
+ * it, and so would every corral starting meanwhile (its sweep probes).
  */
 int
 client_probe(const char *path)
 {
-	int	fd;
+	struct sockaddr_un	sa;
+	int			fd, rc, saved;
 
-	if ((fd = client_connect(path)) != -1) {
-		close(fd);
+	if (client_addr(&sa, path) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		return -1;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	saved = errno;
+	close(fd);
+	if (rc == 0 || saved == EAGAIN || saved == EINPROGRESS)
 		return 1;
-	}
+	errno = saved;
 	if (errno == ECONNREFUSED || errno == ENOENT)
 		return 0;
 	return -1;
@@ -416,6 +427,72 @@ client_request(struct client *c, const char *method, json_t *params)
 }
 
 /*
+ * Queue a request to be written without blocking (client_flush writes
+ * it), unless its frame is longer than max bytes (corral would drop such
+ * a line).  Returns its id; 0 when it is too long, with its length in
+ * *len, and nothing queued.
+ */
+long long
+client_queue(struct client *c, const char *method, json_t *params,
+    size_t max, size_t *len)
+{
+	json_t		*f;
+	json_int_t	 id = c->next_id + 1;
+	char		*s;
+
+	f = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method",
+	    method);
+	if (params != NULL)
+		json_object_set_new(f, "params", params);
+	s = json_dumps(f, CORRAL_JSON_FLAGS);
+	json_decref(f);
+	*len = s != NULL ? strlen(s) : SIZE_MAX;
+	if (s == NULL || *len > max) {
+		free(s);
+		return 0;
+	}
+	ndjson_writer_add(&c->out, s, *len);
+	ndjson_writer_add(&c->out, "\n", 1);
+	free(s);
+	c->next_id = id;
+	return (long long)id;
+}
+
+/*
+ * Write what client_queue queued, as much as the socket takes now.
+ * Returns 0, or -1 when the connection failed.
+ */
+int
+client_flush(struct client *c)
+{
+	ssize_t	n;
+
+	while (c->out.tail > c->out.head) {
+		n = send(c->fd, c->out.buf + c->out.head, c->out.tail -
+		    c->out.head, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		c->out.head += (size_t)n;
+	}
+	c->out.head = c->out.tail = 0;
+	if (c->out.cap > 1024 * 1024) {
+		/* Give back what a burst of big requests took. */
+		ndjson_writer_free(&c->out);
+		memset(&c->out, 0, sizeof c->out);
+	}
+	return 0;
+}
+
+/* Bytes queued and not yet written. */
+size_t
+client_queued(const struct client *c)
+{
+	return c->out.tail - c->out.head;
+}
+
+/*
  * Read what the socket has, waiting up to timeout_ms (0: only what is
  * there): 1 when something was read, 0 when nothing, -1 at the end.
  */
@@ -508,6 +585,8 @@ client_close(struct client *c)
 	json_decref(c->info);
 	c->queue = c->info = NULL;
 	ndjson_reader_free(&c->rd);
+	ndjson_writer_free(&c->out);
+	memset(&c->out, 0, sizeof c->out);
 }
 
 /* Describe an error object for a person: "message (code N)". */
@@ -541,6 +620,25 @@ client_attach(struct client *c, const char *path, const char *run,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * An agent's process, for a person, from its map/agents/list metadata:
+ * its pid; "per-call" for an adapter that runs a process per request
+ * (exec, codex, gemini: none lives between them); "-" for one inside
+ * its agent's CLI, or none at all.
+ */
+void
+client_pid(char *buf, size_t len, json_t *md)
+{
+	json_int_t	pid = json_integer_value(json_object_get(md, "pid"));
+
+	if (json_is_true(json_object_get(md, "perCall")))
+		strlcpy(buf, "per-call", len);
+	else if (json_is_true(json_object_get(md, "virtual")) || pid <= 0)
+		strlcpy(buf, "-", len);
+	else
+		snprintf(buf, len, "%lld", (long long)pid);
 }
 
 /* How long something has run, for a person: 0.4s, 12s, 4m05s, 2h03m. */

@@ -17,9 +17,25 @@
  * or for child results, in one poll loop over stdin and the socket.
  * What a tool returns is text for a model to read; refusals and failed
  * children are tool results with isError, never protocol errors.
+ *
+ * Neither side can block the other.  Requests to corral and answers to
+ * the CLI wait in queues written only as far as their descriptors take
+ * them, and the socket is read whenever corral has something: a CLI that
+ * writes thousands of calls at once once left corral mcp stuck in
+ * write() on the socket while corral, whose answers piled up unread,
+ * had stopped reading it.  The queues are bounded: a call that would
+ * exceed CMD_MCP_CALLS calls in progress, or CMD_MCP_QUEUE bytes waiting
+ * for corral, or corral's line limit, is answered at once with a tool
+ * error naming the limit; and the CLI is not read while the answers it
+ * has not read pile up.  At the end of stdin, what corral still owes is
+ * waited for (CMD_MCP_LINGER seconds at most) and written, then corral
+ * mcp exits.
  */
 
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -33,6 +49,10 @@
 #define CMD_MCP_CHILDREN	256	/* results kept */
 #define CMD_MCP_TEXT		(64 * 1024)	/* of one result, for a model */
 #define CMD_MCP_WAIT_MAX	86400.0
+#define CMD_MCP_CALLS		1024	/* tool calls in progress */
+#define CMD_MCP_QUEUE		(8UL * 1024 * 1024)	/* bytes for corral */
+#define CMD_MCP_OUT_HIGH	(1024 * 1024)	/* answers the CLI has not read */
+#define CMD_MCP_LINGER		5.0	/* after stdin's end, for corral */
 
 enum cmd_mcp_tool {
 	MCP_SPAWN,
@@ -90,31 +110,64 @@ static struct {
 	TAILQ_HEAD(, cmd_mcp_child)	 children;
 	unsigned int			 nchildren;
 	TAILQ_HEAD(, cmd_mcp_call)	 calls;
+	unsigned int			 ncalls;
+	struct ndjson_writer		 out;		/* to the CLI */
+	int				 out_flags;	/* stdout's, to restore */
+	int				 out_nb;	/* stdout made non-blocking */
+	int				 out_broken;
 } mcp;
 
 static void	cmd_mcp_check_waits(void);
+static void	cmd_mcp_lost(void);
 
-/* Write one JSON-RPC frame to stdout (the CLI), a line. */
+/*
+ * Write what waits for the CLI, as far as stdout takes it now (a pipe
+ * or a socket is made non-blocking; a file or a terminal takes it all).
+ */
+static void
+cmd_mcp_flush_out(void)
+{
+	if (mcp.out_broken || ndjson_writer_queued(&mcp.out) == 0)
+		return;
+	if (ndjson_writer_flush(&mcp.out, STDOUT_FILENO) == -1)
+		mcp.out_broken = 1;	/* the CLI is gone; stdin's EOF ends us */
+}
+
+/* Queue one JSON-RPC frame for stdout (the CLI), a line. */
 static void
 cmd_mcp_out(json_t *f)
 {
 	char	*s;
-	size_t	 len, off = 0;
-	ssize_t	 n;
 
-	if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) == NULL)
+	if (mcp.out_broken || (s = json_dumps(f, CORRAL_JSON_FLAGS)) == NULL)
 		return;
-	len = strlen(s);
-	s[len++] = '\n';
-	while (off < len) {
-		if ((n = write(STDOUT_FILENO, s + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			break;	/* the CLI is gone; stdin's EOF ends us */
-		}
-		off += (size_t)n;
-	}
+	ndjson_writer_line(&mcp.out, s, strlen(s));
 	free(s);
+}
+
+/* Make stdout non-blocking when it is a pipe or a socket (ours alone). */
+static void
+cmd_mcp_out_start(void)
+{
+	struct stat	st;
+
+	ndjson_writer_init(&mcp.out, 0, CMD_MCP_OUT_HIGH);
+	if (fstat(STDOUT_FILENO, &st) == -1 || !(S_ISFIFO(st.st_mode) ||
+	    S_ISSOCK(st.st_mode)) || (mcp.out_flags = fcntl(STDOUT_FILENO,
+	    F_GETFL)) == -1)
+		return;
+	if (fcntl(STDOUT_FILENO, F_SETFL, mcp.out_flags | O_NONBLOCK) == 0)
+		mcp.out_nb = 1;
+}
+
+/* Put stdout back as it was, and write what is left if it takes it. */
+static void
+cmd_mcp_out_end(void)
+{
+	cmd_mcp_flush_out();
+	if (mcp.out_nb)
+		(void)fcntl(STDOUT_FILENO, F_SETFL, mcp.out_flags);
+	ndjson_writer_free(&mcp.out);
 }
 
 /* Answer an MCP request with a result (stolen). */
@@ -320,13 +373,19 @@ cmd_mcp_tools_list(json_t *id)
 	cmd_mcp_reply(id, json_pack("{s:o}", "tools", list));
 }
 
-/* Answer initialize: the version the client asked for, if we know it. */
+/*
+ * Answer initialize with the version the client asked for when we know
+ * it, else with the latest we know: MCP's version negotiation says the
+ * server MUST answer the same version if it supports it, otherwise
+ * another it supports, which SHOULD be its latest (the client then
+ * decides whether to go on).
+ */
 static void
 cmd_mcp_initialize(json_t *id, json_t *params)
 {
 	static const char *const versions[] = { "2025-11-25", "2025-06-18",
 	    "2025-03-26", "2024-11-05", NULL };
-	const char	*want, *v = "2025-06-18";
+	const char	*want, *v = versions[0];
 	size_t		 i;
 
 	want = json_string_value(json_object_get(params, "protocolVersion"));
@@ -446,6 +505,7 @@ cmd_mcp_call_free(struct cmd_mcp_call *call)
 	size_t	i;
 
 	TAILQ_REMOVE(&mcp.calls, call, entry);
+	mcp.ncalls--;
 	for (i = 0; i < call->nwant; i++)
 		free(call->want[i]);
 	free(call->want);
@@ -758,22 +818,57 @@ cmd_mcp_arg(struct cmd_mcp_call *call, const char *key)
 	return v;
 }
 
-/* Send a call's request to corral; it goes on in cmd_mcp_answer. */
+/*
+ * Writing to corral failed: the call says so, and every other call
+ * corral owes an answer fails as when corral goes away.
+ */
+static void
+cmd_mcp_request_failed(struct cmd_mcp_call *call)
+{
+	cmd_mcp_text(call->id, "corral mcp cannot act for this agent: the "
+	    "connection to corral failed", 1);
+	cmd_mcp_call_free(call);
+	cmd_mcp_lost();
+}
+
+/*
+ * Send a call's request to corral; it goes on in cmd_mcp_answer.  It is
+ * queued and written as far as the socket takes it; a request longer
+ * than a line corral reads, or one that would make the queue too long,
+ * is answered at once with a tool error that names the limit.
+ */
 static void
 cmd_mcp_request(struct cmd_mcp_call *call, const char *method, json_t *params)
 {
 	char	*s;
+	size_t	 len;
 
-	if ((call->ctl = client_request(&mcp.c, method, params)) == -1) {
-		mcp.connected = 0;
-		client_close(&mcp.c);
-		snprintf(mcp.why, sizeof mcp.why, "the connection to corral "
-		    "failed");
-		xasprintf(&s, "corral mcp cannot act for this agent: %s", mcp.why);
+	if (client_queued(&mcp.c) > CMD_MCP_QUEUE) {
+		json_decref(params);
+		xasprintf(&s, "%s was not sent: %zu bytes of earlier requests "
+		    "still wait for corral to read them (the limit is %lu); try "
+		    "again once some calls have returned",
+		    cmd_mcp_names[call->tool], client_queued(&mcp.c),
+		    CMD_MCP_QUEUE);
 		cmd_mcp_text(call->id, s, 1);
 		free(s);
 		cmd_mcp_call_free(call);
+		return;
 	}
+	if ((call->ctl = client_queue(&mcp.c, method, params,
+	    CORRAL_MAX_LINE_DEFAULT, &len)) == 0) {
+		xasprintf(&s, "%s was not sent: the request would be a line of "
+		    "%zu bytes, and corral reads lines of at most %lu bytes "
+		    "(1 MiB); make the task or message shorter, or pass a file's "
+		    "name instead of its text", cmd_mcp_names[call->tool], len,
+		    (unsigned long)CORRAL_MAX_LINE_DEFAULT);
+		cmd_mcp_text(call->id, s, 1);
+		free(s);
+		cmd_mcp_call_free(call);
+		return;
+	}
+	if (client_flush(&mcp.c) != 0)
+		cmd_mcp_request_failed(call);
 }
 
 /* Start a tools/call. */
@@ -794,6 +889,14 @@ cmd_mcp_call(json_t *id, json_t *params)
 		cmd_mcp_error(id, -32602, "Unknown tool");
 		return;
 	}
+	if (mcp.ncalls >= CMD_MCP_CALLS) {
+		xasprintf(&s, "%s was not started: %u tool calls are in "
+		    "progress, the limit of corral mcp; try again once some have "
+		    "returned", cmd_mcp_names[tool], mcp.ncalls);
+		cmd_mcp_text(id, s, 1);
+		free(s);
+		return;
+	}
 	call = xcalloc(1, sizeof *call);
 	call->id = json_incref(id);
 	call->tool = tool;
@@ -801,6 +904,7 @@ cmd_mcp_call(json_t *id, json_t *params)
 	call->args = json_is_object(call->args) ? json_incref(call->args) :
 	    json_object();
 	TAILQ_INSERT_TAIL(&mcp.calls, call, entry);
+	mcp.ncalls++;
 	if (tool != MCP_WAIT && cmd_mcp_connect() != 0) {
 		xasprintf(&s, "corral mcp cannot act for this agent: %s", mcp.why);
 		cmd_mcp_text(id, s, 1);
@@ -884,11 +988,22 @@ static void
 cmd_mcp_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
 {
-	json_t	*f, *nul;
+	json_t	*f = NULL, *nul;
+	char	 why[160];
 
-	if (kind != NDJSON_LINE)
+	if (kind == NDJSON_TOOLONG) {
+		/* Its first bytes may have its id: the error is its answer. */
+		snprintf(why, sizeof why, "Invalid Request: a line of %zu bytes, "
+		    "over corral mcp's limit of %lu", extra, CMD_MCP_MAX_LINE);
+		if ((f = rpc_prefix_id(line, len)) == NULL)
+			f = json_null();
+		cmd_mcp_error(f, -32600, why);
+		json_decref(f);
 		return;
-	if ((f = json_loadb(line, len, 0, NULL)) == NULL ||
+	}
+	if (kind != NDJSON_LINE && kind != NDJSON_NUL)
+		return;
+	if (kind == NDJSON_NUL || (f = json_loadb(line, len, 0, NULL)) == NULL ||
 	    !json_is_object(f)) {
 		nul = json_null();
 		cmd_mcp_error(nul, -32700, "Parse error");
@@ -994,6 +1109,109 @@ cmd_mcp_next_timeout(void)
 	return next < 0 ? -1 : (int)(next * 1000) + 1;
 }
 
+/* Does corral still owe an answer to one of the calls? */
+static int
+cmd_mcp_owed(void)
+{
+	struct cmd_mcp_call	*call;
+
+	TAILQ_FOREACH(call, &mcp.calls, entry)
+		if (call->ctl != 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Is the loop done?  The CLI is gone; or stdin ended (at end) and
+ * corral owes nothing more, everything is written, or time is up.
+ */
+static int
+cmd_mcp_over(double end)
+{
+	if (mcp.out_broken)
+		return 1;
+	if (end == 0)
+		return 0;
+	return util_mono() >= end || ((!mcp.connected || !cmd_mcp_owed()) &&
+	    ndjson_writer_queued(&mcp.out) == 0);
+}
+
+/*
+ * Read the CLI's stdin once.  Returns 0, or -1 at its end (a last line
+ * without a newline is handled first).
+ */
+static int
+cmd_mcp_read_stdin(void)
+{
+	char	buf[65536];
+	ssize_t	n;
+
+	n = read(STDIN_FILENO, buf, sizeof buf);
+	if (n > 0)
+		ndjson_feed(&mcp.rd, buf, (size_t)n, cmd_mcp_line, NULL);
+	if (n > 0 || (n == -1 && (errno == EINTR || errno == EAGAIN)))
+		return 0;
+	ndjson_finish(&mcp.rd, cmd_mcp_line, NULL);
+	return -1;
+}
+
+/*
+ * The poll loop: stdin while the CLI reads its answers, stdout while
+ * answers wait, the socket always for reading and while requests wait
+ * for writing.  It ends when the CLI is gone, or at stdin's end once
+ * corral has answered what it owes (CMD_MCP_LINGER seconds at most).
+ */
+static void
+cmd_mcp_loop(void)
+{
+	struct pollfd	pfd[3];
+	double		end = 0;
+	int		rc, nfd, in, out, sk, timeout;
+
+	while (!cmd_mcp_over(end)) {
+		nfd = 0;
+		in = out = sk = -1;
+		if (end == 0 && ndjson_writer_queued(&mcp.out) < CMD_MCP_OUT_HIGH) {
+			pfd[nfd].fd = STDIN_FILENO;
+			pfd[nfd].events = POLLIN;
+			in = nfd++;
+		}
+		if (ndjson_writer_queued(&mcp.out) > 0) {
+			pfd[nfd].fd = STDOUT_FILENO;
+			pfd[nfd].events = POLLOUT;
+			out = nfd++;
+		}
+		if (mcp.connected) {
+			pfd[nfd].fd = mcp.c.fd;
+			pfd[nfd].events = POLLIN | (client_queued(&mcp.c) > 0 ?
+			    POLLOUT : 0);
+			sk = nfd++;
+		}
+		timeout = cmd_mcp_next_timeout();
+		if (end != 0 && (timeout < 0 || timeout > (int)((end -
+		    util_mono()) * 1000) + 1))
+			timeout = (int)((end - util_mono()) * 1000) + 1;
+		rc = poll(pfd, (nfds_t)nfd, timeout);
+		if (rc == -1 && errno != EINTR)
+			break;
+		if (rc > 0 && sk != -1 && (pfd[sk].revents & (POLLIN |
+		    POLLHUP | POLLERR)) && client_poll(&mcp.c, 0) == -1) {
+			cmd_mcp_from_corral();
+			cmd_mcp_lost();
+		}
+		cmd_mcp_from_corral();	/* frames read along with others */
+		if (rc > 0 && sk != -1 && mcp.connected &&
+		    (pfd[sk].revents & POLLOUT) && client_flush(&mcp.c) != 0)
+			cmd_mcp_lost();
+		if (rc > 0 && in != -1 && pfd[in].revents != 0 &&
+		    cmd_mcp_read_stdin() != 0)
+			end = util_mono() + CMD_MCP_LINGER;
+		cmd_mcp_check_waits();
+		if (out != -1 || ndjson_writer_queued(&mcp.out) > 0)
+			cmd_mcp_flush_out();
+	}
+}
+
 /* Read --tools: words, comma-separated.  Returns the bits, or 0. */
 static unsigned int
 cmd_mcp_parse_tools(const char *list)
@@ -1024,11 +1242,6 @@ cmd_mcp_parse_tools(const char *list)
 static int
 cmd_mcp_exec(struct cmd *c)
 {
-	struct pollfd	 pfd[2];
-	char		 buf[65536];
-	ssize_t		 n;
-	int		 rc, nfd;
-
 	memset(&mcp, 0, sizeof mcp);
 	TAILQ_INIT(&mcp.children);
 	TAILQ_INIT(&mcp.calls);
@@ -1052,37 +1265,9 @@ cmd_mcp_exec(struct cmd *c)
 	if (cmd_mcp_connect() != 0)
 		fprintf(stderr, "corral mcp: %s\n", mcp.why);
 	ndjson_reader_init(&mcp.rd, CMD_MCP_MAX_LINE, 0);
-	for (;;) {
-		pfd[0].fd = STDIN_FILENO;
-		pfd[0].events = POLLIN;
-		nfd = 1;
-		if (mcp.connected) {
-			pfd[1].fd = mcp.c.fd;
-			pfd[1].events = POLLIN;
-			nfd = 2;
-		}
-		rc = poll(pfd, (nfds_t)nfd, cmd_mcp_next_timeout());
-		if (rc == -1 && errno != EINTR)
-			break;
-		if (nfd == 2 && rc > 0 && pfd[1].revents != 0) {
-			if (client_poll(&mcp.c, 0) == -1) {
-				cmd_mcp_from_corral();
-				cmd_mcp_lost();
-			} else
-				cmd_mcp_from_corral();
-		}
-		cmd_mcp_from_corral();	/* frames read along with others */
-		if (rc > 0 && pfd[0].revents != 0) {
-			n = read(STDIN_FILENO, buf, sizeof buf);
-			if (n == 0 || (n == -1 && errno != EINTR &&
-			    errno != EAGAIN))
-				break;	/* the CLI closed our stdin: done */
-			if (n > 0)
-				ndjson_feed(&mcp.rd, buf, (size_t)n,
-				    cmd_mcp_line, NULL);
-		}
-		cmd_mcp_check_waits();
-	}
+	cmd_mcp_out_start();
+	cmd_mcp_loop();
+	cmd_mcp_out_end();
 	ndjson_reader_free(&mcp.rd);
 	if (mcp.connected)
 		client_close(&mcp.c);

@@ -49,12 +49,7 @@ cmd_ps_agent(json_t *a)
 
 	snprintf(id, sizeof id, "%*s%s", depth * 2, "",
 	    json_string_value(json_object_get(a, "id")));
-	/* One inside its agent's CLI is no process of corral's. */
-	if (json_is_true(json_object_get(md, "virtual")))
-		strlcpy(pid, "-", sizeof pid);
-	else
-		snprintf(pid, sizeof pid, "%lld", (long long)json_integer_value(
-		    json_object_get(md, "pid")));
+	client_pid(pid, sizeof pid, md);
 	printf("  %-20s %-13s %-8s %-8lld %-6lld %-6lld %-8lld %-8.0f "
 	    "%-9.4f", id, json_string_value(json_object_get(a, "state")),
 	    pid,
@@ -70,6 +65,49 @@ cmd_ps_agent(json_t *a)
 	printf("\n");
 	if (client_status_row(line, sizeof line, md))
 		printf("  %*s  %s\n", depth * 2, "", line);
+}
+
+/*
+ * What of a run waits for a person (_corral/steps), as an array; empty
+ * when nothing waits or the corral is one without steps.
+ */
+static json_t *
+cmd_ps_waiting(struct client *c)
+{
+	json_t	*res, *e = NULL, *w;
+
+	if ((res = client_call(c, CORRAL_M_STEPS, NULL, 10000, &e)) == NULL) {
+		json_decref(e);
+		return json_array();
+	}
+	w = json_incref(json_object_get(res, "waiting"));
+	json_decref(res);
+	return json_is_array(w) ? w : json_array();
+}
+
+/* Print what waits for a person: the step, whose, why, since when. */
+static void
+cmd_ps_waits(json_t *waiting)
+{
+	json_t	*w;
+	char	 up[32];
+	size_t	 i;
+
+	if (json_array_size(waiting) == 0)
+		return;
+	printf("  %-20s %-13s %-8s %-8s %s\n", "WAITING STEP", "JOB", "FOR",
+	    "REASON", "AGENT: SUMMARY");
+	json_array_foreach(waiting, i, w) {
+		client_uptime(up, sizeof up, (double)json_integer_value(
+		    json_object_get(w, "waitingMs")) / 1000.0);
+		printf("  %-20s %-13s %-8s %-8.8s %s: %.60s\n",
+		    json_string_value(json_object_get(w, "step")),
+		    json_string_value(json_object_get(w, "jobId")), up,
+		    json_string_value(json_object_get(w, "reason")),
+		    json_is_string(json_object_get(w, "agentId")) ?
+		    json_string_value(json_object_get(w, "agentId")) : "-",
+		    json_string_value(json_object_get(w, "summary")));
+	}
 }
 
 /*
@@ -105,7 +143,7 @@ static int
 cmd_ps_run(const char *sock, int json, int *first)
 {
 	struct client	 c;
-	json_t		*res, *e, *run, *agents, *a, *out, *reqs;
+	json_t		*res, *e, *run, *agents, *a, *out, *reqs, *waiting;
 	char		 err[1024], up[32], *s;
 	size_t		 i;
 
@@ -127,8 +165,10 @@ cmd_ps_run(const char *sock, int json, int *first)
 	json_object_set_new(run, "socket", json_string(sock));
 	agents = json_object_get(res, "agents");
 	reqs = client_requests(&c, json ? 10000 : CMD_PS_REQUESTS);
+	waiting = cmd_ps_waiting(&c);
 	if (json) {
-		out = json_pack("{s:o, s:O}", "run", run, "agents", agents);
+		out = json_pack("{s:o, s:O, s:O}", "run", run, "agents", agents,
+		    "waiting", waiting);
 		if (reqs != NULL)
 			json_object_set(out, "requests", json_object_get(reqs,
 			    "requests"));
@@ -159,8 +199,11 @@ cmd_ps_run(const char *sock, int json, int *first)
 			cmd_ps_agent(a);
 		if (reqs != NULL)
 			cmd_ps_requests(reqs);
+		util_vis_json(waiting);
+		cmd_ps_waits(waiting);
 		json_decref(run);
 	}
+	json_decref(waiting);
 	*first = 0;
 	json_decref(reqs);
 	json_decref(res);

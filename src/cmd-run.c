@@ -104,6 +104,62 @@ cmd_run_logpath(const char *path)
 	return abs;
 }
 
+/*
+ * corral run --resume RECORD: check the record against the workflow and
+ * its answer.  Returns the goal envelope to start the job with, or NULL
+ * when the answer ends the run without any agent (abort, or proceed past
+ * the last step): its result is printed and *rc set.
+ */
+static char *
+cmd_run_resume(json_t *rec, const char *path, const struct workflow *wf,
+    int *rc)
+{
+	const struct step_conf	*sc;
+	const char		*step;
+	char			*line, why[512];
+	size_t			 len;
+	int			 action;
+
+	step = json_string_value(json_object_get(rec, "step"));
+	if ((action = step_record_action(rec)) < 0)
+		errx(EXIT_USAGE, "resume: %s holds no answer yet: corral answer "
+		    "%s %s \"TEXT\" (or --proceed, --abort)", path, path, step);
+	if (step_record_check(rec, wf, why, sizeof why) != 0)
+		errx(EXIT_USAGE, "resume: %s", why);
+	sc = config_find_step(wf, step);
+	if (action == STEP_ABORT) {
+		snprintf(why, sizeof why, "aborted by a person at step %s", step);
+		line = envelope_error("aborted", "REJECTED", NULL, why,
+		    json_string_value(json_object_get(rec, "job")), NULL, &len);
+		printf("%s\n", line);
+		free(line);
+		*rc = EXIT_WORKFLOW;
+		return NULL;
+	}
+	if (action == STEP_PROCEED && sc->next == STEP_END) {
+		line = json_dumps(json_object_get(rec, "reply"),
+		    CORRAL_JSON_FLAGS);
+		printf("%s\n", line != NULL ? line : "null");
+		free(line);
+		*rc = 0;
+		return NULL;
+	}
+	return json_dumps(json_object_get(rec, "goal"), CORRAL_JSON_FLAGS);
+}
+
+/* Read --on-escalate's value. */
+static int
+cmd_run_on_escalate(const char *v)
+{
+	if (strcmp(v, "wait") == 0)
+		return STEP_ON_WAIT;
+	if (strcmp(v, "fail") == 0)
+		return STEP_ON_FAIL;
+	if (strcmp(v, "exit") == 0)
+		return STEP_ON_EXIT;
+	errx(EXIT_USAGE, "--on-escalate must be wait, fail or exit");
+}
+
 /* Start the supervisor on a loaded workflow; returns the exit status. */
 static int
 cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
@@ -131,30 +187,84 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	return rc;
 }
 
-/* corral run FILE --goal TEXT. */
+/*
+ * The options of a workflow of steps (docs/steps.md): --on-escalate,
+ * --record, and --resume's record (loaded; NULL without).  With
+ * --resume, the workflow file may be left out: the record names it.
+ */
+static json_t *
+cmd_run_steps(struct cmd *c, struct step_options *so, const char **file)
+{
+	const char	*resume = cmd_get(c, "resume"), *v;
+	json_t		*rec;
+	char		 why[1200];
+
+	memset(so, 0, sizeof *so);
+	if ((v = cmd_get(c, "on-escalate")) != NULL)
+		so->on_escalate = cmd_run_on_escalate(v);
+	so->record = cmd_get(c, "record");
+	*file = c->argc > 0 ? c->argv[0] : NULL;
+	if (resume == NULL) {
+		if (*file == NULL)
+			errx(EXIT_USAGE, "run: the workflow FILE is required");
+		return NULL;
+	}
+	if (cmd_get(c, "goal") != NULL || cmd_get(c, "input") != NULL ||
+	    cmd_has(c, "param"))
+		errx(EXIT_USAGE, "run: --resume goes on with the record's goal; "
+		    "--goal, --input and --param do not apply");
+	if ((rec = step_record_load(resume, why, sizeof why)) == NULL)
+		errx(EXIT_USAGE, "--resume %s", why);
+	if (*file == NULL)
+		*file = json_string_value(json_object_get(rec, "workflow"));
+	if (*file == NULL)
+		errx(EXIT_USAGE, "run: --resume %s names no workflow", resume);
+	so->resume = rec;
+	so->resume_path = resume;
+	return rec;
+}
+
+/* corral run FILE --goal TEXT, or --resume RECORD. */
 static int
 cmd_run_exec(struct cmd *c)
 {
-	struct workflow	*wf;
-	const char	*input = cmd_get(c, "input"), *p;
-	json_t		*params, *in = NULL;
-	char		*line, why[512];
-	size_t		 len, i = 0;
+	struct workflow		*wf;
+	struct step_options	 so;
+	const char		*input = cmd_get(c, "input"), *p, *file;
+	json_t			*params, *in = NULL, *rec;
+	char			*line, why[512];
+	size_t			 len, i = 0;
+	int			 rc;
 
+	rec = cmd_run_steps(c, &so, &file);
 	params = json_object();
 	while ((p = cmd_next(c, "param", &i)) != NULL)
 		cmd_run_param(params, p);
 	if (input != NULL)
 		in = cmd_run_input(input);
 	log_init(c->verbose + cmd_has(c, "verbose"));
-	wf = cmd_check_load(c->argv[0], CONFIG_CHECK_START);
-	/* Refused before anything starts, like a bad workflow. */
-	if ((line = envelope_goal(cmd_get(c, "goal"), in, params, wf->start,
-	    &len, why, sizeof why)) == NULL)
+	wf = cmd_check_load(file, CONFIG_CHECK_START);
+	if (rec != NULL) {
+		if (wf->nsteps == 0)
+			errx(EXIT_USAGE, "run: --resume: %s has no steps:", file);
+		rc = 0;
+		if ((line = cmd_run_resume(rec, so.resume_path, wf, &rc)) ==
+		    NULL) {
+			json_decref(rec);
+			json_decref(params);
+			config_free(wf);
+			return rc;
+		}
+	} else if ((line = envelope_goal(cmd_get(c, "goal"), in, params,
+	    wf->start, &len, why, sizeof why)) == NULL)
+		/* Refused before anything starts, like a bad workflow. */
 		errx(EXIT_USAGE, "run: %s", why);
 	json_decref(in);
 	json_decref(params);
-	return cmd_run_start(c, wf, MODE_RUN, line);
+	supervisor_step_options(&so);
+	rc = cmd_run_start(c, wf, MODE_RUN, line);
+	json_decref(rec);
+	return rc;
 }
 
 /* corral serve FILE. */
@@ -173,6 +283,9 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "goal", 'g', 1 },
 	{ "input", 'i', 1 },
 	{ "param", 'p', 1 },
+	{ "on-escalate", 0, 1 },
+	{ "record", 0, 1 },
+	{ "resume", 0, 1 },
 	{ "output", 'o', 1 },
 	{ "log", 'l', 1 },
 	{ "otlp", 0, 1 },
@@ -183,17 +296,18 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "verbose", 'v', 0 },
 	{ NULL, 0, 0 }
 };
-#define cmd_serve_options	(cmd_run_options + 4)
+#define cmd_serve_options	(cmd_run_options + 7)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.args = "FILE --goal TEXT [--input FILE] [--param KEY=VALUE ...] "
+	.args = "[FILE] [--goal TEXT] [--input FILE] [--param KEY=VALUE ...] "
 	    "[--log FILE] [--otlp FILE] [--output json|text] [--max-line SIZE] "
 	    "[--trace] "
-	    "[--control PATH | --no-control] [-v]",
+	    "[--control PATH | --no-control] [-v] "
+	    "[--on-escalate wait|fail|exit] [--record FILE] [--resume RECORD]",
 	.about = "start the workflow's agents, send the goal, print the result",
 	.options = cmd_run_options,
-	.lower = 1,
+	.lower = 0,
 	.upper = 1,
 	.exec = cmd_run_exec,
 };

@@ -227,10 +227,13 @@ cmd_top_requests(struct cmd_top_screen *s, json_t *reqs)
 		    json_integer_value(json_object_get(reqs, "total")));
 }
 
-/* Draw one screen from the agents, the metrics and the requests. */
+/*
+ * Draw one screen from the agents, the metrics, the requests and what
+ * waits for a person.
+ */
 static void
 cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
-    json_t *reqs)
+    json_t *reqs, json_t *waiting)
 {
 	struct cmd_top_screen	 s;
 	json_t			*run = client_run(c), *a, *md, *m, *smp;
@@ -244,6 +247,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	util_vis_json(run);
 	util_vis_json(agents);
 	util_vis_json(metrics);
+	util_vis_json(waiting);
 	memset(&s, 0, sizeof s);
 	cmd_top_size(&s.cols, &s.rows);
 	if ((s.f = open_memstream(&s.buf, &s.len)) == NULL)
@@ -300,6 +304,19 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 	    cmd_top_metric(metrics, "corral_events_total", NULL, NULL),
 	    cmd_top_metric(metrics, "corral_events_dropped_total", NULL, NULL),
 	    cmd_top_metric(metrics, "corral_control_clients", NULL, NULL));
+	json_array_foreach(waiting, i, m) {
+		client_uptime(up, sizeof up, (double)json_integer_value(
+		    json_object_get(m, "waitingMs")) / 1000.0);
+		cmd_top_line(&s, "%swaiting for a person%s %s: step %s of job "
+		    "%s (%s), %s: %s", cmd_top_plain ? "" : "\033[1m",
+		    cmd_top_plain ? "" : "\033[0m", up, json_string_value(
+		    json_object_get(m, "step")), json_string_value(
+		    json_object_get(m, "jobId")), json_string_value(
+		    json_object_get(m, "reason")), json_is_string(
+		    json_object_get(m, "agentId")) ? json_string_value(
+		    json_object_get(m, "agentId")) : "-", json_string_value(
+		    json_object_get(m, "summary")));
+	}
 	cmd_top_line(&s, "%s", "");
 	cmd_top_line(&s, "%s%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s %-8s "
 	    "%-9s %-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT", "STATE",
@@ -311,11 +328,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    json_object_get(md, "depth")) * 2, "",
 		    json_string_value(json_object_get(a, "id")));
 		err = json_string_value(json_object_get(md, "lastError"));
-		if (json_is_true(json_object_get(md, "virtual")))
-			strlcpy(pid, "-", sizeof pid);
-		else
-			snprintf(pid, sizeof pid, "%lld", (long long)
-			    json_integer_value(json_object_get(md, "pid")));
+		client_pid(pid, sizeof pid, md);
 		cmd_top_line(&s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
 		    "%-7lld %-8lld %-8.0f %-9.4f %s", id,
 		    json_string_value(json_object_get(a, "state")), pid,
@@ -368,7 +381,7 @@ cmd_top_exec(struct cmd *c)
 	static const char	 enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
 	struct sigaction	 sa;
 	const char		*why = NULL, *v;
-	json_t			*list, *metrics, *reqs;
+	json_t			*list, *metrics, *reqs, *steps, *e;
 	double			 delay = 1;
 	long			 count = -1;
 	char			*end;
@@ -410,11 +423,15 @@ cmd_top_exec(struct cmd *c)
 		}
 		/* A screenful at most; an older corral has none to give. */
 		reqs = client_requests(&c->client, 100);
+		steps = client_call(&c->client, CORRAL_M_STEPS, NULL, 10000,
+		    &e);
+		json_decref(e);		/* a corral without steps: none */
 		cmd_top_draw(&c->client, json_object_get(list, "agents"),
-		    metrics, reqs);
+		    metrics, reqs, json_object_get(steps, "waiting"));
 		json_decref(list);
 		json_decref(metrics);
 		json_decref(reqs);
+		json_decref(steps);
 		if (count > 0 && --count == 0)
 			break;
 		if (cmd_top_key((int)(delay * 1000)))

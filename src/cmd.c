@@ -41,6 +41,7 @@ static const struct cmd_entry *const cmd_entries[] = {
 	&cmd_send_entry,
 	&cmd_stop_entry,
 	&cmd_cancel_entry,
+	&cmd_answer_entry,
 	&cmd_top_entry,
 	&cmd_metrics_entry,
 	&cmd_tasks_entry,

@@ -71,6 +71,7 @@ extern const struct cmd_entry	 cmd_events_entry;
 extern const struct cmd_entry	 cmd_send_entry;
 extern const struct cmd_entry	 cmd_stop_entry;
 extern const struct cmd_entry	 cmd_cancel_entry;
+extern const struct cmd_entry	 cmd_answer_entry;
 extern const struct cmd_entry	 cmd_top_entry;
 extern const struct cmd_entry	 cmd_metrics_entry;
 extern const struct cmd_entry	 cmd_tasks_entry;

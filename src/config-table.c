@@ -118,6 +118,15 @@ static const char *const config_table_join[] = {
 static const char *const config_table_shutdown[] = {
 	"sequential", "parallel", NULL
 };
+static const char *const config_table_paths_as[] = {
+	"relative", "absolute", NULL
+};
+static const char *const config_table_update_missing[] = {
+	"refuse", "create", NULL
+};
+static const char *const config_table_create_existing[] = {
+	"refuse", "replace", NULL
+};
 /* The words of tools:, in the order of their TOOL_* bits. */
 static const char *const config_table_tools[] = {
 	"spawn", "wait", "send", "list", "stop", NULL
@@ -133,6 +142,8 @@ _Static_assert(sizeof(enum missing_confidence) == sizeof(int), "enum size");
 			.offset = offsetof(struct workflow, f)
 #define AGENT(f)	.scope = CONFIG_AGENT, \
 			.offset = offsetof(struct agent_conf, f)
+#define STEP(f)		.scope = CONFIG_STEP, \
+			.offset = offsetof(struct step_conf, f)
 #define RLIMIT(r)	.scope = CONFIG_AGENT, .arg = (r), \
 			.read = config_table_read_rlimit
 
@@ -269,6 +280,34 @@ const struct config_key config_table[] = {
 	{ .name = "workspace", TOP(workspace), .type = CONFIG_STRING,
 	  .flags = CONFIG_OMIT,
 	  .doc = "the directory corral writes artifacts into" },
+
+	/* Steps (config-steps.c, docs/steps.md). */
+	{ .name = "feature_id", TOP(feature_id), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT,
+	  .doc = "the feature the steps work on; --param feature_id overrides" },
+	{ .name = "paths", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .read = config_steps_read_paths, .print = config_steps_print_paths,
+	  .doc = "name to a path the steps' agents may need" },
+	{ .name = "paths_as", TOP(paths_absolute), .flags = CONFIG_STEPS,
+	  .type = CONFIG_ENUM, .choices = config_table_paths_as, .dflt = "relative",
+	  .doc = "how the steps' agents get paths: relative or absolute" },
+	{ .name = "max_iterations", TOP(max_iterations),
+	  .flags = CONFIG_STEPS, .type = CONFIG_INTEGER, .min = 0, .max = 1000,
+	  .dflt = "3",
+	  .doc = "runs of a step in a job before it escalates; 0: no bound" },
+	{ .name = "artifacts", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW|CONFIG_STEPS,
+	  .doc = "what a step's create and update may do to the workspace" },
+	{ .name = "artifacts.update_missing", TOP(update_missing),
+	  .type = CONFIG_ENUM, .choices = config_table_update_missing,
+	  .dflt = "refuse", .doc = "what update of a missing file does" },
+	{ .name = "artifacts.create_existing", TOP(create_existing),
+	  .type = CONFIG_ENUM, .choices = config_table_create_existing,
+	  .dflt = "refuse", .doc = "what create of an existing file does" },
+	{ .name = "steps", .scope = CONFIG_TOP, .type = CONFIG_MAP,
+	  .flags = CONFIG_LATE, .typename = "list of steps",
+	  .read = config_steps_read, .print = config_steps_print,
+	  .doc = "the workflow as steps driven by the agents' recommendations" },
 
 	/* An entry of agents:, or defaults:. */
 	{ .name = "cmd", AGENT(argv), .type = CONFIG_LIST,
@@ -443,6 +482,35 @@ const struct config_key config_table[] = {
 	  .read = config_table_read_tools, .print = config_table_print_tools,
 	  .doc = "corral's tools for the agent's MCP sessions (corral mcp), "
 	  "offered to the model of a claude, codex or gemini agent" },
+
+	/* An entry of steps: (config-steps.c). */
+	{ .name = "name", STEP(name), .type = CONFIG_STRING,
+	  .doc = "how other steps, corral answer and the logs name the step" },
+	{ .name = "agent", STEP(agent_name), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .doc = "the agent that runs the step" },
+	{ .name = "intent", STEP(intent), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT, .typename = "intent",
+	  .doc = "instead of agent: route the step's request by routes:" },
+	{ .name = "capability", STEP(capability), .type = CONFIG_STRING,
+	  .flags = CONFIG_OMIT,
+	  .doc = "instead of agent: the least busy agent with this capability" },
+	{ .name = "action", STEP(action), .type = CONFIG_STRING,
+	  .flags = CONFIG_REQUIRED, .doc = "what the agent is to do" },
+	{ .name = "params", .scope = CONFIG_STEP, .type = CONFIG_MAP,
+	  .read = config_steps_read_params,
+	  .print = config_steps_print_params,
+	  .doc = "the action's parameters, any YAML" },
+	{ .name = "proceed", STEP(proceed), .type = CONFIG_STRING,
+	  .typename = "step or `end`", .doc = "where proceed goes" },
+	{ .name = "retry", STEP(retry), .type = CONFIG_STRING,
+	  .typename = "step", .doc = "where retry goes: this step or an "
+	  "earlier one" },
+	{ .name = "max_iterations", STEP(max_iterations),
+	  .type = CONFIG_INTEGER, .min = 0, .max = 1000,
+	  .doc = "runs of this step in a job before it escalates; 0: no bound" },
+	{ .name = "success_false", STEP(success_false), .type = CONFIG_ENUM,
+	  .choices = config_steps_false, .dflt = "escalate",
+	  .doc = "what success: false with proceed does" },
 };
 const size_t config_table_size = sizeof config_table / sizeof config_table[0];
 
@@ -1292,13 +1360,15 @@ config_table_capability(struct config_reader *rd, const struct config_node *n,
 	    name->type != CONFIG_SCALAR || name->len == 0 || name->len > 128)
 		goto bad;
 	for (i = 0; i < n->nkids; i += 2)
-		if (strcmp(n->kids[i]->str, "name") != 0 &&
+		if (n->kids[i]->type != CONFIG_SCALAR ||
+		    (strcmp(n->kids[i]->str, "name") != 0 &&
 		    strcmp(n->kids[i]->str, "version") != 0 &&
 		    strcmp(n->kids[i]->str, "actions") != 0 &&
-		    strcmp(n->kids[i]->str, "description") != 0) {
+		    strcmp(n->kids[i]->str, "description") != 0)) {
 			config_err(rd, n->kids[i], "%s: unknown key %s (name, "
 			    "version, actions, description)", path,
-			    n->kids[i]->str);
+			    n->kids[i]->type == CONFIG_SCALAR ?
+			    n->kids[i]->str : "(not a plain string)");
 			return NULL;
 		}
 	c = json_pack("{s:s}", "name", name->str);

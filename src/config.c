@@ -74,6 +74,9 @@ config_map_key(struct config_reader *rd, const struct config_node *map,
 		return config_err(rd, k, "%s: keys must be plain strings",
 		    path);
 	for (j = 0; j < i; j += 2) {
+		/* An earlier bad key was reported already; every error is. */
+		if (map->kids[j]->type != CONFIG_SCALAR)
+			continue;
 		if (strcmp(map->kids[j]->str, k->str) == 0)
 			return config_err(rd, k, "%s: duplicate key '%s'", path,
 			    k->str);
@@ -534,7 +537,7 @@ config_read_map(struct config_reader *rd, int scope, void *base,
  * file would give them.  A default that does not read is a bug in the
  * table, never the user's.
  */
-static void
+void
 config_fill(int scope, void *base)
 {
 	const struct config_key	*k;
@@ -805,6 +808,7 @@ config_free(struct workflow *wf)
 		config_list_free(wf->routes[i].caps, wf->routes[i].ncaps);
 	}
 	free(wf->routes);
+	config_steps_free(wf);
 	config_list_free(wf->env_allow, wf->nenv_allow);
 	config_list_free(wf->intents, wf->nintents);
 	config_list_free(wf->agent_path, wf->npath);
@@ -954,6 +958,9 @@ config_print_key(FILE *f, const struct config_key *k, const void *base,
 	if ((k->flags & CONFIG_HIDE) ||
 	    ((k->flags & CONFIG_OMIT) && config_is_zero(k, base)))
 		return;
+	if ((k->flags & CONFIG_STEPS) && k->scope == CONFIG_TOP &&
+	    ((const struct workflow *)base)->nsteps == 0)
+		return;
 	if (k->print != NULL) {
 		k->print(f, k, base, indent);
 		return;
@@ -1078,6 +1085,7 @@ config_keyinfo(size_t i, struct config_keyinfo *ki)
 	memset(ki, 0, sizeof *ki);
 	ki->name = k->name;
 	ki->agent = k->scope == CONFIG_AGENT;
+	ki->step = k->scope == CONFIG_STEP;
 	ki->mapping = k->type == CONFIG_MAP;
 	ki->dflt = k->dflt;
 	ki->doc = k->doc;
@@ -1278,6 +1286,15 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    "agents.%s.cmd: %s", ac->name, why);
 			errors++;
 		}
+		if (ac->protocol != NULL && strcmp(ac->protocol, "adr-007") ==
+		    0 && (ac->hb_interval > 0 || ac->ready == READY_HANDSHAKE)) {
+			/* Nothing in its protocol could answer either. */
+			config_report(f, wf->path, ac->line, ac->column, "",
+			    "agents.%s: an ADR-007 agent answers no pings and "
+			    "sends no handshake: give it heartbeat: off and "
+			    "ready: spawn", ac->name);
+			errors++;
+		}
 		if ((prog = config_exec_program(ac)) != NULL &&
 		    config_check_program(wf, ac, prog, why, sizeof why) != 0)
 			config_report(f, wf->path, ac->line, ac->column,
@@ -1285,7 +1302,17 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    why);
 	}
 	config_check_route_caps(wf, f);
-	if ((flags & CONFIG_CHECK_START) && !config_routed(wf, wf->start))
+	for (i = 0; i < wf->nsteps; i++)
+		if (wf->steps[i].intent != NULL &&
+		    !config_routed(wf, wf->steps[i].intent))
+			config_report(f, wf->path, wf->steps[i].line,
+			    wf->steps[i].column, "warning: ", "steps[%zu].intent: "
+			    "intent '%s' has no route and routes: has no \"*\" "
+			    "fallback, so step '%s' would fail with no_route", i,
+			    wf->steps[i].intent, wf->steps[i].name);
+	/* A workflow of steps starts at its first step, not at start:. */
+	if ((flags & CONFIG_CHECK_START) && wf->nsteps == 0 &&
+	    !config_routed(wf, wf->start))
 		config_report(f, wf->path, wf->start_line, wf->start_column,
 		    "warning: ", "start: intent '%s' has no route and routes: "
 		    "has no \"*\" fallback, so corral run would fail with "

@@ -53,6 +53,7 @@ enum config_type {
 /* Where a key is kept. */
 #define CONFIG_TOP	0	/* struct workflow */
 #define CONFIG_AGENT	1	/* struct agent_conf: agents: and defaults: */
+#define CONFIG_STEP	2	/* struct step_conf: an entry of steps: */
 
 struct config_key;
 typedef int (*config_read_cb)(struct config_reader *,
@@ -79,6 +80,7 @@ struct config_key {
 #define CONFIG_LATE	 0x20	/* read after its mapping's other keys */
 #define CONFIG_REQUIRED	 0x40	/* its mapping must have it */
 #define CONFIG_NODEFAULT 0x80	/* not allowed in defaults: */
+#define CONFIG_STEPS	 0x100	/* printed only in a workflow of steps */
 	size_t			 offset;	/* of the value */
 	size_t			 count;		/* CONFIG_LIST: of its length */
 	double			 min;
@@ -107,6 +109,24 @@ ssize_t	 config_yaml_index(const struct config_node *, const char *);
 struct config_node *config_yaml_get(const struct config_node *, const char *);
 json_t	*config_yaml_json(const struct config_node *);
 
+/* config-steps.c */
+int	 config_steps_read(struct config_reader *, const struct config_key *,
+	    void *, const struct config_node *, const char *);
+int	 config_steps_read_params(struct config_reader *,
+	    const struct config_key *, void *, const struct config_node *,
+	    const char *);
+int	 config_steps_read_paths(struct config_reader *,
+	    const struct config_key *, void *, const struct config_node *,
+	    const char *);
+void	 config_steps_print(FILE *, const struct config_key *, const void *,
+	    int);
+void	 config_steps_print_paths(FILE *, const struct config_key *,
+	    const void *, int);
+void	 config_steps_print_params(FILE *, const struct config_key *,
+	    const void *, int);
+void	 config_steps_free(struct workflow *);
+extern const char *const config_steps_false[];
+
 /* config.c */
 int	 config_err(struct config_reader *, const struct config_node *,
 	    const char *, ...) __attribute__((format(printf, 3, 4)));
@@ -127,6 +147,7 @@ int	 config_read_value(struct config_reader *, const struct config_key *,
 	    void *, const struct config_node *, const char *);
 int	 config_read_map(struct config_reader *, int, void *, const char *,
 	    const struct config_node *, const char *);
+void	 config_fill(int, void *);
 const struct config_key *config_key_find(int, const char *, const char *);
 const char *config_key_leaf(const struct config_key *);
 void	 config_print_str(FILE *, const char *);

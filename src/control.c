@@ -54,13 +54,22 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
  */
 #define CONTROL_MAX_VALUES	65536
 
+/*
+ * The most requests a batch may hold, and the most bytes its answers may
+ * take before the rest of it is refused: they are built in memory before
+ * they are written, so a batch costs its answers at once (at most
+ * CONTROL_BATCH_BYTES and one answer: docs/reliability.md).
+ */
+#define CONTROL_MAX_BATCH	128
+#define CONTROL_BATCH_BYTES	(1024 * 1024)
+
 static const struct control_method control_methods[] = {
 	{ CORRAL_M_CONNECT,	ALL,		control_connect },
 	{ CORRAL_M_PING,	ALL,		control_ping },
 	{ CORRAL_M_DISCONNECT,	ALL,		control_disconnect },
-	{ CORRAL_M_REGISTER,	BOTH,		control_register },
-	{ CORRAL_M_UNREGISTER,	BOTH,		control_unregister },
-	{ CORRAL_M_UPDATE,	BOTH,		control_update },
+	{ CORRAL_M_REGISTER,	ALL,		control_register },
+	{ CORRAL_M_UNREGISTER,	ALL,		control_unregister },
+	{ CORRAL_M_UPDATE,	ALL,		control_update },
 	{ CORRAL_M_SPAWN,	ALL,		subagent_spawn },
 	{ CORRAL_M_SEND,	ALL,		message_send },
 	{ CORRAL_M_STOP,	ALL,		subagent_stop },
@@ -69,9 +78,9 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_LIST,	ALL,		mapview_list },
 	{ CORRAL_M_GET,		ALL,		mapview_get },
 	{ CORRAL_M_GRAPH,	ALL,		mapview_graph },
-	{ CORRAL_M_SUBSCRIBE,	BOTH,		event_subscribe },
-	{ CORRAL_M_UNSUBSCRIBE,	BOTH,		event_unsubscribe },
-	{ CORRAL_M_REPLAY,	BOTH,		event_replay },
+	{ CORRAL_M_SUBSCRIBE,	ALL,		event_subscribe },
+	{ CORRAL_M_UNSUBSCRIBE,	ALL,		event_unsubscribe },
+	{ CORRAL_M_REPLAY,	ALL,		event_replay },
 	{ CORRAL_M_SCOPES,	BOTH,		scope_list_request },
 	{ CORRAL_M_SCOPE_GET,	BOTH,		scope_get_request },
 	{ CORRAL_M_SCOPE_CREATE, BOTH,		scope_create_request },
@@ -94,6 +103,8 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
+	{ CORRAL_M_STEPS,	PEER_CLIENT,	step_rpc_list },
+	{ CORRAL_M_ANSWER,	PEER_CLIENT,	step_rpc_answer },
 };
 
 /* The tool of tools: a delegate needs for a method (0: none). */
@@ -107,6 +118,8 @@ static const struct {
 	{ CORRAL_M_LIST,	TOOL_LIST | TOOL_WAIT },
 	{ CORRAL_M_GET,		TOOL_LIST | TOOL_WAIT },
 	{ CORRAL_M_GRAPH,	TOOL_LIST },
+	{ CORRAL_M_SUBSCRIBE,	TOOL_LIST },
+	{ CORRAL_M_REPLAY,	TOOL_LIST },
 };
 
 /* What the supervisor told us about the run. */
@@ -155,6 +168,7 @@ control_forget(struct agent *a)
 		if (!(p->role & PEER_DELEGATE) || p->agent != a)
 			continue;
 		log_debug("%s: its agent %s is gone", p->own_name, a->id);
+		event_peer_gone(p);	/* it saw what the agent saw */
 		p->agent = NULL;
 		p->name = p->own_name;
 		p->role = 0;
@@ -461,8 +475,10 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	if (!(p->flags & PEER_CONNECTED)) {
 		p->flags |= PEER_CONNECTED;
 		p->since_ms = event_now_ms();
-		if (!(p->role & PEER_AGENT))
+		if (!(p->role & PEER_AGENT)) {
+			rpc_peer_add(p);	/* again, after a disconnect */
 			control_participant(p, "participant_connected");
+		}
 	}
 	if (a != NULL && (p->role & PEER_AGENT) && lifecycle_handshaking(a) &&
 	    !(p->flags & PEER_MAPAGENT)) {
@@ -481,7 +497,10 @@ control_ping(struct peer *p, json_t *id, json_t *params)
 
 /*
  * map/disconnect: a client says goodbye (it closes its side next); an
- * agent is done and stops.
+ * agent is done and stops.  Nothing follows the answer: the peer's
+ * subscriptions end first (the SDK forgets them as it sends this, and
+ * would warn of each event after it), a client leaves the participants
+ * as if it had closed, and frames held back by a batch are dropped.
  */
 static void
 control_disconnect(struct peer *p, json_t *id, json_t *params)
@@ -489,11 +508,44 @@ control_disconnect(struct peer *p, json_t *id, json_t *params)
 	uint64_t	since = p->since_ms != 0 ? p->since_ms :
 			    control_run.started_ms;
 
+	event_peer_gone(p);
+	rpc_batch_drop_held(p);
 	rpc_reply(p, id, json_pack("{s:{s:s, s:I, s:I}}", "session", "id",
 	    protocol_run_id(), "createdAt", (json_int_t)since, "closedAt",
 	    (json_int_t)event_now_ms()));
-	if (p->agent != NULL && (p->role & PEER_AGENT))
+	if (p->agent != NULL && (p->role & PEER_AGENT)) {
 		lifecycle_stop(p->agent, "map/disconnect");
+		return;
+	}
+	if (!(p->role & PEER_DELEGATE))
+		rpc_peer_remove(p);
+	control_gone(p);
+}
+
+/*
+ * map/agents/register from a delegate: the agent it acts for names
+ * itself.  The SDK's AgentConnection.connect() sends it right after
+ * map/connect, whatever the transport; corral adds no agent (the
+ * credential already said which one it is), keeps the metadata, and
+ * answers the agent as corral knows it.  As on the agent's pipe, an
+ * agent that waits for its handshake is ready now.
+ */
+static void
+control_register_delegate(struct peer *p, json_t *id, json_t *params)
+{
+	struct agent	*a = p->agent;
+	char		 why[256];
+
+	if (mapview_merge(a, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
+	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
+	if (lifecycle_handshaking(a)) {
+		auditlog_event("handshake", a->id, NULL, NULL);
+		lifecycle_ready(a, "map/agents/register, on the control socket");
+	}
 }
 
 /*
@@ -521,13 +573,22 @@ static void
 control_register(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*a = p->agent;
+	char		 why[256];
 
+	if (p->role & PEER_DELEGATE) {
+		control_register_delegate(p, id, params);
+		return;
+	}
 	if (a == NULL) {
 		rpc_error(p, id, CORRAL_E_DENIED, "clients cannot add agents: "
 		    "corral starts them (map/agents/spawn)", NULL);
 		return;
 	}
-	mapview_merge(a, json_object_get(params, "metadata"));
+	if (mapview_merge(a, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	control_capabilities_given(a, params);
 	rpc_reply(p, id, json_pack("{s:o}", "agent", mapview_describe(a)));
 	if (lifecycle_handshaking(a)) {
@@ -551,6 +612,8 @@ control_unregister(struct peer *p, json_t *id, json_t *params)
 		    mapview_describe(p->agent)));
 		return;
 	}
+	if (p->agent == NULL && !mapview_need_id(p, id, params))
+		return;
 	if (t == NULL || !mapview_sees(p, t)) {
 		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found", NULL);
 		return;
@@ -574,10 +637,13 @@ control_update(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t = mapview_param_agent(params);
 	json_t		*st;
+	char		 why[256];
 
 	if (t == NULL && p->agent != NULL &&
 	    json_object_get(params, "agentId") == NULL)
 		t = p->agent;
+	if (p->agent == NULL && !mapview_need_id(p, id, params))
+		return;
 	if (t == NULL || !mapview_sees(p, t)) {
 		rpc_error(p, id, CORRAL_E_NOTFOUND, "agent not found", NULL);
 		return;
@@ -587,7 +653,11 @@ control_update(struct peer *p, json_t *id, json_t *params)
 		    "itself", NULL);
 		return;
 	}
-	mapview_merge(t, json_object_get(params, "metadata"));
+	if (mapview_merge(t, json_object_get(params, "metadata"), why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	control_capabilities_given(t, params);
 	st = json_object_get(params, "state");
 	if (json_is_string(st))
@@ -606,46 +676,38 @@ control_shutdown(struct peer *p, json_t *id, json_t *params)
 }
 
 /*
- * Check a frame's envelope: jsonrpc "2.0", a method that is a string, an
- * id we can echo, params an object.  Returns 0, or -1 after answering.
+ * Check a request's shape: jsonrpc "2.0", a method that is a string, an
+ * id we can echo, params structured (an object or an array) when given.
+ * Returns 0, or -1 after answering -32600: with the request's id when it
+ * could be read, else with null (JSON-RPC answers an invalid request even
+ * when it has no id: it cannot be told from a notification).
  */
 static int
 control_valid(struct peer *p, json_t *j, json_t *id, json_t *method)
 {
-	json_t	*params = json_object_get(j, "params");
-	json_t	*ver = json_object_get(j, "jsonrpc");
+	json_t		*params = json_object_get(j, "params");
+	json_t		*ver = json_object_get(j, "jsonrpc");
+	json_t		*nul = json_null();
+	const char	*why = NULL;
 
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id) &&
 	    !json_is_real(id) && !json_is_null(id)) {
-		/* JSON-RPC: an id we cannot echo is answered with null. */
-		json_t *nul = json_null();
-
-		rpc_error(p, nul, CORRAL_E_INVALID, "id must be a string, a "
-		    "number or null", NULL);
-		json_decref(nul);
-		return -1;
-	}
-	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
-		rpc_error(p, id, CORRAL_E_INVALID, "jsonrpc must be \"2.0\"",
-		    NULL);
-		return -1;
-	}
-	if (method == NULL) {
-		rpc_error(p, id, CORRAL_E_INVALID, "a request needs a method",
-		    NULL);
-		return -1;
-	}
-	if (!json_is_string(method)) {
-		rpc_error(p, id, CORRAL_E_INVALID, "method must be a string",
-		    NULL);
-		return -1;
-	}
-	if (params != NULL && !json_is_object(params)) {
-		rpc_error(p, id, CORRAL_E_PARAMS, "params must be an object",
-		    NULL);
-		return -1;
-	}
-	return 0;
+		id = NULL;
+		why = "id must be a string, a number or null";
+	} else if (!json_is_string(ver) ||
+	    strcmp(json_string_value(ver), "2.0") != 0)
+		why = "jsonrpc must be \"2.0\"";
+	else if (method == NULL)
+		why = "a request needs a method";
+	else if (!json_is_string(method))
+		why = "method must be a string";
+	else if (params != NULL && !json_is_object(params) &&
+	    !json_is_array(params))
+		why = "params must be an object or an array";
+	if (why != NULL)
+		rpc_error(p, id != NULL ? id : nul, CORRAL_E_INVALID, why, NULL);
+	json_decref(nul);
+	return why != NULL ? -1 : 0;
 }
 
 /* Whether a delegate's agent has a tool that needs this method. */
@@ -658,24 +720,215 @@ control_tool_allowed(struct peer *p, const char *method)
 		if (strcmp(control_tools[i].method, method) == 0)
 			return (p->agent->conf->tools & control_tools[i].tool) !=
 			    0;
-	return 1;	/* connect, ping, disconnect */
+	return 1;	/* connect, ping, disconnect, its own register... */
 }
 
 /*
- * Handle one JSON-RPC frame from a peer.  A client's line that is not
- * JSON, or not an object, is answered with -32700 or -32600 (id null):
- * a client has nobody else to tell it.
+ * Whether the peer may call a method corral has; else answer why.  A
+ * delegate is told which of its agent's tools it lacks (1003); anyone
+ * else, that there is no such method for it (-32601).
+ */
+static int
+control_allowed(struct peer *p, json_t *id, const struct control_method *cm)
+{
+	char	msg[256];
+
+	if (p->role == 0) {
+		/* A delegate whose agent is gone (control_forget). */
+		rpc_error(p, id, CORRAL_E_DENIED, "the agent this connection "
+		    "acted for is gone: it may call nothing more", NULL);
+		return 0;
+	}
+	if (!(p->role & PEER_DELEGATE)) {
+		if (cm->who & p->role)
+			return 1;
+		snprintf(msg, sizeof msg, "Method not found: %s is for %s",
+		    cm->name, cm->who == PEER_CLIENT ? "clients of the "
+		    "control socket" : "agents");
+		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
+		return 0;
+	}
+	if (!(cm->who & PEER_DELEGATE)) {
+		snprintf(msg, sizeof msg, "%s is not for a connection acting "
+		    "for agent %s", cm->name, p->agent != NULL ? p->agent->id :
+		    "(gone)");
+		rpc_error(p, id, CORRAL_E_DENIED, msg, NULL);
+		return 0;
+	}
+	if (p->agent != NULL && !control_tool_allowed(p, cm->name)) {
+		snprintf(msg, sizeof msg, "%s is not among the tools of agent "
+		    "%s (tools: %s)", cm->name, p->agent->id,
+		    adapter_tools_list(p->agent));
+		rpc_error(p, id, CORRAL_E_DENIED, msg, NULL);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Handle one request, notification or response (j, any JSON value) from
+ * a peer.  In the order JSON-RPC implies: an invalid request (-32600),
+ * then an unknown method (-32601), then who may call it, then positional
+ * params (-32602: corral's methods take named ones).
+ */
+static void
+control_one(struct peer *p, json_t *j)
+{
+	const struct control_method	*cm;
+	json_t				*id, *method, *nul;
+	char				 msg[256];
+
+	if (!json_is_object(j)) {
+		nul = json_null();
+		rpc_error(p, nul, CORRAL_E_INVALID, "a request must be a JSON "
+		    "object", NULL);
+		json_decref(nul);
+		return;
+	}
+	id = json_object_get(j, "id");
+	method = json_object_get(j, "method");
+	if (method == NULL && (json_object_get(j, "result") != NULL ||
+	    json_object_get(j, "error") != NULL))
+		return;		/* a response: to our ping, say */
+	if (control_valid(p, j, id, method) != 0)
+		return;
+	if ((p->flags & PEER_INSIDE) && !(p->role & PEER_DELEGATE) &&
+	    control_inside(p, id, json_string_value(method),
+	    json_object_get(j, "params")) != 0)
+		return;
+	if ((cm = control_find(json_string_value(method))) == NULL) {
+		/* A notification we do not know (map/subscribe.ack) gets
+		 * nothing, as JSON-RPC says: rpc_error sends nothing. */
+		snprintf(msg, sizeof msg, "Method not found: %.100s",
+		    json_string_value(method));
+		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
+		return;
+	}
+	if (!control_allowed(p, id, cm))
+		return;
+	if (json_is_array(json_object_get(j, "params"))) {
+		snprintf(msg, sizeof msg, "%s takes named params (an object), "
+		    "not an array", cm->name);
+		rpc_error(p, id, CORRAL_E_PARAMS, msg, NULL);
+		return;
+	}
+	cm->fn(p, id, json_object_get(j, "params"));
+}
+
+/*
+ * A request of a batch whose answers already take CONTROL_BATCH_BYTES:
+ * refused as the resource it would take (4000, retryable), not run.  A
+ * notification gets nothing, as ever.
+ */
+static void
+control_batch_full(struct peer *p, json_t *v)
+{
+	json_t	*id = json_object_get(v, "id"), *nul = json_null();
+	char	 msg[160];
+
+	if (!json_is_object(v) || (id != NULL && !json_is_string(id) &&
+	    !json_is_number(id)))
+		id = nul;
+	snprintf(msg, sizeof msg, "the batch's answers so far take more than "
+	    "%u bytes: this request was not run; send it again in another "
+	    "batch", CONTROL_BATCH_BYTES);
+	rpc_error(p, id, CORRAL_E_EXHAUSTED, msg, NULL);
+	json_decref(nul);
+}
+
+/*
+ * A batch: each member is handled as a frame of its own, and the answers
+ * go back as one array (none at all when every member was a
+ * notification).  An empty batch, or one larger than CONTROL_MAX_BATCH,
+ * is one invalid request.
+ */
+static void
+control_batch(struct peer *p, json_t *j)
+{
+	json_t	*v, *nul;
+	size_t	 i, n = json_array_size(j);
+	char	 msg[128];
+
+	if (n == 0 || n > CONTROL_MAX_BATCH) {
+		if (n == 0)
+			snprintf(msg, sizeof msg, "a batch must not be empty");
+		else
+			snprintf(msg, sizeof msg, "a batch holds %zu requests, "
+			    "more than %u", n, CONTROL_MAX_BATCH);
+		nul = json_null();
+		rpc_error(p, nul, CORRAL_E_INVALID, msg, NULL);
+		json_decref(nul);
+		return;
+	}
+	rpc_batch_begin(p);
+	json_array_foreach(j, i, v) {
+		if (rpc_batch_bytes(p) <= CONTROL_BATCH_BYTES)
+			control_one(p, v);
+		else
+			control_batch_full(p, v);
+	}
+	rpc_batch_end(p);
+}
+
+/*
+ * The frame holds too many values to be made a tree of: -32600, with the
+ * request's id when it is a plain value at the top.
+ */
+static void
+control_too_big(struct peer *p, struct jscan *js, const char *line)
+{
+	json_t	*id = NULL;
+	char	 msg[128];
+	int	 t;
+
+	snprintf(msg, sizeof msg, "a frame holds %zu JSON values, more than %u",
+	    js->nvals, CONTROL_MAX_VALUES);
+	log_warnx("%s: control frame: %s", p->name, msg);
+	if (js->tok[0].type == JT_OBJECT &&
+	    (t = JSCAN_GET(js, line, 0, "id")) != -1 &&
+	    js->tok[t].type != JT_OBJECT && js->tok[t].type != JT_ARRAY)
+		id = json_loadb(line + js->tok[t].off, js->tok[t].len,
+		    JSON_DECODE_ANY, NULL);
+	if (id == NULL)
+		id = json_null();
+	rpc_error(p, id, CORRAL_E_INVALID, msg, NULL);
+	json_decref(id);
+}
+
+/*
+ * Whether a line jscan refused is valid JSON all the same: a number, a
+ * string, true, false or null (jscan takes only objects and arrays).
+ */
+static int
+control_scalar(const char *line, size_t len)
+{
+	json_t	*v;
+	size_t	 i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t' ||
+	    line[i] == '\r'))
+		i++;
+	if (i == len || line[i] == '{' || line[i] == '[')
+		return 0;
+	if ((v = json_loadb(line, len, JSON_DECODE_ANY, NULL)) == NULL)
+		return 0;
+	json_decref(v);
+	return 1;
+}
+
+/*
+ * Handle one line of JSON-RPC from a peer: a request, a notification, a
+ * response, or a batch of them.  A line that is not JSON is -32700, and
+ * valid JSON that is neither an object nor an array -32600, both with id
+ * null.
  */
 void
 control_frame(struct peer *p, const char *line, size_t len)
 {
-	const struct control_method	*cm;
-	struct jscan			*js;
-	json_error_t			 e;
-	json_t				*j, *id, *method, *nul;
-	char				 msg[256];
-	size_t				 nvals;
-	int				 t;
+	struct jscan	*js;
+	json_error_t	 e;
+	json_t		*j, *nul;
+	char		 msg[256];
 
 	/*
 	 * Scan it before jansson builds a tree of it: jscan accepts what
@@ -683,82 +936,39 @@ control_frame(struct peer *p, const char *line, size_t len)
 	 * holds too many values costs no more than its bytes.
 	 */
 	js = jscan_take();
-	if (jscan_run(js, line, len) != 0) {
-		snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
-		    js->err, js->err_off);
-		jscan_give(js);
-		log_warnx("%s: control frame: %s", p->name, msg);
-		if (p->agent == NULL) {
+	if (jscan_run(js, line, len) != 0 || js->nvals > CONTROL_MAX_VALUES) {
+		if (js->err != NULL && control_scalar(line, len)) {
+			nul = json_null();
+			rpc_error(p, nul, CORRAL_E_INVALID, "a request must be a "
+			    "JSON object (or a batch: an array of them)", NULL);
+			json_decref(nul);
+		} else if (js->err != NULL) {
+			snprintf(msg, sizeof msg, "parse error: %s at byte %zu",
+			    js->err, js->err_off);
+			/* An agent's, and stdin's, the dialect logs (rate-limited). */
+			if (p->flags & PEER_SOCKET)
+				log_warnx("%s: control frame: %s", p->name, msg);
 			nul = json_null();
 			rpc_error(p, nul, CORRAL_E_PARSE, msg, NULL);
 			json_decref(nul);
-		}
-		return;
-	}
-	if ((nvals = js->nvals) > CONTROL_MAX_VALUES) {
-		snprintf(msg, sizeof msg, "a frame holds %zu JSON values, "
-		    "more than %u", nvals, CONTROL_MAX_VALUES);
-		log_warnx("%s: control frame: %s", p->name, msg);
-		id = NULL;
-		if (js->tok[0].type == JT_OBJECT &&
-		    (t = JSCAN_GET(js, line, 0, "id")) != -1 &&
-		    js->tok[t].type != JT_OBJECT && js->tok[t].type != JT_ARRAY)
-			id = json_loadb(line + js->tok[t].off, js->tok[t].len,
-			    JSON_DECODE_ANY, NULL);
+		} else
+			control_too_big(p, js, line);
 		jscan_give(js);
-		if (id == NULL && p->agent == NULL)
-			id = json_null();
-		rpc_error(p, id, CORRAL_E_INVALID, msg, NULL);
-		json_decref(id);
 		return;
 	}
 	jscan_give(js);
-	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL ||
-	    !json_is_object(j)) {
-		if (j == NULL)
-			snprintf(msg, sizeof msg, "parse error: %s", e.text);
-		else
-			snprintf(msg, sizeof msg, "a frame must be one JSON-RPC "
-			    "object (batches are not supported)");
+	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD | JSON_DECODE_ANY,
+	    &e)) == NULL) {
+		snprintf(msg, sizeof msg, "parse error: %s", e.text);
 		log_warnx("%s: control frame: %s", p->name, msg);
-		if (!(p->role & PEER_AGENT)) {
-			nul = json_null();
-			rpc_error(p, nul, j == NULL ? CORRAL_E_PARSE :
-			    CORRAL_E_INVALID, msg, NULL);
-			json_decref(nul);
-		}
-		json_decref(j);
+		nul = json_null();
+		rpc_error(p, nul, CORRAL_E_PARSE, msg, NULL);
+		json_decref(nul);
 		return;
 	}
-	id = json_object_get(j, "id");
-	method = json_object_get(j, "method");
-	if (method == NULL && (json_object_get(j, "result") != NULL ||
-	    json_object_get(j, "error") != NULL))
-		goto out;	/* a response: to our ping, say */
-	if (control_valid(p, j, id, method) != 0)
-		goto out;
-	if ((p->flags & PEER_INSIDE) && !(p->role & PEER_DELEGATE) &&
-	    control_inside(p, id, json_string_value(method),
-	    json_object_get(j, "params")) != 0)
-		goto out;
-	cm = control_find(json_string_value(method));
-	if (cm != NULL && (p->role & PEER_DELEGATE) &&
-	    !control_tool_allowed(p, cm->name)) {
-		snprintf(msg, sizeof msg, "%s is not among the tools of agent "
-		    "%s (tools: %s)", cm->name, p->agent->id,
-		    adapter_tools_list(p->agent));
-		rpc_error(p, id, CORRAL_E_DENIED, msg, NULL);
-		goto out;
-	}
-	if (cm == NULL || !(cm->who & p->role)) {
-		/* Notifications we do not know (map/subscribe.ack) are
-		 * ignored, as JSON-RPC says. */
-		snprintf(msg, sizeof msg, "Method not found: %.100s",
-		    json_string_value(method));
-		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
-		goto out;
-	}
-	cm->fn(p, id, json_object_get(j, "params"));
-out:
+	if (json_is_array(j))
+		control_batch(p, j);
+	else
+		control_one(p, j);
 	json_decref(j);
 }

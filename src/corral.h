@@ -59,6 +59,7 @@ enum intent {
 #define INTENT_MAX	(INTENT_COUNT + INTENT_EXTRA)
 #define INTENT_NAME_MAX	32	/* bytes in a workflow's own intent */
 #define ROUTE_FALLBACK	INTENT_MAX
+#define ROUTE_ENTRY	(-1)	/* a row of one workflow entry (a step's) */
 
 /* Priorities, as seed 001 numbers them. */
 enum prio {
@@ -191,6 +192,8 @@ enum ndjson_kind {
 typedef void (*ndjson_line_cb)(void *, enum ndjson_kind, char *, size_t,
     size_t);
 
+#define NDJSON_HEAD	256	/* of a line too long, handed out */
+
 struct ndjson_reader {
 	char	*buf;		/* the partial line */
 	size_t	 len;
@@ -203,6 +206,8 @@ struct ndjson_reader {
 	int	 truncate;
 	int	 stop;		/* hand out no more lines of this chunk */
 	int	 held;		/* buf holds the rest of a stopped chunk */
+	char	 head[NDJSON_HEAD];	/* the start of a line discarded */
+	size_t	 headlen;
 };
 
 struct ndjson_writer {
@@ -336,6 +341,38 @@ struct agent_conf {
 #define CONF_OWN_CONFINE 0x08
 };
 
+/* What a step's success: false with proceed does (success_false:). */
+enum step_false {
+	SF_ESCALATE,
+	SF_RETRY,
+	SF_FAIL,
+	SF_PROCEED
+};
+
+/*
+ * config-steps.c: one step of steps: (docs/steps.md).  next and back are
+ * filled in once every step is read: indexes into the workflow's steps.
+ */
+#define STEP_END	(-1)	/* proceed: end */
+struct step_conf {
+	char			*name;
+	int			 line;
+	int			 column;
+	char			*agent_name;	/* agent:, as written */
+	struct agent_conf	*agent;		/* or NULL: routed by intent */
+	char			*intent;	/* intent:, as written */
+	char			*capability;	/* capability:, as written */
+	char			*action;
+	json_t			*params;	/* an object, or NULL */
+	char			*proceed;	/* as written; NULL: the next */
+	char			*retry;		/* as written; NULL: this one */
+	unsigned int		 max_iterations;
+	int			 success_false;	/* enum step_false */
+	unsigned int		 index;
+	int			 next;		/* proceed: a step, or STEP_END */
+	int			 back;		/* retry: a step */
+};
+
 struct route_conf {
 	char		 *intent;	/* as written; "*" for the fallback */
 	int		  line;
@@ -393,6 +430,16 @@ struct workflow {
 	double			 retry_initial;
 	double			 retry_factor;
 	double			 retry_max;
+	/* Steps (docs/steps.md). */
+	struct step_conf	*steps;
+	size_t			 nsteps;
+	struct env_var		*paths;		/* name, template */
+	size_t			 npaths;
+	int			 paths_absolute;
+	char			*feature_id;
+	unsigned int		 max_iterations;
+	int			 update_missing;	/* update may create */
+	int			 create_existing;	/* create may replace */
 };
 
 /* A problem in a workflow file, with its position. */
@@ -419,6 +466,7 @@ struct config_error {
 struct config_keyinfo {
 	const char	*name;		/* in its mapping's scope: restart.max */
 	int		 agent;		/* a key of agents: (and defaults:) */
+	int		 step;		/* a key of a step of steps: */
 	int		 mapping;	/* holds keys of its own */
 	const char	*dflt;		/* as a file writes it; NULL: none */
 	char		 type[128];	/* the doc's type column */
@@ -596,6 +644,8 @@ struct child {
 	size_t			 last_reply_len;
 	int			 last_reply_error;
 	char			*via;		/* the MCP session that spawned it */
+	int			 finished;	/* in the history (subagent.c) */
+	TAILQ_ENTRY(agent)	 history;
 	ev_tstamp		 refused_at;	/* log rate limit of refusals */
 	unsigned int		 refused_logged;
 	unsigned int		 refused_dropped;
@@ -628,6 +678,8 @@ struct peer {
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
+	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
+	json_t			*held;		/* frames after them (rpc.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
@@ -712,7 +764,8 @@ typedef void (*lifecycle_observer)(struct agent *, enum agent_state,
 
 /* route.c: one row of the routing table, with its wait queue. */
 struct route {
-	int			 intent;	/* or ROUTE_FALLBACK */
+	int			 intent;	/* or ROUTE_FALLBACK, ROUTE_ENTRY */
+	const struct agent_conf	*entry;		/* ROUTE_ENTRY: its one entry */
 	struct agent_conf	**confs;
 	size_t			 nconfs;
 	char			**caps;		/* agents with these too */
@@ -775,6 +828,7 @@ struct msg {
 #define MSG_REFLECT	3	/* a reflection on a weak reply */
 #define MSG_TASK	4	/* a spawned child's initial task */
 #define MSG_SEND	5	/* a client's request (map/send, _corral/route) */
+#define MSG_STEP	6	/* a step's request (step.c) */
 	uint8_t			 orig_intent;	/* reflections: of the reply */
 	uint8_t			 where;
 #define MSG_NOWHERE	0
@@ -793,6 +847,7 @@ struct msg {
 	struct agent		*target;	/* addressed to this agent */
 	struct agent		*parent_agent;	/* a task's result goes here */
 	struct agent		*requester;	/* the agent that asked, if one */
+	const struct agent_conf	*to_entry;	/* addressed to this entry */
 	ev_tstamp		 accepted;
 	uint64_t		 seq;		/* acceptance order */
 	ev_tstamp		 deadline;
@@ -916,12 +971,13 @@ struct dialect_frame {
 #define DF_CONTROL	1	/* a JSON-RPC frame: for the control plane */
 #define DF_GARBAGE	2	/* no frame at all (not JSON): err says why */
 #define DF_INVALID	3	/* a frame with a problem: err says what */
+#define DF_BADRPC	4	/* a batch that is not JSON: err says why */
 	const char		*line;	/* the frame's bytes: the line, or made */
 	size_t			 len;
 	char			*made;	/* a line the decoder made (freed) */
 	struct jscan		*js;	/* DF_ENVELOPE, DF_INVALID: its tape */
 	struct env		 env;	/* DF_ENVELOPE: its fields */
-	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID */
+	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID, DF_BADRPC */
 	const char		*id;	/* DF_INVALID: the id it gave itself */
 	char			 idbuf[CORRAL_ID_MAX];
 };
@@ -958,6 +1014,24 @@ struct engine_task_hooks {
 	void	(*failed)(struct agent *, const char *);
 };
 
+/*
+ * engine.c: what it asks of the step module (step.c) about a workflow of
+ * steps.  first makes a job's first request a step's (NULL: not one, or,
+ * with a reason in its buffer, one that cannot be made);
+ * reply and failed hand over a step's request that ended, its job held
+ * open (engine_job_hold) until the step module lets it go; done says a
+ * job ended some other way (a limit, the deadline, an interrupt).
+ */
+struct engine_step_hooks {
+	char	*(*first)(struct job *, const char *, size_t, size_t *, int *,
+		    const struct agent_conf **, char *, size_t);
+	void	 (*reply)(struct job *, const char *, struct agent *,
+		    const char *, size_t, const char *);
+	void	 (*failed)(struct job *, const char *, const char *,
+		    const char *, const char *, size_t);
+	void	 (*done)(struct job *);
+};
+
 /* control.c: a method of the control plane. */
 struct control_method {
 	const char	*name;
@@ -976,6 +1050,7 @@ struct event_info {
 	const char	*corr;		/* data.correlationId, or NULL */
 	int		 audit;		/* also into the audit log */
 };
+typedef int (*event_visible_cb)(const struct peer *, const char *);
 
 /* control.c: what the supervisor tells the control plane about the run. */
 struct control_info {
@@ -997,6 +1072,7 @@ struct client {
 	json_t			*info;		/* map/connect's result */
 	long long		 next_id;
 	int			 eof;
+	struct ndjson_writer	 out;		/* client_queue's frames */
 };
 
 /*
@@ -1007,6 +1083,7 @@ struct client {
 struct external {
 	char			*id;		/* "<agent>/<own id>" */
 	char			*parent;	/* the agent it is in */
+	char			*up;		/* the one that started it, or NULL */
 	char			*name;
 	char			*kind;		/* "claude-task" */
 	char			*type;		/* sub-agent type */
@@ -1257,6 +1334,8 @@ int	 protocol_filter_allows(json_t *, const char *, const char *);
 int	 protocol_capability_equal(const char *, const char *);
 const char *protocol_capability_name(json_t *);
 int	 protocol_capability_in(json_t *, const char *);
+int	 protocol_number(json_t *, const char *, double, double, int,
+	    double *);
 const char *protocol_priority_name(int);
 int	 protocol_transient(const char *);
 void	 protocol_set_run(const char *);
@@ -1331,6 +1410,8 @@ void	 config_print_error(FILE *, const char *, const struct config_error *);
 int	 config_check(const struct workflow *, int, FILE *);
 #define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
+const struct step_conf *config_find_step(const struct workflow *,
+	    const char *);
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
 int	 config_keyinfo(size_t, struct config_keyinfo *);
@@ -1395,7 +1476,13 @@ void	 rpc_error(struct peer *, json_t *, int, const char *, json_t *);
 void	 rpc_notify(struct peer *, const char *, json_t *);
 void	 rpc_ping(struct peer *);
 void	 rpc_send_text(struct peer *, const char *, size_t);
+void	 rpc_reply_text(struct peer *, const char *, size_t);
 void	 rpc_send_event(struct peer *, const char *, size_t);
+void	 rpc_batch_begin(struct peer *);
+void	 rpc_batch_end(struct peer *);
+void	 rpc_batch_drop_held(struct peer *);
+size_t	 rpc_batch_bytes(const struct peer *);
+int	 rpc_batching(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);
@@ -1404,10 +1491,12 @@ struct peer *rpc_peer_find(const char *);
 struct peer *rpc_peer_first(void);
 struct peer *rpc_peer_next(struct peer *);
 int	 rpc_full(const struct peer *);
+json_t	*rpc_prefix_id(const char *, size_t);
 
 /* event.c */
 void	 event_init(void);
-void	 event_set_log(const char *);
+void	 event_set_log(const char *, size_t);
+void	 event_on_visible(event_visible_cb);
 uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
@@ -1428,7 +1517,9 @@ struct external *external_next(struct external *);
 struct external *external_find(const char *);
 int	 external_running(const struct external *);
 struct external *external_start(const char *, const char *, const char *,
-	    const char *, const char *, const char *);
+	    const char *, const char *, const char *, const char *);
+const char *external_parent(const struct external *);
+unsigned int external_depth(const struct external *);
 void	 external_tool(struct external *, const char *);
 void	 external_usage(struct external *, double, double, double);
 double	 external_tokens(const struct external *);
@@ -1450,6 +1541,10 @@ int	 client_open(struct client *, const char *, const char *, char *,
 json_t	*client_call(struct client *, const char *, json_t *, int, json_t **);
 json_t	*client_next(struct client *, int, int *);
 long long client_request(struct client *, const char *, json_t *);
+long long client_queue(struct client *, const char *, json_t *, size_t,
+	    size_t *);
+int	 client_flush(struct client *);
+size_t	 client_queued(const struct client *);
 int	 client_poll(struct client *, int);
 json_t	*client_take(struct client *);
 int	 client_open_auth(struct client *, const char *, const char *, json_t *,
@@ -1460,6 +1555,7 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
+void	 client_pid(char *, size_t, json_t *);
 json_t	*client_requests(struct client *, int);
 void	 client_request_head(char *, size_t);
 void	 client_request_row(char *, size_t, json_t *);
@@ -1498,6 +1594,21 @@ int	 envelope_trace_id(struct jscan *, const char *,
 int	 envelope_has_parent(struct jscan *, const char *,
 	    const struct env *, const char *);
 const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
+
+/* adr007.c */
+struct adr007_defaults {
+	const char	*workflow;	/* context.workflow of no step's request */
+	const char	*feature_id;	/* and its feature_id, or NULL */
+};
+struct adr007_error {
+	char	field[64];		/* "artifacts[0].operation", "" */
+	char	msg[256];
+};
+char	*adr007_input(const char *, size_t, const struct adr007_defaults *,
+	    size_t *, char *, size_t);
+char	*adr007_reply(const char *, size_t, const char *, const char *,
+	    const char *, size_t *, struct adr007_error *);
+json_t	*adr007_read(const char *, size_t, struct adr007_error *);
 
 /* codec.c, codec-bus.c, codec-agentmessage.c */
 #define CODEC_RING	256	/* requests a codec remembers per agent */
@@ -1711,6 +1822,7 @@ int	 dialect_failed_output(const struct agent *);
 void	 dialect_input(struct peer *, char *, size_t, enum ndjson_kind,
 	    size_t);
 const struct dialect *dialect_find(const char *);
+void	 dialect_adr007_defaults(const char *, const char *);
 const char *dialect_table_name(size_t);
 json_t	*dialect_map_message(const char *, json_t *, json_t *, json_t *,
 	    char *);
@@ -1812,6 +1924,13 @@ struct engine_stats {
 };
 void	 engine_init(const struct workflow *, const struct engine_hooks *);
 void	 engine_on_task(const struct engine_task_hooks *);
+void	 engine_on_step(const struct engine_step_hooks *);
+int	 engine_step_submit(struct job *, char *, size_t, int,
+	    const struct agent_conf *, const char *);
+void	 engine_job_hold(struct job *);
+void	 engine_job_unhold(struct job *);
+void	 engine_job_end_branch(struct job *, const char *, const char *,
+	    size_t, int);
 const struct engine_stats *engine_stats_get(void);
 struct job *engine_job_create(int);
 unsigned int engine_jobs_count(void);
@@ -1860,6 +1979,7 @@ void	 trace_envelope(const char *, const char *, const char *, size_t);
 typedef void (*auditlog_error_cb)(const char *, int);
 int	 auditlog_open(const char *, const char *);
 int	 auditlog_close(void);
+uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
 void	 auditlog_on_error(auditlog_error_cb);
 void	 auditlog_flush(void);
@@ -1871,6 +1991,44 @@ void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
 
+/* step.c, step-request.c, step-escalate.c, step-record.c: workflows of
+ * steps (docs/steps.md). */
+#define STEP_RETRY	0	/* a person's answer: retry with it */
+#define STEP_PROCEED	1	/* proceed anyway */
+#define STEP_ABORT	2	/* abort the run */
+#define STEP_ON_WAIT	0	/* --on-escalate: wait for an answer */
+#define STEP_ON_FAIL	1	/* fail the job */
+#define STEP_ON_EXIT	2	/* write a record, exit 3 */
+#define EXIT_ESCALATED	3	/* corral run stopped for a person */
+#define STEP_JOB_ENDED	"the job ended"	/* why a step waits no more */
+struct step_options {
+	int		 on_escalate;	/* STEP_ON_* */
+	const char	*record;	/* where exit writes; NULL: the default */
+	json_t		*resume;	/* the record a run resumes from */
+	const char	*resume_path;
+};
+struct step_hooks {
+	void	(*escalated)(json_t *);		/* a person is asked */
+	/* The ask is over: job, step, why (the answer, or its end). */
+	void	(*answered)(const char *, const char *, const char *);
+	void	(*exiting)(const char *);	/* the record's path */
+};
+void	 step_init(const struct workflow *, const struct step_options *,
+	    const struct step_hooks *);
+const char *step_action_name(int);
+void	 step_set_answerable(int);
+int	 step_answer(const char *, const char *, int, const char *,
+	    const char *, char *, size_t, char *, size_t);
+json_t	*step_waiting(void);
+void	 step_rpc_list(struct peer *, json_t *, json_t *);
+void	 step_rpc_answer(struct peer *, json_t *, json_t *);
+void	 step_workflow_name(const struct workflow *, char *, size_t);
+json_t	*step_record_load(const char *, char *, size_t);
+int	 step_record_answer(const char *, const char *, int, const char *,
+	    char *, size_t);
+int	 step_record_action(json_t *);
+int	 step_record_check(json_t *, const struct workflow *, char *, size_t);
+
 /* cancel.c */
 void	 cancel_request(struct peer *, json_t *, json_t *);
 void	 cancel_list(struct peer *, json_t *, json_t *);
@@ -1880,7 +2038,8 @@ void	 mapview_init(void);
 const char *mapview_state(enum agent_state);
 const char *mapview_owner(const struct agent *);
 void	 mapview_set_owner(struct agent *, const char *);
-void	 mapview_merge(struct agent *, json_t *);
+int	 mapview_merge(struct agent *, json_t *, char *, size_t);
+int	 mapview_metadata_check(json_t *, char *, size_t);
 void	 mapview_report(struct agent *, const char *);
 const char *mapview_reported_state(struct agent *);
 json_t	*mapview_own_metadata(struct agent *);
@@ -1889,11 +2048,13 @@ void	 mapview_add_capabilities(struct agent *, json_t *);
 json_t	*mapview_capabilities(struct agent *);
 int	 mapview_has_capability(struct agent *, const char *);
 void	 mapview_owner_gone(const char *, int);
+int	 mapview_owns(const char *);
 int	 mapview_may_reach(struct agent *, struct agent *);
 int	 mapview_sees(const struct peer *, struct agent *);
 json_t	*mapview_describe(struct agent *);
 struct agent *mapview_param_agent(json_t *);
 struct external *mapview_param_external(json_t *);
+int	 mapview_need_id(struct peer *, json_t *, json_t *);
 json_t	*mapview_describe_external(struct external *);
 void	 mapview_list(struct peer *, json_t *, json_t *);
 void	 mapview_get(struct peer *, json_t *, json_t *);
@@ -2007,6 +2168,7 @@ void	 control_gone(struct peer *);
 /* server-client.c */
 unsigned int server_client_count(void);
 void	 server_client_create(int, uid_t, pid_t, struct agent *, int);
+int	 server_client_evict(unsigned int, double, char *, size_t, double *);
 void	 server_client_reap(void);
 void	 server_client_close_all(void);
 
@@ -2030,6 +2192,7 @@ void	 supervisor_stdin_pause(int, int);
 int	 supervisor_run(const struct workflow *, int, const char *,
 	    const char *, int);
 void	 supervisor_shutdown(int);
+void	 supervisor_step_options(const struct step_options *);
 int	 supervisor_any_alive(void);
 
 /* confine.c */
@@ -2074,6 +2237,9 @@ int	 confine_port(const char *);
 /* workspace.c */
 #define WORKSPACE_PATH_MAX	1024	/* bytes in an artifact's path */
 #define WORKSPACE_DEPTH_MAX	32	/* components in an artifact's path */
+#define WORKSPACE_ANY		0	/* create or replace */
+#define WORKSPACE_CREATE	1	/* refuse a file that exists */
+#define WORKSPACE_UPDATE	2	/* refuse a file that does not */
 struct workspace_result {
 	const char	*agent;		/* the author's id */
 	const char	*reply;		/* the trace.id of the reply */
@@ -2081,6 +2247,9 @@ struct workspace_result {
 	const char	*why;		/* NULL: written; else why refused */
 	size_t		 size;		/* the content's bytes */
 	int		 first_refusal;	/* the first refused of its reply */
+	int		 op;		/* WORKSPACE_* */
+	const char	*sha256;	/* of the content, hex; NULL: none */
+	void		*arg;		/* workspace_write's */
 };
 typedef void (*workspace_result_cb)(const struct workspace_result *);
 int	 workspace_open(const struct workflow *);
@@ -2091,6 +2260,8 @@ const char *workspace_path_problem(const char *, size_t);
 void	 workspace_on_result(workspace_result_cb);
 int	 workspace_artifacts(const char *, const char *, struct jscan *,
 	    const char *);
+void	 workspace_write(const char *, const char *, const char *, size_t,
+	    const char *, size_t, int, workspace_result_cb, void *);
 
 /* pidns.c */
 /*
@@ -2114,6 +2285,14 @@ void	 progress_init(const struct workflow *, int);
 void	 progress_start(void);
 void	 progress_stop(void);
 void	 progress_update(void);
+void	 progress_hold(int);
+
+/* prompt.c */
+void	 prompt_init(int);
+int	 prompt_active(void);
+void	 prompt_ask(json_t *);
+void	 prompt_cancel(const char *, const char *, const char *);
+void	 prompt_stop(void);
 
 /* tree.c */
 int	 tree_render(const char *, const char *, FILE *);

@@ -52,4 +52,7 @@ extern const struct dialect dialect_map;
 extern const struct dialect dialect_bus;
 extern const struct dialect dialect_agentmessage;
 
+/* dialect-adr007.c */
+extern const struct dialect dialect_adr007;
+
 #endif

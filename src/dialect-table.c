@@ -15,6 +15,7 @@ const struct dialect *const dialect_table[] = {
 	&dialect_map,
 	&dialect_bus,
 	&dialect_agentmessage,
+	&dialect_adr007,
 	NULL
 };
 

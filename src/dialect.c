@@ -421,9 +421,26 @@ dialect_garbage(struct agent *a, const char *line, size_t len)
 }
 
 /*
+ * Whether a line that is not JSON was meant as a batch of JSON-RPC
+ * frames: it begins with '['.  An envelope is an object, so an array is
+ * never one.
+ */
+static int
+dialect_is_batch(const char *line, size_t len)
+{
+	size_t	i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t' ||
+	    line[i] == '\r'))
+		i++;
+	return i < len && line[i] == '[';
+}
+
+/*
  * multiagent-1.0, corral's own dialect and the default: a line is an
  * envelope (docs/protocol.md), or a JSON-RPC frame when it has a
- * top-level "jsonrpc" member; what corral writes goes as it is.  It is
+ * top-level "jsonrpc" member or is an array (a batch; also when it is
+ * not JSON: it begins with '['); what corral writes goes as it is.  It is
  * kept here rather than in a file of its own because it is the
  * per-message path: its decoder is inlined into the readers below, and
  * the line's tape travels with the frame to the engine.
@@ -448,7 +465,8 @@ dialect_multiagent_decode(struct agent *a, void *state,
 	f->line = line;
 	f->len = len;
 	if (jscan_run(js, line, len) != 0) {
-		f->type = DF_GARBAGE;
+		/* A batch for the control plane, which answers -32700. */
+		f->type = dialect_is_batch(line, len) ? DF_BADRPC : DF_GARBAGE;
 		f->err.code = "invalid_json";
 		f->err.path[0] = '\0';
 		snprintf(f->err.msg, sizeof f->err.msg, "invalid JSON at byte "
@@ -456,8 +474,9 @@ dialect_multiagent_decode(struct agent *a, void *state,
 		    "syntax error");
 		return;
 	}
-	if (js->tok[0].type == JT_OBJECT &&
-	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+	if ((js->tok[0].type == JT_OBJECT &&
+	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) ||
+	    js->tok[0].type == JT_ARRAY) {
 		f->type = DF_CONTROL;
 		return;
 	}
@@ -505,6 +524,13 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		dialect_warn(a, "%s", why);
 		dialect_notice(a, f->err.code, NULL, why, NULL);
 		dialect_garbage(a, f->line, f->len);
+		return;
+	case DF_BADRPC:
+		/* A bad line all the same; the control plane answers it. */
+		dialect_warn(a, "a batch that is not JSON: %s", f->err.msg);
+		dialect_garbage(a, f->line, f->len);
+		if (dialect_use.control != NULL)
+			dialect_use.control(&a->peer, f->line, f->len);
 		return;
 	case DF_CONTROL:
 		a->dialect.bad_streak = 0;
@@ -594,6 +620,9 @@ dialect_input(struct peer *from, char *line, size_t len,
 		dialect_warn(NULL, "%s", why);
 		dialect_notice(NULL, f.err.code, NULL, why, NULL);
 		break;
+	case DF_BADRPC:
+		dialect_warn(NULL, "a batch that is not JSON: %s", f.err.msg);
+		/* FALLTHROUGH */
 	case DF_CONTROL:
 		jscan_trim(f.js);
 		if (dialect_use.control != NULL)

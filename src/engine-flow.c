@@ -294,6 +294,11 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 		engine_request_end(req, line, len, ctype_error, END_BRANCH);
 		return;
 	}
+	if (req->kind == MSG_STEP && engine_step.reply != NULL) {
+		/* The workflow's steps decide what follows. */
+		engine_step_ended(req, a, NULL, reply_id, line, len);
+		return;
+	}
 	if (may_reflect && engine_weak(env) && (m = engine_reflection(req, a,
 	    js, line, len, env, reply_id)) != NULL) {
 		/* The reflection carries the branch on. */

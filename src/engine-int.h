@@ -16,6 +16,7 @@
 extern const struct workflow	*engine_wf;
 extern struct engine_hooks	 engine_hooks;
 extern struct engine_task_hooks	 engine_task;
+extern struct engine_step_hooks	 engine_step;
 extern TAILQ_HEAD(engine_jobq, job) engine_jobs;
 extern struct msgq		 engine_retrying;
 extern unsigned int		 engine_njobs;
@@ -46,6 +47,10 @@ void	 engine_request_end(struct msg *, const char *, size_t, int, int);
 size_t	 engine_cancel_rest(struct job *, const char *, const char *,
 	    const char *, struct msg *);
 void	 engine_run_budget(const char *);
+void	 engine_job_release(struct job *);
+void	 engine_branch_end(struct job *, const struct msg *, const char *,
+	    size_t, int, int);
+void	 engine_join(struct job *);
 
 /* engine-flow.c: what follows a reply (reflection, next_actions). */
 void	 engine_follow(struct msg *, struct agent *, struct jscan *,
@@ -65,5 +70,9 @@ void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 #define ENGINE_RISK(x, buf) ((x)->reports != NULL ? \
 	engine_report_risk((x)->reports, (buf), sizeof (buf)) : NULL)
 char	*engine_report_mark(json_t *, const char *, size_t, size_t *);
+/* engine-step.c: the step module's part in jobs (docs/steps.md). */
+int	 engine_step_first(struct msg *);
+void	 engine_step_ended(struct msg *, struct agent *, const char *,
+	    const char *, const char *, size_t);
 
 #endif

@@ -54,7 +54,7 @@ engine_out(const char *line, size_t len)
 }
 
 /* Free a job once it is done and nothing of it is outstanding. */
-static void
+void
 engine_job_release(struct job *j)
 {
 	size_t	i;
@@ -105,6 +105,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 		line = marked;
 		len = llen;
 	}
+	if (engine_step.done != NULL)
+		engine_step.done(j);
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
 	    "ok", "risk", ENGINE_RISK(j, risk), NULL);
 	if (is_error) {
@@ -204,7 +206,7 @@ engine_account(struct agent *a, const struct env *env)
 }
 
 /* Remember how a branch of job j ended: its last request, and the line. */
-static void
+void
 engine_branch_end(struct job *j, const struct msg *m, const char *line,
     size_t len, int is_error, int finalized)
 {
@@ -231,7 +233,7 @@ engine_branch_end(struct job *j, const struct msg *m, const char *line,
  * (join.c), or, with join.then and several branches, one more request
  * gets them all.
  */
-static void
+void
 engine_join(struct job *j)
 {
 	struct msg	*m;

@@ -198,7 +198,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	/* Only after the outcome may the freed slot take other work. */
 	engine_undispatch(req);
 	engine_account(a, env);
-	if (workspace_enabled())
+	/* A step's artifacts are the step module's: it waits for them. */
+	if (workspace_enabled() && req->kind != MSG_STEP)
 		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
@@ -270,14 +271,23 @@ engine_agent_invalid(struct agent *a, struct dialect_frame *f)
 {
 	struct msg	*req;
 
-	if (strncmp(f->err.path, "outputs.next_actions", 20) != 0 ||
-	    (req = engine_raw_match(a, f->js, f->line)) == NULL ||
-	    req->kind == MSG_TASK)
+	/*
+	 * Next actions that cannot be followed, or an output envelope that
+	 * breaks a rule of its protocol (ADR-007), are the agent's answer.
+	 */
+	if (strcmp(f->err.code, "invalid_output") == 0)
+		req = TAILQ_FIRST(&a->work.inflight);	/* it names none */
+	else if (strncmp(f->err.path, "outputs.next_actions", 20) == 0)
+		req = engine_raw_match(a, f->js, f->line);
+	else
+		return;
+	if (req == NULL || req->kind == MSG_TASK)
 		return;
 	engine_undispatch(req);
 	req->agent = a;
 	engine_fail(req, "REJECTED", f->err.code, "agent %s replied with an "
-	    "invalid envelope: %s", a->id, f->err.msg);
+	    "invalid %s: %s", a->id, strcmp(f->err.code, "invalid_output") ==
+	    0 ? "output envelope" : "envelope", f->err.msg);
 	route_kick(a);
 }
 

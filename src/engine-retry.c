@@ -233,6 +233,9 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	if (m->kind == MSG_REFLECT && m->weak != NULL && !engine_stopping &&
 	    m->job != NULL && !m->job->done)
 		engine_unreflected(m, why);
+	else if (m->kind == MSG_STEP && engine_step.failed != NULL &&
+	    m->job != NULL && !m->job->done && !engine_stopping)
+		engine_step_ended(m, NULL, code, why, e, len);
 	else
 		engine_request_done(m, e, len, 1);
 	free(e);

@@ -43,6 +43,7 @@
 const struct workflow		*engine_wf;
 struct engine_hooks		 engine_hooks;
 struct engine_task_hooks	 engine_task;
+struct engine_step_hooks	 engine_step;
 struct engine_jobq		 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 struct msgq			 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
@@ -97,6 +98,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	engine_join_then = wf->join_then != NULL ? protocol_intent(wf->join_then,
 	    strlen(wf->join_then)) : -1;
 	memset(&engine_task, 0, sizeof engine_task);
+	memset(&engine_step, 0, sizeof engine_step);
 	memset(&engine_stats, 0, sizeof engine_stats);
 	engine_njobs = 0;
 	engine_stopping = 0;
@@ -116,6 +118,13 @@ void
 engine_on_task(const struct engine_task_hooks *hooks)
 {
 	engine_task = *hooks;
+}
+
+/* Register the step module's part in jobs (docs/steps.md). */
+void
+engine_on_step(const struct engine_step_hooks *hooks)
+{
+	engine_step = *hooks;
 }
 
 /* The outcome counters (docs/reliability.md). */
@@ -487,6 +496,8 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		engine_job_session(j, js, line, env->session);
 	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
 	    clen);
+	if (engine_step_first(m) != 0)
+		return NULL;	/* it failed at once: nothing to route */
 	return m;
 }
 
@@ -527,7 +538,8 @@ engine_input(struct peer *from, struct dialect_frame *f)
 	m = engine_job_start(js, line, len, &f->env, JOB_SERVE);
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
-	engine_start(m);
+	if (m != NULL)
+		engine_start(m);
 	free(stripped);
 }
 
@@ -551,7 +563,8 @@ engine_start_goal(const char *line, size_t len)
 	}
 	m = engine_job_start(js, line, len, &env, JOB_RUN);
 	jscan_give(js);
-	engine_start(m);
+	if (m != NULL)
+		engine_start(m);
 	return 0;
 }
 

@@ -36,15 +36,13 @@
 #include <string.h>
 
 #include "corral.h"
+#include "event-int.h"
 
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
 #define EVENT_SLOT_KEEP		512	/* a slot keeps a buffer this big */
 #define EVENT_KEYS_KEEP		256	/* and a keys buffer this big */
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
-#define EVENT_SUBS_MAX		64	/* subscriptions per peer */
-#define EVENT_REPLAY_LIMIT	1000	/* events per map/replay answer */
-#define EVENT_REPLAY_BYTES	(1024 * 1024)	/* and their bytes, about */
 
 struct event_rec {
 	char		 id[EVENT_ID_LEN + 1];
@@ -68,7 +66,7 @@ struct event_rec {
 struct event_sub {
 	char			 id[32];
 	struct peer		*peer;
-	json_t			*filter;	/* NULL: everything */
+	struct event_filter	*filter;	/* NULL: everything */
 	uint64_t		 seq;
 	uint64_t		 dropped;
 	char			 first_dropped[EVENT_ID_LEN + 1];
@@ -87,7 +85,7 @@ static TAILQ_HEAD(, event_sub)	 event_subs =
 static uint64_t			 event_sub_seq;
 static uint8_t			 event_ulid[16];
 static uint64_t			 event_ulid_ms;
-static char			*event_log;	/* the audit log's path */
+static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -102,7 +100,7 @@ event_init(void)
 
 	while ((s = TAILQ_FIRST(&event_subs)) != NULL) {
 		TAILQ_REMOVE(&event_subs, s, entry);
-		json_decref(s->filter);
+		event_filter_free(s->filter);
 		free(s);
 	}
 	if (event_ring != NULL) {
@@ -115,16 +113,36 @@ event_init(void)
 	}
 	event_head = event_count = event_bytes = 0;
 	event_total = event_dropped_total = 0;
-	free(event_log);
-	event_log = NULL;
+	event_log_init();
 }
 
-/* Read older events back from this audit log (NULL: none). */
+/*
+ * Read older events back from this audit log (NULL: none), whose lines
+ * are at most maxline bytes.
+ */
 void
-event_set_log(const char *path)
+event_set_log(const char *path, size_t maxline)
 {
-	free(event_log);
-	event_log = path != NULL ? xstrdup(path) : NULL;
+	event_log_set(path, maxline);
+}
+
+/*
+ * Register who says whether a peer may see an agent (mapview.c): an
+ * agent's subscriptions and replays get only the events about agents it
+ * may see, as its map/agents/list does.
+ */
+void
+event_on_visible(event_visible_cb cb)
+{
+	event_visible = cb;
+}
+
+/* Whether peer p may see an event about agent (NULL: about no agent). */
+int
+event_sees(const struct peer *p, const char *agent)
+{
+	return agent == NULL || event_visible == NULL || event_visible(p,
+	    agent);
 }
 
 /* The time of an event: milliseconds since the epoch, the loop's clock. */
@@ -218,26 +236,6 @@ event_type_match(const char *t, const char *f)
 	    strncmp(nt, nf, n - 1) == 0;
 }
 
-/* Does every pair of want appear in the data.metadata of event text? */
-static int
-event_meta_match(json_t *want, const char *text, size_t len)
-{
-	json_t		*ev, *md, *v;
-	const char	*k;
-	int		 ok = 1;
-
-	if ((ev = json_loadb(text, len, 0, NULL)) == NULL)
-		return 0;
-	md = json_object_get(json_object_get(ev, "data"), "metadata");
-	json_object_foreach(want, k, v)
-		if (!json_equal(json_object_get(md, k), v)) {
-			ok = 0;
-			break;
-		}
-	json_decref(ev);
-	return ok;
-}
-
 /* The key of a record: source, agent or correlation id, or NULL. */
 static const char *
 event_key(const struct event_rec *r, int which)
@@ -256,57 +254,35 @@ event_key(const struct event_rec *r, int which)
 	return p;
 }
 
-/*
- * Does an event pass a filter (SubscriptionFilter: AND across members,
- * OR within an array; corral has no scopes, so a scopes filter matches
- * nothing)?
- */
-static int
-event_filter_match(json_t *f, const char *type, const char *source,
-    const char *srole, const char *agent, const char *arole, const char *corr,
-    const char *text, size_t len)
+/* What a filter reads of a record (its text only when it is written). */
+static void
+event_rec_fields(struct event_rec *r, struct event_fields *e)
 {
-	json_t	*types, *x, *md;
-	size_t	 i;
-	int	 ok;
-
-	if (f == NULL)
-		return 1;
-	types = json_object_get(f, "eventTypes");
-	if (json_array_size(types) > 0) {
-		ok = 0;
-		json_array_foreach(types, i, x)
-			if (json_is_string(x) && event_type_match(type,
-			    json_string_value(x))) {
-				ok = 1;
-				break;
-			}
-		if (!ok)
-			return 0;
-	}
-	if (!protocol_filter_allows(f, "fromAgents", source) ||
-	    !protocol_filter_allows(f, "fromRoles", srole) ||
-	    !protocol_filter_allows(f, "roles", arole) ||
-	    !protocol_filter_allows(f, "correlationIds", corr))
-		return 0;
-	if (json_array_size(json_object_get(f, "scopes")) > 0)
-		return 0;
-	md = json_object_get(f, "metadataMatch");
-	if (json_object_size(md) > 0 && !event_meta_match(md, text, len))
-		return 0;
-	return 1;
+	memset(e, 0, sizeof *e);
+	e->type = r->type;
+	e->source = event_key(r, EV_SOURCE);
+	e->srole = r->srole;
+	e->agent = event_key(r, EV_AGENT);
+	e->arole = r->arole;
+	e->corr = event_key(r, EV_CORR);
+	e->text = r->text;
+	e->len = r->len;
 }
 
 /* Does a record pass a filter? */
 static int
-event_rec_match(json_t *f, struct event_rec *r)
+event_rec_match(const struct event_filter *f, struct event_rec *r)
 {
+	struct event_fields	e;
+	int			ok;
+
 	/* A filter on metadata reads the text. */
-	if (json_object_size(json_object_get(f, "metadataMatch")) > 0)
+	if (event_filter_fields(f) & EVENT_FIELDS_TEXT)
 		event_materialize(r);
-	return event_filter_match(f, r->type, event_key(r, EV_SOURCE),
-	    r->srole, event_key(r, EV_AGENT), r->arole, event_key(r, EV_CORR),
-	    r->text, r->len);
+	event_rec_fields(r, &e);
+	ok = event_filter_match(f, &e);
+	event_fields_done(&e);
+	return ok;
 }
 
 /* Write one map/event notification of a subscription. */
@@ -487,6 +463,8 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 	jsonw_raw(&j, r->text, r->len);
 	jsonw_object_end(&j);
 	s = jsonw_finish(&j, &len);
+	/* Where its line starts: the index of replays that read the log. */
+	event_log_audited(r->id, r->ms, auditlog_offset());
 	auditlog_fields("map_event", ei->agent, NULL, s, len);
 	free(s);
 }
@@ -643,6 +621,7 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 {
 	struct event_rec	*r;
 	struct event_sub	*s;
+	struct event_fields	 e;
 	struct jsonw		 j;
 	char			*text;
 	size_t			 len;
@@ -677,9 +656,13 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 
 	if (ei->audit)
 		event_audit(ei, r);
+	/* The event's metadata is parsed once for all the filters. */
+	event_rec_fields(r, &e);
 	TAILQ_FOREACH(s, &event_subs, entry)
-		if (event_rec_match(s->filter, r))
+		if (event_filter_match(s->filter, &e) &&
+		    event_sees(s->peer, ei->agent))
 			event_deliver(s, r);
+	event_fields_done(&e);
 }
 
 /* A peer's channel drained: subscriptions that missed events hear of it. */
@@ -693,44 +676,6 @@ event_drained(struct peer *p)
 			event_send_dropped(s);
 }
 
-/* Check a filter's shape; returns 0, or -1 with why. */
-static int
-event_filter_check(json_t *f, char *why, size_t len)
-{
-	static const char *const arrays[] = { "eventTypes", "fromAgents",
-	    "fromRoles", "roles", "correlationIds", "scopes", NULL };
-	json_t	*a, *x;
-	size_t	 i, k;
-
-	if (f == NULL)
-		return 0;
-	if (!json_is_object(f)) {
-		snprintf(why, len, "filter must be an object");
-		return -1;
-	}
-	for (k = 0; arrays[k] != NULL; k++) {
-		if ((a = json_object_get(f, arrays[k])) == NULL)
-			continue;
-		if (!json_is_array(a)) {
-			snprintf(why, len, "filter.%s must be an array of "
-			    "strings", arrays[k]);
-			return -1;
-		}
-		json_array_foreach(a, i, x)
-			if (!json_is_string(x)) {
-				snprintf(why, len, "filter.%s must be an array "
-				    "of strings", arrays[k]);
-				return -1;
-			}
-	}
-	a = json_object_get(f, "metadataMatch");
-	if (a != NULL && !json_is_object(a)) {
-		snprintf(why, len, "filter.metadataMatch must be an object");
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * map/subscribe: a new subscription of the peer.  Its response is
  * written before any of its events (the SDK drops events of a
@@ -740,24 +685,25 @@ void
 event_subscribe(struct peer *p, json_t *id, json_t *params)
 {
 	struct event_sub	*s;
-	json_t			*f = json_object_get(params, "filter");
-	char			 why[128];
+	struct event_filter	*f;
+	char			 why[256];
 
-	if (event_filter_check(f, why, sizeof why) != 0) {
-		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
-		return;
-	}
 	if (p->nsubs >= EVENT_SUBS_MAX) {
 		snprintf(why, sizeof why, "%s has %u subscriptions, the limit",
 		    p->name, p->nsubs);
 		rpc_error(p, id, CORRAL_E_EXHAUSTED, why, NULL);
 		return;
 	}
+	if (event_filter_compile(json_object_get(params, "filter"), &f, why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return;
+	}
 	s = xcalloc(1, sizeof *s);
 	snprintf(s->id, sizeof s->id, "sub-%s-%llu", protocol_run_id(),
 	    (unsigned long long)++event_sub_seq);
 	s->peer = p;
-	s->filter = f != NULL ? json_deep_copy(f) : NULL;
+	s->filter = f;
 	rpc_reply(p, id, json_pack("{s:s}", "subscriptionId", s->id));
 	TAILQ_INSERT_TAIL(&event_subs, s, entry);
 	p->nsubs++;
@@ -770,7 +716,7 @@ event_sub_free(struct event_sub *s)
 {
 	TAILQ_REMOVE(&event_subs, s, entry);
 	s->peer->nsubs--;
-	json_decref(s->filter);
+	event_filter_free(s->filter);
 	free(s);
 }
 
@@ -804,6 +750,7 @@ event_peer_gone(struct peer *p)
 	TAILQ_FOREACH_SAFE(s, &event_subs, entry, next)
 		if (s->peer == p)
 			event_sub_free(s);
+	event_log_peer_gone(p);
 }
 
 /* How many events were emitted, and dropped for slow subscribers. */
@@ -820,199 +767,114 @@ event_counts(uint64_t *emitted, uint64_t *dropped, unsigned int *subs)
 	*subs = n;
 }
 
-/* A replay in progress: what it asked for and what it found. */
-struct event_replay {
-	const char	*after;		/* NULL: from fromTimestamp */
-	uint64_t	 from;
-	uint64_t	 to;		/* 0: no end */
-	json_t		*filter;
-	size_t		 limit;
-	size_t		 total;		/* how many matched */
-	struct jsonw	 out;		/* the events array, being built */
-};
-
 /* Is an event in the span a replay asks for? */
-static int
+int
 event_replay_in(struct event_replay *rp, const char *id, uint64_t ms)
 {
-	if (rp->after != NULL ? strcmp(id, rp->after) <= 0 : ms < rp->from)
+	if (rp->after[0] != '\0' ? strncmp(id, rp->after, EVENT_ID_LEN) <= 0 :
+	    ms < rp->from)
 		return 0;
 	return rp->to == 0 || ms <= rp->to;
 }
 
-/* Consider one event for a replay. */
-static void
-event_replay_one(struct event_replay *rp, const char *id, uint64_t ms,
-    const char *text, size_t len, int match)
+/*
+ * Count an event that matched a replay, and put it in the answer while
+ * there is room: limit events, about EVENT_REPLAY_BYTES of them (events
+ * carry payloads), at least one.  Returns 0, or -1 when it did not fit:
+ * the answer is full, and hasMore will say to ask again after its last.
+ */
+int
+event_replay_add(struct event_replay *rp, const char *id, uint64_t ms,
+    const char *text, size_t len)
 {
-	if (!event_replay_in(rp, id, ms) || !match)
-		return;
-	if (rp->total++ >= rp->limit)
-		return;
-	/*
-	 * An answer is bounded in bytes too (events carry payloads): the
-	 * rest is for the next call, which hasMore says to make.
-	 */
-	if (rp->total > 1 && ndjson_writer_queued(&rp->out.w) >=
-	    EVENT_REPLAY_BYTES) {
-		rp->limit = rp->total - 1;
-		return;
+	rp->total++;
+	if (rp->full)
+		return -1;
+	if (rp->n >= rp->limit || (rp->n > 0 &&
+	    ndjson_writer_queued(&rp->out.w) >= EVENT_REPLAY_BYTES)) {
+		rp->full = 1;
+		return -1;
 	}
+	rp->n++;
 	jsonw_object(&rp->out);
 	jsonw_key(&rp->out, "eventId");
-	jsonw_str(&rp->out, id);
+	jsonw_strn(&rp->out, id, EVENT_ID_LEN);
 	jsonw_key(&rp->out, "timestamp");
 	jsonw_u64(&rp->out, ms);
 	jsonw_key(&rp->out, "event");
 	jsonw_raw(&rp->out, text, len);
 	jsonw_object_end(&rp->out);
-}
-
-/*
- * Read the events of this run that are older than the ring, oldest
- * first, from the audit log, and consider each for the replay.
- */
-static void
-event_replay_log(struct event_replay *rp, const char *before)
-{
-	json_error_t	 e;
-	json_t		*j, *ev;
-	FILE		*f;
-	char		*line = NULL, *raw, *end;
-	const char	*id, *type, *run;
-	size_t		 cap = 0;
-	ssize_t		 n;
-	int		 ours = 0;
-
-	auditlog_flush();
-	if ((f = fopen(event_log, "r")) == NULL) {
-		log_warn("map/replay: %s", event_log);
-		return;
-	}
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (strstr(line, "\"ev\":\"run_start\"") != NULL) {
-			if ((j = json_loadb(line, (size_t)n, 0, &e)) == NULL)
-				continue;
-			run = json_string_value(json_object_get(j, "run"));
-			ours = run != NULL && strcmp(run,
-			    protocol_run_id()) == 0;
-			json_decref(j);
-			continue;
-		}
-		if (!ours || strstr(line, "\"ev\":\"map_event\"") == NULL)
-			continue;
-		/* The event's bytes, as they went out: the line's last member. */
-		if ((raw = strstr(line, ",\"event\":{\"id\":\"")) == NULL ||
-		    (end = strrchr(line, '}')) == NULL || end <= raw + 9)
-			continue;
-		raw += 9;
-		if ((j = json_loadb(line, (size_t)n, 0, &e)) == NULL)
-			continue;
-		ev = json_object_get(j, "event");
-		id = json_string_value(json_object_get(ev, "id"));
-		type = json_string_value(json_object_get(ev, "type"));
-		if (id != NULL && type != NULL && strcmp(id, before) < 0)
-			event_replay_one(rp, id, (uint64_t)json_integer_value(
-			    json_object_get(ev, "timestamp")), raw,
-			    (size_t)(end - raw),
-			    event_filter_match(rp->filter, type,
-			    json_string_value(json_object_get(ev, "source")),
-			    json_string_value(json_object_get(j, "srole")),
-			    json_string_value(json_object_get(json_object_get(ev,
-			    "data"), "agentId")),
-			    json_string_value(json_object_get(j, "arole")),
-			    json_string_value(json_object_get(json_object_get(ev,
-			    "data"), "correlationId")), raw,
-			    (size_t)(end - raw)));
-		json_decref(j);
-	}
-	free(line);
-	fclose(f);
-}
-
-/* Read a timestamp parameter: an integer >= 0, or absent (dflt). */
-static int
-event_param_ms(json_t *params, const char *key, uint64_t dflt, uint64_t *out)
-{
-	json_t	*v = json_object_get(params, key);
-
-	*out = dflt;
-	if (v == NULL)
-		return 0;
-	if (!json_is_number(v) || json_number_value(v) < 0)
-		return -1;
-	*out = (uint64_t)json_number_value(v);
 	return 0;
 }
 
-/*
- * map/replay: the events after afterEventId (or from fromTimestamp), up
- * to toTimestamp, that pass the filter, oldest first, at most limit of
- * them.  The ring has the last EVENT_HISTORY; older ones come from the
- * audit log when the run has one.
- */
-void
-event_replay(struct peer *p, json_t *id, json_t *params)
+/* The ring's oldest event id, or NULL when the ring is empty. */
+const char *
+event_oldest_id(void)
 {
-	struct event_replay	 rp;
-	struct event_rec	*r, *oldest;
-	struct jsonw		 j;
-	json_t			*v;
-	char			 why[128], *ids, *s;
-	size_t			 i, len;
+	if (event_count == 0)
+		return NULL;
+	return event_ring[(event_head + EVENT_HISTORY - event_count) %
+	    EVENT_HISTORY].id;
+}
 
-	if (id == NULL)
-		return;		/* a notification: nothing to answer */
-	memset(&rp, 0, sizeof rp);
-	v = json_object_get(params, "afterEventId");
-	if (v != NULL && !json_is_string(v) && !json_is_null(v)) {
-		rpc_error(p, id, CORRAL_E_PARAMS, "afterEventId must be a "
-		    "string", NULL);
-		return;
-	}
-	rp.after = json_string_value(v);
-	rp.filter = json_object_get(params, "filter");
-	if (event_param_ms(params, "fromTimestamp", 0, &rp.from) != 0 ||
-	    event_param_ms(params, "toTimestamp", 0, &rp.to) != 0) {
-		rpc_error(p, id, CORRAL_E_PARAMS, "fromTimestamp and toTimestamp "
-		    "must be milliseconds since the epoch", NULL);
-		return;
-	}
-	if (event_filter_check(rp.filter, why, sizeof why) != 0) {
-		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
-		return;
-	}
-	rp.limit = 100;
-	v = json_object_get(params, "limit");
-	if (json_is_integer(v))
-		rp.limit = json_integer_value(v) < 1 ? 1 :
-		    json_integer_value(v) > EVENT_REPLAY_LIMIT ?
-		    EVENT_REPLAY_LIMIT : (size_t)json_integer_value(v);
+/*
+ * Consider the events of the ring for a replay, oldest first, up to the
+ * newest it may see (stop; "": all of them).
+ */
+static void
+event_replay_ring(struct event_replay *rp)
+{
+	struct event_rec	*r;
+	size_t			 i;
 
-	jsonw_init(&rp.out);
-	jsonw_array(&rp.out);
-	oldest = event_count > 0 ? &event_ring[(event_head + EVENT_HISTORY -
-	    event_count) % EVENT_HISTORY] : NULL;
-	/* Events older than the ring exist only when it went round. */
-	if (event_log != NULL && oldest != NULL && event_total > event_count &&
-	    (rp.after != NULL ? strcmp(rp.after, oldest->id) < 0 :
-	    rp.from < oldest->ms))
-		event_replay_log(&rp, oldest->id);
 	for (i = 0; i < event_count; i++) {
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
 		    EVENT_HISTORY];
-		if (!event_replay_in(&rp, r->id, r->ms) ||
-		    !event_rec_match(rp.filter, r))
+		if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
+			break;
+		if (!event_replay_in(rp, r->id, r->ms) ||
+		    !event_rec_match(rp->filter, r) ||
+		    !event_sees(rp->peer, event_key(r, EV_AGENT)))
 			continue;
-		if (rp.total < rp.limit)
+		if (!rp->full)
 			event_materialize(r);
-		event_replay_one(&rp, r->id, r->ms, r->text, r->len, 1);
+		(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
 	}
-	jsonw_array_end(&rp.out);
-	s = jsonw_finish(&rp.out, &len);
+}
+
+/* Free a replay. */
+void
+event_replay_free(struct event_replay *rp)
+{
+	if (rp->fd != -1)
+		close(rp->fd);
+	ndjson_reader_free(&rp->rd);
+	jsonw_free(&rp->out);
+	event_filter_free(rp->filter);
+	json_decref(rp->id);
+	free(rp);
+}
+
+/*
+ * Answer a replay: what the audit log gave (unless it said the answer
+ * is full), then the ring's events.  totalCount only when every event of
+ * the span was counted.  Frees the replay.
+ */
+void
+event_replay_finish(struct event_replay *rp)
+{
+	struct jsonw	 j;
+	char		*ids, *s;
+	size_t		 len;
+
+	if (!rp->partial)
+		event_replay_ring(rp);
+	jsonw_array_end(&rp->out);
+	s = jsonw_finish(&rp->out, &len);
+	jsonw_init(&rp->out);
 
 	/* The response, with the events as they went out. */
-	ids = json_dumps(id, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS);
+	ids = json_dumps(rp->id, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "jsonrpc");
@@ -1024,14 +886,122 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 	jsonw_key(&j, "events");
 	jsonw_raw(&j, s, len);
 	jsonw_key(&j, "hasMore");
-	jsonw_bool(&j, rp.total > rp.limit);
-	jsonw_key(&j, "totalCount");
-	jsonw_u64(&j, rp.total);
+	jsonw_bool(&j, rp->full);
+	if (!rp->partial) {
+		jsonw_key(&j, "totalCount");
+		jsonw_u64(&j, rp->total);
+	}
 	jsonw_object_end(&j);
 	jsonw_object_end(&j);
 	free(s);
 	free(ids);
 	s = jsonw_finish(&j, &len);
-	rpc_send_text(p, s, len);
+	rpc_reply_text(rp->peer, s, len);
 	free(s);
+	event_replay_free(rp);
+}
+
+/*
+ * Read map/replay's params into a new replay.  Returns it, or NULL after
+ * answering with the error.
+ */
+static struct event_replay *
+event_replay_params(struct peer *p, json_t *id, json_t *params)
+{
+	struct event_replay	*rp;
+	struct event_filter	*f;
+	json_t			*v;
+	double			 from = 0, to = 0, limit = 100;
+	char			 why[256];
+
+	v = json_object_get(params, "afterEventId");
+	if (v != NULL && !json_is_string(v) && !json_is_null(v)) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "afterEventId must be a "
+		    "string", NULL);
+		return NULL;
+	}
+	/* Milliseconds since the epoch, as exact as JavaScript's numbers. */
+	if (protocol_number(params, "fromTimestamp", 0, EVENT_MS_MAX, 0,
+	    &from) < 0 || protocol_number(params, "toTimestamp", 0,
+	    EVENT_MS_MAX, 0, &to) < 0) {
+		snprintf(why, sizeof why, "fromTimestamp and toTimestamp must "
+		    "be milliseconds since the epoch (0 to %.0f)",
+		    (double)EVENT_MS_MAX);
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return NULL;
+	}
+	if (protocol_number(params, "limit", 1, EVENT_REPLAY_LIMIT, 1,
+	    &limit) < 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "limit must be a number (1 "
+		    "to 1000)", NULL);
+		return NULL;
+	}
+	if (event_filter_compile(json_object_get(params, "filter"), &f, why,
+	    sizeof why) != 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, why, NULL);
+		return NULL;
+	}
+	rp = xcalloc(1, sizeof *rp);
+	rp->peer = p;
+	rp->id = json_incref(id);
+	rp->fd = -1;
+	/* Ids are 26 characters: comparing a prefix of a longer one is the
+	 * same as comparing it. */
+	if (json_is_string(v))
+		strlcpy(rp->after, json_string_value(v), sizeof rp->after);
+	rp->from = (uint64_t)from;
+	rp->to = (uint64_t)to;
+	rp->limit = (size_t)limit;
+	rp->filter = f;
+	jsonw_init(&rp->out);
+	jsonw_array(&rp->out);
+	return rp;
+}
+
+/*
+ * map/replay: the events after afterEventId (or from fromTimestamp), up
+ * to toTimestamp, that pass the filter, oldest first, at most limit of
+ * them.  The ring has the last EVENT_HISTORY and is answered from at
+ * once.  Older ones come from the audit log, when the run has one: that
+ * replay reads the log a step at a time (event-log.c) and is answered
+ * when it is done, so the loop serves everybody else meanwhile.
+ */
+void
+event_replay(struct peer *p, json_t *id, json_t *params)
+{
+	struct event_replay	*rp;
+	const char		*oldest;
+
+	if (id == NULL)
+		return;		/* a notification: nothing to answer */
+	if ((rp = event_replay_params(p, id, params)) == NULL)
+		return;
+	oldest = event_oldest_id();
+	/* Events older than the ring exist only when it went round. */
+	if (oldest == NULL || event_total == event_count ||
+	    !event_log_usable() || (rp->after[0] != '\0' ?
+	    strcmp(rp->after, oldest) >= 0 : rp->from >= event_ring[(event_head +
+	    EVENT_HISTORY - event_count) % EVENT_HISTORY].ms)) {
+		event_replay_finish(rp);
+		return;
+	}
+	if (rpc_batching(p)) {
+		/* Its answer would come after the batch's. */
+		rpc_error(p, id, CORRAL_E_EXHAUSTED, "a map/replay that reads "
+		    "the audit log is answered on its own, not in a batch: send "
+		    "it alone", NULL);
+		event_replay_free(rp);
+		return;
+	}
+	if (event_log_busy(p)) {
+		rpc_error(p, id, CORRAL_E_EXHAUSTED, "a replay from the audit "
+		    "log is already in progress for this connection: ask again "
+		    "once it is answered", NULL);
+		event_replay_free(rp);
+		return;
+	}
+	/* It sees the events there are now, not those that come meanwhile. */
+	strlcpy(rp->stop, event_ring[(event_head + EVENT_HISTORY - 1) %
+	    EVENT_HISTORY].id, sizeof rp->stop);
+	event_log_start(rp);
 }

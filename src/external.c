@@ -9,9 +9,11 @@
  * what it does (tool calls, tokens) and how it ends; the module keeps the
  * records, writes the external_agent audit events corral tree draws, and
  * tells its observer (mapview.c, which shows them to MAP clients as
- * virtual agents under the agent they run in).  Ended ones are kept, a
- * few per agent, so that the live tree shows what happened; all of an
- * agent's go when the agent does.
+ * virtual agents under the agent they run in).  One may start another
+ * (Claude Code offers its Agent tool to its sub-agents too): the inner
+ * one is drawn under the one that started it, inside the same agent.
+ * Ended ones are kept, a few per agent, so that the live tree shows what
+ * happened; all of an agent's go when the agent does.
  */
 
 #include <stdlib.h>
@@ -66,6 +68,28 @@ external_find(const char *id)
 	return NULL;
 }
 
+/* Its parent in the tree: the one that started it, else its agent. */
+const char *
+external_parent(const struct external *x)
+{
+	return x->up != NULL ? x->up : x->parent;
+}
+
+/*
+ * How deep it is inside its agent: 1 when the CLI's own model started
+ * it, 2 when one of those did, and so on.
+ */
+unsigned int
+external_depth(const struct external *x)
+{
+	unsigned int	d = 1;
+
+	/* The chain ends at its agent; it cannot loop (see start). */
+	while (x->up != NULL && (x = external_find(x->up)) != NULL)
+		d++;
+	return d;
+}
+
 /* Return nonzero while it runs. */
 int
 external_running(const struct external *x)
@@ -81,8 +105,10 @@ external_audit(struct external *x, const char *why)
 
 	if (!auditlog_enabled())
 		return;
-	f = json_pack("{s:s, s:s, s:s, s:s}", "parent", x->parent, "name",
-	    x->name, "state", x->state, "kind", x->kind);
+	f = json_pack("{s:s, s:s, s:s, s:s}", "parent", external_parent(x),
+	    "name", x->name, "state", x->state, "kind", x->kind);
+	if (x->up != NULL)
+		json_object_set_new(f, "inside", json_string(x->parent));
 	if (x->request != NULL)
 		json_object_set_new(f, "request", json_string(x->request));
 	if (!external_running(x)) {
@@ -102,6 +128,7 @@ external_free(struct external *x)
 {
 	free(x->id);
 	free(x->parent);
+	free(x->up);
 	free(x->name);
 	free(x->kind);
 	free(x->type);
@@ -119,7 +146,22 @@ external_remove(struct external *x)
 	external_free(x);
 }
 
-/* Keep at most EXTERNAL_KEEP ended ones of an agent: the newest. */
+/* Return nonzero if another record names x as the one that started it. */
+static int
+external_has_inner(const struct external *x)
+{
+	struct external	*y;
+
+	TAILQ_FOREACH(y, &external_all, entry)
+		if (y->up != NULL && strcmp(y->up, x->id) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Keep at most EXTERNAL_KEEP ended ones of an agent: the newest, and
+ * those that started one still kept (the tree would lose a level).
+ */
 static void
 external_trim(const char *parent)
 {
@@ -132,7 +174,8 @@ external_trim(const char *parent)
 	TAILQ_FOREACH_SAFE(x, &external_all, entry, next) {
 		if (ended <= EXTERNAL_KEEP)
 			break;
-		if (strcmp(x->parent, parent) == 0 && !external_running(x)) {
+		if (strcmp(x->parent, parent) == 0 && !external_running(x) &&
+		    !external_has_inner(x)) {
 			external_remove(x);
 			ended--;
 		}
@@ -142,19 +185,26 @@ external_trim(const char *parent)
 /*
  * An agent inside agent parent's tool started: id (unique in the run),
  * name (what it does), kind (what made it: "claude-task"), type (its
- * kind of sub-agent, or NULL), the request it works for (or NULL).
+ * kind of sub-agent, or NULL), the request it works for (or NULL), and
+ * up: the one inside the same agent that started it (or NULL: the tool
+ * itself did).  An up that is not a known one of the same agent is
+ * ignored, so the chain always ends at the agent.
  */
 struct external *
 external_start(const char *parent, const char *id, const char *name,
-    const char *kind, const char *type, const char *request)
+    const char *kind, const char *type, const char *request, const char *up)
 {
-	struct external	*x;
+	struct external	*x, *u;
 
 	if ((x = external_find(id)) != NULL)
 		return x;
+	if (up != NULL && ((u = external_find(up)) == NULL ||
+	    strcmp(u->parent, parent) != 0))
+		up = NULL;
 	x = xcalloc(1, sizeof *x);
 	x->id = xstrdup(id);
 	x->parent = xstrdup(parent);
+	x->up = up != NULL ? xstrdup(up) : NULL;
 	x->name = xstrdup(name != NULL ? name : "sub-agent");
 	x->kind = xstrdup(kind);
 	x->type = type != NULL ? xstrdup(type) : NULL;

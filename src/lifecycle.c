@@ -143,6 +143,23 @@ static const char *lifecycle_events[AE_COUNT] = {
 
 static lifecycle_observer	lifecycle_observers[LIFECYCLE_OBSERVERS];
 static size_t			lifecycle_nobservers;
+
+/*
+ * Transitions made while the observers hear of another one (READY makes
+ * the router dispatch, which makes the agent BUSY): told after it, in
+ * order, so that no observer hears of them out of order.
+ */
+struct lifecycle_told {
+	struct agent		*a;
+	enum agent_state	 from;
+	enum agent_state	 to;
+	enum agent_event	 ev;
+	char			*why;
+};
+static struct lifecycle_told	*lifecycle_later;
+static size_t			 lifecycle_nlater;
+static size_t			 lifecycle_later_cap;
+static int			 lifecycle_telling;
 static int			lifecycle_shutdown;
 static uint64_t			lifecycle_seq;
 
@@ -277,6 +294,49 @@ lifecycle_closed(enum agent_state s)
 	return s != AS_INITIALIZING && s != AS_READY && s != AS_BUSY;
 }
 
+/*
+ * Tell every observer of a transition.  One made while they are being
+ * told of another waits until every observer has heard of that one.
+ * Agents are freed only between loop iterations, so a transition that
+ * waits still has its agent.
+ */
+static void
+lifecycle_tell(struct agent *a, enum agent_state from, enum agent_state to,
+    enum agent_event ev, const char *why)
+{
+	struct lifecycle_told	*t;
+	size_t			 i, k;
+
+	if (lifecycle_telling) {
+		if (lifecycle_nlater == lifecycle_later_cap) {
+			lifecycle_later_cap = lifecycle_later_cap * 2 + 8;
+			lifecycle_later = xreallocarray(lifecycle_later,
+			    lifecycle_later_cap, sizeof *lifecycle_later);
+		}
+		t = &lifecycle_later[lifecycle_nlater++];
+		t->a = a;
+		t->from = from;
+		t->to = to;
+		t->ev = ev;
+		t->why = xstrdup(why);
+		return;
+	}
+	lifecycle_telling = 1;
+	for (i = 0; i < lifecycle_nobservers; i++)
+		lifecycle_observers[i](a, from, to, ev, why);
+	/* The list may grow (and move) while one of it is told. */
+	for (k = 0; k < lifecycle_nlater; k++) {
+		for (i = 0; i < lifecycle_nobservers; i++) {
+			t = &lifecycle_later[k];
+			lifecycle_observers[i](t->a, t->from, t->to, t->ev,
+			    t->why);
+		}
+		free(lifecycle_later[k].why);
+	}
+	lifecycle_nlater = 0;
+	lifecycle_telling = 0;
+}
+
 /* Move to a state: log, record, and tell the observers. */
 static void
 lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
@@ -285,7 +345,6 @@ lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
 	enum agent_state	 from = a->life.state;
 	const char		*fn = lifecycle_states[from];
 	const char		*tn = lifecycle_states[to];
-	size_t			 i;
 
 	a->life.state = to;
 	if (lifecycle_closed(to) && !lifecycle_closed(from))
@@ -307,8 +366,7 @@ lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
 		auditlog_event("state", a->id, NULL, "from", fn, "to", tn,
 		    "reason", why, NULL);
 	}
-	for (i = 0; i < lifecycle_nobservers; i++)
-		lifecycle_observers[i](a, from, to, ev, why);
+	lifecycle_tell(a, from, to, ev, why);
 }
 
 /* Feed an event to an agent's lifecycle, with the reason given. */

@@ -18,19 +18,26 @@
  * keeps READY <-> BUSY out.
  */
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "corral.h"
 
+#define MAPVIEW_METADATA_BYTES	16384	/* an agent's metadata, as JSON */
+#define MAPVIEW_METADATA_VALUES	256	/* and its values */
 #define MAPVIEW_CAPS	64	/* capabilities an agent may register */
 
 static void	mapview_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	mapview_forget(struct agent *);
 static void	mapview_external(struct external *, enum external_change);
+static int	mapview_sees_event(const struct peer *, const char *);
 
 /* MAP's name of each of corral's states (the hidden steps included). */
+/* How deep the ones inside an agent's tool are listed (they nest). */
+#define MAPVIEW_INNER_DEPTH	32
+
 static const char *const mapview_states[AS_COUNT] = {
 	"registered", "idle", "busy", "x-unavailable", "suspended",
 	"stopping", "stopped", "failed", "stopping", "stopping", "stopped"
@@ -47,6 +54,7 @@ mapview_init(void)
 	lifecycle_observe(mapview_lifecycle);
 	agent_on_free(mapview_forget);
 	external_on_change(mapview_external);
+	event_on_visible(mapview_sees_event);
 }
 
 /* MAP's name of a state. */
@@ -197,6 +205,59 @@ mapview_set_owner(struct agent *a, const char *owner)
 	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
+/* Count the JSON values in v, stopping past max. */
+static size_t
+mapview_values(json_t *v, size_t max)
+{
+	json_t		*x;
+	const char	*k;
+	size_t		 n = 1, i;
+
+	if (json_is_object(v))
+		json_object_foreach(v, k, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	else if (json_is_array(v))
+		json_array_foreach(v, i, x) {
+			if (n > max)
+				break;
+			n += mapview_values(x, max - n + 1);
+		}
+	return n;
+}
+
+/*
+ * Is metadata small enough to keep for an agent: at most
+ * MAPVIEW_METADATA_BYTES of JSON and MAPVIEW_METADATA_VALUES values?  It
+ * stays as long as its agent, and a participant may send it again and
+ * again.  Returns 0, or -1 with why.
+ */
+int
+mapview_metadata_check(json_t *md, char *why, size_t len)
+{
+	size_t	bytes, values;
+
+	if (md == NULL)
+		return 0;
+	bytes = json_dumpb(md, NULL, 0, JSON_COMPACT);
+	values = mapview_values(md, MAPVIEW_METADATA_VALUES);
+	if (bytes <= MAPVIEW_METADATA_BYTES &&
+	    values <= MAPVIEW_METADATA_VALUES)
+		return 0;
+	if (bytes > MAPVIEW_METADATA_BYTES)
+		snprintf(why, len, "metadata too large: %zu bytes of JSON; an "
+		    "agent's metadata holds at most %d bytes and %d values",
+		    bytes, MAPVIEW_METADATA_BYTES, MAPVIEW_METADATA_VALUES);
+	else
+		snprintf(why, len, "metadata too large: more than %d values; "
+		    "an agent's metadata holds at most %d bytes of JSON and %d "
+		    "values", MAPVIEW_METADATA_VALUES, MAPVIEW_METADATA_BYTES,
+		    MAPVIEW_METADATA_VALUES);
+	return -1;
+}
+
 /*
  * The metadata members corral writes itself (mapview_describe, and for an
  * agent inside a CLI mapview_describe_external), and its options: an
@@ -210,22 +271,35 @@ static const char *const mapview_reserved[] = {
 	"toolCalls", "requestId", "lastTool", NULL
 };
 
-/* Merge metadata given by a spawn, a register or an update (borrowed). */
-void
-mapview_merge(struct agent *a, json_t *md)
+/*
+ * Merge metadata given by a spawn, a register or an update (borrowed),
+ * without corral's own members and capabilities.  Returns 0, or -1 with
+ * why, merging nothing, when the agent's metadata would grow beyond its
+ * bound (mapview_metadata_check).
+ */
+int
+mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
 {
-	size_t	i;
+	json_t	*m;
+	size_t	 i;
 
 	if (!json_is_object(md))
-		return;
-	if (a->map.metadata == NULL)
-		a->map.metadata = json_object();
-	json_object_update(a->map.metadata, md);
+		return 0;
+	m = a->map.metadata != NULL ? json_copy(a->map.metadata) :
+	    json_object();
+	json_object_update(m, md);
 	/* corral's own members are not the agent's to set. */
 	for (i = 0; mapview_reserved[i] != NULL; i++)
-		json_object_del(a->map.metadata, mapview_reserved[i]);
+		json_object_del(m, mapview_reserved[i]);
 	/* Capabilities are kept apart (mapview_add_capabilities). */
-	json_object_del(a->map.metadata, "capabilities");
+	json_object_del(m, "capabilities");
+	if (mapview_metadata_check(m, why, len) != 0) {
+		json_decref(m);
+		return -1;
+	}
+	json_decref(a->map.metadata);
+	a->map.metadata = m;
+	return 0;
 }
 
 /* The state an agent says it is in (map/agents/update); NULL clears. */
@@ -289,6 +363,19 @@ mapview_owner_gone(const char *owner, int orphan)
 	}
 }
 
+/* Does the client named owner own an agent that is still alive? */
+int
+mapview_owns(const char *owner)
+{
+	struct agent	*a;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (a->map.owner != NULL && strcmp(a->map.owner, owner) == 0 &&
+		    !(a->map.flags & MAPF_ORPHANED) && lifecycle_alive(a))
+			return 1;
+	return 0;
+}
+
 /* Return nonzero if from may address to (docs/subagents.md). */
 int
 mapview_may_reach(struct agent *from, struct agent *to)
@@ -315,6 +402,27 @@ mapview_sees(const struct peer *p, struct agent *t)
 		return 0;
 	return p->agent == NULL || p->agent == t ||
 	    mapview_may_reach(p->agent, t);
+}
+
+/*
+ * Return nonzero if the peer may see events about agent id: a client
+ * all of them, an agent (or its delegate) those about the agents it may
+ * see, the one being freed included, and about those inside their CLIs.
+ * An agent corral has forgotten is hidden from agents: whether they
+ * could see it is no longer known.  A delegate whose agent is gone sees
+ * nothing.
+ */
+static int
+mapview_sees_event(const struct peer *p, const char *id)
+{
+	struct agent	*t;
+	struct external	*x;
+
+	if (p->agent == NULL)
+		return p->role != 0;
+	if ((t = agent_find(id)) == NULL && (x = external_find(id)) != NULL)
+		t = agent_find(x->parent);
+	return t != NULL && (t == p->agent || mapview_may_reach(p->agent, t));
 }
 
 /*
@@ -456,7 +564,7 @@ mapview_describe(struct agent *a)
 		if (!(c->flags & AGENT_DEAD))
 			json_array_append_new(kids, json_string(c->id));
 	for (x = external_first(); x != NULL; x = external_next(x))
-		if (strcmp(x->parent, a->id) == 0)
+		if (x->up == NULL && strcmp(x->parent, a->id) == 0)
 			json_array_append_new(kids, json_string(x->id));
 	j = json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o}",
 	    "id", a->id,
@@ -507,6 +615,9 @@ mapview_describe(struct agent *a)
 	    "msgsOut", (json_int_t)a->proc.msgs_out);
 	json_object_update(md, extra);
 	json_decref(extra);
+	/* Each call its own process: pid 0 would read as a lost one. */
+	if (adapter_per_call(a))
+		json_object_set_new(md, "perCall", json_true());
 	if (json_array_size(caps) > 0)
 		json_object_set(md, "capabilities", caps);
 	json_decref(caps);
@@ -537,17 +648,32 @@ mapview_xstate(const struct external *x)
 	return strcmp(x->state, "FAILED") == 0 ? "failed" : "stopped";
 }
 
+/* The ones that x started, by id (a new reference). */
+static json_t *
+mapview_inner(const struct external *x)
+{
+	struct external	*y;
+	json_t		*kids = json_array();
+
+	for (y = external_first(); y != NULL; y = external_next(y))
+		if (y->up != NULL && strcmp(y->up, x->id) == 0)
+			json_array_append_new(kids, json_string(y->id));
+	return kids;
+}
+
 /*
  * Describe an agent inside another's tool (external.c) as MAP's Agent:
- * owned by the agent it runs in, one level below it, marked virtual in
- * its metadata, with the tokens and tool calls its tool reported.  It is
- * no process: no pid, no restarts, nothing in flight.
+ * owned by the agent it runs in (or by the one inside it that started
+ * it, one level below that), marked virtual in its metadata, with the
+ * tokens and tool calls its tool reported.  It is no process: no pid, no
+ * restarts, nothing in flight.
  */
 json_t *
 mapview_describe_external(struct external *x)
 {
 	struct agent	*p = agent_find(x->parent);
 	json_t		*j, *life, *md;
+	const char	*up = external_parent(x);
 
 	life = json_pack("{s:I, s:I, s:I}", "createdAt",
 	    (json_int_t)x->started_ms, "startedAt", (json_int_t)x->started_ms,
@@ -555,18 +681,19 @@ mapview_describe_external(struct external *x)
 	if (!external_running(x))
 		json_object_set_new(life, "stoppedAt",
 		    json_integer((json_int_t)x->stopped_ms));
-	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[], s:o, s:s}",
-	    "id", x->id, "ownerId", x->parent, "name", x->name,
+	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s}",
+	    "id", x->id, "ownerId", up, "name", x->name,
 	    "state", mapview_xstate(x),
 	    "visibility", p != NULL && (p->flags & AGENT_HIDDEN) ?
 	    "parent-only" : "public",
-	    "children", "lifecycle", life, "parent", x->parent);
+	    "children", mapview_inner(x), "lifecycle", life, "parent", up);
 	if (x->type != NULL)
 		json_object_set_new(j, "description", json_string(x->type));
 	md = json_pack("{s:s, s:i, s:b, s:s, s:s, s:f, s:f, s:I, s:b, s:i, "
 	    "s:i, s:i, s:i, s:i}",
 	    "corralState", x->state,
-	    "depth", p != NULL ? (int)p->depth + 1 : 1,
+	    "depth", (int)(p != NULL ? p->depth : 0) +
+	    (int)external_depth(x),
 	    "virtual", 1,
 	    "inside", x->parent,
 	    "kind", x->kind,
@@ -614,9 +741,9 @@ mapview_external(struct external *x, enum external_change what)
 		jsonw_key(&j, "name");
 		jsonw_str(&j, x->name);
 		jsonw_key(&j, "parent");
-		jsonw_str(&j, x->parent);
+		jsonw_str(&j, external_parent(x));
 		jsonw_key(&j, "ownerId");
-		jsonw_str(&j, x->parent);
+		jsonw_str(&j, external_parent(x));
 		jsonw_key(&j, "state");
 		jsonw_str(&j, "registered");
 		jsonw_key(&j, "virtual");
@@ -738,7 +865,8 @@ mapview_match(struct agent *a, json_t *f)
 static int
 mapview_match_external(struct external *x, json_t *f)
 {
-	json_t	*v;
+	json_t	*v, *kids;
+	int	 match;
 
 	if (f == NULL)
 		return 1;
@@ -750,12 +878,45 @@ mapview_match_external(struct external *x, json_t *f)
 	    json_array_size(json_object_get(f, "capabilities")) > 0)
 		return 0;
 	v = json_object_get(f, "parent");
-	if (json_is_string(v) && strcmp(x->parent, json_string_value(v)) != 0)
+	if (json_is_string(v) && strcmp(external_parent(x),
+	    json_string_value(v)) != 0)
 		return 0;
 	v = json_object_get(f, "ownerId");
-	if (json_is_string(v) && strcmp(x->parent, json_string_value(v)) != 0)
+	if (json_is_string(v) && strcmp(external_parent(x),
+	    json_string_value(v)) != 0)
 		return 0;
-	return !json_is_true(json_object_get(f, "hasChildren"));
+	v = json_object_get(f, "hasChildren");
+	if (json_is_boolean(v)) {
+		kids = mapview_inner(x);
+		match = (json_array_size(kids) > 0) == json_is_true(v);
+		json_decref(kids);
+		return match;
+	}
+	return 1;
+}
+
+/*
+ * Add the ones inside agent t that up started (NULL: t's tool itself),
+ * each followed by those it started, as children follow their parent in
+ * ps; at most depth levels down.
+ */
+static void
+mapview_list_inner(json_t *list, struct agent *t, const char *up,
+    json_t *f, int depth)
+{
+	struct external	*x;
+
+	if (depth <= 0)
+		return;
+	for (x = external_first(); x != NULL; x = external_next(x)) {
+		if (strcmp(x->parent, t->id) != 0 || (up == NULL ?
+		    x->up != NULL : x->up == NULL || strcmp(x->up, up) != 0))
+			continue;
+		if (mapview_match_external(x, f))
+			json_array_append_new(list,
+			    mapview_describe_external(x));
+		mapview_list_inner(list, t, x->id, f, depth - 1);
+	}
 }
 
 /* map/agents/list: the agents the caller may see, filtered. */
@@ -763,7 +924,6 @@ void
 mapview_list(struct peer *p, json_t *id, json_t *params)
 {
 	struct agent	*t;
-	struct external	*x;
 	json_t		*list, *f = json_object_get(params, "filter");
 
 	if (f != NULL && !json_is_object(f)) {
@@ -778,32 +938,67 @@ mapview_list(struct peer *p, json_t *id, json_t *params)
 		if (mapview_match(t, f))
 			json_array_append_new(list, mapview_describe(t));
 		/* Those inside its tool follow it, as children do in ps. */
-		for (x = external_first(); x != NULL; x = external_next(x))
-			if (strcmp(x->parent, t->id) == 0 &&
-			    mapview_match_external(x, f))
-				json_array_append_new(list,
-				    mapview_describe_external(x));
+		mapview_list_inner(list, t, NULL, f, MAPVIEW_INNER_DEPTH);
 	}
 	rpc_reply(p, id, json_pack("{s:o}", "agents", list));
 }
 
-/* The agent params name (agentId, or corral's id / agent), or NULL. */
-struct agent *
-mapview_param_agent(json_t *params)
+/*
+ * The agent id params name (agentId, or corral's id / agent), without
+ * the "agent:" of MAP's string form of an address; NULL when none is a
+ * string.
+ */
+static const char *
+mapview_param_id(json_t *params)
 {
-	json_t	*v;
+	json_t		*v;
+	const char	*s;
 
 	v = json_object_get(params, "agentId");
 	if (v == NULL)
 		v = json_object_get(params, "id");
 	if (v == NULL)
 		v = json_object_get(params, "agent");
-	if (!json_is_string(v))
+	if ((s = json_string_value(v)) == NULL)
 		return NULL;
-	/* "agent:ID" is MAP's string form of an address. */
-	if (strncmp(json_string_value(v), "agent:", 6) == 0)
-		return agent_find(json_string_value(v) + 6);
-	return agent_find(json_string_value(v));
+	return strncmp(s, "agent:", 6) == 0 ? s + 6 : s;
+}
+
+/*
+ * Return nonzero if params name an agent; else answer -32602: a method
+ * that acts on an agent needs its id (a missing param is no unknown
+ * agent).
+ */
+int
+mapview_need_id(struct peer *p, json_t *id, json_t *params)
+{
+	if (mapview_param_id(params) != NULL)
+		return 1;
+	rpc_error(p, id, CORRAL_E_PARAMS, "params.agentId must be a string: "
+	    "the agent's id", NULL);
+	return 0;
+}
+
+/* The agent params name, or NULL. */
+struct agent *
+mapview_param_agent(json_t *params)
+{
+	const char	*s = mapview_param_id(params);
+
+	return s != NULL ? agent_find(s) : NULL;
+}
+
+/*
+ * A depth a caller gives (maxDepth, depth): -1 (any) when absent or
+ * negative; a depth beyond any tree is as good as any.
+ */
+static int
+mapview_depth(json_t *obj, const char *key)
+{
+	double	d = -1;
+
+	(void)protocol_number(obj, key, -1, INT_MAX, 1, &d);
+	return (int)d;
 }
 
 /* Add the descendants of a the caller sees to list, down to depth. */
@@ -826,47 +1021,57 @@ mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
 struct external *
 mapview_param_external(json_t *params)
 {
-	json_t		*v;
-	const char	*s;
+	const char	*s = mapview_param_id(params);
 
-	v = json_object_get(params, "agentId");
-	if (v == NULL)
-		v = json_object_get(params, "id");
-	if (v == NULL)
-		v = json_object_get(params, "agent");
-	if ((s = json_string_value(v)) == NULL)
-		return NULL;
-	if (strncmp(s, "agent:", 6) == 0)
-		s += 6;
-	return external_find(s);
+	return s != NULL ? external_find(s) : NULL;
 }
 
 /*
- * map/agents/get of an external agent: itself, its parent when asked
- * (the agent it runs in); it has no children, and its siblings are its
- * agent's business.
+ * map/agents/get of an external agent: itself, and the relatives asked
+ * for: its parent (the one that started it, else the agent it runs in),
+ * its ancestors up to and with that agent, the ones it started (children
+ * and descendants); its siblings are its agent's business.
  */
 static void
 mapview_get_external(struct peer *p, json_t *id, json_t *params,
     struct external *xa)
 {
 	struct agent	*a = agent_find(xa->parent);
-	json_t		*res, *inc;
+	struct external	*u;
+	json_t		*res, *inc, *list;
 
 	res = json_pack("{s:o}", "agent", mapview_describe_external(xa));
 	inc = json_object_get(params, "include");
 	if (inc == NULL)
 		inc = params;
-	if (a != NULL && (json_is_true(json_object_get(inc, "parent")) ||
-	    json_is_true(json_object_get(inc, "ancestors"))))
-		json_object_set_new(res, json_is_true(json_object_get(inc,
-		    "parent")) ? "parent" : "ancestors", json_is_true(
-		    json_object_get(inc, "parent")) ? mapview_describe(a) :
-		    json_pack("[o]", mapview_describe(a)));
-	if (json_is_true(json_object_get(inc, "children")))
-		json_object_set_new(res, "children", json_array());
-	if (json_is_true(json_object_get(inc, "descendants")))
-		json_object_set_new(res, "descendants", json_array());
+	u = xa->up != NULL ? external_find(xa->up) : NULL;
+	if (json_is_true(json_object_get(inc, "parent")) && (u != NULL ||
+	    a != NULL))
+		json_object_set_new(res, "parent", u != NULL ?
+		    mapview_describe_external(u) : mapview_describe(a));
+	if (json_is_true(json_object_get(inc, "ancestors"))) {
+		list = json_array();
+		for (; u != NULL; u = u->up != NULL ? external_find(u->up) :
+		    NULL)
+			json_array_append_new(list,
+			    mapview_describe_external(u));
+		if (a != NULL)
+			json_array_append_new(list, mapview_describe(a));
+		json_object_set_new(res, "ancestors", list);
+	}
+	if (json_is_true(json_object_get(inc, "children"))) {
+		list = json_array();
+		if (a != NULL)
+			mapview_list_inner(list, a, xa->id, NULL, 1);
+		json_object_set_new(res, "children", list);
+	}
+	if (json_is_true(json_object_get(inc, "descendants"))) {
+		list = json_array();
+		if (a != NULL)
+			mapview_list_inner(list, a, xa->id, NULL,
+			    MAPVIEW_INNER_DEPTH);
+		json_object_set_new(res, "descendants", list);
+	}
 	rpc_reply(p, id, res);
 }
 
@@ -882,6 +1087,8 @@ mapview_get(struct peer *p, json_t *id, json_t *params)
 	json_t		*res, *inc, *list;
 	int		 depth = -1;
 
+	if (!mapview_need_id(p, id, params))
+		return;
 	if ((t = mapview_param_agent(params)) == NULL || !mapview_sees(p, t)) {
 		if ((xa = mapview_param_external(params)) != NULL &&
 		    mapview_sees_external(p, xa)) {
@@ -897,9 +1104,7 @@ mapview_get(struct peer *p, json_t *id, json_t *params)
 	inc = json_object_get(params, "include");
 	if (inc == NULL)
 		inc = params;
-	if (json_is_integer(json_object_get(inc, "maxDepth")))
-		depth = (int)json_integer_value(json_object_get(inc,
-		    "maxDepth"));
+	depth = mapview_depth(inc, "maxDepth");
 	if (json_is_true(json_object_get(inc, "parent")) && t->parent != NULL &&
 	    mapview_sees(p, t->parent))
 		json_object_set_new(res, "parent", mapview_describe(t->parent));
@@ -966,9 +1171,7 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 			return;
 		}
 	}
-	if (json_is_integer(json_object_get(params, "depth")))
-		depth = (int)json_integer_value(json_object_get(params,
-		    "depth"));
+	depth = mapview_depth(params, "depth");
 	nodes = json_array();
 	edges = json_array();
 	for (t = agent_first(); t != NULL; t = agent_next(t)) {
@@ -990,8 +1193,8 @@ mapview_graph(struct peer *p, json_t *id, json_t *params)
 			json_array_append_new(nodes,
 			    mapview_describe_external(x));
 			json_array_append_new(edges, json_pack(
-			    "{s:s, s:s, s:s}", "from", t->id, "to", x->id,
-			    "type", "parent-child"));
+			    "{s:s, s:s, s:s}", "from", external_parent(x), "to",
+			    x->id, "type", "parent-child"));
 		}
 	}
 	rpc_reply(p, id, json_pack("{s:o, s:o}", "nodes", nodes, "edges",

@@ -1467,6 +1467,7 @@ message_report(struct peer *p, json_t *id, json_t *params)
 {
 	struct msg	*m;
 	json_t		*md;
+	char		 why[256];
 	const char	*rid = json_string_value(json_object_get(params,
 			    "requestId"));
 	const char	*type = json_string_value(json_object_get(params,
@@ -1493,8 +1494,9 @@ message_report(struct peer *p, json_t *id, json_t *params)
 	}
 	engine_report(p->agent, m, type, sev, text != NULL ? text : "",
 	    json_string_value(json_object_get(params, "errorId")));
+	/* Shown in its metadata when that stays within its bound. */
 	md = json_pack("{s:O}", "lastErrorReport", params);
-	mapview_merge(p->agent, md);
+	(void)mapview_merge(p->agent, md, why, sizeof why);
 	json_decref(md);
 	rpc_reply(p, id, json_object());
 }

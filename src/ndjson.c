@@ -9,6 +9,10 @@
  * does), then reports the line's full size once.  Nothing here knows about
  * libev, so the unit tests can feed it any chunking they like.
  *
+ * A line too long is reported with its first NDJSON_HEAD bytes, so that
+ * its owner can say which request it was (a JSON-RPC id is near the
+ * start), and nothing more of it is kept.
+ *
  * The owner may stop a chunk between two lines (ndjson_reader_stop, from
  * its callback): the rest of the chunk is kept, at most one read, and
  * handed out by ndjson_resume.  A peer whose lines make corral write
@@ -62,7 +66,8 @@ ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
 		if (r->truncate)
 			cb(arg, NDJSON_CUT, line, r->max, len - r->max);
 		else
-			cb(arg, NDJSON_TOOLONG, NULL, 0, len);
+			cb(arg, NDJSON_TOOLONG, line, len < NDJSON_HEAD ? len :
+			    NDJSON_HEAD, len);
 		return;
 	}
 	if (!r->truncate && (nul = memchr(line, '\0', len)) != NULL) {
@@ -99,19 +104,38 @@ ndjson_drop(struct ndjson_reader *r)
 	r->len = r->cap = 0;
 }
 
+/*
+ * A line turned out too long: keep the first NDJSON_HEAD bytes of the
+ * part held (the discarding that follows adds from the chunks).
+ */
+static void
+ndjson_keep_head(struct ndjson_reader *r)
+{
+	r->headlen = r->len < NDJSON_HEAD ? r->len : NDJSON_HEAD;
+	if (r->headlen > 0)
+		memcpy(r->head, r->buf, r->headlen);
+}
+
 /* Feed n bytes of a stream; complete lines go to cb. */
 void
 ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
     void *arg)
 {
 	char	*nl, *end = data + n;
-	size_t	 chunk;
+	size_t	 chunk, take;
 
 	while (data < end) {
 		nl = memchr(data, '\n', (size_t)(end - data));
 		chunk = (nl != NULL ? (size_t)(nl - data) : (size_t)(end - data));
 
 		if (r->discarding) {
+			if (!r->truncate && r->headlen < NDJSON_HEAD) {
+				/* The start of the line, still coming. */
+				take = chunk < NDJSON_HEAD - r->headlen ? chunk :
+				    NDJSON_HEAD - r->headlen;
+				memcpy(r->head + r->headlen, data, take);
+				r->headlen += take;
+			}
 			r->discarded += chunk;
 			if (chunk > 0)
 				r->last_cr = (data[chunk - 1] == '\r');
@@ -124,7 +148,9 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			if (r->truncate)
 				cb(arg, NDJSON_CUT, r->buf, r->len, r->discarded);
 			else
-				cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
+				cb(arg, NDJSON_TOOLONG, r->head, r->headlen <
+				    r->discarded ? r->headlen : r->discarded,
+				    r->discarded);
 			r->discarding = 0;
 			r->discarded = 0;
 			r->lines++;
@@ -158,6 +184,7 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			r->discarding = 1;
 			r->discarded = r->len;
 			r->last_cr = r->len > 0 && r->buf[r->len - 1] == '\r';
+			ndjson_keep_head(r);
 			ndjson_drop(r);
 			continue;	/* the discarding branch counts chunk */
 		}
@@ -230,10 +257,15 @@ void
 ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
 {
 	if (r->discarding) {
+		/* A last '\r' does not count, as before a newline. */
+		if (r->last_cr && r->discarded > 0)
+			r->discarded--;
 		if (r->truncate)
 			cb(arg, NDJSON_CUT, r->buf, r->len, r->discarded);
 		else
-			cb(arg, NDJSON_TOOLONG, NULL, 0, r->discarded);
+			cb(arg, NDJSON_TOOLONG, r->head, r->headlen <
+			    r->discarded ? r->headlen : r->discarded,
+			    r->discarded);
 		r->discarding = 0;
 		r->discarded = 0;
 	} else if (r->len > 0)

@@ -26,6 +26,7 @@ static int	progress_on;
 static int	progress_lines;	/* lines drawn now */
 static int	progress_dirty;
 static int	progress_ticks;
+static int	progress_held;	/* a question is on the terminal */
 
 /* Erase the block (before) or draw it again (after) around a log line. */
 static void
@@ -133,6 +134,8 @@ progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	double	tokens, cost;
 
 	if (progress_tty) {
+		if (progress_held)
+			return;
 		/* Changes at once; otherwise once a second, for the clock. */
 		if (progress_dirty || ++progress_ticks >= 10) {
 			progress_ticks = 0;
@@ -172,6 +175,19 @@ progress_start(void)
 void
 progress_update(void)
 {
+	progress_dirty = 1;
+}
+
+/*
+ * Hold the view off the terminal (on) while a question is asked there,
+ * or let it draw again.
+ */
+void
+progress_hold(int on)
+{
+	progress_held = on;
+	if (on && progress_on && progress_tty)
+		progress_hook(0);
 	progress_dirty = 1;
 }
 

@@ -243,6 +243,37 @@ protocol_filter_allows(json_t *filter, const char *key, const char *v)
 	return 0;
 }
 
+/*
+ * Read a number a peer gave (obj's member key) before anything converts
+ * it: returns 0 when it is absent or null (*out untouched), 1 with *out
+ * when it is a number in [min, max], -1 when it is not a number or lies
+ * outside, unless clamp: then the nearest bound is taken.  Every number
+ * a client or an agent gives the control plane goes through here, so
+ * that none reaches a cast to a type it does not fit (1e300 as a
+ * uint64_t is undefined behaviour).
+ */
+int
+protocol_number(json_t *obj, const char *key, double min, double max,
+    int clamp, double *out)
+{
+	json_t	*v = json_object_get(obj, key);
+	double	 d;
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return -1;
+	/* jansson holds integers as long long and reals as finite doubles. */
+	d = json_number_value(v);
+	if (d < min || d > max) {
+		if (!clamp)
+			return -1;
+		d = d < min ? min : max;
+	}
+	*out = d;
+	return 1;
+}
+
 /* Is s a usable agent name: letters, digits, '_' and '-', 1 to 48? */
 int
 protocol_agent_name(const char *s)

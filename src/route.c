@@ -8,7 +8,9 @@
  * the agent that wrote the weak reply whenever another candidate exists.
  * When no candidate can take work now, the request waits in the row's
  * queue, one FIFO per priority; when no candidate exists at all, or will
- * ever exist again, it fails at once.
+ * ever exist again, it fails at once.  A step's request names its agent,
+ * not an intent: each workflow entry has a row of its own, served the
+ * same way.
  *
  * Queues are served highest priority first, FIFO within a level.  So that
  * a flood of urgent work cannot starve the rest, a head that has waited
@@ -33,6 +35,9 @@
 static uint64_t			 route_pick_seq;
 static const struct workflow	*route_wf;
 static struct route		 route_rows[INTENT_MAX + 1];
+static struct route		*route_entries;	/* a row per workflow entry */
+static struct agent_conf	**route_entry_confs;	/* their one entry */
+static size_t			 route_nentries;
 static struct agentpool		*route_pools;	/* per workflow entry */
 static unsigned int		 route_queued;	/* in every row's queues */
 static struct route_hooks	 route_hooks;
@@ -78,6 +83,21 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	route_pools = xcalloc(wf->nagents, sizeof *route_pools);
 	for (i = 0; i < wf->nagents; i++)
 		TAILQ_INIT(&route_pools[i]);
+	free(route_entries);
+	free(route_entry_confs);
+	route_entries = xcalloc(wf->nagents, sizeof *route_entries);
+	route_entry_confs = xcalloc(wf->nagents, sizeof *route_entry_confs);
+	route_nentries = wf->nagents;
+	for (i = 0; i < wf->nagents; i++) {
+		r = &route_entries[i];
+		r->intent = ROUTE_ENTRY;
+		r->entry = &wf->agents[i];
+		route_entry_confs[i] = &wf->agents[i];
+		r->confs = &route_entry_confs[i];
+		r->nconfs = 1;
+		for (idx = 0; idx < PRIO_COUNT; idx++)
+			TAILQ_INIT(&r->queue[idx]);
+	}
 	route_wf = wf;
 	route_queued = 0;
 	route_hooks = *hooks;
@@ -103,6 +123,35 @@ route_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 {
 	if (lifecycle_routable(a))
 		route_kick(a);
+}
+
+/* How many rows there are: the intents', then the entries'. */
+static size_t
+route_count(void)
+{
+	return INTENT_MAX + 1 + route_nentries;
+}
+
+/* Row i of route_count(): an intent's, or an entry's. */
+static struct route *
+route_at(size_t i)
+{
+	if (i <= INTENT_MAX)
+		return &route_rows[i];
+	return &route_entries[i - INTENT_MAX - 1];
+}
+
+/* Say what a row serves, for a person: "intent plan", "agent writer". */
+static const char *
+route_what(const struct route *r, char *buf, size_t len)
+{
+	if (r->intent == ROUTE_ENTRY)
+		snprintf(buf, len, "agent %s", r->entry->name);
+	else if (r->intent == ROUTE_FALLBACK)
+		snprintf(buf, len, "route \"*\"");
+	else
+		snprintf(buf, len, "intent %s", protocol_intent_name(r->intent));
+	return buf;
 }
 
 /* How many requests wait in the rows' queues. */
@@ -418,11 +467,12 @@ static void
 route_forget_agent(struct agent *a)
 {
 	struct msg	*m;
-	int		 j, level;
+	size_t		 j;
+	int		 level;
 
-	for (j = 0; j <= INTENT_MAX; j++)
+	for (j = 0; j < route_count(); j++)
 		for (level = 0; level < PRIO_COUNT; level++)
-			TAILQ_FOREACH(m, &route_rows[j].queue[level], entry) {
+			TAILQ_FOREACH(m, &route_at(j)->queue[level], entry) {
 				if (m->exclude == a)
 					m->exclude = NULL;
 				if (m->parent_agent == a)
@@ -485,9 +535,11 @@ route_submit(struct msg *m)
 	struct agent	*a;
 	unsigned int	 others;
 	int		 excluded;
-	char		 why[2048], causes[1800];
+	char		 why[2048], causes[1800], what[80];
 
-	if ((r = route_for(m->intent)) == NULL) {
+	if (m->to_entry != NULL)
+		r = &route_entries[m->to_entry->index];
+	else if ((r = route_for(m->intent)) == NULL) {
 		snprintf(why, sizeof why, "no route for intent %s and no \"*\" "
 		    "fallback in routes:", protocol_intent_name(m->intent));
 		route_hooks.fail(m, "REJECTED", "no_route", why);
@@ -501,23 +553,30 @@ route_submit(struct msg *m)
 	}
 	if (others == 0 && !excluded) {
 		route_why_none(r, causes, sizeof causes);
-		snprintf(why, sizeof why, "no agent is left to serve intent %s "
-		    "(route %s)%s", protocol_intent_name(m->intent),
-		    r->intent == ROUTE_FALLBACK ? "\"*\"" :
-		    protocol_intent_name(r->intent), causes);
+		if (r->intent == ROUTE_ENTRY)
+			snprintf(why, sizeof why, "no agent is left to serve "
+			    "%s%s", route_what(r, what, sizeof what), causes);
+		else
+			snprintf(why, sizeof why, "no agent is left to serve "
+			    "intent %s (route %s)%s",
+			    protocol_intent_name(m->intent),
+			    r->intent == ROUTE_FALLBACK ? "\"*\"" :
+			    protocol_intent_name(r->intent), causes);
 		route_hooks.fail(m, "UNAVAILABLE", "no_agent", why);
 		return -1;
 	}
 	if (others > 0 && route_open_circuits == others && !excluded) {
 		/* Every candidate's circuit is open: fail fast. */
 		snprintf(why, sizeof why, "the circuit is open for every agent "
-		    "serving intent %s", protocol_intent_name(m->intent));
+		    "serving %s", r->intent == ROUTE_ENTRY ? route_what(r,
+		    what, sizeof what) : protocol_intent_name(m->intent));
 		route_hooks.fail(m, "UNAVAILABLE", "circuit_open", why);
 		return -1;
 	}
 	if (r->queued >= route_wf->max_queue) {
-		snprintf(why, sizeof why, "the queue for intent %s is full (%u "
-		    "messages waiting)", protocol_intent_name(m->intent),
+		snprintf(why, sizeof why, "the queue for %s is full (%u "
+		    "messages waiting)", r->intent == ROUTE_ENTRY ? route_what(r,
+		    what, sizeof what) : protocol_intent_name(m->intent),
 		    r->queued);
 		route_hooks.fail(m, "REJECTED", "queue_full", why);
 		return -1;
@@ -560,7 +619,8 @@ route_kick(struct agent *a)
 	struct route	*r, *best_r;
 	struct msg	*m, *best;
 	ev_tstamp	 now;
-	int		 j, level, best_level, aged;
+	size_t		 j;
+	int		 level, best_level, aged;
 
 	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL && route_ready(a)) {
 		route_dequeue(m);
@@ -574,8 +634,8 @@ route_kick(struct agent *a)
 		best_r = NULL;
 		best_level = -1;
 		aged = 0;
-		for (j = 0; j <= INTENT_MAX; j++) {
-			r = &route_rows[j];
+		for (j = 0; j < route_count(); j++) {
+			r = route_at(j);
 			if (r->queued == 0 || !route_serves(r, a))
 				continue;
 			for (level = PRIO_COUNT - 1; level >= 0; level--) {
@@ -627,13 +687,14 @@ route_check_orphans(void)
 	struct route	*r;
 	struct msg	*m, *next;
 	unsigned int	 others;
-	int		 j, level, excluded;
-	char		 why[2048], causes[1800];
+	size_t		 j;
+	int		 level, excluded;
+	char		 why[2048], causes[1800], what[80];
 
 	if (route_queued == 0)
 		return;
-	for (j = 0; j <= INTENT_MAX; j++) {
-		r = &route_rows[j];
+	for (j = 0; j < route_count(); j++) {
+		r = route_at(j);
 		if (r->queued == 0)
 			continue;
 		for (level = 0; level < PRIO_COUNT; level++) {
@@ -643,9 +704,13 @@ route_check_orphans(void)
 					continue;
 				route_dequeue(m);
 				route_why_none(r, causes, sizeof causes);
+				if (r->intent == ROUTE_ENTRY)
+					(void)route_what(r, what, sizeof what);
+				else
+					snprintf(what, sizeof what, "intent %s",
+					    protocol_intent_name(m->intent));
 				snprintf(why, sizeof why, "no agent is left to "
-				    "serve intent %s%s",
-				    protocol_intent_name(m->intent), causes);
+				    "serve %s%s", what, causes);
 				route_hooks.fail(m, "UNAVAILABLE", "no_agent",
 				    why);
 			}
@@ -659,10 +724,11 @@ route_fail_all(const char *why)
 {
 	struct route	*r;
 	struct msg	*m;
-	int		 j, level;
+	size_t		 j;
+	int		 level;
 
-	for (j = 0; j <= INTENT_MAX; j++) {
-		r = &route_rows[j];
+	for (j = 0; j < route_count(); j++) {
+		r = route_at(j);
 		for (level = 0; level < PRIO_COUNT; level++) {
 			while ((m = TAILQ_FIRST(&r->queue[level])) != NULL) {
 				route_dequeue(m);

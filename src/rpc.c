@@ -8,6 +8,11 @@
  * docs/protocol.md).  Frames are built with jansson: the control plane is
  * rare next to envelopes.
  *
+ * A batch (an array of requests) gets one array of answers: while one is
+ * handled, answers are gathered into it, and anything else for the peer
+ * (events, messages) waits until the array is written, so that a
+ * subscription's answer still comes before its events.
+ *
  * The participants that are not agents (clients) are listed here too, so
  * that a message can be addressed to one by its participantId.
  */
@@ -57,8 +62,14 @@ rpc_send(struct peer *p, json_t *frame)
 void
 rpc_send_text(struct peer *p, const char *s, size_t len)
 {
+	int	wrote;
+
+	if (p->held != NULL) {
+		json_array_append_new(p->held, json_stringn(s, len));
+		return;
+	}
 	/* Its dialect wrote it (and counted it): the same pressure holds. */
-	int	wrote = rpc_agent_wrote(p, s, len);
+	wrote = rpc_agent_wrote(p, s, len);
 
 	if (p->chan != NULL) {
 		if (!wrote)
@@ -83,10 +94,107 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 void
 rpc_send_event(struct peer *p, const char *s, size_t len)
 {
+	if (p->held != NULL) {
+		json_array_append_new(p->held, json_stringn(s, len));
+		return;
+	}
 	if (rpc_agent_wrote(p, s, len))
 		return;
 	if (p->chan != NULL)
 		chan_write_line(p->chan, s, len);
+}
+
+/*
+ * Write an answer (a stolen reference), or add it, as text, to the
+ * batch's: the text is what the batch costs (rpc_batch_bytes).
+ */
+static void
+rpc_answer(struct peer *p, json_t *f)
+{
+	char	*s;
+
+	if (p->batch != NULL && f != NULL) {
+		if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
+			jsonw_raw(p->batch, s, strlen(s));
+		else
+			log_warnx("%s: a control frame could not be built",
+			    p->name);
+		free(s);
+		json_decref(f);
+		return;
+	}
+	rpc_send(p, f);
+	json_decref(f);
+}
+
+/*
+ * Write an answer already serialized (by the JSON writer: map/replay's),
+ * or add it to the batch's.
+ */
+void
+rpc_reply_text(struct peer *p, const char *s, size_t len)
+{
+	if (p->batch != NULL)
+		jsonw_raw(p->batch, s, len);
+	else
+		rpc_send_text(p, s, len);
+}
+
+/* A batch begins: its answers are gathered, other frames held. */
+void
+rpc_batch_begin(struct peer *p)
+{
+	p->batch = xcalloc(1, sizeof *p->batch);
+	jsonw_init(p->batch);
+	jsonw_array(p->batch);
+	p->held = json_array();
+}
+
+/* Is a batch of this peer's being handled (its answers gathered)? */
+int
+rpc_batching(const struct peer *p)
+{
+	return p->batch != NULL;
+}
+
+/* How many bytes the answers of the batch being handled take so far. */
+size_t
+rpc_batch_bytes(const struct peer *p)
+{
+	return p->batch != NULL ? ndjson_writer_queued(&p->batch->w) : 0;
+}
+
+/*
+ * The batch is done: its answers go as one array (nothing when it held
+ * only notifications, as JSON-RPC says), then what was held.
+ */
+void
+rpc_batch_end(struct peer *p)
+{
+	struct jsonw	*batch = p->batch;
+	json_t		*held = p->held, *v;
+	char		*s;
+	size_t		 i, len;
+
+	p->batch = NULL;
+	p->held = NULL;
+	jsonw_array_end(batch);
+	s = jsonw_finish(batch, &len);
+	if (len > 2)	/* more than "[]" */
+		rpc_send_text(p, s, len);
+	free(s);
+	free(batch);
+	json_array_foreach(held, i, v)
+		rpc_send_text(p, json_string_value(v), json_string_length(v));
+	json_decref(held);
+}
+
+/* Frames held for after the batch are dropped: the peer said goodbye. */
+void
+rpc_batch_drop_held(struct peer *p)
+{
+	if (p->held != NULL)
+		json_array_clear(p->held);
 }
 
 /* Answer request id with a result (stolen reference). */
@@ -101,8 +209,7 @@ rpc_reply(struct peer *p, json_t *id, json_t *result)
 	}
 	f = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
 	    result);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* MAP's category of an error code (the SDK's ErrorCategory). */
@@ -161,8 +268,7 @@ rpc_error(struct peer *p, json_t *id, int code, const char *msg,
 	f = json_pack("{s:s, s:O, s:{s:i, s:o, s:o}}", "jsonrpc", "2.0", "id",
 	    id, "error", "code", code, "message", jsonw_text(msg, strlen(msg)),
 	    "data", data);
-	rpc_send(p, f);
-	json_decref(f);
+	rpc_answer(p, f);
 }
 
 /* Send a notification (params: a stolen reference, or NULL). */
@@ -247,4 +353,93 @@ rpc_full(const struct peer *p)
 {
 	return p->chan == NULL || p->chan->wfd == -1 ||
 	    (p->chan->flags & CHAN_WCLOSED) || chan_full(p->chan);
+}
+
+/* Skip white space; returns the next position. */
+static size_t
+rpc_ws(const char *p, size_t i, size_t len)
+{
+	while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
+	    p[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Skip a string that starts at i (a '"'); returns its end, or len. */
+static size_t
+rpc_skip_string(const char *p, size_t i, size_t len)
+{
+	for (i++; i < len; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '"')
+			return i + 1;
+	}
+	return len;
+}
+
+/* Skip a value that starts at i; returns its end, or len if cut off. */
+static size_t
+rpc_skip_value(const char *p, size_t i, size_t len)
+{
+	int	depth = 0;
+
+	if (i < len && p[i] == '"')
+		return rpc_skip_string(p, i, len);
+	for (; i < len; i++) {
+		if (p[i] == '"') {
+			i = rpc_skip_string(p, i, len) - 1;
+			continue;
+		}
+		if (p[i] == '{' || p[i] == '[')
+			depth++;
+		else if (p[i] == '}' || p[i] == ']') {
+			if (depth == 0)
+				return i;
+			if (--depth == 0)
+				return i + 1;
+		} else if (depth == 0 && (p[i] == ',' || p[i] == ' ' ||
+		    p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+			return i;
+	}
+	return len;
+}
+
+/*
+ * The id of a JSON-RPC frame known only by its first bytes (a line too
+ * long, dropped): its top-level member "id", when that is a string, a
+ * number or null and lies whole within them.  A new reference, or NULL.
+ * So a refusal can still be matched to its request.
+ */
+json_t *
+rpc_prefix_id(const char *p, size_t len)
+{
+	size_t	 i, k, kend, v;
+	json_t	*id;
+
+	if ((i = rpc_ws(p, 0, len)) >= len || p[i] != '{')
+		return NULL;
+	for (i++;;) {
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != '"')
+			return NULL;
+		k = i;
+		if ((kend = i = rpc_skip_string(p, i, len)) >= len)
+			return NULL;
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != ':')
+			return NULL;
+		v = rpc_ws(p, i + 1, len);
+		if ((i = rpc_skip_value(p, v, len)) >= len)
+			return NULL;
+		if (kend - k != 4 || memcmp(p + k, "\"id\"", 4) != 0)
+			goto next;
+		id = json_loadb(p + v, i - v, JSON_DECODE_ANY, NULL);
+		if (json_is_string(id) || json_is_number(id) || json_is_null(id))
+			return id;
+		json_decref(id);
+		return NULL;
+next:
+		if ((i = rpc_ws(p, i, len)) >= len || p[i] != ',')
+			return NULL;
+		i++;
+	}
 }

@@ -30,6 +30,8 @@ struct server_client {
 	struct peer			 peer;
 	struct chan			 chan;
 	char				 name[32];	/* client:N */
+	pid_t				 pid;		/* SO_PEERCRED's */
+	ev_tstamp			 last;		/* its last line */
 	int				 flags;
 #define SC_DEAD		0x01
 #define SC_PAUSED	0x02	/* answers pile up: lines wait */
@@ -79,6 +81,8 @@ server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
 	c = xcalloc(1, sizeof *c);
 	snprintf(c->name, sizeof c->name, "client:%llu",
 	    (unsigned long long)++server_client_seq);
+	c->pid = pid;
+	c->last = ev_now(LOOP);
 	chan_init(&c->chan, c->name, fd, wfd, CORRAL_MAX_LINE_DEFAULT, c);
 	c->chan.on_line = server_client_line;
 	c->chan.on_eof = server_client_eof;
@@ -118,7 +122,7 @@ static void
 server_client_handle(struct server_client *c, enum ndjson_kind kind,
     char *line, size_t len, size_t extra)
 {
-	json_t	*nul;
+	json_t	*id;
 	char	 why[128];
 
 	if (kind == NDJSON_LINE) {
@@ -134,10 +138,13 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 	else
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
-	nul = json_null();
-	rpc_error(&c->peer, nul, kind == NDJSON_TOOLONG ? CORRAL_E_INVALID :
+	/* The request's id, when its first bytes have it: the answer is
+	 * then its own. */
+	if (kind != NDJSON_TOOLONG || (id = rpc_prefix_id(line, len)) == NULL)
+		id = json_null();
+	rpc_error(&c->peer, id, kind == NDJSON_TOOLONG ? CORRAL_E_INVALID :
 	    CORRAL_E_PARSE, why, NULL);
-	json_decref(nul);
+	json_decref(id);
 }
 
 /* Stop reading while the client's answers pile up. */
@@ -159,6 +166,7 @@ server_client_line(struct chan *ch, enum ndjson_kind kind, char *line,
 
 	if (c->flags & SC_DEAD)
 		return;
+	c->last = ev_now(LOOP);
 	if ((c->flags & SC_PAUSED) && kind == NDJSON_LINE) {
 		/* The rest of a chunk already read: it waits its turn. */
 		if (c->plen + len + 1 > c->pcap) {
@@ -198,8 +206,10 @@ server_client_drained(struct chan *ch, int arg)
 		off += len + 1;
 		server_client_check(c);
 	}
-	memmove(c->pend, c->pend + off, c->plen - off);
-	c->plen -= off;
+	if (off > 0) {		/* none: c->pend may be NULL */
+		memmove(c->pend, c->pend + off, c->plen - off);
+		c->plen -= off;
+	}
 	if (!(c->flags & (SC_DEAD | SC_PAUSED)))
 		chan_resume_reading(&c->chan);
 }
@@ -230,6 +240,86 @@ server_client_free(struct server_client *c)
 	free(c->peer.cname);
 	free(c->pend);
 	free(c);
+}
+
+/*
+ * How much a client is worth keeping when room is short: a session an
+ * agent acts through (corral mcp, whose children's results come to it)
+ * most, then one with subscriptions or agents of its own, then the
+ * rest.
+ */
+static int
+server_client_worth(struct server_client *c)
+{
+	return 2 * ((c->peer.role & PEER_DELEGATE) != 0) +
+	    (c->peer.nsubs > 0) + mapview_owns(c->name);
+}
+
+/*
+ * The connection to close to make room for a new one, or NULL: the
+ * idlest connection of the process that holds the most, when it holds
+ * more than hog of them; else the idlest of those silent for min_idle
+ * seconds, the ones worth least first.  Processes are told apart by
+ * SO_PEERCRED's pid, which is 0 for every one outside corral's pid
+ * namespace: those count as one.
+ */
+static struct server_client *
+server_client_victim(unsigned int hog, double min_idle)
+{
+	struct server_client	*c, *d, *best = NULL;
+	ev_tstamp		 now = ev_now(LOOP);
+	unsigned int		 n, most = 0;
+	pid_t			 pid = 0;
+
+	TAILQ_FOREACH(c, &server_clients, entry) {
+		if (c->flags & SC_DEAD)
+			continue;
+		n = 0;
+		TAILQ_FOREACH(d, &server_clients, entry)
+			n += !(d->flags & SC_DEAD) && d->pid == c->pid;
+		if (n > most) {
+			most = n;
+			pid = c->pid;
+		}
+	}
+	TAILQ_FOREACH(c, &server_clients, entry) {
+		if (c->flags & SC_DEAD)
+			continue;
+		if (most > hog ? c->pid != pid : now - c->last < min_idle)
+			continue;
+		if (best == NULL || server_client_worth(c) <
+		    server_client_worth(best) || (server_client_worth(c) ==
+		    server_client_worth(best) && c->last < best->last))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * All places are taken: close one connection to make room (see
+ * server_client_victim), telling it why.  Returns 0 with its name and
+ * how long it was idle, or -1 when none may go.
+ */
+int
+server_client_evict(unsigned int hog, double min_idle, char *name,
+    size_t len, double *idle)
+{
+	struct server_client	*c;
+	json_t			*nul;
+	char			 why[160];
+
+	if ((c = server_client_victim(hog, min_idle)) == NULL)
+		return -1;
+	strlcpy(name, c->name, len);
+	*idle = ev_now(LOOP) - c->last;
+	snprintf(why, sizeof why, "connection closed to make room for a new "
+	    "one: every place was taken and this one was idle for %.1fs",
+	    *idle);
+	nul = json_null();
+	rpc_error(&c->peer, nul, CORRAL_E_EXHAUSTED, why, NULL);
+	json_decref(nul);
+	server_client_dead(c, "closed to make room");
+	return 0;
 }
 
 /* Free the clients that are gone (the loop's prepare callback). */

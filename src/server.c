@@ -26,7 +26,8 @@
  * Accepting backs off for a second when descriptors run out, as tmux's
  * server_add_accept does, rather than spinning on a listener that stays
  * readable.  Each connection becomes a client (server-client.c), up to
- * SERVER_CLIENTS at once.
+ * SERVER_CLIENTS at once; then a new one takes the place of an idle one
+ * (server_full), so that the owner's commands always get in.
  */
 
 #include <sys/socket.h>
@@ -44,6 +45,10 @@
 
 #define SERVER_CLIENTS	128	/* connections at once */
 #define SERVER_BACKLOG	128
+#define SERVER_HOG	16	/* one process's connections, beyond which
+				   it loses its idlest to a newcomer */
+#define SERVER_IDLE	1.0	/* else a connection silent this long may */
+#define SERVER_LOG_GAP	10.0	/* one line about the limit in this time */
 
 static struct {
 	int		 fd;
@@ -55,11 +60,15 @@ static struct {
 	char		*want;		/* --control PATH */
 	int		 off;		/* --no-control */
 	char		 rundir[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	ev_timer	 full_w;	/* the next line about the limit */
+	unsigned int	 refused;	/* since the last line */
+	unsigned int	 evicted;
 	char		 link[600];	/* in the directory, to --control's */
 } srv = { .fd = -1 };
 
 static void	server_accept_cb(struct ev_loop *, ev_io *, int);
 static void	server_backoff_cb(struct ev_loop *, ev_timer *, int);
+static void	server_full_cb(struct ev_loop *, ev_timer *, int);
 
 /* Choose the socket: a path (NULL: the default), or none at all. */
 void
@@ -300,6 +309,7 @@ server_start(void)
 	ev_io_init(&srv.w, server_accept_cb, fd, EV_READ);
 	ev_io_start(LOOP, &srv.w);
 	ev_timer_init(&srv.backoff, server_backoff_cb, 1.0, 0);
+	ev_timer_init(&srv.full_w, server_full_cb, SERVER_LOG_GAP, 0);
 	log_info("control socket %s", srv.path);
 	return 0;
 }
@@ -318,6 +328,7 @@ server_stop(void)
 		return;
 	ev_io_stop(LOOP, &srv.w);
 	ev_timer_stop(LOOP, &srv.backoff);
+	ev_timer_stop(LOOP, &srv.full_w);
 	close(srv.fd);
 	srv.fd = -1;
 	if (stat(srv.path, &st) == 0 && st.st_ino == srv.ino &&
@@ -358,6 +369,72 @@ server_refuse(int fd, int code, const char *why)
 	}
 	json_decref(f);
 	close(fd);
+}
+
+/*
+ * Say how many connections the limit refused, or made room for, since
+ * the last line about it: one line at most every SERVER_LOG_GAP seconds,
+ * however many come.
+ */
+static void
+server_full_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	if (srv.refused > 0)
+		log_warnx("control: %u more connections were refused in the "
+		    "last %.0fs: %d clients are connected, the limit",
+		    srv.refused, SERVER_LOG_GAP, SERVER_CLIENTS);
+	if (srv.evicted > 0)
+		log_warnx("control: %u more idle connections were closed to "
+		    "make room in the last %.0fs (%d clients are connected, "
+		    "the limit)", srv.evicted, SERVER_LOG_GAP, SERVER_CLIENTS);
+	if (srv.refused + srv.evicted > 0) {
+		/* Another gap before the next line. */
+		srv.refused = srv.evicted = 0;
+		ev_timer_set(w, SERVER_LOG_GAP, 0);
+		ev_timer_start(loop, w);
+	}
+}
+
+/*
+ * Every place is taken and a connection comes: it takes the place of an
+ * idle one (server_client_evict: a process holding many connections
+ * loses its idlest first; else one silent for a second, those without
+ * subscriptions or agents first), or it is refused.  So a client that
+ * leaves connections open, or opens them in a loop, cannot lock the
+ * owner's corral ps and corral stop out.  The log says so once, then
+ * counts.  Returns 0 when the connection may become a client.
+ */
+static int
+server_full(int fd)
+{
+	char	name[32], msg[160];
+	double	idle;
+	int	quiet = ev_is_active(&srv.full_w), rc = 0;
+
+	if (server_client_evict(SERVER_HOG, SERVER_IDLE, name, sizeof name,
+	    &idle) == 0) {
+		if (quiet)
+			srv.evicted++;
+		else
+			log_warnx("control: closed %s to make room, idle for "
+			    "%.1fs: %d clients are connected, the limit", name,
+			    idle, SERVER_CLIENTS);
+	} else {
+		snprintf(msg, sizeof msg, "too many clients: %d are connected, "
+		    "the limit, and none may make room", SERVER_CLIENTS);
+		server_refuse(fd, CORRAL_E_EXHAUSTED, msg);
+		rc = -1;
+		if (quiet)
+			srv.refused++;
+		else
+			log_warnx("control: refused a connection: %d clients "
+			    "are connected, the limit", SERVER_CLIENTS);
+	}
+	if (!quiet) {
+		ev_timer_set(&srv.full_w, SERVER_LOG_GAP, 0);
+		ev_timer_start(LOOP, &srv.full_w);
+	}
+	return rc;
 }
 
 /* Whose process a pid is (lineage.c asks): an agent, or NULL. */
@@ -402,12 +479,8 @@ server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		    "user's corral");
 		return;
 	}
-	if (server_client_count() >= SERVER_CLIENTS) {
-		log_warnx("control: refused a connection: %d clients are "
-		    "connected, the limit", SERVER_CLIENTS);
-		server_refuse(fd, CORRAL_E_EXHAUSTED, "too many clients");
+	if (server_client_count() >= SERVER_CLIENTS && server_full(fd) != 0)
 		return;
-	}
 	inside = lineage_peer(fd, cred.pid, server_match, NULL, &origin);
 	server_client_create(fd, cred.uid, cred.pid, origin, inside);
 }

@@ -33,6 +33,7 @@
  * and the lifecycle of its children's transitions, through callbacks.
  */
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -42,7 +43,18 @@
 
 #include "corral.h"
 
+/*
+ * The agents clients started that have finished for good stay listed
+ * (stopped or failed) for a while: the last SUBAGENT_HISTORY of them.
+ * Older ones are freed, as finished children are at once.
+ */
+#define SUBAGENT_HISTORY	64
+#define SUBAGENT_SECONDS_MAX	1e9	/* a timeout: 31 years is none */
+
 static const struct workflow	 *subagent_wf;
+static TAILQ_HEAD(, agent)	  subagent_history =
+				    TAILQ_HEAD_INITIALIZER(subagent_history);
+static unsigned int		  subagent_nhistory;
 
 /* Why a spawn is refused: MAP's code, corral's old one, a reason word. */
 struct subagent_refusal {
@@ -82,10 +94,23 @@ subagent_init(const struct workflow *wf)
 	agent_on_free(subagent_forget);
 }
 
-/* An agent is about to be freed. */
+/*
+ * An agent is about to be freed.  A parent done for good that waited for
+ * this last child of its own goes next.
+ */
 static void
 subagent_forget(struct agent *a)
 {
+	struct agent	*p = a->parent;
+
+	if (p != NULL && p->parent != NULL && !(p->flags & AGENT_DEAD) &&
+	    lifecycle_done(p) && p->nchildren == 1 && p->child.task == NULL)
+		agent_mark_dead(p);
+	if (a->child.finished) {
+		TAILQ_REMOVE(&subagent_history, a, child.history);
+		subagent_nhistory--;
+		a->child.finished = 0;
+	}
 	free(a->child.spawn_id);
 	free(a->child.via);
 	free(a->child.last_reply);
@@ -365,27 +390,25 @@ subagent_narrow(double entry, double spawn)
 	return spawn < entry ? spawn : entry;
 }
 
-/* Read a limit from params.limits (number >= 0), or keep dflt. */
+/*
+ * Read a limit, a budget or a timeout a spawn gives (a number, at most
+ * max), or 0: none.  A negative one is none too; one beyond max is as
+ * good as no limit, and must not wrap where it is converted.
+ */
 static double
-subagent_param_num(json_t *obj, const char *key, double dflt)
+subagent_param_num(json_t *obj, const char *key, double max)
 {
-	json_t	*v = json_object_get(obj, key);
+	double	v = 0;
 
-	if (json_is_number(v) && json_number_value(v) >= 0)
-		return json_number_value(v);
-	return dflt;
+	(void)protocol_number(obj, key, 0, max, 1, &v);
+	return v;
 }
 
-/*
- * Read a count from params.limits (a number >= 0), or 0: a number beyond
- * what an unsigned int holds is as good as no limit, and must not wrap.
- */
+/* Read a count from params.limits: as subagent_param_num. */
 static unsigned int
 subagent_param_count(json_t *obj, const char *key)
 {
-	double	v = subagent_param_num(obj, key, 0);
-
-	return v >= (double)UINT_MAX ? UINT_MAX : (unsigned int)v;
+	return (unsigned int)subagent_param_num(obj, key, (double)UINT_MAX);
 }
 
 /* The request the agent is working on now, to link lineage and job. */
@@ -573,6 +596,30 @@ subagent_refuse(struct peer *from, json_t *id, struct subagent_refusal *r)
 }
 
 /*
+ * What a spawn brings besides its entry: its task (NULL: none, but a
+ * child must have one) and its metadata, which must fit an agent's
+ * bound.  Returns 0 with *task, or -1 with the refusal.
+ */
+static int
+subagent_payload(struct agent *p, json_t *params, json_t *opts,
+    json_t **task, struct subagent_refusal *r)
+{
+	*task = json_object_get(opts, "task");
+	if (*task == NULL)
+		*task = json_object_get(json_object_get(params,
+		    "initialMessage"), "payload");
+	r->code = CORRAL_E_PARAMS;
+	r->reason = NULL;
+	if (*task == NULL && p != NULL) {
+		snprintf(r->why, sizeof r->why, "a child needs a task: "
+		    "params.initialMessage.payload (or params.task)");
+		return -1;
+	}
+	return mapview_metadata_check(json_object_get(params, "metadata"),
+	    r->why, sizeof r->why);
+}
+
+/*
  * Set a new child's restart policy and limits from the spawn, and find
  * its budgets (b: tokens, cost, time): its entry's, narrowed by the
  * spawn's.
@@ -599,14 +646,15 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	budget = json_object_get(limits, "budget");
 	c->child.limit_depth = subagent_param_count(limits, "depth");
 	c->child.limit_children = subagent_param_count(limits, "children");
-	c->child.task_timeout = subagent_param_num(params, "timeout", 0);
+	c->child.task_timeout = subagent_param_num(params, "timeout",
+	    SUBAGENT_SECONDS_MAX);
 	c->child.keep = json_is_true(json_object_get(params, "keep"));
 	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
-	    "tokens", 0));
+	    "tokens", DBL_MAX));
 	b[1] = subagent_narrow(ac->budget_cost, subagent_param_num(budget,
-	    "cost", 0));
+	    "cost", DBL_MAX));
 	b[2] = subagent_narrow(ac->budget_time, subagent_param_num(budget,
-	    "time", 0));
+	    "time", SUBAGENT_SECONDS_MAX));
 }
 
 /* Record a spawn: who asked (parent, or a client as owner), what, seen? */
@@ -756,18 +804,8 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	if (subagent_check_parent(from, params, &r) != 0 ||
 	    (entry = subagent_entry(p, params, opts, &cmd, &r)) == NULL)
 		goto refuse;
-	task = json_object_get(opts, "task");
-	if (task == NULL)
-		task = json_object_get(json_object_get(params,
-		    "initialMessage"), "payload");
-	if (task == NULL && p != NULL) {
-		r.code = CORRAL_E_PARAMS;
-		r.reason = NULL;
-		snprintf(r.why, sizeof r.why, "a child needs a task: "
-		    "params.initialMessage.payload (or params.task)");
-		goto refuse;
-	}
-	if (subagent_limits(p, &r) != 0)
+	if (subagent_payload(p, params, opts, &task, &r) != 0 ||
+	    subagent_limits(p, &r) != 0)
 		goto refuse;
 	vis = json_object_get(params, "visibility");
 	visible = p == NULL || json_is_true(json_object_get(opts, "visible")) ||
@@ -795,7 +833,9 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		c->flags |= AGENT_HIDDEN;
 	if (p == NULL)
 		mapview_set_owner(c, from->name);
-	mapview_merge(c, json_object_get(params, "metadata"));
+	/* Checked above: it fits. */
+	(void)mapview_merge(c, json_object_get(params, "metadata"), r.why,
+	    sizeof r.why);
 	if (tid[0] != '\0')
 		c->child.spawn_id = xstrdup(tid);
 	if (from->role & PEER_DELEGATE)
@@ -866,6 +906,8 @@ subagent_target(struct peer *from, json_t *id, json_t *params,
 	struct external	*x;
 	char		 why[CORRAL_ID_MAX * 2 + 256];
 
+	if (!mapview_need_id(from, id, params))
+		return NULL;
 	if (mapview_param_agent(params) == NULL &&
 	    (x = mapview_param_external(params)) != NULL) {
 		/* Not a process of corral's: nothing to signal. */
@@ -927,6 +969,30 @@ subagent_stop(struct peer *from, json_t *id, json_t *params)
 	    res));
 }
 
+/*
+ * map/agents/suspend and map/agents/resume are idempotent: the caller
+ * asks for a state, not a transition, so an agent already there is
+ * answered {suspended: true} (or {resumed: true}) as it is.  A request
+ * tried again after its answer was lost then does not fail, and a
+ * script need not look before it asks (the look would race with the
+ * agent anyway).  Only an agent with no process to stop or continue
+ * (stopped, failed, stopping) is refused: 3001.
+ */
+
+/* Whether an agent has a process that suspend or resume can act on. */
+static int
+subagent_pausable(struct peer *from, json_t *id, struct agent *t)
+{
+	char	why[CORRAL_ID_MAX + 128];
+
+	if (lifecycle_alive(t) && !lifecycle_stopping(t))
+		return 1;
+	snprintf(why, sizeof why, "%s is %s: it has no process to suspend or "
+	    "resume", t->id, mapview_state(t->life.state));
+	rpc_error(from, id, CORRAL_E_STATE, why, NULL);
+	return 0;
+}
+
 /* map/agents/suspend: stop an agent's process where it is. */
 void
 subagent_suspend(struct peer *from, json_t *id, json_t *params)
@@ -935,15 +1001,12 @@ subagent_suspend(struct peer *from, json_t *id, json_t *params)
 	char		 why[128];
 
 	if ((t = subagent_target(from, id, params,
-	    "suspend or resume")) == NULL)
+	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state == AS_SUSPENDED) {
-		rpc_reply(from, id, json_pack("{s:b, s:o}", "suspended", 0,
-		    "agent", mapview_describe(t)));
-		return;
+	if (t->life.state != AS_SUSPENDED) {
+		snprintf(why, sizeof why, "suspended by %s", from->name);
+		lifecycle_feed(t, AE_SUSPEND, why);
 	}
-	snprintf(why, sizeof why, "suspended by %s", from->name);
-	lifecycle_feed(t, AE_SUSPEND, why);
 	if (t->life.state != AS_SUSPENDED) {
 		snprintf(why, sizeof why, "%s cannot be suspended: it is %s",
 		    t->id, mapview_state(t->life.state));
@@ -962,16 +1025,12 @@ subagent_resume(struct peer *from, json_t *id, json_t *params)
 	char		 why[128];
 
 	if ((t = subagent_target(from, id, params,
-	    "suspend or resume")) == NULL)
+	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state != AS_SUSPENDED) {
-		snprintf(why, sizeof why, "%s is not suspended: it is %s",
-		    t->id, mapview_state(t->life.state));
-		rpc_error(from, id, CORRAL_E_STATE, why, NULL);
-		return;
+	if (t->life.state == AS_SUSPENDED) {
+		snprintf(why, sizeof why, "resumed by %s", from->name);
+		lifecycle_feed(t, AE_RESUME, why);
 	}
-	snprintf(why, sizeof why, "resumed by %s", from->name);
-	lifecycle_feed(t, AE_RESUME, why);
 	rpc_reply(from, id, json_pack("{s:b, s:o}", "resumed",
 	    t->life.state != AS_SUSPENDED, "agent", mapview_describe(t)));
 }
@@ -1189,9 +1248,43 @@ subagent_child_restarting(struct agent *c)
 }
 
 /*
+ * A client's agent finished for good: it joins the history, and the
+ * oldest ones beyond SUBAGENT_HISTORY are freed.  One that still has
+ * children (they are on their way out) or work is passed over for now:
+ * freeing it would leave them without a parent, or a result without
+ * its agent.  What it kept for its result is no longer needed.
+ */
+static void
+subagent_finished(struct agent *a)
+{
+	struct agent	*old, *next;
+
+	if (!a->child.finished) {
+		a->child.finished = 1;
+		TAILQ_INSERT_TAIL(&subagent_history, a, child.history);
+		subagent_nhistory++;
+		free(a->child.last_reply);
+		a->child.last_reply = NULL;
+		a->child.last_reply_len = 0;
+	}
+	TAILQ_FOREACH_SAFE(old, &subagent_history, child.history, next) {
+		if (subagent_nhistory <= SUBAGENT_HISTORY)
+			break;
+		if (!TAILQ_EMPTY(&old->children) || old->child.task != NULL ||
+		    old->work.outstanding > 0)
+			continue;
+		TAILQ_REMOVE(&subagent_history, old, child.history);
+		subagent_nhistory--;
+		old->child.finished = 0;
+		agent_mark_dead(old);
+	}
+}
+
+/*
  * A transition of an agent: a child that crashed and restarts takes its
  * siblings along (its parent's strategy); a child done for good, with no
- * task and no children left, is freed.
+ * task and no children left, is freed; a client's agent done for good
+ * goes into the history of finished agents.
  */
 static void
 subagent_lifecycle(struct agent *a, enum agent_state from,
@@ -1199,6 +1292,12 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 {
 	if (to == AS_BACKOFF && ev == AE_EXITED)
 		subagent_child_restarting(a);
+	if (a->child.finished && !lifecycle_done(a)) {
+		/* Started again: no longer history. */
+		TAILQ_REMOVE(&subagent_history, a, child.history);
+		subagent_nhistory--;
+		a->child.finished = 0;
+	}
 	if (to != AS_STOPPED && to != AS_FAILED)
 		return;
 	if (!lifecycle_done(a))
@@ -1207,6 +1306,9 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 	if (a->parent != NULL && !lifecycle_has_live_children(a) &&
 	    a->child.task == NULL)
 		agent_mark_dead(a);
+	else if (a->parent == NULL && a->instance == 0 &&
+	    !(a->flags & AGENT_DEAD))
+		subagent_finished(a);
 }
 
 /* A subtree went over its budget: its task fails and it stops. */

@@ -51,7 +51,11 @@ static struct {
 	char			*result;
 	size_t			 resultlen;
 	int			 result_error;
+	int			 escalated;	/* --on-escalate=exit stopped it */
 } sv;
+
+/* How the run treats its steps' escalations (corral run's options). */
+static struct step_options	 sv_steps;
 
 static void	supervisor_stop_next(void);
 
@@ -176,6 +180,8 @@ supervisor_exit_status(void)
 		return EXIT_INTERRUPT;
 	if (sv.interrupted != 0)
 		return 128 + sv.interrupted;
+	if (sv.escalated)
+		return EXIT_ESCALATED;
 	return sv.exit_status;
 }
 
@@ -587,6 +593,34 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 	free(s);
 }
 
+/* Set how the run treats escalations, before supervisor_run. */
+void
+supervisor_step_options(const struct step_options *o)
+{
+	sv_steps = *o;
+}
+
+/* A step asks a person: on a terminal, corral asks there. */
+static void
+supervisor_escalated(json_t *info)
+{
+	prompt_ask(info);
+}
+
+/* An escalation is over (answered anywhere): the terminal asks no more. */
+static void
+supervisor_answered(const char *job, const char *step, const char *why)
+{
+	prompt_cancel(job, step, why);
+}
+
+/* --on-escalate=exit: the run ends for a person, with its own status. */
+static void
+supervisor_escalation_exit(const char *record)
+{
+	sv.escalated = 1;
+}
+
 /* _corral/shutdown: a client stops the run, as SIGTERM would. */
 static void
 supervisor_control_stop(void)
@@ -637,9 +671,14 @@ supervisor_host_pid(void)
 void
 supervisor_setup(const struct workflow *wf, int mode)
 {
+	static const struct step_hooks sh = {
+		supervisor_escalated, supervisor_answered,
+		supervisor_escalation_exit
+	};
 	struct dialect_consumers dc;
 	struct engine_hooks	eh;
 	struct control_info	ci;
+	char			name[256];
 	uint32_t		r;
 
 	/* Set up again (the tests do): the old watcher leaves the loop. */
@@ -691,6 +730,9 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.session = session_engine;
 	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
+	step_init(wf, &sv_steps, &sh);
+	step_workflow_name(wf, name, sizeof name);
+	dialect_adr007_defaults(name, wf->feature_id);
 	subagent_init(wf);
 	event_init();
 	message_init();
@@ -709,6 +751,8 @@ supervisor_setup(const struct workflow *wf, int mode)
 	agent_on_free(supervisor_forget);
 	auditlog_on_error(supervisor_audit_failed);
 	progress_init(wf, mode);
+	prompt_init(mode == MODE_RUN && sv_steps.on_escalate == STEP_ON_WAIT &&
+	    wf->nsteps > 0);
 }
 
 /* The serve channel (stdin and stdout), for the tests. */
@@ -718,16 +762,26 @@ supervisor_stdio(void)
 	return &sv.stdio;
 }
 
+/* The longest line of the run: 1 MiB, or an agent's max_line if longer. */
+static size_t
+supervisor_max_line(const struct workflow *wf)
+{
+	size_t	max = CORRAL_MAX_LINE_DEFAULT, i;
+
+	for (i = 0; i < wf->nagents; i++)
+		if (wf->agents[i].max_line > max)
+			max = wf->agents[i].max_line;
+	return max;
+}
+
 /* Start serve's channel on stdin and stdout. */
 static void
 supervisor_stdio_start(void)
 {
-	size_t	max = CORRAL_MAX_LINE_DEFAULT, i;
+	size_t	max;
 
 	/* An input may be as long as the longest line an agent takes. */
-	for (i = 0; i < sv.wf->nagents; i++)
-		if (sv.wf->agents[i].max_line > max)
-			max = sv.wf->agents[i].max_line;
+	max = supervisor_max_line(sv.wf);
 	if (sv.wf->stdin_max_line != 0)
 		max = sv.wf->stdin_max_line;
 	chan_init(&sv.stdio, "stdin", STDIN_FILENO, STDOUT_FILENO, max, NULL);
@@ -909,7 +963,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		log_warn("--log %s", logpath);
 		return EXIT_USAGE;
 	}
-	event_set_log(logpath);
+	event_set_log(logpath, supervisor_max_line(wf));
 	if (otlp_open() != 0) {
 		log_warn("--otlp");
 		return EXIT_USAGE;
@@ -924,6 +978,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 		rpc_peer_add(&sv.stdio_peer);
 	}
 	(void)server_start();
+	step_set_answerable(server_path() != NULL || prompt_active());
 	supervisor_tools();
 	supervisor_start_agents();
 	progress_start();
@@ -945,6 +1000,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 
 	ev_run(LOOP, 0);
 
+	prompt_stop();
 	if (!sv.pidns)
 		supervisor_sweep();
 	progress_stop();

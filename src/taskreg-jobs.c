@@ -60,7 +60,7 @@ static const char *const taskreg_jobs_words[][2] = {
 
 /* How a request came about, for its task's context. */
 static const char *const taskreg_kinds[] = {
-	"goal", "input", "next_action", "reflection", "task", "request"
+	"goal", "input", "next_action", "reflection", "task", "request", "step"
 };
 
 /* Forget every record (a new run). */

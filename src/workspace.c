@@ -26,8 +26,10 @@
  *
  * The file work runs on a thread of its own, never on the loop: the loop
  * copies each artifact and queues it, the thread writes the queue in
- * order, and its outcomes go back to the loop (ev_async), which logs
- * them, records them in the audit log and tells the engine.
+ * order (and takes each content's SHA-256, so the audit log says which
+ * version of a file was written), and its outcomes go back to the loop
+ * (ev_async), which logs them, records them in the audit log and tells
+ * the engine, or, for a step's artifact, the callback given with it.
  */
 
 #include <sys/queue.h>
@@ -39,6 +41,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <sha2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +56,10 @@
 #define WS_STR(x)		WS_STR1(x)	/* a number macro as a string */
 #define WS_STR1(x)		#x
 
-enum ws_op { WS_ANY, WS_CREATE, WS_UPDATE };
+/* The operations, as workspace.h-less callers name them. */
+#define WS_ANY		WORKSPACE_ANY
+#define WS_CREATE	WORKSPACE_CREATE
+#define WS_UPDATE	WORKSPACE_UPDATE
 
 /* The artifacts of one reply: its first refusal gets the notice. */
 struct ws_reply {
@@ -70,8 +76,11 @@ struct ws_job {
 	char			*path;
 	char			*data;		/* NULL once refused early */
 	size_t			 len;
-	enum ws_op		 op;
+	int			 op;		/* WORKSPACE_* */
 	char			 why[320];	/* "" when written */
+	char			 sha256[SHA256_DIGEST_STRING_LENGTH];
+	workspace_result_cb	 cb;		/* NULL: the engine's */
+	void			*arg;
 };
 TAILQ_HEAD(ws_jobs, ws_job);
 
@@ -396,7 +405,7 @@ fail:
 
 /* Put the new file in place: create only if nothing is there. */
 static int
-workspace_commit(int dir, const char *tmp, const char *name, enum ws_op op)
+workspace_commit(int dir, const char *tmp, const char *name, int op)
 {
 	if (op != WS_CREATE)
 		return renameat(dir, tmp, dir, name);
@@ -424,6 +433,7 @@ workspace_write_one(struct ws_job *job)
 	const char	*p = job->path;
 	int		 have_tmp = 0;
 
+	SHA256Data((const uint8_t *)job->data, job->len, job->sha256);
 	copy = xstrdup(p);
 	if ((name = workspace_dirs(&d, copy, job->op != WS_UPDATE)) == NULL) {
 		if (errno == EXDEV || errno == ELOOP)
@@ -543,6 +553,8 @@ workspace_report(struct ws_job *job)
 		jsonw_str(&j, "written");
 		jsonw_key(&j, "bytes");
 		jsonw_u64(&j, job->len);
+		jsonw_key(&j, "sha256");
+		jsonw_str(&j, job->sha256);
 	} else {
 		log_escape(esc, sizeof esc, job->why, strlen(job->why));
 		log_warnx("agent %s: artifact refused: %s", job->agent, esc);
@@ -560,14 +572,20 @@ workspace_report(struct ws_job *job)
 	r.reply = job->reply_id;
 	r.path = job->path;
 	r.size = job->len;
+	r.op = job->op;
+	r.sha256 = job->sha256[0] != '\0' ? job->sha256 : NULL;
+	r.arg = job->arg;
 	if (job->why[0] != '\0') {
 		r.why = job->why;
-		r.first_refusal = !job->reply->refused;
-		job->reply->refused = 1;
+		r.first_refusal = job->reply == NULL || !job->reply->refused;
+		if (job->reply != NULL)
+			job->reply->refused = 1;
 	}
-	if (workspace_cb != NULL)
+	if (job->cb != NULL)
+		job->cb(&r);
+	else if (workspace_cb != NULL)
 		workspace_cb(&r);
-	if (--job->reply->left == 0)
+	if (job->reply != NULL && --job->reply->left == 0)
 		free(job->reply);
 }
 
@@ -678,6 +696,52 @@ workspace_artifacts(const char *agent, const char *reply_id,
 		n++;
 	}
 	return n;
+}
+
+/*
+ * Queue one artifact of a step's reply, by agent with reply_id: its
+ * outcome goes to cb with arg (later, on the loop, in order), not to the
+ * engine.  op is WORKSPACE_CREATE, WORKSPACE_UPDATE or WORKSPACE_ANY
+ * (create or replace).  Without a workspace the artifact is refused.
+ */
+void
+workspace_write(const char *agent, const char *reply_id, const char *path,
+    size_t plen, const char *data, size_t len, int op,
+    workspace_result_cb cb, void *arg)
+{
+	struct workspace_result	 r;
+	struct ws_job		*job;
+	const char		*problem;
+
+	if (workspace_fd == -1) {
+		memset(&r, 0, sizeof r);
+		r.agent = agent;
+		r.reply = reply_id;
+		r.path = path;
+		r.why = "no workspace: is set";
+		r.first_refusal = 1;
+		r.op = op;
+		r.arg = arg;
+		cb(&r);
+		return;
+	}
+	job = xcalloc(1, sizeof *job);
+	job->agent = xstrdup(agent);
+	job->reply_id = xstrdup(reply_id);
+	job->path = xmemdup0(path, plen);
+	job->len = len;
+	job->op = op;
+	job->cb = cb;
+	job->arg = arg;
+	if ((problem = workspace_path_problem(job->path, plen)) != NULL)
+		snprintf(job->why, sizeof job->why, "%s", problem);
+	else if (ws_pending > 0 && ws_pending + len > WS_PENDING_BYTES)
+		snprintf(job->why, sizeof job->why, "%s: %zu bytes of "
+		    "artifacts are already waiting to be written", job->path,
+		    ws_pending);
+	else
+		job->data = xmemdup0(data, len);
+	workspace_queue(job);
 }
 
 /*

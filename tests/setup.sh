@@ -4,7 +4,7 @@
 # build.  Source it with BUILD (the build directory) and CMAKE_ARGS set.
 
 corral_setup_packages() {
-	pkgs="cmake make gcc pkg-config libev-dev libbsd-dev libjansson-dev
+	pkgs="cmake make gcc pkg-config libev-dev libbsd-dev libmd-dev libjansson-dev
 	    libfyaml-dev libcmocka-dev procps $CORRAL_EXTRA_PACKAGES"
 	missing=""
 	for p in $pkgs; do

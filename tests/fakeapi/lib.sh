@@ -198,7 +198,8 @@ fakeapi_now() {
 # fakeapi_timed NAME SECONDS CMD...: run CMD under `timeout SECONDS` (times
 # SLOW; KILL 5 s later), then print "NAME: exit=RC seconds=T requests=N" on
 # stderr, where N counts the model requests the server saw.  Returns CMD's
-# status.
+# status.  The timeout is a safety net for a CLI that hangs (the run-*.sh
+# scripts give 180 s): a CLI on a busy 2-core machine takes a minute.
 fakeapi_timed() {
 	local name=$1 secs=$(($2 * ${SLOW:-1})) t0 t1 rc n
 	shift 2

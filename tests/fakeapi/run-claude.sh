@@ -17,7 +17,7 @@
 fakeapi_require claude
 fakeapi_netns "$0" "$@"
 
-secs=60 steps="" extra=() prompt=""
+secs=180 steps="" extra=() prompt=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) secs=$2; shift 2 ;;

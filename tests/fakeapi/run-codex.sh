@@ -14,7 +14,7 @@
 fakeapi_require codex
 fakeapi_netns "$0" "$@"
 
-secs=60 extra=() prompts=()
+secs=180 extra=() prompts=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) secs=$2; shift 2 ;;

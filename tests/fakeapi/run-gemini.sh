@@ -16,7 +16,7 @@
 fakeapi_require gemini
 fakeapi_netns "$0" "$@"
 
-secs=60 extra=() prompts=() fmt=stream-json
+secs=180 extra=() prompts=() fmt=stream-json
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) secs=$2; shift 2 ;;

@@ -12,7 +12,7 @@
 # come, 77 SKIPPED when the server is not installed and cannot be).
 . "$(dirname "$0")/lib.sh"
 orig=("$@")
-secs=30 steps=$FAKEAPI_DIR/steps/mcp-basic.json cmd=()
+secs=90 steps=$FAKEAPI_DIR/steps/mcp-basic.json cmd=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) secs=$2; shift 2 ;;

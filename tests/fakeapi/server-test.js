@@ -13,6 +13,8 @@ const os = require('os');
 const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fakeapi-test.'));
 const logFile = path.join(tmpDir, 'requests.log');
 process.on('exit', () => fs.rmSync(tmpDir, { recursive: true, force: true }));
+// SLOW (tests/slow.sh): every time limit here is multiplied by it.
+const slow = Math.max(1, Number(process.env.SLOW) || 1);
 const srv = spawn(process.execPath, [path.join(__dirname, 'server.js'), '--port', '0', '--log', logFile], { stdio: ['ignore', 'pipe', 'inherit'] });
 let passed = 0;
 let failed = 0;
@@ -36,7 +38,7 @@ function request(port, method, p, body) {
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(bufs).toString('utf8') }));
     });
     req.on('error', reject);
-    req.setTimeout(10000, () => req.destroy(new Error('timeout')));
+    req.setTimeout(10000 * slow, () => req.destroy(new Error('timeout')));
     if (data) req.write(data);
     req.end();
   });
@@ -106,6 +108,11 @@ async function main(port) {
   evs = sse(r.body);
   const sub = evs.find((e) => e.event === 'content_block_start').data.content_block;
   check('anthropic [[sub]]: Agent tool_use', sub.name === 'Agent');
+  r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user('[[subnest:fg]]')] });
+  evs = sse(r.body);
+  const nest = JSON.parse(evs.filter((e) => e.event === 'content_block_delta' && e.data.delta.type === 'input_json_delta').map((e) => e.data.delta.partial_json).join(''));
+  check('anthropic [[subnest:fg]]: an Agent call whose sub-agent starts one of its own',
+      nest.prompt === 'CHILD_TASK [[subtool:fg]]' && nest.run_in_background === false, JSON.stringify(nest));
   r = await request(port, 'POST', '/v1/messages/count_tokens', { model: 'claude-x', messages: [user('x')] });
   check('anthropic count_tokens', JSON.parse(r.body).input_tokens === 100);
 
@@ -233,7 +240,20 @@ async function main(port) {
   const t0 = Date.now();
   r = await request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user('[[slow:1]]')] });
   const dt = Date.now() - t0;
-  check('[[slow:1]] streams over about 1 s', dt >= 900 && dt < 3000, `${dt} ms`);
+  check('[[slow:1]] streams over about 1 s', dt >= 900 && dt < 3000 * slow, `${dt} ms`);
+
+  // [[hold:PATH]] holds the reply, with pings, until PATH exists
+  const holdFile = path.join(tmpDir, 'hold');
+  let held = true;
+  const hp = request(port, 'POST', '/v1/messages', { model: 'claude-x', stream: true, tools, messages: [user(`[[hold:${holdFile}]]`)] })
+    .then((x) => { held = false; return x; });
+  await new Promise((res) => setTimeout(res, 1500));
+  check('[[hold:PATH]]: the reply is held while PATH does not exist', held);
+  fs.writeFileSync(holdFile, '');
+  r = await hp;
+  const hev = sse(r.body);
+  check('[[hold:PATH]]: then it ends, pings sent meanwhile', hev.some((e) => e.event === 'message_stop') &&
+    hev.filter((e) => e.event === 'ping').length >= 2, r.body.slice(0, 300));
 
   const log = fs.readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   check('request log: one JSON line per request', log.filter((l) => l.method).length >= 25 && log.some((l) => l.api === 'gemini' && l.answer === 'json'), `${log.length} lines`);
@@ -258,4 +278,4 @@ setTimeout(() => {
   console.log('FAIL server-test timed out');
   srv.kill('SIGKILL');
   process.exit(1);
-}, 60000).unref();
+}, 60000 * slow).unref();

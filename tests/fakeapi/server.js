@@ -30,9 +30,19 @@
 //                      <task-notification> prompt gets "fakeapi: the sub-agent finished"
 //   [[subtool]]        as [[sub]], but the sub-agent's prompt is
 //   [[subtool:fg]]     "CHILD_TASK [[tool]] [[slow:3]]": it calls the shell
-//                      tool once, then answers over 3 seconds
+//                      tool once, then answers over 3 seconds;
+//                      [[subtool:hold:PATH]] ([[subtool:fg:hold:PATH]]):
+//                      "CHILD_TASK [[tool]] [[hold:PATH]]" instead
+//   [[subnest]]        as [[sub]], but the sub-agent's prompt is
+//   [[subnest:fg]]     "CHILD_TASK [[subtool:fg]]": it starts a sub-agent of
+//                      its own (nested), which runs as [[subtool]] does
 //   [[slow]] [[slow:S]] the text reply is streamed over S seconds (default 20);
 //                      with [[tool]], the text after the tool result is so
+//   [[hold:PATH]]      the text reply is held after its first piece until
+//                      the file PATH exists (Anthropic: with a ping event
+//                      each half second); with [[tool]], the text after the
+//                      tool result is so.  A test's event, not a time: the
+//                      request is in flight until the test says
 //   [[error]] [[error500]] HTTP 500; [[error529]] [[overloaded]] HTTP 529
 //                      (Gemini gets 503); [[error429]] HTTP 429;
 //                      [[error400]] HTTP 400 — in each API's error shape
@@ -124,11 +134,14 @@ function scenarioOf(prompt) {
     return { kind: 'error', status };
   }
   if ((m = /\[\[tool(?::([\s\S]*?))?\]\]/.exec(p))) return { kind: 'tool', command: m[1] || 'echo hi' };
-  if ((m = /\[\[subtool(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[tool]] [[slow:3]]' };
+  if ((m = /\[\[subnest(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1], child: 'CHILD_TASK [[subtool:fg]]' };
+  if ((m = /\[\[subtool(:fg)?(?::hold:([^\]]+))?\]\]/.exec(p)))
+    return { kind: 'sub', foreground: !!m[1], child: `CHILD_TASK [[tool]] ${m[2] ? `[[hold:${m[2]}]]` : '[[slow:3]]'}` };
   if ((m = /\[\[sub(:fg)?\]\]/.exec(p))) return { kind: 'sub', foreground: !!m[1] };
   if (/<task-notification>/.test(p)) return { kind: 'say', text: 'fakeapi: the sub-agent finished' };
   if ((m = /\[\[slow(?::(\d+(?:\.\d+)?))?\]\]/.exec(p)))
     return { kind: 'slow', seconds: m[1] ? Number(m[1]) : 20 };
+  if ((m = /\[\[hold:([^\]]+)\]\]/.exec(p))) return { kind: 'hold', path: m[1] };
   return { kind: 'text' };
 }
 
@@ -205,10 +218,13 @@ function decide(conv, pickTool, pickAgentTool, pickMcp) {
       return { type: 'streamerror' };
     case 'slow':
       return { type: 'text', text: defaultReply(conv.prompt), slow: sc.seconds };
+    case 'hold':
+      return { type: 'text', text: defaultReply(conv.prompt), hold: sc.path };
     case 'tool': {
       if (after > 0) {
         const slow = /\[\[slow(?::(\d+(?:\.\d+)?))?\]\]/.exec(conv.prompt || '');
-        return { type: 'text', text: `The command printed: ${toolResultText(conv.toolResults[after - 1])}`, slow: slow ? (slow[1] ? Number(slow[1]) : 20) : undefined };
+        const hold = /\[\[hold:([^\]]+)\]\]/.exec(conv.prompt || '');
+        return { type: 'text', text: `The command printed: ${toolResultText(conv.toolResults[after - 1])}`, slow: slow ? (slow[1] ? Number(slow[1]) : 20) : undefined, hold: hold ? hold[1] : undefined };
       }
       const t = pickTool(sc.command);
       if (!t) return { type: 'text', text: 'fakeapi: the request offered no shell tool' };
@@ -319,14 +335,21 @@ function sendJson(res, status, obj, headers = {}) {
   res.end(body);
 }
 
-// Stream text pieces with pacing: seconds spread over the pieces.
-async function paced(text, seconds, emit, isClosed) {
+// Stream text pieces with pacing: seconds spread over the pieces; with
+// hold (a path), the rest waits after the first piece until that file
+// exists, calling keepalive (if any) each half second.
+async function paced(text, seconds, emit, isClosed, hold, keepalive) {
   const n = seconds ? Math.max(4, Math.ceil(seconds * 2)) : 3;
   const parts = chunks(text, n);
   const delay = seconds ? (seconds * 1000) / parts.length : 0;
-  for (const p of parts) {
+  for (let i = 0; i < parts.length; i++) {
     if (isClosed()) return false;
-    emit(p);
+    emit(parts[i]);
+    for (let k = 1; i === 0 && hold && !fs.existsSync(hold); k++) {
+      await sleep(100);
+      if (isClosed()) return false;
+      if (keepalive && k % 5 === 0) keepalive();
+    }
     if (delay) await sleep(delay);
   }
   return !isClosed();
@@ -433,7 +456,8 @@ async function handleAnthropic(req, res, body, log) {
       s.event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: p } });
   } else {
     s.event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-    const ok = await paced(d.text, d.slow, (p) => s.event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: p } }), () => s.closed);
+    const ok = await paced(d.text, d.slow, (p) => s.event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: p } }), () => s.closed,
+      d.hold, () => s.event('ping', { type: 'ping' }));
     if (!ok) {
       log.aborted = true;
       return s.end();
@@ -580,7 +604,7 @@ async function handleResponses(req, res, body, log) {
   } else {
     ev('response.output_item.added', { output_index: 0, item: Object.assign({}, item, { status: 'in_progress', content: [] }) });
     ev('response.content_part.added', { item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
-    const ok = await paced(d.text, d.slow, (p) => ev('response.output_text.delta', { item_id: item.id, output_index: 0, content_index: 0, delta: p }), () => s.closed);
+    const ok = await paced(d.text, d.slow, (p) => ev('response.output_text.delta', { item_id: item.id, output_index: 0, content_index: 0, delta: p }), () => s.closed, d.hold);
     if (!ok) {
       log.aborted = true;
       return s.end();
@@ -729,7 +753,7 @@ async function handleGemini(req, res, body, log, model, method) {
     const ok = await paced(d.text, d.slow, (p) => {
       pieces.push(p);
       s.event(null, { candidates: [candidate([{ text: p }], false)], modelVersion: model, responseId });
-    }, () => s.closed);
+    }, () => s.closed, d.hold);
     if (!ok) {
       log.aborted = true;
       return s.end();

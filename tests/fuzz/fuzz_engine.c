@@ -1067,28 +1067,60 @@ fz_frame(struct ndjson_writer *w, struct fz_rd *r, int client)
 /* ---- Checking what corral writes. ---- */
 
 /*
+ * Whether a JSON-RPC frame is owed an answer (docs/protocol.md): a
+ * request is, and so is an invalid one without an id (answered with id
+ * null); a valid notification and a response are not.
+ */
+static int
+fz_rpc_owed(json_t *j)
+{
+	json_t	*m, *v, *p;
+
+	if (!json_is_object(j))
+		return 1;
+	m = json_object_get(j, "method");
+	if (m == NULL && (json_object_get(j, "result") != NULL ||
+	    json_object_get(j, "error") != NULL))
+		return 0;
+	if (json_object_get(j, "id") != NULL)
+		return 1;
+	v = json_object_get(j, "jsonrpc");
+	p = json_object_get(j, "params");
+	return !json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0 ||
+	    !json_is_string(m) || (p != NULL && !json_is_object(p) &&
+	    !json_is_array(p));
+}
+
+/*
  * How corral must treat a line read from a peer: 0 not a control frame,
- * 1 a control frame that gets no response, 2 a request owed one.
+ * 1 a control frame that gets no response, 2 one owed a response line.
+ * An object with "jsonrpc" is a control frame, and so is a line that
+ * begins with '[' (a batch, JSON or not), whose answers are one line: a
+ * batch not JSON, empty or of more than 128 is one error; else one array
+ * when any member is owed an answer.
  */
 static int
 fz_rpc_kind(const char *line, size_t len)
 {
 	json_error_t	 e;
-	json_t		*j;
+	json_t		*j, *m;
+	size_t		 i = 0, k;
 	int		 kind = 0;
 
 	if (memchr(line, '\0', len) != NULL)
 		return 0;
-	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL)
-		return 0;
-	if (json_is_object(j) && json_object_get(j, "jsonrpc") != NULL) {
-		kind = 1;
-		if (json_object_get(j, "id") != NULL &&
-		    (json_object_get(j, "method") != NULL ||
-		    (json_object_get(j, "result") == NULL &&
-		    json_object_get(j, "error") == NULL)))
-			kind = 2;
-	}
+	while (i < len && (line[i] == ' ' || line[i] == '\t' ||
+	    line[i] == '\r'))
+		i++;
+	j = json_loadb(line, len, CORRAL_JSON_LOAD, &e);
+	if (i < len && line[i] == '[') {
+		kind = j == NULL || json_array_size(j) == 0 ||
+		    json_array_size(j) > 128 ? 2 : 1;
+		json_array_foreach(j, k, m)
+			if (fz_rpc_owed(m))
+				kind = 2;
+	} else if (json_is_object(j) && json_object_get(j, "jsonrpc") != NULL)
+		kind = fz_rpc_owed(j) ? 2 : 1;
 	json_decref(j);
 	return kind;
 }
@@ -1121,6 +1153,26 @@ fz_ours(json_t *j)
 	    id[strlen(run)] == '-';
 }
 
+/* Return 0 if j is a well-formed JSON-RPC response, else -1. */
+static int
+fz_check_response(const char *who, json_t *j)
+{
+	json_t	*d;
+
+	if (!json_is_object(j) || !json_is_string(json_object_get(j,
+	    "jsonrpc")) || strcmp(json_string_value(json_object_get(j,
+	    "jsonrpc")), "2.0") != 0 || json_object_get(j, "method") != NULL ||
+	    json_object_get(j, "id") == NULL ||
+	    (json_object_get(j, "result") == NULL) ==
+	    (json_object_get(j, "error") == NULL))
+		return -1;
+	if ((d = json_object_get(j, "error")) != NULL &&
+	    (!json_is_integer(json_object_get(d, "code")) ||
+	    !json_is_string(json_object_get(d, "message"))))
+		return -1;
+	return 0;
+}
+
 /*
  * Check a line corral wrote to who.  Returns 1 for a JSON-RPC response,
  * 2 for a JSON-RPC request or notification, 0 for an envelope.
@@ -1132,6 +1184,7 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 	struct env_error	 err;
 	json_error_t		 e;
 	json_t			*j, *c, *d, *p;
+	size_t			 i;
 	int			 kind = 0;
 
 	if (fz.verbose)
@@ -1140,6 +1193,15 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 	if ((j = json_loadb(line, len, CORRAL_JSON_LOAD, &e)) == NULL)
 		fz_fail("%s: corral wrote invalid JSON (%s): %.*s", who, e.text,
 		    (int)(len > 2000 ? 2000 : len), line);
+	if (json_is_array(j)) {
+		/* A batch's answers: responses, one line. */
+		json_array_foreach(j, i, c)
+			if (fz_check_response(who, c) != 0)
+				fz_fail("%s: a batch's answer that is no "
+				    "response: %.*s", who, (int)len, line);
+		json_decref(j);
+		return 1;
+	}
 	if (!json_is_object(j))
 		fz_fail("%s: corral wrote a line that is not an object: %.*s",
 		    who, (int)(len > 2000 ? 2000 : len), line);
@@ -1154,15 +1216,8 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 				fz_fail("%s: a frame with a bad method", who);
 			kind = 2;
 		} else {
-			if (json_object_get(j, "id") == NULL ||
-			    (json_object_get(j, "result") == NULL) ==
-			    (json_object_get(j, "error") == NULL))
+			if (fz_check_response(who, j) != 0)
 				fz_fail("%s: a malformed response: %.*s", who,
-				    (int)len, line);
-			if ((d = json_object_get(j, "error")) != NULL &&
-			    (!json_is_integer(json_object_get(d, "code")) ||
-			    !json_is_string(json_object_get(d, "message"))))
-				fz_fail("%s: a malformed error: %.*s", who,
 				    (int)len, line);
 			kind = 1;
 		}

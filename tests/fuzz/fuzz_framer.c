@@ -70,6 +70,10 @@ fuzz_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 		abort();
 	if (kind == NDJSON_LINE && len > FUZZ_MAX)
 		abort();	/* never forwarded over the maximum */
+	/* A line too long comes with its first bytes, no more. */
+	if (kind == NDJSON_TOOLONG && (len != (wlen < NDJSON_HEAD ? wlen :
+	    NDJSON_HEAD) || memcmp(line, want, len) != 0))
+		abort();
 	(void)extra;
 }
 

@@ -26,7 +26,7 @@ if [ "${1:-}" = --inner ]; then
 	echo "replies $(since "$t0")" >"$T/times"
 	for t in codex gemini; do
 		pid=$(sed -n "s/.*agent .*: started $t (pid \\([0-9]*\\)).*/\\1/p" "$T/err" | tail -n 1)
-		n=50
+		n=$((50 * SLOW))
 		while [ $n -gt 0 ] && [ "$(ps -o pid= -s "$pid" | wc -l)" != 0 ]; do
 			sleep 0.1
 			n=$((n - 1))

@@ -67,7 +67,7 @@ agents:
     cmd: [claude]
     adapter: {type: claude, session: fresh, intent: finalize}
     timeout: $((60 * SLOW))s
-    heartbeat: {interval: 0.5s, misses: 6}
+    heartbeat: {interval: $((500 * SLOW))ms, misses: 6}
   offline:
     cmd: [claude]
     adapter: claude

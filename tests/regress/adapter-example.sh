@@ -13,7 +13,7 @@ done
 fa_require claude mcp
 
 s=$(now)
-FAKEAPI_TMP=$T FAKEAPI_INSTALL=0 timeout -k 5 $((120 * SLOW)) \
+FAKEAPI_TMP=$T FAKEAPI_INSTALL=0 timeout -k 5 $((240 * SLOW)) \
     sh "$SRCDIR/examples/mixed-tools/run-offline.sh" "$CORRAL" \
     --output json --log "$T/audit" -v --goal \
     "SELECT region, SUM(amount) AS total, COUNT(*) AS orders FROM sales GROUP BY region ORDER BY total DESC" \

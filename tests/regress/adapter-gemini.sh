@@ -17,7 +17,7 @@ if [ "${1:-}" = --inner ]; then
 	feed "$(envl g2 execute 'run it [[tool]]')"
 	feed "$(envl e1 summarize 'fail [[error500]]')"
 	feed "$(envl b1 retrieve 'a bad flag')"
-	wait_out 4 60 || exit 1
+	wait_out 4 120 || exit 1
 	echo "batch1 $(since "$FED_AT")" >"$T/times"
 	feed "$(envl g3 analyze 'second of one [[say:two]]')"
 	feed "$(envl j1 plan 'as json [[say:pretty]]')"
@@ -93,8 +93,11 @@ s3=$(reply_of g3 | sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
 # Errors: by the result line, not the exit status.
 expect_reply e1 '"type":"error"' '"code":"api_error"' '"category":"UNAVAILABLE"' \
     'Internal error (fakeapi 500)'
+# Within a bounded time: with its default retries Gemini takes 199 s over
+# a 500 (docs/cli-notes.md); the four CLIs of the batch took 19 s on a
+# 2-core machine with a load of 20.
 t=$(sed -n 's/^batch1 //p' "$T/times")
-fcmp "$t" "<" $((30 * SLOW)) || fa_fail "the first batch (with the 500) took ${t}s"
+fcmp "$t" "<" $((60 * SLOW)) || fa_fail "the first batch (with the 500) took ${t}s"
 
 # A flag gemini does not know: its "Unknown arguments" line, not the last
 # line of the usage it prints after it.

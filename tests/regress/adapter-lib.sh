@@ -32,12 +32,14 @@ fa_require() {
 }
 
 # fa_run SCRIPT [ARGS]: run SCRIPT --inner $T ARGS under with-fakeapi.sh,
-# bounded by a timeout; the inner half's stdout and stderr go to $T/inner.
+# bounded by a timeout (a safety net: 240 s x SLOW, under ctest's 300 s x
+# SLOW; the inner half waits for each of its events itself); its stdout
+# and stderr go to $T/inner.
 fa_run() {
 	_fs=$1
 	shift
 	FAKEAPI_TMP=$T FAKEAPI_INSTALL=0 FAKEAPI_KEEP=0 T=$T CORRAL=$CORRAL \
-	    SLOW=$SLOW timeout -k 5 $((120 * SLOW)) \
+	    SLOW=$SLOW timeout -k 5 $((240 * SLOW)) \
 	    bash "$FA_DIR/with-fakeapi.sh" sh "$_fs" --inner "$T" "$@" \
 	    >"$T/inner" 2>&1
 	_fr=$?

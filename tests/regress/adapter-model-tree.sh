@@ -10,7 +10,7 @@ fa_require claude codex gemini
 ex="$SRCDIR/examples/model-tree"
 review='[[mcp:spawn_agent:{\"agent\":\"reviewer\",\"task\":\"Review wc.py [[say:Looks good: it counts words.]]\"}]]'
 s=$(now)
-FAKEAPI_TMP=$T FAKEAPI_INSTALL=0 timeout -k 5 $((120 * SLOW)) \
+FAKEAPI_TMP=$T FAKEAPI_INSTALL=0 timeout -k 5 $((240 * SLOW)) \
     sh "$ex/run-offline.sh" "$CORRAL" --output text -v --log "$T/audit" \
     --goal "Write a word counter. [[mcp:spawn_agent:{\"agent\":\"worker\",\"task\":\"Write wc.py $review\"}]]" \
     >"$OUT" 2>"$ERR"

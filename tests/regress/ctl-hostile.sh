@@ -1,11 +1,15 @@
 #!/bin/sh
 # Hostile and careless clients of the control socket.
 #
-# - Malformed frames (not JSON, a batch, no "jsonrpc", a bad method or id,
-#   a line over 1 MiB, a NUL byte) each get their JSON-RPC error, and the
-#   request after them is answered.
-# - 100 clients at once are all served; past 128 connections, the next
-#   is refused with 4000 and corral says so.
+# - Malformed frames (not JSON, no "jsonrpc", a bad method or id, a line
+#   over 1 MiB, a NUL byte) each get their JSON-RPC error, a batch its
+#   array of answers, and the request after them is answered.  The line
+#   over 1 MiB is answered with its own id, read from its first bytes.
+# - 100 clients at once are all served; past 128 connections, a new one
+#   takes the place of an idle one, and corral says so.
+# - 128 idle connections do not lock the owner out: corral ps and corral
+#   stop work (a new connection closes an idle one to make room), and 300
+#   more connections make a few log lines, not 300.
 # - A client that subscribes and never reads costs a bounded buffer: the
 #   events it cannot take are dropped and counted, and once it reads it
 #   gets one system_error event "events_dropped" saying how many.  (The
@@ -21,6 +25,9 @@ cat >"$T/wf.yaml" <<YAML
 agents:
   echo:
     cmd: [$TA]
+  spare:
+    cmd: [cat]
+    restart: temporary
 routes:
   "*": echo
 YAML
@@ -43,7 +50,7 @@ wait_sock
 	printf '{"jsonrpc":"2.0","id":7,"method":"ping"\0}\n'
 	echo '{"jsonrpc":"2.0","id":8,"method":"ping"}'
 } >"$T/bad"
-"$CP" -s "$SOCK" -f "$T/bad" -e 11 -w 10 >"$T/bad.out" 2>&1 ||
+"$CP" -s "$SOCK" -f "$T/bad" -e 11 -w $((10 * SLOW)) >"$T/bad.out" 2>&1 ||
     fail "expected 11 answers to 11 lines: $(cat "$T/bad.out")"
 # expect LINE N CODE: the Nth answer is an error with CODE and id null.
 expect_err() {
@@ -54,14 +61,15 @@ expect_err() {
 	esac
 }
 expect_err 1 null -32700
-expect_err 2 null -32600
+sed -n 2p "$T/bad.out" | grep -qxF '[{"jsonrpc":"2.0","id":1,"result":{}}]' ||
+    fail "a batch of one ping is answered with an array of one answer: $(sed -n 2p "$T/bad.out")"
 expect_err 3 1 -32600
 expect_err 4 2 -32600
 expect_err 5 null -32600
 expect_err 6 3 -32600
 expect_err 7 4 -32602
 expect_err 8 5 -32601
-expect_err 9 null -32600
+expect_err 9 6 -32600
 expect_err 10 null -32700
 sed -n 11p "$T/bad.out" | grep -qxF '{"jsonrpc":"2.0","id":8,"result":{}}' ||
     fail "the good frame after the bad ones: $(sed -n 11p "$T/bad.out")"
@@ -70,13 +78,38 @@ grep -q '"data":{"category":"protocol","retryable":false}' "$T/bad.out" ||
 
 # 2. 100 clients at once; the limit.
 "$CP" -s "$SOCK" -n 100 -l "$(CONNECT)" -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/list"}' \
-    -e 2 -q -w 30 2>"$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
+    -e 2 -q -w $((20 * SLOW)) 2>"$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
 grep -q "100 connections, 200 lines" "$T/100.err" || fail "100 clients: $(cat "$T/100.err")"
 "$CP" -s "$SOCK" -n 130 -l "$(CONNECT)" -N -q 2>/dev/null &
 many=$!
-wait_log "control: refused a connection: 128 clients are connected, the limit" 20
+wait_log "128 clients are connected, the limit" 20
 kill "$many"
 wait "$many" 2>/dev/null
+wait_for '[ "$(metric corral_control_clients)" = 1 ]' 20 ||
+    fail "the 130 clients that left are still counted: $(metric corral_control_clients)"
+
+# 2b. 128 idle connections, then the owner's commands and 300 more.
+lines0=$(grep -c "128 clients are connected, the limit" "$ERR")
+"$CP" -s "$SOCK" -n 128 -l "$(CONNECT)" -N -q 2>/dev/null &
+idle=$!
+wait_for '[ "$(metric corral_control_clients)" = 128 ]' 20 ||
+    fail "128 idle clients did not connect: $(metric corral_control_clients)"
+ctl ps
+[ "$CRC" = 0 ] || fail "corral ps with 128 idle connections: $(cat "$T/ctl.err")"
+ctl_has "spare"
+ctl stop spare
+[ "$CRC" = 0 ] || fail "corral stop with 128 idle connections: $(cat "$T/ctl.err")"
+wait_log "agent spare: STOPPING -> STOPPED" 20
+# Each of the 300 gets its answer, or the error that made room for a
+# newer one.
+"$CP" -s "$SOCK" -n 300 -l "$(CONNECT)" -e 1 -w 60 -q 2>"$T/300.err" ||
+    fail "300 more connections: $(cat "$T/300.err")"
+lines=$(( $(grep -c "128 clients are connected, the limit" "$ERR") - lines0 ))
+note "128 idle connections and 300 more: $lines log lines about the limit"
+[ "$lines" -le 4 ] ||
+    fail "expected at most 4 log lines about the limit for 300 connections, got $lines"
+kill "$idle"
+wait "$idle" 2>/dev/null
 
 # 3. A subscriber that never reads, while 3000 messages make 6000 events.
 SEND='{"jsonrpc":"2.0","id":9,"method":"map/send","params":{"to":{"agent":"echo"},"payload":"PAD"}}'
@@ -87,7 +120,7 @@ deaf=$!
 wait_for '[ "$(metric corral_subscriptions)" = 1 ]' 10 ||
     fail "the deaf client did not subscribe: $(metric corral_subscriptions)"
 rss0=$(sup_rss)
-"$CP" -s "$SOCK" -l "$SEND" -r 3000 -e 3000 -q -w 60 2>"$T/send.err" ||
+"$CP" -s "$SOCK" -l "$SEND" -r 3000 -e 3000 -q -w $((20 * SLOW)) 2>"$T/send.err" ||
     fail "3000 map/send: $(cat "$T/send.err")"
 rss1=$(sup_rss)
 dropped=$(metric corral_events_dropped_total)
@@ -124,7 +157,7 @@ printf '{"jsonrpc":"2.0","id":1,"method":"map/agents/li' >"$T/half"
 "$CP" -s "$SOCK" -f "$T/half" -c 2>/dev/null
 "$CP" -s "$SOCK" -l '{"jsonrpc":"2.0","id":2,"method":"map/subscribe"}' -w 0.3 -q 2>/dev/null &
 quitter=$!
-"$CP" -s "$SOCK" -l "$SEND" -r 300 -e 300 -q -w 30 2>/dev/null
+"$CP" -s "$SOCK" -l "$SEND" -r 300 -e 300 -q -w $((20 * SLOW)) 2>/dev/null
 wait "$quitter"
 wait_for '[ "$(metric corral_control_clients)" = 1 ]' 10 ||
     fail "clients that left are still counted: $(metric corral_control_clients)"

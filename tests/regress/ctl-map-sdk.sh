@@ -14,7 +14,10 @@
 # after its task, so the client can ask it too); an agent
 # on nothing but the SDK's own stdio transport (tests/map/sdk-only-agent.mjs:
 # it reads no envelopes) serves the workflow's requests in MAP mode, and a
-# client's request.
+# client's request; an agent whose AgentConnection is on the control
+# socket (tests/map/socket-agent.mjs) connects with connect() as the SDK
+# always does (map/agents/register included), subscribes, spawns, gets
+# its child's event and result, and disconnects with nothing after.
 #
 # The SDK is installed into the build tree (tests/map/install.sh); when
 # node or the npm registry is out of reach the test is SKIPPED.
@@ -51,6 +54,11 @@ agents:
   pure:
     cmd: [node, $MAP/sdk-only-agent.mjs, --report, $T/pure.txt]
     ready: handshake
+    env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
+  sock:
+    cmd: [node, $MAP/socket-agent.mjs, --report, $T/sock.txt, --spawn, echo]
+    ready: handshake
+    tools: [spawn, list]
     env: {MAP_SDK_PREFIX: $MAP_SDK_PREFIX}
 routes:
   analyze: pure
@@ -149,6 +157,21 @@ grep -q '"text":"sdk-only-agent pure: are you there"' "$T/reply" || fail "reply:
 grep -q "sdk-only\[pure\]: ok message in-1 from corral (a request)" "$T/pure.txt" ||
     fail "the SDK-only agent: $(cat "$T/pure.txt")"
 grep -q FAIL "$T/pure.txt" && fail "the SDK-only agent failed: $(cat "$T/pure.txt")"
+
+# An agent whose AgentConnection is on the control socket: connect()
+# (map/connect with its credential, then map/agents/register) makes it
+# ready; it sees its child's event and result; nothing comes after the
+# disconnect answer (the SDK would warn of an event it no longer expects).
+wait_for 'grep -q "ok warnings\|FAIL" "$T/sock.txt" 2>/dev/null' 20 ||
+    fail "the socket agent did not finish: $(cat "$T/sock.txt" 2>/dev/null)"
+grep -q FAIL "$T/sock.txt" && fail "the socket agent: $(cat "$T/sock.txt")"
+for s in "connect id=sock principal=sock" "subscribe" "spawn child=echo-" \
+    "event agent_registered echo-" "result from echo-" "disconnect" "warnings none"; do
+	grep -q "^socket-agent\[sock\]: ok $s" "$T/sock.txt" ||
+	    fail "the socket agent: no 'ok $s': $(cat "$T/sock.txt")"
+done
+grep -q "agent sock: INITIALIZING -> READY (map/agents/register, on the control socket)" "$ERR" ||
+    fail "its register on the socket should make sock ready: $(grep 'agent sock' "$ERR")"
 
 serve_eof
 corral_wait 20

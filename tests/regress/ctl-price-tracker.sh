@@ -8,6 +8,11 @@
 # finishes as usual (exit 0, the critic's review in the result), and the
 # follower saw it all.  A second run, held the same way, is stopped with
 # corral stop: exit 143, the socket gone.
+#
+# The run is the example's workflow with its executor's timeout (10 s)
+# and the run's deadline (30 s) times SLOW: the executor's request is
+# held while this script runs eight commands, which a slow machine takes
+# its time over.
 . "$(dirname "$0")/ctl-lib.sh"
 
 command -v script >/dev/null 2>&1 || skip "script (util-linux) is missing"
@@ -18,12 +23,21 @@ PRICES_DIR="$T/prices"
 PRICES_DATE=2026-03-10
 export CORRAL_AGENT_PATH PRICES_DIR PRICES_DATE
 mkdir "$PRICES_DIR" || fail "mkdir $PRICES_DIR"
+WF="$T/workflow.yaml"
+sed -e "s|^path: \[../../build/agents\]\$|path: [$AGENTS]|" \
+    -e "s|^    cwd: \.\$|    cwd: $EX|" \
+    -e "s|^    timeout: 10s\$|    timeout: $((10 * SLOW))s|" \
+    -e "s|^  deadline: 30s\$|  deadline: $((30 * SLOW))s|" \
+    "$EX/workflow.yaml" >"$WF"
+[ "$(grep -c -e "$EX\$" -e "$AGENTS\]\$" -e " $((10 * SLOW))s\$" \
+    -e " $((30 * SLOW))s\$" "$WF")" = 5 ] ||
+    fail "the example's workflow changed: adapt this script to it"
 
 # hold: start the run with the executor held by the fifo.
 hold() {
 	rm -f "$PRICES_DIR/prices.csv"
 	mkfifo "$PRICES_DIR/prices.csv" || fail "mkfifo"
-	corral_start run "$EX/workflow.yaml" --goal "track prices daily" \
+	corral_start run "$WF" --goal "track prices daily" \
 	    --control "$SOCK" --log "$T/audit$1.ndjson" --output text -v
 	wait_sock
 	wait_for '[ "$(map_state executor)" = busy ]' 10 ||

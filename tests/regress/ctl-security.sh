@@ -20,7 +20,7 @@ serve_start "$T/wf.yaml" -v --control "$SOCK"
 wait_sock
 
 # Past the file modes: refused by corral itself.
-"$CP" -s "$SOCK" -u 65534 -l "$(CONNECT)" -e 2 -w 5 >"$T/other" 2>"$T/other.err"
+"$CP" -s "$SOCK" -u 65534 -l "$(CONNECT)" -e 2 -w $((5 * SLOW)) >"$T/other" 2>"$T/other.err"
 rc=$?
 [ "$rc" = 2 ] && skip "cannot become uid 65534 with CAP_DAC_OVERRIDE here: $(cat "$T/other.err")"
 grep -q '"error":{"code":1003,' "$T/other" ||
@@ -37,7 +37,7 @@ grep -q "Permission denied" "$T/nocap.err" || fail "expected EACCES: $(cat "$T/n
 
 # Our own uid is served, and the socket still works after the refusals.
 "$CP" -s "$SOCK" -l "$(CONNECT)" -l '{"jsonrpc":"2.0","id":2,"method":"map/agents/list"}' \
-    -e 2 -w 5 >"$T/own" 2>&1 || fail "our own uid: $(cat "$T/own")"
+    -e 2 -w $((5 * SLOW)) >"$T/own" 2>&1 || fail "our own uid: $(cat "$T/own")"
 grep -q '"id":2,"result":{"agents":\[{"id":"echo"' "$T/own" || fail "our own uid: $(cat "$T/own")"
 serve_eof
 corral_wait 10

@@ -11,6 +11,10 @@
 # - A second corral on a path where one is running leaves that socket
 #   alone and runs without one.
 # - --no-control: no socket at all.
+# - A corral that does not accept (stopped, its backlog full) is alive:
+#   another corral starting next to it neither waits for it nor takes
+#   its socket for stale.  (Its sweep once waited in connect() until the
+#   stopped corral went on: 10 minutes here, SIGTERM notwithstanding.)
 . "$(dirname "$0")/ctl-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -107,5 +111,38 @@ log_has "control socket" && fail "--no-control made a socket: $(grep 'control so
 [ "$(ls "$DIR" | wc -l)" = "$before" ] || fail "--no-control left something in $DIR: $(ls "$DIR")"
 serve_eof
 corral_wait 10
+
+# 7. A corral that does not accept: stopped, its backlog full (ctlpeer
+# waits in connect() for a place in it).
+serve_start "$T/wf.yaml" -v
+wait_log "control socket "
+S7=$(logged_sock)
+wait_sock "$S7"
+sup=$(supervisor_pid)
+kill -STOP "$sup"
+"$CP" -s "$S7" -n 300 -c >/dev/null 2>&1 &
+filler=$!
+# Full: ctlpeer waits in connect(), or ss shows more pending than the
+# backlog (Recv-Q over Send-Q of the listening socket).
+backlog_full() {
+	grep -q unix_wait_for_peer "/proc/$filler/wchan" 2>/dev/null ||
+	    ss -xlH 2>/dev/null | S="$S7" awk 'index($0, ENVIRON["S"]) && $3 > $4 { f = 1 } END { exit !f }'
+}
+wait_for backlog_full 10 ||
+    { kill -CONT "$sup"; fail "the stopped corral's backlog did not fill: $(cat "/proc/$filler/wchan" 2>/dev/null)"; }
+"$CORRAL" run "$T/wf.yaml" --goal go -v </dev/null >"$T/out7" 2>"$T/err7" &
+other=$!
+wait_for '! pid_alive $other' 10 ||
+    { kill -CONT "$sup"; fail "a corral next to a stopped one did not start and end: $(cat "$T/err7")"; }
+wait "$other" || { kill -CONT "$sup"; fail "the other corral failed: $(cat "$T/err7")"; }
+grep -qF "removed the stale socket $S7" "$T/err7" &&
+    { kill -CONT "$sup"; fail "the other corral took the stopped one's socket for stale"; }
+[ -S "$S7" ] || { kill -CONT "$sup"; fail "the stopped corral's socket $S7 is gone"; }
+kill -CONT "$sup"
+wait "$filler"
+wait_sock "$S7"
+serve_eof
+corral_wait 10
+expect_rc 0
 expect_no_leftovers
 exit 0

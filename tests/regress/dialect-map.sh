@@ -62,7 +62,7 @@ jq -se 'map(select(.method == "map/message" and
 # Dialects corral does not speak, or that do not go with an adapter.
 sed 's/protocol: map/protocol: smoke-signals/' "$T/wf.yaml" >"$T/bad.yaml"
 "$CORRAL" check "$T/bad.yaml" >"$T/check" 2>&1 && fail "check accepted protocol: smoke-signals"
-grep -q 'agents.mapper.protocol: unknown dialect "smoke-signals" (corral speaks multiagent-1.0, map, bus, agentmessage)' \
+grep -q 'agents.mapper.protocol: unknown dialect "smoke-signals" (corral speaks multiagent-1.0, map, bus, agentmessage, adr-007)' \
     "$T/check" || fail "check: $(cat "$T/check")"
 printf 'agents:\n  a:\n    cmd: [cat]\n    adapter: ndjson\n    protocol: map\n' >"$T/bad.yaml"
 "$CORRAL" check "$T/bad.yaml" >"$T/check" 2>&1 && fail "check accepted protocol: with adapter:"

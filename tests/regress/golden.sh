@@ -104,13 +104,13 @@ no_checkout_paths() {
 
 # check_refused NAME: corral run and serve refuse a bad file exactly as
 # check did (its stderr is in $T/err): exit status 2, nothing on stdout.
-# Should one start the agents anyway, timeout ends it.
+# Should one start the agents anyway, timeout ends it (10 s x SLOW).
 check_refused() {
 	for cmd in run serve; do
 		goal=
 		[ $cmd = run ] && goal="--goal golden"
 		# shellcheck disable=SC2086 # goal is two words or none
-		(cd "$GOLDEN" && timeout 10 "$CORRAL" $cmd "$1" $goal </dev/null) \
+		(cd "$GOLDEN" && timeout $((10 * ${SLOW:-1})) "$CORRAL" $cmd "$1" $goal </dev/null) \
 		    >"$T/out.$cmd" 2>"$T/err.$cmd"
 		rc=$?
 		if [ "$rc" -ne 2 ]; then

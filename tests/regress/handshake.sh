@@ -5,6 +5,8 @@
 # agent is READY, then deliver it.  An agent with ready: spawn gets the
 # goal at once, which shows the agent would have seen an early envelope
 # (it waits up to 10 s x SLOW for it, and connects as soon as it came).
+# The MAP event of its INITIALIZING -> READY says previousState
+# registered, though becoming ready made it BUSY at once.
 . "$(dirname "$0")/lib.sh"
 
 for ready in handshake spawn; do
@@ -18,7 +20,7 @@ agents:
 routes:
   "*": hs
 YAML
-	corral_run 20 run "$T/wf.yaml" --goal go -v
+	corral_run 20 run "$T/wf.yaml" --goal go -v --log "$T/$ready.audit"
 	expect_rc 0
 	grep -q '"text":"ok hs"' "$OUT" || fail "ready: $ready: expected hs's reply on stdout"
 	early=$(sed -n 's/^early //p' "$T/$ready.rec")
@@ -33,6 +35,11 @@ YAML
 		    fail "expected a map/connect result; the agent got: $(grep '^recv' "$T/$ready.rec" | cut -c1-200)"
 		log_has 'READY (ready at spawn)' &&
 		    fail "ready: handshake: the agent was READY at spawn"
+		# Ready with the goal waiting: it went on to BUSY at once,
+		# and the MAP event of the first step still says where it
+		# came from (registered), not the state after it (busy).
+		grep -q '"type":"agent_state_changed",.*"data":{"agentId":"hs","previousState":"registered","newState":"idle","reason":"handshake"' "$T/$ready.audit" ||
+		    fail "the MAP event of INITIALIZING -> READY should come from registered: $(grep '"reason":"handshake"' "$T/$ready.audit" | cut -c1-400)"
 	else
 		[ "$early" = 1 ] ||
 		    fail "ready: spawn: expected the goal before map/connect, the agent got $early envelopes"

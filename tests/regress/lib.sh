@@ -131,6 +131,33 @@ wait_steady() {
 	wait_for 'STEADY=$($_ws_cmd); if [ "$STEADY" = "$_ws_prev" ]; then _ws_same=$((_ws_same + 1)); else _ws_same=0; fi; _ws_prev=$STEADY; [ $_ws_same -ge $_ws_n ]' "$_ws_t"
 }
 
+# wait_progress CONDITION STALL CMD [ARG...]: wait until the sh CONDITION
+# holds (return 0), for as long as CMD's output (a count, a size) keeps
+# changing; give up (return 1) only once it has not changed for STALL
+# seconds (times SLOW).  For work whose length is the machine's speed
+# times its size (10,000 round trips, 200,000 lines): a slow machine takes
+# longer and still passes, a stuck corral fails STALL x SLOW seconds after
+# it stopped.  The last value CMD printed is in PROGRESS (CONDITION may
+# test it).  CONDITION is eval'd here, as wait_for's is.
+wait_progress() {
+	_wp_cond=$1
+	_wp_stall=$(awk -v t="$2" -v s="$SLOW" 'BEGIN { print t * s }')
+	shift 2
+	PROGRESS=$("$@")
+	_wp_since=$(now)
+	while ! eval "$_wp_cond"; do
+		sleep 0.1
+		_wp_v=$("$@")
+		if [ "$_wp_v" != "$PROGRESS" ]; then
+			PROGRESS=$_wp_v
+			_wp_since=$(now)
+		elif fcmp "$(elapsed "$_wp_since")" ">=" "$_wp_stall"; then
+			eval "$_wp_cond"
+			return
+		fi
+	done
+}
+
 # Does corral's stderr hold this fixed string?
 log_has() {
 	grep -qF -- "$1" "$ERR" 2>/dev/null
@@ -350,6 +377,12 @@ if [ "$(basename "$0")" = lib.sh ]; then
 	wait_for false 0.2 && fail "wait_for false succeeded"
 	fcmp "$(elapsed "$s")" "<" $((5 * SLOW)) ||
 	    fail "wait_for false 0.2 took $(elapsed "$s")s (x$SLOW)"
+	wait_progress false 0.2 echo same && fail "wait_progress: no progress, yet it succeeded"
+	[ "$PROGRESS" = same ] || fail "wait_progress: PROGRESS is '$PROGRESS'"
+	# Moving on, it outwaits its stall time: the file comes after 1 s.
+	(sleep 1; : >"$T/wp") &
+	wait_progress '[ -e "$T/wp" ]' 0.5 date +%s.%N ||
+	    fail "wait_progress gave up while its command's output kept changing"
 	corral_slow_check "$SLOW" || fail "SLOW is '$SLOW'"
 	[ "$(SLOW=7 sh -c '. "$1"; echo $SLOW' sh "$0" 2>/dev/null)" = 7 ] ||
 	    fail "an exported SLOW is not honoured"

@@ -3,7 +3,8 @@
 # shell that runs `corral mcp` with its stdin on a fifo, so the MCP server
 # gets boss's credential from its environment as a CLI's would.  Checked:
 # initialize and tools/list (the five tools, the catalogue in spawn's
-# description); spawn_agent with wait returns the child's result as text;
+# description); initialize with a version corral does not know gets the
+# latest it knows (2025-11-25); spawn_agent with wait returns the child's result as text;
 # an unknown agent and the fourth child under children: {max: 3} are
 # refusals the model reads (isError, the reason); list_agents,
 # send_message, stop_agent and wait_agents; a session with fewer tools
@@ -35,7 +36,7 @@ agents:
   sleeper:
     cmd: [$TREE, --plan, $T/hang.json]
     autostart: false
-    timeout: 60s
+    timeout: $((60 * SLOW))s
 routes:
   "*": boss
 EOF
@@ -102,7 +103,7 @@ expect_answer 16 '"isError":false' 'Delivered to sleeper-'
 first=$(grep -o 'Started sleeper-[0-9]*' "$T/mcp.out" | head -n 1 | sed 's/Started //')
 call 17 stop_agent '{"agent":"'"$first"'"}'
 expect_answer 17 "Stopping $first"
-call 18 wait_agents '{"agents":["'"$first"'"],"timeout":20}'
+call 18 wait_agents '{"agents":["'"$first"'"],"timeout":'$((20 * SLOW))'}'
 expect_answer 18 "$first failed"
 call 19 stop_agent '{"agent":"boss"}'
 expect_answer 19 '"isError":true' 'may stop only its own descendants'
@@ -116,6 +117,15 @@ case $(answer "$T/mcp2.out" 1) in
 *'map/agents/spawn is not among the tools of agent narrow'*) ;;
 *) fail "narrow spawned beyond its tools: $(answer "$T/mcp2.out" 1)" ;;
 esac
+# MCP's version negotiation: a version corral knows is answered as asked,
+# any other with the latest corral knows (the client then decides).
+printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}' \
+    '{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}' >&6
+wait_for '[ -n "$(answer "$T/mcp2.out" 3)" ]' 20 || fail "no answer to narrow's initialize"
+answer "$T/mcp2.out" 2 | grep -qF '"protocolVersion":"2025-11-25"' ||
+    fail "an unknown protocol version should get the latest, 2025-11-25: $(answer "$T/mcp2.out" 2)"
+answer "$T/mcp2.out" 3 | grep -qF '"protocolVersion":"2024-11-05"' ||
+    fail "a known protocol version should be answered as asked: $(answer "$T/mcp2.out" 3)"
 
 # Credentials that name no running agent.
 bad() {

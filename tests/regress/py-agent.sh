@@ -282,7 +282,7 @@ routes:
   plan: boss
   execute: boss
   reflect: reviewer
-limits: {deadline: 40s}
+limits: {deadline: $((40 * SLOW))s}
 YAML
 }
 
@@ -321,7 +321,7 @@ expect_audit_ok "$LOG"
 note "3. tree: refused 4000, send both ways, wait, keep, list, stop, 3004"
 
 # --- 4. corral serve with heartbeats ------------------------------------------
-write_team serve.yaml "heartbeat: {interval: 300ms, misses: 2}"
+write_team serve.yaml "heartbeat: {interval: $((300 * SLOW))ms, misses: 2}"
 LOG="$T/serve.ndjson"
 # $OUT still holds part 3's result until the background corral's
 # redirection empties it: empty it first, so no old line is taken as an answer.

@@ -23,6 +23,9 @@ routes:
 YAML
 
 ncat=$("$RG" hostile --names | wc -l)
+# Its lines that begin with '[' are JSON-RPC batches, not envelopes:
+# they get JSON-RPC errors (id null) instead of error envelopes.
+nbatch=$("$RG" hostile | grep -ac '^\[')
 valid() {	# N: the valid envelope h-N on the fifo
 	"$RG" env 1 --id h- --start "$1" >&8
 }
@@ -60,11 +63,13 @@ for id in h-1 h-2 h-3 h-4; do
 done
 grep -qxF '{"jsonrpc":"2.0","id":5,"result":{}}' "$OUT" ||
     fail "no answer to the ping on stdin"
+[ "$(grep -c '^\[*{"jsonrpc":"2.0","id":null,"error"' "$OUT")" -eq "$nbatch" ] ||
+    fail "expected $nbatch JSON-RPC errors for the batches, got $(grep -c '"id":null,"error"' "$OUT")"
 
 # Every other line is an error envelope with a code for bad input.
 errs=$(grep -c '"content":{"type":"error"' "$OUT")
-[ "$errs" -eq $((inputs - 5)) ] ||
-    fail "expected $((inputs - 5)) error results, got $errs"
+[ "$errs" -eq $((inputs - 5 - nbatch)) ] ||
+    fail "expected $((inputs - 5 - nbatch)) error results, got $errs"
 bad=$(grep '"content":{"type":"error"' "$OUT" | grep -v '"code":"\(invalid_json\|invalid_envelope\|nul_byte\|line_too_long\)"' | head -n 1)
 [ -z "$bad" ] || fail "an error result with an unexpected code: $(printf '%s' "$bad" | cut -c1-300)"
 [ "$(grep -c '"code":"line_too_long"' "$OUT")" -eq 3 ] ||
@@ -85,10 +90,10 @@ grep -q 'aaaaaaaaaaaaaaaa' "$OUT" && fail "part of a dropped line reached stdout
 set -- $(run_end_check)
 [ "$1" -eq 4 ] && [ "$2" -eq 4 ] ||
     fail "expected run_end accepted 4 replied 4, got accepted $1 replied $2"
-[ "$(run_end_get rejected)" = $((inputs - 5)) ] ||
-    fail "expected run_end rejected $((inputs - 5)), got '$(run_end_get rejected)'"
-[ "$(aud_count rejected agent stdin)" -eq $((inputs - 5)) ] ||
-    fail "expected $((inputs - 5)) rejected events in the audit log, got $(aud_count rejected agent stdin)"
+[ "$(run_end_get rejected)" = $((inputs - 5 - nbatch)) ] ||
+    fail "expected run_end rejected $((inputs - 5 - nbatch)), got '$(run_end_get rejected)'"
+[ "$(aud_count rejected agent stdin)" -eq $((inputs - 5 - nbatch)) ] ||
+    fail "expected $((inputs - 5 - nbatch)) rejected events in the audit log, got $(aud_count rejected agent stdin)"
 if [ "$SAN" = 0 ]; then
 	[ "$hwm" -lt 102400 ] ||
 	    fail "corral's peak RSS was ${hwm} kB (limit 100 MB) while reading hostile input"

@@ -79,16 +79,18 @@ mem_bound() {
 			la = max(la, al[i])
 		}
 		L = max(Mi, la)
-		Y = max(Mi + 2 * L, n * (512 + d))
+		Y = Mi + max(Mi + 2 * L, n * (512 + d))	# a batch: 1 MiB more
 		t = 6 * Mi					# base
 		t += 10 * L + 8 * la + 16 * Mi			# one line handled
 		t += 18 * Mi					# event history
 		t += m						# limits.memory
-		t += L + 3 * (Mi + L)				# stdin, stdout, audit log
+		t += L + 3 * (Mi + L) + 2 * Mi			# stdin, stdout, audit log
+		t += 2 * (Y + 2 * L + 64 * Ki) + 512 * Ki	# replays reading the log
+		t += 5 * Mi					# finished agents kept
 		for (i = 1; i <= n; i++)			# agents
 			t += max(al[i], 256 * Ki) + 2 * (max(Mi, al[i]) + \
-			    ai[i] * L + Y) + 16 * Ki
-		t += c * (Mi + 2 * (Mi + Y) + 16 * Ki)		# clients
+			    ai[i] * L + Y) + 80 * Ki + 2 * Mi
+		t += c * (Mi + 2 * (Mi + Y) + 16 * Ki + 2 * Mi)	# clients
 		printf "%d\n", t / 1024
 	}'
 }

@@ -1,8 +1,9 @@
 #!/bin/sh
 # A next action's args.ttl_ms is its request's deadline: the planner
 # proposes one execute step with args {"ttl_ms": 300} for a worker that
-# never answers (timeout: 30s).  The step fails with timeout well before
-# the worker's 30 s, and so does the job (it once waited the full 30 s).
+# never answers (timeout: 60 s x SLOW).  The step fails with timeout well
+# before the worker's timeout, and so does the job (it once waited the
+# full timeout).
 # A negative ttl_ms makes the reply invalid: its request fails at once
 # with the path of the bad value (corral once passed it on to the worker
 # in an envelope its own validator refuses).
@@ -24,20 +25,20 @@ agents:
     cmd: [/bin/sh, $T/planner.sh]
   worker:
     cmd: [$WA, --hang]
-    timeout: 30s
+    timeout: $((60 * SLOW))s
 routes:
   plan: planner
   execute: worker
 YAML
 s=$(now)
-corral_run 25 run "$T/wf.yaml" --goal go --log "$LOG"
+corral_run 70 run "$T/wf.yaml" --goal go --log "$LOG"
 took=$(elapsed "$s")
 expect_rc 1
 grep -q '"code":"timeout"' "$OUT" ||
     fail "the job did not end with the step's timeout: $(head -c 400 "$OUT")"
-# 30 s is the worker's own timeout; 300 ms the step's.  Anything far
-# below 30 s shows ttl_ms was used, however loaded the machine.
-fcmp "$took" "<" 20 || fail "the job took ${took}s: ttl_ms 300 was not the deadline"
+# 60 s x SLOW is the worker's own timeout; 300 ms the step's.  Anything
+# far below the worker's shows ttl_ms was used, however loaded the machine.
+fcmp "$took" "<" $((30 * SLOW)) || fail "the job took ${took}s: ttl_ms 300 was not the deadline"
 
 sed 's/"ttl_ms":300/"ttl_ms":-5/' "$T/reply.json" >"$T/reply.tmp" &&
     mv "$T/reply.tmp" "$T/reply.json"

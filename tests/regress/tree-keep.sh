@@ -50,6 +50,10 @@ req plan spawn
 wait_rec_count "result root " 4 10
 w1=worker-1 w2=worker-2 w3=worker-3 n4=node-4
 n5=$(rec_children node-4)
+# node-4 had node-5's id before its result went up, but node-5 records
+# its own start when it gets there: on a slow machine, after root's 4th
+# result.
+wait_rec_count "start $n5 " 1 10
 for c in "$w1 visible" "$w2 hidden" "$w3 gone" "$n4 kept"; do
 	set -- $c
 	rec_has "result root $1 ok - $2" || fail "root should get $1's result '$2': $(rec_lines "result root $1 ")"

@@ -13,7 +13,9 @@
 #      does not loop with corral for ever: it is FAILED with a cause that
 #      says it writes non-JSON to stdout, quoting the first line; its
 #      request's error says it failed (it did not exit), and the hints say
-#      what to do: log to stderr, or adapter: exec.
+#      what to do: log to stderr, or adapter: exec.  That takes 10,000
+#      round trips with a shell: the test waits for them as long as they
+#      go on (the agent's timeout is only a safety net).
 #   5. sort as an agent: the timeout and its echo at the end point at
 #      adapter: exec, not at a longer timeout.
 . "$(dirname "$0")/lib.sh"
@@ -120,11 +122,18 @@ cat >"$T/chatty.yaml" <<YAML
 agents:
   chatty:
     cmd: [$T/chatty.sh]
-    timeout: 120s
+    timeout: $((600 * SLOW))s
 routes:
   "*": chatty
 YAML
-corral_run 120 run "$T/chatty.yaml" --goal go
+rejected() {
+	grep -c '"ev":"rejected"' "$LOG" 2>/dev/null
+}
+rm -f "$LOG"
+corral_start run "$T/chatty.yaml" --goal go --log "$LOG"
+wait_progress '! pid_alive $CORRAL_PID' 20 rejected ||
+    fail "chatty: corral still runs, $PROGRESS lines rejected and none more in 20s (x$SLOW)"
+corral_wait 10
 expect_rc 1
 log_has 'corral: agent chatty: READY -> FAILED (it writes non-JSON to stdout' ||
 log_has 'corral: agent chatty: BUSY -> FAILED (it writes non-JSON to stdout' ||

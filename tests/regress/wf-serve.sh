@@ -4,7 +4,9 @@
 #     result's trace.parents names its input's trace.id;
 #   - every invalid line on stdin gets exactly one error line (empty lines
 #     none), and serving goes on;
-#   - a JSON-RPC ping on stdin is answered (a notification is not);
+#   - a JSON-RPC ping on stdin is answered (a notification is not), and a
+#     line that begins with '[' is a JSON-RPC batch ([1,2,3]: three
+#     -32600 in one array);
 #   - EOF on stdin drains the work in flight, then corral exits 0;
 #   - run exits 0 on success, 1 when the workflow fails, 2 for a bad
 #     workflow file or command line, 130 on SIGINT.
@@ -77,20 +79,23 @@ wait_lines 8 5
 serve_eof
 corral_wait 10
 expect_rc 0
-[ "$(wc -l <"$OUT")" -eq 8 ] || fail "expected exactly 8 lines (5 errors, 2 pongs, 1 result), got $(wc -l <"$OUT"): $(cut -c1-150 "$OUT")"
+[ "$(wc -l <"$OUT")" -eq 8 ] || fail "expected exactly 8 lines (4 errors, a batch's answers, 2 pongs, 1 result), got $(wc -l <"$OUT"): $(cut -c1-150 "$OUT")"
+grep -q '^\[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,.*},{.*},{.*}\]$' "$OUT" ||
+    fail "expected the batch [1,2,3] answered with three -32600: $(grep '^\[' "$OUT")"
 grep -qxF '{"jsonrpc":"2.0","id":7,"result":{}}' "$OUT" ||
     fail "expected the answer to ping id 7: $(grep jsonrpc "$OUT")"
 grep -qxF '{"jsonrpc":"2.0","id":"p-2","result":{}}' "$OUT" ||
     fail "expected the answer to ping id \"p-2\" (a string id stays a string): $(grep jsonrpc "$OUT")"
 errs=$(grep -v '"jsonrpc"' "$OUT" | jq -r 'select(.content.type == "error") | "\(.content.data.code)/\(.content.data.path // "-")"' | tr '\n' ' ')
-[ "$errs" = "invalid_json/- invalid_envelope/- invalid_envelope/role invalid_envelope/intent invalid_envelope/confidence.score " ] ||
-    fail "expected one error line per invalid line (invalid_json, then invalid_envelope for the array, no role, intent, confidence.score), got: $errs"
-audit_all "$OUT" 'select(.content.type == "error") | .protocol == "multiagent-1.0" and .role == "system" and .content.data.category == "REJECTED"' ||
+[ "$errs" = "invalid_json/- invalid_envelope/role invalid_envelope/intent invalid_envelope/confidence.score " ] ||
+    fail "expected one error line per invalid line (invalid_json, then invalid_envelope for no role, intent, confidence.score), got: $errs"
+grep -v '^\[' "$OUT" >"$T/objects"
+audit_all "$T/objects" 'select(.content.type == "error") | .protocol == "multiagent-1.0" and .role == "system" and .content.data.category == "REJECTED"' ||
     fail "the error lines are not multiagent-1.0 error envelopes: $(grep -m1 error "$OUT")"
-audit_all "$OUT" 'select(.trace.parents == ["ok-1"]) | .content.text == "execute by fast"' ||
+audit_all "$T/objects" 'select(.trace.parents == ["ok-1"]) | .content.text == "execute by fast"' ||
     fail "expected the valid request served after the invalid lines"
 n=$(jq -r 'select(.ev == "rejected" and .agent == "stdin") | .code' "$LOG" | wc -l)
-[ "$n" -eq 5 ] || fail "expected 5 rejected events for stdin in the audit log, got $n"
+[ "$n" -eq 4 ] || fail "expected 4 rejected events for stdin in the audit log, got $n"
 expect_audit_ok "$LOG"
 rm -f "$LOG"
 

@@ -16,7 +16,9 @@
  *   -l LINE     send LINE and a newline (repeatable, in order)
  *   -r K        send the -l lines K times
  *   -e COUNT    read until COUNT lines came on each connection
- *   -w SECS     how long reading may take (default 10)
+ *   -w SECS     with -e: give up once no line came for SECS (default
+ *               10), so that many lines take what the machine takes;
+ *               without -e: read for SECS
  *   -N          never read: hold the connection(s) until killed, or until
  *               SIGUSR1, then read and print for -w SECS
  *   -c          close right after sending (no reading)
@@ -103,17 +105,18 @@ struct ctlpeer_conn {
 	int	 eof;
 };
 
-/* Read what one connection has, printing complete lines. */
-static void
+/* Read what one connection has, printing complete lines; say how many. */
+static long
 ctlpeer_read(struct ctlpeer_conn *c, int idx, int many, int quiet)
 {
 	char	 chunk[65536], *nl, *p;
 	ssize_t	 n;
+	long	 before = c->lines;
 
 	if ((n = read(c->fd, chunk, sizeof chunk)) <= 0) {
 		if (n == 0 || (errno != EINTR && errno != EAGAIN))
 			c->eof = 1;
-		return;
+		return 0;
 	}
 	if (c->len + (size_t)n > c->cap) {
 		c->cap = c->len + (size_t)n + 65536;
@@ -137,6 +140,7 @@ ctlpeer_read(struct ctlpeer_conn *c, int idx, int many, int quiet)
 	c->len -= (size_t)(p - c->buf);
 	memmove(c->buf, p, c->len);
 	fflush(stdout);
+	return c->lines - before;
 }
 
 int
@@ -217,6 +221,11 @@ main(int argc, char **argv)
 	}
 	if (hangup) {
 		fprintf(stderr, "ctlpeer: %d connections, hung up\n", n);
+		for (i = 0; i < n; i++)
+			close(conns[i].fd);
+		free(conns);
+		free(pfd);
+		free(data);
 		return 0;
 	}
 	if (never) {
@@ -242,8 +251,10 @@ main(int argc, char **argv)
 		if (poll(pfd, (nfds_t)n, 100) <= 0)
 			continue;
 		for (i = 0; i < n; i++)
-			if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-				ctlpeer_read(&conns[i], i, n > 1, quiet);
+			if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+			    ctlpeer_read(&conns[i], i, n > 1, quiet) > 0 &&
+			    expect >= 0)
+				end = tool_mono() + wait;
 	}
 	for (i = 0; i < n; i++) {
 		total += conns[i].lines;

@@ -852,15 +852,22 @@ test_check(void **state)
 	assert_int_equal(system(text), 0);
 }
 
+/* The scope of a key: 0 the top, 1 an agent's, 2 a step's. */
+static int
+key_scope(const struct config_keyinfo *ki)
+{
+	return ki->agent ? 1 : ki->step ? 2 : 0;
+}
+
 /* Find a key of the table by its scope and name; -1 when there is none. */
 static ssize_t
-key_index(int agent, const char *name)
+key_index(int scope, const char *name)
 {
 	struct config_keyinfo	ki;
 	size_t			i;
 
 	for (i = 0; config_keyinfo(i, &ki) == 0; i++)
-		if (ki.agent == agent && strcmp(ki.name, name) == 0)
+		if (key_scope(&ki) == scope && strcmp(ki.name, name) == 0)
 			return (ssize_t)i;
 	return -1;
 }
@@ -877,7 +884,7 @@ test_key_table(void **state)
 	size_t			i;
 
 	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
-		if (key_index(ki.agent, ki.name) != (ssize_t)i)
+		if (key_index(key_scope(&ki), ki.name) != (ssize_t)i)
 			fail_msg("%s is declared twice", ki.name);
 		if (ki.doc == NULL || ki.doc[0] == '\0')
 			fail_msg("%s has no doc", ki.name);
@@ -889,9 +896,9 @@ test_key_table(void **state)
 		if ((dot = strrchr(name, '.')) == NULL)
 			continue;
 		*dot = '\0';
-		if (key_index(ki.agent, name) < 0)
+		if (key_index(key_scope(&ki), name) < 0)
 			fail_msg("%s is in %s, which is no key", ki.name, name);
-		config_keyinfo((size_t)key_index(ki.agent, name), &parent);
+		config_keyinfo((size_t)key_index(key_scope(&ki), name), &parent);
 		if (!parent.mapping)
 			fail_msg("%s is in %s, which is no mapping", ki.name,
 			    name);
@@ -931,7 +938,7 @@ doc_cells(char *line, char **cells, size_t max)
 
 /* Where the key tables under a docs/workflow.md heading belong. */
 struct doc_place {
-	int	agent;
+	int	agent;		/* key_scope's scope */
 	char	prefix[64];	/* "", "restart.", "limits.budget." */
 };
 
@@ -945,7 +952,8 @@ doc_heading(const char *line, struct doc_place *section,
 	if (sscanf(line + strspn(line, "#"), " %63[A-Za-z_-]", word) != 1)
 		word[0] = '\0';
 	if (strncmp(line, "## ", 3) == 0) {
-		section->agent = strcmp(word, "agents") == 0;
+		section->agent = strcmp(word, "agents") == 0 ? 1 :
+		    strcmp(word, "steps") == 0 ? 2 : 0;
 		if (section->agent || strcmp(line, "## Top-level keys\n") == 0)
 			section->prefix[0] = '\0';
 		else
@@ -978,7 +986,8 @@ doc_row(const struct doc_place *here, char **cells, size_t n, int ctype,
 	    cells[0] + 1);
 	if ((i = key_index(here->agent, name)) < 0) {
 		print_message("docs: %s%s is no key of the workflow file\n",
-		    here->agent ? "agents.*." : "", name);
+		    here->agent == 1 ? "agents.*." : here->agent == 2 ?
+		    "steps[*]." : "", name);
 		return 1;
 	}
 	seen[i] = 1;
@@ -1111,7 +1120,8 @@ test_docs_match_table(void **state)
 	for (i = 0; config_keyinfo(i, &ki) == 0; i++) {
 		if (!seen[i]) {
 			print_message("docs: %s%s (%s) is not in workflow.md's "
-			    "key tables\n", ki.agent ? "agents.*." : "",
+			    "key tables\n", ki.agent ? "agents.*." : ki.step ?
+			    "steps[*]." : "",
 			    ki.name, ki.type);
 			bad++;
 		}
@@ -1486,6 +1496,155 @@ test_errors_with_positions(void **state)
 	assert_int_equal(bad, 0);
 }
 
+#define STEPS_HEAD "workspace: w\nagents:\n  w: {cmd: [cat]}\n" \
+	"  v: {cmd: [cat]}\nsteps:\n"
+
+/*
+ * steps: a step's name defaults to its action; proceed goes to the next
+ * step (end after the last), retry to the step itself; max_iterations
+ * comes from the workflow unless the step gives one; params are kept as
+ * JSON; agent: and intent: resolve; the print loads back the same.
+ */
+static void
+test_steps_defaults(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf, *again;
+	const struct step_conf	*sc;
+	char			*p1, *p2;
+
+	wf = load("max_iterations: 4\nfeature_id: f-1\n"
+	    "paths: {spec: \"specs/{feature_id}/spec.md\"}\n" STEPS_HEAD
+	    "  - {agent: w, action: write, params: {n: 3, t: [a, b]}}\n"
+	    "  - {name: check, agent: v, action: validate, retry: write,\n"
+	    "     max_iterations: 0, success_false: fail}\n"
+	    "  - {name: last, intent: analyze, action: sum, proceed: end}\n");
+	assert_int_equal(wf->nsteps, 3);
+	sc = &wf->steps[0];
+	assert_string_equal(sc->name, "write");
+	assert_ptr_equal(sc->agent, &wf->agents[0]);
+	assert_int_equal(sc->next, 1);
+	assert_int_equal(sc->back, 0);
+	assert_int_equal(sc->max_iterations, 4);
+	assert_int_equal(sc->success_false, SF_ESCALATE);
+	assert_int_equal(json_integer_value(json_object_get(sc->params, "n")),
+	    3);
+	sc = &wf->steps[1];
+	assert_int_equal(sc->next, 2);
+	assert_int_equal(sc->back, 0);
+	assert_int_equal(sc->max_iterations, 0);
+	assert_int_equal(sc->success_false, SF_FAIL);
+	sc = &wf->steps[2];
+	assert_null(sc->agent);
+	assert_string_equal(sc->intent, "analyze");
+	assert_int_equal(sc->next, STEP_END);
+	assert_ptr_equal(config_find_step(wf, "check"), &wf->steps[1]);
+	assert_null(config_find_step(wf, "end"));
+	assert_string_equal(wf->feature_id, "f-1");
+	assert_int_equal(wf->npaths, 1);
+	assert_string_equal(wf->paths[0].value, "specs/{feature_id}/spec.md");
+
+	p1 = print_workflow(wf);
+	assert_non_null(strstr(p1, "  - name: write\n    agent: w\n"
+	    "    action: write\n    params: {\"n\":3,\"t\":[\"a\",\"b\"]}\n"
+	    "    proceed: check\n    retry: write\n    max_iterations: 4\n"));
+	again = config_load_string(p1, strlen(p1), "print.yaml", &err);
+	if (again == NULL)
+		fail_msg("the print does not load: %d:%d %s\n%s", err.line,
+		    err.column, err.msg, p1);
+	p2 = print_workflow(again);
+	assert_string_equal(p1, p2);
+	free(p1);
+	free(p2);
+	config_free(again);
+	config_free(wf);
+
+	/* Without steps the steps' keys are not printed. */
+	wf = load("agents:\n  a: {cmd: [cat]}\n");
+	p1 = print_workflow(wf);
+	assert_null(strstr(p1, "max_iterations"));
+	assert_null(strstr(p1, "artifacts"));
+	free(p1);
+	config_free(wf);
+}
+
+/* The graph of steps is checked: each error with its position. */
+static void
+test_steps_graph(void **state)
+{
+	static const struct {
+		const char	*text;
+		int		 line;
+		const char	*msg;
+	} bad[] = {
+		{ STEPS_HEAD "  - {agent: w, action: a, proceed: nowhere}\n", 6,
+		    "steps[0].proceed: no step named 'nowhere' (or end)" },
+		{ STEPS_HEAD "  - {agent: w, action: a, retry: nowhere}\n", 6,
+		    "steps[0].retry: no step named 'nowhere'" },
+		{ STEPS_HEAD "  - {agent: w, action: a, retry: b}\n"
+		    "  - {agent: w, action: b}\n", 6,
+		    "retry: 'b' comes after step 'a'" },
+		{ STEPS_HEAD "  - {agent: w, action: a, proceed: c}\n"
+		    "  - {agent: w, action: b}\n  - {agent: w, action: c}\n", 7,
+		    "step 'b' can never run" },
+		{ STEPS_HEAD "  - {agent: w, action: a, max_iterations: 0}\n", 6,
+		    "step 'a' is on a loop whose steps all have max_iterations: 0" },
+		{ "max_iterations: 0\n" STEPS_HEAD "  - {agent: w, action: a}\n"
+		    "  - {agent: v, action: b, proceed: a, retry: b, "
+		    "max_iterations: 2}\n", 7, "step 'a' is on a loop" },
+		{ STEPS_HEAD "  - {agent: w, intent: plan, action: a}\n", 6,
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
+		{ STEPS_HEAD "  - {agent: w, capability: review, action: a}\n", 6,
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
+		{ STEPS_HEAD "  - {action: a}\n", 6,
+		    "a step names exactly one of agent:, intent: and "
+		    "capability:" },
+		{ STEPS_HEAD "  - {agent: nobody, action: a}\n", 6,
+		    "steps[0].agent: no agent named 'nobody'" },
+		{ STEPS_HEAD "  - {intent: dance, action: a}\n", 6,
+		    "'dance' is not an intent" },
+		{ STEPS_HEAD "  - {agent: w}\n", 6, "has no action: key" },
+		{ STEPS_HEAD "  - {agent: w, action: a}\n  - {agent: v, action: a}\n",
+		    7, "a step named 'a' comes before" },
+		{ STEPS_HEAD "  - {agent: w, action: \"do it\"}\n", 6,
+		    "give the step a name:" },
+		{ STEPS_HEAD "  - {name: end, agent: w, action: a}\n", 6,
+		    "'end' is not a valid step name" },
+		{ STEPS_HEAD "  - {agent: w, action: a, params: [1]}\n", 6,
+		    "expected a mapping of parameters" },
+		{ STEPS_HEAD "  - {agent: w, action: a, timeout: 3}\n", 6,
+		    "unknown key 'timeout'" },
+		{ STEPS_HEAD "  - {agent: w, action: a, success_false: maybe}\n", 6,
+		    "escalate" },
+		{ STEPS_HEAD "  {agent: w}\n", 6, "expected a list of steps" },
+		{ "agents:\n  w: {cmd: [cat]}\nsteps:\n  - {agent: w, action: a}\n",
+		    4, "a workflow of steps needs workspace:" },
+	};
+	const char	*msg;
+	size_t		 i;
+	int		 fails = 0;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct config_error	 err;
+		struct workflow		*wf;
+
+		wf = config_load_string(bad[i].text, strlen(bad[i].text),
+		    "test.yaml", &err);
+		msg = wf == NULL ? err.msg : "(accepted)";
+		config_free(wf);
+		if (wf != NULL || err.line != bad[i].line ||
+		    strstr(msg, bad[i].msg) == NULL) {
+			print_message("got %d \"%s\", want %d \"%s\"\n%s",
+			    wf == NULL ? err.line : 0, msg, bad[i].line,
+			    bad[i].msg, bad[i].text);
+			fails++;
+		}
+	}
+	assert_int_equal(fails, 0);
+}
+
 /*
  * Every error is recorded, not only the first: a bad value does not hide
  * the next key's, nor a bad agent the next agent's; past CONFIG_ERRORS
@@ -1597,6 +1756,8 @@ main(void)
 		cmocka_unit_test(test_errors_with_positions),
 		cmocka_unit_test(test_all_errors),
 		cmocka_unit_test(test_nul_byte_refused),
+		cmocka_unit_test(test_steps_defaults),
+		cmocka_unit_test(test_steps_graph),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_cmd_forms),
 		cmocka_unit_test(test_unknown_key_suggestions),
