@@ -112,6 +112,14 @@ cmd_events_text(json_t *ev)
 	} else if (strcmp(type, "message_failed") == 0)
 		snprintf(what, sizeof what, "message %s not delivered: %s",
 		    cmd_events_str(d, "messageId"), cmd_events_str(d, "reason"));
+	else if (strcmp(type, "request_started") == 0 ||
+	    strcmp(type, "request_ended") == 0)
+		snprintf(what, sizeof what, "%s %s %s (%s, age %.1fs)%s%.60s",
+		    type[8] == 's' ? "request" : "ended:",
+		    cmd_events_str(d, "requestId"), cmd_events_str(d, "intent"),
+		    cmd_events_str(d, "state"), json_number_value(
+		    json_object_get(d, "age")), json_object_get(d, "task") ?
+		    ": " : "", cmd_events_str(d, "task"));
 	else if (strcmp(type, "system_error") == 0 &&
 	    json_object_get(d, "requestId") != NULL)
 		/* A request's failure: the ids corral cancel and logs use. */
@@ -194,6 +202,64 @@ cmd_events_history(struct client *c, json_t *filter, char *last, size_t len,
 	return 0;
 }
 
+/* A clock's time in milliseconds. */
+static json_int_t
+cmd_events_clock(clockid_t id)
+{
+	struct timespec	ts;
+
+	clock_gettime(id, &ts);
+	return (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * With --requests: the requests in flight, asked for each second and
+ * printed as request_started when one appears and request_ended when it
+ * is gone (its last look).  Returns the new set by request id; a request
+ * shorter than a look may not be seen (the audit log has them all).
+ */
+static json_t *
+cmd_events_requests(struct client *c, json_t *seen, int text)
+{
+	json_t		*res, *now, *r, *ev;
+	const char	*id;
+	size_t		 i;
+	void		*tmp;
+
+	if ((res = client_requests(c, 10000)) == NULL)
+		return seen;
+	now = json_object();
+	json_array_foreach(json_object_get(res, "requests"), i, r) {
+		if ((id = json_string_value(json_object_get(r,
+		    "requestId"))) == NULL)
+			continue;
+		json_object_set(now, id, r);
+		if (json_object_get(seen, id) != NULL)
+			continue;
+		ev = json_pack("{s:s, s:I, s:s, s:O}", "type",
+		    "request_started", "timestamp", (json_int_t)json_integer_value(
+		    json_object_get(r, "acceptedAt")), "source", cmd_events_str(r,
+		    "agentId")[0] != '\0' ? cmd_events_str(r, "agentId") :
+		    "corral", "data", r);
+		cmd_events_print(ev, text);
+		json_decref(ev);
+	}
+	json_object_foreach_safe(seen, tmp, id, r) {
+		if (json_object_get(now, id) != NULL)
+			continue;
+		ev = json_pack("{s:s, s:I, s:s, s:O}", "type", "request_ended",
+		    "timestamp", cmd_events_clock(CLOCK_REALTIME), "source",
+		    cmd_events_str(r, "agentId")[0] != '\0' ?
+		    cmd_events_str(r, "agentId") : "corral", "data", r);
+		cmd_events_print(ev, text);
+		json_decref(ev);
+	}
+	fflush(stdout);
+	json_decref(res);
+	json_decref(seen);
+	return now;
+}
+
 /* The --filter and --agent options as map/subscribe's filter, or NULL. */
 static json_t *
 cmd_events_filter(struct cmd *c)
@@ -220,6 +286,9 @@ cmd_events_exec(struct cmd *c)
 	char		 last[64] = "";
 	int		 follow = cmd_has(c, "follow");
 	int		 fresh = cmd_has(c, "new");
+	int		 reqs = cmd_has(c, "requests");
+	json_t		*seen = json_object();
+	json_int_t	 looked = 0;
 	int		 text = isatty(STDOUT_FILENO), eof, rc = 1;
 	size_t		 i;
 
@@ -248,9 +317,22 @@ cmd_events_exec(struct cmd *c)
 	if (!fresh && cmd_events_history(&c->client, filter, last,
 	    sizeof last, text) != 0)
 		goto out;
+	if (reqs) {
+		seen = cmd_events_requests(&c->client, seen, text);
+		looked = cmd_events_clock(CLOCK_MONOTONIC);
+	}
 	while (follow) {
-		if ((n = client_next(&c->client, -1, &eof)) == NULL)
-			break;		/* corral is gone */
+		if (reqs && cmd_events_clock(CLOCK_MONOTONIC) - looked >= 1000) {
+			/* Events that never pause must not hide requests. */
+			seen = cmd_events_requests(&c->client, seen, text);
+			looked = cmd_events_clock(CLOCK_MONOTONIC);
+		}
+		if ((n = client_next(&c->client, reqs ? 1000 : -1, &eof)) ==
+		    NULL) {
+			if (eof)
+				break;		/* corral is gone */
+			continue;
+		}
 		p = json_object_get(n, "params");
 		if (strcmp(cmd_events_str(n, "method"), CORRAL_M_EVENT) == 0 &&
 		    strcmp(cmd_events_str(p, "subscriptionId"), sub) == 0 &&
@@ -262,6 +344,7 @@ cmd_events_exec(struct cmd *c)
 	}
 	rc = 0;
 out:
+	json_decref(seen);
 	json_decref(filter);
 	return rc;
 }
@@ -272,6 +355,7 @@ static const struct cmd_option cmd_events_options[] = {
 	{ "agent", 0, 1 },
 	{ "since", 0, 1 },
 	{ "new", 0, 0 },
+	{ "requests", 0, 0 },
 	{ "json", 0, 0 },
 	{ "text", 0, 0 },
 	{ NULL, 0, 0 }
@@ -280,7 +364,7 @@ static const struct cmd_option cmd_events_options[] = {
 const struct cmd_entry cmd_events_entry = {
 	.name = "events",
 	.args = "[-f | --follow] [--filter TYPE,...] [--agent ID,...] "
-	    "[--since EVENTID] [--new] [--json | --text]",
+	    "[--since EVENTID] [--new] [--requests] [--json | --text]",
 	.about = "print a running corral's events (--follow: as they come)",
 	.options = cmd_events_options,
 	.lower = 0,

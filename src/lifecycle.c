@@ -1186,8 +1186,9 @@ lifecycle_has_live_children(const struct agent *a)
 void
 lifecycle_stop(struct agent *a, const char *why)
 {
-	int	stopping = (a->life.flags & (LF_STOP_PENDING | LF_NORESTART)) ==
+	int	 stopping = (a->life.flags & (LF_STOP_PENDING | LF_NORESTART)) ==
 		    (LF_STOP_PENDING | LF_NORESTART);
+	char	*pending;
 
 	a->life.flags |= LF_NORESTART;
 	a->life.flags &= ~LF_RESTART_REQ;
@@ -1203,15 +1204,26 @@ lifecycle_stop(struct agent *a, const char *why)
 		}
 		return;
 	}
-	lifecycle_feed(a, AE_STOP, why);
+	/*
+	 * No child left to wait for.  Observers hear of the last child's
+	 * STOPPED before lifecycle_after_child does, so a stop that waited
+	 * may be due here first (the shutdown's next pick): it is this one,
+	 * and keeps its reason.
+	 */
+	a->life.flags &= ~LF_STOP_PENDING;
+	pending = a->life.stop_why;
+	a->life.stop_why = NULL;
+	lifecycle_feed(a, AE_STOP, stopping && pending != NULL ? pending : why);
+	free(pending);
 }
 
 /* Stop an agent so that it starts again (a restart strategy). */
 void
 lifecycle_restart(struct agent *a, const char *why)
 {
+	/* One leaving for good (its stop waits for its children) stays so. */
 	if (!lifecycle_alive(a) || lifecycle_stopping(a) ||
-	    adapter_per_call(a))
+	    adapter_per_call(a) || (a->life.flags & LF_NORESTART))
 		return;
 	a->life.flags |= LF_RESTART_REQ;
 	if (lifecycle_stop_children(a, "its parent is restarting")) {
@@ -1220,6 +1232,10 @@ lifecycle_restart(struct agent *a, const char *why)
 		a->life.stop_why = xstrdup(why);
 		return;
 	}
+	/* Nothing to wait for: a restart that waited is this one. */
+	a->life.flags &= ~LF_STOP_PENDING;
+	free(a->life.stop_why);
+	a->life.stop_why = NULL;
 	lifecycle_feed(a, AE_RESTART, why);
 }
 

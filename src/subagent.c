@@ -1234,7 +1234,8 @@ subagent_child_restarting(struct agent *c)
 	if (p == NULL || p->conf->strategy == STRATEGY_ONE_FOR_ONE)
 		return;
 	TAILQ_FOREACH(s, &p->children, sibling) {
-		if (s == c || !lifecycle_alive(s) || lifecycle_stopping(s))
+		/* On its way out already: stopping for good, or restarting. */
+		if (s == c || !lifecycle_alive(s) || lifecycle_leaving(s))
 			continue;
 		if (p->conf->strategy == STRATEGY_REST_FOR_ONE &&
 		    s->life.start_seq < c->life.start_seq)
@@ -1281,15 +1282,36 @@ subagent_finished(struct agent *a)
 }
 
 /*
+ * Return nonzero if a child may be forgotten: done for good, with no
+ * task, and each of its children forgotten already (a child left behind
+ * would lose its parent).
+ */
+static int
+subagent_forgettable(const struct agent *a)
+{
+	const struct agent	*c;
+
+	if (a->parent == NULL || !lifecycle_done(a) || a->child.task != NULL)
+		return 0;
+	TAILQ_FOREACH(c, &a->children, sibling)
+		if (!(c->flags & AGENT_DEAD))
+			return 0;
+	return 1;
+}
+
+/*
  * A transition of an agent: a child that crashed and restarts takes its
  * siblings along (its parent's strategy); a child done for good, with no
- * task and no children left, is freed; a client's agent done for good
- * goes into the history of finished agents.
+ * task and no children left, is freed, and so are the ancestors that
+ * ended before it (they crashed) and waited only for it; a client's
+ * agent done for good goes into the history of finished agents.
  */
 static void
 subagent_lifecycle(struct agent *a, enum agent_state from,
     enum agent_state to, enum agent_event ev, const char *why)
 {
+	struct agent	*x;
+
 	if (to == AS_BACKOFF && ev == AE_EXITED)
 		subagent_child_restarting(a);
 	if (a->child.finished && !lifecycle_done(a)) {
@@ -1303,11 +1325,10 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 	if (!lifecycle_done(a))
 		return;
 	budget_stop_clock(a);
-	if (a->parent != NULL && !lifecycle_has_live_children(a) &&
-	    a->child.task == NULL)
-		agent_mark_dead(a);
-	else if (a->parent == NULL && a->instance == 0 &&
-	    !(a->flags & AGENT_DEAD))
+	if (a->parent != NULL) {
+		for (x = a; x != NULL && subagent_forgettable(x); x = x->parent)
+			agent_mark_dead(x);
+	} else if (a->instance == 0 && !(a->flags & AGENT_DEAD))
 		subagent_finished(a);
 }
 

@@ -24,6 +24,9 @@ serve_start "$T/wf.yaml" -v --control "$SOCK" --log "$T/audit.ndjson"
 wait_sock
 "$CORRAL" events -S "$SOCK" --follow --json >"$T/follow" 2>"$T/follow.err" &
 follower=$!
+# A second one follows the requests in flight too, as lines.
+"$CORRAL" events -S "$SOCK" --follow --new --requests --text >"$T/reqs" 2>"$T/reqs.err" &
+reqfollower=$!
 
 # slow gets a request it never answers: busy.
 echo '{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"in-1"}}' >&8
@@ -39,6 +42,12 @@ grep -q "^  slow  *busy  *[0-9][0-9]* *1 " "$T/ctl.out" || fail "ps: slow busy, 
 grep -q "^  REQUEST  *INTENT  *STATE  *AGENT  *AGE  *TASK$" "$T/ctl.out" &&
     grep -q "^  in-1  *plan  *inflight  *slow  *[0-9.]*[smhd][0-9]*s* *t$" "$T/ctl.out" ||
     fail "ps: the request in flight: $(cat "$T/ctl.out")"
+# events --requests: the same request, once, with its trace id.
+ctl events --requests --json --filter no_such_event
+[ "$(jq -r 'select(.type == "request_started") | [.source, .data.requestId, .data.intent, .data.state] | join(" ")' "$T/ctl.out")" = \
+    "slow in-1 plan inflight" ] || fail "events --requests: $(cat "$T/ctl.out")"
+wait_for 'grep -q " request_started  *slow  *request in-1 plan (inflight, age [0-9.]*s): t$" "$T/reqs"' 10 ||
+    fail "events --follow --requests: no line for in-1: $(cat "$T/reqs" "$T/reqs.err")"
 ctl ps --json
 [ "$(jq -r '.run.mode' "$T/ctl.out")" = serve ] || fail "ps --json: $(cat "$T/ctl.out")"
 [ "$(jq -r '.agents | length' "$T/ctl.out")" = 2 ] || fail "ps --json agents: $(cat "$T/ctl.out")"
@@ -128,6 +137,9 @@ ctl_has "stopping slow (stopping)"
 wait_for '[ "$(map_state slow)" = stopped ]' 10 || fail "slow should be stopped, is $(map_state slow)"
 wait_for 'grep -q "\"in-1\"" "$OUT"' 10 || fail "the request at slow should have its outcome on stdout"
 grep '"in-1"' "$OUT" | grep -q '"code":"cancelled"' || fail "in-1: $(cat "$OUT")"
+wait_for 'grep -q " request_ended  *slow  *ended: in-1 plan " "$T/reqs"' 10 ||
+    fail "events --follow --requests: in-1 did not end: $(cat "$T/reqs")"
+[ "$(grep -c " in-1 " "$T/reqs")" = 2 ] || fail "events --requests: in-1 should start and end once: $(cat "$T/reqs")"
 ctl stop nosuch
 [ "$CRC" = 1 ] && grep -q "agent not found (error 2001)" "$T/ctl.err" ||
     fail "stop nosuch: $CRC $(cat "$T/ctl.err")"
@@ -158,6 +170,7 @@ corral_wait 20
 expect_rc 143
 wait_for '! kill -0 $follower 2>/dev/null' 10 || fail "events --follow did not end with corral"
 wait "$follower" || fail "events --follow failed: $(cat "$T/follow.err")"
+wait_for '! kill -0 $reqfollower 2>/dev/null' 10 || fail "events --follow --requests did not end with corral"
 grep -q '"source":"echo","data":{"agentId":"echo","previousState":"stopping","newState":"stopped"' "$T/follow" ||
     fail "the follower should have seen echo stop: $(tail -n 3 "$T/follow")"
 jq -r .id "$T/follow" | sort -c 2>/dev/null || fail "followed event ids are not in order"

@@ -6,6 +6,12 @@
 #           stopped ("its parent exited") and root gets child_failed
 #   fin-3   spawns kept-4 (keep: true, never finishes), then finalizes:
 #           fin-3 is stopped after its result and kept-4 with it
+#   mid-5   spawns crash-6, which spawns lleaf-7 and exits 3; mid-5 gets
+#           child_failed and finalizes, and is STOPPED while lleaf-7
+#           lingers in its stop until $T/go
+#   Every one of them is forgotten (agent_unregistered) once its whole
+#   subtree is gone, and not before: crash-1 and crash-6 too, though
+#   they ended before their children.
 # Part 2, SIGINT of corral mid-tree (pid namespace, then
 #   CORRAL_NO_PIDNS=1): root -> mid-1 -> leaf-2, where mid-1 and leaf-2
 #   each fork a grandchild that calls setsid() and leaves their pipes;
@@ -15,7 +21,8 @@
 #   corral's supervisor, the init of its namespace.
 . "$(dirname "$0")/tree-lib.sh"
 
-tree_wf crash fin leaf kept
+tree_wf crash fin leaf kept mid \
+    "lleaf=stop: {grace: $((60 * SLOW))s, timeout: 5s}"
 cat >"$T/root.json" <<JSON
 {"steps": [
   {"spawn": {"agent": "crash", "plan": {"steps": [
@@ -26,10 +33,17 @@ cat >"$T/root.json" <<JSON
     {"spawn": {"agent": "kept", "keep": true, "plan": {"steps": [{"hang": true}]}}},
     {"finalize": {"text": "fin"}}]}}},
   {"await": true},
+  {"spawn": {"agent": "mid", "plan": {"steps": [
+    {"spawn": {"agent": "crash", "plan": {"steps": [
+      {"spawn": {"agent": "lleaf", "plan": {"steps": [
+        {"linger": "$T/go"}, {"hang": true}]}}},
+      {"exit": 3}]}}},
+    {"await": true}]}}},
+  {"await": true},
   {"wait_file": "$T/checked"}]}
 JSON
 corral_start run "$T/wf.yaml" --goal go --log "$LOG" --output json -v
-wait_rec_count "result root " 2 10
+wait_rec_count "result root " 3 10
 note_supervisor
 rec_has "result root crash-1 fail child_failed child crash-1 exit status 3 before finishing its task" ||
     fail "root should get child_failed for crash-1: $(rec_lines "result root crash-1")"
@@ -40,6 +54,24 @@ audit_count -w ev=state -w agent=leaf-2 -w to=STOPPING -w reason="its parent exi
 audit_count -w ev=state -w agent=kept-4 -w to=STOPPING >/dev/null ||
     fail "kept-4 should be stopped with its parent fin-3"
 pid_alive "$(rec_pid root)" || fail "root should still be running"
+# mid-5 is STOPPED, lleaf-7 still in its stop: nothing of that subtree
+# is forgotten yet.
+wait_for 'audit_count -w ev=state -w agent=mid-5 -w to=STOPPED >/dev/null' 10 ||
+    fail "mid-5 should stop after its result"
+wait_rec "eof lleaf-7"
+audit_count -w ev=state -w agent=lleaf-7 -w to=STOPPED >/dev/null &&
+    fail "lleaf-7 stopped before $T/go: the test cannot hold it"
+for a in mid-5 crash-6 lleaf-7; do
+	audit_count -w ev=map_event -w agent=$a -w event.type=agent_unregistered >/dev/null &&
+	    fail "$a was forgotten while lleaf-7 still runs"
+done
+: >"$T/go"
+for a in crash-1 leaf-2 fin-3 kept-4 lleaf-7 crash-6 mid-5; do
+	_a=$a
+	wait_for 'audit_count -w ev=map_event -w agent=$_a -w event.type=agent_unregistered >/dev/null' 10 ||
+	    fail "$a should be forgotten once its subtree is gone: no agent_unregistered"
+done
+expect_gone "$(rec_pid crash-6)" "$(rec_pid lleaf-7)"
 expect_no_zombies
 : >"$T/checked"
 corral_wait 10

@@ -36,6 +36,9 @@
  *                      start lines of this agent id (crash in the first
  *                      N runs)
  *   {"wait_file": PATH} wait until PATH exists
+ *   {"linger": PATH}   from now on EOF on stdin ends it only once PATH
+ *                      exists (SIGTERM still does): a child whose stop is
+ *                      under way for as long as the script wants
  *   {"list": true}     map/agents/list; records the ids it sees
  *   {"stop": ID}       map/agents/stop ("%NAME" as in send)
  *   {"cancel": ID}     _corral/cancel of request ID ("self": the request
@@ -116,6 +119,7 @@ static char		*inbuf;
 static size_t		 inlen, incap;
 static int		 at_eof;
 static int		 deaf;
+static char		*linger_path;
 
 /* Requests and tasks waiting to be worked on, oldest first. */
 static json_t		*work;
@@ -165,6 +169,8 @@ on_eof(void)
 	if (deaf)
 		for (;;)
 			pause();
+	while (linger_path != NULL && access(linger_path, F_OK) != 0)
+		poll(NULL, 0, 20);
 	_exit(0);
 }
 
@@ -814,6 +820,9 @@ run_plan(json_t *req, json_t *plan)
 		} else if ((v = json_object_get(s, "wait_file")) != NULL) {
 			while (access(json_string_value(v), F_OK) != 0)
 				pump(20);
+		} else if ((v = json_object_get(s, "linger")) != NULL) {
+			free(linger_path);
+			linger_path = strdup(json_string_value(v));
 		} else if (json_object_get(s, "list") != NULL)
 			do_list();
 		else if ((v = json_object_get(s, "stop")) != NULL)
