@@ -655,6 +655,17 @@ maybe(unsigned int n, json_t *v)
 	return v;
 }
 
+/* v, or one time in n a random value instead (v is dropped then). */
+static json_t *
+rnd_instead(unsigned int n, json_t *v)
+{
+	if (rnd(n) == 0) {
+		json_decref(v);
+		return rnd_value();
+	}
+	return v;
+}
+
 /* A priority of any form. */
 static json_t *
 rnd_prio(void)
@@ -689,7 +700,7 @@ rnd_corral_line(void)
 	c = json_pack("{s:s}", "type", rnd(2) ? "json" : "text");
 	rnd_set(c, "data", maybe(2, rnd_value()));
 	rnd_set(c, "text", maybe(2, rnd_value()));
-	rnd_set(e, "content", maybe(8, rnd(10) == 0 ? rnd_value() : c));
+	rnd_set(e, "content", maybe(8, rnd_instead(10, c)));
 	t = json_object();
 	rnd_set(t, "id", maybe(5, rnd_id()));
 	rnd_set(t, "parents", maybe(2, rnd(4) == 0 ? rnd_value() :
@@ -708,7 +719,7 @@ rnd_corral_line(void)
 	    rnd_value()));
 	rnd_set(b, "context", maybe(2, json_pack("{s:s}", "sessionId", "s-2")));
 	rnd_set(b, "trace", maybe(2, json_pack("{s:s}", "traceId", "t")));
-	rnd_set(e, "bus", maybe(2, rnd(6) ? b : rnd_value()));
+	rnd_set(e, "bus", maybe(2, rnd_instead(6, b)));
 	cm = json_object();
 	rnd_set(cm, "kind", maybe(2, rnd(8) ? json_string(kinds[rnd(5)]) :
 	    rnd_value()));
@@ -758,8 +769,8 @@ rnd_bus_line(void)
 		json_object_update(m, h);
 		json_decref(h);
 	} else
-		rnd_set(m, "header", rnd(15) ? h : rnd_value());
-	rnd_set(m, "body", maybe(12, rnd(15) ? b : rnd_value()));
+		rnd_set(m, "header", rnd_instead(15, h));
+	rnd_set(m, "body", maybe(12, rnd_instead(15, b)));
 	rnd_set(m, "trace", maybe(2, json_pack("{s:s, s:s}", "traceId", "t1",
 	    "spanId", "s1")));
 	return m;
@@ -795,14 +806,14 @@ rnd_am_line(void)
 	rnd_set(p, "error_type", maybe(2, json_string("TIMEOUT")));
 	rnd_set(p, "severity", maybe(2, json_string(rnd(2) ? "low" :
 	    "high")));
-	rnd_set(m, "payload", maybe(10, rnd(12) ? p : rnd_value()));
+	rnd_set(m, "payload", maybe(10, rnd_instead(12, p)));
 	rnd_set(md, "priority", maybe(2, rnd(6) ? json_string(rnd(2) ?
 	    "high" : "low") : rnd_value()));
 	rnd_set(md, "correlation_id", maybe(3, rnd_id()));
 	rnd_set(md, "ttl_ms", maybe(2, rnd(3) ? json_integer(100) :
 	    rnd_value()));
 	rnd_set(md, "session_id", maybe(3, json_string("s-4")));
-	rnd_set(m, "metadata", maybe(4, rnd(12) ? md : rnd_value()));
+	rnd_set(m, "metadata", maybe(4, rnd_instead(12, md)));
 	return m;
 }
 
