@@ -931,8 +931,6 @@ struct env {
 	int		 next_actions;
 	int		 content;
 	int		 corral;	/* our "corral" member */
-	int		 content_text;	/* content.text, content.data */
-	int		 content_data;
 	int		 task;		/* the task, a string */
 	int		 session;	/* corral's session member */
 	double		 tokens_in;

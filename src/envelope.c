@@ -284,14 +284,12 @@ static int
 env_content(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "type", "text", "data" };
-	int	f[3];
+	static const char *const names[] = { "type", "text" };
+	int	f[2];
 
 	if (env_want(js, t, JT_OBJECT, err, "content") != 0)
 		return -1;
-	env_members(js, s, t, names, f, 3);
-	env->content_text = f[1];
-	env->content_data = f[2];
+	env_members(js, s, t, names, f, 2);
 	if (f[0] == -1)
 		return env_fail(err, "content.type", "content.type is required "
 		    "(text, code, json, tool_result or error)");
@@ -539,7 +537,6 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	env->trace = env->trace_id = env->parents = env->timestamp = -1;
 	env->next_actions = env->content = env->corral = -1;
 	env->task = env->session = -1;
-	env->content_text = env->content_data = -1;
 	env->prio = PRIO_NORMAL;
 	memset(err, 0, sizeof *err);
 	(void)len;

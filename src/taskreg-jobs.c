@@ -120,8 +120,12 @@ taskreg_jobs_result(struct taskrec *r, const struct engine_end *e)
 	r->result_len = 0;
 	if (e->js == NULL || e->env == NULL)
 		return;
-	if ((v = e->env->content_data) < 0 || e->js->tok[v].type == JT_NULL)
-		v = e->env->content_text;
+	/* Found here, not by the validator: most envelopes never need it. */
+	if (e->env->content < 0)
+		return;
+	if ((v = JSCAN_GET(e->js, e->line, e->env->content, "data")) < 0 ||
+	    e->js->tok[v].type == JT_NULL)
+		v = JSCAN_GET(e->js, e->line, e->env->content, "text");
 	if (v < 0)
 		return;
 	r->result_len = e->js->tok[v].len;

@@ -145,7 +145,8 @@ $(cat "$T/c4")"
 ctl tasks --json
 jq -e '.tasks[] | select(.id == "in-1") | .meta.corral.kind == "input" and
     .meta.corral.intent == "analyze" and .title == "look closer" and
-    .meta.corral.session == "s-job"' "$T/ctl.out" >/dev/null ||
+    .meta.corral.session == "s-job" and
+    .meta.corral.result == "sdk-only-agent pure: look closer"' "$T/ctl.out" >/dev/null ||
     fail "corral tasks --json: in-1 is not a completed task of the workflow: $(cat "$T/ctl.out")"
 jq -e '._meta.corral.budgets | .perTask and .total and (.perAgent | type == "array")' "$T/ctl.out" >/dev/null ||
     fail "corral tasks --json: no budgets: $(cat "$T/ctl.out")"
