@@ -8,7 +8,8 @@
 # reaches the planner (an envelope) and the worker (an AgentMessage); the
 # worker's TASK_HANDOFF moves its task to the agent with the capability
 # summarize (the planner), whose finalize is the run's result.  The help
-# request names a session; the worker reads its history back.  The
+# request names a session and a decision; the worker reads its
+# participants, decisions and history back.  The
 # worker's ERROR_REPORT (medium) on its task goes with the task's outcome
 # and the run's result.  The audit
 # log tells the story, and every request has one outcome.
@@ -70,7 +71,7 @@ task=$(jq -r 'select(.ev == "handoff") | .id' "$LOG")
     fail "expected the handed-off request $task to end at planner"
 # The session the help request named: both agents took part, and the
 # worker could read its history (the request, then its result).
-grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"history":\["request","result"\]}' "$ERR" ||
+grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"decisions":\["draft before review"\],"history":\["request","result"\]}' "$ERR" ||
     fail "expected the worker to read session report-1: $(grep 'worker: session' "$ERR")"
 # Topics: each subscriber got each publish, in its own dialect.
 grep -q 'reviewer: heard {"event":"TASK_UPDATE"' "$ERR" ||
