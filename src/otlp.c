@@ -112,6 +112,16 @@ otlp_write(const char *p, size_t len)
 	return 0;
 }
 
+/* Free a queued line (a cleanup handler of the writer thread too). */
+static void
+otlp_line_free(void *arg)
+{
+	struct otlp_line	*l = arg;
+
+	free(l->line);
+	free(l);
+}
+
 /*
  * The writer thread: write each queued line, until told to quit and the
  * queue is empty.  After a failed write the rest is dropped, counted.
@@ -137,8 +147,11 @@ otlp_writer(void *arg)
 		otlp_busy = l->spans;
 		error = otlp_error;
 		pthread_mutex_unlock(&otlp_mu);
+		/* Cancelled in a write nobody drains, it frees the line. */
+		pthread_cleanup_push(otlp_line_free, l);
 		if (error == 0)
 			error = otlp_write(l->line, l->len);
+		pthread_cleanup_pop(0);
 		pthread_mutex_lock(&otlp_mu);
 		otlp_busy = 0;
 		if (error != 0) {
