@@ -123,6 +123,21 @@ otlp_line_free(void *arg)
 }
 
 /*
+ * Write a queued line.  Cancelled in a write nobody drains, the thread
+ * frees it on the way out.
+ */
+static int
+otlp_write_line(struct otlp_line *l)
+{
+	volatile int	error;	/* set between setjmp and a cancel */
+
+	pthread_cleanup_push(otlp_line_free, l);
+	error = otlp_write(l->line, l->len);
+	pthread_cleanup_pop(0);
+	return error;
+}
+
+/*
  * The writer thread: write each queued line, until told to quit and the
  * queue is empty.  After a failed write the rest is dropped, counted.
  */
@@ -147,11 +162,8 @@ otlp_writer(void *arg)
 		otlp_busy = l->spans;
 		error = otlp_error;
 		pthread_mutex_unlock(&otlp_mu);
-		/* Cancelled in a write nobody drains, it frees the line. */
-		pthread_cleanup_push(otlp_line_free, l);
 		if (error == 0)
-			error = otlp_write(l->line, l->len);
-		pthread_cleanup_pop(0);
+			error = otlp_write_line(l);
 		pthread_mutex_lock(&otlp_mu);
 		otlp_busy = 0;
 		if (error != 0) {
