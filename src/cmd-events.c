@@ -287,7 +287,7 @@ cmd_events_exec(struct cmd *c)
 	int		 follow = cmd_has(c, "follow");
 	int		 fresh = cmd_has(c, "new");
 	int		 reqs = cmd_has(c, "requests");
-	json_t		*seen = json_object();
+	json_t		*seen = NULL;	/* by request id, once looked at */
 	json_int_t	 looked = 0;
 	int		 text = isatty(STDOUT_FILENO), eof, rc = 1;
 	size_t		 i;
