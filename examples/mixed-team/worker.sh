@@ -4,7 +4,8 @@
 # capability; asked at low priority, it is raised to its task's), and
 # once helped hands the task off to an agent that can
 # summarize (TASK_HANDOFF).  Its help request names a session, report-1,
-# whose history it then asks corral for (REGISTRY_QUERY).  On the way it
+# whose history it then asks corral for (REGISTRY_QUERY), and which
+# agents can summarize (REGISTRY_QUERY by capability).  On the way it
 # reports an error it worked around (ERROR_REPORT, medium): the task goes
 # on, and the run's result carries the report.
 task=
@@ -18,10 +19,15 @@ while IFS= read -r line; do
 	HELP_RESPONSE)
 		echo "worker: help came: $(printf '%s' "$line" | jq -c .payload.response_type)" >&2
 		printf '{"id":"w-sess-%s","from":"worker","to":"corral","type":"REGISTRY_QUERY","payload":{"session_id":"report-1"}}\n' "$task"
+		printf '{"id":"w-find-%s","from":"worker","to":"corral","type":"REGISTRY_QUERY","payload":{"capability":"summarize"}}\n' "$task"
 		printf '{"id":"w-err-%s","timestamp":"2026-01-10T14:30:02Z","from":"worker","to":"corral","type":"ERROR_REPORT","payload":{"error_id":"e-1","agent_id":"worker","task_id":"%s","error_type":"RATE_LIMIT","severity":"medium","message":"the style checker throttled us; the draft is checked by hand","context":{},"recovery_attempts":[],"suggested_actions":["check the style again later"]},"metadata":{"priority":"critical","retry_count":0,"max_retries":0}}\n' "$task" "$task"
 		printf '{"id":"w-hand-%s","timestamp":"2026-01-10T14:30:02Z","from":"worker","to":"","type":"TASK_HANDOFF","payload":{"task_id":"%s","from_agent":"worker","to_agent":"","reason":"CAPABILITY_LIMIT","context":{"task_id":"%s","task_type":"execute","priority":"high","metadata":{},"dependencies":[],"history":[]},"constraints":{"required_capabilities":["summarize"]},"deadline":"2026-01-10T15:00:00Z"},"metadata":{"priority":"high","retry_count":0,"max_retries":3}}\n' "$task" "$task" "$task" ;;
 	REGISTRY_RESULT)
-		echo "worker: session report-1: $(printf '%s' "$line" | jq -c '{participants: .payload.session.participants, decisions: .payload.session.decisions, history: [.payload.session.history[].kind]}')" >&2 ;;
+		if printf '%s' "$line" | jq -e '.payload.session' >/dev/null 2>&1; then
+			echo "worker: session report-1: $(printf '%s' "$line" | jq -c '{participants: .payload.session.participants, decisions: .payload.session.decisions, history: [.payload.session.history[].kind]}')" >&2
+		else
+			echo "worker: found summarize: $(printf '%s' "$line" | jq -c '[.payload.agents[].agent_id]')" >&2
+		fi ;;
 	TASK_HANDOFF)
 		echo "worker: handoff answered: $(printf '%s' "$line" | jq -c .payload)" >&2 ;;
 	TASK_UPDATE|STATUS_UPDATE)

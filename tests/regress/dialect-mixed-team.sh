@@ -9,7 +9,8 @@
 # worker's TASK_HANDOFF moves its task to the agent with the capability
 # summarize (the planner), whose finalize is the run's result.  The help
 # request names a session and a decision; the worker reads its
-# participants, decisions and history back.  The
+# participants, decisions and history back, and finds by capability
+# the agent it hands off to.  The
 # worker's ERROR_REPORT (medium) on its task goes with the task's outcome
 # and the run's result.  The audit
 # log tells the story, and every request has one outcome.
@@ -73,6 +74,9 @@ task=$(jq -r 'select(.ev == "handoff") | .id' "$LOG")
 # worker could read its history (the request, then its result).
 grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"decisions":\["draft before review"\],"history":\["request","result"\]}' "$ERR" ||
     fail "expected the worker to read session report-1: $(grep 'worker: session' "$ERR")"
+# Discovery in the worker's dialect: the agents with a capability.
+grep -q 'worker: found summarize: \["planner"\]' "$ERR" ||
+    fail "expected the worker to find planner by capability: $(grep 'worker: found' "$ERR")"
 # Topics: each subscriber got each publish, in its own dialect.
 grep -q 'reviewer: heard {"event":"TASK_UPDATE"' "$ERR" ||
     fail "expected the bus reviewer to hear the worker's update on topic:progress"
