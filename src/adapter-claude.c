@@ -253,14 +253,9 @@ adapter_claude_ref(struct claude_ref *r, const struct msg *m)
 static struct msg *
 adapter_claude_find(struct agent *a, const struct claude_ref *r)
 {
-	struct msg	*m;
-
 	if (!r->set)
 		return NULL;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
-		if (strcmp(m->id, r->id) == 0 && m->attempts == r->attempts)
-			return m;
-	return NULL;
+	return adapter_find(a, r->id, r->attempts);
 }
 
 /* Forget the turn's collected output. */

@@ -147,7 +147,7 @@ adapter_cli_cancel(struct agent *a, struct msg *m)
 {
 	struct adapter_cli	*cli = a->adapter->state;
 	struct adapter_cli_wait	*w;
-	struct proc		*p;
+	struct proc_call		*p;
 
 	TAILQ_FOREACH(w, &cli->waitq, entry) {
 		if (w->msg == m) {
@@ -161,8 +161,8 @@ adapter_cli_cancel(struct agent *a, struct msg *m)
 			p->msg = NULL;
 			log_info("agent %s: interrupting %s (pid %ld): request "
 			    "%s given up", a->id, cli->tool->name,
-			    (long)p->hostpid, m->id);
-			proc_interrupt(p);
+			    (long)proc_hostpid(&p->proc), m->id);
+			proc_call_interrupt(p);
 		}
 	}
 }
@@ -185,7 +185,7 @@ void
 adapter_cli_free(struct agent *a)
 {
 	struct adapter_cli	*cli = a->adapter->state;
-	struct proc		*p;
+	struct proc_call		*p;
 
 	/* Calls exist only once the state does. */
 	if (cli == NULL)
@@ -209,18 +209,18 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
     const char *prompt, void *call)
 {
 	struct adapter_cli	*cli = a->adapter->state;
-	struct proc		*p;
+	struct proc_call		*p;
 	char			 why[512];
 
 	p = adapter_proc_new(a, m);
 	p->done = cli->tool->done;
 	p->line_cb = cli->tool->line;
 	p->arg = call;
-	p->quiet_stderr = cli->quiet;
+	p->quiet = cli->quiet;
 	cli->busy = 1;
-	if (proc_start(p, a, argv, a->adapter->env, prompt, strlen(prompt),
-	    a->conf->max_line, why, sizeof why) != 0) {
-		p->flags |= PROC_DONE;
+	if (proc_call_start(p, a->conf, argv, a->id, a->token,
+	    a->adapter->env, prompt, strlen(prompt), a->conf->max_line, why,
+	    sizeof why) != 0) {
 		p->arg = NULL;
 		cli->tool->call_free(call);
 		adapter_reply_error(a, m, "spawn_failed", "INTERNAL", why, NULL);
@@ -237,7 +237,7 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
  * new one.  Returns nonzero when the conversation changed.
  */
 int
-adapter_cli_conversation(struct proc *p, const char *id, int resumed)
+adapter_cli_conversation(struct proc_call *p, const char *id, int resumed)
 {
 	struct agent		*a = p->agent;
 	struct adapter_cli	*cli = a->adapter->state;
@@ -262,7 +262,7 @@ adapter_cli_conversation(struct proc *p, const char *id, int resumed)
 
 /* A call is over (and answered): forget it, start the next one waiting. */
 void
-adapter_cli_done(struct proc *p)
+adapter_cli_done(struct proc_call *p)
 {
 	struct agent		*a = p->agent;
 	struct adapter_cli	*cli = a->adapter->state;
@@ -281,7 +281,7 @@ adapter_cli_done(struct proc *p)
  * name), and in and out tokens as trace.cost (priced by the settings).
  */
 void
-adapter_cli_reply(struct proc *p, const char *text, const char *id,
+adapter_cli_reply(struct proc_call *p, const char *text, const char *id,
     const char *model, double in, double out)
 {
 	struct agent		*a = p->agent;
@@ -316,7 +316,7 @@ adapter_cli_reply(struct proc *p, const char *text, const char *id,
  * gave no message, what), of the category its message tells.
  */
 void
-adapter_cli_fail(struct proc *p, const char *error, const char *what,
+adapter_cli_fail(struct proc_call *p, const char *error, const char *what,
     const char *category, const char *id)
 {
 	struct adapter_cli	*cli = p->agent->adapter->state;
@@ -334,18 +334,20 @@ adapter_cli_fail(struct proc *p, const char *error, const char *what,
  * at line), and the tail of its stderr.
  */
 void
-adapter_cli_exited(struct proc *p, const char *how, const char *line,
+adapter_cli_exited(struct proc_call *p, const char *how, const char *line,
     int len)
 {
 	struct adapter_cli	*cli = p->agent->adapter->state;
 	json_t			*extra;
+	const char		*tail;
+	size_t			 tlen;
 	char			 why[768], status[64];
 
-	util_describe_status(status, sizeof status, p->status);
+	util_describe_status(status, sizeof status, proc_status(&p->proc));
 	snprintf(why, sizeof why, "%s %s %s%s%.*s", cli->tool->name, status,
 	    how, len > 0 ? ": " : "", len, line);
-	extra = json_pack("{s:o}", "stderr", jsonw_text(p->err_tail,
-	    p->err_len));
+	tail = proc_stderr_tail(&p->proc, &tlen);
+	extra = json_pack("{s:o}", "stderr", jsonw_text(tail, tlen));
 	adapter_reply_error(p->agent, p->msg, "exit_status", "INTERNAL", why,
 	    extra);
 }

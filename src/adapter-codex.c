@@ -56,8 +56,8 @@ struct codex_call {
 };
 
 static void	adapter_codex_run(struct agent *, struct msg *);
-static void	adapter_codex_line(struct proc *, const char *, size_t);
-static void	adapter_codex_done(struct proc *);
+static void	adapter_codex_line(struct proc_call *, const char *, size_t);
+static void	adapter_codex_done(struct proc_call *);
 static void	adapter_codex_call_free(void *);
 
 static const struct adapter_cli_tool adapter_codex_tool = {
@@ -122,7 +122,7 @@ adapter_codex_call_free(void *arg)
 
 /* Record an item event in the audit log, its long texts cut short. */
 static void
-adapter_codex_audit_item(struct proc *p, const char *type, json_t *item)
+adapter_codex_audit_item(struct proc_call *p, const char *type, json_t *item)
 {
 	json_t		*f;
 	const char	*s;
@@ -151,7 +151,7 @@ adapter_codex_audit_item(struct proc *p, const char *type, json_t *item)
  * starts and how it ended, a message, a change of files.
  */
 static void
-adapter_codex_progress(struct proc *p, const char *type, json_t *item)
+adapter_codex_progress(struct proc_call *p, const char *type, json_t *item)
 {
 	const char	*it, *cmd, *out, *text, *st;
 	json_t		*code;
@@ -185,7 +185,7 @@ adapter_codex_progress(struct proc *p, const char *type, json_t *item)
 
 /* One line of codex's stdout. */
 static void
-adapter_codex_line(struct proc *p, const char *line, size_t len)
+adapter_codex_line(struct proc_call *p, const char *line, size_t len)
 {
 	struct codex_call	*c = p->arg;
 	struct agent		*a = p->agent;
@@ -282,11 +282,13 @@ adapter_codex_category(const char *msg)
 
 /* Answer a request from a finished call. */
 static void
-adapter_codex_answer(struct proc *p, struct codex_call *c)
+adapter_codex_answer(struct proc_call *p, struct codex_call *c)
 {
 	struct codex_state	*st = p->agent->adapter->state;
 	const char		*thread = st->cli.conversation, *last, *s;
+	const char		*tail;
 	double			 in, out;
+	size_t			 tlen;
 	int			 n;
 
 	if (c->completed) {
@@ -317,8 +319,9 @@ adapter_codex_answer(struct proc *p, struct codex_call *c)
 	 * a backtrace after the "Error: " line that says why, if any.
 	 */
 	last = adapter_stderr_line(p, &n);
-	for (s = p->err_tail; (s = strstr(s, "Error: ")) != NULL; s++) {
-		if (s == p->err_tail || s[-1] == '\n') {
+	tail = proc_stderr_tail(&p->proc, &tlen);
+	for (s = tail; (s = strstr(s, "Error: ")) != NULL; s++) {
+		if (s == tail || s[-1] == '\n') {
 			last = s;
 			n = (int)(strchrnul(s, '\n') - s);
 		}
@@ -328,7 +331,7 @@ adapter_codex_answer(struct proc *p, struct codex_call *c)
 
 /* A process ended: answer its request (unless it was given up). */
 static void
-adapter_codex_done(struct proc *p)
+adapter_codex_done(struct proc_call *p)
 {
 	struct codex_state	*st = p->agent->adapter->state;
 	struct codex_call	*c = p->arg;

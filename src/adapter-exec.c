@@ -120,7 +120,7 @@ adapter_exec_start(struct agent *a)
 
 /* One process ended: its output becomes the reply (or an error). */
 static void
-adapter_exec_done(struct proc *p)
+adapter_exec_done(struct proc_call *p)
 {
 	struct agent		*a = p->agent;
 	struct exec_state	*st = a->adapter->state;
@@ -128,25 +128,26 @@ adapter_exec_done(struct proc *p)
 	json_t			*env, *content, *data, *extra;
 	json_error_t		 e;
 	char			 why[512], status[64];
-	const char		*last;
-	size_t			 n;
-	int			 len;
+	const char		*last, *tail;
+	size_t			 n, tlen;
+	int			 len, rc;
 
 	if (m == NULL) {
 		/* Cancelled (timeout or stop): its outcome is recorded. */
 		adapter_proc_done(p);
 		return;
 	}
-	if (!WIFEXITED_OK(p->status)) {
-		util_describe_status(status, sizeof status, p->status);
+	if (!WIFEXITED_OK(rc = proc_status(&p->proc))) {
+		util_describe_status(status, sizeof status, rc);
 		/* The last stderr line says most; the data has the tail. */
 		last = adapter_stderr_line(p, &len);
 		snprintf(why, sizeof why, "%s: %s%s%.*s",
 		    json_string_value(json_array_get(st->argv, 0)), status,
 		    len > 0 ? ": " : "", len, last);
-		extra = json_pack("{s:i, s:o}", "status", WIFEXITED(p->status) ?
-		    WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status),
-		    "stderr", jsonw_text(p->err_tail, p->err_len));
+		tail = proc_stderr_tail(&p->proc, &tlen);
+		extra = json_pack("{s:i, s:o}", "status", WIFEXITED(rc) ?
+		    WEXITSTATUS(rc) : 128 + WTERMSIG(rc), "stderr",
+		    jsonw_text(tail, tlen));
 		adapter_reply_error(a, m, "exit_status", "INTERNAL", why, extra);
 		adapter_proc_done(p);
 		return;
@@ -194,7 +195,7 @@ static void
 adapter_exec_request(struct agent *a, struct msg *m)
 {
 	struct exec_state	*st = a->adapter->state;
-	struct proc		*p;
+	struct proc_call		*p;
 	json_t			*req, *v;
 	char			**argv, *in = NULL, why[512];
 	size_t			 i, n;
@@ -211,9 +212,9 @@ adapter_exec_request(struct agent *a, struct msg *m)
 
 	p = adapter_proc_new(a, m);
 	p->done = adapter_exec_done;
-	if (proc_start(p, a, argv, NULL, in, in != NULL ? strlen(in) : 0,
-	    a->conf->max_line, why, sizeof why) != 0) {
-		p->flags |= PROC_DONE;
+	if (proc_call_start(p, a->conf, argv, a->id, a->token, NULL, in,
+	    in != NULL ? strlen(in) : 0, a->conf->max_line, why,
+	    sizeof why) != 0) {
 		adapter_reply_error(a, m, "spawn_failed", "INTERNAL", why, NULL);
 		adapter_proc_done(p);
 	}
@@ -227,14 +228,14 @@ adapter_exec_request(struct agent *a, struct msg *m)
 static void
 adapter_exec_cancel(struct agent *a, struct msg *m)
 {
-	struct proc	*p;
+	struct proc_call	*p;
 
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		if (p->msg == m) {
 			p->msg = NULL;
 			log_info("agent %s: killing pid %ld (request %s given "
-			    "up)", a->id, (long)p->hostpid, m->id);
-			proc_kill(p);
+			    "up)", a->id, (long)proc_hostpid(&p->proc), m->id);
+			proc_call_kill(p);
 		}
 	}
 }

@@ -62,8 +62,8 @@ struct gemini_call {
 };
 
 static void	adapter_gemini_run(struct agent *, struct msg *);
-static void	adapter_gemini_line(struct proc *, const char *, size_t);
-static void	adapter_gemini_done(struct proc *);
+static void	adapter_gemini_line(struct proc_call *, const char *, size_t);
+static void	adapter_gemini_done(struct proc_call *);
 static void	adapter_gemini_call_free(void *);
 
 static const struct adapter_cli_tool adapter_gemini_tool = {
@@ -144,7 +144,7 @@ adapter_gemini_call_free(void *arg)
 
 /* Record a tool event in the audit log, its long texts cut short. */
 static void
-adapter_gemini_audit(struct proc *p, const char *kind, json_t *j)
+adapter_gemini_audit(struct proc_call *p, const char *kind, json_t *j)
 {
 	json_t		*f;
 	char		*s;
@@ -173,7 +173,7 @@ adapter_gemini_audit(struct proc *p, const char *kind, json_t *j)
 
 /* A tool call or its result, as progress of the request. */
 static void
-adapter_gemini_progress(struct proc *p, const char *kind, json_t *j)
+adapter_gemini_progress(struct proc_call *p, const char *kind, json_t *j)
 {
 	char	*s;
 
@@ -220,7 +220,7 @@ adapter_gemini_stats(struct gemini_call *c, json_t *stats)
 
 /* One event (a line, or a gathered multi-line object) from gemini. */
 static void
-adapter_gemini_event(struct proc *p, json_t *j)
+adapter_gemini_event(struct proc_call *p, json_t *j)
 {
 	struct gemini_call	*c = p->arg;
 	struct agent		*a = p->agent;
@@ -294,7 +294,7 @@ adapter_gemini_event(struct proc *p, json_t *j)
  * once a line closes it ("}" alone), parse the document as one event.
  */
 static void
-adapter_gemini_gather(struct proc *p, const char *line, size_t len)
+adapter_gemini_gather(struct proc_call *p, const char *line, size_t len)
 {
 	struct gemini_call	*c = p->arg;
 	json_error_t		 e;
@@ -336,7 +336,7 @@ adapter_gemini_gather(struct proc *p, const char *line, size_t len)
 
 /* One line of gemini's stdout. */
 static void
-adapter_gemini_line(struct proc *p, const char *line, size_t len)
+adapter_gemini_line(struct proc_call *p, const char *line, size_t len)
 {
 	struct gemini_call	*c = p->arg;
 	json_error_t		 e;
@@ -362,19 +362,21 @@ adapter_gemini_line(struct proc *p, const char *line, size_t len)
  * stack trace: find its first line ("{" alone) and parse from there.
  */
 static void
-adapter_gemini_stderr_json(struct proc *p)
+adapter_gemini_stderr_json(struct proc_call *p)
 {
 	json_error_t	 e;
 	json_t		*j;
-	const char	*s = p->err_tail, *start = NULL;
+	const char	*tail, *s, *start = NULL;
+	size_t		 tlen;
 
+	s = tail = proc_stderr_tail(&p->proc, &tlen);
 	for (; (s = strstr(s, "{\n")) != NULL; s += 2)
-		if (s == p->err_tail || s[-1] == '\n')
+		if (s == tail || s[-1] == '\n')
 			start = s;
 	if (start == NULL)
 		return;
-	if ((j = json_loadb(start, p->err_len - (size_t)(start - p->err_tail),
-	    0, &e)) != NULL) {
+	if ((j = json_loadb(start, tlen - (size_t)(start - tail), 0, &e)) !=
+	    NULL) {
 		if (json_is_object(j))
 			adapter_gemini_event(p, j);
 		json_decref(j);
@@ -411,14 +413,16 @@ adapter_gemini_category(const char *msg)
  * its stderr, with its length in *len; NULL when there is none.
  */
 static const char *
-adapter_gemini_usage_error(const struct proc *p, int *len)
+adapter_gemini_usage_error(const struct proc_call *p, int *len)
 {
 	static const char *const starts[] = { "Unknown argument",
 	    "Invalid values:", "Missing required argument",
 	    "Not enough arguments", "Not enough non-option arguments",
 	    "Too many non-option arguments", "Unknown command", NULL };
-	const char	*s = p->err_head, *e;
-	size_t		 i;
+	const char	*s, *e;
+	size_t		 i, hlen;
+
+	s = proc_stderr_head(&p->proc, &hlen);
 
 	for (; *s != '\0'; s = *e == '\n' ? e + 1 : e) {
 		e = strchrnul(s, '\n');
@@ -434,7 +438,7 @@ adapter_gemini_usage_error(const struct proc *p, int *len)
 
 /* Answer a request from a finished call. */
 static void
-adapter_gemini_answer(struct proc *p, struct gemini_call *c)
+adapter_gemini_answer(struct proc_call *p, struct gemini_call *c)
 {
 	struct gemini_state	*st = p->agent->adapter->state;
 	const char		*last;
@@ -464,7 +468,7 @@ adapter_gemini_answer(struct proc *p, struct gemini_call *c)
 
 /* A process ended: answer its request (unless it was given up). */
 static void
-adapter_gemini_done(struct proc *p)
+adapter_gemini_done(struct proc_call *p)
 {
 	struct gemini_call	*c = p->arg;
 	json_error_t		 e;

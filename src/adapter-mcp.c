@@ -303,12 +303,7 @@ adapter_mcp_initialized(struct agent *a, json_t *res)
 static struct msg *
 adapter_mcp_msg(struct agent *a, struct mcp_call *c)
 {
-	struct msg	*m;
-
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
-		if (strcmp(m->id, c->id) == 0 && m->attempts == c->attempts)
-			return m;
-	return NULL;
+	return adapter_find(a, c->id, c->attempts);
 }
 
 /* Is a tool in the server's list? */

@@ -30,6 +30,7 @@
 
 static adapter_reply_cb	adapter_reply_hook;
 static adapter_progress_cb	adapter_progress_hook;
+static adapter_find_cb		adapter_find_hook;
 
 /* Register who takes adapters' replies: the engine. */
 void
@@ -43,6 +44,24 @@ void
 adapter_on_progress(adapter_progress_cb cb)
 {
 	adapter_progress_hook = cb;
+}
+
+/* Register who knows which requests an agent works on: the engine. */
+void
+adapter_on_find(adapter_find_cb cb)
+{
+	adapter_find_hook = cb;
+}
+
+/*
+ * The request of this id that the agent still works on, on this attempt
+ * (it may have timed out, or come back as a retry, meanwhile), or NULL.
+ */
+struct msg *
+adapter_find(struct agent *a, const char *id, unsigned int attempts)
+{
+	return adapter_find_hook != NULL ? adapter_find_hook(a, id, attempts) :
+	    NULL;
 }
 
 /*
@@ -215,6 +234,32 @@ adapter_attach(struct agent *a, const struct adapter_ops *ops)
 	TAILQ_INIT(&a->adapter->procs);
 }
 
+/* Return nonzero if a tool's adapter speaks for the agent. */
+int
+adapter_attached(const struct agent *a)
+{
+	return a->adapter != NULL;
+}
+
+/*
+ * What the adapter adds to the environment of the agent's processes
+ * (NULL-terminated, the adapter's), or NULL.
+ */
+char **
+adapter_env(const struct agent *a)
+{
+	return a->adapter != NULL ? a->adapter->env : NULL;
+}
+
+/* What the adapter knows of its tool, for map/agents/get (new), or NULL. */
+json_t *
+adapter_metadata(struct agent *a)
+{
+	if (a->adapter == NULL || a->adapter->ops->metadata == NULL)
+		return NULL;
+	return a->adapter->ops->metadata(a);
+}
+
 /* Return nonzero if the agent runs a process per request. */
 int
 adapter_per_call(const struct agent *a)
@@ -254,7 +299,7 @@ adapter_ping(struct agent *a)
 void
 adapter_request(struct agent *a, struct msg *m)
 {
-	a->proc.msgs_in++;
+	agent_count_in(a);
 	a->adapter->ops->request(a, m);
 }
 
@@ -305,7 +350,7 @@ adapter_cancel(struct agent *a, struct msg *m)
 int
 adapter_stop(struct agent *a)
 {
-	struct proc	*p;
+	struct proc_call	*p;
 
 	if (a->adapter == NULL)
 		return 0;
@@ -314,7 +359,7 @@ adapter_stop(struct agent *a)
 	a->adapter->stopping = 1;
 	TAILQ_FOREACH(p, &a->adapter->procs, entry) {
 		p->msg = NULL;
-		proc_kill(p);
+		proc_call_kill(p);
 	}
 	return (int)a->adapter->nprocs;
 }
@@ -323,7 +368,7 @@ adapter_stop(struct agent *a)
 void
 adapter_free(struct agent *a)
 {
-	struct proc	*p;
+	struct proc_call	*p;
 
 	if (a->adapter == NULL)
 		return;
@@ -331,7 +376,7 @@ adapter_free(struct agent *a)
 		a->adapter->ops->free(a);
 	while ((p = TAILQ_FIRST(&a->adapter->procs)) != NULL) {
 		TAILQ_REMOVE(&a->adapter->procs, p, entry);
-		proc_free(p);
+		proc_call_free(p);
 	}
 	adapter_free_argv(a->adapter->env);
 	free(a->adapter);
@@ -526,18 +571,19 @@ adapter_prompt(struct agent *a, struct msg *m, const char *tmpl)
  * why it failed: its start, and its length in *len (0: none).
  */
 const char *
-adapter_stderr_line(const struct proc *p, int *len)
+adapter_stderr_line(const struct proc_call *p, int *len)
 {
-	const char	*last;
+	const char	*last, *tail;
 	size_t		 n;
 
-	n = p->err_len;
-	while (n > 0 && p->err_tail[n - 1] == '\n')
+	tail = proc_stderr_tail(&p->proc, &n);
+
+	while (n > 0 && tail[n - 1] == '\n')
 		n--;
-	last = p->err_tail + n;
-	while (last > p->err_tail && last[-1] != '\n')
+	last = tail + n;
+	while (last > tail && last[-1] != '\n')
 		last--;
-	*len = (int)(p->err_tail + n - last);
+	*len = (int)(tail + n - last);
 	return last;
 }
 
@@ -828,15 +874,17 @@ adapter_template(const char *tmpl, json_t *req, const struct msg *m)
 }
 
 /* A new per-call process record for request m. */
-struct proc *
+struct proc_call *
 adapter_proc_new(struct agent *a, struct msg *m)
 {
-	struct proc	*p;
+	struct proc_call	*p;
 
 	p = xcalloc(1, sizeof *p);
 	p->agent = a;
 	p->msg = m;
-	p->in = p->out = p->err = -1;
+	p->name = a->id;
+	p->grace = a->conf->stop_grace;
+	p->timeout = a->conf->stop_timeout;
 	TAILQ_INSERT_TAIL(&a->adapter->procs, p, entry);
 	a->adapter->nprocs++;
 	return p;
@@ -844,13 +892,13 @@ adapter_proc_new(struct agent *a, struct msg *m)
 
 /* A per-call process is finished with: forget it. */
 void
-adapter_proc_done(struct proc *p)
+adapter_proc_done(struct proc_call *p)
 {
 	struct agent	*a = p->agent;
 
 	TAILQ_REMOVE(&a->adapter->procs, p, entry);
 	a->adapter->nprocs--;
-	proc_free(p);
+	proc_call_free(p);
 	adapter_percall_check(a);
 }
 

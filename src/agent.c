@@ -5,11 +5,12 @@
  * This module does the plumbing and decides nothing.  What happens to a
  * process is news for the modules above, told through the callbacks they
  * registered: its lifecycle events (exited, a pipe closed early, stopped
- * by a signal) go to the lifecycle, its stdout lines to dialect.c.  An
- * agent's process has ended only when libev has reaped its exit status
- * AND its stdout and stderr reached EOF, in either order (tmux's JOB_DEAD
- * and JOB_CLOSED), so its last lines are never lost.  Agents are freed
- * only from agent_reap_dead, never inside one of their own callbacks.
+ * by a signal) go to the lifecycle, its stdout lines to dialect.c.  The
+ * process itself is proc.c's (as a per-call adapter's is): it has ended
+ * only when libev has reaped its exit status AND its stdout and stderr
+ * reached EOF, in either order, so its last lines are never lost.  Agents
+ * are freed only from agent_reap_dead, never inside one of their own
+ * callbacks.
  */
 
 #include <sys/wait.h>
@@ -22,7 +23,7 @@
 
 #include "corral.h"
 
-#define AGENT_FREE_HOOKS	16
+#define AGENT_HOOKS	16	/* modules told of each new or freed agent */
 
 static struct agents		agent_list = TAILQ_HEAD_INITIALIZER(agent_list);
 static struct agent_tree	agent_tree = RB_INITIALIZER(&agent_tree);
@@ -33,7 +34,9 @@ static uint64_t			agent_child_seq;
 static agent_event_cb	agent_event_hook;
 static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
-static agent_cb		agent_free_hooks[AGENT_FREE_HOOKS];
+static agent_cb		agent_new_hooks[AGENT_HOOKS];
+static size_t		agent_nnew_hooks;
+static agent_cb		agent_free_hooks[AGENT_HOOKS];
 static size_t		agent_nfree_hooks;
 
 static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
@@ -41,9 +44,17 @@ static void	agent_chan_line(struct chan *, enum ndjson_kind, char *, size_t,
 static void	agent_out_eof(struct chan *, int);
 static void	agent_in_error(struct chan *, int);
 static void	agent_in_drained(struct chan *, int);
-static void	agent_err_cb(struct ev_loop *, ev_io *, int);
-static void	agent_child_cb(struct ev_loop *, ev_child *, int);
-static void	agent_pipe_cb(struct ev_loop *, ev_timer *, int);
+static void	agent_proc_done(struct proc *);
+static void	agent_proc_exited(struct proc *);
+static void	agent_proc_held(struct proc *);
+static void	agent_proc_broken(struct proc *, const char *);
+static void	agent_proc_stopped(struct proc *, int);
+
+/* What an agent's process tells it. */
+static const struct proc_hooks agent_proc_hooks = {
+	agent_proc_done, agent_proc_exited, agent_proc_held,
+	agent_proc_broken, agent_proc_stopped
+};
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
 
@@ -69,18 +80,32 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 	agent_drain_hook = drained;
 }
 
+/* Add cb to a list of hooks, once (the tests set modules up again). */
+static void
+agent_hook_add(agent_cb *hooks, size_t *n, agent_cb cb)
+{
+	size_t	i;
+
+	for (i = 0; i < *n; i++)
+		if (hooks[i] == cb)
+			return;
+	if (*n == AGENT_HOOKS)
+		fatalx("agent: more than %d hooks", AGENT_HOOKS);
+	hooks[(*n)++] = cb;
+}
+
+/* Register one more module that sets up its part of each new agent. */
+void
+agent_on_create(agent_cb cb)
+{
+	agent_hook_add(agent_new_hooks, &agent_nnew_hooks, cb);
+}
+
 /* Register one more module that must forget an agent before it is freed. */
 void
 agent_on_free(agent_cb cb)
 {
-	size_t	i;
-
-	for (i = 0; i < agent_nfree_hooks; i++)
-		if (agent_free_hooks[i] == cb)
-			return;		/* set up again (the tests do) */
-	if (agent_nfree_hooks == AGENT_FREE_HOOKS)
-		fatalx("agent_on_free: more than %d hooks", AGENT_FREE_HOOKS);
-	agent_free_hooks[agent_nfree_hooks++] = cb;
+	agent_hook_add(agent_free_hooks, &agent_nfree_hooks, cb);
 }
 
 /* Tell the lifecycle of an event (from here, or from an adapter). */
@@ -190,20 +215,18 @@ agent_find_token(const char *token)
 struct agent *
 agent_of_pid(pid_t pid)
 {
-	struct agent	*a;
-	struct proc	*p;
+	struct agent		*a;
+	struct proc_call	*c;
 
 	if (pid <= 0)
 		return NULL;
 	TAILQ_FOREACH(a, &agent_list, entry)
-		if (!(a->flags & AGENT_DEAD) && a->proc.pid > 0 &&
-		    (a->proc.flags & AP_RUNNING) &&
-		    !(a->proc.flags & AP_EXITED) &&
-		    pidns_proc_pid(a->proc.pid, a->proc.hostpid) == pid)
+		if (!(a->flags & AGENT_DEAD) && (a->proc.flags & AP_RUNNING) &&
+		    proc_has_pid(&a->proc.p, pid))
 			return a;
-	if ((p = proc_find(pid)) != NULL && p->agent != NULL &&
-	    !(p->agent->flags & AGENT_DEAD))
-		return p->agent;
+	if ((c = proc_call_find(pid)) != NULL && c->agent != NULL &&
+	    !(c->agent->flags & AGENT_DEAD))
+		return c->agent;
 	return NULL;
 }
 
@@ -217,18 +240,14 @@ struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 {
 	struct agent	*a;
+	size_t		 i;
 
 	a = xcalloc(1, sizeof *a);
 	a->conf = ac;
 	a->instance = instance;
-	a->proc.pid = -1;
-	a->proc.errfd = -1;
+	proc_init(&a->proc.p);
 	a->proc.io.rfd = a->proc.io.wfd = -1;
-	ev_timer_init(&a->proc.pipe_w, agent_pipe_cb, 0, 0);
-	a->proc.pipe_w.data = a;
 	TAILQ_INIT(&a->children);
-	TAILQ_INIT(&a->slot.direct);
-	TAILQ_INIT(&a->work.inflight);
 	if (parent != NULL || instance == 0)
 		/* A child, or a root agent a client spawned. */
 		xasprintf(&a->id, "%s-%llu", ac->name,
@@ -250,27 +269,28 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a->peer.role = PEER_AGENT;
 	RB_INSERT(agent_tree, &agent_tree, a);
 	TAILQ_INSERT_TAIL(&agent_list, a, entry);
+	for (i = 0; i < agent_nnew_hooks; i++)
+		agent_new_hooks[i](a);
 	return a;
 }
 
 /*
- * Spawn the agent's process with argv (NULL: its entry's cmd) and set up
- * its pipes and watchers.  Returns 0, or -1 with sr's error and step.
+ * Spawn the agent's process with argv (NULL: its entry's cmd) and env
+ * added to its environment (NULL: none), and set up its pipes and
+ * watchers.  Returns 0, or -1 with sr's error and step.
  */
 int
-agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
+agent_spawn(struct agent *a, char **argv, char *const *env,
+    struct spawn_result *sr)
 {
 	struct agent_proc	*p = &a->proc;
 
 	agent_new_token(a);
-	if (spawn_argv(a->conf, argv != NULL ? argv : a->conf->argv, a->id,
-	    a->token, a->adapter != NULL ? a->adapter->env : NULL, sr) != 0)
+	p->spawned_at = ev_now(LOOP);
+	if (proc_spawn(&p->p, a->conf, argv != NULL ? argv : a->conf->argv,
+	    a->id, a->token, env, PROC_TRACE, &agent_proc_hooks, a, sr) != 0)
 		return -1;
 	p->flags = AP_RUNNING;
-	p->nerr = 0;	/* the stderr of this incarnation only */
-	p->pid = sr->pid;
-	p->hostpid = sr->hostpid;
-	p->spawned_at = ev_now(LOOP);
 	agent_nrunning++;
 
 	chan_init(&p->io, a->id, sr->out, sr->in, a->conf->max_line, a);
@@ -279,17 +299,8 @@ agent_spawn(struct agent *a, char **argv, struct spawn_result *sr)
 	p->io.on_werror = agent_in_error;
 	p->io.on_drain = agent_in_drained;
 	chan_start(&p->io);
-
-	p->errfd = sr->err;
-	ndjson_reader_init(&p->err_rd, 4096, 1);
-	ev_io_init(&p->err_w, agent_err_cb, p->errfd, EV_READ);
-	p->err_w.data = a;
-	ev_io_start(LOOP, &p->err_w);
-
-	ev_child_init(&p->child_w, agent_child_cb, p->pid, 1);
-	p->child_w.data = a;
-	ev_child_start(LOOP, &p->child_w);
-	log_info("agent %s: spawned (pid %ld)", a->id, (long)p->hostpid);
+	log_info("agent %s: spawned (pid %ld)", a->id,
+	    (long)proc_hostpid(&p->p));
 	return 0;
 }
 
@@ -347,65 +358,62 @@ agent_writable(const struct agent *a)
 	return a->proc.io.wfd != -1 && !(a->proc.io.flags & CHAN_WCLOSED);
 }
 
-/* Tell the lifecycle once both pipes are done and the process reaped. */
+/* The process is reaped and both pipes are at EOF: tell the lifecycle. */
 static void
-agent_check_exited(struct agent *a)
+agent_proc_done(struct proc *pp)
 {
-	if ((a->proc.flags & (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) ==
-	    (AP_EXITED | AP_OUT_EOF | AP_ERR_EOF)) {
-		char	st[64];
+	char	st[64];
 
-		ev_timer_stop(LOOP, &a->proc.pipe_w);
-		util_describe_status(st, sizeof st, a->proc.status);
-		agent_news(a, AE_EXITED, st);
-	}
+	util_describe_status(st, sizeof st, proc_status(pp));
+	agent_news(proc_owner(pp), AE_EXITED, st);
+}
+
+/* The process was reaped: it is stopped by no signal any more. */
+static void
+agent_proc_exited(struct proc *pp)
+{
+	struct agent	*a = proc_owner(pp);
+
+	a->proc.flags &= ~AP_SIGSTOPPED;
 }
 
 /*
- * A pipe closed while the process may still run: look again a moment
- * later before judging, since EOF on a pipe usually comes just before
- * the exit status.
+ * It exited, but something it left behind still holds its pipes (the
+ * lifecycle escalates on its group).
  */
 static void
-agent_pipe_check(struct agent *a, const char *what)
+agent_proc_held(struct proc *pp)
 {
-	siginfo_t	si;
-
-	if (a->proc.flags & AP_EXITED)
-		return;
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, (id_t)a->proc.pid, &si, WEXITED | WNOHANG |
-	    WNOWAIT) == 0 && si.si_pid == a->proc.pid)
-		return;		/* a zombie: libev reaps it right away */
-	if (!ev_is_active(&a->proc.pipe_w)) {
-		a->proc.pipe_what = what;
-		ev_timer_set(&a->proc.pipe_w, 0.2, 0);
-		ev_timer_start(LOOP, &a->proc.pipe_w);
-	}
+	agent_news(proc_owner(pp), AE_REAPED, "exited, but something still "
+	    "holds its output pipes");
 }
 
-/*
- * The pipe timer ran out.  After the process exited: something it left
- * behind still holds its pipes (the lifecycle escalates on its group).
- * Before: a pipe closed and the process really runs on.
- */
+/* A pipe closed and the process really runs on. */
 static void
-agent_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
+agent_proc_broken(struct proc *pp, const char *what)
 {
-	struct agent	*a = w->data;
+	struct agent	*a = proc_owner(pp);
 
-	if (a->proc.flags & AP_EXITED) {
-		if ((a->proc.flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
-		    (AP_OUT_EOF | AP_ERR_EOF))
-			agent_news(a, AE_REAPED, "exited, but something still "
-			    "holds its output pipes");
-		return;
-	}
 	log_warnx("agent %s: %s but is still running; terminating it", a->id,
-	    a->proc.pipe_what);
+	    what);
 	auditlog_event("error", a->id, NULL, "code", "pipe_closed", "reason",
-	    a->proc.pipe_what, NULL);	/* the shape of every "error" event */
-	agent_news(a, AE_BROKEN, a->proc.pipe_what);
+	    what, NULL);	/* the shape of every "error" event */
+	agent_news(a, AE_BROKEN, what);
+}
+
+/* The process was stopped by a signal (sig), or continued (0). */
+static void
+agent_proc_stopped(struct proc *pp, int sig)
+{
+	struct agent	*a = proc_owner(pp);
+
+	if (sig != 0) {
+		a->proc.flags |= AP_SIGSTOPPED;
+		agent_news(a, AE_SIGSTOP, util_signame(sig));
+	} else if (a->proc.flags & AP_SIGSTOPPED) {
+		a->proc.flags &= ~AP_SIGSTOPPED;
+		agent_news(a, AE_SIGCONT, "continued");
+	}
 }
 
 /* The agent's stdout reached EOF. */
@@ -414,13 +422,12 @@ agent_out_eof(struct chan *c, int arg)
 {
 	struct agent	*a = c->owner;
 
-	a->proc.flags |= AP_OUT_EOF;
 	if (a->proc.io.rfd != -1) {
 		close(a->proc.io.rfd);
 		a->proc.io.rfd = -1;
 	}
-	agent_pipe_check(a, "closed its stdout");
-	agent_check_exited(a);
+	proc_pipe_closed(&a->proc.p, "closed its stdout");
+	proc_out_eof(&a->proc.p);
 }
 
 /* The agent's stdin queue drained below its low watermark. */
@@ -437,51 +444,10 @@ agent_in_error(struct chan *c, int error)
 {
 	struct agent	*a = c->owner;
 
-	if (a->proc.flags & AP_EXITED)
+	if (proc_exited(&a->proc.p))
 		return;
 	log_info("agent %s: writing to its stdin: %s", a->id, strerror(error));
-	agent_pipe_check(a, "closed its stdin");
-}
-
-/*
- * Keep a stderr line among the last few, for the errors that quote it:
- * escaped (util_vis), as those errors reach the log, corral ps and the
- * terminal of whoever runs corral.
- */
-static void
-agent_err_keep(struct agent *a, const char *line, size_t len)
-{
-	char	*slot, *esc;
-
-	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-		len--;
-	if (len == 0)
-		return;
-	/* Most agents never write to stderr: no room kept for them. */
-	if (a->proc.errtail == NULL)
-		a->proc.errtail = xcalloc(AGENT_ERRTAIL, AGENT_ERRLINE);
-	slot = a->proc.errtail[a->proc.nerr++ % AGENT_ERRTAIL];
-	esc = util_vis(line, len);
-	len = util_utf8_cut(esc, strlen(esc), AGENT_ERRLINE - 1);
-	memcpy(slot, esc, len);
-	slot[len] = '\0';
-	free(esc);
-}
-
-/* Log one stderr line with the agent's name, and keep it. */
-static void
-agent_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
-    size_t extra)
-{
-	struct agent	*a = arg;
-
-	if (kind == NDJSON_CUT)
-		log_agent_line(a->id, line, len, extra);
-	else if (kind == NDJSON_LINE || kind == NDJSON_NUL)
-		log_agent_line(a->id, line, len, 0);
-	else
-		return;
-	agent_err_keep(a, line, len);
+	proc_pipe_closed(&a->proc.p, "closed its stdin");
 }
 
 /*
@@ -494,81 +460,7 @@ size_t
 agent_stderr_tail(const struct agent *a, char *buf, size_t len,
     unsigned int n)
 {
-	unsigned int	i, have = a->proc.nerr;
-	size_t		o = 0;
-
-	buf[0] = '\0';
-	if (a->proc.errtail == NULL)
-		return 0;
-	if (n > AGENT_ERRTAIL)
-		n = AGENT_ERRTAIL;
-	if (n > have)
-		n = have;
-	for (i = have - n; i < have && o < len; i++) {
-		o += (size_t)snprintf(buf + o, len - o, "%s\"%s\"", i > have - n ?
-		    ", " : "", a->proc.errtail[i % AGENT_ERRTAIL]);
-	}
-	return o < len ? o : len - 1;
-}
-
-/* Drain the agent's stderr into the log; it must never block the agent. */
-static void
-agent_err_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct agent	*a = w->data;
-	char		*buf;
-	size_t		 size;
-	ssize_t		 n;
-
-	buf = chan_read_buffer(&size);
-	n = read(a->proc.errfd, buf, size);
-	if (n == -1 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		ev_io_stop(loop, &a->proc.err_w);
-		ndjson_finish(&a->proc.err_rd, agent_err_line, a);
-		close(a->proc.errfd);
-		a->proc.errfd = -1;
-		a->proc.flags |= AP_ERR_EOF;
-		agent_check_exited(a);
-		return;
-	}
-	ndjson_feed(&a->proc.err_rd, buf, (size_t)n, agent_err_line, a);
-}
-
-/* libev reaped, stopped or continued the agent's process. */
-static void
-agent_child_cb(struct ev_loop *loop, ev_child *w, int revents)
-{
-	struct agent	*a = w->data;
-	struct agent_proc *p = &a->proc;
-	int		 st = w->rstatus;
-
-	if (WIFSTOPPED(st)) {
-		p->flags |= AP_SIGSTOPPED;
-		agent_news(a, AE_SIGSTOP, util_signame(WSTOPSIG(st)));
-		return;
-	}
-	if (WIFCONTINUED(st)) {
-		if (p->flags & AP_SIGSTOPPED) {
-			p->flags &= ~AP_SIGSTOPPED;
-			agent_news(a, AE_SIGCONT, "continued");
-		}
-		return;
-	}
-	ev_child_stop(loop, &p->child_w);
-	p->status = st;
-	p->flags |= AP_EXITED;
-	p->flags &= ~AP_SIGSTOPPED;
-	p->exited_at = ev_now(loop);
-	ev_timer_stop(loop, &p->pipe_w);
-	if ((p->flags & (AP_OUT_EOF | AP_ERR_EOF)) !=
-	    (AP_OUT_EOF | AP_ERR_EOF)) {
-		/* EOF comes any moment, unless a descendant holds the pipes. */
-		ev_timer_set(&p->pipe_w, a->conf->stop_grace, 0);
-		ev_timer_start(loop, &p->pipe_w);
-	}
-	agent_check_exited(a);
+	return proc_stderr_lines(&a->proc.p, buf, len, n);
 }
 
 /* Return nonzero if the process was stopped by a signal. */
@@ -578,27 +470,92 @@ agent_sigstopped(const struct agent *a)
 	return (a->proc.flags & AP_SIGSTOPPED) != 0;
 }
 
+/* Who the agent is to the control plane: the peer on its pipes. */
+struct peer *
+agent_peer(struct agent *a)
+{
+	return &a->peer;
+}
+
 /* Return nonzero if the process's exit status has been reaped. */
 int
 agent_exited(const struct agent *a)
 {
-	return (a->proc.flags & AP_EXITED) != 0;
+	return proc_exited(&a->proc.p);
+}
+
+/* Return nonzero if the agent has a process (or a per-call one started). */
+int
+agent_running(const struct agent *a)
+{
+	return (a->proc.flags & AP_RUNNING) != 0;
+}
+
+/* Its last process's exit status (waitpid's); 127 when it never ran. */
+int
+agent_status(const struct agent *a)
+{
+	return proc_status(&a->proc.p);
+}
+
+/* Its process's pid as the user's shell sees it. */
+pid_t
+agent_hostpid(const struct agent *a)
+{
+	return proc_hostpid(&a->proc.p);
+}
+
+/* When its last process was started (or failed to start). */
+ev_tstamp
+agent_spawned_at(const struct agent *a)
+{
+	return a->proc.spawned_at;
+}
+
+/* Count a request given to an adapter as a line written to the agent. */
+void
+agent_count_in(struct agent *a)
+{
+	a->proc.msgs_in++;
+}
+
+/* Count an envelope read from the agent (or made of its tool's output). */
+void
+agent_count_out(struct agent *a)
+{
+	a->proc.msgs_out++;
+}
+
+/* Lines corral wrote to the agent, and envelopes it wrote. */
+void
+agent_counts(const struct agent *a, uint64_t *in, uint64_t *out)
+{
+	*in = a->proc.msgs_in;
+	*out = a->proc.msgs_out;
+}
+
+/*
+ * The line being handled filled the agent's stdin: its reader stops until
+ * the agent reads (chan_block).
+ */
+void
+agent_block_reader(struct agent *a)
+{
+	chan_block(chan_source(), &a->proc.io);
+}
+
+/* Readers waiting for the agent's stdin to drain need not wait any more. */
+void
+agent_release_waiters(struct agent *a)
+{
+	chan_release_waiters(&a->proc.io);
 }
 
 /* Send a signal to the agent's process group. */
 void
 agent_signal(struct agent *a, int sig)
 {
-	if (a->proc.pid <= 0)
-		return;
-	/*
-	 * The group outlives its leader while members remain, and its id is
-	 * not reused meanwhile.  The pid alone is used only before the
-	 * leader is reaped: after that it may name another process.
-	 */
-	if (kill(-a->proc.pid, sig) == -1 && errno == ESRCH &&
-	    !(a->proc.flags & AP_EXITED))
-		(void)kill(a->proc.pid, sig);
+	proc_signal(&a->proc.p, sig);
 }
 
 /* Close the agent's stdin once what is queued is written. */
@@ -608,7 +565,7 @@ agent_close_stdin(struct agent *a)
 	chan_close_write(&a->proc.io);
 }
 
-/* Close the read ends of the agent's output pipes. */
+/* Close the read end of the agent's stdout. */
 static void
 agent_close_output(struct agent *a)
 {
@@ -619,12 +576,6 @@ agent_close_output(struct agent *a)
 		close(p->io.rfd);
 		p->io.rfd = -1;
 	}
-	if (p->errfd != -1) {
-		ev_io_stop(LOOP, &p->err_w);
-		close(p->errfd);
-		p->errfd = -1;
-	}
-	ndjson_reader_free(&p->err_rd);
 }
 
 /*
@@ -637,8 +588,7 @@ agent_abandon_pipes(struct agent *a)
 	log_warnx("agent %s: output pipes still open after SIGKILL; closing "
 	    "them", a->id);
 	agent_close_output(a);
-	a->proc.flags |= AP_OUT_EOF | AP_ERR_EOF;
-	agent_check_exited(a);
+	proc_abandon_pipes(&a->proc.p);
 }
 
 /* Release the descriptors and watchers of a process that has ended. */
@@ -649,8 +599,7 @@ agent_release(struct agent *a)
 
 	agent_close_output(a);
 	chan_close(&p->io);
-	ev_child_stop(LOOP, &p->child_w);
-	ev_timer_stop(LOOP, &p->pipe_w);
+	proc_release(&p->p);
 	if (p->flags & AP_RUNNING) {
 		p->flags &= ~AP_RUNNING;
 		agent_nrunning--;
@@ -696,7 +645,7 @@ agent_free(struct agent *a)
 	agent_release(a);
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
-	free(a->proc.errtail);
+	proc_free(&a->proc.p);
 	free(a->id);
 	free(a);
 }

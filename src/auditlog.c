@@ -390,103 +390,36 @@ auditlog_close(void)
 }
 
 /*
- * Reserve room for n more bytes at the end of the queue and return where
- * they go; the caller commits what it wrote with audit_commit.
- */
-static char *
-audit_room(size_t n)
-{
-	ndjson_writer_reserve(&audit_w, n);
-	return audit_w.buf + audit_w.tail;
-}
-
-/* Append a string we trust to need no escaping (names, literals). */
-static char *
-audit_plain(char *p, const char *s)
-{
-	size_t	n = strlen(s);
-
-	*p++ = '"';
-	memcpy(p, s, n);
-	p += n;
-	*p++ = '"';
-	return p;
-}
-
-/* Return nonzero if s can go into JSON between quotes as it is. */
-static int
-audit_safe(const char *s, size_t n)
-{
-	return jsonw_plain(s, n) == n;
-}
-
-/*
- * Append a member whose value is a string from anywhere: as it is when
- * nothing needs escaping (the common case), else through the JSON writer.
- * key holds the comma, the quoted name and the colon.
- */
-static void
-audit_member(const char *key, size_t kl, const char *v, size_t vl)
-{
-	char	*p;
-
-	if (!audit_safe(v, vl)) {
-		ndjson_writer_add(&audit_w, key, kl);
-		jsonw_string(&audit_w, v, vl);
-		return;
-	}
-	p = audit_room(kl + vl + 2);
-	memcpy(p, key, kl);
-	p += kl;
-	*p++ = '"';
-	memcpy(p, v, vl);
-	p[vl] = '"';
-	audit_w.tail += kl + vl + 2;
-}
-
-/*
- * Start a line: sequence, monotonic time, event, agent, id.  Formatted by
- * hand into the queue: this runs several times for every envelope.  The
- * agent's id is escaped like the rest: most are names and numbers, but an
- * adapter's sub-agents are named from an agent's bytes.
+ * Start a line: sequence, monotonic time, event, agent, id.  Written with
+ * the JSON writer's appenders straight into the queue: this runs several
+ * times for every envelope.  The agent's id is escaped like the rest:
+ * most are names and numbers, but an adapter's sub-agents are named from
+ * an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	char		*p, *start;
-	uint64_t	 us;
-
-	start = p = audit_room(96 + strlen(ev));
-	memcpy(p, "{\"seq\":", 7);
-	p += 7;
-	p += util_u64(p, ++audit_seq);
-	memcpy(p, ",\"t\":", 5);
-	p += 5;
-	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
-	p += util_u64(p, us / 1000000);
-	*p++ = '.';
-	us %= 1000000;
-	p[0] = (char)('0' + us / 100000);
-	p[1] = (char)('0' + us / 10000 % 10);
-	p[2] = (char)('0' + us / 1000 % 10);
-	p[3] = (char)('0' + us / 100 % 10);
-	p[4] = (char)('0' + us / 10 % 10);
-	p[5] = (char)('0' + us % 10);
-	p += 6;
-	memcpy(p, ",\"ev\":", 6);
-	p = audit_plain(p + 6, ev);
-	audit_w.tail += (size_t)(p - start);
-	if (agent != NULL)
-		audit_member(",\"agent\":", 9, agent, strlen(agent));
-	if (id != NULL)
-		audit_member(",\"id\":", 6, id, strlen(id));
+	JSONW_PUT_KEY(&audit_w, 1, "seq");
+	jsonw_put_u64(&audit_w, ++audit_seq);
+	JSONW_PUT_KEY(&audit_w, 0, "t");
+	jsonw_put_micros(&audit_w, (uint64_t)((util_mono() - audit_t0) * 1e6));
+	JSONW_PUT_KEY(&audit_w, 0, "ev");
+	jsonw_put_name(&audit_w, ev, strlen(ev));
+	if (agent != NULL) {
+		JSONW_PUT_KEY(&audit_w, 0, "agent");
+		jsonw_put_str(&audit_w, agent, strlen(agent));
+	}
+	if (id != NULL) {
+		JSONW_PUT_KEY(&audit_w, 0, "id");
+		jsonw_put_str(&audit_w, id, strlen(id));
+	}
 }
 
 /* End a line; flush early if a lot is queued. */
 static void
 auditlog_end(void)
 {
-	ndjson_writer_add(&audit_w, "}\n", 2);
+	jsonw_put_end(&audit_w);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
 		(void)auditlog_handover(1);
 }
@@ -500,8 +433,6 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 {
 	va_list		 ap;
 	const char	*k, *v;
-	size_t		 kl, vl;
-	char		*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
@@ -510,25 +441,8 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 	while ((k = va_arg(ap, const char *)) != NULL) {
 		if ((v = va_arg(ap, const char *)) == NULL)
 			continue;
-		kl = strlen(k);
-		vl = strlen(v);
-		if (audit_safe(v, vl)) {
-			p = audit_room(kl + vl + 6);
-			*p++ = ',';
-			p = audit_plain(p, k);
-			*p++ = ':';
-			*p++ = '"';
-			memcpy(p, v, vl);
-			audit_w.tail += kl + vl + 6;
-			audit_w.buf[audit_w.tail - 1] = '"';
-			continue;
-		}
-		p = audit_room(kl + 4);
-		*p++ = ',';
-		p = audit_plain(p, k);
-		*p = ':';
-		audit_w.tail += kl + 4;
-		jsonw_string(&audit_w, v, vl);
+		jsonw_put_key(&audit_w, 0, k, strlen(k));
+		jsonw_put_str(&audit_w, v, strlen(v));
 	}
 	va_end(ap);
 	auditlog_end();
@@ -542,8 +456,8 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
-	ndjson_writer_add(&audit_w, ",\"env\":", 7);
-	ndjson_writer_add(&audit_w, line, len);
+	JSONW_PUT_KEY(&audit_w, 0, "env");
+	jsonw_put_raw(&audit_w, line, len);
 	auditlog_end();
 }
 
@@ -560,8 +474,8 @@ auditlog_fields(const char *ev, const char *agent, const char *id,
 	auditlog_begin(ev, agent, id);
 	if (len > 2) {
 		/* Splice the object's members after ours. */
-		ndjson_writer_add(&audit_w, ",", 1);
-		ndjson_writer_add(&audit_w, obj + 1, len - 2);
+		jsonw_put_raw(&audit_w, ",", 1);
+		jsonw_put_raw(&audit_w, obj + 1, len - 2);
 	}
 	auditlog_end();
 }
@@ -580,8 +494,8 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 	if (fields != NULL && json_object_size(fields) > 0 &&
 	    (s = json_dumps(fields, CORRAL_JSON_FLAGS)) != NULL) {
 		/* Splice the object's members after ours. */
-		ndjson_writer_add(&audit_w, ",", 1);
-		ndjson_writer_add(&audit_w, s + 1, strlen(s) - 2);
+		jsonw_put_raw(&audit_w, ",", 1);
+		jsonw_put_raw(&audit_w, s + 1, strlen(s) - 2);
 		free(s);
 	}
 	json_decref(fields);

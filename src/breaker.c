@@ -63,7 +63,7 @@ breaker_open(struct agent *a, const char *why)
 	b->opens++;
 	log_warnx("agent %s: circuit open (%s); no work for %gs", a->id, why,
 	    a->conf->breaker_reset);
-	chan_release_waiters(&a->proc.io);
+	agent_release_waiters(a);
 	auditlog_event("breaker", a->id, NULL, "state", "open", "reason", why,
 	    NULL);
 	ev_timer_stop(LOOP, &b->timer);

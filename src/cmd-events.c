@@ -150,17 +150,12 @@ cmd_events_text(json_t *ev)
 static void
 cmd_events_print(json_t *ev, int text)
 {
-	char	*s;
-
 	if (text) {
 		/* What agents wrote must not drive the terminal. */
 		util_vis_json(ev);
 		cmd_events_text(ev);
-	}
-	else if ((s = json_dumps(ev, CORRAL_JSON_FLAGS)) != NULL) {
-		printf("%s\n", s);
-		free(s);
-	}
+	} else
+		cmd_print_json(ev);
 }
 
 /*

@@ -86,16 +86,12 @@ static int
 cmd_metrics_exec(struct cmd *c)
 {
 	json_t	*res;
-	char	*s;
 
 	if ((res = cmd_call(c, CORRAL_M_METRICS, NULL)) == NULL)
 		return 1;
-	if (cmd_has(c, "json")) {
-		if ((s = json_dumps(res, CORRAL_JSON_FLAGS)) != NULL) {
-			printf("%s\n", s);
-			free(s);
-		}
-	} else
+	if (cmd_has(c, "json"))
+		cmd_print_json(res);
+	else
 		cmd_metrics_text(res);
 	json_decref(res);
 	return 0;

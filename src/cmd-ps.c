@@ -144,7 +144,7 @@ cmd_ps_run(const char *sock, int json, int *first)
 {
 	struct client	 c;
 	json_t		*res, *e, *run, *agents, *a, *out, *reqs, *waiting;
-	char		 err[1024], up[32], *s;
+	char		 err[1024], up[32];
 	size_t		 i;
 
 	if (client_open(&c, sock, "corral-ps", err, sizeof err) != 0) {
@@ -172,9 +172,7 @@ cmd_ps_run(const char *sock, int json, int *first)
 		if (reqs != NULL)
 			json_object_set(out, "requests", json_object_get(reqs,
 			    "requests"));
-		s = json_dumps(out, CORRAL_JSON_FLAGS);
-		printf("%s\n", s != NULL ? s : "{}");
-		free(s);
+		cmd_print_json(out);
 		json_decref(out);
 	} else {
 		/* What agents wrote must not drive the terminal. */

@@ -54,7 +54,6 @@ cmd_tasks_exec(struct cmd *c)
 {
 	json_t		*res, *f;
 	const char	*v;
-	char		*s;
 
 	f = json_object();
 	if ((v = cmd_get(c, "status")) != NULL)
@@ -64,12 +63,9 @@ cmd_tasks_exec(struct cmd *c)
 	if ((res = cmd_call(c, CORRAL_M_TASKS_LIST, json_pack("{s:o}",
 	    "filter", f))) == NULL)
 		return 1;
-	if (cmd_has(c, "json")) {
-		if ((s = json_dumps(res, CORRAL_JSON_FLAGS)) != NULL) {
-			printf("%s\n", s);
-			free(s);
-		}
-	} else
+	if (cmd_has(c, "json"))
+		cmd_print_json(res);
+	else
 		cmd_tasks_table(res);
 	json_decref(res);
 	return 0;

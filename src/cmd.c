@@ -417,6 +417,23 @@ cmd_call(struct cmd *c, const char *method, json_t *params)
 	return NULL;
 }
 
+/*
+ * Print a result as one line of JSON (--json), as the commands that read
+ * a running corral do: escaped by jansson, compact, one line.
+ */
+void
+cmd_print_json(const json_t *v)
+{
+	char	*s;
+
+	if ((s = json_dumps(v, CORRAL_JSON_FLAGS)) == NULL) {
+		fprintf(stderr, "corral: out of memory writing JSON\n");
+		return;
+	}
+	printf("%s\n", s);
+	free(s);
+}
+
 /* Print a word of a synopsis as mdoc: a flag, an argument or a literal. */
 static void
 cmd_mdoc_word(FILE *f, const char *s, size_t n)

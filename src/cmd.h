@@ -86,6 +86,7 @@ const char *cmd_get(struct cmd *, const char *);
 const char *cmd_next(struct cmd *, const char *, size_t *);
 int	 cmd_attach(struct cmd *);
 json_t	*cmd_call(struct cmd *, const char *, json_t *);
+void	 cmd_print_json(const json_t *);
 int	 cmd_synopsis(const struct cmd_entry *, char *, size_t);
 void	 cmd_mdoc(FILE *, const char *, const char *);
 int	 cmd_mdoc_synopsis(FILE *);

@@ -16,11 +16,86 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <ev.h>
 #include <jansson.h>
 
 #include "corral/protocol.h"
+
+/*
+ * Ownership the compiler sees.  Each part of struct agent, and the route's
+ * item in struct msg, is one module's: a file of another module that names
+ * it does not compile ("'life' is unavailable: a part of module
+ * lifecycle"); that module gives the others functions.  CMakeLists.txt
+ * defines CORRAL_MODULE_<name> for every file of module <name> (NAME.c and
+ * NAME-PART.c); tests that look inside define CORRAL_WHITEBOX.
+ * tests/layering.sh checks that a planted use fails.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(unavailable)
+#define CORRAL_PRIVATE(m) __attribute__((unavailable("a part of module " m)))
+#endif
+#endif
+#ifndef CORRAL_PRIVATE
+#define CORRAL_PRIVATE(m) __attribute__((deprecated("a part of module " m)))
+#endif
+#define PART_OF(m)	PART_OF_##m
+#if defined(CORRAL_MODULE_agent) || defined(CORRAL_WHITEBOX)
+#define PART_OF_agent
+#else
+#define PART_OF_agent	CORRAL_PRIVATE("agent")
+#endif
+#if defined(CORRAL_MODULE_adapter) || defined(CORRAL_WHITEBOX)
+#define PART_OF_adapter
+#else
+#define PART_OF_adapter	CORRAL_PRIVATE("adapter")
+#endif
+#if defined(CORRAL_MODULE_dialect) || defined(CORRAL_WHITEBOX)
+#define PART_OF_dialect
+#else
+#define PART_OF_dialect	CORRAL_PRIVATE("dialect")
+#endif
+#if defined(CORRAL_MODULE_lifecycle) || defined(CORRAL_WHITEBOX)
+#define PART_OF_lifecycle
+#else
+#define PART_OF_lifecycle	CORRAL_PRIVATE("lifecycle")
+#endif
+#if defined(CORRAL_MODULE_breaker) || defined(CORRAL_WHITEBOX)
+#define PART_OF_breaker
+#else
+#define PART_OF_breaker	CORRAL_PRIVATE("breaker")
+#endif
+#if defined(CORRAL_MODULE_budget) || defined(CORRAL_WHITEBOX)
+#define PART_OF_budget
+#else
+#define PART_OF_budget	CORRAL_PRIVATE("budget")
+#endif
+#if defined(CORRAL_MODULE_route) || defined(CORRAL_WHITEBOX)
+#define PART_OF_route
+#else
+#define PART_OF_route	CORRAL_PRIVATE("route")
+#endif
+#if defined(CORRAL_MODULE_engine) || defined(CORRAL_WHITEBOX)
+#define PART_OF_engine
+#else
+#define PART_OF_engine	CORRAL_PRIVATE("engine")
+#endif
+#if defined(CORRAL_MODULE_proc) || defined(CORRAL_WHITEBOX)
+#define PART_OF_proc
+#else
+#define PART_OF_proc	CORRAL_PRIVATE("proc")
+#endif
+#if defined(CORRAL_MODULE_mapview) || defined(CORRAL_WHITEBOX)
+#define PART_OF_mapview
+#else
+#define PART_OF_mapview	CORRAL_PRIVATE("mapview")
+#endif
+#if defined(CORRAL_MODULE_subagent) || defined(CORRAL_WHITEBOX)
+#define PART_OF_subagent
+#else
+#define PART_OF_subagent	CORRAL_PRIVATE("subagent")
+#endif
 
 /* Exit statuses of corral run (docs/corral.1). */
 #define EXIT_WORKFLOW	1	/* the workflow ended in an error */
@@ -115,6 +190,7 @@ enum agent_event {
 	AE_REAPED,	/* exited, but something still holds its pipes */
 	AE_BROKEN,	/* a pipe closed while the process runs on */
 	AE_KILL,	/* kill at once (a second interrupt) */
+	AE_RESTART_DUE,	/* it ended, and its restart policy starts it again */
 	AE_COUNT
 };
 
@@ -510,30 +586,57 @@ struct chan {
 	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
+/*
+ * proc.c: a child process, an agent's or a per-call adapter's: its pid,
+ * its stderr (logged, its head and tail kept), its end (reaped, and both
+ * output pipes at EOF).  Its owner reads stdout and hears of its end.
+ */
+struct proc;
+struct proc_stderr;
+struct proc_hooks {
+	void	(*done)(struct proc *);		/* reaped, both pipes at EOF */
+	void	(*exited)(struct proc *);	/* reaped (before done) */
+	/* Exited, but something it left holds its pipes past the grace. */
+	void	(*held)(struct proc *);
+	/* A pipe closed (what) and the process runs on. */
+	void	(*broken)(struct proc *, const char *);
+	/* Stopped by a signal (its number) or continued (0): agents. */
+	void	(*stopped)(struct proc *, int);
+};
+struct proc {
+	pid_t			 pid PART_OF(proc);	/* as corral sees it */
+	pid_t			 hostpid PART_OF(proc);	/* as a shell does */
+	int			 status PART_OF(proc);	/* from waitpid */
+	int			 flags PART_OF(proc);
+#define PROC_EXITED	0x01	/* exit status reaped */
+#define PROC_OUT_EOF	0x02	/* stdout at EOF */
+#define PROC_ERR_EOF	0x04	/* stderr at EOF */
+#define PROC_DONE	0x08	/* all three: done was called */
+#define PROC_LIVE	0x10	/* its pid is not reaped (proc_find) */
+#define PROC_QUIET	0x20	/* its stderr to the debug log */
+#define PROC_TRACE	0x40	/* hears of stops and continues */
+	int			 errfd PART_OF(proc);
+	ev_io			 err_w PART_OF(proc);
+	ev_child		 child_w PART_OF(proc);
+	ev_timer		 pipe_w PART_OF(proc);	/* held, or closed */
+	const char		*pipe_what PART_OF(proc);
+	double			 grace PART_OF(proc);	/* for held pipes */
+	struct ndjson_reader	 err_rd PART_OF(proc);
+	struct proc_stderr	*err PART_OF(proc);	/* from its first line */
+	const char		*name PART_OF(proc);	/* in the log */
+	const struct proc_hooks	*hooks PART_OF(proc);
+	void			*owner PART_OF(proc);
+	TAILQ_ENTRY(proc)	 live PART_OF(proc);
+};
+
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
-#define AGENT_ERRTAIL	3	/* stderr lines kept for error messages */
-#define AGENT_ERRLINE	240	/* bytes kept of each */
 struct agent_proc {
-	pid_t			 pid;		/* as corral sees it */
-	pid_t			 hostpid;	/* as the user's shell sees it */
-	int			 status;	/* from waitpid */
+	struct proc		 p;		/* the process (proc.c) */
 	int			 flags;
-#define AP_EXITED	0x01	/* exit status reaped */
-#define AP_OUT_EOF	0x02	/* stdout at EOF */
-#define AP_ERR_EOF	0x04	/* stderr at EOF */
-#define AP_SIGSTOPPED	0x08	/* stopped by SIGSTOP */
-#define AP_RUNNING	0x10	/* spawned, not yet released */
+#define AP_SIGSTOPPED	0x01	/* stopped by SIGSTOP */
+#define AP_RUNNING	0x02	/* spawned, not yet released */
 	struct chan		 io;		/* stdin and stdout */
-	int			 errfd;
-	ev_io			 err_w;
-	struct ndjson_reader	 err_rd;
-	ev_child		 child_w;
-	ev_timer		 pipe_w;	/* a pipe closed: exiting? */
-	const char		*pipe_what;
 	ev_tstamp		 spawned_at;
-	ev_tstamp		 exited_at;
-	char			(*errtail)[AGENT_ERRLINE];	/* made at the first */
-	unsigned int		 nerr;		/* stderr lines so far */
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
 };
@@ -559,6 +662,7 @@ struct life {
 	unsigned int		 hb_missed;
 	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
+	unsigned int		 outstanding;	/* requests it holds */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
@@ -569,6 +673,18 @@ struct life {
 	char			*last_exit;	/* its last exit, and stderr */
 };
 
+/*
+ * route.c: where a request waits, embedded in the request (written by
+ * route.c).  Routing reads the request's fields and writes only these.
+ */
+struct route;
+struct route_item {
+	TAILQ_ENTRY(route_item)	 entry;		/* a queue */
+	struct route		*row;		/* NULL: its target's queue */
+	int			 queued;
+};
+TAILQ_HEAD(route_itemq, route_item);
+
 /* route.c: an agent as a candidate for work (written by route.c). */
 struct msg;
 TAILQ_HEAD(msgq, msg);
@@ -576,7 +692,7 @@ struct slot {
 	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
 	int			 in_pool;
 	uint64_t		 last_pick;
-	struct msgq		 direct;	/* waiting for this agent alone */
+	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
 };
 
@@ -620,11 +736,11 @@ struct agent_dialect {
 	char			*bad_first;	/* the first of them, once any */
 	int			 answered;	/* answered a request, or spoke JSON-RPC */
 	int			 failed_output;	/* failed for non-JSON output */
+	int			 adapted;	/* a tool's: its lines are its adapter's */
 };
 
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
-	unsigned int		 outstanding;
 	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	char			*progress;	/* its latest progress */
@@ -700,8 +816,8 @@ struct mapinfo {
 };
 
 /*
- * agent.c: an agent.  It keeps identity and links; each part below is
- * written only by the module named on it.
+ * agent.c: an agent.  It keeps identity and links, which every module
+ * reads; each part below is its module's alone (PART_OF).
  */
 #define AGENT_TOKEN_LEN	64	/* hex digits of its credential */
 struct agent {
@@ -724,17 +840,17 @@ struct agent {
 	RB_ENTRY(agent)		 by_id;
 	TAILQ_ENTRY(agent)	 entry;		/* all agents, start order */
 	/* The parts. */
-	struct agent_proc	 proc;		/* agent.c */
-	struct agent_dialect	 dialect;	/* dialect.c */
-	struct life		 life;		/* lifecycle.c */
-	struct slot		 slot;		/* route.c */
-	struct breaker		 breaker;	/* breaker.c */
-	struct budget		 budget;	/* budget.c */
-	struct work		 work;		/* engine.c */
-	struct child		 child;		/* subagent.c */
-	struct peer		 peer;		/* rpc.c */
-	struct mapinfo		 map;		/* mapview.c */
-	struct adapter		*adapter;	/* adapter.c */
+	struct agent_proc	 proc PART_OF(agent);
+	struct peer		 peer PART_OF(agent);
+	struct agent_dialect	 dialect PART_OF(dialect);
+	struct life		 life PART_OF(lifecycle);
+	struct slot		 slot PART_OF(route);
+	struct breaker		 breaker PART_OF(breaker);
+	struct budget		 budget PART_OF(budget);
+	struct work		 work PART_OF(engine);
+	struct child		 child PART_OF(subagent);
+	struct mapinfo		 map PART_OF(mapview);
+	struct adapter		*adapter PART_OF(adapter);
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
@@ -762,19 +878,6 @@ typedef void (*budget_cb)(struct agent *, const char *);
 typedef void (*lifecycle_observer)(struct agent *, enum agent_state,
     enum agent_state, enum agent_event, const char *);
 
-/* route.c: one row of the routing table, with its wait queue. */
-struct route {
-	int			 intent;	/* or ROUTE_FALLBACK, ROUTE_ENTRY */
-	const struct agent_conf	*entry;		/* ROUTE_ENTRY: its one entry */
-	struct agent_conf	**confs;
-	size_t			 nconfs;
-	char			**caps;		/* agents with these too */
-	size_t			 ncaps;
-	struct msgq		 queue[PRIO_COUNT];
-	unsigned int		 queued;
-	unsigned int		 served[PRIO_COUNT];
-};
-
 struct msg;
 TAILQ_HEAD(jobmsgs, msg);
 
@@ -789,39 +892,55 @@ struct branch_end {
 	size_t			 len;
 };
 
+/*
+ * Jobs and requests are the engine's: every module reads them, only the
+ * engine writes them.  tests/layering.sh compiles the other modules'
+ * files once more with CORRAL_CHECK_WRITES, which makes the fields marked
+ * ENGINE_WRITES const there, so a write elsewhere fails it.
+ */
+#if defined(CORRAL_CHECK_WRITES) && !defined(CORRAL_MODULE_engine)
+#define ENGINE_WRITES	const
+#else
+#define ENGINE_WRITES
+#endif
+
 /* engine.c: a job is one goal (run) or one input envelope (serve). */
 struct job {
-	uint64_t		 seq;
-	char			 id[CORRAL_ID_MAX];	/* the root envelope's */
-	int			 origin;
+	uint64_t		 ENGINE_WRITES seq;
+	char			 ENGINE_WRITES id[CORRAL_ID_MAX]; /* its root's */
+	int			 ENGINE_WRITES origin;
 #define JOB_RUN		0
 #define JOB_SERVE	1
-	unsigned int		 pending;	/* requests that point at it */
-	unsigned int		 open;		/* branch requests unanswered */
-	unsigned int		 steps;
-	int			 done;
-	int			 failed;
-	struct jobmsgs		 msgs;		/* its live requests */
-	struct branch_end	*ends;		/* branches that ended */
-	size_t			 nends;
-	json_t			*reports;	/* engine-report.c */
-	char			*session;	/* the session it belongs to */
-	size_t			 endcap;
-	ev_tstamp		 started;
-	ev_timer		 deadline_w;
-	TAILQ_ENTRY(job)	 entry;
+	/* Requests that point at it; branch requests unanswered. */
+	unsigned int		 ENGINE_WRITES pending;
+	unsigned int		 ENGINE_WRITES open;
+	unsigned int		 ENGINE_WRITES steps;
+	int			 ENGINE_WRITES done;
+	int			 ENGINE_WRITES failed;
+	struct jobmsgs		 ENGINE_WRITES msgs;	/* its live requests */
+	struct branch_end	*ENGINE_WRITES ends;	/* branches that ended */
+	size_t			 ENGINE_WRITES nends;
+	json_t			*ENGINE_WRITES reports; /* engine-report.c */
+	char			*ENGINE_WRITES session; /* the one it is of */
+	size_t			 ENGINE_WRITES endcap;
+	ev_tstamp		 ENGINE_WRITES started;
+	ev_timer		 ENGINE_WRITES deadline_w;
+	TAILQ_ENTRY(job)	 ENGINE_WRITES entry;
 };
 
 struct msg_progress;
 
-/* A request: an envelope routed to an agent, awaiting one outcome. */
+/*
+ * A request: an envelope routed to an agent, awaiting one outcome.  Every
+ * module reads requests (and jobs); only the engine writes them.
+ */
 struct msg {
-	char			 id[CORRAL_ID_MAX];
-	char			*line;
-	size_t			 len;
-	uint8_t			 intent;
-	uint8_t			 prio;
-	uint8_t			 kind;
+	char			 ENGINE_WRITES id[CORRAL_ID_MAX];
+	char			*ENGINE_WRITES line;
+	size_t			 ENGINE_WRITES len;
+	uint8_t			 ENGINE_WRITES intent;
+	uint8_t			 ENGINE_WRITES prio;
+	uint8_t			 ENGINE_WRITES kind;
 #define MSG_GOAL	0	/* corral run's first envelope */
 #define MSG_INPUT	1	/* from corral serve's stdin */
 #define MSG_ACTION	2	/* from a reply's next_actions */
@@ -829,45 +948,52 @@ struct msg {
 #define MSG_TASK	4	/* a spawned child's initial task */
 #define MSG_SEND	5	/* a client's request (map/send, _corral/route) */
 #define MSG_STEP	6	/* a step's request (step.c) */
-	uint8_t			 orig_intent;	/* reflections: of the reply */
-	uint8_t			 where;
+	uint8_t			 ENGINE_WRITES orig_intent; /* reflections */
+	uint8_t			 ENGINE_WRITES where;
 #define MSG_NOWHERE	0
 #define MSG_QUEUED	1
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
-	uint8_t			 holds;		/* its agent */
-	unsigned int		 depth;
-	unsigned int		 round;		/* reflection round */
-	unsigned int		 attempts;	/* times given to an agent */
-	unsigned int		 retries;
-	struct job		*job;
-	struct route		*route;
-	struct agent		*agent;		/* serving it, when in flight */
-	struct agent		*exclude;	/* not this one (reflection) */
-	struct agent		*target;	/* addressed to this agent */
-	struct agent		*parent_agent;	/* a task's result goes here */
-	struct agent		*requester;	/* the agent that asked, if one */
-	const struct agent_conf	*to_entry;	/* addressed to this entry */
-	ev_tstamp		 accepted;
-	uint64_t		 seq;		/* acceptance order */
-	ev_tstamp		 deadline;
-	double			 timeout;
-	ev_timer		 timer;
-	char			*weak;		/* a reflection: the weak reply */
-	size_t			 weaklen;
-	struct msg_progress	*progress;	/* engine-progress.c */
-	json_t			*reports;	/* engine-report.c */
-	char			 title[64];	/* its task, cut */
-	TAILQ_ENTRY(msg)	 entry;
-	TAILQ_ENTRY(msg)	 job_entry;
-	TAILQ_ENTRY(msg)	 live_entry;	/* every live request */
+	uint8_t			 ENGINE_WRITES holds;	/* its agent */
+	unsigned int		 ENGINE_WRITES depth;
+	unsigned int		 ENGINE_WRITES round;	/* of reflection */
+	unsigned int		 ENGINE_WRITES attempts; /* given to agents */
+	unsigned int		 ENGINE_WRITES retries;
+	struct job		*ENGINE_WRITES job;
+	/* Serving it (in flight); not this one (reflection); only this. */
+	struct agent		*ENGINE_WRITES agent;
+	struct agent		*ENGINE_WRITES exclude;
+	struct agent		*ENGINE_WRITES target;
+	/* Where a task's result goes. */
+	struct agent		*ENGINE_WRITES parent_agent;
+	struct agent		*ENGINE_WRITES requester; /* that asked, if one */
+	/* Only an agent of this workflow entry (a step's request). */
+	const struct agent_conf	*ENGINE_WRITES to_entry;
+	ev_tstamp		 ENGINE_WRITES accepted;
+	uint64_t		 ENGINE_WRITES seq;	/* acceptance order */
+	ev_tstamp		 ENGINE_WRITES deadline;
+	double			 ENGINE_WRITES timeout;
+	ev_timer		 ENGINE_WRITES timer;
+	char			*ENGINE_WRITES weak;	/* the weak reply */
+	size_t			 ENGINE_WRITES weaklen;
+	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */
+	json_t			*ENGINE_WRITES reports; /* engine-report.c */
+	char			 ENGINE_WRITES title[64]; /* its task, cut */
+	struct route_item	 ri PART_OF(route);	/* while it waits */
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES entry;
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES job_entry;
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES live_entry; /* all live ones */
 };
 
-/* route.c: what it tells the engine, which owns requests. */
+/*
+ * route.c: what it tells the engine, which owns requests: one was handed
+ * to an agent, waits (at most so long: its row's longest timeout), left a
+ * queue (a row's: nonzero; its target's: 0), or cannot be routed.
+ */
 struct route_hooks {
 	void	(*dispatched)(struct msg *, struct agent *);
-	void	(*queued)(struct msg *);
-	void	(*unqueued)(unsigned int);
+	void	(*queued)(struct msg *, double);
+	void	(*unqueued)(struct msg *, int);
 	void	(*fail)(struct msg *, const char *, const char *,
 		    const char *);
 };
@@ -1105,52 +1231,43 @@ enum external_change {
 };
 typedef void (*external_cb)(struct external *, enum external_change);
 
-/* proc.c: a short-lived process run for one request. */
-struct proc {
+/*
+ * proc.c: a short-lived process run for one request (a per-call
+ * adapter's): fed once, read to the end.  The adapter fills in agent,
+ * msg, done, line_cb, arg, quiet and the stop times; proc.c the rest.
+ */
+struct proc_call {
+	struct proc		 proc;		/* the process */
 	struct agent		*agent;
 	struct msg		*msg;		/* NULL once cancelled */
-	pid_t			 pid;
-	pid_t			 hostpid;
-	int			 in;
-	int			 out;
-	int			 err;
-	ev_io			 in_w;
-	ev_io			 out_w;
-	ev_io			 err_w;
-	ev_child		 child_w;
-	ev_timer		 kill_w;
-	int			 kill_step;
-	struct ndjson_reader	 err_rd;
-	char			*stdin_data;
-	size_t			 stdin_len;
-	size_t			 stdin_off;
+	const char		*name;		/* its agent's, in the log */
+	double			 grace;		/* its agent's stop: */
+	double			 timeout;
+	int			 quiet;		/* stderr to the debug log */
+	int			 in PART_OF(proc);
+	int			 out PART_OF(proc);
+	ev_io			 in_w PART_OF(proc);
+	ev_io			 out_w PART_OF(proc);
+	/* Its stop sequence: an agent's state, moved on by the rules. */
+	ev_timer		 stop_w PART_OF(proc);
+	int			 stop PART_OF(proc);
+	char			*stdin_data PART_OF(proc);
+	size_t			 stdin_len PART_OF(proc);
+	size_t			 stdin_off PART_OF(proc);
 	char			*out_buf;
 	size_t			 out_len;
-	size_t			 out_cap;
+	size_t			 out_cap PART_OF(proc);
 	size_t			 out_max;
 	size_t			 out_dropped;
-	char			 err_tail[2048];
-	size_t			 err_len;
-	char			 err_head[1024];	/* first lines */
-	size_t			 err_hlen;
-	int			 status;
-	int			 quiet_stderr;
-	int			 flags;
-#define PROC_EXITED	0x01
-#define PROC_OUT_EOF	0x02
-#define PROC_ERR_EOF	0x04
-#define PROC_DONE	0x08
-#define PROC_KILLED	0x10
-#define PROC_HEADFULL	0x20	/* err_head is full */
-#define PROC_LIVE	0x40	/* its pid is not reaped (proc_find) */
-	ev_tstamp		 started;
-	void			(*done)(struct proc *);
-	void			(*line_cb)(struct proc *, const char *, size_t);
+	void			(*done)(struct proc_call *);
+	void			(*line_cb)(struct proc_call *, const char *,
+				    size_t);
 	void			*arg;
-	TAILQ_ENTRY(proc)	 entry;
-	TAILQ_ENTRY(proc)	 live;		/* proc.c's, while PROC_LIVE */
+	TAILQ_ENTRY(proc_call)	 entry;		/* the adapter's */
 };
-TAILQ_HEAD(procs, proc);
+TAILQ_HEAD(proc_calls, proc_call);
+/* proc.c: what the stop sequence of a call does next (lifecycle.c's). */
+typedef enum agent_state (*proc_stop_cb)(enum agent_state, enum agent_event);
 
 /* adapter.c: the operations of one adapter (docs/adapters.md). */
 struct adapter_ops {
@@ -1192,7 +1309,7 @@ struct adapter {
 	void				*state;
 	char				**env;		/* for its processes */
 	int				 tools_warned;	/* said why no tools */
-	struct procs			 procs;		/* per-call processes */
+	struct proc_calls		 procs;		/* per-call processes */
 	unsigned int			 nprocs;
 	int				 stopping;	/* no new calls */
 };
@@ -1200,6 +1317,9 @@ struct adapter {
 /* adapter.c: where an adapter's replies go (the engine). */
 typedef void (*adapter_reply_cb)(struct agent *, struct msg *, const char *,
     size_t);
+/* adapter.c: who knows the requests an agent works on (the engine). */
+typedef struct msg *(*adapter_find_cb)(struct agent *, const char *,
+    unsigned int);
 /* adapter.c: where its tool's partial output goes (the engine). */
 typedef void (*adapter_progress_cb)(struct agent *, struct msg *,
     const char *, int);
@@ -1220,8 +1340,8 @@ struct adapter_cli_tool {
 	/* Run the tool for one request (adapter_cli_spawn). */
 	void		 (*run)(struct agent *, struct msg *);
 	/* A call's stdout lines, its end, and freeing what it collected. */
-	void		 (*line)(struct proc *, const char *, size_t);
-	void		 (*done)(struct proc *);
+	void		 (*line)(struct proc_call *, const char *, size_t);
+	void		 (*done)(struct proc_call *);
 	void		 (*call_free)(void *);
 };
 
@@ -1382,6 +1502,105 @@ void	 ndjson_writer_add(struct ndjson_writer *, const void *, size_t);
 void	 ndjson_writer_line(struct ndjson_writer *, const void *, size_t);
 int	 ndjson_writer_flush(struct ndjson_writer *, int);
 
+/*
+ * jsonw.c's appenders, for lines of a fixed shape on the hot path (the
+ * audit log writes several an envelope): each appends to a byte queue
+ * what its name says, punctuation included.  A key, and a value put with
+ * jsonw_put_name, is a name corral spells (a literal: nothing to
+ * escape); any other string goes through jsonw_string when it needs an
+ * escape.  Inline, and room is made only when the queue lacks it: they
+ * cost what writing the bytes costs.
+ */
+static inline char *
+jsonw_room(struct ndjson_writer *w, size_t n)
+{
+	if (w->tail + n > w->cap)
+		ndjson_writer_reserve(w, n);
+	return w->buf + w->tail;
+}
+
+/* {"key": when first, else ,"key": (key a literal of kl bytes). */
+static inline void
+jsonw_put_key(struct ndjson_writer *w, int first, const char *key, size_t kl)
+{
+	char	*p = jsonw_room(w, kl + 4);
+
+	p[0] = first ? '{' : ',';
+	p[1] = '"';
+	memcpy(p + 2, key, kl);
+	p[kl + 2] = '"';
+	p[kl + 3] = ':';
+	w->tail += kl + 4;
+}
+#define JSONW_PUT_KEY(w, first, lit)	jsonw_put_key((w), (first), (lit), \
+	    sizeof(lit) - 1)
+
+/* A name corral spells, between quotes. */
+static inline void
+jsonw_put_name(struct ndjson_writer *w, const char *s, size_t n)
+{
+	char	*p = jsonw_room(w, n + 2);
+
+	p[0] = '"';
+	memcpy(p + 1, s, n);
+	p[n + 1] = '"';
+	w->tail += n + 2;
+}
+
+/* Any string: as it is between quotes when nothing needs escaping. */
+static inline void
+jsonw_put_str(struct ndjson_writer *w, const char *s, size_t n)
+{
+	if (jsonw_plain(s, n) == n)
+		jsonw_put_name(w, s, n);
+	else
+		jsonw_string(w, s, n);
+}
+
+/* An unsigned integer. */
+static inline void
+jsonw_put_u64(struct ndjson_writer *w, uint64_t v)
+{
+	w->tail += util_u64(jsonw_room(w, 24), v);
+}
+
+/* Microseconds as seconds with six decimals (12.000345). */
+static inline void
+jsonw_put_micros(struct ndjson_writer *w, uint64_t us)
+{
+	char	*p;
+
+	jsonw_put_u64(w, us / 1000000);
+	p = jsonw_room(w, 7);
+	us %= 1000000;
+	p[0] = '.';
+	p[1] = (char)('0' + us / 100000);
+	p[2] = (char)('0' + us / 10000 % 10);
+	p[3] = (char)('0' + us / 1000 % 10);
+	p[4] = (char)('0' + us / 100 % 10);
+	p[5] = (char)('0' + us / 10 % 10);
+	p[6] = (char)('0' + us % 10);
+	w->tail += 7;
+}
+
+/* What is JSON already (a value, or members after ours: ",..."). */
+static inline void
+jsonw_put_raw(struct ndjson_writer *w, const char *s, size_t n)
+{
+	ndjson_writer_add(w, s, n);
+}
+
+/* The end of an object and of its line. */
+static inline void
+jsonw_put_end(struct ndjson_writer *w)
+{
+	char	*p = jsonw_room(w, 2);
+
+	p[0] = '}';
+	p[1] = '\n';
+	w->tail += 2;
+}
+
 /* chan.c */
 void	 chan_init(struct chan *, const char *, int, int, size_t, void *);
 void	 chan_start(struct chan *);
@@ -1437,6 +1656,7 @@ int	 agent_cmp(struct agent *, struct agent *);
 RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
+void	 agent_on_create(agent_cb);
 void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
@@ -1447,7 +1667,8 @@ struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
 struct agent *agent_prev(struct agent *);
 struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
-int	 agent_spawn(struct agent *, char **, struct spawn_result *);
+int	 agent_spawn(struct agent *, char **, char *const *,
+	    struct spawn_result *);
 void	 agent_spawn_none(struct agent *);
 void	 agent_input(struct agent *, char *, size_t, enum ndjson_kind,
 	    size_t);
@@ -1455,7 +1676,17 @@ void	 agent_send(struct agent *, const char *, size_t);
 int	 agent_full(const struct agent *);
 int	 agent_writable(const struct agent *);
 int	 agent_sigstopped(const struct agent *);
+struct peer *agent_peer(struct agent *);
 int	 agent_exited(const struct agent *);
+int	 agent_running(const struct agent *);
+int	 agent_status(const struct agent *);
+pid_t	 agent_hostpid(const struct agent *);
+ev_tstamp agent_spawned_at(const struct agent *);
+void	 agent_count_in(struct agent *);
+void	 agent_count_out(struct agent *);
+void	 agent_counts(const struct agent *, uint64_t *, uint64_t *);
+void	 agent_block_reader(struct agent *);
+void	 agent_release_waiters(struct agent *);
 size_t	 agent_stderr_tail(const struct agent *, char *, size_t, unsigned int);
 void	 agent_signal(struct agent *, int);
 void	 agent_close_stdin(struct agent *);
@@ -1695,22 +1926,46 @@ char	*codec_encode_line(struct codec_state *, const char *, size_t,
 	    size_t *);
 
 /* proc.c */
-int	 proc_start(struct proc *, struct agent *, char *const *,
-	    char *const *, const char *, size_t, size_t, char *, size_t);
-void	 proc_append(struct proc *, const char *, size_t);
-void	 proc_kill(struct proc *);
-void	 proc_interrupt(struct proc *);
-int	 proc_write(struct proc *, const char *, size_t);
+void	 proc_init(struct proc *);
+int	 proc_spawn(struct proc *, const struct agent_conf *, char *const *,
+	    const char *, const char *, char *const *, int,
+	    const struct proc_hooks *, void *, struct spawn_result *);
+void	*proc_owner(const struct proc *);
+int	 proc_exited(const struct proc *);
+int	 proc_status(const struct proc *);
+pid_t	 proc_pid(const struct proc *);
+pid_t	 proc_hostpid(const struct proc *);
+int	 proc_has_pid(const struct proc *, pid_t);
+void	 proc_signal(struct proc *, int);
+void	 proc_out_eof(struct proc *);
+void	 proc_pipe_closed(struct proc *, const char *);
+void	 proc_abandon_pipes(struct proc *);
+void	 proc_release(struct proc *);
 void	 proc_free(struct proc *);
-struct proc *proc_find(pid_t);
+size_t	 proc_stderr_lines(const struct proc *, char *, size_t, unsigned int);
+const char *proc_stderr_head(const struct proc *, size_t *);
+const char *proc_stderr_tail(const struct proc *, size_t *);
+struct proc_call *proc_call_find(pid_t);
+void	 proc_on_stop(proc_stop_cb);
+int	 proc_call_start(struct proc_call *, const struct agent_conf *,
+	    char *const *, const char *, const char *, char *const *,
+	    const char *, size_t, size_t, char *, size_t);
+void	 proc_call_kill(struct proc_call *);
+void	 proc_call_interrupt(struct proc_call *);
+void	 proc_call_free(struct proc_call *);
 
 /* adapter.c */
 void	 adapter_on_reply(adapter_reply_cb);
 void	 adapter_on_progress(adapter_progress_cb);
+void	 adapter_on_find(adapter_find_cb);
+struct msg *adapter_find(struct agent *, const char *, unsigned int);
 void	 adapter_progress(struct agent *, struct msg *, const char *, int);
 void	 adapter_progressf(struct agent *, struct msg *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	 adapter_attach(struct agent *, const struct adapter_ops *);
+int	 adapter_attached(const struct agent *);
+char	**adapter_env(const struct agent *);
+json_t	*adapter_metadata(struct agent *);
 int	 adapter_per_call(const struct agent *);
 int	 adapter_start(struct agent *);
 void	 adapter_ready(struct agent *, const char *);
@@ -1730,8 +1985,8 @@ json_t	*adapter_envelope(struct agent *, struct msg *, const char *, int);
 char	*adapter_template(const char *, json_t *, const struct msg *);
 int	 adapter_template_check(const char *, char *, size_t);
 json_t	*adapter_request_json(struct msg *);
-struct proc *adapter_proc_new(struct agent *, struct msg *);
-void	 adapter_proc_done(struct proc *);
+struct proc_call *adapter_proc_new(struct agent *, struct msg *);
+void	 adapter_proc_done(struct proc_call *);
 void	 adapter_percall_check(struct agent *);
 char	**adapter_argv(struct agent *);
 void	 adapter_free_argv(char **);
@@ -1748,7 +2003,7 @@ json_t	*adapter_envelope_ok(struct agent *, struct msg *,
 json_t	*adapter_number(double);
 void	 adapter_append(char **, const char *, const char *);
 char	*adapter_prompt(struct agent *, struct msg *, const char *);
-const char *adapter_stderr_line(const struct proc *, int *);
+const char *adapter_stderr_line(const struct proc_call *, int *);
 
 /* adapter-tools.c */
 void	 adapter_tools_init(const char *, const char *, const char *);
@@ -1773,13 +2028,13 @@ int	 adapter_cli_ordered(struct agent *);
 void	 adapter_cli_free(struct agent *);
 void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
 	    const char *, void *);
-int	 adapter_cli_conversation(struct proc *, const char *, int);
-void	 adapter_cli_done(struct proc *);
-void	 adapter_cli_reply(struct proc *, const char *, const char *,
+int	 adapter_cli_conversation(struct proc_call *, const char *, int);
+void	 adapter_cli_done(struct proc_call *);
+void	 adapter_cli_reply(struct proc_call *, const char *, const char *,
 	    const char *, double, double);
-void	 adapter_cli_fail(struct proc *, const char *, const char *,
+void	 adapter_cli_fail(struct proc_call *, const char *, const char *,
 	    const char *, const char *);
-void	 adapter_cli_exited(struct proc *, const char *, const char *, int);
+void	 adapter_cli_exited(struct proc_call *, const char *, const char *, int);
 
 /* adapter-exec.c, adapter-claude.c, adapter-codex.c, adapter-gemini.c,
  * adapter-mcp.c */
@@ -1833,9 +2088,11 @@ int	 lifecycle_shutting_down(void);
 const char *lifecycle_state_name(enum agent_state);
 const char *lifecycle_event_name(enum agent_event);
 enum agent_state lifecycle_next(enum agent_state, enum agent_event, int);
+int	 lifecycle_rule(enum agent_state, enum agent_event, int *, int *);
 void	 lifecycle_feed(struct agent *, enum agent_event, const char *);
 void	 lifecycle_event(struct agent *, enum agent_event, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
+int	 lifecycle_load(const struct agent *);
 int	 lifecycle_routable(const struct agent *);
 int	 lifecycle_alive(const struct agent *);
 int	 lifecycle_stopping(const struct agent *);
@@ -1843,6 +2100,12 @@ int	 lifecycle_done(const struct agent *);
 int	 lifecycle_leaving(const struct agent *);
 int	 lifecycle_stop_asked(const struct agent *);
 int	 lifecycle_handshaking(const struct agent *);
+enum agent_state lifecycle_state(const struct agent *);
+ev_tstamp lifecycle_last_activity(const struct agent *);
+unsigned int lifecycle_restarts(const struct agent *);
+uint64_t lifecycle_start_seq(const struct agent *);
+unsigned int lifecycle_outstanding(const struct agent *);
+void	 lifecycle_work(struct agent *, int);
 const char *lifecycle_cause(const struct agent *);
 const char *lifecycle_last_exit(const struct agent *);
 void	 lifecycle_set_policy(struct agent *, int);
@@ -1879,6 +2142,8 @@ void	 budget_forget(struct agent *);
 void	 budget_set(struct agent *, double, double, double);
 void	 budget_stop_clock(struct agent *);
 void	 budget_totals(double *, double *, double *);
+void	 budget_used(const struct agent *, double *, double *);
+void	 budget_limits(const struct agent *, double *, double *);
 int	 budget_run_spent(void);
 int	 budget_over(const struct agent *, char *, size_t);
 void	 budget_run_timeout(const char *);
@@ -1900,7 +2165,10 @@ void	 route_direct(struct msg *);
 void	 route_kick(struct agent *);
 void	 route_hold(struct agent *, int);
 void	 route_dequeue(struct msg *);
-struct route *route_row(int);
+struct msg *route_direct_first(struct agent *);
+struct msg *route_direct_next(struct msg *);
+unsigned int route_direct_count(struct agent *);
+int	 route_row_queued(int);
 struct route *route_for(int);
 void	 route_fail_all(const char *);
 void	 route_check_orphans(void);
@@ -1946,7 +2214,14 @@ int	 engine_severity(const char *);
 const char *engine_report_risk(json_t *, char *, size_t);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
+void	 engine_msg_setup(struct msg *, const char *, struct agent *,
+	    struct agent *, int, double);
 struct msg *engine_find(const char *);
+struct msg *engine_inflight_first(struct agent *);
+struct msg *engine_inflight_next(struct msg *);
+struct msg *engine_inflight_find(struct agent *, const char *, unsigned int);
+const char *engine_progress_latest(struct agent *, const char **,
+	    ev_tstamp *);
 struct msg *engine_live_next(struct msg *);
 void	 engine_cancel(struct msg *, const char *);
 unsigned int engine_cancel_agent(struct agent *, const char *);
@@ -2120,7 +2395,10 @@ void	 taskreg_create_request(struct peer *, json_t *, json_t *);
 void	 taskreg_update_request(struct peer *, json_t *, json_t *);
 
 /* message.c */
+/* The id of a child's open task (subagent.c), or NULL. */
+typedef const char *(*message_task_cb)(struct agent *);
 void	 message_init(void);
+void	 message_on_task(message_task_cb);
 void	 message_task_assign(struct peer *, json_t *, json_t *);
 uint64_t message_count(void);
 void	 message_send(struct peer *, json_t *, json_t *);

@@ -126,8 +126,8 @@ dialect_map_encode(struct agent *a, void *state, const char *line,
 	    mid);
 	if (id != NULL)
 		json_object_set_new(msg, "id", json_string(id));
-	rpc_notify(&a->peer, CORRAL_M_MESSAGE, json_pack("{s:o}", "message",
-	    msg));
+	rpc_notify(agent_peer(a), CORRAL_M_MESSAGE, json_pack("{s:o}",
+	    "message", msg));
 	json_decref(to);
 	json_decref(meta);
 	json_decref(env);

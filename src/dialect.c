@@ -141,6 +141,8 @@ dialect_spawned(struct agent *a)
 	a->dialect.env_streak = 0;
 	a->dialect.notices_dropped = 0;
 	a->dialect.failed_output = 0;
+	/* Looked at once here, not for every line. */
+	a->dialect.adapted = adapter_attached(a);
 }
 
 /* An agent is about to be freed: its state and bad line go with it. */
@@ -182,16 +184,18 @@ dialect_send(struct agent *a, const char *line, size_t len,
 }
 
 /*
- * A JSON-RPC frame for agent a (rpc.c's hook): returns nonzero when its
- * dialect wrote it its own way, 0 when it goes as it is.
+ * A JSON-RPC frame for agent a (rpc.c's hook): its dialect writes it its
+ * own way, or it goes as it is; counted either way.
  */
 static int
 dialect_rpc(struct agent *a, const char *line, size_t len)
 {
 	const struct dialect	*d = dialect_get(a);
 
-	return d->encode != NULL && d->encode(a, a->dialect.state, line, len,
-	    DK_RPC);
+	if (d->encode == NULL || !d->encode(a, a->dialect.state, line, len,
+	    DK_RPC))
+		agent_send(a, line, len);
+	return 1;
 }
 
 /* Send an agent (NULL: serve's stdin) an error notice about its output. */
@@ -530,7 +534,7 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		dialect_warn(a, "a batch that is not JSON: %s", f->err.msg);
 		dialect_garbage(a, f->line, f->len);
 		if (dialect_use.control != NULL)
-			dialect_use.control(&a->peer, f->line, f->len);
+			dialect_use.control(agent_peer(a), f->line, f->len);
 		return;
 	case DF_CONTROL:
 		a->dialect.bad_streak = 0;
@@ -538,7 +542,7 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		/* The control plane scans it again: let the tape go first. */
 		jscan_trim(f->js);
 		if (dialect_use.control != NULL)
-			dialect_use.control(&a->peer, f->line, f->len);
+			dialect_use.control(agent_peer(a), f->line, f->len);
 		return;
 	case DF_INVALID:
 		a->dialect.bad_streak = 0;
@@ -567,7 +571,7 @@ dialect_agent_line(struct agent *a, char *line, size_t len,
 
 	if (dialect_use.activity != NULL)
 		dialect_use.activity(a);
-	if (a->adapter != NULL) {
+	if (a->dialect.adapted) {
 		/* An adapted tool's lines belong to its adapter. */
 		if (kind == NDJSON_LINE && dialect_use.tool != NULL)
 			(void)dialect_use.tool(a, line, len);

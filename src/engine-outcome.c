@@ -346,7 +346,7 @@ engine_cancel_rest(struct job *j, const char *category, const char *code,
 		if (m == except || (m->kind == MSG_TASK && !engine_stopping))
 			continue;
 		if (m->where == MSG_INFLIGHT && m->agent != NULL &&
-		    m->agent->adapter != NULL)
+		    adapter_attached(m->agent))
 			adapter_cancel(m->agent, m);
 		if (m->where == MSG_RETRYING)
 			engine_unhold(engine_unretry(m));

@@ -70,9 +70,8 @@ engine_raise_at(struct agent *a, struct msg *m)
 		TAILQ_FOREACH_SAFE(w, &a->work.inflight, entry, next)
 			if (w->prio < m->prio)
 				engine_raise(w, m->prio, m);
-	TAILQ_FOREACH(w, &a->slot.direct, entry) {
-		if (w == m)
-			break;
+	for (w = route_direct_first(a); w != NULL && w != m; w = next) {
+		next = route_direct_next(w);
 		if (w->prio < m->prio)
 			engine_raise(w, m->prio, m);
 	}
@@ -86,6 +85,8 @@ engine_raise_at(struct agent *a, struct msg *m)
 static void
 engine_raise(struct msg *w, unsigned int prio, const struct msg *cause)
 {
+	unsigned int	from;
+
 	if (w->prio >= prio)
 		return;
 	engine_raise_note(w->agent != NULL ? w->agent : w->target != NULL ?
@@ -94,10 +95,10 @@ engine_raise(struct msg *w, unsigned int prio, const struct msg *cause)
 		w->agent->work.by_prio[w->prio]--;
 		w->agent->work.by_prio[prio]++;
 	}
-	if (w->where == MSG_QUEUED && w->route != NULL)
-		route_requeue(w, prio);
-	else
-		w->prio = (uint8_t)prio;
+	from = w->prio;
+	w->prio = (uint8_t)prio;
+	if (w->where == MSG_QUEUED)
+		route_requeue(w, from);	/* to its new level */
 	if (w->where == MSG_INFLIGHT && w->agent != NULL)
 		/* Its agent may wait for requests it made meanwhile. */
 		engine_raise_made_by(w->agent, prio, cause);

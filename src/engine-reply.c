@@ -304,7 +304,7 @@ engine_agent_envelope(struct agent *a, struct dialect_frame *f)
 	const char	*line = f->line;
 	size_t		 len = f->len;
 
-	a->proc.msgs_out++;
+	agent_count_out(a);
 	if (trace_on())
 		trace_envelope(a->id, "corral", line, len);
 	req = engine_match(a, js, line, &f->env);
@@ -368,7 +368,7 @@ engine_adapter_reply(struct agent *a, struct msg *m, const char *line,
 		jscan_give(js);
 		return;
 	}
-	a->proc.msgs_out++;
+	agent_count_out(a);
 	if (trace_on())
 		trace_envelope(a->id, "corral", line, len);
 	engine_reply(a, m, js, line, len, &env);

@@ -270,7 +270,7 @@ engine_cancel_tell(struct agent *a, struct msg *m, const char *why)
 	char	*e;
 	size_t	 len;
 
-	if (a->adapter != NULL) {
+	if (adapter_attached(a)) {
 		adapter_cancel(a, m);
 		return;
 	}
@@ -335,7 +335,7 @@ engine_cancel_agent(struct agent *a, const char *why)
 		engine_cancel(m, why);
 		n++;
 	}
-	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL) {
+	while ((m = route_direct_first(a)) != NULL) {
 		engine_cancel(m, why);
 		n++;
 	}
@@ -371,7 +371,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	case MSG_INFLIGHT:
 		a = m->agent;
-		if (a->adapter != NULL)
+		if (adapter_attached(a))
 			adapter_cancel(a, m);
 		engine_pin(m, a, "TIMEOUT", "timeout");
 		engine_undispatch(m);
@@ -385,7 +385,7 @@ engine_msg_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			    tail);
 		engine_fail(m, "TIMEOUT", "timeout", "agent %s did not reply "
 		    "within %.3gs%s%s", a->id, m->timeout > 0 ? m->timeout :
-		    a->conf->timeout, last, a->adapter == NULL &&
+		    a->conf->timeout, last, !adapter_attached(a) &&
 		    !dialect_has_answered(a) ? "; it has answered nothing yet; "
 		    "hint: a program that is not an agent (sort, tr ...) needs "
 		    "adapter: exec (docs/adapters.md); an agent that is only "

@@ -57,10 +57,11 @@ static uint64_t			 engine_msg_seq;
 
 static void	engine_dispatched(struct msg *, struct agent *);
 static const char *engine_trace_from(const struct msg *);
-static void	engine_queued(struct msg *);
-static void	engine_unqueued(unsigned int);
+static void	engine_queued(struct msg *, double);
+static void	engine_unqueued(struct msg *, int);
 static void	engine_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
+static void	engine_new_agent(struct agent *);
 static void	engine_forget_agent(struct agent *);
 
 /*
@@ -105,9 +106,11 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	lifecycle_init();
 	route_init(wf, &rh);
 	lifecycle_observe(engine_lifecycle);
+	agent_on_create(engine_new_agent);
 	agent_on_free(engine_forget_agent);
 	adapter_on_reply(engine_adapter_reply);
 	adapter_on_progress(engine_progress);
+	adapter_on_find(engine_inflight_find);
 	budget_init(wf);
 	budget_on_run(engine_run_budget);
 	workspace_on_result(engine_artifact);
@@ -182,6 +185,64 @@ engine_find(const char *id)
 	return NULL;
 }
 
+/*
+ * Fill in what a request made elsewhere (a task, a client's message)
+ * says of itself: its id, the agent it is addressed to (or NULL), the
+ * agent its result goes to (or NULL), its priority and its TTL.
+ */
+void
+engine_msg_setup(struct msg *m, const char *id, struct agent *target,
+    struct agent *parent, int prio, double timeout)
+{
+	strlcpy(m->id, id, sizeof m->id);
+	m->target = target;
+	m->parent_agent = parent;
+	m->prio = (uint8_t)prio;
+	m->timeout = timeout;
+}
+
+/* The oldest request agent a works on, or NULL. */
+struct msg *
+engine_inflight_first(struct agent *a)
+{
+	return TAILQ_FIRST(&a->work.inflight);
+}
+
+/* The request its agent got after m, or NULL. */
+struct msg *
+engine_inflight_next(struct msg *m)
+{
+	return TAILQ_NEXT(m, entry);
+}
+
+/*
+ * The request of this id that agent a works on on this attempt (0: any),
+ * or NULL.
+ */
+struct msg *
+engine_inflight_find(struct agent *a, const char *id, unsigned int attempts)
+{
+	struct msg	*m;
+
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
+		if (strcmp(m->id, id) == 0 && (attempts == 0 ||
+		    m->attempts == attempts))
+			return m;
+	return NULL;
+}
+
+/*
+ * The latest progress agent a reported on its work, with the request it
+ * is about and when it came; NULL when it has none.
+ */
+const char *
+engine_progress_latest(struct agent *a, const char **req, ev_tstamp *at)
+{
+	*req = a->work.progress_req;
+	*at = a->work.progress_at;
+	return a->work.progress;
+}
+
 /* The live request after prev (NULL: the first), in acceptance order. */
 struct msg *
 engine_live_next(struct msg *prev)
@@ -238,22 +299,6 @@ engine_msg_free(struct msg *m)
 	engine_stats.live_msgs--;
 }
 
-/* The longest per-message timeout among a row's agents. */
-static double
-engine_route_timeout(const struct route *r)
-{
-	double	t = 0;
-	size_t	i;
-
-	for (i = 0; r != NULL && i < r->nconfs; i++) {
-		if (r->confs[i]->timeout == 0)
-			return 0;	/* one of them waits forever */
-		if (r->confs[i]->timeout > t)
-			t = r->confs[i]->timeout;
-	}
-	return t > 0 ? t : 30.0;
-}
-
 /* Arm a request's timer for the time it may still wait. */
 static void
 engine_msg_arm(struct msg *m, double wait)
@@ -274,9 +319,10 @@ engine_msg_arm(struct msg *m, double wait)
 
 /* A request was queued: bound its wait. */
 static void
-engine_queued(struct msg *m)
+engine_queued(struct msg *m, double wait)
 {
-	engine_msg_arm(m, engine_route_timeout(m->route));
+	m->where = MSG_QUEUED;
+	engine_msg_arm(m, wait);
 	/* Less urgent work must not hold it up while it waits. */
 	engine_prio_waiting(m);
 	/* The supervisor pauses stdin if that is where the work comes from. */
@@ -285,11 +331,13 @@ engine_queued(struct msg *m)
 		engine_hooks.pause(STDIN_P_QUEUE, 1);
 }
 
-/* A request left a queue. */
+/* A request left a queue: a row's may let stdin be read again. */
 static void
-engine_unqueued(unsigned int queued)
+engine_unqueued(struct msg *m, int row)
 {
-	if (queued < engine_wf->max_queue / 4 && engine_hooks.pause != NULL)
+	m->where = MSG_NOWHERE;
+	if (row && route_queued_count() < engine_wf->max_queue / 4 &&
+	    engine_hooks.pause != NULL)
 		engine_hooks.pause(STDIN_P_QUEUE, 0);
 }
 
@@ -304,8 +352,7 @@ engine_dispatched(struct msg *m, struct agent *a)
 	m->attempts++;
 	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
 	a->work.by_prio[m->prio]++;
-	if (a->work.outstanding++ == 0)
-		lifecycle_feed(a, AE_WORK, NULL);
+	lifecycle_work(a, 1);
 	engine_msg_arm(m, a->conf->timeout);
 }
 
@@ -403,12 +450,12 @@ engine_undispatch(struct msg *m)
 	a->work.by_prio[m->prio]--;
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
-	if (--a->work.outstanding == 0) {
+	if (TAILQ_EMPTY(&a->work.inflight)) {
 		/* Its progress was about work it no longer has. */
 		free(a->work.progress);
 		a->work.progress = NULL;
-		lifecycle_feed(a, AE_IDLE, NULL);
 	}
+	lifecycle_work(a, -1);
 }
 
 /*
@@ -580,7 +627,7 @@ engine_agent_gone(struct agent *a, const char *why, const char *note,
 
 	if (engine_task.gone != NULL)
 		engine_task.gone(a, why);
-	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL &&
+	while ((m = route_direct_first(a)) != NULL &&
 	    !lifecycle_will_restart(a)) {
 		route_dequeue(m);
 		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s",
@@ -637,6 +684,13 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 			engine_task.failed(a, why);
 		route_check_orphans();
 	}
+}
+
+/* A new agent: it works on nothing yet. */
+static void
+engine_new_agent(struct agent *a)
+{
+	TAILQ_INIT(&a->work.inflight);
 }
 
 /* An agent is about to be freed: requests must not point at it. */

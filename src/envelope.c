@@ -516,6 +516,56 @@ env_priority(struct jscan *js, const char *s, int t, struct env *env,
 	    "batch, low, normal, high, critical");
 }
 
+/* Which required members an envelope has (envelope_check). */
+#define ENV_HAVE_PROTOCOL	0x01
+#define ENV_HAVE_ROLE		0x02
+#define ENV_HAVE_TASK		0x04
+#define ENV_HAVE_CONTENT	0x08
+
+/*
+ * The name of the member at token i, decoded into buf when it holds
+ * escapes ("\u0074race" is "trace", checked like any other spelling);
+ * NULL for an escaped name too long to be one we know.
+ */
+static inline const char *
+env_key(struct jscan *js, const char *s, uint32_t i, char *buf, size_t size,
+    size_t *len)
+{
+	const struct jtok	*k = &js->tok[i];
+	const char		*v;
+
+	if (!(k->flags & JT_ESCAPED)) {
+		*len = k->len - 2;
+		return s + k->off + 1;
+	}
+	v = jscan_text(js, s, (int)i, len);
+	if (*len >= size)
+		return NULL;
+	memcpy(buf, v, *len);
+	return buf;
+}
+
+/* Refuse an envelope that lacks a required member (have: ENV_HAVE_*). */
+static int
+env_required(const struct env *env, int have, struct env_error *err)
+{
+	if (!(have & ENV_HAVE_PROTOCOL))
+		return env_fail(err, "protocol", "protocol is required "
+		    "(\"multiagent-1.0\")");
+	if (!(have & ENV_HAVE_ROLE))
+		return env_fail(err, "role", "role is required (agent, user, "
+		    "system or tool)");
+	if (env->intent < 0)
+		return env_fail(err, "intent", "intent is required");
+	if (!(have & ENV_HAVE_TASK))
+		return env_fail(err, "task", "task is required: one sentence "
+		    "saying what the message is for");
+	if (!(have & ENV_HAVE_CONTENT))
+		return env_fail(err, "content", "content is required, with at "
+		    "least a type");
+	return 0;
+}
+
 /*
  * Validate a scanned line as a multiagent-1.0 envelope and extract what
  * routing needs.  Returns 0, or -1 with err filled.
@@ -524,13 +574,11 @@ int
 envelope_check(struct jscan *js, const char *s, size_t len,
     struct env *env, struct env_error *err)
 {
-	const struct jtok	*k;
 	const char		*v;
 	char			 keybuf[32];
 	size_t			 vl;
 	uint32_t		 i, end;
-	int			 t, have_task = 0, have_content = 0;
-	int			 have_protocol = 0, have_role = 0;
+	int			 t, have = 0;
 
 	memset(env, 0, sizeof *env);
 	env->intent = -1;
@@ -545,22 +593,9 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		return env_fail(err, "", "an envelope must be a JSON object");
 	end = js->tok[0].next;
 	for (i = 1; i < end; i = js->tok[i + 1].next) {
-		k = &js->tok[i];
 		t = (int)i + 1;
-		if (k->flags & JT_ESCAPED) {
-			/*
-			 * "\u0074race" is "trace": decode, then check it like
-			 * any other spelling.  No known member is long.
-			 */
-			v = jscan_text(js, s, (int)i, &vl);
-			if (vl >= sizeof keybuf)
-				continue;
-			memcpy(keybuf, v, vl);
-			v = keybuf;
-		} else {
-			v = s + k->off + 1;
-			vl = k->len - 2;
-		}
+		if ((v = env_key(js, s, i, keybuf, sizeof keybuf, &vl)) == NULL)
+			continue;
 #define KEY(lit) (vl == sizeof(lit) - 1 && memcmp(v, lit, vl) == 0)
 		if (KEY("protocol")) {
 			if (env_want(js, t, JT_STRING, err, "protocol") != 0)
@@ -571,14 +606,14 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 			    strlen(CORRAL_ENVELOPE_PROTOCOL)))
 				return env_fail(err, "protocol", "protocol must "
 				    "be \"multiagent-1.0\"");
-			have_protocol = 1;
+			have |= ENV_HAVE_PROTOCOL;
 		} else if (KEY("role")) {
 			if (env_want(js, t, JT_STRING, err, "role") != 0)
 				return -1;
 			if ((env->role = env_enum(js, s, t, role_names)) < 0)
 				return env_fail(err, "role", "role must be one of "
 				    "agent, user, system, tool");
-			have_role = 1;
+			have |= ENV_HAVE_ROLE;
 		} else if (KEY("agent")) {
 			if (env_agent(js, s, t, err) != 0)
 				return -1;
@@ -604,7 +639,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		} else if (KEY("task")) {
 			if (env_want(js, t, JT_STRING, err, "task") != 0)
 				return -1;
-			have_task = 1;
+			have |= ENV_HAVE_TASK;
 			env->task = t;
 		} else if (KEY("inputs")) {
 			if (env_inputs(js, s, t, env, err) != 0)
@@ -613,7 +648,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 			if (env_content(js, s, t, env, err) != 0)
 				return -1;
 			env->content = t;
-			have_content = 1;
+			have |= ENV_HAVE_CONTENT;
 		} else if (KEY("outputs")) {
 			if (env_outputs(js, s, t, env, err) != 0)
 				return -1;
@@ -642,21 +677,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		}
 #undef KEY
 	}
-	if (!have_protocol)
-		return env_fail(err, "protocol", "protocol is required "
-		    "(\"multiagent-1.0\")");
-	if (!have_role)
-		return env_fail(err, "role", "role is required (agent, user, "
-		    "system or tool)");
-	if (env->intent < 0)
-		return env_fail(err, "intent", "intent is required");
-	if (!have_task)
-		return env_fail(err, "task", "task is required: one sentence "
-		    "saying what the message is for");
-	if (!have_content)
-		return env_fail(err, "content", "content is required, with at "
-		    "least a type");
-	return 0;
+	return env_required(env, have, err);
 }
 
 /*

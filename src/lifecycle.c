@@ -112,9 +112,11 @@ static const struct life_rule lifecycle_rules[] = {
 	{ AS_TERMINATING, AE_KILL, AS_KILLING, life_kill },
 	{ AS_KILLING, AE_TIMER, X, life_kill_wait },
 
-	/* The end of a process, whatever led to it. */
+	/* The end of a process, whatever led to it, and a restart. */
 	RUNNING(AE_EXITED, AS_STOPPED, life_exited),
 	STOPPING(AE_EXITED, AS_STOPPED, life_exited),
+	{ AS_STOPPED, AE_RESTART_DUE, AS_BACKOFF, NULL },
+	{ AS_STOPPED, AE_RESTART, AS_BACKOFF, NULL },
 
 	/* Giving up. */
 	RUNNING(AE_GIVEUP, AS_FAILED, life_failed),
@@ -138,7 +140,8 @@ static const char *lifecycle_states[AS_COUNT] = {
 static const char *lifecycle_events[AE_COUNT] = {
 	"spawned", "handshake", "work", "idle", "missed", "alive", "sigstop",
 	"sigcont", "timeouts", "suspend", "resume", "stop", "exited",
-	"restart", "giveup", "start", "timer", "reaped", "broken", "kill"
+	"restart", "giveup", "start", "timer", "reaped", "broken", "kill",
+	"restart_due"
 };
 
 static lifecycle_observer	lifecycle_observers[LIFECYCLE_OBSERVERS];
@@ -198,7 +201,20 @@ lifecycle_build(void)
 	lifecycle_built = 1;
 }
 
-/* Set the module up: the table, and the news agent.c brings. */
+/*
+ * The next step of a per-call process's stop sequence (proc.c asks): a
+ * call is stopped by the rules that stop an agent.
+ */
+static enum agent_state
+lifecycle_call_next(enum agent_state s, enum agent_event ev)
+{
+	return lifecycle_next(s, ev, 1);
+}
+
+/*
+ * Set the module up: the table, the news agent.c brings, and the stop
+ * sequence of per-call processes.
+ */
 void
 lifecycle_init(void)
 {
@@ -208,6 +224,7 @@ lifecycle_init(void)
 	lifecycle_shutdown = 0;
 	agent_on_event(lifecycle_news);
 	agent_on_free(lifecycle_forget);
+	proc_on_stop(lifecycle_call_next);
 }
 
 /* Register an observer of every transition. */
@@ -254,6 +271,28 @@ lifecycle_event_name(enum agent_event e)
 }
 
 /*
+ * The rule for a state and an event, for the tests that hold the
+ * documentation to the table: 0 when there is none, else 1 with the state
+ * it leads to (-1: no change, -2: the working state) and whether an
+ * action follows.
+ */
+int
+lifecycle_rule(enum agent_state state, enum agent_event ev, int *to,
+    int *act)
+{
+	if (!lifecycle_built)
+		lifecycle_build();
+	if (state >= AS_COUNT || ev >= AE_COUNT ||
+	    lifecycle_table[state][ev].to == NONE)
+		return 0;
+	*to = lifecycle_table[state][ev].to == X ? -1 :
+	    lifecycle_table[state][ev].to == W ? -2 :
+	    lifecycle_table[state][ev].to;
+	*act = lifecycle_table[state][ev].act != NULL;
+	return 1;
+}
+
+/*
  * Look up the table: the state that event leads to from state, given
  * whether the agent has work outstanding (working: -1 not yet handshaken,
  * 0 idle, 1 busy).  Returns state itself when nothing changes.
@@ -284,7 +323,7 @@ lifecycle_working(const struct agent *a)
 {
 	if (a->life.flags & LF_NOT_READY)
 		return -1;
-	return a->work.outstanding > 0;
+	return a->life.outstanding > 0;
 }
 
 /* Return nonzero for the states in which no work may be sent. */
@@ -348,7 +387,7 @@ lifecycle_set(struct agent *a, enum agent_state to, enum agent_event ev,
 
 	a->life.state = to;
 	if (lifecycle_closed(to) && !lifecycle_closed(from))
-		chan_release_waiters(&a->proc.io);	/* no more work */
+		agent_release_waiters(a);	/* no more work */
 	if (why == NULL)
 		why = "";
 	if (fn == tn)
@@ -482,12 +521,32 @@ lifecycle_event(struct agent *a, enum agent_event ev, const char *fmt, ...)
 	lifecycle_feed(a, ev, why);
 }
 
+/*
+ * What routing asks of a candidate, at once: -2 when the agent will serve
+ * no more (failed, stopping, or stopped with no restart due), -1 when it
+ * may some day but cannot be given work now, else how many requests it
+ * holds (it may be given one more).
+ */
+int
+lifecycle_load(const struct agent *a)
+{
+	enum agent_state	s = a->life.state;
+
+	if (s == AS_READY || s == AS_BUSY)
+		return a->life.outstanding < adapter_inflight_cap(a) ?
+		    (int)a->life.outstanding : -1;
+	if (s == AS_FAILED || s == AS_STOPPING || s == AS_TERMINATING ||
+	    s == AS_KILLING || (s == AS_STOPPED && !lifecycle_will_restart(a)))
+		return -2;
+	return -1;
+}
+
 /* Return nonzero if the agent may be given new work. */
 int
 lifecycle_routable(const struct agent *a)
 {
 	return (a->life.state == AS_READY || a->life.state == AS_BUSY) &&
-	    a->work.outstanding < adapter_inflight_cap(a);
+	    a->life.outstanding < adapter_inflight_cap(a);
 }
 
 /* Return nonzero if the agent has a process (or is about to). */
@@ -534,6 +593,55 @@ int
 lifecycle_handshaking(const struct agent *a)
 {
 	return (a->life.flags & LF_NOT_READY) != 0;
+}
+
+/* The agent's state, its steps within the states people see included. */
+enum agent_state
+lifecycle_state(const struct agent *a)
+{
+	return a->life.state;
+}
+
+/* When the agent last wrote a line (heartbeats count from then). */
+ev_tstamp
+lifecycle_last_activity(const struct agent *a)
+{
+	return a->life.last_activity;
+}
+
+/* How many times the agent was restarted. */
+unsigned int
+lifecycle_restarts(const struct agent *a)
+{
+	return a->life.restart_count;
+}
+
+/* When its process started, in the order of all agents' starts. */
+uint64_t
+lifecycle_start_seq(const struct agent *a)
+{
+	return a->life.start_seq;
+}
+
+/* How many requests the agent holds: sent to it, not yet answered. */
+unsigned int
+lifecycle_outstanding(const struct agent *a)
+{
+	return a->life.outstanding;
+}
+
+/*
+ * The engine gave the agent one more request (delta 1) or took one back
+ * (-1): the first makes it BUSY, the last READY again.
+ */
+void
+lifecycle_work(struct agent *a, int delta)
+{
+	if (delta > 0) {
+		if (a->life.outstanding++ == 0)
+			lifecycle_feed(a, AE_WORK, NULL);
+	} else if (--a->life.outstanding == 0)
+		lifecycle_feed(a, AE_IDLE, NULL);
 }
 
 /*
@@ -657,7 +765,7 @@ life_spawn(struct agent *a, const char *why)
 		return;
 	}
 	argv = adapter_argv(a);
-	rc = agent_spawn(a, argv, &sr);
+	rc = agent_spawn(a, argv, adapter_env(a), &sr);
 	adapter_free_argv(argv);
 	if (rc != 0) {
 		lifecycle_spawn_failed(a, sr.what, sr.error);
@@ -673,7 +781,7 @@ life_spawn(struct agent *a, const char *why)
 		jsonw_key(&j, "name");
 		jsonw_str(&j, a->conf->name);
 		jsonw_key(&j, "pid");
-		jsonw_u64(&j, (uint64_t)a->proc.hostpid);
+		jsonw_u64(&j, (uint64_t)agent_hostpid(a));
 		jsonw_key(&j, "depth");
 		jsonw_u64(&j, a->depth);
 		if (a->parent != NULL) {
@@ -685,7 +793,7 @@ life_spawn(struct agent *a, const char *why)
 		auditlog_fields("spawn", a->id, NULL, s, len);
 		free(s);
 	}
-	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)a->proc.hostpid);
+	lifecycle_event(a, AE_SPAWNED, "pid %ld", (long)agent_hostpid(a));
 }
 
 /* The process started: counted, and ready now if it needs no handshake. */
@@ -710,7 +818,7 @@ lifecycle_ready(struct agent *a, const char *why)
 		return;
 	a->life.flags &= ~LF_NOT_READY;
 	/* Ready by its own word (not merely spawned): it started. */
-	if (a->conf->ready != READY_SPAWN || a->adapter != NULL)
+	if (a->conf->ready != READY_SPAWN || adapter_attached(a))
 		a->life.flags |= LF_SPOKE;
 	lifecycle_feed(a, AE_HANDSHAKE, why);
 }
@@ -756,10 +864,10 @@ lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		lifecycle_event(a, AE_MISSED, "%u missed heartbeats",
 		    a->life.hb_missed);
 	}
-	if (a->adapter != NULL)
+	if (adapter_attached(a))
 		adapter_ping(a);
 	else
-		rpc_ping(&a->peer);
+		rpc_ping(agent_peer(a));
 }
 
 /* Note any frame from the agent: it is alive. */
@@ -962,7 +1070,7 @@ lifecycle_wants_restart(const struct agent *a)
 	case RESTART_TRANSIENT:
 		/* Stopped for a fault, it failed, whatever status it chose. */
 		return (a->life.flags & LF_FAULT) ||
-		    !WIFEXITED_OK(a->proc.status);
+		    !WIFEXITED_OK(agent_status(a));
 	default:
 		return 0;
 	}
@@ -1049,7 +1157,11 @@ lifecycle_after_stop(struct agent *a, const char *st)
 
 	if (!lifecycle_may_restart(a)) {
 		a->life.flags &= ~LF_RESTART_REQ;
-		lifecycle_after_child(a);
+		if (a->life.state == AS_BACKOFF)
+			/* A respawn failed, and none may follow: called off. */
+			lifecycle_feed(a, AE_STOP, st);
+		else
+			lifecycle_after_child(a);
 		return;
 	}
 	a->life.flags &= ~LF_RESTART_REQ;
@@ -1063,12 +1175,16 @@ lifecycle_after_stop(struct agent *a, const char *st)
 
 	lifecycle_count_restart(a, now);
 	delay = lifecycle_backoff(a->conf, recent + 1, now -
-	    a->proc.spawned_at);
+	    agent_spawned_at(a));
 	log_info("agent %s: restarting in %.1fs (%s)", a->id, delay, st);
 	auditlog_event("restart", a->id, NULL, "after", st, NULL);
 	lifecycle_arm(a, delay);
-	/* A restart corral asked for is no crash: siblings are left alone. */
-	lifecycle_set(a, AS_BACKOFF, requested ? AE_RESTART : AE_EXITED, st);
+	/*
+	 * Into BACKOFF (from STOPPED: a spawn that failed in BACKOFF stays
+	 * there).  A restart corral asked for is no crash: siblings are
+	 * left alone.
+	 */
+	lifecycle_feed(a, requested ? AE_RESTART : AE_RESTART_DUE, st);
 }
 
 /*
@@ -1097,7 +1213,7 @@ life_failed(struct agent *a, const char *why)
 	ev_timer_stop(LOOP, &a->life.life_w);
 	ev_timer_stop(LOOP, &a->life.hb_w);
 	a->life.flags |= LF_NORESTART;
-	if (a->proc.flags & AP_RUNNING) {
+	if (agent_running(a)) {
 		agent_signal(a, SIGKILL);
 		agent_release(a);
 	}
@@ -1131,8 +1247,6 @@ lifecycle_spawn_failed(struct agent *a, const char *what, int error)
 	permanent = (error == ENOENT || error == EACCES || error == ENOEXEC ||
 	    error == ENOTDIR || error == ELOOP || error == ENAMETOOLONG ||
 	    error == EPERM || error == EISDIR);
-	a->proc.status = 127 << 8;
-	a->proc.spawned_at = ev_now(LOOP);
 	if (permanent) {
 		char why[300];
 
@@ -1140,9 +1254,7 @@ lifecycle_spawn_failed(struct agent *a, const char *what, int error)
 		lifecycle_giveup(a, st, why);
 		return;
 	}
-	/* Into BACKOFF (or FAILED) as if it had started and crashed. */
-	if (a->life.state == AS_BACKOFF)
-		a->life.state = AS_STOPPED;
+	/* Into (or on in) BACKOFF, or FAILED, as if it had crashed. */
 	lifecycle_after_stop(a, st);
 }
 

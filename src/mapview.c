@@ -154,8 +154,8 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 		a->map.started_ms = now;
 	if (to == AS_STOPPED || to == AS_FAILED || to == AS_BACKOFF) {
 		a->map.stopped_ms = now;
-		event_peer_gone(&a->peer);
-		a->peer.flags &= ~(PEER_CONNECTED | PEER_MAPAGENT);
+		event_peer_gone(agent_peer(a));
+		agent_peer(a)->flags &= ~(PEER_CONNECTED | PEER_MAPAGENT);
 		/* What ran inside its process ended with it. */
 		external_parent_ended(a->id, "its agent's process ended");
 	}
@@ -186,9 +186,9 @@ mapview_forget(struct agent *a)
 		jsonw_object_end(&j);
 		mapview_emit("agent_unregistered", a, &j, 1);
 	}
-	event_peer_gone(&a->peer);
-	free(a->peer.cname);
-	a->peer.cname = NULL;
+	event_peer_gone(agent_peer(a));
+	free(agent_peer(a)->cname);
+	agent_peer(a)->cname = NULL;
 	free(a->map.owner);
 	free(a->map.reported);
 	free(a->map.last_error);
@@ -347,7 +347,8 @@ mapview_owner_gone(const char *owner, int orphan)
 		    (a->map.flags & MAPF_ORPHANED))
 			continue;
 		if (!orphan) {
-			if (lifecycle_alive(a) || a->life.state == AS_BACKOFF)
+			if (lifecycle_alive(a) ||
+			    lifecycle_state(a) == AS_BACKOFF)
 				lifecycle_stop(a, "its client disconnected");
 			continue;
 		}
@@ -521,11 +522,12 @@ mapview_descriptor(json_t *caps)
 static json_t *
 mapview_life(struct agent *a)
 {
-	json_t	*l = json_object();
-	char	 st[64];
-	int	 down = (a->life.state == AS_STOPPED ||
-		    a->life.state == AS_FAILED || a->life.state == AS_BACKOFF);
+	json_t			*l = json_object();
+	char			 st[64];
+	enum agent_state	 s = lifecycle_state(a);
+	int			 down;
 
+	down = (s == AS_STOPPED || s == AS_FAILED || s == AS_BACKOFF);
 	if (a->map.created_ms != 0)
 		json_object_set_new(l, "createdAt",
 		    json_integer((json_int_t)a->map.created_ms));
@@ -535,14 +537,14 @@ mapview_life(struct agent *a)
 	if (down && a->map.stopped_ms != 0)
 		json_object_set_new(l, "stoppedAt",
 		    json_integer((json_int_t)a->map.stopped_ms));
-	if (mapview_ms(a->life.last_activity) != 0)
+	if (mapview_ms(lifecycle_last_activity(a)) != 0)
 		json_object_set_new(l, "lastActiveAt",
-		    json_integer(mapview_ms(a->life.last_activity)));
-	if (down && (a->proc.flags & AP_EXITED)) {
-		if (WIFEXITED(a->proc.status))
+		    json_integer(mapview_ms(lifecycle_last_activity(a))));
+	if (down && agent_exited(a)) {
+		if (WIFEXITED(agent_status(a)))
 			json_object_set_new(l, "exitCode",
-			    json_integer(WEXITSTATUS(a->proc.status)));
-		util_describe_status(st, sizeof st, a->proc.status);
+			    json_integer(WEXITSTATUS(agent_status(a))));
+		util_describe_status(st, sizeof st, agent_status(a));
 		json_object_set_new(l, "exitReason", json_string(st));
 	}
 	return l;
@@ -555,9 +557,10 @@ mapview_describe(struct agent *a)
 	json_t		*j, *kids, *md, *extra, *caps;
 	struct agent	*c;
 	struct external	*x;
-	struct msg	*m;
-	const char	*owner = mapview_owner(a);
-	int		 queued = 0;
+	const char	*owner = mapview_owner(a), *progress, *preq;
+	uint64_t	 in, out;
+	double		 tokens, cost;
+	ev_tstamp	 pat;
 
 	kids = json_array();
 	TAILQ_FOREACH(c, &a->children, sibling)
@@ -570,7 +573,7 @@ mapview_describe(struct agent *a)
 	    "id", a->id,
 	    "ownerId", owner != NULL ? json_string(owner) : json_null(),
 	    "name", a->conf->name,
-	    "state", mapview_state(a->life.state),
+	    "state", mapview_state(lifecycle_state(a)),
 	    "visibility", (a->flags & AGENT_HIDDEN) ? "parent-only" : "public",
 	    "children", kids,
 	    "lifecycle", mapview_life(a));
@@ -593,26 +596,25 @@ mapview_describe(struct agent *a)
 	/* The agent's own metadata first: corral's members win. */
 	md = a->map.metadata != NULL ? json_deep_copy(a->map.metadata) :
 	    json_object();
-	if (a->adapter != NULL && a->adapter->ops->metadata != NULL &&
-	    (extra = a->adapter->ops->metadata(a)) != NULL) {
+	if ((extra = adapter_metadata(a)) != NULL) {
 		json_object_update(md, extra);
 		json_decref(extra);
 	}
-	TAILQ_FOREACH(m, &a->slot.direct, entry)
-		queued++;
+	agent_counts(a, &in, &out);
+	budget_used(a, &tokens, &cost);
 	extra = json_pack("{s:s, s:i, s:I, s:f, s:f, s:b, s:i, s:i, s:i, "
 	    "s:I, s:I}",
-	    "corralState", lifecycle_state_name(a->life.state),
+	    "corralState", lifecycle_state_name(lifecycle_state(a)),
 	    "depth", (int)a->depth,
-	    "pid", (json_int_t)a->proc.hostpid,
-	    "tokens", jsonw_finite(a->budget.tokens),
-	    "cost", jsonw_finite(a->budget.cost),
+	    "pid", (json_int_t)agent_hostpid(a),
+	    "tokens", jsonw_finite(tokens),
+	    "cost", jsonw_finite(cost),
 	    "visible", !(a->flags & AGENT_HIDDEN),
-	    "restarts", (int)a->life.restart_count,
-	    "inflight", (int)a->work.outstanding,
-	    "queued", queued,
-	    "msgsIn", (json_int_t)a->proc.msgs_in,
-	    "msgsOut", (json_int_t)a->proc.msgs_out);
+	    "restarts", (int)lifecycle_restarts(a),
+	    "inflight", (int)lifecycle_outstanding(a),
+	    "queued", (int)route_direct_count(a),
+	    "msgsIn", (json_int_t)in,
+	    "msgsOut", (json_int_t)out);
 	json_object_update(md, extra);
 	json_decref(extra);
 	/* Each call its own process: pid 0 would read as a lost one. */
@@ -630,11 +632,10 @@ mapview_describe(struct agent *a)
 	if (lifecycle_cause(a) != NULL)
 		json_object_set_new(md, "failure",
 		    jsonw_text(lifecycle_cause(a), strlen(lifecycle_cause(a))));
-	if (a->work.progress != NULL)
+	if ((progress = engine_progress_latest(a, &preq, &pat)) != NULL)
 		json_object_set_new(md, "progress", json_pack("{s:s, s:o, s:I}",
-		    "requestId", a->work.progress_req, "text", jsonw_text(
-		    a->work.progress, strlen(a->work.progress)), "at",
-		    mapview_ms(a->work.progress_at)));
+		    "requestId", preq, "text", jsonw_text(progress,
+		    strlen(progress)), "at", mapview_ms(pat)));
 	json_object_set_new(j, "metadata", md);
 	return j;
 }
@@ -835,7 +836,7 @@ mapview_match(struct agent *a, json_t *f)
 	if (f == NULL)
 		return 1;
 	if (!protocol_filter_allows(f, "states",
-	    mapview_state(a->life.state)) ||
+	    mapview_state(lifecycle_state(a))) ||
 	    !protocol_filter_allows(f, "roles", a->conf->role))
 		return 0;
 	if (!mapview_match_scopes(a, json_object_get(f, "scopes")) ||

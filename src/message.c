@@ -57,12 +57,23 @@ static TAILQ_HEAD(, message_req) message_reqs =
 static const char		*message_scope_id;
 static unsigned int		 message_nreqs;
 static uint64_t			 message_sent;
+static message_task_cb		 message_task_hook;
 
 static int	message_live(struct agent *);
 static void	message_add(struct message_target *, size_t *, struct agent *,
 		    struct peer *, struct peer *);
 static void	message_result_agent(struct agent *, struct agent *,
 		    const char *, const char *, size_t, const char *);
+
+/*
+ * Register who knows a spawned child's open task (the sub-agent module):
+ * a child may answer it with a map/send result, too.
+ */
+void
+message_on_task(message_task_cb cb)
+{
+	message_task_hook = cb;
+}
 
 /* Forget pending requests (set up again: the tests do). */
 void
@@ -418,7 +429,7 @@ message_one(struct peer *from, const char *id, struct message_target *out,
 		}
 		if (!message_live(t)) {
 			snprintf(why, whylen, "agent %s is %s", t->id,
-			    mapview_state(t->life.state));
+			    mapview_state(lifecycle_state(t)));
 			return CORRAL_E_TERMINATED;
 		}
 		message_add(out, n, t, NULL, from);
@@ -675,7 +686,7 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
     const char *mid, const char *corr, char *why, size_t whylen)
 {
 	struct env	 env;
-	struct msg	*m;
+	struct msg	*m, *cur;
 	char		*line;
 	size_t		 len;
 
@@ -683,9 +694,8 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	    "user", mid, &len, &env, why, whylen)) == NULL)
 		return -1;
 	if (from->agent != NULL && env.parents == -1 &&
-	    !TAILQ_EMPTY(&from->agent->work.inflight))
-		line = message_caused_by(line, &len,
-		    TAILQ_FIRST(&from->agent->work.inflight)->id);
+	    (cur = engine_inflight_first(from->agent)) != NULL)
+		line = message_caused_by(line, &len, cur->id);
 	if (!engine_has_room(len)) {
 		free(line);
 		snprintf(why, whylen, "memory_limit: corral holds as many "
@@ -693,12 +703,9 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 		return -2;
 	}
 	m = engine_msg_create(NULL, line, len, MSG_SEND, env.intent);
-	strlcpy(m->id, mid, sizeof m->id);
-	m->target = t;
-	m->prio = (uint8_t)env.prio;
+	engine_msg_setup(m, mid, t, NULL, env.prio, env.ttl);
 	if (from->agent != NULL)
 		engine_inherit(from->agent, m);
-	m->timeout = env.ttl;
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
 	session_note_line(line, len, "request", mid, from->name, t != NULL ?
@@ -750,12 +757,12 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
     json_t *meta)
 {
 	struct agent		*a = from->agent;
-	struct msg		*m, *hit = NULL;
+	struct msg		*hit;
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
 	json_t			*e, *trace;
-	const char		*corr;
+	const char		*corr, *task;
 	char			*line, mid[EVENT_ID_LEN + 1];
 	int			 valid;
 
@@ -763,11 +770,9 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	if (a == NULL || !json_is_true(json_object_get(meta, "isResult")) ||
 	    corr == NULL)
 		return 0;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
-		if (strcmp(m->id, corr) == 0)
-			hit = m;
-	if (hit == NULL && (a->child.task == NULL ||
-	    strcmp(a->child.task->id, corr) != 0))
+	hit = engine_inflight_find(a, corr, 0);
+	if (hit == NULL && (message_task_hook == NULL ||
+	    (task = message_task_hook(a)) == NULL || strcmp(task, corr) != 0))
 		return 0;
 	valid = 0;
 	if (json_is_object(payload) && (line = json_dumps(payload,
@@ -830,8 +835,8 @@ message_pick(struct message_target *t, size_t *n)
 		    !lifecycle_routable(t[best].agent)) ||
 		    (lifecycle_routable(t[i].agent) ==
 		    lifecycle_routable(t[best].agent) &&
-		    t[i].agent->work.outstanding <
-		    t[best].agent->work.outstanding))
+		    lifecycle_outstanding(t[i].agent) <
+		    lifecycle_outstanding(t[best].agent)))
 			best = i;
 	}
 	if (best != SIZE_MAX) {
@@ -923,7 +928,7 @@ message_send(struct peer *from, json_t *id, json_t *params)
 		/* An agent that speaks map takes the Message, as a client does. */
 		if (targets[i].agent != NULL &&
 		    dialect_is(targets[i].agent, "map")) {
-			targets[i].peer = &targets[i].agent->peer;
+			targets[i].peer = agent_peer(targets[i].agent);
 			targets[i].agent = NULL;
 		}
 		if (targets[i].agent != NULL)
@@ -1158,8 +1163,8 @@ message_result(const char *to, struct agent *from, const char *corr,
 	if (payload == NULL)
 		payload = json_null();
 	meta = json_pack("{s:b, s:s}", "isResult", 1, "correlationId", corr);
-	if (from != NULL && from->parent == NULL && from->map.owner != NULL &&
-	    strcmp(from->map.owner, to) == 0)
+	if (from != NULL && from->parent == NULL && mapview_owner(from) !=
+	    NULL && strcmp(mapview_owner(from), to) == 0)
 		json_object_set_new(meta, "relationship",
 		    json_string("child-to-parent"));
 	addr = json_pack("{s:s}", "participant", to);
@@ -1333,7 +1338,7 @@ message_handoff_target(struct agent *from, json_t *params, char *why,
 		if (a != from && message_live(a) &&
 		    mapview_may_reach(from, a) &&
 		    mapview_has_capability(a, cap) && (best == NULL ||
-		    a->work.outstanding < best->work.outstanding))
+		    lifecycle_outstanding(a) < lifecycle_outstanding(best)))
 			best = a;
 	if (best == NULL)
 		snprintf(why, whylen, "no other agent has the capability "

@@ -154,8 +154,9 @@ metrics_agents(json_t *list)
 {
 	json_t		*in, *out, *fl, *q, *rs, *tok, *cost, *states;
 	struct agent	*a;
-	struct msg	*m;
-	unsigned int	 n, count[AS_COUNT];
+	unsigned int	 count[AS_COUNT];
+	uint64_t	 nin, nout;
+	double		 tokens, usd;
 	int		 s;
 	const char	*name;
 
@@ -177,17 +178,16 @@ metrics_agents(json_t *list)
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		if (a->flags & AGENT_DEAD)
 			continue;
-		count[a->life.state]++;
-		n = 0;
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			n++;
-		metrics_sample(in, "agent", a->id, (double)a->proc.msgs_in);
-		metrics_sample(out, "agent", a->id, (double)a->proc.msgs_out);
-		metrics_sample(fl, "agent", a->id, a->work.outstanding);
-		metrics_sample(q, "agent", a->id, n);
-		metrics_sample(rs, "agent", a->id, a->life.restart_count);
-		metrics_sample(tok, "agent", a->id, a->budget.tokens);
-		metrics_sample(cost, "agent", a->id, a->budget.cost);
+		count[lifecycle_state(a)]++;
+		agent_counts(a, &nin, &nout);
+		budget_used(a, &tokens, &usd);
+		metrics_sample(in, "agent", a->id, (double)nin);
+		metrics_sample(out, "agent", a->id, (double)nout);
+		metrics_sample(fl, "agent", a->id, lifecycle_outstanding(a));
+		metrics_sample(q, "agent", a->id, route_direct_count(a));
+		metrics_sample(rs, "agent", a->id, lifecycle_restarts(a));
+		metrics_sample(tok, "agent", a->id, tokens);
+		metrics_sample(cost, "agent", a->id, usd);
 	}
 	states = metrics_add(list, "corral_agents", "gauge",
 	    "Agents by state (corral's names; docs/lifecycle.md)");
@@ -293,11 +293,10 @@ metrics_requests(json_t *list)
 {
 	const struct engine_stats	*st = engine_stats_get();
 	json_t				*x, *b;
-	struct route			*r;
 	char				 le[32];
 	uint64_t			 cum = 0;
 	size_t				 i;
-	int				 k;
+	int				 k, n;
 
 	x = metrics_add(list, "corral_requests_accepted_total", "counter",
 	    "Requests corral accepted (goals, inputs, next actions, "
@@ -348,11 +347,10 @@ metrics_requests(json_t *list)
 	x = metrics_add(list, "corral_queue_depth", "gauge",
 	    "Requests waiting in the routing table, by intent");
 	for (k = 0; k <= INTENT_MAX; k++) {
-		if ((r = route_row(k)) == NULL || (r->nconfs == 0 &&
-		    r->ncaps == 0))
+		if ((n = route_row_queued(k)) < 0)
 			continue;
 		metrics_sample(x, "intent", k == ROUTE_FALLBACK ? "*" :
-		    protocol_intent_name(k), r->queued);
+		    protocol_intent_name(k), n);
 	}
 }
 
@@ -384,9 +382,8 @@ metrics_bus(json_t *list)
 {
 	json_t		*x, *h, *b, *s;
 	struct agent	*a;
-	struct msg	*m;
+	uint64_t	 nin, nout;
 	size_t		 i, k;
-	unsigned int	 n;
 
 	x = metrics_add(list, "agent_messages_total", "counter",
 	    "Messages by source, destination and type (corral is the bus: "
@@ -396,14 +393,12 @@ metrics_bus(json_t *list)
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		if (a->flags & AGENT_DEAD)
 			continue;
+		agent_counts(a, &nin, &nout);
 		metrics_sample3(x, "source", a->id, "dest", "corral", "type",
-		    "out", (double)a->proc.msgs_out);
+		    "out", (double)nout);
 		metrics_sample3(x, "source", "corral", "dest", a->id, "type",
-		    "in", (double)a->proc.msgs_in);
-		n = 0;
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			n++;
-		metrics_sample(h, "agent_id", a->id, n);
+		    "in", (double)nin);
+		metrics_sample(h, "agent_id", a->id, route_direct_count(a));
 	}
 	x = metrics_add(list, "agent_errors_total", "counter",
 	    "Failed requests by the agent they were at (corral: none) and "

@@ -52,7 +52,7 @@ progress_inflight(void)
 	unsigned int	 n = 0;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		n += a->work.outstanding;
+		n += lifecycle_outstanding(a);
 	return n;
 }
 
@@ -93,6 +93,7 @@ progress_draw(void)
 	size_t		 len = 0;
 	int		 lines = 0, shown = 0, more = 0;
 	double		 el = ev_now(LOOP) - progress_started, tokens, cost;
+	uint64_t	 in, out;
 
 	progress_spend(&tokens, &cost);
 	len += (size_t)snprintf(buf + len, sizeof buf - len,
@@ -107,10 +108,12 @@ progress_draw(void)
 			more++;
 			continue;
 		}
+		agent_counts(a, &in, &out);
 		len += (size_t)snprintf(buf + len, sizeof buf - len,
 		    "  %-24.24s %-12s %3u out  %6llu msgs\033[K\n", a->id,
-		    lifecycle_state_name(a->life.state), a->work.outstanding,
-		    (unsigned long long)a->proc.msgs_out);
+		    lifecycle_state_name(lifecycle_state(a)),
+		    lifecycle_outstanding(a),
+		    (unsigned long long)out);
 		lines++;
 		shown++;
 		if (len > sizeof buf - 200)

@@ -32,6 +32,22 @@
 #define ROUTE_AGING	5.0	/* seconds before a waiting head jumps ahead */
 #define ROUTE_SCAN	8	/* queue entries looked at per level */
 
+/* One row of the routing table, with its wait queues. */
+struct route {
+	int			 intent;	/* or ROUTE_FALLBACK, ROUTE_ENTRY */
+	const struct agent_conf	*entry;		/* ROUTE_ENTRY: its one entry */
+	struct agent_conf	**confs;
+	size_t			 nconfs;
+	char			**caps;		/* agents with these too */
+	size_t			 ncaps;
+	struct route_itemq	 queue[PRIO_COUNT];
+	unsigned int		 queued;
+};
+
+/* The request a queue's item is part of. */
+#define ROUTE_MSG(it)	((struct msg *)(void *)((char *)(it) - \
+	offsetof(struct msg, ri)))
+
 static uint64_t			 route_pick_seq;
 static const struct workflow	*route_wf;
 static struct route		 route_rows[INTENT_MAX + 1];
@@ -46,6 +62,7 @@ static int			(*route_has_cap)(struct agent *, const char *);
 
 static void	route_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
+static void	route_new_agent(struct agent *);
 static void	route_forget_agent(struct agent *);
 
 /*
@@ -103,6 +120,7 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	route_hooks = *hooks;
 	lifecycle_observe(route_lifecycle);
 	breaker_init(route_kick);
+	agent_on_create(route_new_agent);
 	agent_on_free(route_forget_agent);
 }
 
@@ -161,11 +179,69 @@ route_queued_count(void)
 	return route_queued;
 }
 
-/* Return the row of an intent index (or ROUTE_FALLBACK), filled or not. */
-struct route *
-route_row(int idx)
+/*
+ * How many requests wait in the row of an intent index (or
+ * ROUTE_FALLBACK); -1 when the row has no agents.
+ */
+int
+route_row_queued(int idx)
 {
-	return idx >= 0 && idx <= INTENT_MAX ? &route_rows[idx] : NULL;
+	if (idx < 0 || idx > INTENT_MAX || (route_rows[idx].nconfs == 0 &&
+	    route_rows[idx].ncaps == 0))
+		return -1;
+	return (int)route_rows[idx].queued;
+}
+
+/* The first request waiting for agent a alone, or NULL. */
+struct msg *
+route_direct_first(struct agent *a)
+{
+	struct route_item	*it = TAILQ_FIRST(&a->slot.direct);
+
+	return it != NULL ? ROUTE_MSG(it) : NULL;
+}
+
+/* The request after m in its target's own queue, or NULL. */
+struct msg *
+route_direct_next(struct msg *m)
+{
+	struct route_item	*it;
+
+	if (!m->ri.queued || m->ri.row != NULL)
+		return NULL;
+	it = TAILQ_NEXT(&m->ri, entry);
+	return it != NULL ? ROUTE_MSG(it) : NULL;
+}
+
+/* How many requests wait for agent a alone. */
+unsigned int
+route_direct_count(struct agent *a)
+{
+	struct route_item	*it;
+	unsigned int		 n = 0;
+
+	TAILQ_FOREACH(it, &a->slot.direct, entry)
+		n++;
+	return n;
+}
+
+/*
+ * How long a request may wait in a row's queue: the longest per-message
+ * timeout among the row's agents, 0 when one of them waits forever.
+ */
+static double
+route_wait(const struct route *r)
+{
+	double	t = 0;
+	size_t	i;
+
+	for (i = 0; r != NULL && i < r->nconfs; i++) {
+		if (r->confs[i]->timeout == 0)
+			return 0;	/* one of them waits forever */
+		if (r->confs[i]->timeout > t)
+			t = r->confs[i]->timeout;
+	}
+	return t > 0 ? t : 30.0;
 }
 
 /* Return the row that routes intent: its own, else the fallback, else NULL. */
@@ -220,24 +296,28 @@ route_serves(const struct route *r, struct agent *a)
 static int
 route_potential(const struct agent *a)
 {
-	if (a->flags & AGENT_DEAD)
-		return 0;
-	if (a->life.state == AS_FAILED || lifecycle_stopping(a))
-		return 0;
-	if (a->life.state == AS_STOPPED && !lifecycle_will_restart(a))
-		return 0;
-	return 1;
+	return !(a->flags & AGENT_DEAD) && lifecycle_load(a) != -2;
 }
 
 static void	route_dispatch(struct msg *, struct agent *);
+
+/*
+ * Return nonzero if a, whose load lifecycle_load gave, can take a message
+ * now: the lifecycle gives it work, its stdin takes lines (or it runs a
+ * process per request), its circuit lets one through.
+ */
+static int
+route_ready_at(struct agent *a, int load)
+{
+	return load >= 0 && (adapter_per_call(a) || agent_writable(a)) &&
+	    breaker_allows(a);
+}
 
 /* Return nonzero if a can take a message now. */
 static int
 route_ready(struct agent *a)
 {
-	if (adapter_per_call(a))
-		return lifecycle_routable(a) && breaker_allows(a);
-	return lifecycle_routable(a) && agent_writable(a) && breaker_allows(a);
+	return route_ready_at(a, lifecycle_load(a));
 }
 
 /* What route_pick has found so far. */
@@ -246,34 +326,38 @@ struct route_choice {
 	struct agent	*alt;		/* the excluded one, when ready */
 	unsigned int	 others;
 	int		 excluded;
+	int		 best_load;	/* lifecycle_load of best */
 };
 
 /* Consider agent a, a candidate of the row, for m. */
 static inline void
 route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 {
-	if (!route_potential(a))
+	int	load;
+
+	/* One question to the lifecycle per candidate. */
+	if ((a->flags & AGENT_DEAD) || (load = lifecycle_load(a)) == -2)
 		return;
 	if (m->target != NULL && a != m->target)
 		return;
 	if (a == m->exclude) {
 		c->excluded = 1;
-		if (route_ready(a))
+		if (route_ready_at(a, load))
 			c->alt = a;
 		return;
 	}
 	c->others++;
 	if (breaker_is_open(a))
 		route_open_circuits++;
-	if (!route_ready(a))
+	if (!route_ready_at(a, load))
 		return;
 	if (a->slot.held > 0 && a != m->target)
 		return;	/* its next turn is taken */
-	if (c->best == NULL || a->work.outstanding <
-	    c->best->work.outstanding || (a->work.outstanding ==
-	    c->best->work.outstanding && a->slot.last_pick <
-	    c->best->slot.last_pick))
+	if (c->best == NULL || load < c->best_load || (load == c->best_load &&
+	    a->slot.last_pick < c->best->slot.last_pick)) {
 		c->best = a;
+		c->best_load = load;
+	}
 }
 
 /*
@@ -322,14 +406,14 @@ route_dispatch(struct msg *m, struct agent *a)
 		    m->exclude != NULL ? "reflection: fewest outstanding, not "
 		    "the author" : m->target != NULL ? "addressed" :
 		    "fewest outstanding", NULL);
-	if (a->adapter != NULL) {
+	if (adapter_attached(a)) {
 		adapter_request(a, m);
 		return;
 	}
 	dialect_send(a, m->line, m->len, m->kind == MSG_TASK ? DK_TASK :
 	    DK_REQUEST);
 	if (agent_full(a))
-		chan_block(chan_source(), &a->proc.io);
+		agent_block_reader(a);
 }
 
 /*
@@ -338,45 +422,49 @@ route_dispatch(struct msg *m, struct agent *a)
  * those accepted after it.
  */
 static void
-route_insert(struct msgq *q, struct msg *m)
+route_insert(struct route_itemq *q, struct msg *m)
 {
-	struct msg	*at;
+	struct route_item	*at;
 
-	TAILQ_FOREACH_REVERSE(at, q, msgq, entry)
-		if (at->seq < m->seq)
+	TAILQ_FOREACH_REVERSE(at, q, route_itemq, entry)
+		if (ROUTE_MSG(at)->seq < m->seq)
 			break;
 	if (at != NULL)
-		TAILQ_INSERT_AFTER(q, at, m, entry);
+		TAILQ_INSERT_AFTER(q, at, &m->ri, entry);
 	else
-		TAILQ_INSERT_HEAD(q, m, entry);
+		TAILQ_INSERT_HEAD(q, &m->ri, entry);
+	m->ri.queued = 1;
 }
 
 /* Put m in its row's queue for its priority. */
 static void
 route_enqueue(struct route *r, struct msg *m)
 {
-	m->route = r;
-	m->where = MSG_QUEUED;
+	m->ri.row = r;
 	route_insert(&r->queue[m->prio], m);
 	r->queued++;
 	route_queued++;
-	route_hooks.queued(m);
+	route_hooks.queued(m, route_wait(r));
 	if (auditlog_enabled())
 		auditlog_event("queue", NULL, m->id, "intent",
 		    protocol_intent_name(m->intent), "priority",
 		    protocol_priority_name(m->prio), NULL);
 }
 
-/* Move a request that waits in its row's queue to another level. */
+/*
+ * The engine changed the priority of a request that waits from level
+ * from: in its row's queue it moves to its new level (its target's own
+ * queue keeps the order requests came).
+ */
 void
-route_requeue(struct msg *m, unsigned int prio)
+route_requeue(struct msg *m, unsigned int from)
 {
-	struct route	*r = m->route;
+	struct route	*r = m->ri.row;
 
-	if (m->where != MSG_QUEUED || r == NULL || prio >= PRIO_COUNT)
+	if (!m->ri.queued || r == NULL || from >= PRIO_COUNT ||
+	    from == m->prio)
 		return;
-	TAILQ_REMOVE(&r->queue[m->prio], m, entry);
-	m->prio = (uint8_t)prio;
+	TAILQ_REMOVE(&r->queue[from], &m->ri, entry);
 	route_insert(&r->queue[m->prio], m);
 }
 
@@ -387,11 +475,11 @@ route_requeue(struct msg *m, unsigned int prio)
 void
 route_blockers(struct msg *m, void (*fn)(struct agent *, struct msg *))
 {
-	struct route	*r = m->route;
+	struct route	*r = m->ri.row;
 	struct agent	*a, *next;
 	size_t		 i;
 
-	if (m->where != MSG_QUEUED)
+	if (!m->ri.queued)
 		return;
 	if (r == NULL) {
 		if (m->target != NULL)
@@ -412,20 +500,20 @@ route_blockers(struct msg *m, void (*fn)(struct agent *, struct msg *))
 void
 route_dequeue(struct msg *m)
 {
-	struct route	*r = m->route;
+	struct route	*r = m->ri.row;
 
-	if (m->where != MSG_QUEUED)
+	if (!m->ri.queued)
 		return;
+	m->ri.queued = 0;
 	if (r == NULL) {
-		TAILQ_REMOVE(&m->target->slot.direct, m, entry);
-		m->where = MSG_NOWHERE;
+		TAILQ_REMOVE(&m->target->slot.direct, &m->ri, entry);
+		route_hooks.unqueued(m, 0);
 		return;
 	}
-	TAILQ_REMOVE(&r->queue[m->prio], m, entry);
+	TAILQ_REMOVE(&r->queue[m->prio], &m->ri, entry);
 	r->queued--;
 	route_queued--;
-	m->where = MSG_NOWHERE;
-	route_hooks.unqueued(route_queued);
+	route_hooks.unqueued(m, 1);
 }
 
 /*
@@ -437,14 +525,13 @@ route_direct(struct msg *m)
 {
 	struct agent	*a = m->target;
 
-	m->route = NULL;
+	m->ri.row = NULL;
 	if (route_ready(a)) {
 		route_dispatch(m, a);
 		return;
 	}
-	m->where = MSG_QUEUED;
 	route_insert(&a->slot.direct, m);
-	route_hooks.queued(m);
+	route_hooks.queued(m, route_wait(NULL));
 }
 
 /*
@@ -462,22 +549,20 @@ route_hold(struct agent *a, int delta)
 		route_kick(a);
 }
 
-/* Clear references to an agent that is about to be freed. */
+/* A new agent: its own queue is empty. */
+static void
+route_new_agent(struct agent *a)
+{
+	TAILQ_INIT(&a->slot.direct);
+}
+
+/*
+ * An agent is about to be freed: out of its pool.  (The engine clears the
+ * requests' references to it.)
+ */
 static void
 route_forget_agent(struct agent *a)
 {
-	struct msg	*m;
-	size_t		 j;
-	int		 level;
-
-	for (j = 0; j < route_count(); j++)
-		for (level = 0; level < PRIO_COUNT; level++)
-			TAILQ_FOREACH(m, &route_at(j)->queue[level], entry) {
-				if (m->exclude == a)
-					m->exclude = NULL;
-				if (m->parent_agent == a)
-					m->parent_agent = NULL;
-			}
 	route_remove_agent(a);
 }
 
@@ -510,8 +595,8 @@ route_why_none(const struct route *r, char *buf, size_t len)
 			cause = lifecycle_cause(a);
 			last = lifecycle_last_exit(a);
 			snprintf(one, sizeof one, "%s%s %s%s%s%s%s%s", n++ ?
-			    "; " : ": ", a->id, a->life.state == AS_FAILED ?
-			    "failed" : "stopped", cause ? " (" : "",
+			    "; " : ": ", a->id, lifecycle_state(a) ==
+			    AS_FAILED ? "failed" : "stopped", cause ? " (" : "",
 			    cause ? cause : "", cause ? ")" : "",
 			    last ? ", its last exit: " : "", last ? last : "");
 			strlcat(buf, one, len);
@@ -545,7 +630,7 @@ route_submit(struct msg *m)
 		route_hooks.fail(m, "REJECTED", "no_route", why);
 		return -1;
 	}
-	m->route = r;
+	m->ri.row = r;
 	a = route_pick(r, m, &others, &excluded);
 	if (a != NULL) {
 		route_dispatch(m, a);
@@ -589,11 +674,13 @@ route_submit(struct msg *m)
 static struct msg *
 route_takeable(struct route *r, int level, struct agent *a)
 {
-	struct msg	*m;
-	unsigned int	 others;
-	int		 excluded, n = 0;
+	struct route_item	*it;
+	struct msg		*m;
+	unsigned int		 others;
+	int			 excluded, n = 0;
 
-	TAILQ_FOREACH(m, &r->queue[level], entry) {
+	TAILQ_FOREACH(it, &r->queue[level], entry) {
+		m = ROUTE_MSG(it);
 		if (++n > ROUTE_SCAN)
 			break;
 		if (m->target != NULL && m->target != a)
@@ -622,7 +709,7 @@ route_kick(struct agent *a)
 	size_t		 j;
 	int		 level, best_level, aged;
 
-	while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL && route_ready(a)) {
+	while ((m = route_direct_first(a)) != NULL && route_ready(a)) {
 		route_dequeue(m);
 		route_dispatch(m, a);
 	}
@@ -684,12 +771,13 @@ route_kick(struct agent *a)
 void
 route_check_orphans(void)
 {
-	struct route	*r;
-	struct msg	*m, *next;
-	unsigned int	 others;
-	size_t		 j;
-	int		 level, excluded;
-	char		 why[2048], causes[1800], what[80];
+	struct route		*r;
+	struct route_item	*it, *next;
+	struct msg		*m;
+	unsigned int		 others;
+	size_t			 j;
+	int			 level, excluded;
+	char			 why[2048], causes[1800], what[80];
 
 	if (route_queued == 0)
 		return;
@@ -698,7 +786,8 @@ route_check_orphans(void)
 		if (r->queued == 0)
 			continue;
 		for (level = 0; level < PRIO_COUNT; level++) {
-			TAILQ_FOREACH_SAFE(m, &r->queue[level], entry, next) {
+			TAILQ_FOREACH_SAFE(it, &r->queue[level], entry, next) {
+				m = ROUTE_MSG(it);
 				(void)route_pick(r, m, &others, &excluded);
 				if (others > 0 || excluded)
 					continue;
@@ -722,15 +811,17 @@ route_check_orphans(void)
 void
 route_fail_all(const char *why)
 {
-	struct route	*r;
-	struct msg	*m;
-	size_t		 j;
-	int		 level;
+	struct route		*r;
+	struct route_item	*it;
+	struct msg		*m;
+	size_t			 j;
+	int			 level;
 
 	for (j = 0; j < route_count(); j++) {
 		r = route_at(j);
 		for (level = 0; level < PRIO_COUNT; level++) {
-			while ((m = TAILQ_FIRST(&r->queue[level])) != NULL) {
+			while ((it = TAILQ_FIRST(&r->queue[level])) != NULL) {
+				m = ROUTE_MSG(it);
 				route_dequeue(m);
 				route_hooks.fail(m, "UNAVAILABLE", "shutdown",
 				    why);

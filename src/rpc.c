@@ -35,7 +35,7 @@ rpc_on_agent(rpc_agent_cb cb)
 	rpc_agent_hook = cb;
 }
 
-/* Return nonzero if the frame went to an agent in its own dialect. */
+/* Return nonzero if the frame went to an agent through its dialect. */
 static int
 rpc_agent_wrote(struct peer *p, const char *s, size_t len)
 {
@@ -82,8 +82,6 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 		if (chan_full(p->chan))
 			chan_block(chan_source(), p->chan);
 	}
-	if (!wrote && p->agent != NULL && (p->role & PEER_AGENT))
-		p->agent->proc.msgs_in++;
 }
 
 /*

@@ -44,6 +44,7 @@
 #define SPAWN_STACK	(64 * 1024)
 /* Landlock stacks at most 16 layers on a process. */
 #define SPAWN_LAYERS	15
+#define SPAWN_GROUPS	256	/* supplementary groups of user: */
 /* Writable paths of a confined agent's mount namespace, at most. */
 #define SPAWN_ROOTS	64
 
@@ -720,6 +721,41 @@ spawn_mountns(struct spawn_child *sc, const struct confine_roots *roots,
 }
 
 /*
+ * The user: an agent runs as (user:): its ids and groups for the child
+ * (dropped to only when corral is root), and its own HOME and names in
+ * envp unless env: says otherwise.  groups has room for SPAWN_GROUPS.
+ * Returns 0, or -1 with sr's error and step.
+ */
+static int
+spawn_user(const struct agent_conf *ac, struct spawn_child *sc, gid_t *groups,
+    char ***envp, struct spawn_result *sr)
+{
+	struct passwd	*pw;
+	int		 ngroups = SPAWN_GROUPS;
+
+	if ((pw = getpwnam(ac->user)) == NULL) {
+		sr->error = ENOENT;
+		snprintf(sr->what, sizeof sr->what, "user %s", ac->user);
+		return -1;
+	}
+	if (getuid() != 0 && pw->pw_uid != getuid()) {
+		sr->error = EPERM;
+		snprintf(sr->what, sizeof sr->what, "user %s (corral is not "
+		    "root)", ac->user);
+		return -1;
+	}
+	if (getgrouplist(ac->user, pw->pw_gid, groups, &ngroups) == -1)
+		ngroups = 0;
+	sc->drop = (getuid() == 0);
+	spawn_env_user(envp, ac, pw);
+	sc->uid = pw->pw_uid;
+	sc->gid = pw->pw_gid;
+	sc->groups = groups;
+	sc->ngroups = ngroups;
+	return 0;
+}
+
+/*
  * Start a process for an agent's settings (environment, directory, limits,
  * user) running argv, with its three pipes, its credential (token, or
  * NULL) and extra variables.  On success fills sr (our ends
@@ -732,9 +768,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 {
 	const struct workflow	*wf = spawn_wf;
 	struct spawn_child	 sc;
-	struct passwd		*pw = NULL;
-	gid_t			 groups[256];
-	int			 ngroups = 256;
+	gid_t			 groups[SPAWN_GROUPS];
 	int			 in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	int			 err[2] = { -1, -1 };
 	char			**envp, *path = NULL, *cwd = NULL;
@@ -761,28 +795,8 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 		else
 			xasprintf(&cwd, "%s/%s", wf->dir, ac->cwd);
 	}
-	if (ac->user != NULL) {
-		if ((pw = getpwnam(ac->user)) == NULL) {
-			sr->error = ENOENT;
-			snprintf(sr->what, sizeof sr->what, "user %s", ac->user);
-			goto fail;
-		}
-		if (getuid() != 0 && pw->pw_uid != getuid()) {
-			sr->error = EPERM;
-			snprintf(sr->what, sizeof sr->what, "user %s (corral "
-			    "is not root)", ac->user);
-			goto fail;
-		}
-		if (getgrouplist(ac->user, pw->pw_gid, groups, &ngroups) == -1)
-			ngroups = 0;
-		sc.drop = (getuid() == 0);
-		/* The user's own HOME and names, unless env: says otherwise. */
-		spawn_env_user(&envp, ac, pw);
-		sc.uid = pw->pw_uid;
-		sc.gid = pw->pw_gid;
-		sc.groups = groups;
-		sc.ngroups = ngroups;
-	}
+	if (ac->user != NULL && spawn_user(ac, &sc, groups, &envp, sr) != 0)
+		goto fail;
 	if (spawn_confine(ac, envp, path, rs, &nrs, &roots, sr) != 0)
 		goto fail;
 	if (nrs > 0 && spawn_mountns(&sc, &roots, &cwd, sr) != 0)

@@ -525,8 +525,8 @@ step_capable(const char *cap)
 		    a->conf->index == UINT32_MAX ||
 		    !mapview_has_capability(a, cap))
 			continue;
-		if (best == NULL || a->work.outstanding <
-		    best->work.outstanding)
+		if (best == NULL || lifecycle_outstanding(a) <
+		    lifecycle_outstanding(best))
 			best = a;
 	}
 	return best != NULL ? best->conf : NULL;

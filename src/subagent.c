@@ -74,6 +74,7 @@ static void	subagent_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
 static void	subagent_budget_over(struct agent *, const char *);
 static void	subagent_forget(struct agent *);
+static const char *subagent_task_id(struct agent *);
 static void	subagent_conf_free(struct agent_conf *);
 static void	subagent_confine(struct agent_conf *,
 		    const struct agent_conf *, int);
@@ -89,9 +90,17 @@ subagent_init(const struct workflow *wf)
 
 	subagent_wf = wf;
 	engine_on_task(&th);
+	message_on_task(subagent_task_id);
 	lifecycle_observe(subagent_lifecycle);
 	budget_on_subtree(subagent_budget_over);
 	agent_on_free(subagent_forget);
+}
+
+/* The id of a child's open task (message.c asks), or NULL. */
+static const char *
+subagent_task_id(struct agent *a)
+{
+	return a->child.task != NULL ? a->child.task->id : NULL;
 }
 
 /*
@@ -415,7 +424,7 @@ subagent_param_count(json_t *obj, const char *key)
 static struct msg *
 subagent_current(struct agent *a)
 {
-	return TAILQ_FIRST(&a->work.inflight);
+	return engine_inflight_first(a);
 }
 
 /*
@@ -871,11 +880,7 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	if (line != NULL) {
 		m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
 		    MSG_TASK, intent);
-		strlcpy(m->id, tid, sizeof m->id);
-		m->target = c;
-		m->parent_agent = p;
-		m->timeout = c->child.task_timeout;
-		m->prio = (uint8_t)env.prio;
+		engine_msg_setup(m, tid, c, p, env.prio, c->child.task_timeout);
 		c->child.task = m;
 		auditlog_envelope("task", c->id, tid, line, len);
 	}
@@ -988,7 +993,7 @@ subagent_pausable(struct peer *from, json_t *id, struct agent *t)
 	if (lifecycle_alive(t) && !lifecycle_stopping(t))
 		return 1;
 	snprintf(why, sizeof why, "%s is %s: it has no process to suspend or "
-	    "resume", t->id, mapview_state(t->life.state));
+	    "resume", t->id, mapview_state(lifecycle_state(t)));
 	rpc_error(from, id, CORRAL_E_STATE, why, NULL);
 	return 0;
 }
@@ -1003,13 +1008,13 @@ subagent_suspend(struct peer *from, json_t *id, json_t *params)
 	if ((t = subagent_target(from, id, params,
 	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state != AS_SUSPENDED) {
+	if (lifecycle_state(t) != AS_SUSPENDED) {
 		snprintf(why, sizeof why, "suspended by %s", from->name);
 		lifecycle_feed(t, AE_SUSPEND, why);
 	}
-	if (t->life.state != AS_SUSPENDED) {
+	if (lifecycle_state(t) != AS_SUSPENDED) {
 		snprintf(why, sizeof why, "%s cannot be suspended: it is %s",
-		    t->id, mapview_state(t->life.state));
+		    t->id, mapview_state(lifecycle_state(t)));
 		rpc_error(from, id, CORRAL_E_STATE, why, NULL);
 		return;
 	}
@@ -1027,12 +1032,12 @@ subagent_resume(struct peer *from, json_t *id, json_t *params)
 	if ((t = subagent_target(from, id, params,
 	    "suspend or resume")) == NULL || !subagent_pausable(from, id, t))
 		return;
-	if (t->life.state == AS_SUSPENDED) {
+	if (lifecycle_state(t) == AS_SUSPENDED) {
 		snprintf(why, sizeof why, "resumed by %s", from->name);
 		lifecycle_feed(t, AE_RESUME, why);
 	}
 	rpc_reply(from, id, json_pack("{s:b, s:o}", "resumed",
-	    t->life.state != AS_SUSPENDED, "agent", mapview_describe(t)));
+	    lifecycle_state(t) != AS_SUSPENDED, "agent", mapview_describe(t)));
 }
 
 /*
@@ -1107,9 +1112,9 @@ subagent_task_done(struct msg *m, const char *line, size_t len, int is_error)
 	}
 	if (c != NULL && c->child.task == m)
 		c->child.task = NULL;
-	if (m->parent_agent == NULL && c != NULL && c->map.owner != NULL)
+	if (m->parent_agent == NULL && c != NULL && mapview_owner(c) != NULL)
 		/* A client's agent: its result goes to the client. */
-		message_result(c->map.owner, c, m->id, line, len, NULL);
+		message_result(mapview_owner(c), c, m->id, line, len, NULL);
 	else
 		subagent_deliver(m->parent_agent, c, m->id, line, len,
 		    is_error);
@@ -1189,7 +1194,7 @@ subagent_agent_gone(struct agent *c, const char *why)
 		return;
 	}
 	/* Its own clean exit counts; being stopped by corral does not. */
-	if (WIFEXITED_OK(c->proc.status) && !lifecycle_stop_asked(c) &&
+	if (WIFEXITED_OK(agent_status(c)) && !lifecycle_stop_asked(c) &&
 	    c->child.last_reply != NULL) {
 		e = xmemdup0(c->child.last_reply, c->child.last_reply_len);
 		engine_replied(task, c, NULL, "the child stopped; its last "
@@ -1214,7 +1219,7 @@ subagent_failed(struct agent *c, const char *why)
 		    c->parent->id);
 	if (task == NULL)
 		return;
-	util_describe_status(st, sizeof st, c->proc.status);
+	util_describe_status(st, sizeof st, agent_status(c));
 	if (task->where == MSG_QUEUED)
 		route_dequeue(task);
 	engine_fail(task, "INTERNAL", "child_failed", "child %s failed: %s "
@@ -1238,7 +1243,7 @@ subagent_child_restarting(struct agent *c)
 		if (s == c || !lifecycle_alive(s) || lifecycle_leaving(s))
 			continue;
 		if (p->conf->strategy == STRATEGY_REST_FOR_ONE &&
-		    s->life.start_seq < c->life.start_seq)
+		    lifecycle_start_seq(s) < lifecycle_start_seq(c))
 			continue;
 		log_info("agent %s: %s restarts %s with %s", p->id,
 		    config_strategy_name(p->conf->strategy), s->id, c->id);
@@ -1272,7 +1277,7 @@ subagent_finished(struct agent *a)
 		if (subagent_nhistory <= SUBAGENT_HISTORY)
 			break;
 		if (!TAILQ_EMPTY(&old->children) || old->child.task != NULL ||
-		    old->work.outstanding > 0)
+		    lifecycle_outstanding(old) > 0)
 			continue;
 		TAILQ_REMOVE(&subagent_history, old, child.history);
 		subagent_nhistory--;
@@ -1312,7 +1317,7 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 {
 	struct agent	*x;
 
-	if (to == AS_BACKOFF && ev == AE_EXITED)
+	if (to == AS_BACKOFF && ev == AE_RESTART_DUE)
 		subagent_child_restarting(a);
 	if (a->child.finished && !lifecycle_done(a)) {
 		/* Started again: no longer history. */

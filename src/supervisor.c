@@ -79,7 +79,8 @@ supervisor_any_alive(void)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
+		if (lifecycle_state(a) != AS_STOPPED &&
+		    lifecycle_state(a) != AS_FAILED)
 			return 1;
 	return 0;
 }
@@ -91,7 +92,8 @@ supervisor_kill_all(void)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->life.state != AS_STOPPED && a->life.state != AS_FAILED)
+		if (lifecycle_state(a) != AS_STOPPED &&
+		    lifecycle_state(a) != AS_FAILED)
 			lifecycle_kill(a);
 }
 
@@ -221,7 +223,7 @@ supervisor_stop_all(void)
 
 	for (a = agent_last(); a != NULL; a = prev) {
 		prev = agent_prev(a);
-		if (lifecycle_alive(a) || a->life.state == AS_BACKOFF)
+		if (lifecycle_alive(a) || lifecycle_state(a) == AS_BACKOFF)
 			lifecycle_stop(a, "shutdown");
 	}
 	if (!supervisor_any_alive())
@@ -244,7 +246,7 @@ supervisor_stop_next(void)
 	sv.picking = 1;
 	for (a = agent_first(); a != NULL; a = next) {
 		next = agent_next(a);
-		if (a->life.state == AS_BACKOFF) {
+		if (lifecycle_state(a) == AS_BACKOFF) {
 			/* Waiting to restart: not any more. */
 			lifecycle_stop(a, "shutdown");
 			continue;
@@ -252,8 +254,8 @@ supervisor_stop_next(void)
 		if (!lifecycle_alive(a))
 			continue;
 		if (pick == NULL || a->depth > pick->depth ||
-		    (a->depth == pick->depth && a->life.start_seq >
-		    pick->life.start_seq))
+		    (a->depth == pick->depth && lifecycle_start_seq(a) >
+		    lifecycle_start_seq(pick)))
 			pick = a;
 	}
 	sv.picking = 0;

@@ -367,17 +367,19 @@ taskreg_budgets(void)
 {
 	json_t		*agents = json_array();
 	struct agent	*a;
-	double		 tin, tout, cost;
+	double		 tin, tout, cost, used, spent, max_tokens, max_cost;
 
-	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (!(a->flags & AGENT_DEAD) && (a->budget.max_tokens > 0 ||
-		    a->budget.max_cost > 0 || a->budget.tokens > 0 ||
-		    a->budget.cost > 0))
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (a->flags & AGENT_DEAD)
+			continue;
+		budget_used(a, &used, &spent);
+		budget_limits(a, &max_tokens, &max_cost);
+		if (max_tokens > 0 || max_cost > 0 || used > 0 || spent > 0)
 			json_array_append_new(agents, json_pack("{s:s, s:f, s:f, "
-			    "s:f, s:f}", "agent", a->id, "tokens",
-			    a->budget.tokens, "cost", a->budget.cost,
-			    "maxTokens", a->budget.max_tokens, "maxCost",
-			    a->budget.max_cost));
+			    "s:f, s:f}", "agent", a->id, "tokens", used, "cost",
+			    spent, "maxTokens", max_tokens, "maxCost",
+			    max_cost));
+	}
 	budget_totals(&tin, &tout, &cost);
 	return json_pack("{s:{s:f, s:f}, s:o, s:{s:f, s:f, s:f, s:f}}",
 	    "perTask", "maxTokens", taskreg_max_tokens, "maxCost",

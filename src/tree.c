@@ -226,53 +226,190 @@ tree_text(struct tree *t, const char *parent, const char *prefix, FILE *f)
 	}
 }
 
-/* A Mermaid-safe node name. */
+/*
+ * Write s between the quotes of a dot string: a quote and a backslash
+ * escaped, a newline as dot's line break in a label (\n).  Agents' ids
+ * reach here (an external agent's carries its tool's task id), and
+ * whatever they hold stays inside the string.
+ */
 static void
-tree_safe(const char *id, char *buf, size_t len)
+tree_dot_string(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+/*
+ * Write s as the text of a Mermaid node (between its quotes): what
+ * Mermaid reads as markup or an entity written as an entity, a newline
+ * as a line break.
+ */
+static void
+tree_mermaid_text(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		switch (*s) {
+		case '\n':
+			fputs("<br/>", f);
+			break;
+		case '"':
+			fputs("#quot;", f);
+			break;
+		case '#':
+			fputs("#35;", f);
+			break;
+		case '&':
+			fputs("#amp;", f);
+			break;
+		case '<':
+			fputs("#lt;", f);
+			break;
+		case '>':
+			fputs("#gt;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+/* An id as a Mermaid name (allocated): all but letters and digits '_'. */
+static char *
+tree_mermaid_word(const char *id)
+{
+	char	*s = xstrdup(id);
+	size_t	 j;
+
+	for (j = 0; s[j] != '\0'; j++)
+		if (!((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' &&
+		    s[j] <= 'Z') || (s[j] >= '0' && s[j] <= '9')))
+			s[j] = '_';
+	return s;
+}
+
+/*
+ * Mermaid's names of the nodes (allocated, one per node): the id as a
+ * word, and the node's number added when another node has that name.
+ */
+static char **
+tree_mermaid_names(struct tree *t)
+{
+	char	**names = xcalloc(t->n + 1, sizeof *names), *s;
+	size_t	  i, j;
+
+	for (i = 0; i < t->n; i++) {
+		s = tree_mermaid_word(t->nodes[i].id);
+		for (j = 0; j < i && strcmp(names[j], s) != 0; j++)
+			;
+		if (s[0] == '\0' || j < i) {
+			names[i] = NULL;
+			xasprintf(&names[i], "%s_%zu", s, i);
+			free(s);
+		} else
+			names[i] = s;
+	}
+	return names;
+}
+
+/* The number of the node with this id, or -1. */
+static ssize_t
+tree_index(const struct tree *t, const char *id)
 {
 	size_t	i;
 
-	for (i = 0; id[i] != '\0' && i + 1 < len; i++)
-		buf[i] = (id[i] == '-' || id[i] == '.') ? '_' : id[i];
-	buf[i] = '\0';
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->nodes[i].id, id) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Print a tree as Graphviz dot. */
+static void
+tree_dot(struct tree *t, FILE *f)
+{
+	struct tnode	*n;
+	char		 label[256];
+	size_t		 i;
+
+	fprintf(f, "digraph corral {\n  node [shape=box];\n");
+	for (i = 0; i < t->n; i++) {
+		n = &t->nodes[i];
+		tree_label(t, n, label, sizeof label, "\n");
+		fputs("  \"", f);
+		tree_dot_string(f, n->id);
+		fputs("\" [label=\"", f);
+		tree_dot_string(f, n->id);
+		fputs("\\n", f);
+		tree_dot_string(f, label);
+		fputs("\"];\n", f);
+	}
+	for (i = 0; i < t->n; i++) {
+		n = &t->nodes[i];
+		if (n->parent == NULL)
+			continue;
+		fputs("  \"", f);
+		tree_dot_string(f, n->parent);
+		fputs("\" -> \"", f);
+		tree_dot_string(f, n->id);
+		fputs("\";\n", f);
+	}
+	fprintf(f, "}\n");
+}
+
+/* Print a tree as a Mermaid flowchart. */
+static void
+tree_mermaid(struct tree *t, FILE *f)
+{
+	struct tnode	*n;
+	char		**names, label[256], *w;
+	size_t		  i;
+	ssize_t		  p;
+
+	names = tree_mermaid_names(t);
+	fprintf(f, "graph TD\n");
+	for (i = 0; i < t->n; i++) {
+		n = &t->nodes[i];
+		tree_label(t, n, label, sizeof label, "\n");
+		fprintf(f, "  %s[\"", names[i]);
+		tree_mermaid_text(f, n->id);
+		fputs("<br/>", f);
+		tree_mermaid_text(f, label);
+		fputs("\"]\n", f);
+	}
+	for (i = 0; i < t->n; i++) {
+		n = &t->nodes[i];
+		if (n->parent == NULL)
+			continue;
+		if ((p = tree_index(t, n->parent)) != -1) {
+			fprintf(f, "  %s --> %s\n", names[p], names[i]);
+			continue;
+		}
+		/* A parent the log does not show: Mermaid makes its node. */
+		w = tree_mermaid_word(n->parent);
+		fprintf(f, "  %s --> %s\n", w, names[i]);
+		free(w);
+	}
+	for (i = 0; i < t->n; i++)
+		free(names[i]);
+	free(names);
 }
 
 /* Print a tree in a format: text, dot or mermaid. */
 static void
 tree_print(struct tree *t, const char *format, FILE *f)
 {
-	char	label[256], a[128], b[128];
-	size_t	i;
-
-	if (strcmp(format, "dot") == 0) {
-		fprintf(f, "digraph corral {\n  node [shape=box];\n");
-		for (i = 0; i < t->n; i++) {
-			tree_label(t, &t->nodes[i], label, sizeof label, "\\n");
-			fprintf(f, "  \"%s\" [label=\"%s\\n%s\"];\n",
-			    t->nodes[i].id, t->nodes[i].id, label);
-		}
-		for (i = 0; i < t->n; i++)
-			if (t->nodes[i].parent != NULL)
-				fprintf(f, "  \"%s\" -> \"%s\";\n",
-				    t->nodes[i].parent, t->nodes[i].id);
-		fprintf(f, "}\n");
-	} else if (strcmp(format, "mermaid") == 0) {
-		fprintf(f, "graph TD\n");
-		for (i = 0; i < t->n; i++) {
-			tree_label(t, &t->nodes[i], label, sizeof label,
-			    "<br/>");
-			tree_safe(t->nodes[i].id, a, sizeof a);
-			fprintf(f, "  %s[\"%s<br/>%s\"]\n", a, t->nodes[i].id,
-			    label);
-		}
-		for (i = 0; i < t->n; i++) {
-			if (t->nodes[i].parent == NULL)
-				continue;
-			tree_safe(t->nodes[i].parent, a, sizeof a);
-			tree_safe(t->nodes[i].id, b, sizeof b);
-			fprintf(f, "  %s --> %s\n", a, b);
-		}
-	} else
+	if (strcmp(format, "dot") == 0)
+		tree_dot(t, f);
+	else if (strcmp(format, "mermaid") == 0)
+		tree_mermaid(t, f);
+	else
 		tree_text(t, NULL, "", f);
 }
 

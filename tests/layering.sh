@@ -10,6 +10,15 @@
 # config), and its calls are that module's.  A module's private header
 # (engine-int.h, config.h) may be included by its own files only.
 #
+# Data too: each part of struct agent (and the route's item in a request)
+# is marked in src/corral.h with the module it belongs to (PART_OF), and
+# the compiler refuses a name of it in another module's file.  This plants
+# such a use of every part, in a file of another module (which must not
+# compile) and of its own (which must), and a write to a request and to a
+# job outside the engine; then it compiles every other module's file with
+# requests' and jobs' fields const (CORRAL_CHECK_WRITES): only the engine
+# writes them.
+#
 #   sh tests/layering.sh            (objects from build/, or $BUILD)
 set -u
 cd "$(dirname "$0")/.."
@@ -84,7 +93,87 @@ awk 'NR == FNR { rank[$1] = NR; next }
     }
     END { exit bad }' "$T/order" "$T/uses" || bad=1
 
+# The compiler and flags the build used, and a file of module $1 with
+# the body $2 (for a parameter p of type $3) compiled with the extra
+# flags $4: its diagnostics on stdout, its status returned.
+cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+flags=$(sed -n 's/^C_\(DEFINES\|INCLUDES\|FLAGS\) = //p' \
+    "$BUILD/CMakeFiles/corral_core.dir/flags.make" | tr '\n' ' ')
+# A write through a pointer to a const field must be an error too.
+qual=-Werror=discarded-qualifiers
+"$cc" $qual -x c -fsyntax-only /dev/null 2>/dev/null ||
+    qual=-Werror=incompatible-pointer-types-discards-qualifiers
+probe() {
+	printf '#include "corral.h"\nvoid probe(%s *);\nvoid\nprobe(%s *p)\n{\n\t%s;\n}\n' \
+	    "$3" "$3" "$2" >"$T/probe.c"
+	eval "\"\$cc\" $flags -fsyntax-only -DCORRAL_MODULE_$1 $4 -I src \"\$T/probe.c\"" 2>&1
+}
+
+# The parts: struct, member, owner (one a line).
+awk '/^struct [a-z_]+ \{/ { s = $2 }
+    /^\t.*PART_OF\([a-z_]+\)/ {
+	m = $0; sub(/[ \t]*PART_OF.*/, "", m); sub(/.*[ \t*]/, "", m)
+	o = $0; sub(/.*PART_OF\(/, "", o); sub(/\).*/, "", o)
+	print s, m, o
+    }' src/corral.h >"$T/parts"
+[ -s "$T/parts" ] || { echo "FAIL: no PART_OF marks in src/corral.h"; bad=1; }
+# Every part of struct agent has its owner.
+sed -n '/^struct agent {/,/^};/p' src/corral.h | sed -n '/The parts/,$p' |
+    grep -v -e 'The parts' -e '^};' -e PART_OF | grep . >"$T/unowned"
+while read -r line; do
+	echo "FAIL: a part of struct agent with no owner: $line"
+	bad=1
+done <"$T/unowned"
+nparts=0
+while read -r s m o; do
+	nparts=$((nparts + 1))
+	grep -qx "$o" "$T/order" || {
+		echo "FAIL: struct $s's part $m belongs to $o, which is not in the layer list"
+		bad=1
+	}
+	if out=$(probe "$o" "(void)&p->$m" "struct $s" ""); then :; else
+		echo "FAIL: module $o's own file cannot use its part $m of struct $s:"
+		echo "$out" | head -5
+		bad=1
+	fi
+	if out=$(probe layering_probe "(void)&p->$m" "struct $s" ""); then
+		echo "FAIL: a planted use of $o's part $m of struct $s in another module compiled"
+		bad=1
+	elif ! echo "$out" | grep -q "a part of module $o"; then
+		echo "FAIL: a planted use of $o's part $m of struct $s failed, but not for its owner:"
+		echo "$out" | head -5
+		bad=1
+	fi
+done <"$T/parts"
+
+# Only the engine writes requests and jobs.
+w=CORRAL_CHECK_WRITES
+for sw in "struct msg:p->prio = 1:a request" "struct job:p->done = 1:a job"; do
+	st=${sw%%:*}; body=${sw#*:}; what=${body#*:}; body=${body%%:*}
+	if ! out=$(probe engine "$body" "$st" "-D$w"); then
+		echo "FAIL: the engine cannot write $what under $w:"
+		echo "$out" | head -5
+		bad=1
+	fi
+	if probe layering_probe "$body" "$st" "-D$w" >/dev/null; then
+		echo "FAIL: a planted write to $what outside the engine compiled under $w"
+		bad=1
+	fi
+done
+nw=0
+for f in src/*.c; do
+	m=$(basename "$f" .c)
+	m=${m%%-*}
+	[ "$m" = engine ] && continue
+	nw=$((nw + 1))
+	if ! out=$(eval "\"\$cc\" $flags -fsyntax-only -DCORRAL_MODULE_$m -D$w $qual \"\$f\"" 2>&1); then
+		echo "FAIL: $f writes a request or a job (only the engine does):"
+		echo "$out" | grep -e error -e '^ ' | head -6
+		bad=1
+	fi
+done
+
 n=$(wc -l <"$T/order")
 e=$(awk '{ print $1, $2 }' "$T/uses" | sort -u | wc -l)
-[ "$bad" = 0 ] && echo "layering: $n modules, $e module-to-module uses, none upward"
+[ "$bad" = 0 ] && echo "layering: $n modules, $e module-to-module uses, none upward; $nparts parts, each named by its module alone; $nw files of other modules write no request or job"
 exit "$bad"

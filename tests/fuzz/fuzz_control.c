@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CORRAL_WHITEBOX	/* sets agents' parts by hand */
 #include "corral.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);

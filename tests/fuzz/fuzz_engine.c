@@ -83,6 +83,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CORRAL_WHITEBOX	/* looks into every module's part of an agent */
 #include "corral.h"
 
 #define FZ_MAX_INPUT	(1 << 16)
@@ -1397,7 +1398,7 @@ fz_agent_of(const struct fz_proc *fp)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->proc.pid == fp->pid && (a->proc.flags & AP_RUNNING))
+		if (a->proc.p.pid == fp->pid && (a->proc.flags & AP_RUNNING))
 			return a;
 	return NULL;
 }
@@ -1482,11 +1483,11 @@ fz_status(struct fz_proc *fp, int status)
 {
 	struct agent	*a = fz_agent_of(fp);
 
-	if (a == NULL || !ev_is_active(&a->proc.child_w))
+	if (a == NULL || !ev_is_active(&a->proc.p.child_w))
 		return;
-	a->proc.child_w.rpid = fp->pid;
-	a->proc.child_w.rstatus = status;
-	ev_feed_event(LOOP, &a->proc.child_w, EV_CHILD);
+	a->proc.p.child_w.rpid = fp->pid;
+	a->proc.p.child_w.rstatus = status;
+	ev_feed_event(LOOP, &a->proc.p.child_w, EV_CHILD);
 	ev_invoke_pending(LOOP);
 }
 
@@ -1511,8 +1512,8 @@ fz_close_output(struct fz_proc *fp, int out, int err)
 			return;
 		if (out && ev_is_active(&a->proc.io.rw))
 			ev_feed_event(LOOP, &a->proc.io.rw, EV_READ);
-		else if (err && ev_is_active(&a->proc.err_w))
-			ev_feed_event(LOOP, &a->proc.err_w, EV_READ);
+		else if (err && ev_is_active(&a->proc.p.err_w))
+			ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
 		else
 			return;
 		ev_invoke_pending(LOOP);
@@ -1844,10 +1845,8 @@ fz_timers(ev_timer **t, size_t max)
 {
 	struct agent	*a;
 	struct msg	*m;
-	struct route	*r;
 	struct job	*jobs[64];
 	size_t		 n = 0, nj = 0, i;
-	int		 j, level;
 
 #define FZ_ADD(x) do {							\
 	if (ev_is_active(x) && n < max)					\
@@ -1871,18 +1870,11 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->life.hb_w);
 		FZ_ADD(&a->breaker.timer);
 		FZ_ADD(&a->budget.timer);
-		FZ_ADD(&a->proc.pipe_w);
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
-			FZ_MSG(m);
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			FZ_MSG(m);
+		FZ_ADD(&a->proc.p.pipe_w);
 	}
-	for (j = 0; j <= INTENT_COUNT; j++) {
-		r = route_row(j);
-		for (level = 0; level < PRIO_COUNT; level++)
-			TAILQ_FOREACH(m, &r->queue[level], entry)
-				FZ_MSG(m);
-	}
+	/* In flight, waiting in a queue, or for a retry. */
+	for (m = engine_live_next(NULL); m != NULL; m = engine_live_next(m))
+		FZ_MSG(m);
 #undef FZ_MSG
 #undef FZ_ADD
 	return n;
@@ -2020,8 +2012,8 @@ fz_trouble(struct fz_rd *r)
 		if (fp->err != -1 && write(fp->err, w->buf, w->tail) > 0) {
 			struct agent *a = fz_agent_of(fp);
 
-			if (a != NULL && ev_is_active(&a->proc.err_w)) {
-				ev_feed_event(LOOP, &a->proc.err_w, EV_READ);
+			if (a != NULL && ev_is_active(&a->proc.p.err_w)) {
+				ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
 				ev_invoke_pending(LOOP);
 			}
 		}
@@ -2179,11 +2171,13 @@ fz_dump(void)
 		fprintf(stderr, "  agent %s: %s, running %d, outstanding %u, "
 		    "direct %d, flags %#x, life flags %#x\n", a->id,
 		    lifecycle_state_name(a->life.state),
-		    (a->proc.flags & AP_RUNNING) != 0, a->work.outstanding,
+		    (a->proc.flags & AP_RUNNING) != 0, a->life.outstanding,
 		    !TAILQ_EMPTY(&a->slot.direct), a->flags, a->life.flags);
-		TAILQ_FOREACH(m, &a->slot.direct, entry)
-			fprintf(stderr, "    waits: %s (kind %d)\n", m->id,
-			    m->kind);
+		for (m = engine_live_next(NULL); m != NULL;
+		    m = engine_live_next(m))
+			if (m->where == MSG_QUEUED && m->target == a)
+				fprintf(stderr, "    waits: %s (kind %d)\n",
+				    m->id, m->kind);
 		TAILQ_FOREACH(m, &a->work.inflight, entry)
 			fprintf(stderr, "    in flight: %s (kind %d)\n", m->id,
 			    m->kind);

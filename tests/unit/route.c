@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#define CORRAL_WHITEBOX	/* sets agents' parts by hand */
 #include "corral.h"
 
 static struct workflow	*wf;
@@ -87,11 +88,11 @@ rt_teardown(void)
 			engine_request_done(m, e, len, 1);
 			free(e);
 		}
-		while ((m = TAILQ_FIRST(&a->slot.direct)) != NULL) {
+		while ((m = route_direct_first(a)) != NULL) {
 			route_dequeue(m);
 			engine_fail(m, "UNAVAILABLE", "shutdown", "over");
 		}
-		a->work.outstanding = 0;
+		a->life.outstanding = 0;
 	}
 	assert_int_equal(route_queued_count(), 0);
 	assert_int_equal(engine_stats_get()->live_msgs, 0);
@@ -121,7 +122,7 @@ static void
 set_load(struct agent *a, enum agent_state state, unsigned int outstanding)
 {
 	a->life.state = state;
-	a->work.outstanding = outstanding;
+	a->life.outstanding = outstanding;
 	if (state == AS_INITIALIZING)
 		a->life.flags |= LF_NOT_READY;
 }
@@ -242,7 +243,7 @@ test_fewest_outstanding(void **state)
 	set_load(ag("w.3"), AS_BUSY, 1);
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m), "w.2");
-	assert_int_equal(ag("w.2")->work.outstanding, 1);
+	assert_int_equal(ag("w.2")->life.outstanding, 1);
 	assert_int_equal(ag("w.2")->life.state, AS_BUSY);
 	/* w.2 and w.3 now have 1 each; w.2 was just picked: w.3. */
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
@@ -269,7 +270,7 @@ test_ties_rotate(void **state)
 	}
 	/* w.2 answers one: it has the fewest now, though picked recently. */
 	reply(ag("w.2"), m[1]);
-	assert_int_equal(ag("w.2")->work.outstanding, 1);
+	assert_int_equal(ag("w.2")->life.outstanding, 1);
 	x = submit(INTENT_PLAN, PRIO_NORMAL);
 	assert_string_equal(at(x), "w.2");
 	rt_teardown();
@@ -301,12 +302,11 @@ test_ready_busy_capacity(void **state)
 	set_load(ag("w.6"), AS_BUSY, 1);	/* room for one more */
 	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_string_equal(at(m), "w.6");
-	assert_int_equal(ag("w.6")->work.outstanding, 2);
+	assert_int_equal(ag("w.6")->life.outstanding, 2);
 	/* Now nobody can take one: it waits in the row's queue. */
 	q = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	assert_int_equal(q->where, MSG_QUEUED);
-	assert_ptr_equal(q->route, route_for(INTENT_EXECUTE));
-	assert_int_equal(route_for(INTENT_EXECUTE)->queued, 1);
+	assert_int_equal(route_row_queued(INTENT_EXECUTE), 1);
 	assert_int_equal(route_queued_count(), 1);
 	/* w.6 answers: its free slot takes the waiting request. */
 	reply(ag("w.6"), m);
@@ -351,7 +351,7 @@ test_queue_then_kick(void **state)
 	/* An agent of another row being kicked takes neither. */
 	route_kick(ag("other"));
 	assert_int_equal(route_queued_count(), 2);
-	assert_int_equal(ag("other")->work.outstanding, 0);
+	assert_int_equal(ag("other")->life.outstanding, 0);
 	/* a's handshake: READY, and the plan request is dispatched. */
 	lifecycle_ready(a, "handshake");
 	assert_string_equal(at(m1), "a");
@@ -383,7 +383,7 @@ holding(void)
 {
 	struct agent	*s = ag("s");
 
-	assert_int_equal(s->work.outstanding, 1);
+	assert_int_equal(s->life.outstanding, 1);
 	return TAILQ_FIRST(&s->work.inflight);
 }
 
@@ -403,7 +403,7 @@ test_priority_order(void **state)
 	n2 = submit(INTENT_EXECUTE, PRIO_NORMAL);
 	crit = submit(INTENT_EXECUTE, PRIO_CRITICAL);
 	assert_int_equal(route_queued_count(), 6);
-	assert_int_equal(route_for(INTENT_COUNT)->queued, 6);
+	assert_int_equal(route_row_queued(ROUTE_FALLBACK), 6);
 
 	reply(ag("s"), first);
 	assert_ptr_equal(holding(), crit);
@@ -476,7 +476,7 @@ test_reflection_excludes_author(void **state)
 	m->exclude = c1;
 	assert_int_equal(route_submit(m), 0);
 	assert_string_equal(at(m), "c.2");
-	assert_int_equal(c1->work.outstanding, 0);
+	assert_int_equal(c1->life.outstanding, 0);
 	/* c.2 is full now: the next reflection on c.1's reply waits. */
 	q = req(INTENT_REFLECT, PRIO_NORMAL);
 	q->exclude = c1;
@@ -485,12 +485,12 @@ test_reflection_excludes_author(void **state)
 	/* c.1 is idle and kicked: it must not take its own reflection. */
 	route_kick(c1);
 	assert_int_equal(q->where, MSG_QUEUED);
-	assert_int_equal(c1->work.outstanding, 0);
+	assert_int_equal(c1->life.outstanding, 0);
 	/* A request that excludes nobody does go to c.1 meanwhile. */
 	m = submit(INTENT_REFLECT, PRIO_NORMAL);
 	assert_string_equal(at(m), "c.1");
 	/* c.2 has room again: the reflection goes there. */
-	c2->work.outstanding = 3;
+	c2->life.outstanding = 3;
 	route_kick(c2);
 	assert_string_equal(at(q), "c.2");
 	rt_teardown();
@@ -546,11 +546,11 @@ test_fallback_row(void **state)
 	int		 i;
 
 	rt_setup(yaml);
-	assert_ptr_equal(route_for(INTENT_PLAN), route_row(INTENT_PLAN));
+	assert_ptr_not_equal(route_for(INTENT_PLAN), route_for(INTENT_EXECUTE));
 	for (i = 0; i < INTENT_COUNT; i++) {
 		if (i == INTENT_PLAN)
 			continue;
-		assert_ptr_equal(route_for(i), route_row(ROUTE_FALLBACK));
+		assert_ptr_equal(route_for(i), route_for(INTENT_EXECUTE));
 		m = submit(i, PRIO_NORMAL);
 		assert_string_equal(at(m), "f");
 	}
@@ -560,8 +560,9 @@ test_fallback_row(void **state)
 	set_load(ag("p"), AS_BUSY, 16);
 	m = submit(INTENT_PLAN, PRIO_NORMAL);
 	assert_int_equal(m->where, MSG_QUEUED);
-	assert_ptr_equal(m->route, route_row(INTENT_PLAN));
-	ag("p")->work.outstanding = 1;
+	assert_int_equal(route_row_queued(INTENT_PLAN), 1);
+	assert_int_equal(route_row_queued(ROUTE_FALLBACK), 0);
+	ag("p")->life.outstanding = 1;
 	rt_teardown();
 }
 
@@ -589,7 +590,7 @@ test_no_route(void **state)
 	assert_true(out_has_error("no_route", id));
 	assert_non_null(strstr(outbuf, "no route for intent execute"));
 	assert_int_equal(route_queued_count(), 0);
-	assert_int_equal(ag("p")->work.outstanding, 0);
+	assert_int_equal(ag("p")->life.outstanding, 0);
 	rt_teardown();
 }
 
