@@ -73,6 +73,15 @@ adapter_table_check(const struct agent_conf *ac, char *why, size_t len)
 	return ops->check != NULL ? ops->check(ac, why, len) : 0;
 }
 
+/* Does the adapter called name run a process per request (exec)? */
+int
+adapter_table_per_call(const char *name)
+{
+	const struct adapter_ops	*ops = adapter_table_find(name);
+
+	return ops != NULL && ops->per_call;
+}
+
 /*
  * Where an adapter's CLI keeps its state, as a path of its environment:
  * a confined agent may write there (confine.c).  Kept here, beside the

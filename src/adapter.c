@@ -645,11 +645,12 @@ adapter_template_lookup(json_t *req, const char *path, size_t len,
 	size_t	 i, start = 0;
 
 	*raw = 0;
-	if (len == 8 && memcmp(path, "envelope", 8) == 0) {
+	/* Without a request (a launcher's template) every path is plain. */
+	if (m != NULL && len == 8 && memcmp(path, "envelope", 8) == 0) {
 		*raw = 1;
 		return json_incref(req);
 	}
-	if (len == 2 && memcmp(path, "id", 2) == 0)
+	if (m != NULL && len == 2 && memcmp(path, "id", 2) == 0)
 		return json_string(m->id);
 	for (i = 0; i <= len && v != NULL; i++) {
 		if (i < len && path[i] != '.')

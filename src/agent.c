@@ -34,6 +34,8 @@ static uint64_t			agent_child_seq;
 static agent_event_cb	agent_event_hook;
 static agent_line_cb	agent_line_hook;
 static agent_cb		agent_drain_hook;
+static agent_errline_cb	agent_errline_hook;
+static agent_exit_cb	agent_exit_hook;
 static agent_cb		agent_new_hooks[AGENT_HOOKS];
 static size_t		agent_nnew_hooks;
 static agent_cb		agent_free_hooks[AGENT_HOOKS];
@@ -49,11 +51,12 @@ static void	agent_proc_exited(struct proc *);
 static void	agent_proc_held(struct proc *);
 static void	agent_proc_broken(struct proc *, const char *);
 static void	agent_proc_stopped(struct proc *, int);
+static int	agent_proc_errline(struct proc *, const char *, size_t);
 
 /* What an agent's process tells it. */
 static const struct proc_hooks agent_proc_hooks = {
 	agent_proc_done, agent_proc_exited, agent_proc_held,
-	agent_proc_broken, agent_proc_stopped
+	agent_proc_broken, agent_proc_stopped, agent_proc_errline
 };
 
 RB_GENERATE(agent_tree, agent, by_id, agent_cmp);
@@ -78,6 +81,18 @@ agent_on_line(agent_line_cb line, agent_cb drained)
 {
 	agent_line_hook = line;
 	agent_drain_hook = drained;
+}
+
+/*
+ * Register who reads a process's stderr lines first, and may keep one
+ * from the log (nonzero), and who may say more of how it ended: the
+ * launcher's link (launch.c).
+ */
+void
+agent_on_process(agent_errline_cb errline, agent_exit_cb exited)
+{
+	agent_errline_hook = errline;
+	agent_exit_hook = exited;
 }
 
 /* Add cb to a list of hooks, once (the tests set modules up again). */
@@ -283,11 +298,22 @@ int
 agent_spawn(struct agent *a, char **argv, char *const *env,
     struct spawn_result *sr)
 {
+	return agent_spawn_as(a, a->conf, argv, env, sr);
+}
+
+/*
+ * agent_spawn with the settings the process starts with (ac): a
+ * launcher's are the agent's but those that apply on the far end.
+ */
+int
+agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
+    char *const *env, struct spawn_result *sr)
+{
 	struct agent_proc	*p = &a->proc;
 
 	agent_new_token(a);
 	p->spawned_at = ev_now(LOOP);
-	if (proc_spawn(&p->p, a->conf, argv != NULL ? argv : a->conf->argv,
+	if (proc_spawn(&p->p, ac, argv != NULL ? argv : a->conf->argv,
 	    a->id, a->token, env, PROC_TRACE, &agent_proc_hooks, a, sr) != 0)
 		return -1;
 	p->flags = AP_RUNNING;
@@ -344,6 +370,16 @@ agent_send(struct agent *a, const char *line, size_t len)
 	a->proc.msgs_in++;
 }
 
+/*
+ * Queue a line of the link to a launched agent's far end for its stdin
+ * (launch.c's keepalives): no message, so not counted as one.
+ */
+void
+agent_send_link(struct agent *a, const char *line, size_t len)
+{
+	chan_write_line(&a->proc.io, line, len);
+}
+
 /* Return nonzero if the agent's stdin is above its high watermark. */
 int
 agent_full(const struct agent *a)
@@ -362,10 +398,13 @@ agent_writable(const struct agent *a)
 static void
 agent_proc_done(struct proc *pp)
 {
-	char	st[64];
+	struct agent	*a = proc_owner(pp);
+	char		 st[256];
 
 	util_describe_status(st, sizeof st, proc_status(pp));
-	agent_news(proc_owner(pp), AE_EXITED, st);
+	if (agent_exit_hook != NULL)
+		agent_exit_hook(a, st, sizeof st);
+	agent_news(a, AE_EXITED, st);
 }
 
 /* The process was reaped: it is stopped by no signal any more. */
@@ -414,6 +453,15 @@ agent_proc_stopped(struct proc *pp, int sig)
 		a->proc.flags &= ~AP_SIGSTOPPED;
 		agent_news(a, AE_SIGCONT, "continued");
 	}
+}
+
+/* A stderr line: the launcher's link reads it first (launch.c). */
+static int
+agent_proc_errline(struct proc *pp, const char *line, size_t len)
+{
+	if (agent_errline_hook == NULL)
+		return 0;
+	return agent_errline_hook(proc_owner(pp), line, len);
 }
 
 /* The agent's stdout reached EOF. */

@@ -662,6 +662,48 @@ client_uptime(char *buf, size_t len, double secs)
 }
 
 /*
+ * Where an agent runs, from its MAP metadata, in one word for corral ps
+ * and top: "-" on this machine; else its host, with Slurm's job
+ * ("node1:job=42") or the container ("ctr=8a24bfec59d6@beta"), and a
+ * "!" when its link is lost.
+ */
+void
+client_where(json_t *md, char *buf, size_t len)
+{
+	json_t		*h = json_object_get(md, "host");
+	const char	*name, *job, *ctr, *node;
+	char		 c[16], *esc;
+
+	if (!json_is_object(h)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	name = json_string_value(json_object_get(h, "name"));
+	node = json_string_value(json_object_get(h, "node"));
+	job = json_string_value(json_object_get(h, "slurmJob"));
+	ctr = json_string_value(json_object_get(h, "container"));
+	if (name == NULL || *name == '\0')
+		name = node != NULL ? node : "?";
+	if (ctr != NULL) {
+		snprintf(c, sizeof c, "%.12s", ctr);
+		if (node != NULL && strcmp(name, node) != 0)
+			snprintf(buf, len, "ctr=%s@%s", c, name);
+		else
+			snprintf(buf, len, "ctr=%s", c);
+	} else if (job != NULL)
+		snprintf(buf, len, "%s:job=%s", name, job);
+	else
+		snprintf(buf, len, "%s", name);
+	if (json_is_string(json_object_get(h, "link")) &&
+	    strcmp(json_string_value(json_object_get(h, "link")), "lost") == 0)
+		strlcat(buf, "!", len);
+	/* The far end named itself: harmless to a terminal. */
+	esc = util_vis(buf, strlen(buf));
+	snprintf(buf, len, "%s", esc);
+	free(esc);
+}
+
+/*
  * The requests in flight (_corral/requests, at most limit of them): the
  * answer, or NULL when this corral cannot say (an older one).
  */

@@ -43,22 +43,23 @@ cmd_ps_agent(json_t *a)
 {
 	json_t		*md = json_object_get(a, "metadata");
 	const char	*err;
-	char		 id[64], pid[24], line[256];
+	char		 id[64], pid[24], where[96], line[256];
 	int		 depth = (int)json_integer_value(json_object_get(md,
 			    "depth"));
 
 	snprintf(id, sizeof id, "%*s%s", depth * 2, "",
 	    json_string_value(json_object_get(a, "id")));
 	client_pid(pid, sizeof pid, md);
+	client_where(md, where, sizeof where);
 	printf("  %-20s %-13s %-8s %-8lld %-6lld %-6lld %-8lld %-8.0f "
-	    "%-9.4f", id, json_string_value(json_object_get(a, "state")),
+	    "%-9.4f %-10s", id, json_string_value(json_object_get(a, "state")),
 	    pid,
 	    (long long)json_integer_value(json_object_get(md, "inflight")),
 	    (long long)json_integer_value(json_object_get(md, "msgsIn")),
 	    (long long)json_integer_value(json_object_get(md, "msgsOut")),
 	    (long long)json_integer_value(json_object_get(md, "restarts")),
 	    json_number_value(json_object_get(md, "tokens")),
-	    json_number_value(json_object_get(md, "cost")));
+	    json_number_value(json_object_get(md, "cost")), where);
 	if ((err = json_string_value(json_object_get(md, "lastError"))) !=
 	    NULL)
 		printf(" %.60s", err);
@@ -190,9 +191,9 @@ cmd_ps_run(const char *sock, int json, int *first)
 		    json_string_value(json_object_get(run, "mode")), up,
 		    json_array_size(agents),
 		    json_string_value(json_object_get(run, "workflow")), sock);
-		printf("  %-20s %-13s %-8s %-8s %-6s %-6s %-8s %-8s %-9s %s\n",
-		    "AGENT", "STATE", "PID", "INFLIGHT", "IN", "OUT",
-		    "RESTARTS", "TOKENS", "COST", "LAST ERROR");
+		printf("  %-20s %-13s %-8s %-8s %-6s %-6s %-8s %-8s %-9s %-10s "
+		    "%s\n", "AGENT", "STATE", "PID", "INFLIGHT", "IN", "OUT",
+		    "RESTARTS", "TOKENS", "COST", "HOST", "LAST ERROR");
 		json_array_foreach(agents, i, a)
 			cmd_ps_agent(a);
 		if (reqs != NULL)

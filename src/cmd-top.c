@@ -228,6 +228,61 @@ cmd_top_requests(struct cmd_top_screen *s, json_t *reqs)
 }
 
 /*
+ * The agents' table.  HOST only when some agent runs on another machine:
+ * a team on this one keeps its columns, and LAST ERROR its room.
+ */
+static void
+cmd_top_agents(struct cmd_top_screen *s, json_t *agents)
+{
+	json_t		*a, *md;
+	const char	*err;
+	char		 id[64], pid[24], where[96], cell[112], line[256];
+	size_t		 i;
+	int		 hosts = 0;
+
+	json_array_foreach(agents, i, a)
+		if (json_is_object(json_object_get(json_object_get(a,
+		    "metadata"), "host")))
+			hosts = 1;
+	cmd_top_line(s, "%s%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s %-8s "
+	    "%-9s %s%-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT",
+	    "STATE", "PID", "INFLIGHT", "QUEUE", "IN", "OUT", "RESTARTS",
+	    "TOKENS", "COST", hosts ? "HOST       " : "", "LAST ERROR",
+	    cmd_top_plain ? "" : "\033[0m");
+	json_array_foreach(agents, i, a) {
+		md = json_object_get(a, "metadata");
+		snprintf(id, sizeof id, "%*s%s", (int)json_integer_value(
+		    json_object_get(md, "depth")) * 2, "",
+		    json_string_value(json_object_get(a, "id")));
+		err = json_string_value(json_object_get(md, "lastError"));
+		client_pid(pid, sizeof pid, md);
+		client_where(md, where, sizeof where);
+		cell[0] = '\0';
+		if (hosts)
+			snprintf(cell, sizeof cell, "%-10s ", where);
+		cmd_top_line(s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
+		    "%-7lld %-8lld %-8.0f %-9.4f %s%s", id,
+		    json_string_value(json_object_get(a, "state")), pid,
+		    (long long)json_integer_value(json_object_get(md,
+		    "inflight")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "queued")),
+		    (long long)json_integer_value(json_object_get(md, "msgsIn")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "msgsOut")),
+		    (long long)json_integer_value(json_object_get(md,
+		    "restarts")),
+		    json_number_value(json_object_get(md, "tokens")),
+		    json_number_value(json_object_get(md, "cost")), cell,
+		    err != NULL ? err : "");
+		if (client_status_row(line, sizeof line, md))
+			cmd_top_line(s, "%*s  %s", (int)json_integer_value(
+			    json_object_get(md, "depth")) * 2, "", line);
+		cmd_top_progress(s, md);
+	}
+}
+
+/*
  * Draw one screen from the agents, the metrics, the requests and what
  * waits for a person.
  */
@@ -236,9 +291,9 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
     json_t *reqs, json_t *waiting)
 {
 	struct cmd_top_screen	 s;
-	json_t			*run = client_run(c), *a, *md, *m, *smp;
-	const char		*err, *st;
-	char			 up[32], id[64], queues[256], pid[24], line[256];
+	json_t			*run = client_run(c), *a, *m, *smp;
+	const char		*st;
+	char			 up[32], queues[256];
 	size_t			 i, j, ql;
 	unsigned int		 idle = 0, busy = 0, other = 0;
 	double			 count, sum;
@@ -318,37 +373,7 @@ cmd_top_draw(struct client *c, json_t *agents, json_t *metrics,
 		    json_object_get(m, "summary")));
 	}
 	cmd_top_line(&s, "%s", "");
-	cmd_top_line(&s, "%s%-22s %-13s %-8s %-8s %-6s %-7s %-7s %-8s %-8s "
-	    "%-9s %-30s%s", cmd_top_plain ? "" : "\033[7m", "AGENT", "STATE",
-	    "PID", "INFLIGHT", "QUEUE", "IN", "OUT", "RESTARTS", "TOKENS",
-	    "COST", "LAST ERROR", cmd_top_plain ? "" : "\033[0m");
-	json_array_foreach(agents, i, a) {
-		md = json_object_get(a, "metadata");
-		snprintf(id, sizeof id, "%*s%s", (int)json_integer_value(
-		    json_object_get(md, "depth")) * 2, "",
-		    json_string_value(json_object_get(a, "id")));
-		err = json_string_value(json_object_get(md, "lastError"));
-		client_pid(pid, sizeof pid, md);
-		cmd_top_line(&s, "%-22s %-13s %-8s %-8lld %-6lld %-7lld "
-		    "%-7lld %-8lld %-8.0f %-9.4f %s", id,
-		    json_string_value(json_object_get(a, "state")), pid,
-		    (long long)json_integer_value(json_object_get(md,
-		    "inflight")),
-		    (long long)json_integer_value(json_object_get(md,
-		    "queued")),
-		    (long long)json_integer_value(json_object_get(md, "msgsIn")),
-		    (long long)json_integer_value(json_object_get(md,
-		    "msgsOut")),
-		    (long long)json_integer_value(json_object_get(md,
-		    "restarts")),
-		    json_number_value(json_object_get(md, "tokens")),
-		    json_number_value(json_object_get(md, "cost")),
-		    err != NULL ? err : "");
-		if (client_status_row(line, sizeof line, md))
-			cmd_top_line(&s, "%*s  %s", (int)json_integer_value(
-			    json_object_get(md, "depth")) * 2, "", line);
-		cmd_top_progress(&s, md);
-	}
+	cmd_top_agents(&s, agents);
 	cmd_top_requests(&s, reqs);
 	fputs(cmd_top_plain ? "\n" : "\033[J", s.f);
 	fclose(s.f);

@@ -46,6 +46,7 @@ static const struct cmd_entry *const cmd_entries[] = {
 	&cmd_metrics_entry,
 	&cmd_tasks_entry,
 	&cmd_mcp_entry,
+	&cmd_host_entry,
 	NULL
 };
 
@@ -272,6 +273,9 @@ cmd_parse(struct cmd *c, int argc, char **argv)
 
 	n = cmd_options(c->entry, opt);
 	memset(lo, 0, sizeof lo);
+	/* A command line after the options is left as it is. */
+	if (c->entry->flags & CMD_COMMAND)
+		*p++ = '+';
 	for (i = 0; i < n; i++) {
 		lo[i].name = opt[i]->name;
 		lo[i].has_arg = opt[i]->arg ? required_argument : no_argument;

@@ -15,6 +15,7 @@
 
 #define CMD_TARGET	0x1	/* -S PATH, --run ID: a running corral */
 #define CMD_ATTACH	0x2	/* connected to it before the handler runs */
+#define CMD_COMMAND	0x4	/* its operands are a command and its options */
 
 /* One option: --name, maybe -x too, with or without an argument. */
 struct cmd_option {
@@ -76,6 +77,7 @@ extern const struct cmd_entry	 cmd_top_entry;
 extern const struct cmd_entry	 cmd_metrics_entry;
 extern const struct cmd_entry	 cmd_tasks_entry;
 extern const struct cmd_entry	 cmd_mcp_entry;
+extern const struct cmd_entry	 cmd_host_entry;
 
 /* cmd.c */
 extern const char	 cmd_global_args[];

@@ -25,6 +25,9 @@
 /* The interval of a heartbeat: mapping that gives none (workflow.md). */
 #define CONFIG_TABLE_HEARTBEAT	5.0
 
+static int	config_table_check_launch(struct config_reader *,
+		    struct agent_conf *, const struct config_node *,
+		    const char *);
 static int	config_table_read_defaults(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -98,6 +101,8 @@ static int	config_table_read_optional(struct config_reader *,
 		    const struct config_node *, const char *);
 static void	config_table_print_confine(FILE *, const struct config_key *,
 		    const void *, int);
+static void	config_table_print_launch(FILE *, const struct config_key *,
+		    const void *, int);
 
 /* The names of the enumerations, indexed by value. */
 static const char *const config_table_ready[] = {
@@ -117,6 +122,14 @@ static const char *const config_table_join[] = {
 };
 static const char *const config_table_shutdown[] = {
 	"sequential", "parallel", NULL
+};
+static const char *const config_table_place[] = {
+	"round-robin", "least-loaded", NULL
+};
+/* The placeholders of launch.argv (docs/scale-out.md). */
+static const char *const config_table_launch_names[] = {
+	"host", "cmd", "argv", "env", "agent.id", "agent.name", "run",
+	"corral", "dir", NULL
 };
 static const char *const config_table_paths_as[] = {
 	"relative", "absolute", NULL
@@ -477,6 +490,44 @@ const struct config_key config_table[] = {
 	  .read = config_table_read_optional,
 	  .doc = "with required, the protections it may run without where "
 	  "the system lacks them" },
+	{ .name = "launch", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .print = config_table_print_launch,
+	  .doc = "run the agent elsewhere: through ssh, srun or a container "
+	  "engine, on one of its hosts" },
+	{ .name = "launch.argv", AGENT(launch.argv), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, launch.argc),
+	  .typename = "list of templates",
+	  .doc = "the launcher's command line; {{cmd}} is the agent's, run "
+	  "by corral host on the far end" },
+	{ .name = "launch.hosts", AGENT(launch.hosts), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, launch.nhosts),
+	  .doc = "the machines it may run on, {{host}} in argv; none: the "
+	  "launcher chooses (Slurm)" },
+	{ .name = "launch.place", AGENT(launch.place), .type = CONFIG_ENUM,
+	  .choices = config_table_place, .dflt = "round-robin",
+	  .doc = "how a host is chosen: in turn, or the one running fewest "
+	  "of corral's agents" },
+	{ .name = "launch.stay", AGENT(launch.stay), .type = CONFIG_BOOL,
+	  .dflt = "true",
+	  .doc = "a restart runs on the same host unless that host is lost "
+	  "or out" },
+	{ .name = "launch.corral", AGENT(launch.corral), .type = CONFIG_STRING,
+	  .dflt = "corral",
+	  .doc = "the corral program on the far end, as {{cmd}} runs it" },
+	{ .name = "launch.alive", AGENT(launch.alive), .type = CONFIG_DURATION,
+	  .dflt = "2s",
+	  .doc = "how often each end of the link says it is there" },
+	{ .name = "launch.lost", AGENT(launch.lost), .type = CONFIG_DURATION,
+	  .dflt = "10s",
+	  .doc = "silence on the link after which its host is lost" },
+	{ .name = "launch.breaker", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
+	  .flags = CONFIG_FLOW, .doc = "keeping a failing host out" },
+	{ .name = "launch.breaker.failures", AGENT(launch.failures),
+	  .type = CONFIG_INTEGER, .min = 1, .max = 1000, .dflt = "3",
+	  .doc = "failures in a row that take a host out" },
+	{ .name = "launch.breaker.reset", AGENT(launch.reset),
+	  .type = CONFIG_DURATION, .dflt = "60s",
+	  .doc = "how long it stays out before one agent may try it again" },
 	{ .name = "tools", AGENT(tools), .type = CONFIG_LIST,
 	  .typename = "list of `spawn`, `wait`, `send`, `list`, `stop`",
 	  .read = config_table_read_tools, .print = config_table_print_tools,
@@ -554,6 +605,96 @@ config_table_check_agent(struct config_reader *rd, struct agent_conf *ac,
 		return config_err(rd, x != NULL ? x : n, "%s.adapter: %s", path,
 		    why);
 	}
+	if (ac->launch.argc > 0)
+		return config_table_check_launch(rd, ac, n, path);
+	return 0;
+}
+
+/*
+ * Check one placeholder of launch.argv: a name launch: has, filters
+ * after it as exec's templates take them.  Returns 0 or -1 with why.
+ */
+static int
+config_table_launch_names_ok(const char *tmpl, char *why, size_t len)
+{
+	const char	*p = tmpl, *open, *close, *q;
+	char		 names[128] = "";
+	size_t		 i, n;
+
+	if (adapter_template_check(tmpl, why, len) != 0)
+		return -1;
+	while ((open = strstr(p, "{{")) != NULL &&
+	    (close = strstr(open + 2, "}}")) != NULL) {
+		for (q = open + 2; q < close && *q == ' '; q++)
+			;
+		n = strcspn(q, " |}");
+		for (i = 0; config_table_launch_names[i] != NULL; i++)
+			if (strlen(config_table_launch_names[i]) == n &&
+			    strncmp(config_table_launch_names[i], q, n) == 0)
+				break;
+		if (config_table_launch_names[i] == NULL) {
+			for (i = 0; config_table_launch_names[i] != NULL; i++) {
+				strlcat(names, i > 0 ? ", " : "", sizeof names);
+				strlcat(names, config_table_launch_names[i],
+				    sizeof names);
+			}
+			snprintf(why, len, "'%.*s': launch: has no '%.*s' "
+			    "(it has %s)", (int)(close + 2 - open), open,
+			    (int)n, q, names);
+			return -1;
+		}
+		p = close + 2;
+	}
+	return 0;
+}
+
+/*
+ * Check launch: with the rest of the entry: a program first, templates
+ * with the placeholders it has, a link that can tell silence from a
+ * tick, and settings that mean something on another machine.
+ */
+static int
+config_table_check_launch(struct config_reader *rd, struct agent_conf *ac,
+    const struct config_node *n, const char *path)
+{
+	const struct launch_conf	*l = &ac->launch;
+	const struct config_node	*x;
+	char				 why[256];
+	size_t				 i;
+
+	x = config_yaml_get(n, "launch");
+	if (x == NULL)
+		x = n;
+	if (strstr(l->argv[0], "{{") != NULL || l->argv[0][0] == '\0')
+		return config_err(rd, x, "%s.launch.argv[0]: the launcher's "
+		    "program (ssh, srun, podman ...), not a template", path);
+	for (i = 0; i < l->argc; i++)
+		if (config_table_launch_names_ok(l->argv[i], why,
+		    sizeof why) != 0)
+			return config_err(rd, x, "%s.launch.argv[%zu]: %s", path,
+			    i, why);
+	if (l->alive < 0.01)
+		return config_err(rd, x, "%s.launch.alive: at least 10ms",
+		    path);
+	if (l->lost < 2 * l->alive)
+		return config_err(rd, x, "%s.launch.lost: at least twice "
+		    "launch.alive (%gs), or one late tick is a lost host",
+		    path, l->alive);
+	if (adapter_table_per_call(ac->adapter))
+		return config_err(rd, x, "%s.launch: the %s adapter runs a "
+		    "process per request, which launch: does not place; put "
+		    "the launcher in its argv: ([ssh, HOST, ...])", path,
+		    ac->adapter);
+	if (ac->confine.flags & CONFINE_ON)
+		return config_err(rd, x, "%s.launch: confine: cannot be "
+		    "enforced on another machine: remove one of them", path);
+	if (l->nhosts > CONFIG_LAUNCH_HOSTS)
+		return config_err(rd, x, "%s.launch.hosts: at most %d hosts",
+		    path, CONFIG_LAUNCH_HOSTS);
+	for (i = 0; i < l->nhosts; i++)
+		if (l->hosts[i][0] == '\0' || l->hosts[i][0] == '-')
+			return config_err(rd, x, "%s.launch.hosts[%zu]: '%s' is "
+			    "not a host name", path, i, l->hosts[i]);
 	return 0;
 }
 
@@ -1240,6 +1381,47 @@ config_table_print_rlimits(FILE *f, const struct config_key *k,
 			fprintf(f, "%*s%s: %lld\n", indent + 2, "", name,
 			    ac->limits[i].value);
 	}
+}
+
+/* Print launch: when the agent has a launcher. */
+static void
+config_table_print_launch(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+
+	if (ac->launch.argc == 0)
+		return;
+	fprintf(f, "%*slaunch:\n", indent, "");
+	config_print_map(f, CONFIG_AGENT, base, k->name, indent + 2);
+}
+
+/*
+ * The name limits: gives a resource limit ("nofile"), or NULL: how a
+ * launched agent's limits are passed to corral host on the far end.
+ */
+const char *
+config_rlimit_name(int resource)
+{
+	const struct config_key	*r;
+
+	for (r = config_table; r < config_table + config_table_size; r++)
+		if (r->read == config_table_read_rlimit && r->arg == resource)
+			return config_key_leaf(r);
+	return NULL;
+}
+
+/* The resource limit a name of limits: stands for, or -1. */
+int
+config_rlimit_find(const char *name)
+{
+	const struct config_key	*r;
+
+	for (r = config_table; r < config_table + config_table_size; r++)
+		if (r->read == config_table_read_rlimit &&
+		    strcmp(config_key_leaf(r), name) == 0)
+			return r->arg;
+	return -1;
 }
 
 /*

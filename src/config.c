@@ -265,9 +265,12 @@ config_read_list(struct config_reader *rd, const struct config_node *n,
 	*out = xcalloc(n->nkids + 1, sizeof **out);
 	*count = n->nkids;
 	for (i = 0; i < n->nkids; i++) {
-		if (n->kids[i]->type != CONFIG_SCALAR)
+		if (n->kids[i]->type != CONFIG_SCALAR) {
+			/* The list is what was read: no NULL inside it. */
+			*count = i;
 			return config_err(rd, n->kids[i], "%s[%zu]: expected a "
 			    "string", path, i);
+		}
 		(*out)[i] = xstrdup(n->kids[i]->str);
 	}
 	return 0;
@@ -619,6 +622,12 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	    src->confine.nread);
 	dst->confine.connect = config_list_copy(src->confine.connect,
 	    src->confine.nconnect);
+	dst->launch.argv = config_list_copy(src->launch.argv,
+	    src->launch.argc);
+	dst->launch.hosts = config_list_copy(src->launch.hosts,
+	    src->launch.nhosts);
+	dst->launch.corral = src->launch.corral ? xstrdup(src->launch.corral) :
+	    NULL;
 	dst->limits = NULL;
 	dst->nlimits = 0;
 	if (src->nlimits > 0) {
@@ -650,6 +659,9 @@ config_agent_free(struct agent_conf *ac)
 	config_list_free(ac->confine.write, ac->confine.nwrite);
 	config_list_free(ac->confine.read, ac->confine.nread);
 	config_list_free(ac->confine.connect, ac->confine.nconnect);
+	config_list_free(ac->launch.argv, ac->launch.argc);
+	config_list_free(ac->launch.hosts, ac->launch.nhosts);
+	free(ac->launch.corral);
 	free(ac->adapter);
 	free(ac->protocol);
 	if (ac->adapter_conf != NULL)
@@ -1258,7 +1270,8 @@ config_check_route_caps(const struct workflow *wf, FILE *f)
 
 /*
  * Check what loading cannot see in the file alone, and print each problem
- * to f.  Errors: an agent's program cannot be found or run.  Warnings, of
+ * to f.  Errors: an agent's program cannot be found or run (for an agent
+ * on another machine, its launcher).  Warnings, of
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
  * start intent; and of a cmd: an exec adapter's argv: makes unused.
@@ -1276,6 +1289,17 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
+		/* A launched agent's program is on the far end; its launcher here. */
+		if (ac->launch.argc > 0) {
+			if (config_check_program(wf, ac, ac->launch.argv[0], why,
+			    sizeof why) != 0) {
+				config_report(f, wf->path, ac->line, ac->column,
+				    "", "agents.%s.launch.argv: %s", ac->name,
+				    why);
+				errors++;
+			}
+			continue;
+		}
 		if (ac->argv != NULL && config_exec_argv(ac))
 			config_report(f, wf->path, ac->line, ac->column,
 			    "warning: ", "agents.%s.cmd: not run: the exec "

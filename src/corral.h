@@ -61,6 +61,11 @@
 #else
 #define PART_OF_lifecycle	CORRAL_PRIVATE("lifecycle")
 #endif
+#if defined(CORRAL_MODULE_launch) || defined(CORRAL_WHITEBOX)
+#define PART_OF_launch
+#else
+#define PART_OF_launch	CORRAL_PRIVATE("launch")
+#endif
 #if defined(CORRAL_MODULE_breaker) || defined(CORRAL_WHITEBOX)
 #define PART_OF_breaker
 #else
@@ -337,6 +342,31 @@ struct confine {
 };
 
 /*
+ * launch: (docs/scale-out.md): the program an agent's command runs
+ * through (ssh, srun, a container engine), a template, and the machines it
+ * may be placed on.  The lists belong to the workflow; copies of the
+ * struct in sub-agents' settings share them.
+ */
+enum launch_place {
+	LAUNCH_ROUND_ROBIN,
+	LAUNCH_LEAST_LOADED
+};
+#define CONFIG_LAUNCH_HOSTS	256	/* in one launch.hosts, at most */
+struct launch_conf {
+	char			**argv;		/* templates; NULL: run here */
+	size_t			 argc;
+	char			**hosts;
+	size_t			 nhosts;
+	enum launch_place	 place;
+	int			 stay;		/* a restart stays where it was */
+	char			*corral;	/* corral on the far end */
+	double			 alive;		/* ticks and keepalives */
+	double			 lost;		/* silent that long: lost */
+	unsigned int		 failures;	/* in a row: the host is out */
+	double			 reset;		/* for that long */
+};
+
+/*
  * A parent's confinement, carried to a sub-agent corral starts: applied
  * as a Landlock layer of its own, so the child gets no more than the
  * parent had.  Its strings belong to the workflow.
@@ -395,6 +425,7 @@ struct agent_conf {
 	struct confine		 confine;
 	struct confine_layer	*confine_up;	/* its parents' */
 	size_t			 nconfine_up;
+	struct launch_conf	 launch;
 	/* Adapters (docs/adapters.md). */
 	char			*adapter;
 	json_t			*adapter_conf;
@@ -602,6 +633,8 @@ struct proc_hooks {
 	void	(*broken)(struct proc *, const char *);
 	/* Stopped by a signal (its number) or continued (0): agents. */
 	void	(*stopped)(struct proc *, int);
+	/* A stderr line, read first: nonzero keeps it from the log. */
+	int	(*errline)(struct proc *, const char *, size_t);
 };
 struct proc {
 	pid_t			 pid PART_OF(proc);	/* as corral sees it */
@@ -851,6 +884,7 @@ struct agent {
 	struct child		 child PART_OF(subagent);
 	struct mapinfo		 map PART_OF(mapview);
 	struct adapter		*adapter PART_OF(adapter);
+	struct launch		*launch PART_OF(launch);	/* NULL: runs here */
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
@@ -864,6 +898,8 @@ typedef void (*agent_event_cb)(struct agent *, enum agent_event,
 typedef void (*agent_line_cb)(struct agent *, char *, size_t,
     enum ndjson_kind, size_t);
 typedef void (*agent_cb)(struct agent *);
+typedef int (*agent_errline_cb)(struct agent *, const char *, size_t);
+typedef void (*agent_exit_cb)(struct agent *, char *, size_t);
 
 /* rpc.c: who writes JSON-RPC frames for agents in their dialect. */
 typedef int (*rpc_agent_cb)(struct agent *, const char *, size_t);
@@ -1632,6 +1668,8 @@ const struct step_conf *config_find_step(const struct workflow *,
 const char *config_restart_name(enum restart_policy);
 const char *config_strategy_name(enum child_strategy);
 int	 config_keyinfo(size_t, struct config_keyinfo *);
+const char *config_rlimit_name(int);
+int	 config_rlimit_find(const char *);
 
 /* spawn.c */
 struct spawn_result {
@@ -1656,6 +1694,7 @@ int	 agent_cmp(struct agent *, struct agent *);
 RB_PROTOTYPE(agent_tree, agent, by_id, agent_cmp);
 void	 agent_on_event(agent_event_cb);
 void	 agent_on_line(agent_line_cb, agent_cb);
+void	 agent_on_process(agent_errline_cb, agent_exit_cb);
 void	 agent_on_create(agent_cb);
 void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
@@ -1669,10 +1708,13 @@ struct agent *agent_prev(struct agent *);
 struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
 int	 agent_spawn(struct agent *, char **, char *const *,
 	    struct spawn_result *);
+int	 agent_spawn_as(struct agent *, const struct agent_conf *, char **,
+	    char *const *, struct spawn_result *);
 void	 agent_spawn_none(struct agent *);
 void	 agent_input(struct agent *, char *, size_t, enum ndjson_kind,
 	    size_t);
 void	 agent_send(struct agent *, const char *, size_t);
+void	 agent_send_link(struct agent *, const char *, size_t);
 int	 agent_full(const struct agent *);
 int	 agent_writable(const struct agent *);
 int	 agent_sigstopped(const struct agent *);
@@ -1784,6 +1826,7 @@ void	 client_error_text(json_t *, char *, size_t);
 int	 client_attach(struct client *, const char *, const char *,
 	    const char *);
 void	 client_uptime(char *, size_t, double);
+void	 client_where(json_t *, char *, size_t);
 void	 client_pid(char *, size_t, json_t *);
 json_t	*client_requests(struct client *, int);
 void	 client_request_head(char *, size_t);
@@ -2048,6 +2091,7 @@ extern const struct adapter_ops adapter_mcp_ops;
 const struct adapter_ops *adapter_table_find(const char *);
 const char *adapter_table_home(const char *);
 int	 adapter_table_check(const struct agent_conf *, char *, size_t);
+int	 adapter_table_per_call(const char *);
 
 /* cmd.c: what main() needs of the command table (the rest: cmd.h) */
 struct cmd_entry;
@@ -2080,8 +2124,20 @@ const char *dialect_table_name(size_t);
 json_t	*dialect_map_message(const char *, json_t *, json_t *, json_t *,
 	    char *);
 
+/*
+ * lifecycle.c: who starts an agent's processes, when it is not agent.c
+ * itself (launch.c registers it): spawn instead of agent_spawn, and
+ * whether an agent ready at spawn waits for word from it (nonzero).
+ */
+struct lifecycle_spawner {
+	int	(*spawn)(struct agent *, char **, char *const *,
+		    struct spawn_result *);
+	int	(*waits)(struct agent *);
+};
+
 /* lifecycle.c */
 void	 lifecycle_init(void);
+void	 lifecycle_set_spawner(const struct lifecycle_spawner *);
 void	 lifecycle_observe(lifecycle_observer);
 void	 lifecycle_set_shutdown(void);
 int	 lifecycle_shutting_down(void);
@@ -2124,6 +2180,21 @@ void	 lifecycle_stop(struct agent *, const char *);
 void	 lifecycle_restart(struct agent *, const char *);
 void	 lifecycle_kill(struct agent *);
 void	 lifecycle_fail(struct agent *, const char *);
+
+/* launch.c: one host of a launch.hosts, as the placement rule sees it. */
+struct launch_slot {
+	unsigned int	 agents;	/* of this corral's, running there */
+	uint64_t	 placed;	/* when last chosen; 0: never */
+	int		 out;		/* its breaker keeps it out */
+};
+
+/* launch.c */
+void	 launch_init(const struct workflow *);
+int	 launch_pick(enum launch_place, const struct launch_slot *, size_t,
+	    int);
+void	 launch_free_hosts(void);
+char	**launch_expand(char *const *, size_t, json_t *);
+json_t	*launch_metadata(const struct agent *);
 
 /* breaker.c */
 void	 breaker_init(agent_cb);
@@ -2551,6 +2622,27 @@ int	 pidns_enter(void);
 int	 pidns_host_proc(void);
 int	 pidns_active(void);
 pid_t	 pidns_proc_pid(pid_t, pid_t);
+void	 pidns_sweep(void);
+
+/*
+ * host.c: corral host, the far end of a launched agent
+ * (docs/scale-out.md): the agent's command in a pid namespace there, its
+ * pipes relayed, the link to corral watched both ways.
+ */
+#define HOST_LINK_MARK	'\x1e'	/* begins each line of the link's own */
+struct host_opts {
+	double			 alive;		/* a tick this often */
+	double			 lost;		/* no byte from corral: lost */
+	double			 grace;		/* stdin closed to SIGTERM */
+	double			 timeout;	/* SIGTERM to SIGKILL */
+	char			**env;		/* NAME=value */
+	size_t			 nenv;
+	struct rlimit_conf	*limits;
+	size_t			 nlimits;
+	const char		*cwd;
+	int			 nopidns;
+};
+int	 host_run(const struct host_opts *, char **);
 
 /* lineage.c */
 typedef void *(*lineage_match_cb)(pid_t, void *);

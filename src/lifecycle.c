@@ -145,6 +145,7 @@ static const char *lifecycle_events[AE_COUNT] = {
 };
 
 static lifecycle_observer	lifecycle_observers[LIFECYCLE_OBSERVERS];
+static const struct lifecycle_spawner *lifecycle_spawner;
 static size_t			lifecycle_nobservers;
 
 /*
@@ -225,6 +226,13 @@ lifecycle_init(void)
 	agent_on_event(lifecycle_news);
 	agent_on_free(lifecycle_forget);
 	proc_on_stop(lifecycle_call_next);
+}
+
+/* Register who starts processes in agent.c's place (launch.c). */
+void
+lifecycle_set_spawner(const struct lifecycle_spawner *s)
+{
+	lifecycle_spawner = s;
 }
 
 /* Register an observer of every transition. */
@@ -765,7 +773,8 @@ life_spawn(struct agent *a, const char *why)
 		return;
 	}
 	argv = adapter_argv(a);
-	rc = agent_spawn(a, argv, adapter_env(a), &sr);
+	rc = lifecycle_spawner != NULL ? lifecycle_spawner->spawn(a, argv,
+	    adapter_env(a), &sr) : agent_spawn(a, argv, adapter_env(a), &sr);
 	adapter_free_argv(argv);
 	if (rc != 0) {
 		lifecycle_spawn_failed(a, sr.what, sr.error);
@@ -805,6 +814,9 @@ life_spawned(struct agent *a, const char *why)
 	a->life.last_activity = ev_now(LOOP);
 	if (adapter_start(a) != 0)
 		return;		/* the adapter says when it is ready */
+	if (!adapter_per_call(a) && a->conf->ready == READY_SPAWN &&
+	    lifecycle_spawner != NULL && lifecycle_spawner->waits(a))
+		return;		/* ready when its far end starts it */
 	if (adapter_per_call(a) || a->conf->ready == READY_SPAWN)
 		lifecycle_ready(a, adapter_per_call(a) ? "ready" :
 		    "ready at spawn");

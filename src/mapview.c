@@ -268,7 +268,7 @@ static const char *const mapview_reserved[] = {
 	"corral", "corralState", "depth", "pid", "tokens", "cost", "visible",
 	"restarts", "inflight", "queued", "msgsIn", "msgsOut", "reportedState",
 	"lastError", "failure", "progress", "virtual", "inside", "kind",
-	"toolCalls", "requestId", "lastTool", NULL
+	"toolCalls", "requestId", "lastTool", "host", NULL
 };
 
 /*
@@ -623,6 +623,8 @@ mapview_describe(struct agent *a)
 	if (json_array_size(caps) > 0)
 		json_object_set(md, "capabilities", caps);
 	json_decref(caps);
+	if ((extra = launch_metadata(a)) != NULL)
+		json_object_set_new(md, "host", extra);
 	if (a->map.reported != NULL)
 		json_object_set_new(md, "reportedState",
 		    json_string(a->map.reported));

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corral.h"
@@ -250,4 +251,62 @@ pidns_enter(void)
 fallback:
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	return 0;
+}
+
+/* Collect the pids of our direct children from /proc. */
+static size_t
+pidns_children(pid_t *out, size_t max)
+{
+	char		 path[64], buf[512], *p;
+	FILE		*f;
+	size_t		 n = 0;
+	long		 v;
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children",
+	    (long)getpid());
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (n < max && fgets(buf, sizeof buf, f) != NULL) {
+		for (p = buf; *p != '\0' && n < max;) {
+			v = strtol(p, &p, 10);
+			if (v > 0)
+				out[n++] = (pid_t)v;
+			while (*p == ' ' || *p == '\n')
+				p++;
+			if (*p != '\0' && (*p < '0' || *p > '9'))
+				break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Without a pid namespace corral (and corral host) is a child subreaper:
+ * descendants that detached from their agent were reparented to it.
+ * Kill them, and any they leave behind, and reap them, so nothing
+ * outlives corral's exit.
+ */
+void
+pidns_sweep(void)
+{
+	pid_t		 kids[256];
+	size_t		 n, i;
+	int		 round, status;
+	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
+
+	for (round = 0; round < 50; round++) {
+		while (waitpid(-1, &status, WNOHANG) > 0)
+			;
+		if ((n = pidns_children(kids, 256)) == 0)
+			return;
+		for (i = 0; i < n; i++) {
+			if (round == 0)
+				log_info("killing pid %ld, left behind by an "
+				    "agent", (long)kids[i]);
+			(void)kill(kids[i], SIGKILL);
+		}
+		nanosleep(&ts, NULL);
+	}
+	log_warnx("processes left behind by agents could not all be reaped");
 }

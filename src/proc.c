@@ -324,6 +324,9 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 
 	if (kind == NDJSON_TOOLONG)
 		return;
+	if (kind == NDJSON_LINE && p->hooks != NULL &&
+	    p->hooks->errline != NULL && p->hooks->errline(p, line, len))
+		return;
 	if (p->flags & PROC_QUIET)
 		log_debug("%s: %.*s", p->name, (int)(len > 200 ? 200 : len),
 		    line);
@@ -466,7 +469,7 @@ static void	proc_call_done(struct proc *);
 static void	proc_call_exited(struct proc *);
 static void	proc_call_held(struct proc *);
 static const struct proc_hooks proc_call_hooks = {
-	proc_call_done, proc_call_exited, proc_call_held, NULL, NULL
+	proc_call_done, proc_call_exited, proc_call_held, NULL, NULL, NULL
 };
 
 /*

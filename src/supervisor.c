@@ -432,63 +432,6 @@ supervisor_std_fds(void)
 		close(fd);
 }
 
-/* Collect the pids of our direct children from /proc. */
-static size_t
-supervisor_children(pid_t *out, size_t max)
-{
-	char		 path[64], buf[512], *p;
-	FILE		*f;
-	size_t		 n = 0;
-	long		 v;
-
-	snprintf(path, sizeof path, "/proc/self/task/%ld/children",
-	    (long)getpid());
-	if ((f = fopen(path, "r")) == NULL)
-		return 0;
-	while (n < max && fgets(buf, sizeof buf, f) != NULL) {
-		for (p = buf; *p != '\0' && n < max;) {
-			v = strtol(p, &p, 10);
-			if (v > 0)
-				out[n++] = (pid_t)v;
-			while (*p == ' ' || *p == '\n')
-				p++;
-			if (*p != '\0' && (*p < '0' || *p > '9'))
-				break;
-		}
-	}
-	fclose(f);
-	return n;
-}
-
-/*
- * Without a pid namespace corral is a child subreaper: descendants that
- * detached from their agent were reparented to it.  Kill them, and any
- * they leave behind, and reap them, so nothing outlives corral's exit.
- */
-static void
-supervisor_sweep(void)
-{
-	pid_t		 kids[256];
-	size_t		 n, i;
-	int		 round, status;
-	struct timespec	 ts = { 0, 20 * 1000 * 1000 };
-
-	for (round = 0; round < 50; round++) {
-		while (waitpid(-1, &status, WNOHANG) > 0)
-			;
-		if ((n = supervisor_children(kids, 256)) == 0)
-			return;
-		for (i = 0; i < n; i++) {
-			if (round == 0)
-				log_info("killing pid %ld, left behind by an "
-				    "agent", (long)kids[i]);
-			(void)kill(kids[i], SIGKILL);
-		}
-		nanosleep(&ts, NULL);
-	}
-	log_warnx("processes left behind by agents could not all be reaped");
-}
-
 /* Write what is left for stdout, blocking: we are about to exit. */
 static void
 supervisor_drain_stdout(void)
@@ -700,6 +643,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	sv.stdio_peer.role = PEER_CLIENT;
 	sv.pidns = (getpid() == 1);
 	spawn_init(wf, sv.pidns);
+	launch_init(wf);
 
 	supervisor_std_fds();
 	util_raise_nofile();
@@ -1004,7 +948,7 @@ supervisor_run(const struct workflow *wf, int mode, const char *goal,
 
 	prompt_stop();
 	if (!sv.pidns)
-		supervisor_sweep();
+		pidns_sweep();
 	progress_stop();
 	chan_flush_all();
 	server_stop();

@@ -17,6 +17,7 @@ struct tnode {
 	char		*name;
 	char		*parent;
 	char		*state;
+	char		*host;		/* launched: where it runs */
 	unsigned int	 depth;
 	double		 start;
 	double		 end;
@@ -97,6 +98,12 @@ tree_line(struct tree *t, json_t *j)
 		if ((s = json_string_value(json_object_get(j, "parent"))) !=
 		    NULL && *s != '\0')
 			tree_set(&n->parent, s);
+	} else if (strcmp(ev, "launch") == 0 || strcmp(ev, "host") == 0) {
+		n = tree_node(t, agent);
+		s = json_string_value(json_object_get(j, strcmp(ev, "host") ==
+		    0 ? "name" : "host"));
+		if (s != NULL && *s != '\0')
+			tree_set(&n->host, s);
 	} else if (strcmp(ev, "edge") == 0) {
 		n = tree_node(t, agent);
 		if ((s = json_string_value(json_object_get(j, "parent"))) != NULL)
@@ -178,17 +185,22 @@ tree_label(struct tree *t, struct tnode *n, char *buf, size_t len,
 {
 	double	end = n->end >= 0 ? n->end : t->last_t;
 	double	dur = n->start >= 0 ? end - n->start : 0;
-	char	tools[48] = "";
+	char	tools[160] = "";
+	size_t	l;
 
 	if (n->external)
 		snprintf(tools, sizeof tools, "inside its CLI, %u tool "
 		    "call%s, ", n->tools, n->tools == 1 ? "" : "s");
+	if (n->host != NULL) {
+		l = strlen(tools);
+		snprintf(tools + l, sizeof tools - l, "on %s, ", n->host);
+	}
 	snprintf(buf, len, "%s%s%sdepth %u, %.2fs, %.0f tokens, $%.4f%s%s",
 	    n->state != NULL ? n->state : "?", sep, tools,
 	    tree_depth(t, n), dur, n->tokens, n->cost,
 	    n->restarts ? ", restarts " : "", n->restarts ? "" : "");
 	if (n->restarts) {
-		size_t l = strlen(buf);
+		l = strlen(buf);
 		snprintf(buf + l, len - l, "%u", n->restarts);
 	}
 }
@@ -424,6 +436,7 @@ tree_free(struct tree *t)
 		free(t->nodes[i].name);
 		free(t->nodes[i].parent);
 		free(t->nodes[i].state);
+		free(t->nodes[i].host);
 	}
 	free(t->nodes);
 }
@@ -533,6 +546,12 @@ tree_render_graph(json_t *graph, double now, const char *format, FILE *f)
 		n->restarts = (unsigned int)json_integer_value(
 		    json_object_get(md, "restarts"));
 		n->external = json_is_true(json_object_get(md, "virtual"));
+		s = json_string_value(json_object_get(json_object_get(md,
+		    "host"), "name"));
+		if (s == NULL || *s == '\0')
+			s = json_string_value(json_object_get(json_object_get(md,
+			    "host"), "node"));
+		tree_set(&n->host, s);
 		n->tools = (unsigned int)json_integer_value(json_object_get(md,
 		    "toolCalls"));
 	}

@@ -1737,6 +1737,38 @@ test_load_file(void **state)
 	assert_non_null(strstr(err.msg, "No such file"));
 }
 
+/*
+ * A list in defaults: with an element that is not a string is refused,
+ * naming it, and the agents it would be copied into do not crash the
+ * loader (the element was left NULL inside the list: a crash of corral
+ * check found by fuzz_config).
+ */
+static void
+test_default_list_not_string(void **state)
+{
+	static const char *const keys[] = {
+		"launch:\n    argv: [{a: b}, x]",
+		"launch:\n    argv: [ssh, \"{{cmd}}\"]\n    hosts: [a, [b]]",
+		"confine:\n    write: [/tmp, {a: b}]",
+		"subscribe: [t, {a: b}]",
+	};
+	struct config_error	 err;
+	struct workflow		*wf;
+	char			 text[512];
+	size_t			 i;
+
+	(void)state;
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		snprintf(text, sizeof text, "defaults:\n  %s\nagents:\n"
+		    "  x:\n    cmd: [cat]\n  y:\n    cmd: [cat]\n", keys[i]);
+		wf = config_load_string(text, strlen(text), "test.yaml", &err);
+		if (wf != NULL)
+			fail_msg("accepted:\n%s", text);
+		if (strstr(err.msg, "expected a string") == NULL)
+			fail_msg("'%s' for:\n%s", err.msg, text);
+	}
+}
+
 int
 main(void)
 {
@@ -1765,6 +1797,7 @@ main(void)
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_docs_match_table),
 		cmocka_unit_test(test_docs_examples_load),
+		cmocka_unit_test(test_default_list_not_string),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
