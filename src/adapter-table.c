@@ -25,6 +25,9 @@ adapter_table_find(const char *name)
 
 	if (name == NULL || strcmp(name, "ndjson") == 0)
 		return NULL;
+	/* Not the user's to name: corral replay gives it, to every agent. */
+	if (strcmp(name, adapter_replay_ops.name) == 0)
+		return adapter_replay_active() ? &adapter_replay_ops : NULL;
 	for (i = 0; adapter_table[i] != NULL; i++)
 		if (strcmp(adapter_table[i]->name, name) == 0)
 			return adapter_table[i];

@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corral.h"
@@ -58,15 +59,64 @@ static int			audit_threaded;
 static int			audit_error;	/* errno of the failed write */
 static int			audit_cut_error; /* errno of a failed cut */
 
+/*
+ * --log-sync: how often written lines are forced to the disk.  Only the
+ * writer thread (or, without one, the loop) touches these once open.
+ */
+static int			audit_sync_ms = AUDITLOG_SYNC_DEFAULT;
+static int			audit_dirty;	/* written, not yet synced */
+static double			audit_synced;	/* the last sync */
+
 /* The loop's view of a failure. */
 static int			audit_failed;	/* nothing more is queued */
 static int			audit_told;	/* the callback has heard */
 static ev_async			audit_async;
 static auditlog_error_cb	audit_on_error;
+static auditlog_line_cb		audit_on_line;	/* corral replay's */
+static size_t			audit_line;	/* where the line began */
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
 static void	*auditlog_thread(void *);
+static void	 auditlog_begin(const char *, const char *, const char *);
+static void	 auditlog_members(const char *, ...);
+
+/*
+ * Parse a --log-sync value: always, never, or a number of milliseconds
+ * (1000, or 1000ms) from 1 to an hour.  Returns 0 and sets *ms (0 always,
+ * -1 never), or -1.
+ */
+int
+auditlog_sync_parse(const char *v, int *ms)
+{
+	char	*end;
+	long	 n;
+
+	if (strcmp(v, "always") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	if (strcmp(v, "never") == 0) {
+		*ms = -1;
+		return 0;
+	}
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno != 0 || (*end != '\0' && strcmp(end, "ms") != 0) ||
+	    n < 1 || n > 3600 * 1000)
+		return -1;
+	*ms = (int)n;
+	return 0;
+}
+
+/* Say how often the next log opened is synced (auditlog_sync_parse). */
+void
+auditlog_set_sync(int ms)
+{
+	audit_sync_ms = ms;
+}
 
 /*
  * Open the audit log for appending, for a run of the workflow at wfpath;
@@ -103,6 +153,8 @@ auditlog_open(const char *path, const char *wfpath)
 	audit_seq = 0;
 	audit_error = audit_cut_error = 0;
 	audit_failed = audit_told = 0;
+	audit_dirty = 0;
+	audit_synced = util_mono();
 	ev_async_init(&audit_async, auditlog_async_cb);
 	ev_async_start(LOOP, &audit_async);
 	ev_unref(LOOP);
@@ -112,8 +164,11 @@ auditlog_open(const char *path, const char *wfpath)
 	    NULL) == 0;
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
-	auditlog_event("run_start", NULL, NULL, "run", protocol_run_id(),
-	    "time", ts, "version", CORRAL_VERSION, "workflow", wfpath, NULL);
+	auditlog_begin("run_start", NULL, NULL);
+	ndjson_writer_add(&audit_w, ",\"format\":" AUDITLOG_FORMAT_S, 10 +
+	    strlen(AUDITLOG_FORMAT_S));
+	auditlog_members("run", protocol_run_id(), "time", ts, "version",
+	    CORRAL_VERSION, "workflow", wfpath, NULL);
 	return 0;
 }
 
@@ -128,6 +183,16 @@ auditlog_offset(void)
 	if (audit_fd == -1 || audit_base == UINT64_MAX)
 		return UINT64_MAX;
 	return audit_base + audit_handed + (audit_w.tail - audit_w.head);
+}
+
+/*
+ * Register who reads each line as it is queued (corral replay, which
+ * follows its own run by the same lines it reads from a recording).
+ */
+void
+auditlog_on_line(auditlog_line_cb cb)
+{
+	audit_on_line = cb;
 }
 
 /* Return nonzero if an audit log is being written. */
@@ -196,12 +261,64 @@ auditlog_fail(int error)
 	ev_async_send(LOOP, &audit_async);
 }
 
-/* The writer thread: write each buffer handed over, until told to quit. */
+/*
+ * Force what was written to the disk if --log-sync says it is time (or
+ * now, with force).  Writer thread, or the loop without one.  Returns 0,
+ * or the errno of the failed sync.
+ */
+static int
+auditlog_sync(int force)
+{
+	double	now;
+
+	if (!audit_dirty || audit_sync_ms < 0 || audit_base == UINT64_MAX)
+		return 0;
+	now = util_mono();
+	if (!force && (now - audit_synced) * 1000 < audit_sync_ms)
+		return 0;
+	audit_dirty = 0;
+	audit_synced = now;
+	/* Only the data: a log's size is what has to survive, not its times. */
+	return fdatasync(audit_fd) == 0 ? 0 : errno;
+}
+
+/*
+ * Wait on the writer's condition (the mutex held): until told, or, with
+ * lines written and not synced, until the next sync is due.  Returns
+ * nonzero when a sync is due.
+ */
+static int
+auditlog_wait(void)
+{
+	struct timespec	ts;
+	double		left;
+
+	if (!audit_dirty || audit_sync_ms <= 0) {
+		pthread_cond_wait(&audit_cv, &audit_mu);
+		return 0;
+	}
+	left = audit_synced + audit_sync_ms / 1000.0 - util_mono();
+	if (left <= 0)
+		return 1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)left;
+	ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_cond_timedwait(&audit_cv, &audit_mu, &ts) == ETIMEDOUT;
+}
+
+/*
+ * The writer thread: write each buffer handed over, and sync as
+ * --log-sync says, until told to quit.
+ */
 static void *
 auditlog_thread(void *arg)
 {
 	sigset_t	all;
-	int		fail, error;
+	int		fail, error, busy;
 
 	/* Signals are the loop's business, never this thread's. */
 	sigfillset(&all);
@@ -209,20 +326,28 @@ auditlog_thread(void *arg)
 	pthread_mutex_lock(&audit_mu);
 	for (;;) {
 		while (!audit_busy && !audit_quit)
-			pthread_cond_wait(&audit_cv, &audit_mu);
+			if (auditlog_wait())
+				break;
 		if (!audit_busy && audit_quit)
 			break;
+		busy = audit_busy;
 		fail = audit_error != 0;
 		pthread_mutex_unlock(&audit_mu);
 		/* After a failure nothing more is written: no hole, no glue. */
-		error = fail ? 0 : auditlog_write(audit_out.buf +
-		    audit_out.head, audit_out.tail - audit_out.head);
+		error = 0;
+		if (busy && !fail && (error = auditlog_write(audit_out.buf +
+		    audit_out.head, audit_out.tail - audit_out.head)) == 0)
+			audit_dirty = 1;
+		if (error == 0 && !fail)
+			error = auditlog_sync(0);
 		pthread_mutex_lock(&audit_mu);
 		if (error != 0)
 			auditlog_fail(error);
-		audit_out.head = audit_out.tail = 0;
-		audit_busy = 0;
-		pthread_cond_broadcast(&audit_cv);
+		if (busy) {
+			audit_out.head = audit_out.tail = 0;
+			audit_busy = 0;
+			pthread_cond_broadcast(&audit_cv);
+		}
 	}
 	pthread_mutex_unlock(&audit_mu);
 	return NULL;
@@ -243,9 +368,15 @@ auditlog_handover(int wait)
 		return 1;
 	if (!audit_threaded) {
 		audit_handed += audit_w.tail - audit_w.head;
-		if (audit_error == 0 && (error = auditlog_write(audit_w.buf +
-		    audit_w.head, audit_w.tail - audit_w.head)) != 0)
-			auditlog_fail(error);
+		if (audit_error == 0) {
+			error = auditlog_write(audit_w.buf + audit_w.head,
+			    audit_w.tail - audit_w.head);
+			audit_dirty = error == 0;
+			if (error == 0)
+				error = auditlog_sync(0);
+			if (error != 0)
+				auditlog_fail(error);
+		}
 		audit_w.head = audit_w.tail = 0;
 		if (audit_error != 0)
 			audit_failed = 1;
@@ -376,6 +507,9 @@ auditlog_close(void)
 		audit_threaded = 0;
 		audit_quit = 0;
 	}
+	/* The writer is gone: the last lines are synced here, as promised. */
+	if (audit_error == 0 && (error = auditlog_sync(1)) != 0)
+		audit_error = error;
 	auditlog_report();
 	error = audit_error;
 	ev_ref(LOOP);
@@ -399,6 +533,7 @@ auditlog_close(void)
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
+	audit_line = audit_w.tail;
 	JSONW_PUT_KEY(&audit_w, 1, "seq");
 	jsonw_put_u64(&audit_w, ++audit_seq);
 	JSONW_PUT_KEY(&audit_w, 0, "t");
@@ -420,8 +555,45 @@ static void
 auditlog_end(void)
 {
 	jsonw_put_end(&audit_w);
+	if (audit_on_line != NULL)
+		audit_on_line(audit_w.buf + audit_line, audit_w.tail -
+		    audit_line);
 	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
 		(void)auditlog_handover(1);
+}
+
+/* Append a string member: key a literal, v from anywhere (NULL: none). */
+static void
+auditlog_pair(const char *k, const char *v)
+{
+	if (v == NULL)
+		return;
+	jsonw_put_key(&audit_w, 0, k, strlen(k));
+	jsonw_put_str(&audit_w, v, strlen(v));
+}
+
+/* Append the members key, value, ... up to a NULL key; end the line. */
+static void
+auditlog_vmembers(const char *k, va_list ap)
+{
+	const char	*v;
+
+	for (; k != NULL; k = va_arg(ap, const char *)) {
+		v = va_arg(ap, const char *);
+		auditlog_pair(k, v);
+	}
+	auditlog_end();
+}
+
+/* Append string members (key, value, ..., NULL) and end the line. */
+static void
+auditlog_members(const char *k, ...)
+{
+	va_list	ap;
+
+	va_start(ap, k);
+	auditlog_vmembers(k, ap);
+	va_end(ap);
 }
 
 /*
@@ -431,21 +603,14 @@ auditlog_end(void)
 void
 auditlog_event(const char *ev, const char *agent, const char *id, ...)
 {
-	va_list		 ap;
-	const char	*k, *v;
+	va_list	ap;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
 	va_start(ap, id);
-	while ((k = va_arg(ap, const char *)) != NULL) {
-		if ((v = va_arg(ap, const char *)) == NULL)
-			continue;
-		jsonw_put_key(&audit_w, 0, k, strlen(k));
-		jsonw_put_str(&audit_w, v, strlen(v));
-	}
+	auditlog_vmembers(va_arg(ap, const char *), ap);
 	va_end(ap);
-	auditlog_end();
 }
 
 /* Record an envelope as it travelled (valid JSON, embedded as is). */

@@ -164,10 +164,10 @@ cmd_run_on_escalate(const char *v)
 static int
 cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 {
-	const char	*out = cmd_get(c, "output");
+	const char	*out = cmd_get(c, "output"), *v;
 	char		*logpath;
 	size_t		 maxline;
-	int		 rc, text = 0;
+	int		 rc, text = 0, sync;
 
 	if (out != NULL && strcmp(out, "text") == 0)
 		text = 1;
@@ -176,6 +176,12 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	cmd_run_common(c, &maxline);
 	trace_enable(cmd_has(c, "trace"));
 	logpath = cmd_run_logpath(cmd_get(c, "log"));
+	if ((v = cmd_get(c, "log-sync")) != NULL) {
+		if (auditlog_sync_parse(v, &sync) != 0)
+			errx(EXIT_USAGE, "--log-sync must be always, never, or a "
+			    "number of milliseconds (1000, or 1000ms)");
+		auditlog_set_sync(sync);
+	}
 	if (cmd_get(c, "otlp") != NULL)
 		otlp_configure(cmd_get(c, "otlp"));
 	wf->stdin_max_line = maxline;
@@ -288,6 +294,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "resume", 0, 1 },
 	{ "output", 'o', 1 },
 	{ "log", 'l', 1 },
+	{ "log-sync", 0, 1 },
 	{ "otlp", 0, 1 },
 	{ "max-line", 0, 1 },
 	{ "control", 'S', 1 },
@@ -301,7 +308,8 @@ static const struct cmd_option cmd_run_options[] = {
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.args = "[FILE] [--goal TEXT] [--input FILE] [--param KEY=VALUE ...] "
-	    "[--log FILE] [--otlp FILE] [--output json|text] [--max-line SIZE] "
+	    "[--log FILE] [--log-sync always|never|MS] [--otlp FILE] "
+	    "[--output json|text] [--max-line SIZE] "
 	    "[--trace] "
 	    "[--control PATH | --no-control] [-v] "
 	    "[--on-escalate wait|fail|exit] [--record FILE] [--resume RECORD]",
@@ -314,7 +322,8 @@ const struct cmd_entry cmd_run_entry = {
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "FILE [--log FILE] [--otlp FILE] [--max-line SIZE] [--trace] "
+	.args = "FILE [--log FILE] [--log-sync always|never|MS] [--otlp FILE] "
+	    "[--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v]",
 	.about = "route envelopes from stdin, one result line each on stdout",
 	.options = cmd_serve_options,

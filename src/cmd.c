@@ -36,6 +36,7 @@ static const struct cmd_entry *const cmd_entries[] = {
 	&cmd_check_entry,
 	&cmd_new_entry,
 	&cmd_tree_entry,
+	&cmd_replay_entry,
 	&cmd_ps_entry,
 	&cmd_events_entry,
 	&cmd_send_entry,

@@ -67,6 +67,7 @@ extern const struct cmd_entry	 cmd_serve_entry;
 extern const struct cmd_entry	 cmd_check_entry;
 extern const struct cmd_entry	 cmd_new_entry;
 extern const struct cmd_entry	 cmd_tree_entry;
+extern const struct cmd_entry	 cmd_replay_entry;
 extern const struct cmd_entry	 cmd_ps_entry;
 extern const struct cmd_entry	 cmd_events_entry;
 extern const struct cmd_entry	 cmd_send_entry;

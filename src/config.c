@@ -1275,8 +1275,9 @@ config_check_route_caps(const struct workflow *wf, FILE *f)
  * what would fail only later: an exec adapter's program cannot be found
  * (it runs per request), and, with CONFIG_CHECK_START, no route serves the
  * start intent; and of a cmd: an exec adapter's argv: makes unused.
- * `corral check`, `run` and `serve` all call this, so that
- * what one refuses, all refuse.  Returns the number of errors.
+ * With CONFIG_CHECK_NORUN (corral replay), agents with the replay
+ * adapter are not checked: they run no program.  `corral check`, `run` and `serve` all call this, so
+ * that what one refuses, all refuse.  Returns the number of errors.
  */
 int
 config_check(const struct workflow *wf, int flags, FILE *f)
@@ -1289,6 +1290,9 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 
 	for (i = 0; i < wf->nagents; i++) {
 		ac = &wf->agents[i];
+		if ((flags & CONFIG_CHECK_NORUN) && ac->adapter != NULL &&
+		    strcmp(ac->adapter, "replay") == 0)
+			continue;
 		/* A launched agent's program is on the far end; its launcher here. */
 		if (ac->launch.argc > 0) {
 			if (config_check_program(wf, ac, ac->launch.argv[0], why,

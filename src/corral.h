@@ -1662,6 +1662,7 @@ void	 config_print(FILE *, const struct workflow *);
 void	 config_print_error(FILE *, const char *, const struct config_error *);
 int	 config_check(const struct workflow *, int, FILE *);
 #define CONFIG_CHECK_START	0x1	/* warn when no route serves start: */
+#define CONFIG_CHECK_NORUN	0x2	/* replay adapter's agents: not checked */
 struct agent_conf *config_find_agent(const struct workflow *, const char *);
 const struct step_conf *config_find_step(const struct workflow *,
 	    const char *);
@@ -2087,6 +2088,12 @@ extern const struct adapter_ops adapter_codex_ops;
 extern const struct adapter_ops adapter_gemini_ops;
 extern const struct adapter_ops adapter_mcp_ops;
 
+/* adapter-replay.c: corral replay's stand-in for agents */
+struct replay_run;
+extern const struct adapter_ops adapter_replay_ops;
+void	 adapter_replay_set(struct replay_run *, struct replay_run *);
+int	 adapter_replay_active(void);
+
 /* adapter-table.c */
 const struct adapter_ops *adapter_table_find(const char *);
 const char *adapter_table_home(const char *);
@@ -2319,13 +2326,37 @@ void	 trace_enable(int);
 int	 trace_on(void);
 void	 trace_envelope(const char *, const char *, const char *, size_t);
 
-/* auditlog.c */
+/* auditlog.c, auditlog-read.c */
+#define AUDITLOG_FORMAT		1	/* run_start's format: what readers check */
+#define AUDITLOG_FORMAT_S	"1"
+#define AUDITLOG_SYNC_DEFAULT	1000	/* --log-sync, in milliseconds */
 typedef void (*auditlog_error_cb)(const char *, int);
+typedef void (*auditlog_line_cb)(const char *, size_t);
+
+/* Reading a log back, a whole line at a time (auditlog-read.c). */
+struct auditlog_reader {
+	FILE		*in;
+	char		*path;
+	char		*line;
+	size_t		 cap;
+	size_t		 lineno;	/* of the last line read */
+	size_t		 bad;		/* lines that are not JSON objects */
+	size_t		 first_bad;
+	size_t		 torn;		/* bytes of a last line cut short */
+	int		 started;	/* a run_start was read */
+	int		 ended;		/* and a run_end after the last one */
+	int		 format;	/* the last run_start's */
+	char		 why[512];	/* why reading stopped early */
+};
+
 int	 auditlog_open(const char *, const char *);
+int	 auditlog_sync_parse(const char *, int *);
+void	 auditlog_set_sync(int);
 int	 auditlog_close(void);
 uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
 void	 auditlog_on_error(auditlog_error_cb);
+void	 auditlog_on_line(auditlog_line_cb);
 void	 auditlog_flush(void);
 void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
@@ -2334,6 +2365,36 @@ void	 auditlog_envelope(const char *, const char *, const char *,
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
+int	 auditlog_read_open(struct auditlog_reader *, const char *);
+int	 auditlog_read_next(struct auditlog_reader *, json_t **);
+void	 auditlog_read_report(struct auditlog_reader *, FILE *);
+void	 auditlog_read_close(struct auditlog_reader *);
+
+/* replay.c: a run's requests by their paths, for corral replay. */
+struct replay_run {
+	json_t		*reqs;		/* request id: {path, intent, entry,
+					   outcome, answer} */
+	json_t		*paths;		/* path: the same, the first there */
+	json_t		*replies;	/* reply id: its envelope, until used */
+	json_t		*reply_req;	/* reply id: its request's id */
+	json_t		*agents;	/* agent id: its workflow entry */
+	json_t		*siblings;	/* path prefix and intent: how many */
+	json_t		*jobs;		/* job path: {status, last} */
+	json_t		*order;		/* paths, first seen first */
+	json_t		*job_order;
+	json_t		*missing;	/* [path, entry]: asked, not recorded */
+	json_t		*goal;		/* the goal envelope */
+	char		*workflow;	/* run_start's */
+	const char	*last;		/* path of the last outcome */
+};
+void	 replay_run_init(struct replay_run *);
+void	 replay_run_free(struct replay_run *);
+void	 replay_feed(struct replay_run *, json_t *);
+void	 replay_feed_line(struct replay_run *, const char *, size_t);
+const char *replay_path_of(struct replay_run *, const char *);
+json_t	*replay_answer(struct replay_run *, const char *, const char *);
+void	 replay_missing(struct replay_run *, const char *, const char *);
+size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);
 
 /* step.c, step-request.c, step-escalate.c, step-record.c: workflows of
  * steps (docs/steps.md). */
@@ -2536,6 +2597,7 @@ void	 server_stop(void);
 void	 supervisor_setup(const struct workflow *, int);
 struct chan *supervisor_stdio(void);
 void	 supervisor_stdin_pause(int, int);
+void	 supervisor_quiet(int);
 int	 supervisor_run(const struct workflow *, int, const char *,
 	    const char *, int);
 void	 supervisor_shutdown(int);

@@ -135,14 +135,22 @@ json_t *
 step_record_load(const char *path, char *why, size_t len)
 {
 	json_error_t	 e;
-	json_t		*rec;
+	json_t		*rec, *v;
 
 	if ((rec = json_load_file(path, CORRAL_JSON_LOAD, &e)) == NULL) {
 		snprintf(why, len, "%s:%d: %s", path, e.line, e.text);
 		return NULL;
 	}
-	if (json_integer_value(json_object_get(rec, "corral_escalation")) !=
-	    STEP_RECORD_VERSION || !json_is_string(json_object_get(rec,
+	v = json_object_get(rec, "corral_escalation");
+	if (json_is_integer(v) && json_integer_value(v) > STEP_RECORD_VERSION) {
+		snprintf(why, len, "%s: a record of version %lld, from a newer "
+		    "corral; this corral (%s) reads version %d: resume it with "
+		    "a newer corral", path, (long long)json_integer_value(v),
+		    CORRAL_VERSION, STEP_RECORD_VERSION);
+		json_decref(rec);
+		return NULL;
+	}
+	if (json_integer_value(v) != STEP_RECORD_VERSION || !json_is_string(json_object_get(rec,
 	    "step")) || !json_is_object(json_object_get(rec, "goal")) ||
 	    !json_is_object(json_object_get(rec, "output"))) {
 		snprintf(why, len, "%s: not an escalation record of this "

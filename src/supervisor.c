@@ -54,6 +54,18 @@ static struct {
 	int			 escalated;	/* --on-escalate=exit stopped it */
 } sv;
 
+static int	sv_quiet;	/* corral run's result stays off stdout */
+
+/*
+ * Keep corral run's result off stdout (corral replay, whose stdout is
+ * the differences it finds).
+ */
+void
+supervisor_quiet(int on)
+{
+	sv_quiet = on;
+}
+
 /* How the run treats its steps' escalations (corral run's options). */
 static struct step_options	 sv_steps;
 
@@ -452,7 +464,7 @@ supervisor_print_result(void)
 	json_t		*j, *content, *text, *data;
 	char		*s;
 
-	if (sv.result == NULL)
+	if (sv.result == NULL || sv_quiet)
 		return;
 	if (!sv.output_text) {
 		fwrite(sv.result, 1, sv.resultlen, stdout);

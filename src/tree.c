@@ -33,8 +33,6 @@ struct tree {
 	size_t		 n;
 	size_t		 cap;
 	double		 last_t;
-	int		 started;	/* a run_start was seen */
-	int		 ended;		/* and a run_end after the last one */
 };
 
 /* Find or add a node. */
@@ -79,11 +77,6 @@ tree_line(struct tree *t, json_t *j)
 	at = json_number_value(json_object_get(j, "t"));
 	if (at > t->last_t)
 		t->last_t = at;
-	if (ev != NULL && strcmp(ev, "run_start") == 0) {
-		t->started = 1;
-		t->ended = 0;
-	} else if (ev != NULL && strcmp(ev, "run_end") == 0)
-		t->ended = 1;
 	if (ev == NULL || agent == NULL)
 		return;
 	if (strcmp(ev, "spawn") == 0) {
@@ -443,59 +436,36 @@ tree_free(struct tree *t)
 
 /*
  * Render the tree recorded in an audit log.  Returns an exit status.
- *
- * Every complete line of a log ends with a newline and parses.  A last
- * line without one was cut short (corral killed mid-write, or a log that
- * is still being written): it is left out, and so is any line that does
- * not parse, and both are reported; the tree is drawn from the rest.
+ * What is not whole (a line that does not parse, a last line cut short)
+ * is left out and reported (auditlog-read.c); the tree is drawn from the
+ * rest.  A log in a format newer than this corral's is refused.
  */
 int
 tree_render(const char *path, const char *format, FILE *f)
 {
-	struct tree	 t;
-	json_error_t	 e;
-	json_t		*j;
-	FILE		*in;
-	char		*line = NULL;
-	size_t		 cap = 0, bad = 0, first_bad = 0, lineno = 0;
-	ssize_t		 n;
-	int		 torn = 0;
+	struct auditlog_reader	 r;
+	struct tree		 t;
+	json_t			*j;
+	int			 rc;
 
-	if ((in = fopen(path, "r")) == NULL) {
+	if (auditlog_read_open(&r, path) != 0) {
 		fprintf(stderr, "corral: %s: %s\n", path, strerror(errno));
 		return EXIT_USAGE;
 	}
 	memset(&t, 0, sizeof t);
-	while ((n = getline(&line, &cap, in)) > 0) {
-		lineno++;
-		if (line[n - 1] != '\n') {
-			torn = 1;	/* the last line: getline is at EOF */
-			break;
-		}
-		if ((j = json_loadb(line, (size_t)n, 0, &e)) == NULL) {
-			if (bad++ == 0)
-				first_bad = lineno;
-			continue;
-		}
+	while ((rc = auditlog_read_next(&r, &j)) == 1) {
 		util_vis_json(j);	/* agents' words, for a terminal */
 		tree_line(&t, j);
 		json_decref(j);
 	}
-	if (ferror(in))
-		fprintf(stderr, "corral: %s: %s\n", path, strerror(errno));
-	free(line);
-	fclose(in);
-	if (bad > 0)
-		fprintf(stderr, "corral: %s: line %zu is not JSON (%zu such "
-		    "line%s in all)\n", path, first_bad, bad, bad == 1 ? "" :
-		    "s");
-	if (torn)
-		fprintf(stderr, "corral: %s: the last line is cut short (it has "
-		    "no newline): the log ends mid-write\n", path);
-	else if (t.started && !t.ended)
-		fprintf(stderr, "corral: %s: the last run has no run_end: it "
-		    "was still going, or its log ends early\n", path);
-
+	if (rc < 0) {
+		fprintf(stderr, "corral: %s\n", r.why);
+		auditlog_read_close(&r);
+		tree_free(&t);
+		return EXIT_USAGE;
+	}
+	auditlog_read_report(&r, stderr);
+	auditlog_read_close(&r);
 	tree_print(&t, format, f);
 	tree_free(&t);
 	return 0;

@@ -12,6 +12,9 @@
 #               4 spawn rate
 #               5 memory per idle agent, 5,000 live agents
 #               6 scaling: agents 1..256, sizes 600 B..16 MiB, memory
+#               7 the audit log's --log-sync (never, 1000 ms, 10 ms,
+#                 always) with the log on a disk ($BENCH_DISKDIR, default
+#                 $TMPDIR or /tmp): throughput, and latency at 5,000 msg/s
 #   --runs N    runs per measurement (default 5, --quick 3); tables show
 #               the median
 #   --png       write docs/perf-*.png from scenario 6 (a full run does)
@@ -33,7 +36,7 @@ BUILD=${BENCH_BUILD:-$SRC/build-bench}
 B=$BUILD/bench
 RES=$SRC/tests/bench/results
 QUICK=0
-ONLY="1 2 3 4 5 6"
+ONLY="1 2 3 4 5 6 7"
 RUNS=
 PNG=0
 PROFILE=0
@@ -55,7 +58,7 @@ done
 if [ -z "$RUNS" ]; then
 	if [ $QUICK = 1 ]; then RUNS=3; else RUNS=5; fi
 fi
-if [ $QUICK = 0 ] && [ "$ONLY" = "1 2 3 4 5 6" ]; then PNG=1; fi
+if [ $QUICK = 0 ] && [ "$ONLY" = "1 2 3 4 5 6 7" ]; then PNG=1; fi
 
 # Sizes of the measurements (--quick: smaller).
 if [ $QUICK = 1 ]; then
@@ -123,7 +126,7 @@ trap 'rm -rf "$W" "$LOGDIR"' EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$RES"
 if [ $QUICK = 1 ]; then KIND=quick; else KIND=full; fi
-[ "$ONLY" = "1 2 3 4 5 6" ] || KIND=$KIND-only-$(echo $ONLY | tr ' ' -)
+[ "$ONLY" = "1 2 3 4 5 6 7" ] || KIND=$KIND-only-$(echo $ONLY | tr ' ' -)
 [ $PROFILE = 1 ] && KIND=profile
 [ $CODECS = 1 ] && KIND=codecs
 OUT=$RES/$KIND.txt
@@ -479,6 +482,41 @@ s3() {
 	say ""
 }
 
+# ------------------------------------------------ 7. --log-sync
+# The log goes to a disk here, not tmpfs: on tmpfs a sync costs nothing.
+s7() {
+	wf "$W/wf.yaml" 4
+	disk=${BENCH_DISKDIR:-${TMPDIR:-/tmp}}
+	dlog=$(mktemp "$disk/corral-bench-sync.XXXXXX") || die "mktemp"
+	say "== 7. --log-sync: 600 B envelopes, log on $(df -P "$disk" | awk 'NR == 2 { print $1 }') ($disk); throughput ($N_LOG per run, window 1024), and latency at 5,000 msg/s (${LAT_SECS}s)"
+	modes="never 1000 10 always"
+	n=$((5000 * LAT_SECS))
+	for m in $modes; do fresh "t7$m" "l7$m"; done
+	i=0
+	while [ $i -lt $RUNS ]; do
+		for m in $modes; do
+			rm -f "$dlog"
+			once "t7$m" drive -n $N_LOG -- $(serve "$W/wf.yaml") --log "$dlog" --log-sync $m
+			rm -f "$dlog"
+			once "l7$m" drive -n $n -r 5000 -w 100000 -- $(serve "$W/wf.yaml") --log "$dlog" --log-sync $m
+		done
+		i=$((i + 1))
+	done
+	rm -f "$dlog"
+	row "%-16s %10s %10s %9s %9s %9s\n" "--log-sync" msgs/s "vs never" "p50 us" "p99 us" "max us"
+	for m in $modes; do
+		v=$(med "t7$m" msgs_per_s)
+		if [ "$v" = FAILED ]; then
+			row "%-16s FAILED %s\n" "$m" "$(why "t7$m")"; continue
+		fi
+		row "%-16s %10s %10s %9s %9s %9s\n" "$m" "$(fmt "$v")" \
+		    "$(pair "t7$m" t7never msgs_per_s)" \
+		    "$(fmt "$(med "l7$m" p50_us)" 0)" "$(fmt "$(med "l7$m" p99_us)" 0)" \
+		    "$(fmt "$(med "l7$m" max_us)" 0)"
+	done
+	say ""
+}
+
 # ------------------------------------------------ 4. spawn rate
 s4() {
 	wf_idle "$W/idle.yaml" $SPAWN_N
@@ -692,7 +730,7 @@ EOF
 T0=$(date +%s)
 for s in $ONLY; do
 	case $s in
-	1) s1 ;; 2) s2 ;; 3) s3 ;; 4) s4 ;; 5) s5 ;; 6) s6 ;;
+	1) s1 ;; 2) s2 ;; 3) s3 ;; 4) s4 ;; 5) s5 ;; 6) s6 ;; 7) s7 ;;
 	*) die "no scenario $s" ;;
 	esac
 done

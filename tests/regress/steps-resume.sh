@@ -3,7 +3,8 @@
 #   - --on-escalate=exit: a step that escalates ends the run with exit
 #     status 3, after writing the escalation record (--record FILE); the
 #     result is an error envelope, code escalated, naming the record
-#   - corral run --resume on a record without an answer is refused
+#   - corral run --resume on a record without an answer is refused, and
+#     so is a record a newer corral wrote (its version is higher)
 #     (exit 2), and says how to answer
 #   - corral answer RECORD STEP TEXT writes the answer into the record;
 #     corral run --resume RECORD (no workflow file: the record names it)
@@ -39,6 +40,13 @@ log_has "corral answer $REC validate \"TEXT\", then corral run --resume $REC" ||
 want "resume without an answer" "$?" 2
 grep -q "holds no answer yet: corral answer $REC validate" "$T/r.err" ||
     fail "resume without an answer says: $(cat "$T/r.err")"
+
+# A record from a newer corral is refused, saying so.
+sed -E 's/"corral_escalation": *1,/"corral_escalation": 5,/' "$REC" >"$T/newer.json"
+"$CORRAL" run --resume "$T/newer.json" >"$T/r.out" 2>"$T/r.err"
+want "resume of a newer record" "$?" 2
+grep -q "a record of version 5, from a newer corral; this corral (.*) reads version 1" "$T/r.err" ||
+    fail "resume of a newer record says: $(cat "$T/r.err")"
 
 "$CORRAL" answer "$REC" validate "Use OAuth." >"$T/a.out" 2>&1 ||
     fail "corral answer on the record: $(cat "$T/a.out")"

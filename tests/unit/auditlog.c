@@ -8,7 +8,9 @@
  * auditlog_fields and auditlog_json; a log that ends in a torn line gets
  * a newline before the first new line; and a write that fails (/dev/full)
  * is reported once through the error callback with its errno, after which
- * nothing more is queued and auditlog_close returns that errno.
+ * nothing more is queued and auditlog_close returns that errno.  And the
+ * reader (src/auditlog-read.c): whole lines only, a torn last line left
+ * out and counted, a newer format refused; --log-sync's values.
  */
 
 #include <errno.h>
@@ -152,6 +154,10 @@ test_hostile_strings(void **state)
 	assert_int_equal(n, 1 + 7 + 3);
 	assert_string_equal(str(lines[0], "ev"), "run_start");
 	assert_string_equal(str(lines[0], "workflow"), "wf \"x\".yaml");
+	/* The format readers check: a number, in the run's first line. */
+	assert_true(json_is_integer(json_object_get(lines[0], "format")));
+	assert_int_equal(json_integer_value(json_object_get(lines[0],
+	    "format")), AUDITLOG_FORMAT);
 	for (i = 0; i < 7; i++) {
 		json_t	*l = lines[1 + i];
 
@@ -253,6 +259,132 @@ test_write_error_at_close(void **state)
 	auditlog_on_error(NULL);
 }
 
+/* Write text as the whole of the log file. */
+static void
+put(const char *text)
+{
+	int	fd;
+
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/*
+ * The reader gives the whole lines, skips and counts those that do not
+ * parse, leaves out a torn last line and counts its bytes, and reads a
+ * run_start without a format as the first format.
+ */
+static void
+test_read_torn(void **state)
+{
+	struct auditlog_reader	 r;
+	json_t			*j;
+	char			 buf[1024];
+	FILE			*mem;
+
+	put("{\"seq\":1,\"t\":0,\"ev\":\"run_start\",\"version\":\"0.0.9\"}\n"
+	    "{\"seq\":2,\"t\":0.1,\"ev\":\"spawn\",\"agent\":\"a\"}\n"
+	    "not json\n"
+	    "{\"seq\":4,\"t\":0.2,\"ev\":\"state\"}\n"
+	    "{\"seq\":5,\"t\":0.3,\"ev\":\"st");
+	assert_int_equal(auditlog_read_open(&r, path), 0);
+	assert_int_equal(auditlog_read_next(&r, &j), 1);
+	assert_string_equal(str(j, "ev"), "run_start");
+	json_decref(j);
+	assert_int_equal(r.format, 1);
+	assert_int_equal(auditlog_read_next(&r, &j), 1);
+	assert_string_equal(str(j, "ev"), "spawn");
+	json_decref(j);
+	assert_int_equal(auditlog_read_next(&r, &j), 1);
+	assert_string_equal(str(j, "ev"), "state");
+	json_decref(j);
+	assert_int_equal(auditlog_read_next(&r, &j), 0);
+	assert_null(j);
+	assert_int_equal(r.bad, 1);
+	assert_int_equal(r.first_bad, 3);
+	assert_int_equal(r.torn, 25);
+	assert_int_equal(r.lineno, 5);
+	assert_non_null(mem = fmemopen(buf, sizeof buf, "w"));
+	auditlog_read_report(&r, mem);
+	fclose(mem);
+	assert_non_null(strstr(buf, "line 3 is not JSON (1 such line in "
+	    "all)"));
+	assert_non_null(strstr(buf, "the last line is cut short (it has no "
+	    "newline): the log ends mid-write; line 5 (25 bytes) is left "
+	    "out"));
+	auditlog_read_close(&r);
+}
+
+/* A run in a newer format is refused, saying which; an older one is not. */
+static void
+test_read_newer(void **state)
+{
+	struct auditlog_reader	 r;
+	json_t			*j;
+
+	put("{\"seq\":1,\"t\":0,\"ev\":\"run_start\",\"format\":1}\n"
+	    "{\"seq\":2,\"t\":0,\"ev\":\"run_end\"}\n"
+	    "{\"seq\":1,\"t\":0,\"ev\":\"run_start\",\"format\":2,"
+	    "\"version\":\"9.0.0\"}\n");
+	assert_int_equal(auditlog_read_open(&r, path), 0);
+	assert_int_equal(auditlog_read_next(&r, &j), 1);
+	json_decref(j);
+	assert_int_equal(auditlog_read_next(&r, &j), 1);
+	json_decref(j);
+	assert_true(r.ended);
+	assert_int_equal(auditlog_read_next(&r, &j), -1);
+	assert_null(j);
+	assert_non_null(strstr(r.why, "line 3: the log is in format 2 "
+	    "(written by corral 9.0.0); this corral"));
+	assert_non_null(strstr(r.why, "reads format 1 and older"));
+	auditlog_read_close(&r);
+
+	put("{\"seq\":1,\"t\":0,\"ev\":\"run_start\",\"format\":\"2\"}\n");
+	assert_int_equal(auditlog_read_open(&r, path), 0);
+	assert_int_equal(auditlog_read_next(&r, &j), -1);
+	assert_non_null(strstr(r.why, "not a format number"));
+	auditlog_read_close(&r);
+}
+
+/* --log-sync's values, and a log written under each is the same log. */
+static void
+test_sync(void **state)
+{
+	static const char	*bad[] = { "", "0", "-1", "12s", "ms", "1e3",
+				    "3600001", "99999999999999999999", "Always" };
+	json_t	*lines[64];
+	size_t	 i, n;
+	int	 ms, modes[] = { 0, 1, -1, AUDITLOG_SYNC_DEFAULT };
+
+	assert_int_equal(auditlog_sync_parse("always", &ms), 0);
+	assert_int_equal(ms, 0);
+	assert_int_equal(auditlog_sync_parse("never", &ms), 0);
+	assert_int_equal(ms, -1);
+	assert_int_equal(auditlog_sync_parse("250", &ms), 0);
+	assert_int_equal(ms, 250);
+	assert_int_equal(auditlog_sync_parse("250ms", &ms), 0);
+	assert_int_equal(ms, 250);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(auditlog_sync_parse(bad[i], &ms), -1);
+	for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		unlink(path);
+		auditlog_set_sync(modes[i]);
+		assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+		auditlog_event("state", "a", NULL, "to", "READY", NULL);
+		auditlog_flush();
+		/* A sync every 1 ms: the writer's timed wait runs. */
+		usleep(3000);
+		auditlog_event("state", "a", NULL, "to", "BUSY", NULL);
+		assert_int_equal(auditlog_close(), 0);
+		n = parse_log(lines, 64);
+		assert_int_equal(n, 3);
+		while (n > 0)
+			json_decref(lines[--n]);
+	}
+	auditlog_set_sync(AUDITLOG_SYNC_DEFAULT);
+}
+
 int
 main(void)
 {
@@ -265,6 +397,11 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write_error_at_close,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_torn, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_read_newer, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sync, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

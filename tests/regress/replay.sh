@@ -1,0 +1,108 @@
+#!/bin/sh
+# corral replay: a recorded run is run again with no agent started, each
+# request answered with the reply recorded at the same path.
+#   - the price tracker (next_actions, a reflection) and the word count,
+#     replayed with their own workflows: no difference, exit 0, nothing
+#     on stdout, and no agent's program runs (their path: is gone);
+#   - the price tracker with execute routed to another agent: the route,
+#     the missing answer and the different result are reported, exit 1;
+#   - --agents summarizer: that agent runs live, the others are
+#     replayed, no difference; an unknown name or a live agent whose
+#     program is missing is refused, exit 2;
+#   - a recording whose last line is torn: replayed from its whole lines,
+#     saying what was left out;
+#   - a recording in a newer format: refused, exit 2.
+. "$(dirname "$0")/lib.sh"
+
+CORRAL_AGENT_PATH="$AGENTS"
+PRICES_DIR="$T/prices"
+PRICES_DATE=2026-03-10
+export CORRAL_AGENT_PATH PRICES_DIR PRICES_DATE
+mkdir "$PRICES_DIR" || fail "mkdir $PRICES_DIR"
+
+# record NAME GOAL: run examples/NAME with its audit log in $T/NAME.log.
+record() {
+	corral_run 30 run "$SRCDIR/examples/$1/workflow.yaml" --goal "$2" \
+	    --log "$T/$1.log"
+	expect_rc 0
+}
+
+# replay WANT_RC ARGS...: corral replay ARGS; stdout in $OUT, stderr $ERR.
+replay() {
+	_want=$1
+	shift
+	corral_run 30 replay "$@"
+	[ "$RC" = "$_want" ] || fail "corral replay $*: exit $RC, not $_want; stdout: $(cat "$OUT"); stderr: $(cat "$ERR")"
+}
+
+# A workflow that names no agent program that exists: none may run.
+noagents() {
+	sed 's|^path:.*|path: [/nonexistent]|' "$SRCDIR/examples/$1/workflow.yaml" >"$T/$1.yaml"
+}
+
+record price-tracker "track prices daily"
+record word-count "count the words"
+# From here no agent program can be found but those --agents runs live.
+unset CORRAL_AGENT_PATH
+for ex in price-tracker word-count; do
+	noagents $ex
+	replay 0 "$T/$ex.log" "$T/$ex.yaml" --log "$T/$ex.replay.log"
+	[ -s "$OUT" ] && fail "$ex: differences on stdout: $(cat "$OUT")"
+	log_has "replay: 0 differences from the recording $T/$ex.log" ||
+	    fail "$ex: no summary on stderr: $(cat "$ERR")"
+	n=$(grep -c '"ev":"spawn"' "$T/$ex.replay.log")
+	r=$(grep -c '"ev":"spawn".*"adapter":"replay"' "$T/$ex.replay.log")
+	[ "$n" -gt 0 ] && [ "$n" = "$r" ] ||
+	    fail "$ex: $n agents spawned, $r of them replayed"
+	a=$(grep -c '"ev":"outcome"' "$T/$ex.log")
+	b=$(grep -c '"ev":"outcome"' "$T/$ex.replay.log")
+	[ "$a" = "$b" ] || fail "$ex: $a outcomes recorded, $b replayed"
+done
+grep -q '"ev":"reflect"' "$T/price-tracker.replay.log" ||
+    fail "the price tracker's replay made no reflection"
+
+# --agents: the summarizer runs live (its reply is made again, the same:
+# it is deterministic), the others are replayed.
+CORRAL_AGENT_PATH="$AGENTS"
+export CORRAL_AGENT_PATH
+replay 0 "$T/price-tracker.log" "$T/price-tracker.yaml" \
+    --agents summarizer --log "$T/mixed.log"
+unset CORRAL_AGENT_PATH
+[ -s "$OUT" ] && fail "--agents summarizer: differences: $(cat "$OUT")"
+grep -q '"ev":"spawn","agent":"summarizer","name":"summarizer","pid":' "$T/mixed.log" ||
+    fail "--agents summarizer: the summarizer did not run: $(grep '"ev":"spawn"' "$T/mixed.log")"
+[ "$(grep -c '"ev":"spawn".*"adapter":"replay"' "$T/mixed.log")" = 4 ] ||
+    fail "--agents summarizer: the other four are not replayed"
+replay 2 "$T/price-tracker.log" "$T/price-tracker.yaml" --agents summarizer,nosuch
+log_has "replay: --agents: $T/price-tracker.yaml has no agent 'nosuch'" ||
+    fail "--agents nosuch: $(cat "$ERR")"
+# A live agent whose program cannot be found is refused before the run.
+replay 2 "$T/price-tracker.log" "$T/price-tracker.yaml" --agents summarizer
+log_has "agents.summarizer.cmd:" || fail "--agents, no program: $(cat "$ERR")"
+
+# A changed route: execute goes to the critic, which never answered it.
+sed 's/^  execute: executor$/  execute: critic/' "$T/price-tracker.yaml" >"$T/changed.yaml"
+replay 1 "$T/price-tracker.log" "$T/changed.yaml"
+p="plan#1@planner/decompose#1@decomposer/execute#1"
+for want in \
+    "route    $p: routed to critic; recorded: executor" \
+    "answer   $p: no answer recorded from critic (answered with an error)" \
+    "missing  $p@executor/summarize#1: recorded (routed to summarizer, replied), not made now" \
+    "result   job plan#1: failed, ended by $p; recorded: ok, ended by $p@executor/summarize#1@summarizer/reflect#1@critic/finalize#1"; do
+	grep -qxF "$want" "$OUT" || fail "a changed route: no line '$want' in: $(cat "$OUT")"
+done
+log_has "replay: 6 differences from the recording" ||
+    fail "a changed route: summary: $(cat "$ERR")"
+
+# A torn last line: the whole lines are replayed, the rest reported.
+head -c -10 "$T/word-count.log" >"$T/torn.log"
+replay 0 "$T/torn.log" "$T/word-count.yaml"
+grep -q "the last line is cut short (it has no newline): the log ends mid-write; line [0-9]* ([0-9]* bytes) is left out" "$ERR" ||
+    fail "a torn recording: $(cat "$ERR")"
+
+# A newer format: refused before anything runs.
+sed '1s/"format":1,/"format":2,/' "$T/word-count.log" >"$T/newer.log"
+replay 2 "$T/newer.log" "$T/word-count.yaml"
+grep -q "the log is in format 2 (written by corral .*); this corral (.*) reads format 1 and older" "$ERR" ||
+    fail "a newer recording: $(cat "$ERR")"
+exit 0
