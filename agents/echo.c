@@ -8,13 +8,16 @@
  * its output, flushing only when its input pipe has run dry.  It uses libc
  * only.
  *
- *   echo [--low N] [--handshake]
+ *   echo [--low N] [--handshake] [--spawn D [--child NAME]]
  *
  * Every Nth reply (default 10; 0 never) reports confidence 0.3 instead of
  * 0.9, so corral sends it for reflection.  --handshake sends map/connect
  * first, for agents configured with `ready: handshake`.  Lines with
  * "jsonrpc" get no answer except a ping; notices, child results and
- * messages get none either.
+ * messages get none either.  --spawn D starts a chain of D descendants for
+ * the benchmark's sub-agent tree: the agent spawns one visible child of
+ * entry NAME (default node) that is kept after its task, the task's text
+ * "spawn:D-1" tells that child to do the same, and so on down to 0.
  */
 
 #include <errno.h>
@@ -39,6 +42,7 @@ static unsigned long	 low_every = 10, nreplies;
 static char		 agent_id[48] = "echo";
 static char		 stamp[32];
 static time_t		 stamp_sec = -1;
+static const char	*child_entry = "node";
 
 /* Write everything buffered, or exit if stdout is gone. */
 static void
@@ -222,6 +226,40 @@ control(const struct span *v)
 	OUT_LIT(",\"result\":{}}\n");
 }
 
+/* Spawn one visible child that is kept, told to spawn depth more. */
+static void
+spawn_child(unsigned long depth)
+{
+	char	buf[96];
+	int	n;
+
+	OUT_LIT("{\"jsonrpc\":\"2.0\",\"id\":\"spawn\",\"method\":"
+	    "\"map/agents/spawn\",\"params\":{\"agent\":\"");
+	out_add(child_entry, strlen(child_entry));
+	OUT_LIT("\",\"keep\":true,\"visible\":true,\"task\":{\"protocol\":"
+	    "\"multiagent-1.0\",\"role\":\"agent\",\"intent\":\"execute\","
+	    "\"task\":\"grow the tree\",\"content\":{\"type\":\"text\",");
+	n = snprintf(buf, sizeof buf, "\"text\":\"spawn:%lu\"}}}}\n", depth);
+	out_add(buf, (size_t)n);
+	out_flush();
+}
+
+/* A task whose text is "spawn:D" asks for D more levels below us. */
+static void
+spawn_asked(struct span content)
+{
+	static const char	mark[] = "\"text\":\"spawn:";
+	const char		*p;
+	unsigned long		 d;
+
+	if (content.p == NULL || (p = memmem(content.p, content.len, mark,
+	    sizeof mark - 1)) == NULL)
+		return;
+	d = strtoul(p + sizeof mark - 1, NULL, 10);
+	if (d > 0)
+		spawn_child(d - 1);
+}
+
 /* Handle one line (without its newline). */
 static void
 line(const char *p, size_t len)
@@ -246,6 +284,8 @@ line(const char *p, size_t len)
 	    1) == 0 && (span_is(k, "\"notice\"") ||
 	    span_is(k, "\"child_result\"") || span_is(k, "\"message\"")))
 		return;
+	if (span_is(k, "\"task\""))
+		spawn_asked(v[4]);
 	t.p = NULL;
 	if (v[5].p != NULL)
 		(void)members(v[5].p, v[5].p + v[5].len, tid, &t, 1);
@@ -315,6 +355,7 @@ main(int argc, char **argv)
 	const char	*e, *nl;
 	ssize_t		 n;
 	size_t		 room, from;
+	unsigned long	 spawn = 0;
 	int		 i, handshake = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -322,8 +363,13 @@ main(int argc, char **argv)
 			low_every = strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--handshake") == 0)
 			handshake = 1;
+		else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc)
+			spawn = strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--child") == 0 && i + 1 < argc)
+			child_entry = argv[++i];
 		else {
-			fprintf(stderr, "usage: echo [--low N] [--handshake]\n");
+			fprintf(stderr, "usage: echo [--low N] [--handshake] "
+			    "[--spawn D [--child NAME]]\n");
 			return 2;
 		}
 	}
@@ -336,6 +382,8 @@ main(int argc, char **argv)
 		    "\"params\":{\"name\":\"echo\"}}\n");
 		out_flush();
 	}
+	if (spawn > 0)
+		spawn_child(spawn - 1);
 
 	incap = ECHO_READ_MIN;
 	if ((in = malloc(incap)) == NULL)

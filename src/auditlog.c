@@ -45,6 +45,7 @@ static uint64_t			audit_seq;
 static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
+static int			audit_decisions; /* --log-level decisions */
 static uint64_t			audit_base;	/* the file's size at open */
 static uint64_t			audit_handed;	/* bytes handed over since */
 
@@ -119,6 +120,23 @@ auditlog_set_sync(int ms)
 }
 
 /*
+ * How much the log records (--log-level): "full", every envelope as it
+ * travelled, or "decisions", the same lines without their envelopes.
+ * Returns -1 for another word.
+ */
+int
+auditlog_level(const char *level)
+{
+	if (strcmp(level, "full") == 0)
+		audit_decisions = 0;
+	else if (strcmp(level, "decisions") == 0)
+		audit_decisions = 1;
+	else
+		return -1;
+	return 0;
+}
+
+/*
  * Open the audit log for appending, for a run of the workflow at wfpath;
  * returns -1 with errno set.
  */
@@ -168,7 +186,8 @@ auditlog_open(const char *path, const char *wfpath)
 	ndjson_writer_add(&audit_w, ",\"format\":" AUDITLOG_FORMAT_S, 10 +
 	    strlen(AUDITLOG_FORMAT_S));
 	auditlog_members("run", protocol_run_id(), "time", ts, "version",
-	    CORRAL_VERSION, "workflow", wfpath, NULL);
+	    CORRAL_VERSION, "workflow", wfpath, "level",
+	    audit_decisions ? "decisions" : NULL, NULL);
 	return 0;
 }
 
@@ -613,7 +632,10 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 	va_end(ap);
 }
 
-/* Record an envelope as it travelled (valid JSON, embedded as is). */
+/*
+ * Record an envelope as it travelled (valid JSON, embedded as is); at
+ * --log-level decisions, the line without it.
+ */
 void
 auditlog_envelope(const char *ev, const char *agent, const char *id,
     const char *line, size_t len)
@@ -621,8 +643,10 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
-	JSONW_PUT_KEY(&audit_w, 0, "env");
-	jsonw_put_raw(&audit_w, line, len);
+	if (!audit_decisions) {
+		JSONW_PUT_KEY(&audit_w, 0, "env");
+		jsonw_put_raw(&audit_w, line, len);
+	}
 	auditlog_end();
 }
 

@@ -35,17 +35,29 @@ cmd_replay_read(const char *path)
 {
 	struct auditlog_reader	 r;
 	json_t			*j;
-	int			 rc;
+	const char		*ev, *level;
+	int			 rc, decisions = 0;
 
 	if (auditlog_read_open(&r, path) != 0)
 		err(EXIT_USAGE, "replay: %s", path);
 	replay_run_init(&cmd_replay_rec);
 	while ((rc = auditlog_read_next(&r, &j)) == 1) {
+		ev = json_string_value(json_object_get(j, "ev"));
+		if (ev != NULL && strcmp(ev, "run_start") == 0) {
+			level = json_string_value(json_object_get(j, "level"));
+			decisions = level != NULL &&
+			    strcmp(level, "decisions") == 0;
+		}
 		replay_feed(&cmd_replay_rec, j);
 		json_decref(j);
 	}
 	if (rc < 0)
 		errx(EXIT_USAGE, "replay: %s", r.why);
+	if (decisions)
+		/* Its replies are not in it: every answer would differ. */
+		errx(EXIT_USAGE, "replay: %s: its last run was recorded with "
+		    "--log-level decisions, which leaves out the envelopes a "
+		    "replay answers with: record with --log-level full", path);
 	auditlog_read_report(&r, stderr);
 	auditlog_read_close(&r);
 	if (cmd_replay_rec.goal == NULL)

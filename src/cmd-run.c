@@ -176,6 +176,9 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 	cmd_run_common(c, &maxline);
 	trace_enable(cmd_has(c, "trace"));
 	logpath = cmd_run_logpath(cmd_get(c, "log"));
+	if (cmd_get(c, "log-level") != NULL &&
+	    auditlog_level(cmd_get(c, "log-level")) != 0)
+		errx(EXIT_USAGE, "--log-level must be full or decisions");
 	if ((v = cmd_get(c, "log-sync")) != NULL) {
 		if (auditlog_sync_parse(v, &sync) != 0)
 			errx(EXIT_USAGE, "--log-sync must be always, never, or a "
@@ -294,6 +297,7 @@ static const struct cmd_option cmd_run_options[] = {
 	{ "resume", 0, 1 },
 	{ "output", 'o', 1 },
 	{ "log", 'l', 1 },
+	{ "log-level", 0, 1 },
 	{ "log-sync", 0, 1 },
 	{ "otlp", 0, 1 },
 	{ "max-line", 0, 1 },
@@ -308,9 +312,9 @@ static const struct cmd_option cmd_run_options[] = {
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.args = "[FILE] [--goal TEXT] [--input FILE] [--param KEY=VALUE ...] "
-	    "[--log FILE] [--log-sync always|never|MS] [--otlp FILE] "
-	    "[--output json|text] [--max-line SIZE] "
-	    "[--trace] "
+	    "[--log FILE] [--log-level full|decisions] "
+	    "[--log-sync always|never|MS] [--otlp FILE] "
+	    "[--output json|text] [--max-line SIZE] [--trace] "
 	    "[--control PATH | --no-control] [-v] "
 	    "[--on-escalate wait|fail|exit] [--record FILE] [--resume RECORD]",
 	.about = "start the workflow's agents, send the goal, print the result",
@@ -322,9 +326,9 @@ const struct cmd_entry cmd_run_entry = {
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "FILE [--log FILE] [--log-sync always|never|MS] [--otlp FILE] "
-	    "[--max-line SIZE] [--trace] "
-	    "[--control PATH | --no-control] [-v]",
+	.args = "FILE [--log FILE] [--log-level full|decisions] "
+	    "[--log-sync always|never|MS] [--otlp FILE] "
+	    "[--max-line SIZE] [--trace] [--control PATH | --no-control] [-v]",
 	.about = "route envelopes from stdin, one result line each on stdout",
 	.options = cmd_serve_options,
 	.lower = 1,

@@ -282,7 +282,7 @@ const struct config_key config_table[] = {
 	  .dflt = "false",
 	  .doc = "whether map/agents/spawn may name a command" },
 	{ .name = "shutdown", TOP(shutdown_parallel), .type = CONFIG_ENUM,
-	  .choices = config_table_shutdown, .dflt = "sequential",
+	  .choices = config_table_shutdown, .dflt = "parallel",
 	  .doc = "how agents stop at the end" },
 	{ .name = "path", TOP(agent_path), .type = CONFIG_LIST,
 	  .count = offsetof(struct workflow, npath), .flags = CONFIG_OMIT,
@@ -345,6 +345,10 @@ const struct config_key config_table[] = {
 	{ .name = "description", AGENT(description), .type = CONFIG_STRING,
 	  .flags = CONFIG_HIDE,
 	  .doc = "free text for people; corral does not use it" },
+	{ .name = "depends_on", AGENT(depends_on), .type = CONFIG_LIST,
+	  .count = offsetof(struct agent_conf, ndepends_on),
+	  .flags = CONFIG_OMIT|CONFIG_NODEFAULT, .typename = "list of agent names",
+	  .doc = "agents it needs: they start before it and stop after it" },
 	{ .name = "subscribe", AGENT(subscribe), .type = CONFIG_LIST,
 	  .count = offsetof(struct agent_conf, nsubscribe),
 	  .flags = CONFIG_OMIT, .typename = "list of topics",
@@ -698,6 +702,87 @@ config_table_check_launch(struct config_reader *rd, struct agent_conf *ac,
 	return 0;
 }
 
+/*
+ * The value of key in the mapping node m, or m itself when it has none
+ * (for an error's position).
+ */
+static const struct config_node *
+config_table_at(const struct config_node *m, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; m->type == CONFIG_MAPPING && i + 1 < m->nkids; i += 2)
+		if (m->kids[i]->str != NULL &&
+		    strcmp(m->kids[i]->str, key) == 0)
+			return m->kids[i + 1];
+	return m;
+}
+
+/* Nonzero if entry i reaches a cycle through depends_on (seen: 0, 1, 2). */
+static int
+config_table_cycle(const struct workflow *wf, size_t i, unsigned char *seen)
+{
+	const struct agent_conf	*ac = &wf->agents[i];
+	size_t			 d;
+
+	if (seen[i] == 2)
+		return 0;
+	if (seen[i] == 1)
+		return 1;
+	seen[i] = 1;
+	for (d = 0; d < ac->ndepends_on; d++)
+		if (config_table_cycle(wf, ac->deps[d], seen))
+			return 1;
+	seen[i] = 2;
+	return 0;
+}
+
+/*
+ * Every agent's depends_on: names other entries, which are given their
+ * indexes, and makes no cycle.
+ */
+static int
+config_table_depends(struct config_reader *rd, struct workflow *wf,
+    const struct config_node *n, const char *path)
+{
+	struct agent_conf	*ac, *dep;
+	unsigned char		*seen;
+	size_t			 i, d;
+	int			 rc = 0;
+
+	for (i = 0; i < wf->nagents; i++) {
+		ac = &wf->agents[i];
+		if (ac->ndepends_on == 0)
+			continue;
+		ac->deps = xcalloc(ac->ndepends_on, sizeof *ac->deps);
+		for (d = 0; d < ac->ndepends_on; d++) {
+			dep = config_find_agent(wf, ac->depends_on[d]);
+			if (dep == NULL || dep == ac) {
+				rc = config_err(rd, config_table_at(n->kids[2 * i
+				    + 1], "depends_on"), dep == NULL ?
+				    "%s.%s.depends_on: no agent named '%s' in "
+				    "agents:" : "%s.%s.depends_on: '%s' is the "
+				    "agent itself", path, ac->name,
+				    ac->depends_on[d]);
+				break;
+			}
+			ac->deps[d] = dep->index;
+		}
+	}
+	if (rc != 0)
+		return rc;
+	seen = xcalloc(wf->nagents, 1);
+	for (i = 0; i < wf->nagents && rc == 0; i++) {
+		if (config_table_cycle(wf, i, seen))
+			rc = config_err(rd, config_table_at(n->kids[2 * i + 1],
+			    "depends_on"), "%s.%s.depends_on: the agents "
+			    "depend on each other in a circle", path,
+			    wf->agents[i].name);
+	}
+	free(seen);
+	return rc;
+}
+
 /* Read agents:, each entry over a copy of what defaults: gave. */
 static int
 config_table_read_agents(struct config_reader *rd,
@@ -737,6 +822,8 @@ config_table_read_agents(struct config_reader *rd,
 		    config_table_check_agent(rd, ac, n->kids[i + 1], p) != 0)
 			rc = -1;
 	}
+	if (rc == 0)
+		rc = config_table_depends(rd, wf, n, path);
 	return rc;
 }
 

@@ -604,6 +604,8 @@ config_agent_copy(struct agent_conf *dst, const struct agent_conf *src)
 	dst->adapter_conf = src->adapter_conf ?
 	    json_deep_copy(src->adapter_conf) : NULL;
 	dst->subscribe = config_list_copy(src->subscribe, src->nsubscribe);
+	dst->depends_on = config_list_copy(src->depends_on, src->ndepends_on);
+	dst->deps = NULL;
 	dst->capabilities = src->capabilities ?
 	    json_deep_copy(src->capabilities) : NULL;
 	dst->env = NULL;
@@ -667,6 +669,8 @@ config_agent_free(struct agent_conf *ac)
 	if (ac->adapter_conf != NULL)
 		json_decref(ac->adapter_conf);
 	config_list_free(ac->subscribe, ac->nsubscribe);
+	config_list_free(ac->depends_on, ac->ndepends_on);
+	free(ac->deps);
 	if (ac->capabilities != NULL)
 		json_decref(ac->capabilities);
 }

@@ -243,6 +243,13 @@ struct jtok {
 	uint8_t		flags;
 };
 
+/* jscan.c: how a scanner finds a line's structure. */
+enum jscan_path {
+	JSCAN_SCALAR,	/* byte by byte, in portable C */
+	JSCAN_SSE2,	/* 16 bytes at a time with SSE2 (any x86-64) */
+	JSCAN_AVX2	/* 32 with AVX2, where the CPU has it */
+};
+
 struct jscan_frame;
 struct jscan_key;
 struct jscan {
@@ -433,6 +440,10 @@ struct agent_conf {
 	/* Topics and discovery (docs/topics.md). */
 	char			**subscribe;	/* topics it joins at start */
 	size_t			 nsubscribe;
+	/* The entries it needs: they start before it and stop after it. */
+	char			**depends_on;
+	size_t			 ndepends_on;
+	unsigned int		*deps;		/* their indexes */
 	json_t			*capabilities;	/* [{name, version, actions}] */
 #define TOOL_SPAWN	0x01
 #define TOOL_WAIT	0x02
@@ -1403,6 +1414,16 @@ TAILQ_HEAD(agentpool, agent);
 /* The loop: libev's default one, set up by the supervisor. */
 #define LOOP	EV_DEFAULT_UC
 
+/*
+ * xmalloc.c: a free list of blocks of one size, kept for reuse (at most
+ * max of them), for the structures made and freed for every envelope.
+ */
+struct xpool {
+	void	*head;
+	size_t	 size, n, max;
+};
+#define XPOOL_INITIALIZER(type, max) { NULL, sizeof(type), 0, (max) }
+
 /* xmalloc.c */
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
@@ -1410,6 +1431,8 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
 char	*xmemdup0(const void *, size_t);
+void	*xpool_get(struct xpool *);
+void	 xpool_put(struct xpool *, void *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 int	 xvasprintf(char **, const char *, va_list)
@@ -1504,6 +1527,11 @@ struct jscan *jscan_take(void);
 void	 jscan_give(struct jscan *);
 void	 jscan_drain(void);
 int	 jscan_run(struct jscan *, const char *, size_t);
+int	 jscan_run_path(struct jscan *, const char *, size_t, enum jscan_path);
+int	 jscan_path_has(enum jscan_path);
+const char *jscan_path_name(enum jscan_path);
+enum jscan_path jscan_path_get(void);
+int	 jscan_path_set(enum jscan_path);
 size_t	 jscan_unescape(struct jscan *, const char *, size_t);
 int	 jscan_str_equal(struct jscan *, const char *, size_t, int,
 	    const char *, size_t);
@@ -2331,6 +2359,7 @@ void	 trace_envelope(const char *, const char *, const char *, size_t);
 #define AUDITLOG_FORMAT_S	"1"
 #define AUDITLOG_SYNC_DEFAULT	1000	/* --log-sync, in milliseconds */
 typedef void (*auditlog_error_cb)(const char *, int);
+int	 auditlog_level(const char *);
 typedef void (*auditlog_line_cb)(const char *, size_t);
 
 /* Reading a log back, a whole line at a time (auditlog-read.c). */

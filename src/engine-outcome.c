@@ -13,6 +13,8 @@
 #include "engine-int.h"
 
 static uint64_t	engine_job_seq;
+/* Jobs made and freed for every input: a few kept for reuse. */
+static struct xpool	engine_job_pool = XPOOL_INITIALIZER(struct job, 64);
 
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 
@@ -22,7 +24,7 @@ engine_job_create(int origin)
 {
 	struct job	*j;
 
-	j = xcalloc(1, sizeof *j);
+	j = xpool_get(&engine_job_pool);
 	j->seq = ++engine_job_seq;
 	j->origin = origin;
 	TAILQ_INIT(&j->msgs);
@@ -72,7 +74,7 @@ engine_job_release(struct job *j)
 	free(j->ends);
 	json_decref(j->reports);
 	free(j->session);
-	free(j);
+	xpool_put(&engine_job_pool, j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 0);
 	if (engine_hooks.idle != NULL)
@@ -282,7 +284,7 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 	struct agent	*a = NULL;
 	char		*marked = NULL;
 	size_t		 mlen;
-	int		 kind;
+	int		 kind, direct, linked;
 
 	if (m->where == MSG_QUEUED)
 		route_dequeue(m);
@@ -304,22 +306,35 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		engine_task.done(m, line, len, is_error);
 	}
 	j = engine_msg_detach(m);
-	if (j != NULL && end && m->kind != MSG_TASK && !j->done)
+	/*
+	 * The job's one branch ends here: its line is the job's result as
+	 * it is (join.c would copy it), with no copy kept.
+	 */
+	direct = j != NULL && end && m->kind != MSG_TASK && !j->done &&
+	    j->nends == 0 && j->open == 1;
+	if (j != NULL && end && m->kind != MSG_TASK && !j->done && !direct)
 		engine_branch_end(j, m, line, len, is_error, end == END_FINAL);
 	kind = m->kind;
+	linked = (kind == MSG_INPUT || kind == MSG_GOAL);
 	engine_msg_free(m);
-	free(marked);
 	if (a != NULL)
 		route_kick(a);
-	if (j == NULL)
+	if (j == NULL) {
+		free(marked);
 		return;
+	}
 	if (j->pending > 0)
 		j->pending--;
 	if (kind != MSG_TASK && j->open > 0)
 		j->open--;
-	if (j->open == 0 && !j->done)
-		engine_join(j);
+	if (j->open == 0 && !j->done) {
+		if (direct)
+			engine_job_finish(j, line, len, is_error != 0, linked);
+		else
+			engine_join(j);
+	}
 	engine_job_release(j);
+	free(marked);
 }
 
 /* A request ended with line, which ends its branch. */

@@ -54,6 +54,9 @@ int				 engine_stopping;
 static TAILQ_HEAD(, msg)	 engine_live =
 				    TAILQ_HEAD_INITIALIZER(engine_live);
 static uint64_t			 engine_msg_seq;
+/* Requests made and freed for every envelope: a few kept for reuse. */
+static struct xpool		 engine_msg_pool =
+				     XPOOL_INITIALIZER(struct msg, 64);
 
 static void	engine_dispatched(struct msg *, struct agent *);
 static const char *engine_trace_from(const struct msg *);
@@ -143,7 +146,7 @@ engine_msg_create(struct job *j, char *line, size_t len, int kind, int intent)
 {
 	struct msg	*m;
 
-	m = xcalloc(1, sizeof *m);
+	m = xpool_get(&engine_msg_pool);
 	m->line = line;
 	m->len = len;
 	m->kind = (uint8_t)kind;
@@ -295,7 +298,7 @@ engine_msg_free(struct msg *m)
 	free(m->line);
 	free(m->weak);
 	json_decref(m->reports);
-	free(m);
+	xpool_put(&engine_msg_pool, m);
 	engine_stats.live_msgs--;
 }
 

@@ -213,17 +213,27 @@ env_req_string(struct jscan *js, const char *s, int obj, const char *key,
 	return env_want_string(js, t, err, base, idx, key);
 }
 
-/* Check "agent": {id, name, model, version?}. */
+/* Check "agent": {id, name, model, version?}, in one pass over it. */
 static int
 env_agent(struct jscan *js, const char *s, int t, struct env_error *err)
 {
+	static const char *const names[] = { "id", "name", "model",
+	    "version" };
+	char	p[128];
+	int	f[4], i;
+
 	if (env_want(js, t, JT_OBJECT, err, "agent") != 0)
 		return -1;
-	if (env_req_string(js, s, t, "id", err, "agent", -1) != 0 ||
-	    env_req_string(js, s, t, "name", err, "agent", -1) != 0 ||
-	    env_req_string(js, s, t, "model", err, "agent", -1) != 0 ||
-	    env_opt_string(js, s, t, "version", err, "agent", -1) != 0)
-		return -1;
+	env_members(js, s, t, names, f, 4);
+	for (i = 0; i < 4; i++) {
+		if (f[i] == -1 && i < 3) {
+			env_path(p, sizeof p, "agent", -1, names[i]);
+			return env_fail(err, p, "%s is required", p);
+		}
+		if (f[i] != -1 && env_want_string(js, f[i], err, "agent", -1,
+		    names[i]) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -586,7 +596,9 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	env->next_actions = env->content = env->corral = -1;
 	env->task = env->session = -1;
 	env->prio = PRIO_NORMAL;
-	memset(err, 0, sizeof *err);
+	/* Not all 392 bytes: this runs for every envelope. */
+	err->code = NULL;
+	err->path[0] = err->msg[0] = '\0';
 	(void)len;
 
 	if (js->ntok == 0 || js->tok[0].type != JT_OBJECT)
@@ -596,7 +608,9 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		t = (int)i + 1;
 		if ((v = env_key(js, s, i, keybuf, sizeof keybuf, &vl)) == NULL)
 			continue;
-#define KEY(lit) (vl == sizeof(lit) - 1 && memcmp(v, lit, vl) == 0)
+		/* The known members differ in length or in their first byte. */
+#define KEY(lit) (vl == sizeof(lit) - 1 && v[0] == (lit)[0] && \
+		    memcmp(v, lit, vl) == 0)
 		if (KEY("protocol")) {
 			if (env_want(js, t, JT_STRING, err, "protocol") != 0)
 				return -1;

@@ -18,28 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 #include "corral.h"
+#include "jscan-int.h"
 
-#define JSCAN_MAX_DEPTH	2048	/* jansson's JSON_PARSER_MAX_DEPTH */
 #define JSCAN_POOL	8	/* scanners kept for reuse; more are made */
 #define JSCAN_POOL_LEVEL 4	/* what the pool's scanners record */
-
-struct jscan_frame {
-	uint32_t	tok;	/* tape index, or UINT32_MAX when not recorded */
-	uint32_t	keys;	/* first key of this object in the key stack */
-	uint8_t		obj;
-};
-
-struct jscan_key {
-	uint32_t	off;	/* offset of the opening quote */
-	uint32_t	len;	/* raw length, quotes included */
-	uint32_t	tag;	/* length and end bytes; 0 when escaped */
-	uint8_t		esc;
-};
 
 static struct jscan	*jscan_pool[JSCAN_POOL];
 static size_t		 jscan_npool;
@@ -72,6 +55,54 @@ jscan_free(struct jscan *js)
 	free(js->table);
 	free(js->tmp);
 	free(js);
+}
+
+/*
+ * The full duplicate check of an object whose key tags repeat (frame f,
+ * closing): its keys from the tape, or from the key stack when it is not
+ * on the tape.
+ */
+int
+jscan_w_dup(struct jscan_w *w, const struct jscan_frame *f)
+{
+	struct jscan_key	*k;
+	uint32_t		 i, nk = 0;
+
+	if (!f->ontape)
+		return jscan_check_keys(w->js, (const char *)w->s,
+		    w->keys + f->keys, w->nkeys - f->keys);
+	/* Nested objects are closed: the stack above f->keys is free. */
+	for (i = f->tok + 1; i < w->ntok; i = w->tok[i + 1].next) {
+		if (f->keys + nk == w->keycap) {
+			w->keys = jscan_grow_keys(w->js, w->keycap);
+			w->keycap = w->js->keycap;
+		}
+		k = &w->keys[f->keys + nk++];
+		k->off = w->tok[i].off;
+		k->len = w->tok[i].len;
+		k->esc = (w->tok[i].flags & JT_ESCAPED) != 0;
+		k->tag = k->esc ? 0 : jscan_tag(w->s, k->off, k->len);
+	}
+	return jscan_check_keys(w->js, (const char *)w->s, w->keys + f->keys,
+	    nk);
+}
+
+/* Make room on the tape for more than ntok tokens. */
+struct jtok *
+jscan_grow_tok(struct jscan *js, uint32_t ntok)
+{
+	js->tokcap *= 2;
+	js->tok = xreallocarray(js->tok, js->tokcap, sizeof *js->tok);
+	return js->tok;
+}
+
+/* Make room on the key stack for more than nkeys keys. */
+struct jscan_key *
+jscan_grow_keys(struct jscan *js, uint32_t nkeys)
+{
+	js->keycap *= 2;
+	js->keys = xreallocarray(js->keys, js->keycap, sizeof *js->keys);
+	return js->keys;
 }
 
 /*
@@ -137,31 +168,12 @@ jscan_drain(void)
 }
 
 /* Record an error at offset off and return -1. */
-static int
+int
 jscan_fail(struct jscan *js, size_t off, const char *msg)
 {
 	js->err_off = off;
 	js->err = msg;
 	return -1;
-}
-
-/* Append a token to the tape and return its index. */
-static inline uint32_t
-jscan_push_tok(struct jscan *js, uint8_t type, size_t off)
-{
-	struct jtok	*t;
-
-	if (js->ntok == js->tokcap) {
-		js->tokcap *= 2;
-		js->tok = xreallocarray(js->tok, js->tokcap, sizeof *js->tok);
-	}
-	t = &js->tok[js->ntok];
-	t->type = type;
-	t->flags = 0;
-	t->off = (uint32_t)off;
-	t->len = 0;
-	t->next = js->ntok + 1;
-	return js->ntok++;
 }
 
 /* Hexadecimal digit value, or -1. */
@@ -178,7 +190,7 @@ jscan_hex(unsigned char c)
 }
 
 /* Read four hex digits at p (n bytes available); -1 if invalid. */
-static long
+long
 jscan_hex4(const unsigned char *p, size_t n)
 {
 	long	v = 0;
@@ -195,86 +207,74 @@ jscan_hex4(const unsigned char *p, size_t n)
 }
 
 /*
- * Scan a string whose opening quote is at *posp; leave *posp after the
- * closing quote.  Sets *esc when the string holds escapes.
+ * The byte at *posp ends a run of plain string bytes without closing the
+ * string: the end of the line, a byte above 0x7F (a UTF-8 character, which
+ * is checked), a control character, or a backslash (an escape, checked).
+ * Returns the offset after it, or SIZE_MAX when the string is invalid
+ * there.  Every path shares this, so they name the same errors.
  */
-static inline __attribute__((always_inline)) int
-jscan_string(struct jscan *js, const unsigned char *s, size_t n,
-    size_t *posp, uint8_t *esc)
+size_t
+jscan_string_special(struct jscan *js, const unsigned char *s, size_t n,
+    size_t pos)
 {
-	size_t	pos = *posp + 1, k;
-	long	v, v2;
+	const char	*why;
+	size_t		 k, at = pos;
+	long		 v, v2;
 
-	*esc = 0;
-	for (;;) {
-#ifdef __SSE2__
-		while (pos + 16 <= n) {
-			__m128i	x = _mm_loadu_si128((const __m128i *)(s + pos));
-			__m128i	q = _mm_cmpeq_epi8(x, _mm_set1_epi8('"'));
-			__m128i	b = _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'));
-			/* Signed compare: catches < 0x20 and >= 0x80 at once. */
-			__m128i	c = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
-			int	m = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(q,
-			    b), c));
-			if (m != 0) {
-				pos += (size_t)__builtin_ctz((unsigned int)m);
-				break;
-			}
-			pos += 16;
-		}
-#endif
-		while (pos < n && s[pos] >= 0x20 && s[pos] < 0x80 &&
-		    s[pos] != '"' && s[pos] != '\\')
-			pos++;
-		if (pos >= n)
-			return jscan_fail(js, n, "unterminated string");
-		if (s[pos] == '"') {
-			*posp = pos + 1;
-			return 0;
-		}
-		if (s[pos] >= 0x80) {
-			if ((k = util_utf8_len(s + pos, n - pos)) == 0)
-				return jscan_fail(js, pos, "invalid UTF-8");
-			pos += k;
-			continue;
-		}
-		if (s[pos] < 0x20) {
-			if (s[pos] == 0)
-				return jscan_fail(js, pos, "NUL byte");
-			return jscan_fail(js, pos, "control character in string");
-		}
-		/* A backslash. */
-		*esc = 1;
-		if (pos + 1 >= n)
-			return jscan_fail(js, pos, "unterminated string");
-		switch (s[pos + 1]) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-		case 'r': case 't':
-			pos += 2;
-			continue;
-		case 'u':
-			break;
-		default:
-			return jscan_fail(js, pos, "invalid escape");
-		}
-		if ((v = jscan_hex4(s + pos + 2, n - pos - 2)) < 0)
-			return jscan_fail(js, pos, "invalid \\u escape");
-		pos += 6;
-		if (v == 0)
-			return jscan_fail(js, pos - 6, "\\u0000 in string");
-		if (v >= 0xDC00 && v <= 0xDFFF)
-			return jscan_fail(js, pos - 6, "lone low surrogate");
-		if (v >= 0xD800 && v <= 0xDBFF) {
-			if (pos + 1 >= n || s[pos] != '\\' || s[pos + 1] != 'u')
-				return jscan_fail(js, pos - 6,
-				    "lone high surrogate");
-			if ((v2 = jscan_hex4(s + pos + 2, n - pos - 2)) < 0)
-				return jscan_fail(js, pos, "invalid \\u escape");
-			if (v2 < 0xDC00 || v2 > 0xDFFF)
-				return jscan_fail(js, pos, "invalid surrogate pair");
-			pos += 6;
-		}
+	if (pos >= n) {
+		jscan_fail(js, n, "unterminated string");
+		return SIZE_MAX;
 	}
+	if (s[pos] >= 0x80) {
+		if ((k = util_utf8_len(s + pos, n - pos)) == 0) {
+			why = "invalid UTF-8";
+			goto fail;
+		}
+		return pos + k;
+	}
+	if (s[pos] < 0x20) {
+		why = s[pos] == 0 ? "NUL byte" : "control character in string";
+		goto fail;
+	}
+	/* A backslash. */
+	why = "unterminated string";
+	if (pos + 1 >= n)
+		goto fail;
+	switch (s[pos + 1]) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+	case 'r': case 't':
+		return pos + 2;
+	case 'u':
+		break;
+	default:
+		why = "invalid escape";
+		goto fail;
+	}
+	why = "invalid \\u escape";
+	if ((v = jscan_hex4(s + pos + 2, n - pos - 2)) < 0)
+		goto fail;
+	if (v == 0 || (v >= 0xDC00 && v <= 0xDFFF)) {
+		why = v == 0 ? "\\u0000 in string" : "lone low surrogate";
+		goto fail;
+	}
+	pos += 6;
+	if (v >= 0xD800 && v <= 0xDBFF) {
+		why = "lone high surrogate";
+		if (pos + 1 >= n || s[pos] != '\\' || s[pos + 1] != 'u')
+			goto fail;
+		at = pos;
+		why = "invalid \\u escape";
+		if ((v2 = jscan_hex4(s + pos + 2, n - pos - 2)) < 0)
+			goto fail;
+		why = "invalid surrogate pair";
+		if (v2 < 0xDC00 || v2 > 0xDFFF)
+			goto fail;
+		pos += 6;
+	}
+	return pos;
+fail:
+	jscan_fail(js, at, why);
+	return SIZE_MAX;
 }
 
 /*
@@ -348,12 +348,16 @@ jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 	return (d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE;
 }
 
-/* Scan a number at *posp; set *integer when it has no fraction or exponent. */
-static int
+/*
+ * Scan the number at start: returns the offset after it, shifted left by
+ * one, with the low bit set when it has no fraction or exponent; SIZE_MAX
+ * when it is invalid.
+ */
+size_t
 jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
-    size_t *posp, uint8_t *integer)
+    size_t start)
 {
-	size_t	start = *posp, pos = *posp, digits;
+	size_t	pos = start, digits;
 	int	neg = 0;
 	static const char	max[] = "9223372036854775807";
 	static const char	min[] = "9223372036854775808";
@@ -363,29 +367,28 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 		pos++;
 	}
 	if (pos >= n || s[pos] < '0' || s[pos] > '9')
-		return jscan_fail(js, start, "invalid number");
+		goto invalid;
 	if (s[pos] == '0') {
 		pos++;
 		if (pos < n && s[pos] >= '0' && s[pos] <= '9')
-			return jscan_fail(js, start, "invalid number");
+			goto invalid;
 	} else {
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
 	}
 	digits = pos - start - (size_t)neg;
 	if (pos >= n || (s[pos] != '.' && s[pos] != 'e' && s[pos] != 'E')) {
-		*integer = 1;
-		*posp = pos;
 		if (digits > 19 || (digits == 19 && memcmp(s + start + neg,
-		    neg ? min : max, 19) > 0))
-			return jscan_fail(js, start, "integer out of range");
-		return 0;
+		    neg ? min : max, 19) > 0)) {
+			jscan_fail(js, start, "integer out of range");
+			return SIZE_MAX;
+		}
+		return pos << 1 | 1;
 	}
-	*integer = 0;
 	if (s[pos] == '.') {
 		pos++;
 		if (pos >= n || s[pos] < '0' || s[pos] > '9')
-			return jscan_fail(js, start, "invalid number");
+			goto invalid;
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
 	}
@@ -394,14 +397,18 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 		if (pos < n && (s[pos] == '+' || s[pos] == '-'))
 			pos++;
 		if (pos >= n || s[pos] < '0' || s[pos] > '9')
-			return jscan_fail(js, start, "invalid number");
+			goto invalid;
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
 	}
-	*posp = pos;
-	if (jscan_real_overflows(js, s + start, pos - start))
-		return jscan_fail(js, start, "real number overflow");
-	return 0;
+	if (jscan_real_overflows(js, s + start, pos - start)) {
+		jscan_fail(js, start, "real number overflow");
+		return SIZE_MAX;
+	}
+	return pos << 1;
+invalid:
+	jscan_fail(js, start, "invalid number");
+	return SIZE_MAX;
 }
 
 /* Hash the decoded form of a key (FNV-1a over the code units). */
@@ -445,12 +452,12 @@ jscan_key_equal(struct jscan *js, const char *s, const struct jscan_key *a,
 	return eq;
 }
 
-/* Check the keys of one closed object for duplicates. */
-static int
-jscan_check_keys(struct jscan *js, const char *s, uint32_t first)
+/* Check the nkeys keys k of one closed object for duplicates. */
+int
+jscan_check_keys(struct jscan *js, const char *s, struct jscan_key *k,
+    uint32_t nkeys)
 {
-	uint32_t	 nkeys = js->nkeys - first, i, j, mask, h, slot;
-	struct jscan_key	*k = js->keys + first;
+	uint32_t	 i, j, mask, h, slot;
 	uint8_t		 esc;
 
 	if (nkeys < 2)
@@ -496,229 +503,168 @@ jscan_check_keys(struct jscan *js, const char *s, uint32_t first)
 	return 0;
 }
 
-/* Skip JSON whitespace. */
-static inline size_t
-jscan_ws(const unsigned char *s, size_t n, size_t pos)
+/*
+ * Does any of the eight bytes at p end a run of plain string bytes (a
+ * quote, a backslash, a control character or a byte above 0x7F)?  Returns
+ * a mask whose lowest set bit is the high bit of the first such byte (the
+ * byte tricks' carries only reach bytes after it).
+ */
+static inline uint64_t
+jscan_special8(const unsigned char *p)
 {
-	/* Compact JSON has none: one comparison decides. */
-	if (pos < n && s[pos] > ' ')
-		return pos;
-	while (pos < n && (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\t' ||
-	    s[pos] == '\r'))
-		pos++;
+	const uint64_t	ones = 0x0101010101010101ULL, high = ones * 0x80;
+	uint64_t	x, q, b;
+
+	memcpy(&x, p, 8);
+	q = x ^ (ones * '"');
+	b = x ^ (ones * '\\');
+	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
+}
+
+/*
+ * The portable finder (jscan-walk.h), eight bytes at a time; *c is the
+ * byte found (NUL at the line's end).
+ */
+static inline size_t
+jscan_find_scalar(const struct jscan_tail *t, const unsigned char *s,
+    size_t n, size_t pos, unsigned char *c)
+{
+	const unsigned char	*at;
+	uint64_t		 m;
+
+	for (;; pos += 8) {
+		at = jscan_at(t, s, n, pos, 8);
+		if ((m = jscan_special8(at)) == 0)
+			continue;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		*c = at[__builtin_ctzll(m) >> 3];
+		return pos + (size_t)(__builtin_ctzll(m) >> 3);
+#else
+		break;
+#endif
+	}
+	for (; pos < n && s[pos] >= 0x20 && s[pos] < 0x80 && s[pos] != '"' &&
+	    s[pos] != '\\'; pos++)
+		;
+	*c = pos < n ? s[pos] : 0;
 	return pos;
 }
 
-/*
- * Scan the scalar value at *pos (a string, literal or number) and record
- * it when depth is within the tape; *pos moves past it.
- */
-static inline int
-jscan_scalar(struct jscan *js, const unsigned char *s, size_t n, size_t *pos,
-    uint32_t depth)
-{
-	size_t		 start = *pos;
-	uint32_t	 t = UINT32_MAX;
-	uint8_t		 flag;
+#define JW(name)	jscan_##name##_scalar
+#define JW_FIND		jscan_find_scalar
+#include "jscan-walk.h"
+#undef JW
+#undef JW_FIND
 
-	switch (s[start]) {
-	case '"':
-		if (jscan_string(js, s, n, pos, &flag) != 0)
-			return -1;
-		if (depth <= js->maxlevel) {
-			t = jscan_push_tok(js, JT_STRING, start);
-			js->tok[t].flags = flag ? JT_ESCAPED : 0;
+/* The path jscan_run takes; chosen at the first scan. */
+static int	jscan_path = -1;
+
+/* Is path available on this machine? */
+int
+jscan_path_has(enum jscan_path path)
+{
+#if defined(__x86_64__)
+	static int	avx2 = -1;
+
+	if (path == JSCAN_SSE2)
+		return 1;
+	if (path == JSCAN_AVX2) {
+		if (avx2 < 0) {
+			__builtin_cpu_init();
+			avx2 = __builtin_cpu_supports("avx2") != 0;
 		}
-		break;
-	case 't':
-		if (n - start < 4 || memcmp(s + start, "true", 4) != 0)
-			return jscan_fail(js, start, "invalid literal");
-		*pos += 4;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_TRUE, start);
-		break;
-	case 'f':
-		if (n - start < 5 || memcmp(s + start, "false", 5) != 0)
-			return jscan_fail(js, start, "invalid literal");
-		*pos += 5;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_FALSE, start);
-		break;
-	case 'n':
-		if (n - start < 4 || memcmp(s + start, "null", 4) != 0)
-			return jscan_fail(js, start, "invalid literal");
-		*pos += 4;
-		if (depth <= js->maxlevel)
-			t = jscan_push_tok(js, JT_NULL, start);
-		break;
-	default:
-		if (s[start] != '-' && (s[start] < '0' || s[start] > '9')) {
-			if (s[start] == 0)
-				return jscan_fail(js, start, "NUL byte");
-			return jscan_fail(js, start, "unexpected character");
-		}
-		if (jscan_scan_number(js, s, n, pos, &flag) != 0)
-			return -1;
-		if (depth <= js->maxlevel) {
-			t = jscan_push_tok(js, JT_NUMBER, start);
-			js->tok[t].flags = flag ? JT_INTEGER : 0;
-		}
-		break;
+		return avx2;
 	}
-	/* Literals run into letters in jansson's lexer ("truex"). */
-	if (s[start] >= 'a' && s[start] <= 'z' && *pos < n &&
-	    ((s[*pos] >= 'a' && s[*pos] <= 'z') || (s[*pos] >= 'A' &&
-	    s[*pos] <= 'Z')))
-		return jscan_fail(js, start, "invalid literal");
-	if (t != UINT32_MAX)
-		js->tok[t].len = (uint32_t)(*pos - start);
-	return 0;
+#endif
+	return path == JSCAN_SCALAR;
+}
+
+/* The name of a path, as CORRAL_JSCAN names it. */
+const char *
+jscan_path_name(enum jscan_path path)
+{
+	switch (path) {
+	case JSCAN_SSE2:
+		return "sse2";
+	case JSCAN_AVX2:
+		return "avx2";
+	default:
+		return "scalar";
+	}
 }
 
 /*
- * Scan an object member's key at *pos, up to and past its ':', keeping
- * it for the duplicate check and, when the object is on the tape,
- * recording it there.
+ * The path jscan_run takes: the widest this machine has, or the one the
+ * environment's CORRAL_JSCAN names (scalar, sse2, avx2), to compare them.
  */
-static inline int
-jscan_key(struct jscan *js, const unsigned char *s, size_t n, size_t *pos,
-    const struct jscan_frame *f)
+enum jscan_path
+jscan_path_get(void)
 {
-	size_t		 start = *pos;
-	uint32_t	 t;
-	uint8_t		 flag;
+	const char	*want;
+	int		 p;
 
-	if (start >= n || s[start] != '"') {
-		if (start < n && s[start] == 0)
-			return jscan_fail(js, start, "NUL byte");
-		return jscan_fail(js, start, "string key expected");
+	if (jscan_path >= 0)
+		return (enum jscan_path)jscan_path;
+	jscan_path = JSCAN_SCALAR;
+	for (p = JSCAN_AVX2; p > JSCAN_SCALAR; p--) {
+		if (jscan_path_has((enum jscan_path)p)) {
+			jscan_path = p;
+			break;
+		}
 	}
-	if (jscan_string(js, s, n, pos, &flag) != 0)
+	if ((want = getenv("CORRAL_JSCAN")) != NULL) {
+		for (p = JSCAN_SCALAR; p <= JSCAN_AVX2; p++)
+			if (strcmp(want, jscan_path_name((enum jscan_path)p)) ==
+			    0 && jscan_path_has((enum jscan_path)p))
+				jscan_path = p;
+	}
+	return (enum jscan_path)jscan_path;
+}
+
+/* Make jscan_run take path; -1 if this machine lacks it. */
+int
+jscan_path_set(enum jscan_path path)
+{
+	if (!jscan_path_has(path))
 		return -1;
-	if (js->nkeys == js->keycap) {
-		js->keycap *= 2;
-		js->keys = xreallocarray(js->keys, js->keycap, sizeof *js->keys);
-	}
-	js->keys[js->nkeys].off = (uint32_t)start;
-	js->keys[js->nkeys].len = (uint32_t)(*pos - start);
-	js->keys[js->nkeys].esc = flag;
-	/* Two plain keys can be equal only if their tags are. */
-	js->keys[js->nkeys].tag = flag ? 0 : ((uint32_t)(*pos - start) << 16) ^
-	    ((uint32_t)s[start + 1] << 8) ^ s[*pos - 2];
-	js->nkeys++;
-	if (f->tok != UINT32_MAX && !(js->tok[f->tok].flags & JT_OPAQUE)) {
-		t = jscan_push_tok(js, JT_STRING, start);
-		js->tok[t].len = (uint32_t)(*pos - start);
-		js->tok[t].flags = flag ? JT_ESCAPED : 0;
-	}
-	*pos = jscan_ws(s, n, *pos);
-	if (*pos >= n || s[*pos] != ':')
-		return jscan_fail(js, *pos, "':' expected");
-	*pos = jscan_ws(s, n, *pos + 1);
+	jscan_path = path;
 	return 0;
+}
+
+/* Scan n bytes at p on path, as jscan_run does on its own. */
+int
+jscan_run_path(struct jscan *js, const char *p, size_t n,
+    enum jscan_path path)
+{
+#if defined(__x86_64__)
+	if (path == JSCAN_AVX2 && jscan_path_has(path))
+		return jscan_walk_avx2(js, p, n);
+	if (path == JSCAN_SSE2)
+		return jscan_walk_sse2(js, p, n);
+#endif
+	return jscan_walk_scalar(js, p, n);
 }
 
 /*
  * Scan n bytes at p.  Returns 0 and fills the tape when the bytes are one
  * JSON object or array that jansson would accept; otherwise -1 with
- * js->err and js->err_off set.
+ * js->err and js->err_off set.  Every path scans the same grammar and
+ * names the same errors; they differ in how many bytes they look at at
+ * once.
  */
 int
 jscan_run(struct jscan *js, const char *p, size_t n)
 {
-	const unsigned char	*s = (const unsigned char *)p;
-	struct jscan_frame	*f;
-	size_t			 pos;
-	uint32_t		 depth = 0, t;
+	enum jscan_path	path = jscan_path >= 0 ? (enum jscan_path)jscan_path :
+			    jscan_path_get();
 
-	js->ntok = 0;
-	js->nkeys = 0;
-	js->nvals = 0;
-	js->err = NULL;
-	js->err_off = 0;
-	if (n >= UINT32_MAX)
-		return jscan_fail(js, 0, "document too large");
-
-	pos = jscan_ws(s, n, 0);
-	if (pos >= n || (s[pos] != '{' && s[pos] != '['))
-		return jscan_fail(js, pos, "'{' or '[' expected");
-
-value:
-	/* Parse one value at pos; depth containers are open around it. */
-	if (depth + 1 > JSCAN_MAX_DEPTH)
-		return jscan_fail(js, pos, "nesting too deep");
-	if (pos >= n)
-		return jscan_fail(js, pos, "value expected");
-	js->nvals++;
-	if (s[pos] == '{' || s[pos] == '[') {
-		t = UINT32_MAX;
-		if (depth <= js->maxlevel) {
-			t = jscan_push_tok(js, s[pos] == '{' ? JT_OBJECT :
-			    JT_ARRAY, pos);
-			if (depth == js->maxlevel)
-				js->tok[t].flags |= JT_OPAQUE;
-		}
-		f = &js->frames[depth++];
-		f->tok = t;
-		f->obj = (s[pos] == '{');
-		f->keys = js->nkeys;
-		pos = jscan_ws(s, n, pos + 1);
-		if (f->obj) {
-			if (pos < n && s[pos] == '}')
-				goto close;
-			goto key;
-		}
-		if (pos < n && s[pos] == ']')
-			goto close;
-		goto value;
-	}
-	if (jscan_scalar(js, s, n, &pos, depth) != 0)
-		return -1;
-
-after:
-	/* A value ended at pos. */
-	pos = jscan_ws(s, n, pos);
-	if (depth == 0) {
-		if (pos != n)
-			return jscan_fail(js, pos, "trailing characters");
-		return 0;
-	}
-	f = &js->frames[depth - 1];
-	if (pos >= n)
-		return jscan_fail(js, pos, f->obj ? "'}' expected" :
-		    "']' expected");
-	if (s[pos] == ',') {
-		pos = jscan_ws(s, n, pos + 1);
-		if (f->obj)
-			goto key;
-		goto value;
-	}
-	if (s[pos] != (f->obj ? '}' : ']'))
-		return jscan_fail(js, pos, f->obj ? "',' or '}' expected" :
-		    "',' or ']' expected");
-
-close:
-	/* pos is at the closing bracket of the innermost container. */
-	f = &js->frames[depth - 1];
-	if (f->obj) {
-		if (jscan_check_keys(js, p, f->keys) != 0)
-			return -1;
-		js->nkeys = f->keys;
-	}
-	if (f->tok != UINT32_MAX) {
-		js->tok[f->tok].len = (uint32_t)(pos + 1 - js->tok[f->tok].off);
-		js->tok[f->tok].next = js->ntok;
-	}
-	depth--;
-	pos++;
-	goto after;
-
-key:
-	/* Inside an object, at the start of a member. */
-	if (jscan_key(js, s, n, &pos, &js->frames[depth - 1]) != 0)
-		return -1;
-	js->nvals++;
-	goto value;
+#if defined(__x86_64__)
+	if (path == JSCAN_AVX2)
+		return jscan_walk_avx2(js, p, n);
+	if (path == JSCAN_SSE2)
+		return jscan_walk_sse2(js, p, n);
+#endif
+	return jscan_walk_scalar(js, p, n);
 }
 
 /*

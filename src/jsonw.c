@@ -69,6 +69,14 @@ jsonw_plain(const char *s, size_t n)
 		memcpy(&x, p + n - 8, 8);
 		if (!jsonw_special8(x))
 			return n;
+	} else if (n >= 4) {
+		/* Short ids: the first four bytes and the last four, at once. */
+		uint32_t	a, b;
+
+		memcpy(&a, p, 4);
+		memcpy(&b, p + n - 4, 4);
+		if (!jsonw_special8((uint64_t)a | (uint64_t)b << 32))
+			return n;
 	}
 bytes:
 	for (; i < n; i++)

@@ -47,6 +47,9 @@ static struct {
 	int			 audit_failed;	/* the audit log: exit 1 */
 	struct agent		*stopping;	/* the agent being stopped */
 	int			 picking;	/* in supervisor_stop_next */
+	size_t			 alive;		/* shutdown: agents not yet down */
+	unsigned int		*dependents;	/* per entry: live agents that
+						   depend on it */
 	int			 output_text;
 	char			*result;
 	size_t			 resultlen;
@@ -224,21 +227,79 @@ supervisor_done(void)
 	ev_break(LOOP, EVBREAK_ALL);
 }
 
+/* Is a down for good (as far as a shutdown goes)? */
+static int
+supervisor_down(enum agent_state st)
+{
+	return st == AS_STOPPED || st == AS_FAILED;
+}
+
 /*
- * shutdown: parallel: begin every agent's stop sequence at once, the
- * most recently started first; each parent still waits for its children.
+ * Begin the stop of every agent of entry index (every agent when index is
+ * UINT32_MAX) that no live agent depends on, the most recently started
+ * first.  Each parent still waits for its children (lifecycle_stop).
+ */
+static void
+supervisor_stop_entry(unsigned int index)
+{
+	struct agent	*a, *prev;
+	unsigned int	 e;
+
+	for (a = agent_last(); a != NULL; a = prev) {
+		prev = agent_prev(a);
+		e = a->conf->index;
+		if (index != UINT32_MAX && e != index)
+			continue;
+		if (e < sv.wf->nagents && sv.dependents[e] > 0)
+			continue;	/* its dependents stop first */
+		if (lifecycle_alive(a) || lifecycle_state(a) == AS_BACKOFF)
+			lifecycle_stop(a, "shutdown");
+	}
+}
+
+/*
+ * shutdown: parallel: every agent's stop sequence begins at once, but for
+ * agents others depend on (depends_on:), which begin once those are down.
+ * The agents still up and, per entry, the agents up that depend on it are
+ * counted here and kept by supervisor_lifecycle, so that a fleet of any
+ * size stops in time linear in its size.
  */
 static void
 supervisor_stop_all(void)
 {
-	struct agent	*a, *prev;
+	struct agent	*a;
+	size_t		 d;
 
-	for (a = agent_last(); a != NULL; a = prev) {
-		prev = agent_prev(a);
-		if (lifecycle_alive(a) || lifecycle_state(a) == AS_BACKOFF)
-			lifecycle_stop(a, "shutdown");
+	sv.dependents = xcalloc(sv.wf->nagents + 1, sizeof *sv.dependents);
+	sv.alive = 0;
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (supervisor_down(lifecycle_state(a)))
+			continue;
+		sv.alive++;
+		for (d = 0; a->conf->deps != NULL &&
+		    d < a->conf->ndepends_on; d++)
+			sv.dependents[a->conf->deps[d]]++;
 	}
-	if (!supervisor_any_alive())
+	supervisor_stop_entry(UINT32_MAX);
+	if (sv.alive == 0 && !supervisor_any_alive())
+		supervisor_done();
+}
+
+/* An agent is down during a parallel shutdown: what waited for it goes. */
+static void
+supervisor_parallel_down(struct agent *a)
+{
+	size_t		d;
+	unsigned int	e;
+
+	for (d = 0; a->conf->deps != NULL && d < a->conf->ndepends_on; d++) {
+		e = a->conf->deps[d];
+		if (sv.dependents[e] > 0 && --sv.dependents[e] == 0)
+			supervisor_stop_entry(e);
+	}
+	if (sv.alive > 0)
+		sv.alive--;
+	if (sv.alive == 0 && !supervisor_any_alive())
 		supervisor_done();
 }
 
@@ -286,12 +347,12 @@ static void
 supervisor_lifecycle(struct agent *a, enum agent_state from,
     enum agent_state to, enum agent_event ev, const char *why)
 {
-	if (!sv.shutting_down || sv.picking || (to != AS_STOPPED &&
-	    to != AS_FAILED))
+	if (!sv.shutting_down || sv.picking || !supervisor_down(to) ||
+	    supervisor_down(from))
 		return;
 	if (sv.wf->shutdown_parallel) {
-		if (!supervisor_any_alive())
-			supervisor_done();
+		if (sv.dependents != NULL && sv.shutting_down == 1)
+			supervisor_parallel_down(a);
 		return;
 	}
 	if (sv.stopping == NULL || sv.stopping == a ||
@@ -771,27 +832,48 @@ supervisor_tools(void)
 	adapter_tools_init(n > 0 ? exe : NULL, server_path(), server_rundir());
 }
 
-/* Start the workflow's agents in the order the file lists them. */
+/*
+ * Start entry i's instances, after those of the entries it depends on
+ * (started: 1 for the entries done).
+ */
+static void
+supervisor_start_entry(size_t i, unsigned char *started)
+{
+	struct agent_conf	*ac = &sv.wf->agents[i];
+	struct agent		*a;
+	size_t			 d;
+	unsigned int		 k;
+
+	if (started[i])
+		return;
+	started[i] = 1;
+	for (d = 0; ac->deps != NULL && d < ac->ndepends_on; d++)
+		supervisor_start_entry(ac->deps[d], started);
+	if (!ac->autostart)
+		return;
+	for (k = 1; k <= ac->instances; k++) {
+		a = lifecycle_create(ac, k, NULL);
+		route_add_agent(a);
+		if (lifecycle_start(a) == 0)
+			budget_set(a, ac->budget_tokens, ac->budget_cost,
+			    ac->budget_time);
+	}
+}
+
+/*
+ * Start the workflow's agents in the order the file lists them, but each
+ * after the agents it depends on.
+ */
 static void
 supervisor_start_agents(void)
 {
-	const struct workflow	*wf = sv.wf;
-	struct agent		*a;
-	size_t			 i;
-	unsigned int		 k;
+	unsigned char	*started;
+	size_t		 i;
 
-	for (i = 0; i < wf->nagents; i++) {
-		if (!wf->agents[i].autostart)
-			continue;
-		for (k = 1; k <= wf->agents[i].instances; k++) {
-			a = lifecycle_create(&wf->agents[i], k, NULL);
-			route_add_agent(a);
-			if (lifecycle_start(a) == 0)
-				budget_set(a, wf->agents[i].budget_tokens,
-				    wf->agents[i].budget_cost,
-				    wf->agents[i].budget_time);
-		}
-	}
+	started = xcalloc(sv.wf->nagents + 1, 1);
+	for (i = 0; i < sv.wf->nagents; i++)
+		supervisor_start_entry(i, started);
+	free(started);
 }
 
 /*

@@ -91,6 +91,39 @@ xmemdup0(const void *s, size_t n)
 	return p;
 }
 
+/*
+ * A zeroed block from pool p: one it kept, or a new one.  Under the
+ * sanitizers the pool keeps nothing, so that a block used after it was
+ * given back is still caught.
+ */
+void *
+xpool_get(struct xpool *p)
+{
+	void	*b;
+
+	if ((b = p->head) == NULL)
+		return xcalloc(1, p->size);
+	memcpy(&p->head, b, sizeof p->head);
+	p->n--;
+	memset(b, 0, p->size);
+	return b;
+}
+
+/* Give block b back to pool p, which keeps it if it has room. */
+void
+xpool_put(struct xpool *p, void *b)
+{
+#ifndef CORRAL_SANITIZE
+	if (b != NULL && p->n < p->max) {
+		memcpy(b, &p->head, sizeof p->head);
+		p->head = b;
+		p->n++;
+		return;
+	}
+#endif
+	free(b);
+}
+
 /* Format into a newly allocated string. */
 int
 xasprintf(char **ret, const char *fmt, ...)

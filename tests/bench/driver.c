@@ -4,7 +4,7 @@
  * envelopes of an exact size, and checks and times the results.
  *
  *   driver [-n N] [-s SIZE] [-w WINDOW] [-r RATE] [-W WARMUP] [-T SECS]
- *       [-L FILE] -- CMD [ARG...]
+ *       [-L FILE] [-D SECS] -- CMD [ARG...]
  *
  * Each envelope carries its sequence number and its send time (CLOCK_
  * MONOTONIC, ns) at the start of content.text, which the echo agent echoes
@@ -20,6 +20,8 @@
  * envelopes are sent and answered before the clock starts.
  *
  * It prints one line of key=value pairs; status=ok or status=FAILED.
+ * -D waits SECS after starting the relay before the first envelope (for
+ * a relay that starts a tree of sub-agents first).
  * -L writes every envelope's latency (sequence number, microseconds) to
  * FILE, in send order, to see when the slow ones happened.
  * cpu_ms is the relay's own CPU time during the timed part (from
@@ -53,7 +55,7 @@ extern char **environ;
 
 static size_t	 size = 600, window = 1024, warmup = 100;
 static uint64_t	 nmsg = 100000;
-static double	 rate, stall_timeout = 60;
+static double	 rate, stall_timeout = 60, start_delay;
 static const char *latfile;
 
 static char	*tmpl;		/* one envelope and its newline */
@@ -376,7 +378,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: driver [-n N] [-s SIZE] [-w WINDOW] [-r RATE] "
-	    "[-W WARMUP] [-T SECS] [-L FILE] -- CMD [ARG...]\n");
+	    "[-W WARMUP] [-T SECS] [-L FILE] [-D SECS] -- CMD [ARG...]\n");
 	exit(2);
 }
 
@@ -394,7 +396,7 @@ main(int argc, char **argv)
 	int				 ch, in[2], out[2], status, wfd, rfd;
 	int				 timed = 0, eof = 0, rc;
 
-	while ((ch = getopt(argc, argv, "n:s:w:r:W:T:L:")) != -1) {
+	while ((ch = getopt(argc, argv, "n:s:w:r:W:T:L:D:")) != -1) {
 		switch (ch) {
 		case 'n':
 			nmsg = strtoull(optarg, NULL, 10);
@@ -416,6 +418,9 @@ main(int argc, char **argv)
 			break;
 		case 'L':
 			latfile = optarg;
+			break;
+		case 'D':
+			start_delay = strtod(optarg, NULL);
 			break;
 		default:
 			usage();
@@ -451,6 +456,12 @@ main(int argc, char **argv)
 	rfd = out[0];
 	fcntl(wfd, F_SETFL, O_NONBLOCK);
 	fcntl(rfd, F_SETFL, O_NONBLOCK);
+	/* Let the relay start what it starts (a tree of sub-agents). */
+	if (start_delay > 0) {
+		ts.tv_sec = (time_t)start_delay;
+		ts.tv_nsec = (long)((start_delay - (double)ts.tv_sec) * 1e9);
+		nanosleep(&ts, NULL);
+	}
 
 	last_progress = now_ns();
 	for (;;) {

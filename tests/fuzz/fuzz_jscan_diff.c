@@ -1,6 +1,8 @@
 /*
  * Differential fuzzing of corral's JSON scanner against jansson: jscan
- * must accept exactly what json_loadb(..., JSON_REJECT_DUPLICATES) accepts.
+ * must accept exactly what json_loadb(..., JSON_REJECT_DUPLICATES) accepts,
+ * on every path this machine has (portable, SSE2, AVX2), and every path
+ * must record the same tape and name the same error at the same offset.
  *
  * Inputs holding a NUL byte are skipped: jansson 2.14 loses a NUL that
  * follows a character it had to put back (so "[1\0]" loads), while corral
@@ -14,25 +16,55 @@
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
+/* Abort unless b recorded what a did, or refused the line where a did. */
+static void
+same(const struct jscan *a, int ra, const struct jscan *b, int rb)
+{
+	uint32_t	i;
+
+	if (ra != rb)
+		abort();
+	if (ra != 0) {
+		if (a->err_off != b->err_off || strcmp(a->err, b->err) != 0)
+			abort();
+		return;
+	}
+	if (a->ntok != b->ntok || a->nvals != b->nvals)
+		abort();
+	for (i = 0; i < a->ntok; i++)
+		if (memcmp(&a->tok[i], &b->tok[i], offsetof(struct jtok,
+		    flags) + 1) != 0)
+			abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct jscan	*js;
+	static struct jscan	*js[3];
 	json_error_t		 e;
 	json_t			*j;
-	int			 ours, theirs;
+	int			 p, rc[3], theirs;
 
-	if (js == NULL)
-		js = jscan_create(4);
+	if (js[0] == NULL)
+		for (p = 0; p < 3; p++)
+			js[p] = jscan_create(4);
 	if (size > 1 << 16 || memchr(data, '\0', size) != NULL)
 		return 0;
-	ours = jscan_run(js, (const char *)data, size) == 0;
 	j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &e);
 	theirs = j != NULL;
 	if (j != NULL)
 		json_decref(j);
-	if (ours != theirs)
-		abort();
-	jscan_trim(js);
+	for (p = JSCAN_SCALAR; p <= JSCAN_AVX2; p++) {
+		if (!jscan_path_has((enum jscan_path)p))
+			continue;
+		rc[p] = jscan_run_path(js[p], (const char *)data, size,
+		    (enum jscan_path)p);
+		if ((rc[p] == 0) != theirs)
+			abort();
+		if (p > JSCAN_SCALAR)
+			same(js[JSCAN_SCALAR], rc[JSCAN_SCALAR], js[p], rc[p]);
+	}
+	for (p = 0; p < 3; p++)
+		jscan_trim(js[p]);
 	return 0;
 }

@@ -11,7 +11,9 @@
 #     program is missing is refused, exit 2;
 #   - a recording whose last line is torn: replayed from its whole lines,
 #     saying what was left out;
-#   - a recording in a newer format: refused, exit 2.
+#   - a recording in a newer format: refused, exit 2;
+#   - a recording made with --log-level decisions (no envelopes):
+#     refused, exit 2, saying to record with --log-level full.
 . "$(dirname "$0")/lib.sh"
 
 CORRAL_AGENT_PATH="$AGENTS"
@@ -105,4 +107,12 @@ sed '1s/"format":1,/"format":2,/' "$T/word-count.log" >"$T/newer.log"
 replay 2 "$T/newer.log" "$T/word-count.yaml"
 grep -q "the log is in format 2 (written by corral .*); this corral (.*) reads format 1 and older" "$ERR" ||
     fail "a newer recording: $(cat "$ERR")"
+
+# Decisions only: the replies a replay answers with are not there.
+corral_run 30 run "$SRCDIR/examples/word-count/workflow.yaml" --goal "a b a" \
+    --log "$T/decisions.log" --log-level decisions
+expect_rc 0
+replay 2 "$T/decisions.log" "$T/word-count.yaml"
+grep -q "recorded with --log-level decisions.*record with --log-level full" "$ERR" ||
+    fail "a decisions-only recording: $(cat "$ERR")"
 exit 0

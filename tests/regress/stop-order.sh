@@ -1,7 +1,7 @@
 #!/bin/sh
-# Shutdown stops agents one at a time in reverse start order: three agents
+# shutdown: sequential stops agents one at a time in reverse start order: three agents
 # started first, second, third stop third, second, first -- each STOPPED
-# before the next one begins STOPPING.  (shutdown: parallel is tested by
+# before the next one begins STOPPING.  (The default, parallel, is tested by
 # shutdown-parallel.sh.)
 . "$(dirname "$0")/lib.sh"
 
@@ -15,6 +15,7 @@ agents:
     cmd: [$TA, --record, $T/third.rec]
 routes:
   "*": second
+shutdown: sequential
 YAML
 
 corral_run 20 run "$T/wf.yaml" --goal go -v

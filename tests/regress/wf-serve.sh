@@ -8,6 +8,8 @@
 #     line that begins with '[' is a JSON-RPC batch ([1,2,3]: three
 #     -32600 in one array);
 #   - EOF on stdin drains the work in flight, then corral exits 0;
+#   - --log-level decisions records every decision and outcome without
+#     the envelopes;
 #   - run exits 0 on success, 1 when the workflow fails, 2 for a bad
 #     workflow file or command line, 130 on SIGINT.
 . "$(dirname "$0")/lib.sh"
@@ -101,7 +103,8 @@ rm -f "$LOG"
 
 # 3. EOF drains the work in flight.  (The clock starts before the
 # requests go, so that a pause of this script cannot shorten the time.)
-serve_start "$T/wf.yaml" --log "$LOG"
+# The audit log records the decisions only.
+serve_start "$T/wf.yaml" --log "$LOG" --log-level decisions
 s=$(now)
 envelope s-1 analyze >&8
 envelope s-2 analyze >&8
@@ -113,6 +116,13 @@ t=$(elapsed "$s")
 audit_all "$OUT" '.content.type == "text"' || fail "EOF: expected answers, not errors: $(cat "$OUT")"
 fcmp "$t" ">=" 0.5 || fail "EOF: corral exited after ${t}s, before two 300ms requests could finish"
 expect_audit_ok "$LOG"
+[ "$(jq -r 'select(.ev == "run_start") | .level' "$LOG")" = decisions ] ||
+    fail "--log-level decisions: run_start should say so: $(head -n 1 "$LOG")"
+n=$(jq -r 'select(has("env")) | .ev' "$LOG" | wc -l)
+[ "$n" -eq 0 ] || fail "--log-level decisions: $n lines still carry an envelope"
+got=$(jq -r 'select(.ev == "input" or .ev == "route" or .ev == "reply" or .ev == "outcome") | .ev' "$LOG" | sort | uniq -c | awk '{ printf "%s %s ", $2, $1 }')
+[ "$got" = "input 2 outcome 2 reply 2 route 2 " ] ||
+    fail "--log-level decisions: expected each request's input, route, reply and outcome lines, got: $got"
 rm -f "$LOG"
 
 # 4. corral run's exit statuses.

@@ -737,6 +737,36 @@ test_unknown_key_suggestions(void **state)
 	    "  a: {cmd: [cat]}\n"), "'cmd'"));
 }
 
+/*
+ * depends_on: names other entries, which it gets the indexes of; a name
+ * that is no entry, the agent itself, or a circle is refused.
+ */
+static void
+test_depends_on(void **state)
+{
+	struct workflow	*wf;
+
+	(void)state;
+	wf = load("agents:\n  a: {cmd: [cat], depends_on: [c, b]}\n"
+	    "  b: {cmd: [cat]}\n  c: {cmd: [cat], depends_on: [b]}\n");
+	assert_int_equal(wf->agents[0].ndepends_on, 2);
+	assert_int_equal(wf->agents[0].deps[0], 2);
+	assert_int_equal(wf->agents[0].deps[1], 1);
+	assert_int_equal(wf->agents[1].ndepends_on, 0);
+	assert_int_equal(wf->agents[2].deps[0], 1);
+	config_free(wf);
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat], "
+	    "depends_on: [db]}\n"), "agents.a.depends_on: no agent named "
+	    "'db' in agents:");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat], "
+	    "depends_on: [a]}\n"), "agents.a.depends_on: 'a' is the agent "
+	    "itself");
+	assert_string_equal(refusal("agents:\n  a: {cmd: [cat], "
+	    "depends_on: [b]}\n  b: {cmd: [cat], depends_on: [c]}\n"
+	    "  c: {cmd: [cat], depends_on: [a]}\n"), "agents.a.depends_on: "
+	    "the agents depend on each other in a circle");
+}
+
 /* A scratch directory for config_check's programs. */
 static char	check_dir[] = "/tmp/corral-unit-check-XXXXXX";
 
@@ -1793,6 +1823,7 @@ main(void)
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_cmd_forms),
 		cmocka_unit_test(test_unknown_key_suggestions),
+		cmocka_unit_test(test_depends_on),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_docs_match_table),

@@ -9,6 +9,11 @@
  * documents, and checks the token tape of every accepted one against the
  * tree jansson builds.
  *
+ * Every test runs once per path the machine has (the reference scanner,
+ * byte by byte; SSE2; AVX2): verdicts come from that path alone, without
+ * the reference scanner's second look at a refused line, and every tape a
+ * SIMD path records is compared with the reference scanner's.
+ *
  * One known difference is excluded from the differential test: jansson
  * 2.14 silently skips a NUL byte that directly follows a number or a
  * literal ("[1\0]" loads as [1]; its stream_unget loses the NUL).  corral
@@ -27,6 +32,8 @@
 #include "corral.h"
 
 #define TAPE_LEVEL	64	/* deep enough to record every test document */
+
+static enum jscan_path	test_path;	/* the path under test */
 
 /* A growable byte buffer for building documents. */
 struct buf {
@@ -78,11 +85,53 @@ jansson_accepts(const char *s, size_t n)
 	return 1;
 }
 
-/* Return 1 if the scanner accepts the bytes. */
+/*
+ * Return nonzero if the reference scanner, given the same bytes, refuses
+ * them too or records exactly js's tape.
+ */
+static int
+same_as_reference(struct jscan *js, const char *s, size_t n, int got)
+{
+	static struct jscan	*ref;
+	uint32_t		 i;
+
+	if (test_path == JSCAN_SCALAR)
+		return 1;
+	if (ref == NULL || ref->maxlevel != js->maxlevel) {
+		jscan_free(ref);
+		ref = jscan_create(js->maxlevel);
+	}
+	if ((jscan_run_path(ref, s, n, JSCAN_SCALAR) == 0) != got)
+		return 0;
+	if (!got)
+		return 1;
+	if (ref->ntok != js->ntok || ref->nvals != js->nvals)
+		return 0;
+	for (i = 0; i < js->ntok; i++) {
+		if (ref->tok[i].off != js->tok[i].off ||
+		    ref->tok[i].len != js->tok[i].len ||
+		    ref->tok[i].next != js->tok[i].next ||
+		    ref->tok[i].type != js->tok[i].type ||
+		    ref->tok[i].flags != js->tok[i].flags)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Return 1 if the path under test accepts the bytes; fail the test if its
+ * verdict or tape differs from the reference scanner's.
+ */
 static int
 jscan_accepts(struct jscan *js, const char *s, size_t n)
 {
-	return jscan_run(js, s, n) == 0;
+	int	got = jscan_run_path(js, s, n, test_path) == 0;
+
+	if (!same_as_reference(js, s, n, got))
+		fail_msg("the %s path %s %zu bytes unlike the reference "
+		    "scanner: \"%.*s\"", jscan_path_name(test_path), got ?
+		    "accepts" : "rejects", n, (int)(n < 200 ? n : 200), s);
+	return got;
 }
 
 /* Print bytes in hex (and printable form) for a failure report. */
@@ -621,12 +670,78 @@ test_length_is_respected(void **state)
 	const char	*s = "{\"a\":1}garbage";
 	const char	*t = "[12345]";
 
-	assert_int_equal(jscan_run(js, s, 7), 0);
-	assert_int_equal(jscan_run(js, s, 8), -1);
+	assert_int_equal(jscan_accepts(js, s, 7), 1);
+	assert_int_equal(jscan_accepts(js, s, 8), 0);
 	/* A document cut short by the length is incomplete. */
-	assert_int_equal(jscan_run(js, t, 4), -1);
-	assert_int_equal(jscan_run(js, "[12]", 4), 0);
+	assert_int_equal(jscan_accepts(js, t, 4), 0);
+	assert_int_equal(jscan_accepts(js, "[12]", 4), 1);
 	jscan_free(js);
+}
+
+/*
+ * What the SIMD paths carry from one 64-byte block to the next (inside a
+ * string or not, an escape pending, a number or literal going on, a UTF-8
+ * character begun) works wherever the block ends: each fragment, after
+ * every shift from 0 to 140 bytes, gets jansson's verdict and the
+ * reference scanner's tape.
+ */
+static void
+test_block_boundaries(void **state)
+{
+	static const char *const frags[] = { "\"a\\\\\"", "\"\\\"\"",
+	    "\"\\\\\\\"\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+	    "\"\xc3\"", "\"\xe2\x82\"", "\"\xed\xa0\x80\"", "\"\\u0041\"",
+	    "\"\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ud83d\\u0041\"",
+	    "\"\\u0000\"", "\"\\x\"", "12345678901234567890",
+	    "9223372036854775807", "1.5e10", "-0", "1e400", "true", "truex",
+	    "false", "null", "nul", "\"a\x01b\"", "\"a\tb\"", "1 2",
+	    "{\"a\":1,\"a\":2}", "{\"ab\":1,\"ba\":2}", "{\"a\" : [ ] }",
+	    "\xc3\xa9", "\\", "\"x\\\"", "\"unterminated", "[1,]", "[]",
+	    "{}", "\x7f", "\"\x7f\"" };
+	struct jscan	*js = jscan_create(TAPE_LEVEL);
+	struct buf	 b = { 0 };
+	size_t		 i, k, m;
+	int		 failures = 0;
+
+	for (i = 0; i < sizeof frags / sizeof frags[0]; i++) {
+		for (k = 0; k <= 140; k++) {
+			for (m = 0; m < 3; m++) {
+				b.n = 0;
+				buf_str(&b, "[");
+				if (m == 0) {
+					buf_str(&b, "\"");
+					buf_rep(&b, 'x', k);
+					buf_str(&b, "\",");
+				} else if (m == 1)
+					buf_rep(&b, ' ', k);
+				else {
+					buf_rep(&b, '\\', k);
+					buf_str(&b, "\"");
+				}
+				buf_str(&b, frags[i]);
+				buf_str(&b, "]");
+				if (jscan_accepts(js, b.p, b.n) !=
+				    jansson_accepts(b.p, b.n)) {
+					print_hex("verdict differs", b.p, b.n);
+					failures++;
+				}
+			}
+		}
+	}
+	/* Runs of backslashes of every length, across a block's end. */
+	for (k = 0; k <= 140; k++) {
+		b.n = 0;
+		buf_str(&b, "[\"");
+		buf_rep(&b, '\\', k);
+		buf_str(&b, "\",\"\\\\\"]");
+		if (jscan_accepts(js, b.p, b.n) != jansson_accepts(b.p, b.n)) {
+			print_hex("verdict differs", b.p, b.n);
+			failures++;
+		}
+	}
+	free(b.p);
+	jscan_free(js);
+	assert_int_equal(failures, 0);
 }
 
 /* Copy a decoded string token out of the scanner's scratch space. */
@@ -1116,7 +1231,7 @@ test_differential_random(void **state)
 		if (differential_one(rng(2) ? deep : shallow, doc.p, doc.n,
 		    i) != 0)
 			failures++;
-		if (jscan_run(deep, doc.p, doc.n) == 0)
+		if (jscan_run_path(deep, doc.p, doc.n, test_path) == 0)
 			accepted++;
 		else
 			rejected++;
@@ -1385,6 +1500,7 @@ main(void)
 		cmocka_unit_test(test_error_offsets),
 		cmocka_unit_test(test_length_is_respected),
 		cmocka_unit_test(test_differential_random),
+		cmocka_unit_test(test_block_boundaries),
 		cmocka_unit_test(test_get_members),
 		cmocka_unit_test(test_array_walk),
 		cmocka_unit_test(test_text_decoding),
@@ -1393,5 +1509,21 @@ main(void)
 		cmocka_unit_test(test_trim_after_huge_document),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	char	name[64];
+	int	p, rc = 0;
+
+	for (p = JSCAN_SCALAR; p <= JSCAN_AVX2; p++) {
+		test_path = (enum jscan_path)p;
+		snprintf(name, sizeof name, "jscan, %s path",
+		    jscan_path_name(test_path));
+		if (!jscan_path_has(test_path)) {
+			print_message("%s: this machine has none\n", name);
+			continue;
+		}
+		/* jscan_run takes the path too, its fallback included. */
+		assert_int_equal(jscan_path_set(test_path), 0);
+		rc |= _cmocka_run_group_tests(name, tests,
+		    sizeof tests / sizeof tests[0], NULL, NULL);
+	}
+	return rc;
 }

@@ -1,0 +1,239 @@
+/*
+ * What the scanner's files share: jscan.c (the pool, the paths, the tape's
+ * readers, the portable path), jscan-sse2.c and jscan-avx2.c (the SIMD
+ * paths), and the grammar they all compile, jscan-walk.h.  Nothing else
+ * includes this file.
+ */
+
+#ifndef JSCAN_INT_H
+#define JSCAN_INT_H
+
+#define JSCAN_MAX_DEPTH	2048	/* jansson's JSON_PARSER_MAX_DEPTH */
+
+struct jscan_frame {
+	uint32_t	tok;	/* tape index, or UINT32_MAX when not recorded */
+	uint32_t	keys;	/* first key of this object in the key stack */
+	uint64_t	bloom;	/* one bit per key tag seen */
+	uint8_t		obj;
+	uint8_t		dup;	/* the keys need the full check */
+	uint8_t		ontape;	/* its members are recorded on the tape */
+};
+
+struct jscan_key {
+	uint32_t	off;	/* offset of the opening quote */
+	uint32_t	len;	/* raw length, quotes included */
+	uint32_t	tag;	/* length and end bytes; 0 when escaped */
+	uint8_t		esc;
+};
+
+/*
+ * A line's last bytes, then NULs: a finder that would read past the line
+ * reads here instead, and stops at the first NUL, the line's end.
+ */
+#define JSCAN_TAIL	64
+struct jscan_tail {
+	size_t		base;	/* the line's offset of b[0] */
+	unsigned char	b[JSCAN_TAIL + 64];
+	/*
+	 * The SIMD finders' constants ('"', '\\', 0x20 in every byte), on
+	 * the stack so that the compares read them from memory rather than
+	 * building them again at every string.
+	 */
+	unsigned char	k[3][32] __attribute__((aligned(32)));
+};
+
+/* jscan.c */
+int	 jscan_fail(struct jscan *, size_t, const char *);
+long	 jscan_hex4(const unsigned char *, size_t);
+size_t	 jscan_string_special(struct jscan *, const unsigned char *, size_t,
+	    size_t);
+size_t	 jscan_scan_number(struct jscan *, const unsigned char *, size_t,
+	    size_t);
+int	 jscan_check_keys(struct jscan *, const char *, struct jscan_key *,
+	    uint32_t);
+int	 jscan_walk_scalar(struct jscan *, const char *, size_t);
+
+/* jscan-sse2.c, jscan-avx2.c: on x86-64 only. */
+int	 jscan_walk_sse2(struct jscan *, const char *, size_t);
+int	 jscan_walk_avx2(struct jscan *, const char *, size_t);
+
+/* Keep the line's last bytes for the finders. */
+static inline void
+jscan_tail_init(struct jscan_tail *t, const unsigned char *s, size_t n)
+{
+	size_t	k = n < JSCAN_TAIL ? n : JSCAN_TAIL;
+
+	t->base = n - k;
+	memcpy(t->b, s + t->base, k);
+	memset(t->b + k, 0, sizeof t->b - k);
+	memset(t->k[0], '"', sizeof t->k[0]);
+	memset(t->k[1], '\\', sizeof t->k[1]);
+	memset(t->k[2], 0x20, sizeof t->k[2]);
+}
+
+/*
+ * The w (at most 64) bytes at pos: in place, or from the tail when they
+ * would run past the line's end.
+ */
+static inline const unsigned char *
+jscan_at(const struct jscan_tail *t, const unsigned char *s, size_t n,
+    size_t pos, size_t w)
+{
+	return pos + w <= n ? s + pos : t->b + (pos - t->base);
+}
+
+/* Skip JSON whitespace. */
+static inline size_t
+jscan_ws(const unsigned char *s, size_t n, size_t pos)
+{
+	/* Compact JSON has none: one comparison decides. */
+	if (pos < n && s[pos] > ' ')
+		return pos;
+	while (pos < n && (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\t' ||
+	    s[pos] == '\r'))
+		pos++;
+	return pos;
+}
+
+/*
+ * A walk's state (jscan-walk.h): the tape's counters, kept here rather
+ * than in the scanner so that the compiler holds them in registers.
+ */
+struct jscan_w {
+	struct jscan		*js;
+	const unsigned char	*s;
+	size_t			 n;
+	struct jtok		*tok;
+	uint32_t		 ntok, tokcap;
+	struct jscan_key	*keys;
+	uint32_t		 nkeys, keycap;
+	uint32_t		 maxlevel;
+	size_t			 nvals;
+	const struct jscan_tail	*tail;
+};
+
+/* jscan.c */
+struct jtok *jscan_grow_tok(struct jscan *, uint32_t);
+struct jscan_key *jscan_grow_keys(struct jscan *, uint32_t);
+int	 jscan_w_dup(struct jscan_w *, const struct jscan_frame *);
+
+/* Start a walk of the n bytes at p, whose last bytes are in tail. */
+static inline void
+jscan_w_start(struct jscan_w *w, struct jscan *js, const char *p, size_t n,
+    struct jscan_tail *tail)
+{
+	w->js = js;
+	w->s = (const unsigned char *)p;
+	w->n = n;
+	w->tok = js->tok;
+	w->ntok = 0;
+	w->tokcap = js->tokcap;
+	w->keys = js->keys;
+	w->nkeys = 0;
+	w->keycap = js->keycap;
+	w->maxlevel = js->maxlevel;
+	w->nvals = 0;
+	jscan_tail_init(tail, w->s, n);
+	w->tail = tail;
+}
+
+/* End a walk: the scanner's tape is what it recorded. */
+static inline void
+jscan_w_end(const struct jscan_w *w)
+{
+	w->js->ntok = w->ntok;
+	w->js->nkeys = w->nkeys;
+	w->js->nvals = w->nvals;
+}
+
+/* Append a token to the tape and return its index. */
+static inline uint32_t
+jscan_w_tok(struct jscan_w *w, uint8_t type, uint8_t flags, size_t off,
+    size_t len)
+{
+	struct jtok	*t;
+
+	if (__builtin_expect(w->ntok == w->tokcap, 0)) {
+		w->tok = jscan_grow_tok(w->js, w->ntok);
+		w->tokcap = w->js->tokcap;
+	}
+	t = &w->tok[w->ntok];
+	*t = (struct jtok){ .off = (uint32_t)off, .len = (uint32_t)len,
+	    .next = w->ntok + 1, .type = type, .flags = flags };
+	return w->ntok++;
+}
+
+/* A key's tag: two plain keys can be equal only if their tags are. */
+static inline uint32_t
+jscan_tag(const unsigned char *s, size_t off, size_t len)
+{
+	return ((uint32_t)len << 16) ^ ((uint32_t)s[off + 1] << 8) ^
+	    s[off + len - 2];
+}
+
+/*
+ * Note an object's key for its duplicate check: the frame's bloom has a
+ * bit per tag, and only when a tag repeats, or a key has escapes, does the
+ * object get the full check when it closes.  The keys of an object on the
+ * tape are found there; those of one that is not are kept on the key
+ * stack.
+ */
+static inline void
+jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
+    size_t len, uint8_t esc)
+{
+	struct jscan_key	*k;
+	uint64_t		 bit;
+	uint32_t		 tag, i;
+
+	tag = esc ? 0 : jscan_tag(w->s, off, len);
+	bit = 1ULL << ((tag * 0x9E3779B1u) >> 26);
+	if (esc)
+		f->dup = 1;
+	else if ((f->bloom & bit) && !f->dup) {
+		/* The earlier keys whose tag has that bit. */
+		if (f->ontape) {
+			for (i = f->tok + 1; i < w->ntok; i = w->tok[i + 1].next)
+				if (jscan_tag(w->s, w->tok[i].off,
+				    w->tok[i].len) == tag)
+					f->dup = 1;
+		} else {
+			for (i = f->keys; i < w->nkeys; i++)
+				if (w->keys[i].tag == tag)
+					f->dup = 1;
+		}
+	}
+	f->bloom |= bit;
+	if (f->ontape)
+		return;
+	if (__builtin_expect(w->nkeys == w->keycap, 0)) {
+		w->keys = jscan_grow_keys(w->js, w->nkeys);
+		w->keycap = w->js->keycap;
+	}
+	k = &w->keys[w->nkeys++];
+	k->off = (uint32_t)off;
+	k->len = (uint32_t)len;
+	k->esc = esc;
+	k->tag = tag;
+}
+
+/*
+ * Close the innermost container, its frame f, whose closing bracket is at
+ * pos: the keys of an object that may repeat one are checked.
+ */
+static inline int
+jscan_w_close(struct jscan_w *w, size_t pos, const struct jscan_frame *f)
+{
+	if (f->obj) {
+		if (f->dup && jscan_w_dup(w, f) != 0)
+			return -1;
+		w->nkeys = f->keys;
+	}
+	if (f->tok != UINT32_MAX) {
+		w->tok[f->tok].len = (uint32_t)(pos + 1 - w->tok[f->tok].off);
+		w->tok[f->tok].next = w->ntok;
+	}
+	return 0;
+}
+
+#endif

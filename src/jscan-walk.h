@@ -1,0 +1,253 @@
+/*
+ * The scanner's grammar: one pass over a line's bytes that checks exactly
+ * what jansson accepts with JSON_REJECT_DUPLICATES and records the tape
+ * (jscan.c says what).  It is written once and compiled once per path:
+ * jscan.c includes it for the portable path, jscan-sse2.c and jscan-avx2.c
+ * (built with -mavx2) for theirs, each after defining
+ *
+ *   JW(name)	its name for a function of this file
+ *   JW_FIND	its finder: (tail, s, n, pos, &c) -> the first byte at or
+ *		after pos that ends a run of plain string bytes ('"', '\\', a
+ *		byte below 0x20 or above 0x7F), or n, and that byte in c (a
+ *		NUL at n); it may read the tail's padding, never past the
+ *		line
+ *
+ * The paths differ only in how many bytes the finder looks at at once, so
+ * they accept, record and refuse alike, with the same errors at the same
+ * offsets.  The walk keeps the tape's counters in a struct jscan_w on its
+ * stack, which the compiler holds in registers, and writes them back to
+ * the scanner when it ends.  Everything else the paths share is in
+ * jscan.c and jscan-int.h.
+ */
+
+/*
+ * Scan a string whose opening quote is at *posp; leave *posp after the
+ * closing quote.  Sets *esc when the string holds escapes.
+ */
+static inline __attribute__((always_inline)) int
+JW(string)(struct jscan_w *w, size_t *posp, uint8_t *esc)
+{
+	const unsigned char	*s = w->s;
+	size_t			 pos = *posp + 1;
+	unsigned char		 c;
+
+	*esc = 0;
+	for (;;) {
+		pos = JW_FIND(w->tail, s, w->n, pos, &c);
+		if (__builtin_expect(c == '"', 1)) {
+			*posp = pos + 1;
+			return 0;
+		}
+		if (c == '\\')
+			*esc = 1;
+		if ((pos = jscan_string_special(w->js, s, w->n, pos)) ==
+		    SIZE_MAX)
+			return -1;
+	}
+}
+
+/* A literal (true, false, null) at *pos: its type, or 0 when it is not. */
+static inline __attribute__((always_inline)) uint8_t
+JW(literal)(struct jscan_w *w, size_t *pos)
+{
+	const unsigned char	*s = w->s + *pos;
+	size_t			 left = w->n - *pos, len;
+	uint8_t			 type;
+
+	if (s[0] == 't' && left >= 4 && memcmp(s, "true", 4) == 0) {
+		len = 4;
+		type = JT_TRUE;
+	} else if (s[0] == 'f' && left >= 5 && memcmp(s, "false", 5) == 0) {
+		len = 5;
+		type = JT_FALSE;
+	} else if (s[0] == 'n' && left >= 4 && memcmp(s, "null", 4) == 0) {
+		len = 4;
+		type = JT_NULL;
+	} else
+		return 0;
+	/* Literals run into letters in jansson's lexer ("truex"). */
+	if (len < left && ((s[len] | 0x20) >= 'a' && (s[len] | 0x20) <= 'z'))
+		return 0;
+	*pos += len;
+	return type;
+}
+
+/*
+ * Scan the scalar value at *pos (a string, literal or number) and record
+ * it when depth is within the tape; *pos moves past it.
+ */
+static inline __attribute__((always_inline)) int
+JW(scalar)(struct jscan_w *w, size_t *pos, uint32_t depth)
+{
+	const unsigned char	*s = w->s;
+	size_t			 start = *pos, end;
+	uint8_t			 type, flag = 0;
+
+	if (s[start] == '"') {
+		if (JW(string)(w, pos, &flag) != 0)
+			return -1;
+		type = JT_STRING;
+		flag = flag ? JT_ESCAPED : 0;
+	} else if (s[start] == '-' || (s[start] >= '0' && s[start] <= '9')) {
+		if ((end = jscan_scan_number(w->js, s, w->n, start)) == SIZE_MAX)
+			return -1;
+		*pos = end >> 1;
+		type = JT_NUMBER;
+		flag = (end & 1) ? JT_INTEGER : 0;
+	} else if ((type = JW(literal)(w, pos)) == 0) {
+		if (s[start] == 't' || s[start] == 'f' || s[start] == 'n')
+			return jscan_fail(w->js, start, "invalid literal");
+		if (s[start] == 0)
+			return jscan_fail(w->js, start, "NUL byte");
+		return jscan_fail(w->js, start, "unexpected character");
+	}
+	if (depth <= w->maxlevel)
+		jscan_w_tok(w, type, flag, start, *pos - start);
+	return 0;
+}
+
+/*
+ * Scan an object member's key at *pos, up to and past its ':', keeping
+ * it for the duplicate check and, when the object is on the tape,
+ * recording it there.
+ */
+static inline __attribute__((always_inline)) int
+JW(key)(struct jscan_w *w, size_t *pos, struct jscan_frame *f)
+{
+	const unsigned char	*s = w->s;
+	size_t			 start = *pos, len;
+	uint8_t			 esc;
+
+	if (__builtin_expect(start >= w->n || s[start] != '"', 0)) {
+		if (start < w->n && s[start] == 0)
+			return jscan_fail(w->js, start, "NUL byte");
+		return jscan_fail(w->js, start, "string key expected");
+	}
+	if (JW(string)(w, pos, &esc) != 0)
+		return -1;
+	len = *pos - start;
+	jscan_w_key(w, f, start, len, esc);
+	if (f->ontape)
+		jscan_w_tok(w, JT_STRING, esc ? JT_ESCAPED : 0, start, len);
+	/* Compact JSON: the ':' right after the key. */
+	if (__builtin_expect(*pos < w->n && s[*pos] == ':', 1)) {
+		*pos = jscan_ws(s, w->n, *pos + 1);
+		return 0;
+	}
+	*pos = jscan_ws(s, w->n, *pos);
+	if (*pos >= w->n || s[*pos] != ':')
+		return jscan_fail(w->js, *pos, "':' expected");
+	*pos = jscan_ws(s, w->n, *pos + 1);
+	return 0;
+}
+
+/* Open the object or array at pos, depth containers around it. */
+static inline __attribute__((always_inline)) struct jscan_frame *
+JW(open)(struct jscan_w *w, size_t pos, uint32_t depth)
+{
+	struct jscan_frame	*f = &w->js->frames[depth];
+	uint8_t			 obj = w->s[pos] == '{';
+
+	f->tok = UINT32_MAX;
+	if (depth <= w->maxlevel)
+		f->tok = jscan_w_tok(w, obj ? JT_OBJECT : JT_ARRAY,
+		    depth == w->maxlevel ? JT_OPAQUE : 0, pos, 0);
+	f->obj = obj;
+	f->ontape = depth < w->maxlevel;
+	f->keys = w->nkeys;
+	f->bloom = 0;
+	f->dup = 0;
+	return f;
+}
+
+/* The walk itself; jscan_w_end writes its counters back. */
+static inline __attribute__((always_inline)) int
+JW(grammar)(struct jscan_w *w)
+{
+	const unsigned char	*s = w->s;
+	const size_t		 n = w->n;
+	struct jscan_frame	*f = NULL;
+	size_t			 pos;
+	uint32_t		 depth = 0;
+
+	pos = jscan_ws(s, n, 0);
+	if (pos >= n || (s[pos] != '{' && s[pos] != '['))
+		return jscan_fail(w->js, pos, "'{' or '[' expected");
+value:
+	/* Parse one value at pos; depth containers are open around it. */
+	if (__builtin_expect(depth + 1 > JSCAN_MAX_DEPTH, 0))
+		return jscan_fail(w->js, pos, "nesting too deep");
+	if (__builtin_expect(pos >= n, 0))
+		return jscan_fail(w->js, pos, "value expected");
+	w->nvals++;
+	if (s[pos] == '{' || s[pos] == '[') {
+		f = JW(open)(w, pos, depth++);
+		pos = jscan_ws(s, n, pos + 1);
+		if (pos < n && s[pos] == (f->obj ? '}' : ']'))
+			goto close;
+		if (f->obj)
+			goto key;
+		goto value;
+	}
+	if (JW(scalar)(w, &pos, depth) != 0)
+		return -1;
+after:
+	/* A value ended at pos; f is the innermost open container. */
+	pos = jscan_ws(s, n, pos);
+	if (depth == 0) {
+		if (pos != n)
+			return jscan_fail(w->js, pos, "trailing characters");
+		return 0;
+	}
+	if (__builtin_expect(pos >= n, 0))
+		return jscan_fail(w->js, pos, f->obj ? "'}' expected" :
+		    "']' expected");
+	if (s[pos] == ',') {
+		pos = jscan_ws(s, n, pos + 1);
+		if (f->obj)
+			goto key;
+		goto value;
+	}
+	if (s[pos] != (f->obj ? '}' : ']'))
+		return jscan_fail(w->js, pos, f->obj ? "',' or '}' expected" :
+		    "',' or ']' expected");
+close:
+	/* pos is at the closing bracket of the innermost container. */
+	if (jscan_w_close(w, pos, f) != 0)
+		return -1;
+	depth--;
+	f = depth > 0 ? f - 1 : NULL;
+	pos++;
+	goto after;
+key:
+	/* Inside an object, at the start of a member. */
+	if (JW(key)(w, &pos, f) != 0)
+		return -1;
+	w->nvals++;
+	goto value;
+}
+
+/*
+ * Scan n bytes at p.  Returns 0 and fills the tape when the bytes are one
+ * JSON object or array that jansson would accept; otherwise -1 with
+ * js->err and js->err_off set.
+ */
+int
+JW(walk)(struct jscan *js, const char *p, size_t n)
+{
+	struct jscan_tail	tail;
+	struct jscan_w		w;
+	int			rc;
+
+	js->err = NULL;
+	js->err_off = 0;
+	if (n >= UINT32_MAX) {
+		js->ntok = js->nkeys = 0;
+		js->nvals = 0;
+		return jscan_fail(js, 0, "document too large");
+	}
+	jscan_w_start(&w, js, p, n, &tail);
+	rc = JW(grammar)(&w);
+	jscan_w_end(&w);
+	return rc;
+}
