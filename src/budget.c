@@ -99,6 +99,14 @@ budget_used(const struct agent *a, double *tokens, double *cost)
 	*cost = a->budget.cost;
 }
 
+/* What the agent's subtree may use: its tokens and its cost (0: no limit). */
+void
+budget_limits(const struct agent *a, double *max_tokens, double *max_cost)
+{
+	*max_tokens = a->budget.max_tokens;
+	*max_cost = a->budget.max_cost;
+}
+
 /* Return nonzero once the run's budget is spent. */
 int
 budget_run_spent(void)

@@ -750,3 +750,56 @@ client_request_row(char *buf, size_t len, json_t *r)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
 }
+
+/*
+ * Append a number of a report's object to a status line, when it is one:
+ * before it pre, after it post, prec digits after the point.
+ */
+static void
+client_status_num(char *buf, size_t len, json_t *o, const char *key,
+    const char *pre, int prec, const char *post)
+{
+	json_t	*v = json_object_get(o, key);
+	size_t	 n = strlen(buf);
+
+	if (json_is_number(v) && n < len)
+		snprintf(buf + n, len - n, "%s%.*f%s", pre, prec,
+		    json_number_value(v), post);
+}
+
+/*
+ * What an agent says of itself (a STATUS_UPDATE, map/agents/update), as
+ * a line for a person: its reported state, then the numbers of its
+ * metadata's resource_usage, health_metrics and current_tasks.  Returns 0
+ * when it said nothing.  What the agent wrote is made harmless to a
+ * terminal.
+ */
+int
+client_status_row(char *buf, size_t len, json_t *md)
+{
+	json_t		*ru = json_object_get(md, "resource_usage");
+	json_t		*hm = json_object_get(md, "health_metrics");
+	json_t		*ct = json_object_get(md, "current_tasks");
+	const char	*st = json_string_value(json_object_get(md,
+			    "reportedState"));
+	char		*p;
+	size_t		 n;
+
+	if (st == NULL && !json_is_object(ru) && !json_is_object(hm))
+		return 0;
+	snprintf(buf, len, "reports %.20s:", st != NULL ? st : "-");
+	client_status_num(buf, len, ru, "tokens_used", " ", 0, " tokens used");
+	client_status_num(buf, len, ru, "tokens_remaining", ", ", 0, " left");
+	client_status_num(buf, len, ru, "cost_usd", ", $", 4, "");
+	client_status_num(buf, len, ru, "cpu_usage", ", cpu ", 0, "%");
+	client_status_num(buf, len, ru, "memory_usage", ", memory ", 0, "%");
+	client_status_num(buf, len, hm, "success_rate", ", success ", 2, "");
+	client_status_num(buf, len, hm, "avg_latency_ms", ", ", 0, " ms");
+	client_status_num(buf, len, hm, "error_count", ", ", 0, " errors");
+	if (json_is_array(ct) && (n = strlen(buf)) < len)
+		snprintf(buf + n, len - n, ", %zu tasks", json_array_size(ct));
+	for (p = buf; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	return 1;
+}

@@ -43,7 +43,7 @@ cmd_ps_agent(json_t *a)
 {
 	json_t		*md = json_object_get(a, "metadata");
 	const char	*err;
-	char		 id[64], pid[24], where[96];
+	char		 id[64], pid[24], where[96], line[256];
 	int		 depth = (int)json_integer_value(json_object_get(md,
 			    "depth"));
 
@@ -64,6 +64,8 @@ cmd_ps_agent(json_t *a)
 	    NULL)
 		printf(" %.60s", err);
 	printf("\n");
+	if (client_status_row(line, sizeof line, md))
+		printf("  %*s  %s\n", depth * 2, "", line);
 }
 
 /*

@@ -236,7 +236,7 @@ cmd_top_agents(struct cmd_top_screen *s, json_t *agents)
 {
 	json_t		*a, *md;
 	const char	*err;
-	char		 id[64], pid[24], where[96], cell[112];
+	char		 id[64], pid[24], where[96], cell[112], line[256];
 	size_t		 i;
 	int		 hosts = 0;
 
@@ -275,6 +275,9 @@ cmd_top_agents(struct cmd_top_screen *s, json_t *agents)
 		    json_number_value(json_object_get(md, "tokens")),
 		    json_number_value(json_object_get(md, "cost")), cell,
 		    err != NULL ? err : "");
+		if (client_status_row(line, sizeof line, md))
+			cmd_top_line(s, "%*s  %s", (int)json_integer_value(
+			    json_object_get(md, "depth")) * 2, "", line);
 		cmd_top_progress(s, md);
 	}
 }

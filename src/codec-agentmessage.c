@@ -14,9 +14,9 @@
  * TASK_COMPLETE / TASK_FAILED and HELP_RESPONSE.  TASK_HANDOFF moves the
  * task the agent works on to another agent (_corral/handoff), TASK_UPDATE
  * is progress (_corral/progress), STATUS_UPDATE the agent's metadata and
- * reported state (map/agents/update), ERROR_REPORT a typed error: of the
- * task it names when its severity is high or critical, else a risk noted
- * on the task's answer.  A message id seen before is a redelivery: it is
+ * reported state (map/agents/update), ERROR_REPORT a typed error: the
+ * end of the task it names when its severity is high or critical, else a
+ * report on it (_corral/report) that the task's outcome carries.  A message id seen before is a redelivery: it is
  * dropped (at-least-once senders repeat themselves).
  */
 
@@ -24,8 +24,6 @@
 #include <string.h>
 
 #include "corral.h"
-
-#define AM_RISKS	16	/* error reports kept for a task's answer */
 
 /* Its error types, and corral's category for each. */
 static const struct {
@@ -157,29 +155,6 @@ am_call(json_t *frames, const char *method, const char *kind, json_t *m,
 	    "id", NULL), params));
 }
 
-/* The reports the agent made about a task, taken (NULL: none). */
-static json_t *
-am_take_risks(struct codec_state *cs, const char *task)
-{
-	json_t	*r, *left, *taken = NULL;
-	size_t	 i;
-
-	if (cs->risks == NULL || task == NULL)
-		return NULL;
-	left = json_array();
-	json_array_foreach(cs->risks, i, r) {
-		if (strcmp(codec_str(r, "task_id", ""), task) == 0) {
-			if (taken == NULL)
-				taken = json_array();
-			json_array_append(taken, r);
-		} else
-			json_array_append(left, r);
-	}
-	json_decref(cs->risks);
-	cs->risks = left;
-	return taken;
-}
-
 /* TASK_COMPLETE and TASK_FAILED: the answer to the task they name. */
 static int
 am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
@@ -188,10 +163,9 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
 	const struct codec_entry	*e;
 	const char			*task = am_task_of(m), *etype, *cat;
 	json_t				*p = json_object_get(m, "payload"), *env;
-	json_t				*er, *c, *risks, *v, *list;
+	json_t				*er, *c, *v;
 	char				 code[64];
 	int				 retry = 0;
-	size_t				 i;
 
 	if (task == NULL)
 		return codec_refuse(err, "payload.task_id", "a %s names its "
@@ -228,20 +202,6 @@ am_task_end(struct codec_state *cs, json_t *m, json_t *frames,
 	}
 	json_object_set_new(json_object_get(env, "trace"), "parents",
 	    json_pack("[s]", task));
-	if ((risks = am_take_risks(cs, task)) != NULL) {
-		/* What the agent reported on the way travels with its answer. */
-		json_object_set_new(json_object_get(env, "agentmessage"),
-		    "errors", risks);
-		if ((c = json_object_get(env, "confidence")) != NULL) {
-			list = json_array();
-			json_array_foreach(risks, i, v)
-				json_array_append_new(list, json_sprintf(
-				    "%s (%s): %s", codec_str(v, "error_type",
-				    "ERROR"), codec_str(v, "severity", "?"),
-				    codec_str(v, "message", "")));
-			json_object_set_new(c, "risks", list);
-		}
-	}
 	json_array_append_new(frames, env);
 	return 0;
 }
@@ -374,8 +334,9 @@ am_help_response(struct codec_state *cs, json_t *m, json_t *frames,
 
 /*
  * ERROR_REPORT: a typed error.  Of high or critical severity, and naming
- * a task, it fails that task; otherwise it is noted on the agent (its
- * metadata) and travels with the task's answer.
+ * a task, it fails that task; of a lower one, a report on the task
+ * (_corral/report) that its outcome and its job's result carry; naming no
+ * task, the agent's metadata.lastErrorReport.
  */
 static int
 am_error_report(struct codec_state *cs, json_t *m, json_t *frames,
@@ -399,11 +360,13 @@ am_error_report(struct codec_state *cs, json_t *m, json_t *frames,
 		return rc;
 	}
 	if (task != NULL) {
-		if (cs->risks == NULL)
-			cs->risks = json_array();
-		if (json_array_size(cs->risks) >= AM_RISKS)
-			json_array_remove(cs->risks, 0);
-		json_array_append(cs->risks, p);
+		/* The task goes on; its outcome and its job's carry this. */
+		am_call(frames, CORRAL_M_REPORT, "err", m, json_pack("{s:s, s:O, "
+		    "s:s, s:s, s:O*}", "requestId", task, "errorType",
+		    json_object_get(p, "error_type"), "severity", sev, "message",
+		    codec_str(p, "message", ""), "errorId", json_object_get(p,
+		    "error_id")));
+		return 0;
 	}
 	am_call(frames, CORRAL_M_UPDATE, "err", m, json_pack("{s:{s:O}}",
 	    "metadata", "lastErrorReport", p));
@@ -832,9 +795,230 @@ am_encode(struct codec_state *cs, json_t *f)
 	return NULL;
 }
 
+/*
+ * The tape's paths for the two kinds every message of an AgentMessage
+ * agent passes through: a task corral gives it (am_encode_request, from
+ * an agent of another dialect) and its TASK_COMPLETE (am_task_end).  They
+ * make what those make, from the scanner's tape, and decline (0)
+ * anything else.
+ */
+
+/* Does the message pass am_check?  (The tape's version.) */
+static int
+am_tape_check(struct jscan *js, const char *s, int md)
+{
+	static const char *const strs[] = { "id", "from", "to", "timestamp",
+	    "type" };
+	size_t	i;
+	int	v;
+
+	for (i = 0; i < sizeof strs / sizeof strs[0]; i++)
+		if ((v = jscan_get(js, s, 0, strs[i])) >= 0 &&
+		    js->tok[v].type != JT_STRING)
+			return 0;
+	if (md >= 0 && js->tok[md].type != JT_OBJECT)
+		return 0;
+	v = JSCAN_GET(js, s, md, "priority");
+	return v < 0 || js->tok[v].type == JT_STRING;
+}
+
+/* The token of the task an answer names (am_task_of), or -1. */
+static int
+am_tape_task(struct jscan *js, const char *s, int p, int md)
+{
+	int	v;
+
+	if ((v = JSCAN_GET(js, s, p, "task_id")) >= 0 &&
+	    js->tok[v].type == JT_STRING)
+		return v;
+	if ((v = JSCAN_GET(js, s, p, "request_id")) >= 0 &&
+	    js->tok[v].type == JT_STRING)
+		return v;
+	if ((v = JSCAN_GET(js, s, md, "correlation_id")) >= 0 &&
+	    js->tok[v].type == JT_STRING)
+		return v;
+	return -1;
+}
+
+/* Write the members am_to_envelope adds after the trace. */
+static void
+am_tape_rest(struct jsonw *j, struct jscan *js, const char *s, int p,
+    int md)
+{
+	uint32_t	i;
+	int		 v;
+
+	v = JSCAN_GET(js, s, JSCAN_GET(js, s, p, "context"), "session_id");
+	if (v < 0 || js->tok[v].type != JT_STRING)
+		v = JSCAN_GET(js, s, md, "session_id");
+	codec_tape_common(j, js, s, JSCAN_GET(js, s, md, "priority"),
+	    JSCAN_GET(js, s, md, "ttl_ms"), v);
+	/* Everything but the payload, kept. */
+	JSONW_KEY(j, "agentmessage");
+	jsonw_object(j);
+	for (i = 1; i < js->tok[0].next; i = js->tok[i + 1].next) {
+		if (jscan_str_equal(js, s + js->tok[i].off, js->tok[i].len,
+		    js->tok[i].flags & JT_ESCAPED, "payload", 7))
+			continue;
+		jsonw_key_raw(j, s + js->tok[i].off, js->tok[i].len);
+		codec_tape_raw(j, js, s, (int)i + 1);
+	}
+	jsonw_object_end(j);
+}
+
+/* A TASK_COMPLETE from the tape, as am_decode and am_task_end make it. */
+static int
+am_tape_decode(struct codec_state *cs, struct jscan *js, const char *s,
+    struct jsonw *j)
+{
+	const struct codec_entry	*e;
+	char				 buf[256], id[256], task[256];
+	int				 md, p, v, has_id, task_tok, id_tok;
+
+	md = JSCAN_GET(js, s, 0, "metadata");
+	if (!am_tape_check(js, s, md) || codec_tape_text(js, s, JSCAN_GET(js,
+	    s, 0, "type"), buf, sizeof buf) != 1 ||
+	    strcmp(buf, "TASK_COMPLETE") != 0)
+		return 0;
+	if ((v = codec_tape_text(js, s, JSCAN_GET(js, s, 0, "to"), buf,
+	    sizeof buf)) < 0 || (v == 1 && (strncmp(buf, "topic:", 6) == 0 ||
+	    strcmp(buf, "*") == 0)))
+		return 0;
+	id_tok = JSCAN_GET(js, s, 0, "id");
+	if ((has_id = codec_tape_text(js, s, id_tok, id, sizeof id)) < 0 ||
+	    (has_id && codec_recall_kind(cs, id, "seen") != NULL))
+		return 0;	/* a redelivery: am_decode drops it */
+	p = JSCAN_GET(js, s, 0, "payload");
+	task_tok = am_tape_task(js, s, p, md);
+	if (codec_tape_text(js, s, task_tok, task, sizeof task) != 1)
+		return 0;
+	if (has_id)
+		codec_remember(cs, id, NULL, "seen");
+	e = codec_recall(cs, task);
+	if ((v = JSCAN_GET(js, s, p, "result")) < 0)
+		v = p;
+	codec_tape_envelope(j, cs->agent, e != NULL && e->intent[0] ?
+	    e->intent : "execute", "TASK_COMPLETE", js, s, -1, v);
+	codec_tape_trace(j, js, s, id_tok, task_tok);
+	am_tape_rest(j, js, s, p, md);
+	codec_tape_score(j, js, s, JSCAN_GET(js, s, p, "confidence"));
+	jsonw_object_end(j);
+	return 1;
+}
+
+/* Write the payload of a task am_encode_request makes. */
+static void
+am_tape_payload(struct jsonw *j, struct jscan *js, const char *s,
+    const char *intent, int it, int id_tok, int parent)
+{
+	int	v;
+
+	JSONW_KEY(j, "payload");
+	jsonw_object(j);
+	JSONW_KEY(j, "task_type");
+	codec_tape_str_or(j, js, s, it, intent);
+	JSONW_KEY(j, "description");
+	codec_tape_str_or(j, js, s, JSCAN_GET(js, s, 0, "task"), "");
+	codec_tape_member(j, "inputs", js, s, JSCAN_GET(js, s, 0, "inputs"));
+	JSONW_KEY(j, "input");
+	codec_tape_raw(j, js, s, codec_tape_content(js, s, JSCAN_GET(js, s,
+	    0, "content")));
+	JSONW_KEY(j, "task_id");
+	if (id_tok >= 0)
+		codec_tape_raw(j, js, s, id_tok);
+	else
+		jsonw_str(j, "");
+	codec_tape_member(j, "parent", js, s, parent);
+	if ((v = JSCAN_GET(js, s, 0, "session")) >= 0) {
+		JSONW_KEY(j, "context");
+		jsonw_object(j);
+		JSONW_KEY(j, "session_id");
+		codec_tape_raw(j, js, s, v);
+		jsonw_object_end(j);
+	}
+	jsonw_object_end(j);
+}
+
+/*
+ * A task from the tape, as am_encode_request makes it of a request that
+ * came from no AgentMessage agent and is no handoff.
+ */
+static int
+am_tape_encode(struct codec_state *cs, struct jscan *js, const char *s,
+    struct jsonw *j)
+{
+	char	kind[16], id[256], intent[256], ts[40], nid[CORRAL_ID_MAX];
+	int	cm, id_tok, it, has_id, v, prio, parent = -1;
+
+	if (!codec_tape_kind(js, s, kind, sizeof kind) || (kind[0] != '\0' &&
+	    strcmp(kind, "task") != 0) ||
+	    JSCAN_GET(js, s, 0, "agentmessage") >= 0 ||
+	    JSCAN_GET(js, s, 0, "handoff") >= 0)
+		return 0;
+	cm = JSCAN_GET(js, s, 0, "corral");
+	id_tok = JSCAN_GET(js, s, JSCAN_GET(js, s, 0, "trace"), "id");
+	it = JSCAN_GET(js, s, 0, "intent");
+	if ((has_id = codec_tape_text(js, s, id_tok, id, sizeof id)) < 0 ||
+	    (v = codec_tape_text(js, s, it, intent, sizeof intent)) < 0)
+		return 0;
+	if (v == 0) {
+		strlcpy(intent, "execute", sizeof intent);
+		it = -1;
+	}
+	if (kind[0] != '\0' && (parent = JSCAN_GET(js, s, cm, "parent")) >= 0 &&
+	    js->tok[parent].type != JT_STRING)
+		parent = -1;
+	prio = codec_tape_prio(js, s, JSCAN_GET(js, s, 0, "priority"));
+	codec_remember(cs, has_id ? id : NULL, intent, "TASK_ASSIGNMENT");
+
+	jsonw_object(j);
+	JSONW_KEY(j, "id");
+	if (has_id)
+		codec_tape_raw(j, js, s, id_tok);
+	else
+		jsonw_str(j, protocol_new_id(nid, sizeof nid));
+	JSONW_KEY(j, "timestamp");
+	util_rfc3339(ts, sizeof ts);
+	jsonw_str(j, ts);
+	JSONW_KEY(j, "from");
+	codec_tape_str_or(j, js, s, JSCAN_GET(js, s, JSCAN_GET(js, s, 0,
+	    "agent"), "id"), "corral");
+	JSONW_KEY(j, "to");
+	jsonw_str(j, cs->agent);
+	JSONW_KEY(j, "type");
+	jsonw_str(j, "TASK_ASSIGNMENT");
+	am_tape_payload(j, js, s, intent, it, has_id ? id_tok : -1, parent);
+	JSONW_KEY(j, "metadata");
+	jsonw_object(j);
+	JSONW_KEY(j, "priority");
+	jsonw_str(j, prio <= PRIO_LOW ? "low" : protocol_priority_name(prio));
+	JSONW_KEY(j, "retry_count");
+	if ((v = JSCAN_GET(js, s, cm, "retry_count")) >= 0 &&
+	    js->tok[v].type == JT_NUMBER && (js->tok[v].flags & JT_INTEGER))
+		codec_tape_raw(j, js, s, v);
+	else
+		jsonw_u64(j, 0);
+	JSONW_KEY(j, "max_retries");
+	jsonw_u64(j, 0);
+	if (has_id) {
+		JSONW_KEY(j, "correlation_id");
+		codec_tape_raw(j, js, s, id_tok);
+	}
+	if ((v = JSCAN_GET(js, s, 0, "ttl_ms")) >= 0 &&
+	    js->tok[v].type == JT_NUMBER) {
+		JSONW_KEY(j, "ttl_ms");
+		codec_tape_raw(j, js, s, v);
+	}
+	jsonw_object_end(j);
+	jsonw_object_end(j);
+	return 1;
+}
+
 const struct codec_ops codec_agentmessage_ops = {
 	.name = "agentmessage",
 	.decode = am_decode,
 	.encode = am_encode,
 	.message_id = am_message_id,
+	.tape_decode = am_tape_decode,
+	.tape_encode = am_tape_encode,
 };

@@ -672,9 +672,221 @@ bus_encode(struct codec_state *cs, json_t *f)
 	return NULL;
 }
 
+/*
+ * The tape's paths for the two kinds every message of a bus agent passes
+ * through: a request to the agent (bus_encode_request) and its SUCCESS
+ * RESPONSE (bus_response).  They make what those make, from the scanner's
+ * tape, and decline (0) anything else.
+ */
+
+/* A header member's token: in header, else at the top (bus_field). */
+static int
+bus_tape_field(struct jscan *js, const char *s, int hdr, const char *key)
+{
+	int	v = jscan_get(js, s, hdr, key);
+
+	return v >= 0 ? v : jscan_get(js, s, 0, key);
+}
+
+/* Write the "bus" member bus_keep makes. */
+static void
+bus_tape_keep(struct jsonw *j, struct jscan *js, const char *s, int hdr,
+    int body)
+{
+	static const char *const kept[] = { "context", "action", "event" };
+	size_t	i;
+
+	JSONW_KEY(j, "bus");
+	jsonw_object(j);
+	JSONW_KEY(j, "header");
+	if (hdr >= 0)
+		codec_tape_raw(j, js, s, hdr);
+	else {
+		/* The short form: its header's members at the top. */
+		jsonw_object(j);
+		for (i = 0; bus_header_keys[i] != NULL; i++)
+			codec_tape_member(j, bus_header_keys[i], js, s,
+			    jscan_get(js, s, 0, bus_header_keys[i]));
+		jsonw_object_end(j);
+	}
+	for (i = 0; i < sizeof kept / sizeof kept[0]; i++)
+		codec_tape_member(j, kept[i], js, s, jscan_get(js, s, body,
+		    kept[i]));
+	codec_tape_member(j, "trace", js, s, JSCAN_GET(js, s, 0, "trace"));
+	jsonw_object_end(j);
+}
+
+/* A SUCCESS RESPONSE from the tape, as bus_response makes it. */
+static int
+bus_tape_decode(struct codec_state *cs, struct jscan *js, const char *s,
+    struct jsonw *j)
+{
+	const struct codec_entry	*e;
+	char				 buf[256], corr[256];
+	const char			*intent;
+	int				 hdr, body, v, act, corr_tok;
+
+	hdr = JSCAN_GET(js, s, 0, "header");
+	body = JSCAN_GET(js, s, 0, "body");
+	if ((hdr >= 0 && js->tok[hdr].type != JT_OBJECT) ||
+	    (body >= 0 && js->tok[body].type != JT_OBJECT) ||
+	    codec_tape_text(js, s, bus_tape_field(js, s, hdr, "type"), buf,
+	    sizeof buf) != 1 || strcmp(buf, "RESPONSE") != 0)
+		return 0;
+	corr_tok = bus_tape_field(js, s, hdr, "correlationId");
+	if (codec_tape_text(js, s, corr_tok, corr, sizeof corr) != 1)
+		return 0;
+	if ((v = codec_tape_text(js, s, JSCAN_GET(js, s, body, "status"), buf,
+	    sizeof buf)) < 0 || (v == 1 && strcmp(buf, "SUCCESS") != 0))
+		return 0;
+	e = codec_recall(cs, corr);
+	intent = e != NULL && e->intent[0] ? e->intent : "execute";
+	act = JSCAN_GET(js, s, body, "action");
+	if ((v = codec_tape_text(js, s, act, buf, sizeof buf)) < 0)
+		return 0;
+	if (v == 1 && codec_intent(buf) != NULL)
+		intent = codec_intent(buf);
+	codec_tape_envelope(j, cs->agent, intent, "response", js, s,
+	    v == 1 ? act : -1, JSCAN_GET(js, s, body, "result"));
+	codec_tape_trace(j, js, s, bus_tape_field(js, s, hdr, "messageId"),
+	    corr_tok);
+	codec_tape_common(j, js, s, bus_tape_field(js, s, hdr, "priority"),
+	    bus_tape_field(js, s, hdr, "ttl"), JSCAN_GET(js, s, JSCAN_GET(js, s,
+	    body, "context"), "sessionId"));
+	bus_tape_keep(j, js, s, hdr, body);
+	codec_tape_score(j, js, s, JSCAN_GET(js, s, body, "confidence"));
+	jsonw_object_end(j);
+	return 1;
+}
+
+/* The trace a bus agent gets (bus_from_envelope), from the tape. */
+static void
+bus_tape_trace(struct jsonw *j, struct jscan *js, const char *s, int kept,
+    int id)
+{
+	int	v, trace;
+
+	JSONW_KEY(j, "trace");
+	if ((v = JSCAN_GET(js, s, kept, "trace")) >= 0) {
+		codec_tape_raw(j, js, s, v);
+		return;
+	}
+	jsonw_object(j);
+	if (id >= 0) {
+		JSONW_KEY(j, "traceId");
+		codec_tape_raw(j, js, s, id);
+		JSONW_KEY(j, "spanId");
+		codec_tape_raw(j, js, s, id);
+	}
+	trace = JSCAN_GET(js, s, 0, "trace");
+	v = JSCAN_GET(js, s, trace, "parents");
+	if (v >= 0 && js->tok[v].type == JT_ARRAY &&
+	    (v = jscan_first(js, v)) >= 0 && js->tok[v].type == JT_STRING) {
+		JSONW_KEY(j, "parentSpan");
+		codec_tape_raw(j, js, s, v);
+	}
+	jsonw_object_end(j);
+}
+
+/* A request (or a task) from the tape, as bus_encode_request makes it. */
+static int
+bus_tape_encode(struct codec_state *cs, struct jscan *js, const char *s,
+    struct jsonw *j)
+{
+	char	kind[16], id[256], intent[256], ts[40], nid[CORRAL_ID_MAX];
+	int	kept, cm, id_tok, has_id, it, v, ctx = -1, act = -1, parent = -1;
+
+	if (!codec_tape_kind(js, s, kind, sizeof kind) || (kind[0] != '\0' &&
+	    strcmp(kind, "task") != 0))
+		return 0;
+	cm = JSCAN_GET(js, s, 0, "corral");
+	id_tok = JSCAN_GET(js, s, JSCAN_GET(js, s, 0, "trace"), "id");
+	it = JSCAN_GET(js, s, 0, "intent");
+	if ((has_id = codec_tape_text(js, s, id_tok, id, sizeof id)) < 0 ||
+	    (v = codec_tape_text(js, s, it, intent, sizeof intent)) < 0)
+		return 0;
+	if (v == 0)
+		strlcpy(intent, "execute", sizeof intent);
+	kept = JSCAN_GET(js, s, 0, "bus");
+	if (kept >= 0 && js->tok[kept].type == JT_OBJECT) {
+		ctx = JSCAN_GET(js, s, kept, "context");
+		if ((act = JSCAN_GET(js, s, kept, "action")) >= 0 &&
+		    js->tok[act].type != JT_STRING)
+			act = -1;
+	}
+	if (kind[0] != '\0' && (parent = JSCAN_GET(js, s, cm, "parent")) >= 0 &&
+	    js->tok[parent].type != JT_STRING)
+		parent = -1;
+	codec_remember(cs, has_id ? id : NULL, intent, "request");
+
+	jsonw_object(j);
+	JSONW_KEY(j, "header");
+	jsonw_object(j);
+	JSONW_KEY(j, "messageId");
+	if (has_id)
+		codec_tape_raw(j, js, s, id_tok);
+	else
+		jsonw_str(j, protocol_new_id(nid, sizeof nid));
+	JSONW_KEY(j, "type");
+	jsonw_str(j, "REQUEST");
+	JSONW_KEY(j, "source");
+	codec_tape_str_or(j, js, s, JSCAN_GET(js, s, JSCAN_GET(js, s, 0,
+	    "agent"), "id"), "corral");
+	JSONW_KEY(j, "destination");
+	jsonw_str(j, cs->agent);
+	JSONW_KEY(j, "timestamp");
+	util_rfc3339(ts, sizeof ts);
+	jsonw_str(j, ts);
+	if ((v = JSCAN_GET(js, s, 0, "priority")) >= 0) {
+		JSONW_KEY(j, "priority");
+		jsonw_u64(j, (uint64_t)codec_tape_prio(js, s, v));
+	}
+	if ((v = JSCAN_GET(js, s, 0, "ttl_ms")) >= 0 &&
+	    js->tok[v].type == JT_NUMBER) {
+		JSONW_KEY(j, "ttl");
+		codec_tape_raw(j, js, s, v);
+	}
+	jsonw_object_end(j);
+
+	JSONW_KEY(j, "body");
+	jsonw_object(j);
+	JSONW_KEY(j, "action");
+	codec_tape_str_or(j, js, s, act, intent);
+	JSONW_KEY(j, "payload");
+	codec_tape_raw(j, js, s, codec_tape_content(js, s, JSCAN_GET(js, s,
+	    0, "content")));
+	JSONW_KEY(j, "responseRequired");
+	jsonw_bool(j, 1);
+	if (kept < 0) {
+		/* From an envelope agent: its task and inputs go along. */
+		codec_tape_member(j, "task", js, s, JSCAN_GET(js, s, 0, "task"));
+		codec_tape_member(j, "inputs", js, s, JSCAN_GET(js, s, 0,
+		    "inputs"));
+	}
+	codec_tape_member(j, "parent", js, s, parent);
+	if (ctx >= 0) {
+		JSONW_KEY(j, "context");
+		codec_tape_raw(j, js, s, ctx);
+	} else if ((v = JSCAN_GET(js, s, 0, "session")) >= 0 &&
+	    js->tok[v].type == JT_STRING) {
+		JSONW_KEY(j, "context");
+		jsonw_object(j);
+		JSONW_KEY(j, "sessionId");
+		codec_tape_raw(j, js, s, v);
+		jsonw_object_end(j);
+	}
+	jsonw_object_end(j);
+	bus_tape_trace(j, js, s, kept >= 0 && js->tok[kept].type ==
+	    JT_OBJECT ? kept : -1, has_id ? id_tok : -1);
+	jsonw_object_end(j);
+	return 1;
+}
+
 const struct codec_ops codec_bus_ops = {
 	.name = "bus",
 	.decode = bus_decode,
 	.encode = bus_encode,
 	.message_id = bus_message_id,
+	.tape_decode = bus_tape_decode,
+	.tape_encode = bus_tape_encode,
 };

@@ -16,8 +16,16 @@
  * last CODEC_RING requests it delivered or made for its agent (their ids,
  * intents and kinds), so that an answer can name the intent of what it
  * answers, and a result come back as the kind of message the agent asked
- * with.  Translation is done with jansson: these agents are not the hot
- * path, and the multiagent-1.0 path does not come here.
+ * with.
+ *
+ * Every line is scanned first (jscan.c, the grammar jansson accepts).  The
+ * kinds every message of a dialect agent passes through (a request to it,
+ * its answer) are then translated from the scanner's tape and written with
+ * jsonw, copying the agent's values as they are, without building a tree:
+ * each dialect's tape_decode and tape_encode.  Everything else (and a
+ * request of an unusual shape, which those decline) is translated with
+ * jansson by decode and encode.  Both ways must make the same lines: the
+ * codec unit test and fuzz target hold them to each other.
  */
 
 #include <stdarg.h>
@@ -39,10 +47,15 @@ struct codec_state *
 codec_create(const struct codec_ops *ops, const char *agent)
 {
 	struct codec_state	*cs;
+	size_t			 i;
 
 	cs = xcalloc(1, sizeof *cs);
 	cs->ops = ops;
 	strlcpy(cs->agent, agent, sizeof cs->agent);
+	for (i = 0; i < CODEC_BUCKETS; i++)
+		cs->buckets[i] = -1;
+	for (i = 0; i < CODEC_RING; i++)
+		cs->ring[i].chain = -1;
 	return cs;
 }
 
@@ -50,24 +63,62 @@ codec_create(const struct codec_ops *ops, const char *agent)
 void
 codec_free(struct codec_state *cs)
 {
-	if (cs->risks != NULL)
-		json_decref(cs->risks);
 	free(cs);
 }
 
-/* Remember a request delivered to the agent, or made by it. */
+/* The hash of an id (FNV-1a), for the index of what a codec remembers. */
+static uint32_t
+codec_hash(const char *id, size_t *len)
+{
+	const unsigned char	*p = (const unsigned char *)id;
+	uint32_t		 h = 2166136261u;
+
+	for (; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	*len = (size_t)(p - (const unsigned char *)id);
+	return h;
+}
+
+/* Take ring entry i out of its bucket, before it is used again. */
+static void
+codec_unlink(struct codec_state *cs, int16_t i)
+{
+	int16_t	*pp = &cs->buckets[cs->ring[i].hash % CODEC_BUCKETS];
+
+	while (*pp != -1 && *pp != i)
+		pp = &cs->ring[*pp].chain;
+	if (*pp == i)
+		*pp = cs->ring[i].chain;
+	cs->ring[i].chain = -1;
+}
+
+/*
+ * Remember a request delivered to the agent, or made by it.  The ring
+ * keeps the last CODEC_RING; an index by id finds one without a walk
+ * over all of them, which every answer would otherwise cost.
+ */
 void
 codec_remember(struct codec_state *cs, const char *id, const char *intent,
     const char *kind)
 {
 	struct codec_entry	*e;
+	int16_t			 i;
+	size_t			 len;
 
 	if (id == NULL)
 		return;
-	e = &cs->ring[cs->next++ % CODEC_RING];
+	i = (int16_t)(cs->next++ % CODEC_RING);
+	e = &cs->ring[i];
+	if (e->id[0] != '\0')
+		codec_unlink(cs, i);
 	strlcpy(e->id, id, sizeof e->id);
 	strlcpy(e->intent, intent != NULL ? intent : "", sizeof e->intent);
 	strlcpy(e->kind, kind != NULL ? kind : "", sizeof e->kind);
+	if (e->id[0] == '\0')
+		return;
+	e->hash = codec_hash(e->id, &len);
+	e->chain = cs->buckets[e->hash % CODEC_BUCKETS];
+	cs->buckets[e->hash % CODEC_BUCKETS] = i;
 }
 
 /*
@@ -79,13 +130,18 @@ codec_recall_kind(const struct codec_state *cs, const char *id,
     const char *kind)
 {
 	const struct codec_entry	*e;
-	size_t				 i;
+	uint32_t			 h;
+	int16_t				 i;
+	size_t				 len;
 
 	if (id == NULL)
 		return NULL;
-	for (i = 1; i <= CODEC_RING; i++) {
-		e = &cs->ring[(cs->next - i) % CODEC_RING];
-		if (e->id[0] != '\0' && strcmp(e->id, id) == 0 &&
+	h = codec_hash(id, &len);
+	if (len == 0 || len >= CORRAL_ID_MAX)
+		return NULL;	/* remembered ids are 1 to 63 bytes */
+	for (i = cs->buckets[h % CODEC_BUCKETS]; i != -1; i = e->chain) {
+		e = &cs->ring[i];
+		if (e->hash == h && strcmp(e->id, id) == 0 &&
 		    (kind == NULL || strcmp(e->kind, kind) == 0))
 			return e;
 	}
@@ -124,17 +180,21 @@ codec_intent(const char *word)
 }
 
 /*
- * A new multiagent-1.0 envelope (a new reference): role agent, the given
- * intent and task, content of the given type.
+ * A new multiagent-1.0 envelope (a new reference): role agent, the time,
+ * the given intent and task, content of the given type.
  */
 json_t *
 codec_envelope(const char *agent, const char *intent, const char *task,
     const char *ctype)
 {
-	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:{s:s}}",
-	    "protocol", CORRAL_ENVELOPE_PROTOCOL, "role", "agent",
-	    "agent", "id", agent, "name", agent, "model", "n/a",
-	    "intent", intent, "task", task, "content", "type", ctype);
+	char	ts[40];
+
+	/* Stamped when read, so the engine need not splice a time in. */
+	util_rfc3339(ts, sizeof ts);
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
+	    "s:{s:s}}", "protocol", CORRAL_ENVELOPE_PROTOCOL, "role", "agent",
+	    "agent", "id", agent, "name", agent, "model", "n/a", "timestamp",
+	    ts, "intent", intent, "task", task, "content", "type", ctype);
 }
 
 /* Set trace.id and trace.parents (when given) of an envelope. */
@@ -250,37 +310,263 @@ codec_content(json_t *env)
 }
 
 /*
- * Translate a line the agent wrote into corral's lines (out, a list of
- * strings).  Returns 1 when the line goes on as it is (not JSON, or a
- * JSON-RPC frame: the usual checks answer it), 0 when translated (out
- * may be empty: a heartbeat), -1 with err when refused.
+ * A string token's text, unescaped, in buf: 1; 0 when tok is absent or
+ * no string; -1 when it is longer than buf holds.
+ */
+int
+codec_tape_text(struct jscan *js, const char *s, int tok, char *buf,
+    size_t size)
+{
+	const char	*t;
+	size_t		 n;
+
+	if (tok < 0 || js->tok[tok].type != JT_STRING)
+		return 0;
+	t = jscan_text(js, s, tok, &n);
+	if (n >= size)
+		return -1;
+	memcpy(buf, t, n);
+	buf[n] = '\0';
+	return 1;
+}
+
+/* Write a token's value as the line has it. */
+void
+codec_tape_raw(struct jsonw *j, struct jscan *js, const char *s, int tok)
+{
+	if (tok < 0)
+		jsonw_raw(j, "null", 4);
+	else
+		jsonw_raw(j, s + js->tok[tok].off, js->tok[tok].len);
+}
+
+/* codec_prio of a token (-1: none). */
+int
+codec_tape_prio(struct jscan *js, const char *s, int tok)
+{
+	char	name[16];
+	double	v;
+
+	if (tok < 0)
+		return PRIO_NORMAL;
+	if (js->tok[tok].type == JT_NUMBER && (js->tok[tok].flags &
+	    JT_INTEGER)) {
+		v = jscan_number(js, s, tok);
+		return v >= 0 && v < PRIO_COUNT ? (int)v : PRIO_NORMAL;
+	}
+	if (codec_tape_text(js, s, tok, name, sizeof name) == 1)
+		return codec_prio_name(name);
+	return PRIO_NORMAL;
+}
+
+/*
+ * codec_content of an envelope's content token: its data, else its
+ * text; -1 for null.
+ */
+int
+codec_tape_content(struct jscan *js, const char *s, int content)
+{
+	int	v;
+
+	if ((v = JSCAN_GET(js, s, content, "data")) >= 0 &&
+	    js->tok[v].type != JT_NULL)
+		return v;
+	return JSCAN_GET(js, s, content, "text");
+}
+
+/*
+ * Open the envelope codec_envelope makes, written: role agent, the time,
+ * the intent, the task (a token, else the text task), and content of the
+ * token data (a string is text).  The caller adds the rest and closes it.
+ */
+void
+codec_tape_envelope(struct jsonw *j, const char *agent, const char *intent,
+    const char *task, struct jscan *js, const char *s, int task_tok,
+    int data)
+{
+	int	text = data >= 0 && js->tok[data].type == JT_STRING;
+	char	ts[40];
+
+	util_rfc3339(ts, sizeof ts);
+	jsonw_object(j);
+	JSONW_KEY(j, "protocol");
+	jsonw_str(j, CORRAL_ENVELOPE_PROTOCOL);
+	JSONW_KEY(j, "role");
+	jsonw_str(j, "agent");
+	JSONW_KEY(j, "agent");
+	jsonw_object(j);
+	JSONW_KEY(j, "id");
+	jsonw_str(j, agent);
+	JSONW_KEY(j, "name");
+	jsonw_str(j, agent);
+	JSONW_KEY(j, "model");
+	jsonw_str(j, "n/a");
+	jsonw_object_end(j);
+	JSONW_KEY(j, "timestamp");
+	jsonw_str(j, ts);
+	JSONW_KEY(j, "intent");
+	jsonw_str(j, intent);
+	JSONW_KEY(j, "task");
+	if (task_tok >= 0)
+		codec_tape_raw(j, js, s, task_tok);
+	else
+		jsonw_str(j, task);
+	JSONW_KEY(j, "content");
+	jsonw_object(j);
+	JSONW_KEY(j, "type");
+	jsonw_str(j, text ? "text" : "json");
+	if (data >= 0 && js->tok[data].type != JT_NULL) {
+		jsonw_key(j, text ? "text" : "data");
+		codec_tape_raw(j, js, s, data);
+	}
+	jsonw_object_end(j);
+}
+
+/*
+ * Write the trace of an envelope made of an answer: its id (the token of
+ * the message's id, when it is one: 1 to 63 bytes) and the request it
+ * answers as its parent.
+ */
+void
+codec_tape_trace(struct jsonw *j, struct jscan *js, const char *s, int id,
+    int parent)
+{
+	char	buf[CORRAL_ID_MAX];
+
+	JSONW_KEY(j, "trace");
+	jsonw_object(j);
+	if (codec_tape_text(js, s, id, buf, sizeof buf) == 1 &&
+	    buf[0] != '\0') {
+		JSONW_KEY(j, "id");
+		codec_tape_raw(j, js, s, id);
+	}
+	JSONW_KEY(j, "parents");
+	jsonw_array(j);
+	codec_tape_raw(j, js, s, parent);
+	jsonw_array_end(j);
+	jsonw_object_end(j);
+}
+
+/*
+ * Write what the envelope of a message takes from it, of the tokens that
+ * are there: its priority (as a number), a TTL that is a number of 0 or
+ * more, a session id that is a string.
+ */
+void
+codec_tape_common(struct jsonw *j, struct jscan *js, const char *s, int prio,
+    int ttl, int session)
+{
+	if (prio >= 0) {
+		JSONW_KEY(j, "priority");
+		jsonw_u64(j, (uint64_t)codec_tape_prio(js, s, prio));
+	}
+	if (ttl >= 0 && js->tok[ttl].type == JT_NUMBER &&
+	    jscan_number(js, s, ttl) >= 0) {
+		JSONW_KEY(j, "ttl_ms");
+		codec_tape_raw(j, js, s, ttl);
+	}
+	if (session >= 0 && js->tok[session].type == JT_STRING) {
+		JSONW_KEY(j, "session");
+		codec_tape_raw(j, js, s, session);
+	}
+}
+
+/* Write a string token as it is, or the text dflt when it is none. */
+void
+codec_tape_str_or(struct jsonw *j, struct jscan *js, const char *s, int tok,
+    const char *dflt)
+{
+	if (tok >= 0 && js->tok[tok].type == JT_STRING)
+		codec_tape_raw(j, js, s, tok);
+	else
+		jsonw_str(j, dflt);
+}
+
+/* Write a member whose value is a token's, when there is the token. */
+void
+codec_tape_member(struct jsonw *j, const char *key, struct jscan *js,
+    const char *s, int tok)
+{
+	if (tok < 0)
+		return;
+	jsonw_key(j, key);
+	codec_tape_raw(j, js, s, tok);
+}
+
+/* Write confidence.score of a number token (an answer's confidence). */
+void
+codec_tape_score(struct jsonw *j, struct jscan *js, const char *s, int tok)
+{
+	if (tok < 0 || js->tok[tok].type != JT_NUMBER)
+		return;
+	JSONW_KEY(j, "confidence");
+	jsonw_object(j);
+	JSONW_KEY(j, "score");
+	codec_tape_raw(j, js, s, tok);
+	jsonw_object_end(j);
+}
+
+/*
+ * The kind of one of corral's lines (codec_kind) in buf: 1 when it is an
+ * envelope whose kind fits, else 0.
+ */
+int
+codec_tape_kind(struct jscan *js, const char *s, char *buf, size_t size)
+{
+	if (JSCAN_GET(js, s, 0, "jsonrpc") >= 0 ||
+	    JSCAN_GET(js, s, 0, "protocol") < 0)
+		return 0;
+	buf[0] = '\0';
+	return codec_tape_text(js, s, JSCAN_GET(js, s, JSCAN_GET(js, s, 0,
+	    "corral"), "kind"), buf, size) >= 0;
+}
+
+/*
+ * Translate a line the agent wrote into one of corral's lines (made, to
+ * be freed).  Returns 1 when the line goes on as it is (not JSON, or a
+ * JSON-RPC frame: the usual checks answer it), 0 when translated, -1
+ * with err when refused.
  */
 int
 codec_decode_line(struct codec_state *cs, const char *line, size_t len,
-    json_t *out, struct codec_error *err)
+    char **made, size_t *madelen, struct codec_error *err)
 {
-	json_t		*msg, *frames, *f;
-	json_error_t	 jerr;
-	size_t		 i;
-	char		*s;
+	struct jscan	*js;
+	struct jsonw	 j;
+	json_t		*msg, *frames;
 	int		 rc;
 
-	if ((msg = json_loadb(line, len, CORRAL_JSON_LOAD, &jerr)) == NULL)
-		return 1;
-	if (!json_is_object(msg) || json_object_get(msg, "jsonrpc") != NULL) {
-		json_decref(msg);
-		return 1;
-	}
-	frames = json_array();
+	*made = NULL;
 	memset(err, 0, sizeof *err);
 	err->code = "invalid_envelope";
+	/* The scanner accepts what jansson does: what it refuses is no JSON. */
+	js = jscan_take();
+	if (jscan_run(js, line, len) != 0 || js->tok[0].type != JT_OBJECT ||
+	    JSCAN_GET(js, line, 0, "jsonrpc") >= 0) {
+		jscan_give(js);
+		return 1;
+	}
+	if (cs->ops->tape_decode != NULL && !cs->slow) {
+		jsonw_init(&j);
+		if (cs->ops->tape_decode(cs, js, line, &j)) {
+			jscan_give(js);
+			*made = jsonw_finish(&j, madelen);
+			return 0;
+		}
+		jsonw_free(&j);
+	}
+	jscan_give(js);
+	if ((msg = json_loadb(line, len, CORRAL_JSON_LOAD, NULL)) == NULL)
+		return 1;
+	frames = json_array();
 	rc = cs->ops->decode(cs, msg, frames, err);
+	if (rc == 0 && json_array_size(frames) != 1)
+		rc = codec_refuse(err, "", "the message made no frame");
+	if (rc == 0 && (*made = json_dumps(json_array_get(frames, 0),
+	    CORRAL_JSON_FLAGS)) == NULL)
+		rc = codec_refuse(err, "", "the message could not be written");
 	if (rc == 0)
-		json_array_foreach(frames, i, f)
-			if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL) {
-				json_array_append_new(out, json_string(s));
-				free(s);
-			}
+		*madelen = strlen(*made);
 	if (rc != 0 && err->parent[0] == '\0' && cs->ops->message_id != NULL)
 		strlcpy(err->parent, cs->ops->message_id(msg),
 		    sizeof err->parent);
@@ -297,9 +583,24 @@ char *
 codec_encode_line(struct codec_state *cs, const char *line, size_t len,
     size_t *outlen)
 {
-	json_t	*frame, *msg;
-	char	*s;
+	struct jscan	*js;
+	struct jsonw	 j;
+	json_t		*frame, *msg;
+	char		*s;
 
+	if (cs->ops->tape_encode != NULL && !cs->slow) {
+		js = jscan_take();
+		if (jscan_run(js, line, len) == 0 &&
+		    js->tok[0].type == JT_OBJECT) {
+			jsonw_init(&j);
+			if (cs->ops->tape_encode(cs, js, line, &j)) {
+				jscan_give(js);
+				return jsonw_finish(&j, outlen);
+			}
+			jsonw_free(&j);
+		}
+		jscan_give(js);
+	}
 	if ((frame = json_loadb(line, len, 0, NULL)) == NULL)
 		return NULL;
 	msg = cs->ops->encode(cs, frame);

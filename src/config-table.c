@@ -838,14 +838,46 @@ config_table_free_names(char **names, size_t n)
 	free(names);
 }
 
-/* Read one row of routes: into rc; the agents must exist. */
+/*
+ * Add to a row the entries that declare one of its capabilities in
+ * capabilities: (an agent may also register one at run time: routing asks
+ * then, too).
+ */
+static void
+config_table_route_caps(struct workflow *wf, struct route_conf *rc)
+{
+	size_t	i, j, k;
+
+	for (i = 0; i < wf->nagents; i++) {
+		for (k = 0; k < rc->nagents; k++)
+			if (rc->agents[k] == &wf->agents[i])
+				break;
+		if (k < rc->nagents)
+			continue;
+		for (j = 0; j < rc->ncaps; j++)
+			if (protocol_capability_in(wf->agents[i].capabilities,
+			    rc->caps[j]))
+				break;
+		if (j < rc->ncaps) {
+			rc->agents = xreallocarray(rc->agents, rc->nagents + 1,
+			    sizeof *rc->agents);
+			rc->agents[rc->nagents++] = &wf->agents[i];
+		}
+	}
+}
+
+/*
+ * Read one row of routes: into rc: agent names, which must exist, and
+ * capability:NAME, any agent with that capability.
+ */
 static int
 config_table_read_route(struct config_reader *rd, struct route_conf *rc,
     const struct config_node *v, const char *path)
 {
-	char	**names = NULL;
-	size_t	  nnames = 0, i;
-	int	  ret = -1;
+	const struct config_node	*at;
+	char				**names = NULL;
+	size_t				  nnames = 0, i;
+	int				  ret = -1;
 
 	if (config_read_list(rd, v, path, &names, &nnames) != 0)
 		goto out;
@@ -854,16 +886,28 @@ config_table_read_route(struct config_reader *rd, struct route_conf *rc,
 		goto out;
 	}
 	rc->agents = xcalloc(nnames, sizeof *rc->agents);
+	rc->caps = xcalloc(nnames, sizeof *rc->caps);
 	for (i = 0; i < nnames; i++) {
-		rc->agents[i] = config_find_agent(rd->wf, names[i]);
-		if (rc->agents[i] == NULL) {
-			config_err(rd, v->type == CONFIG_SEQUENCE ?
-			    v->kids[i] : v, "%s: no agent named '%s' in "
+		at = v->type == CONFIG_SEQUENCE ? v->kids[i] : v;
+		if (strncmp(names[i], "capability:", 11) == 0) {
+			if (names[i][11] == '\0' || strlen(names[i]) > 11 + 128) {
+				config_err(rd, at, "%s: capability:NAME names a "
+				    "capability of 1 to 128 bytes", path);
+				goto out;
+			}
+			rc->caps[rc->ncaps++] = xstrdup(names[i] + 11);
+			continue;
+		}
+		rc->agents[rc->nagents] = config_find_agent(rd->wf, names[i]);
+		if (rc->agents[rc->nagents] == NULL) {
+			config_err(rd, at, "%s: no agent named '%s' in "
 			    "agents:", path, names[i]);
 			goto out;
 		}
 		rc->nagents++;
 	}
+	rc->nnamed = rc->nagents;
+	config_table_route_caps(rd->wf, rc);
 	ret = 0;
 out:
 	config_table_free_names(names, nnames);
@@ -901,6 +945,7 @@ config_table_read_routes(struct config_reader *rd,
 		rc = &wf->routes[wf->nroutes++];
 		rc->intent = xstrdup(intent->str);
 		rc->line = intent->line;
+		rc->column = intent->column;
 		snprintf(p, sizeof p, "%s.%s", path, intent->str);
 		if (config_table_read_route(rd, rc, n->kids[i + 1], p) != 0)
 			ret = -1;
@@ -1320,6 +1365,7 @@ config_table_print_routes(FILE *f, const struct config_key *k,
 {
 	const struct workflow	*wf = base;
 	const struct route_conf	*rc;
+	char			 cap[160];
 	size_t			 i, j;
 
 	fprintf(f, "%*sroutes:%s\n", indent, "", wf->nroutes == 0 ? " {}" :
@@ -1329,9 +1375,14 @@ config_table_print_routes(FILE *f, const struct config_key *k,
 		fprintf(f, "%*s", indent + 2, "");
 		config_print_str(f, rc->intent);
 		fprintf(f, ": [");
-		for (j = 0; j < rc->nagents; j++)
+		for (j = 0; j < rc->nnamed; j++)
 			fprintf(f, "%s%s", j > 0 ? ", " : "",
 			    rc->agents[j]->name);
+		for (j = 0; j < rc->ncaps; j++) {
+			snprintf(cap, sizeof cap, "capability:%s", rc->caps[j]);
+			fprintf(f, "%s", j + rc->nnamed > 0 ? ", " : "");
+			config_print_str(f, cap);
+		}
 		fprintf(f, "]\n");
 	}
 }

@@ -821,6 +821,7 @@ config_free(struct workflow *wf)
 	for (i = 0; i < wf->nroutes; i++) {
 		free(wf->routes[i].intent);
 		free(wf->routes[i].agents);
+		config_list_free(wf->routes[i].caps, wf->routes[i].ncaps);
 	}
 	free(wf->routes);
 	config_steps_free(wf);
@@ -1245,6 +1246,33 @@ config_routed(const struct workflow *wf, const char *intent)
 }
 
 /*
+ * Warn of a route to a capability that no entry declares: only an agent
+ * that registers it at run time would serve it.
+ */
+static void
+config_check_route_caps(const struct workflow *wf, FILE *f)
+{
+	const struct route_conf	*rc;
+	size_t			 i, j, k;
+
+	for (i = 0; i < wf->nroutes; i++) {
+		rc = &wf->routes[i];
+		for (j = 0; j < rc->ncaps; j++) {
+			for (k = 0; k < wf->nagents; k++)
+				if (protocol_capability_in(
+				    wf->agents[k].capabilities, rc->caps[j]))
+					break;
+			if (k == wf->nagents)
+				config_report(f, wf->path, rc->line, rc->column,
+				    "warning: ", "routes.%s: no agent declares "
+				    "the capability '%s' in capabilities:, so "
+				    "only one that registers it at run time "
+				    "will serve it", rc->intent, rc->caps[j]);
+		}
+	}
+}
+
+/*
  * Check what loading cannot see in the file alone, and print each problem
  * to f.  Errors: an agent's program cannot be found or run (for an agent
  * on another machine, its launcher).  Warnings, of
@@ -1305,6 +1333,7 @@ config_check(const struct workflow *wf, int flags, FILE *f)
 			    "warning: ", "agents.%s.adapter.argv: %s", ac->name,
 			    why);
 	}
+	config_check_route_caps(wf, f);
 	for (i = 0; i < wf->nsteps; i++)
 		if (wf->steps[i].intent != NULL &&
 		    !config_routed(wf, wf->steps[i].intent))

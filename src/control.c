@@ -99,6 +99,7 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_ROUTE,	BOTH,		message_route },
 	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
 	{ CORRAL_M_PROGRESS,	PEER_AGENT,	message_progress },
+	{ CORRAL_M_REPORT,	PEER_AGENT,	message_report },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
 	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },

@@ -494,8 +494,13 @@ struct step_conf {
 struct route_conf {
 	char		 *intent;	/* as written; "*" for the fallback */
 	int		  line;
+	int		  column;
+	/* The entries named, then those that declare one of caps. */
 	struct agent_conf **agents;
 	size_t		  nagents;
+	size_t		  nnamed;
+	char		**caps;		/* capability:NAME targets */
+	size_t		  ncaps;
 };
 
 struct workflow {
@@ -780,6 +785,7 @@ struct agent_dialect {
 
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
+	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	char			*progress;	/* its latest progress */
 	char			 progress_req[CORRAL_ID_MAX];
@@ -961,6 +967,8 @@ struct job {
 	struct jobmsgs		 ENGINE_WRITES msgs;	/* its live requests */
 	struct branch_end	*ENGINE_WRITES ends;	/* branches that ended */
 	size_t			 ENGINE_WRITES nends;
+	json_t			*ENGINE_WRITES reports; /* engine-report.c */
+	char			*ENGINE_WRITES session; /* the one it is of */
 	size_t			 ENGINE_WRITES endcap;
 	ev_tstamp		 ENGINE_WRITES started;
 	ev_timer		 ENGINE_WRITES deadline_w;
@@ -1005,6 +1013,7 @@ struct msg {
 	struct agent		*ENGINE_WRITES target;
 	/* Where a task's result goes. */
 	struct agent		*ENGINE_WRITES parent_agent;
+	struct agent		*ENGINE_WRITES requester; /* that asked, if one */
 	/* Only an agent of this workflow entry (a step's request). */
 	const struct agent_conf	*ENGINE_WRITES to_entry;
 	ev_tstamp		 ENGINE_WRITES accepted;
@@ -1015,6 +1024,8 @@ struct msg {
 	char			*ENGINE_WRITES weak;	/* the weak reply */
 	size_t			 ENGINE_WRITES weaklen;
 	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */
+	json_t			*ENGINE_WRITES reports; /* engine-report.c */
+	char			 ENGINE_WRITES title[64]; /* its task, cut */
 	struct route_item	 ri PART_OF(route);	/* while it waits */
 	TAILQ_ENTRY(msg)	 ENGINE_WRITES entry;
 	TAILQ_ENTRY(msg)	 ENGINE_WRITES job_entry;
@@ -1035,6 +1046,7 @@ struct route_hooks {
 };
 
 /* engine.c: what it tells the supervisor. */
+struct engine_end;
 struct engine_hooks {
 	void	(*out)(const char *, size_t);	/* serve: a stdout line */
 	void	(*result)(const char *, size_t, int);	/* run: the result */
@@ -1045,6 +1057,30 @@ struct engine_hooks {
 	/* A request's outcome: "replied", "error" or "expired". */
 	void	(*outcome)(const struct msg *, const char *, const char *,
 		    const char *, const char *);
+	/* ... and what it ended with (the task registry's view). */
+	void	(*ended)(const struct msg *, const struct engine_end *);
+	/*
+	 * A message of a session went by: a request of a job that belongs to
+	 * one (kind "request"), a reply (kind "result") of such a job or one
+	 * that names a session itself (its line).
+	 */
+	void	(*session)(const char *, const char *, const struct msg *,
+		    const char *, const char *, size_t);
+};
+
+/* engine.c: how a request ended, for the engine's ended hook. */
+struct engine_end {
+	const char		*outcome;	/* replied, error, expired */
+	const char		*category;	/* errors */
+	const char		*code;
+	const char		*why;
+	const struct agent	*agent;		/* who answered, if any */
+	const char		*line;		/* replied: the reply */
+	size_t			 len;
+	struct jscan		*js;		/* its tape, or NULL */
+	const struct env	*env;
+	int			 replied;	/* outcome is replied */
+	int			 is_error;	/* the reply is an error */
 };
 
 /* envelope.c: what the validator extracts from a multiagent-1.0 line. */
@@ -1068,6 +1104,8 @@ struct env {
 	int		 next_actions;
 	int		 content;
 	int		 corral;	/* our "corral" member */
+	int		 task;		/* the task, a string */
+	int		 session;	/* corral's session member */
 	double		 tokens_in;
 	double		 tokens_out;
 	double		 cost;
@@ -1449,6 +1487,9 @@ void	 jsonw_object_end(struct jsonw *);
 void	 jsonw_array(struct jsonw *);
 void	 jsonw_array_end(struct jsonw *);
 void	 jsonw_key(struct jsonw *, const char *);
+void	 jsonw_key_raw(struct jsonw *, const char *, size_t);
+/* jsonw_key for a literal that needs no escaping, without a scan of it. */
+#define JSONW_KEY(j, lit) jsonw_key_raw((j), "\"" lit "\"", sizeof(lit) + 1)
 void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
@@ -1467,6 +1508,9 @@ size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
+int	 protocol_capability_equal(const char *, const char *);
+const char *protocol_capability_name(json_t *);
+int	 protocol_capability_in(json_t *, const char *);
 int	 protocol_number(json_t *, const char *, double, double, int,
 	    double *);
 const char *protocol_priority_name(int);
@@ -1816,6 +1860,7 @@ void	 client_pid(char *, size_t, json_t *);
 json_t	*client_requests(struct client *, int);
 void	 client_request_head(char *, size_t);
 void	 client_request_row(char *, size_t, json_t *);
+int	 client_status_row(char *, size_t, json_t *);
 
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
@@ -1868,18 +1913,22 @@ json_t	*adr007_read(const char *, size_t, struct adr007_error *);
 
 /* codec.c, codec-bus.c, codec-agentmessage.c */
 #define CODEC_RING	256	/* requests a codec remembers per agent */
+#define CODEC_BUCKETS	512	/* its index by id */
 struct codec_entry {
 	char		 id[CORRAL_ID_MAX];
 	char		 intent[INTENT_NAME_MAX];
 	char		 kind[24];
+	uint32_t	 hash;		/* of id */
+	int16_t		 chain;		/* the next older entry of its bucket */
 };
 struct codec_ops;
 struct codec_state {
 	const struct codec_ops	*ops;
 	char			 agent[CORRAL_ID_MAX];
 	struct codec_entry	 ring[CODEC_RING];
+	int16_t			 buckets[CODEC_BUCKETS];	/* newest first */
 	size_t			 next;
-	json_t			*risks;		/* AgentMessage: reported errors */
+	int			 slow;		/* tests: never the tape path */
 };
 struct codec_error {
 	const char	*code;
@@ -1893,6 +1942,14 @@ struct codec_ops {
 			    struct codec_error *);
 	json_t		*(*encode)(struct codec_state *, json_t *);
 	const char	*(*message_id)(json_t *);
+	/*
+	 * The per-message kinds from the scanner's tape, written with jsonw:
+	 * 1 when done, 0 to leave the line to decode or encode.
+	 */
+	int		 (*tape_decode)(struct codec_state *, struct jscan *,
+			    const char *, struct jsonw *);
+	int		 (*tape_encode)(struct codec_state *, struct jscan *,
+			    const char *, struct jsonw *);
 };
 extern const struct codec_ops codec_bus_ops;
 extern const struct codec_ops codec_agentmessage_ops;
@@ -1919,8 +1976,24 @@ const char *codec_str(json_t *, const char *, const char *);
 const char *codec_kind(json_t *);
 const char *codec_parent(json_t *);
 json_t	*codec_content(json_t *);
+int	 codec_tape_text(struct jscan *, const char *, int, char *, size_t);
+void	 codec_tape_raw(struct jsonw *, struct jscan *, const char *, int);
+int	 codec_tape_prio(struct jscan *, const char *, int);
+int	 codec_tape_content(struct jscan *, const char *, int);
+void	 codec_tape_envelope(struct jsonw *, const char *, const char *,
+	    const char *, struct jscan *, const char *, int, int);
+int	 codec_tape_kind(struct jscan *, const char *, char *, size_t);
+void	 codec_tape_trace(struct jsonw *, struct jscan *, const char *, int,
+	    int);
+void	 codec_tape_common(struct jsonw *, struct jscan *, const char *, int,
+	    int, int);
+void	 codec_tape_str_or(struct jsonw *, struct jscan *, const char *, int,
+	    const char *);
+void	 codec_tape_member(struct jsonw *, const char *, struct jscan *,
+	    const char *, int);
+void	 codec_tape_score(struct jsonw *, struct jscan *, const char *, int);
 int	 codec_decode_line(struct codec_state *, const char *, size_t,
-	    json_t *, struct codec_error *);
+	    char **, size_t *, struct codec_error *);
 char	*codec_encode_line(struct codec_state *, const char *, size_t,
 	    size_t *);
 
@@ -2176,6 +2249,7 @@ void	 budget_set(struct agent *, double, double, double);
 void	 budget_stop_clock(struct agent *);
 void	 budget_totals(double *, double *, double *);
 void	 budget_used(const struct agent *, double *, double *);
+void	 budget_limits(const struct agent *, double *, double *);
 int	 budget_run_spent(void);
 int	 budget_over(const struct agent *, char *, size_t);
 void	 budget_run_timeout(const char *);
@@ -2188,6 +2262,9 @@ void	 join_summary(const char *, size_t, char *, size_t);
 
 /* route.c */
 void	 route_init(const struct workflow *, const struct route_hooks *);
+void	 route_on_capability(int (*)(struct agent *, const char *));
+void	 route_blockers(struct msg *, void (*)(struct agent *, struct msg *));
+void	 route_requeue(struct msg *, unsigned int);
 unsigned int route_queued_count(void);
 int	 route_submit(struct msg *);
 void	 route_direct(struct msg *);
@@ -2195,6 +2272,7 @@ void	 route_kick(struct agent *);
 void	 route_hold(struct agent *, int);
 void	 route_dequeue(struct msg *);
 struct msg *route_direct_first(struct agent *);
+struct msg *route_direct_next(struct msg *);
 unsigned int route_direct_count(struct agent *);
 int	 route_row_queued(int);
 struct route *route_for(int);
@@ -2232,6 +2310,14 @@ struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
+void	 engine_inherit(struct agent *, struct msg *);
+void	 engine_set_title(struct msg *, const char *, size_t);
+void	 engine_start(struct msg *);
+void	 engine_prio_waiting(struct msg *);
+void	 engine_report(struct agent *, struct msg *, const char *,
+	    const char *, const char *, const char *);
+int	 engine_severity(const char *);
+const char *engine_report_risk(json_t *, char *, size_t);
 void	 engine_progress_last(struct msg *);
 void	 engine_progress_forget(struct msg *);
 void	 engine_msg_setup(struct msg *, const char *, struct agent *,
@@ -2389,8 +2475,9 @@ void	 mapview_set_owner(struct agent *, const char *);
 int	 mapview_merge(struct agent *, json_t *, char *, size_t);
 int	 mapview_metadata_check(json_t *, char *, size_t);
 void	 mapview_report(struct agent *, const char *);
+const char *mapview_reported_state(struct agent *);
+json_t	*mapview_own_metadata(struct agent *);
 void	 mapview_note_error(struct agent *, const char *);
-int	 mapview_capability_equal(const char *, const char *);
 void	 mapview_add_capabilities(struct agent *, json_t *);
 json_t	*mapview_capabilities(struct agent *);
 int	 mapview_has_capability(struct agent *, const char *);
@@ -2419,6 +2506,8 @@ int	 scope_exists(const char *);
 struct scope *scope_create(const char *, const char *, int *, char *, size_t);
 int	 scope_subscribe(struct agent *, const char *, char *, size_t);
 int	 scope_unsubscribe(struct agent *, const char *);
+int	 scope_check_join(json_t *, char *, size_t);
+void	 scope_join(json_t *, struct agent *, const char *);
 int	 scope_each(const char *, void (*)(struct agent *, void *), void *);
 void	 scope_count_delivery(const char *, struct agent *, int);
 int	 scope_has(const char *, struct agent *);
@@ -2433,6 +2522,8 @@ void	 scope_members_request(struct peer *, json_t *, json_t *);
 
 /* session.c */
 void	 session_init(uint64_t);
+void	 session_engine(const char *, const char *, const struct msg *,
+	    const char *, const char *, size_t);
 void	 session_note(json_t *, const char *, const char *, const char *,
 	    const char *);
 void	 session_note_line(const char *, size_t, const char *, const char *,
@@ -2449,6 +2540,7 @@ void	 session_close_request(struct peer *, json_t *, json_t *);
 #define TASK_CANCELLED		4
 #define TASK_NSTATUS		5
 void	 taskreg_init(const struct workflow *);
+void	 taskreg_request_ended(const struct msg *, const struct engine_end *);
 int	 taskreg_exists(const char *);
 void	 taskreg_add(const char *, json_t *, const char *, const char *);
 void	 taskreg_assign(const char *, const char *, const char *);
@@ -2474,6 +2566,7 @@ void	 message_send(struct peer *, json_t *, json_t *);
 void	 message_route(struct peer *, json_t *, json_t *);
 void	 message_handoff(struct peer *, json_t *, json_t *);
 void	 message_progress(struct peer *, json_t *, json_t *);
+void	 message_report(struct peer *, json_t *, json_t *);
 void	 message_result(const char *, struct agent *, const char *,
 	    const char *, size_t, const char *);
 void	 message_reply(struct agent *, struct msg *, struct jscan *,

@@ -20,30 +20,28 @@ dialect_codec_decode(struct agent *a, void *state, struct dialect_frame *f,
     const char *line, size_t len)
 {
 	struct codec_error	 err;
-	json_t			*out = json_array();
+	char			*made;
+	size_t			 mlen;
 	int			 rc;
 
-	rc = codec_decode_line(state, line, len, out, &err);
+	rc = codec_decode_line(state, line, len, &made, &mlen, &err);
 	if (rc == 1) {
 		/* Not JSON, or a JSON-RPC frame: read as it is. */
 		dialect_multiagent_decode(a, state, f, line, len);
-	} else if (rc < 0 || json_array_size(out) != 1) {
+	} else if (rc < 0) {
 		f->line = line;
 		f->len = len;
 		(void)jscan_run(f->js, line, len);	/* the tape of the line */
 		f->type = DF_INVALID;
 		f->err.code = err.code != NULL ? err.code : "invalid_envelope";
 		strlcpy(f->err.path, err.path, sizeof f->err.path);
-		strlcpy(f->err.msg, rc < 0 ? err.msg : "the message made no "
-		    "frame", sizeof f->err.msg);
+		strlcpy(f->err.msg, err.msg, sizeof f->err.msg);
 		strlcpy(f->idbuf, err.parent, sizeof f->idbuf);
 		f->id = f->idbuf[0] != '\0' ? f->idbuf : NULL;
 	} else {
-		f->made = xstrdup(json_string_value(json_array_get(out, 0)));
-		dialect_multiagent_decode(a, state, f, f->made,
-		    strlen(f->made));
+		f->made = made;
+		dialect_multiagent_decode(a, state, f, made, mlen);
 	}
-	json_decref(out);
 }
 
 /* One line for the agent, in its dialect (nothing when it has none). */

@@ -40,6 +40,7 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 	    protocol_intent_name(env->intent), req->round + 1, &rlen);
 	m = engine_msg_create(req->job, rl, rlen, MSG_REFLECT, INTENT_REFLECT);
 	strlcpy(m->id, id, sizeof m->id);
+	engine_title(m, js, line, env->task);
 	m->round = req->round + 1;
 	m->depth = req->depth;
 	m->prio = req->prio;
@@ -197,6 +198,7 @@ engine_actions(struct msg *req, struct jscan *js, const char *line,
 		    &alen);
 		m = engine_msg_create(j, al, alen, MSG_ACTION, intent);
 		strlcpy(m->id, id, sizeof m->id);
+		engine_title(m, js, line, JSCAN_GET(js, line, e, "task"));
 		m->depth = req->depth + 1;
 		m->prio = req->prio;
 		m->parent_agent = req->parent_agent;
@@ -301,7 +303,7 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 	    js, line, len, env, reply_id)) != NULL) {
 		/* The reflection carries the branch on. */
 		engine_request_end(req, line, len, 0, END_NONE);
-		engine_submit(m);
+		engine_start(m);
 		return;
 	}
 	finalize = (env->intent == INTENT_FINALIZE || (req->kind ==
@@ -322,7 +324,7 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 		engine_request_end(req, line, len, 0, END_NONE);
 		while ((m = TAILQ_FIRST(&next)) != NULL) {
 			TAILQ_REMOVE(&next, m, entry);
-			engine_submit(m);
+			engine_start(m);
 		}
 		return;
 	}

@@ -29,6 +29,8 @@ void	 engine_msg_free(struct msg *);
 void	 engine_submit(struct msg *);
 void	 engine_undispatch(struct msg *);
 int	 engine_will_serve(const struct agent *);
+void	 engine_title(struct msg *, struct jscan *, const char *, int);
+void	 engine_job_session(struct job *, struct jscan *, const char *, int);
 
 /* engine-retry.c: retries, failures, cancelling. */
 struct agent *engine_unretry(struct msg *);
@@ -63,6 +65,11 @@ void	 engine_reply(struct agent *, struct msg *, struct jscan *,
 void	 engine_adapter_reply(struct agent *, struct msg *, const char *,
 	    size_t);
 
+/* engine-report.c: agents' reports of errors on their requests. */
+/* The risk of a request's or a job's reports in buf (an array), or NULL. */
+#define ENGINE_RISK(x, buf) ((x)->reports != NULL ? \
+	engine_report_risk((x)->reports, (buf), sizeof (buf)) : NULL)
+char	*engine_report_mark(json_t *, const char *, size_t, size_t *);
 /* engine-step.c: the step module's part in jobs (docs/steps.md). */
 int	 engine_step_first(struct msg *);
 void	 engine_step_ended(struct msg *, struct agent *, const char *,

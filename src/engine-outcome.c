@@ -72,6 +72,8 @@ engine_job_release(struct job *j)
 		free(j->ends[i].line);
 	}
 	free(j->ends);
+	json_decref(j->reports);
+	free(j->session);
 	xpool_put(&engine_job_pool, j);
 	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 0);
@@ -90,20 +92,25 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	struct env		 env;
 	struct env_error	 err;
 	struct jscan		*js;
-	char			*relinked = NULL;
+	char			*relinked = NULL, *marked = NULL;
 	size_t			 llen;
-
-	char			 summary[1024];
+	char			 summary[1024], risk[2048];
 
 	if (j->done)
 		return;
 	j->done = 1;
 	j->failed = is_error;
 	ev_timer_stop(LOOP, &j->deadline_w);
+	/* The errors its agents reported on the way go with its result. */
+	if (j->reports != NULL && (marked = engine_report_mark(j->reports,
+	    line, len, &llen)) != NULL) {
+		line = marked;
+		len = llen;
+	}
 	if (engine_step.done != NULL)
 		engine_step.done(j);
 	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
-	    "ok", NULL);
+	    "ok", "risk", ENGINE_RISK(j, risk), NULL);
 	if (is_error) {
 		/* One line for every failed job: what happened, and a hint. */
 		join_summary(line, len, summary, sizeof summary);
@@ -112,6 +119,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	if (j->origin != JOB_SERVE) {
 		if (engine_hooks.result != NULL)
 			engine_hooks.result(line, len, is_error);
+		free(marked);
 		return;
 	}
 	/*
@@ -134,6 +142,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 		free(relinked);
 	} else
 		engine_out(line, len);
+	free(marked);
 }
 
 /* The run's or a job's deadline passed. */
@@ -162,13 +171,32 @@ void
 engine_replied(struct msg *m, struct agent *a, const char *reply_id,
     const char *reason, const char *line, size_t len, int is_error)
 {
+	struct engine_end	e;
+	char			risk[2048];
+
 	engine_stats.replied++;
 	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
-	    "replied", "reply", reply_id, "reason", reason, NULL);
+	    "replied", "reply", reply_id, "reason", reason, "risk",
+	    ENGINE_RISK(m, risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
+	if (engine_hooks.ended != NULL) {
+		memset(&e, 0, sizeof e);
+		e.outcome = "replied";
+		e.replied = 1;
+		e.agent = a;
+		e.line = line;
+		e.len = len;
+		e.is_error = is_error;
+		e.why = reason;
+		engine_hooks.ended(m, &e);
+	}
 	if (engine_hooks.replied != NULL)
 		engine_hooks.replied(m, reply_id);
+	if (m->job != NULL && m->job->session != NULL &&
+	    engine_hooks.session != NULL)
+		engine_hooks.session(m->job->session, "result", m, a != NULL ?
+		    a->id : "corral", line, len);
 	engine_request_done(m, line, len, is_error);
 }
 
@@ -230,7 +258,7 @@ engine_join(struct job *j)
 			engine_stats.bytes -= j->ends[--j->nends].len;
 			free(j->ends[j->nends].line);
 		}
-		engine_submit(m);
+		engine_start(m);
 		return;
 	}
 	line = join_result(j, &len, &is_error, &linked);
@@ -254,6 +282,8 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 {
 	struct job	*j;
 	struct agent	*a = NULL;
+	char		*marked = NULL;
+	size_t		 mlen;
 	int		 kind, direct, linked;
 
 	if (m->where == MSG_QUEUED)
@@ -266,8 +296,15 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		engine_undispatch(m);
 	}
 	if ((m->kind == MSG_TASK || m->kind == MSG_SEND) &&
-	    engine_task.done != NULL)
+	    engine_task.done != NULL) {
+		/* Who asked gets the errors its agent reported on the way. */
+		if (m->reports != NULL && (marked = engine_report_mark(
+		    m->reports, line, len, &mlen)) != NULL) {
+			line = marked;
+			len = mlen;
+		}
 		engine_task.done(m, line, len, is_error);
+	}
 	j = engine_msg_detach(m);
 	/*
 	 * The job's one branch ends here: its line is the job's result as
@@ -282,8 +319,10 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 	engine_msg_free(m);
 	if (a != NULL)
 		route_kick(a);
-	if (j == NULL)
+	if (j == NULL) {
+		free(marked);
 		return;
+	}
 	if (j->pending > 0)
 		j->pending--;
 	if (kind != MSG_TASK && j->open > 0)
@@ -295,6 +334,7 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 			engine_join(j);
 	}
 	engine_job_release(j);
+	free(marked);
 }
 
 /* A request ended with line, which ends its branch. */

@@ -88,6 +88,76 @@ engine_fill(struct jscan *js, struct msg *req, const char *line,
 }
 
 /*
+ * Tell the hooks what a request ended with: its reply, and the session
+ * it is a message of (its job's; the one the reply names joins the job
+ * that has none).
+ */
+static void
+engine_reply_ended(struct msg *req, struct agent *a, struct jscan *js,
+    const char *line, size_t len, const struct env *env)
+{
+	struct engine_end	 e;
+	char			 sid[129];
+	size_t			 n;
+	const char		*t;
+
+	if (engine_hooks.ended != NULL) {
+		memset(&e, 0, sizeof e);
+		e.outcome = "replied";
+		e.replied = 1;
+		e.agent = a;
+		e.line = line;
+		e.len = len;
+		e.js = js;
+		e.env = env;
+		e.is_error = env->ctype == CT_ERROR;
+		engine_hooks.ended(req, &e);
+	}
+	if (engine_hooks.session == NULL)
+		return;
+	if (env->session != -1) {
+		t = jscan_text(js, line, env->session, &n);
+		if (n > 0 && n < sizeof sid) {
+			memcpy(sid, t, n);
+			sid[n] = '\0';
+			if (req->job != NULL)
+				engine_job_session(req->job, js, line,
+				    env->session);
+			if (req->job == NULL || req->job->session == NULL ||
+			    strcmp(req->job->session, sid) != 0)
+				engine_hooks.session(sid, "result", req, a->id,
+				    line, len);
+		}
+	}
+	if (req->job != NULL && req->job->session != NULL)
+		engine_hooks.session(req->job->session, "result", req, a->id,
+		    line, len);
+}
+
+/*
+ * A reply that takes its request over the budget of a task
+ * (limits.task_budget: tokens, cost) is counted, and the request fails
+ * with budget_exceeded instead.  Returns nonzero when it did.
+ */
+static int
+engine_over_task_budget(struct agent *a, struct msg *req,
+    const struct env *env)
+{
+	double	tokens = env->tokens_in + env->tokens_out;
+
+	if (!((engine_wf->task_tokens > 0 && tokens > engine_wf->task_tokens) ||
+	    (engine_wf->task_cost > 0 && env->cost > engine_wf->task_cost)))
+		return 0;
+	engine_stats.replied--;
+	engine_account(a, env);
+	engine_fail(req, "REJECTED", "budget_exceeded", "task %s went over its "
+	    "budget: %.0f tokens of %.0f, %.4f USD of %.4f (limits.task_budget)",
+	    req->id, tokens, engine_wf->task_tokens, env->cost,
+	    engine_wf->task_cost);
+	return 1;
+}
+
+/*
  * Handle a valid reply from agent a to request req: account for it, then
  * reflect, finish the job, or follow its next_actions.  The reply's tape
  * is js's, and stays so throughout.
@@ -97,6 +167,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
 	char		 reply_id[CORRAL_ID_MAX], *filled, *unforged;
+	char		 risk[2048];
 
 	lifecycle_replied(a);
 	breaker_success(a);
@@ -111,10 +182,17 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		return;
 	}
 	auditlog_envelope("reply", a->id, reply_id, line, len);
+	if ((engine_wf->task_tokens > 0 || engine_wf->task_cost > 0) &&
+	    engine_over_task_budget(a, req, env)) {
+		free(filled);
+		free(unforged);
+		return;
+	}
 	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
-	    "reply", reply_id, NULL);
+	    "reply", reply_id, "risk", ENGINE_RISK(req, risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
+	engine_reply_ended(req, a, js, line, len, env);
 	if (engine_hooks.replied != NULL)
 		engine_hooks.replied(req, reply_id);
 	/* Only after the outcome may the freed slot take other work. */

@@ -193,9 +193,10 @@ static void
 engine_fail_why(struct msg *m, const char *category, const char *code,
     const char *why)
 {
-	char	*e;
-	size_t	 len;
-	int	 expired = (strcmp(category, "TIMEOUT") == 0);
+	struct engine_end	 end;
+	char			*e, risk[2048];
+	size_t			 len;
+	int			 expired = (strcmp(category, "TIMEOUT") == 0);
 
 	if (engine_should_retry(m, category, code)) {
 		engine_schedule_retry(m, category, why, code);
@@ -213,10 +214,20 @@ engine_fail_why(struct msg *m, const char *category, const char *code,
 	log_info("request %s: %s: %s", m->id, category, why);
 	auditlog_event("outcome", m->agent != NULL ? m->agent->id : NULL,
 	    m->id, "outcome", expired ? "expired" : "error", "category",
-	    category, "code", code, "reason", why, NULL);
+	    category, "code", code, "reason", why, "risk", ENGINE_RISK(m,
+	    risk), NULL);
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, expired ? "expired" : "error", category,
 		    code, why);
+	if (engine_hooks.ended != NULL) {
+		memset(&end, 0, sizeof end);
+		end.outcome = expired ? "expired" : "error";
+		end.category = category;
+		end.code = code;
+		end.why = why;
+		end.agent = m->agent != NULL ? m->agent : m->target;
+		engine_hooks.ended(m, &end);
+	}
 	e = envelope_error(code, category, NULL, why, m->id, NULL, &len);
 	auditlog_envelope("error", NULL, m->id, e, len);
 	if (m->kind == MSG_REFLECT && m->weak != NULL && !engine_stopping &&

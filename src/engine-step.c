@@ -106,7 +106,7 @@ engine_step_submit(struct job *j, char *line, size_t len, int intent,
 	j->steps++;
 	engine_stats.steps++;
 	auditlog_envelope("env", NULL, id, line, len);
-	engine_submit(m);
+	engine_start(m);
 	return 0;
 }
 

@@ -297,6 +297,7 @@ engine_msg_free(struct msg *m)
 	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
 	free(m->line);
 	free(m->weak);
+	json_decref(m->reports);
 	xpool_put(&engine_msg_pool, m);
 	engine_stats.live_msgs--;
 }
@@ -325,6 +326,8 @@ engine_queued(struct msg *m, double wait)
 {
 	m->where = MSG_QUEUED;
 	engine_msg_arm(m, wait);
+	/* Less urgent work must not hold it up while it waits. */
+	engine_prio_waiting(m);
 	/* The supervisor pauses stdin if that is where the work comes from. */
 	if (route_queued_count() >= engine_wf->max_queue / 2 &&
 	    engine_hooks.pause != NULL)
@@ -351,6 +354,7 @@ engine_dispatched(struct msg *m, struct agent *a)
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
 	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
+	a->work.by_prio[m->prio]++;
 	lifecycle_work(a, 1);
 	engine_msg_arm(m, a->conf->timeout);
 }
@@ -381,6 +385,59 @@ engine_submit(struct msg *m)
 }
 
 /*
+ * Route a new request of a job: a message of its job's session, when the
+ * job has one.
+ */
+void
+engine_start(struct msg *m)
+{
+	if (m->job != NULL && m->job->session != NULL &&
+	    engine_hooks.session != NULL)
+		engine_hooks.session(m->job->session, "request", m,
+		    engine_trace_from(m), m->line, m->len);
+	(void)route_submit(m);
+}
+
+/* Keep the start of a request's task (len bytes at s), for the views. */
+void
+engine_set_title(struct msg *m, const char *s, size_t len)
+{
+	len = util_utf8_cut(s, len, sizeof m->title - 1);
+	memcpy(m->title, s, len);
+	m->title[len] = '\0';
+}
+
+/*
+ * A job belongs to the session a string token of a scanned line names
+ * (1 to 128 bytes), unless it belongs to one already.
+ */
+void
+engine_job_session(struct job *j, struct jscan *js, const char *s, int tok)
+{
+	const char	*t;
+	size_t		 len;
+
+	if (j->session != NULL || tok < 0 || js->tok[tok].type != JT_STRING)
+		return;
+	t = jscan_text(js, s, tok, &len);
+	if (len > 0 && len <= 128)
+		j->session = xmemdup0(t, len);
+}
+
+/* Keep a request's task from a string token of a scanned line, if one. */
+void
+engine_title(struct msg *m, struct jscan *js, const char *s, int tok)
+{
+	const char	*t;
+	size_t		 len;
+
+	if (tok < 0 || js->tok[tok].type != JT_STRING)
+		return;
+	t = jscan_text(js, s, tok, &len);
+	engine_set_title(m, t, len);
+}
+
+/*
  * Take a request off its agent's outstanding list.  The slot it frees
  * goes to waiting work only when the caller kicks the route, once the
  * request's outcome is recorded, so the audit log stays in order.
@@ -393,6 +450,7 @@ engine_undispatch(struct msg *m)
 	if (m->where != MSG_INFLIGHT)
 		return;
 	TAILQ_REMOVE(&a->work.inflight, m, entry);
+	a->work.by_prio[m->prio]--;
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
 	if (TAILQ_EMPTY(&a->work.inflight)) {
@@ -483,6 +541,9 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	memcpy(m->id, id, idlen);
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;
+	engine_title(m, js, line, env->task);
+	if (env->session != -1)
+		engine_job_session(j, js, line, env->session);
 	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
 	    clen);
 	if (engine_step_first(m) != 0)
@@ -528,7 +589,7 @@ engine_input(struct peer *from, struct dialect_frame *f)
 	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	if (m != NULL)
-		engine_submit(m);
+		engine_start(m);
 	free(stripped);
 }
 
@@ -553,7 +614,7 @@ engine_start_goal(const char *line, size_t len)
 	m = engine_job_start(js, line, len, &env, JOB_RUN);
 	jscan_give(js);
 	if (m != NULL)
-		engine_submit(m);
+		engine_start(m);
 	return 0;
 }
 
@@ -648,6 +709,8 @@ engine_forget_agent(struct agent *a)
 			m->exclude = NULL;
 		if (m->parent_agent == a)
 			m->parent_agent = NULL;
+		if (m->requester == a)
+			m->requester = NULL;
 		if (m->agent == a && m->where != MSG_INFLIGHT)
 			m->agent = NULL;
 		if (m->target == a && m->holds) {

@@ -594,6 +594,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	env->intent = -1;
 	env->trace = env->trace_id = env->parents = env->timestamp = -1;
 	env->next_actions = env->content = env->corral = -1;
+	env->task = env->session = -1;
 	env->prio = PRIO_NORMAL;
 	/* Not all 392 bytes: this runs for every envelope. */
 	err->code = NULL;
@@ -653,6 +654,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 			if (env_want(js, t, JT_STRING, err, "task") != 0)
 				return -1;
 			have |= ENV_HAVE_TASK;
+			env->task = t;
 		} else if (KEY("inputs")) {
 			if (env_inputs(js, s, t, env, err) != 0)
 				return -1;
@@ -683,6 +685,9 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 			if (env_want(js, t, JT_OBJECT, err, "corral") != 0)
 				return -1;
 			env->corral = t;
+		} else if (KEY("session")) {
+			if (js->tok[t].type == JT_STRING)
+				env->session = t;
 		}
 #undef KEY
 	}

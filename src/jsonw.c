@@ -259,6 +259,16 @@ jsonw_key(struct jsonw *j, const char *key)
 	j->after_key = 1;
 }
 
+/* Write a member's key that is JSON already (a key of a scanned line). */
+void
+jsonw_key_raw(struct jsonw *j, const char *json, size_t n)
+{
+	jsonw_sep(j);
+	ndjson_writer_add(&j->w, json, n);
+	ndjson_writer_add(&j->w, ":", 1);
+	j->after_key = 1;
+}
+
 /* Write a string value of n bytes. */
 void
 jsonw_strn(struct jsonw *j, const char *s, size_t n)

@@ -50,6 +50,7 @@ mapview_init(void)
 	struct scope_hooks	sh = { mapview_describe, mapview_sees };
 
 	scope_init(&sh);
+	route_on_capability(mapview_has_capability);
 	lifecycle_observe(mapview_lifecycle);
 	agent_on_free(mapview_forget);
 	external_on_change(mapview_external);
@@ -309,6 +310,20 @@ mapview_report(struct agent *a, const char *state)
 	a->map.reported = state != NULL ? xstrdup(state) : NULL;
 }
 
+/* The state an agent says it is in, or NULL. */
+const char *
+mapview_reported_state(struct agent *a)
+{
+	return a->map.reported;
+}
+
+/* The metadata an agent gave itself (borrowed), or NULL. */
+json_t *
+mapview_own_metadata(struct agent *a)
+{
+	return a->map.metadata;
+}
+
 /* A request at an agent failed: remembered for ps and top. */
 void
 mapview_note_error(struct agent *a, const char *why)
@@ -412,42 +427,6 @@ mapview_sees_event(const struct peer *p, const char *id)
 }
 
 /*
- * Two capability names are the same when they differ only in case and in
- * '-' for '_': a help request's CODE_REVIEW finds code-review.
- */
-int
-mapview_capability_equal(const char *x, const char *y)
-{
-	char	cx, cy;
-
-	for (;; x++, y++) {
-		cx = *x == '_' ? '-' : *x;
-		cy = *y == '_' ? '-' : *y;
-		if (cx >= 'A' && cx <= 'Z')
-			cx += 'a' - 'A';
-		if (cy >= 'A' && cy <= 'Z')
-			cy += 'a' - 'A';
-		if (cx != cy)
-			return 0;
-		if (cx == '\0')
-			return 1;
-	}
-}
-
-/* A capability's name: a string, or an object's name (or MAP's id). */
-static const char *
-mapview_capability_name(json_t *c)
-{
-	const char	*n;
-
-	if (json_is_string(c))
-		return json_string_value(c);
-	if ((n = json_string_value(json_object_get(c, "name"))) == NULL)
-		n = json_string_value(json_object_get(c, "id"));
-	return n;
-}
-
-/*
  * Add capabilities an agent registers (a list of names, or of objects
  * {name, version, actions}), beside its entry's; the same name replaces
  * one registered before.  At most MAPVIEW_CAPS are kept.
@@ -464,14 +443,14 @@ mapview_add_capabilities(struct agent *a, json_t *list)
 	if (a->map.caps == NULL)
 		a->map.caps = json_array();
 	json_array_foreach(list, i, c) {
-		if ((name = mapview_capability_name(c)) == NULL ||
+		if ((name = protocol_capability_name(c)) == NULL ||
 		    strlen(name) > 128)
 			continue;
 		o = json_is_object(c) ? json_deep_copy(c) : json_object();
 		json_object_del(o, "id");
 		json_object_set_new(o, "name", json_string(name));
 		json_array_foreach(a->map.caps, k, have)
-			if ((hn = mapview_capability_name(have)) != NULL &&
+			if ((hn = protocol_capability_name(have)) != NULL &&
 			    strcmp(hn, name) == 0)
 				break;
 		if (k < json_array_size(a->map.caps))
@@ -498,10 +477,10 @@ mapview_capabilities(struct agent *a)
 	json_array_foreach(a->conf->capabilities, i, c)
 		json_array_append(all, c);
 	json_array_foreach(a->map.caps, i, c) {
-		n = mapview_capability_name(c);
+		n = protocol_capability_name(c);
 		dup = 0;
 		json_array_foreach(all, k, x)
-			if ((xn = mapview_capability_name(x)) != NULL &&
+			if ((xn = protocol_capability_name(x)) != NULL &&
 			    strcmp(xn, n) == 0) {
 				json_array_set(all, k, c);
 				dup = 1;
@@ -517,19 +496,8 @@ mapview_capabilities(struct agent *a)
 int
 mapview_has_capability(struct agent *a, const char *name)
 {
-	json_t		*c;
-	const char	*n;
-	size_t		 i;
-
-	json_array_foreach(a->conf->capabilities, i, c)
-		if ((n = mapview_capability_name(c)) != NULL &&
-		    mapview_capability_equal(n, name))
-			return 1;
-	json_array_foreach(a->map.caps, i, c)
-		if ((n = mapview_capability_name(c)) != NULL &&
-		    mapview_capability_equal(n, name))
-			return 1;
-	return 0;
+	return protocol_capability_in(a->conf->capabilities, name) ||
+	    protocol_capability_in(a->map.caps, name);
 }
 
 /* MAP's capabilityDescriptor for a list of capabilities (a new ref). */
@@ -540,7 +508,7 @@ mapview_descriptor(json_t *caps)
 	size_t		 i;
 
 	json_array_foreach(caps, i, c) {
-		d = json_pack("{s:s}", "id", mapview_capability_name(c));
+		d = json_pack("{s:s}", "id", protocol_capability_name(c));
 		if (json_is_string(v = json_object_get(c, "version")))
 			json_object_set(d, "version", v);
 		if (json_is_string(v = json_object_get(c, "description")))

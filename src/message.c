@@ -631,32 +631,6 @@ message_old_code(int code)
 }
 
 /*
- * Priority inheritance: a request an agent makes while it works on more
- * urgent ones would hold them up behind less urgent work, so it is raised
- * to the most urgent of them, and the audit log says so.
- */
-static int
-message_inherit(struct agent *a, const char *id, int prio)
-{
-	struct msg	*w, *top = NULL;
-
-	for (w = engine_inflight_first(a); w != NULL;
-	    w = engine_inflight_next(w))
-		if (w->prio > prio && (top == NULL || w->prio > top->prio))
-			top = w;
-	if (top == NULL)
-		return prio;
-	log_info("request %s of agent %s: priority %s raised to %s, the "
-	    "priority of request %s it holds up", id, a->id,
-	    protocol_priority_name(prio), protocol_priority_name(top->prio),
-	    top->id);
-	auditlog_event("priority_raised", a->id, id, "from",
-	    protocol_priority_name(prio), "to",
-	    protocol_priority_name(top->prio), "because", top->id, NULL);
-	return top->prio;
-}
-
-/*
  * Register a request in the task registry, assigned to its agent when
  * it has one already.
  */
@@ -715,7 +689,6 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 	struct msg	*m, *cur;
 	char		*line;
 	size_t		 len;
-	int		 prio;
 
 	if ((line = message_envelope(payload, from->agent != NULL ? "agent" :
 	    "user", mid, &len, &env, why, whylen)) == NULL)
@@ -730,10 +703,9 @@ message_request(struct peer *from, struct agent *t, json_t *payload,
 		return -2;
 	}
 	m = engine_msg_create(NULL, line, len, MSG_SEND, env.intent);
-	prio = env.prio;
+	engine_msg_setup(m, mid, t, NULL, env.prio, env.ttl);
 	if (from->agent != NULL)
-		prio = message_inherit(from->agent, mid, prio);
-	engine_msg_setup(m, mid, t, NULL, prio, env.ttl);
+		engine_inherit(from->agent, m);
 	message_req_add(mid, from->name, corr);
 	auditlog_envelope("request", t != NULL ? t->id : NULL, mid, line, len);
 	session_note_line(line, len, "request", mid, from->name, t != NULL ?
@@ -1485,6 +1457,52 @@ message_progress(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	engine_progress(p->agent, m, text, 0);
+	rpc_reply(p, id, json_object());
+}
+
+/*
+ * _corral/report: an agent reports an error on a request it works on,
+ * typed, with a severity, without giving up on it (an agent that cannot
+ * go on answers with an error instead).  The report goes with the
+ * request's outcome and its job's result, and is the agent's
+ * metadata.lastErrorReport.
+ */
+void
+message_report(struct peer *p, json_t *id, json_t *params)
+{
+	struct msg	*m;
+	json_t		*md;
+	char		 why[256];
+	const char	*rid = json_string_value(json_object_get(params,
+			    "requestId"));
+	const char	*type = json_string_value(json_object_get(params,
+			    "errorType"));
+	const char	*sev = json_string_value(json_object_get(params,
+			    "severity"));
+	const char	*text = json_string_value(json_object_get(params,
+			    "message"));
+
+	if (sev == NULL)
+		sev = "medium";
+	if (type == NULL || *type == '\0' || strlen(type) > 64 ||
+	    engine_severity(sev) < 0) {
+		rpc_error(p, id, CORRAL_E_PARAMS, "params needs errorType (1 to "
+		    "64 bytes) and a severity of low, medium, high or "
+		    "critical", NULL);
+		return;
+	}
+	if (rid == NULL || (m = engine_find(rid)) == NULL ||
+	    m->where != MSG_INFLIGHT || m->agent != p->agent) {
+		rpc_error(p, id, CORRAL_E_NOTFOUND, "params.requestId names no "
+		    "request this agent works on", NULL);
+		return;
+	}
+	engine_report(p->agent, m, type, sev, text != NULL ? text : "",
+	    json_string_value(json_object_get(params, "errorId")));
+	/* Shown in its metadata when that stays within its bound. */
+	md = json_pack("{s:O}", "lastErrorReport", params);
+	(void)mapview_merge(p->agent, md, why, sizeof why);
+	json_decref(md);
 	rpc_reply(p, id, json_object());
 }
 

@@ -46,6 +46,10 @@ static struct {
 	ev_tstamp	 started;
 } mt;
 
+static void	metrics_sample3(json_t *, const char *, const char *,
+		    const char *, const char *, const char *, const char *,
+		    double);
+
 /* Start counting (a new run). */
 void
 metrics_init(void)
@@ -198,6 +202,89 @@ metrics_agents(json_t *list)
 		name = lifecycle_state_name((enum agent_state)s);
 		metrics_sample(states, "state", name, count[s]);
 	}
+}
+
+/*
+ * What agents say of themselves (an AgentMessage STATUS_UPDATE, or any
+ * agent's map/agents/update): the numbers of its metadata, by member.
+ */
+static const struct {
+	const char	*object;	/* a member of its metadata */
+	const char	*member;	/* a number in that object */
+	const char	*name;
+	const char	*help;
+} metrics_reported[] = {
+	{ "resource_usage", "tokens_used", "corral_agent_reported_tokens_used",
+	    "Tokens the agent says it used (metadata.resource_usage)" },
+	{ "resource_usage", "tokens_remaining",
+	    "corral_agent_reported_tokens_remaining",
+	    "Tokens the agent says it has left" },
+	{ "resource_usage", "cost_usd", "corral_agent_reported_cost_usd",
+	    "Cost the agent says it ran up" },
+	{ "resource_usage", "cpu_usage", "corral_agent_reported_cpu_percent",
+	    "CPU the agent says it uses, 0-100" },
+	{ "resource_usage", "memory_usage",
+	    "corral_agent_reported_memory_percent",
+	    "Memory the agent says it uses, 0-100" },
+	{ "health_metrics", "uptime_seconds",
+	    "corral_agent_reported_uptime_seconds",
+	    "Uptime the agent reports (metadata.health_metrics)" },
+	{ "health_metrics", "success_rate",
+	    "corral_agent_reported_success_ratio",
+	    "Share of its work the agent says succeeded, 0-1" },
+	{ "health_metrics", "avg_latency_ms",
+	    "corral_agent_reported_latency_ms",
+	    "Average latency the agent reports" },
+	{ "health_metrics", "error_count", "corral_agent_reported_errors",
+	    "Errors the agent reports" },
+	{ "status", "error_rate", "corral_agent_reported_error_ratio",
+	    "Error rate the agent reports, 0-1 (metadata.status)" },
+	{ "status", "capability_level",
+	    "corral_agent_reported_capability_level",
+	    "Capability level the agent reports, 0-100" },
+};
+
+/* The numbers agents report of themselves, and the states they report. */
+static void
+metrics_self_reported(json_t *list)
+{
+	struct agent	*a;
+	json_t		*md, *x, *v;
+	const char	*st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof metrics_reported / sizeof metrics_reported[0];
+	    i++) {
+		x = metrics_add(list, metrics_reported[i].name, "gauge",
+		    metrics_reported[i].help);
+		for (a = agent_first(); a != NULL; a = agent_next(a)) {
+			if ((a->flags & AGENT_DEAD) ||
+			    (md = mapview_own_metadata(a)) == NULL)
+				continue;
+			v = json_object_get(json_object_get(md,
+			    metrics_reported[i].object),
+			    metrics_reported[i].member);
+			if (json_is_number(v))
+				metrics_sample(x, "agent", a->id,
+				    json_number_value(v));
+		}
+	}
+	x = metrics_add(list, "corral_agent_reported_tasks", "gauge",
+	    "Tasks the agent says it works on (metadata.current_tasks)");
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (!(a->flags & AGENT_DEAD) && (md = mapview_own_metadata(a)) !=
+		    NULL && json_is_array(v = json_object_get(md,
+		    "current_tasks")))
+			metrics_sample(x, "agent", a->id,
+			    (double)json_array_size(v));
+	x = metrics_add(list, "corral_agent_reported_state", "gauge",
+	    "1 for the state the agent says it is in (corral's own is "
+	    "corral_agents)");
+	for (a = agent_first(); a != NULL; a = agent_next(a))
+		if (!(a->flags & AGENT_DEAD) &&
+		    (st = mapview_reported_state(a)) != NULL)
+			metrics_sample3(x, "agent", a->id, "state", st, NULL,
+			    NULL, 1);
 }
 
 /* The requests: outcomes, latency, errors by code, queues. */
@@ -354,6 +441,7 @@ metrics_json(void)
 	    "Seconds since the run started");
 	metrics_sample(x, NULL, NULL, ev_now(LOOP) - mt.started);
 	metrics_agents(list);
+	metrics_self_reported(list);
 	metrics_requests(list);
 	metrics_bus(list);
 	budget_totals(&tokens, &cost, &secs);

@@ -7,7 +7,16 @@
  *
  * The file has one ExportTraceServiceRequest per line, as the
  * OpenTelemetry collector's file exporter writes them: spans are written
- * in batches of OTLP_BATCH, and the rest when the run ends.  Ids are
+ * in batches of OTLP_BATCH, and the rest when the run ends.
+ *
+ * A slow disk must not stall the loop, so the loop never writes the file:
+ * each batch's line goes to a queue that a writer thread empties.  The
+ * queue holds at most OTLP_QUEUE bytes; a batch that does not fit is
+ * dropped, its spans counted (and said once in the log, and at the end).
+ * When the run ends the writer is given the time it needs while it makes
+ * progress, and at most OTLP_STUCK seconds without any: a file nobody
+ * drains (a FIFO whose reader stopped, a hung mount) does not keep corral
+ * from exiting, and what was left is counted as dropped.  Ids are
  * hashes of corral's own: the trace id of the run's id and the job's
  * (or, for a request outside any job, its own), the span id of the run's
  * id and the request's.  What a request's parent is comes from the
@@ -18,27 +27,58 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "corral.h"
 
 #define OTLP_BATCH	512	/* spans per line of the file */
 #define OTLP_REPLIES	4096	/* reply ids mapped to their requests */
+#define OTLP_QUEUE	(8 * 1024 * 1024)	/* bytes waiting for the disk */
+#define OTLP_STUCK	2	/* seconds without progress at the end */
 
 struct otlp_reply {
 	char	reply[CORRAL_ID_MAX];
 	char	request[CORRAL_ID_MAX];
 };
 
+/* A batch's line, waiting for the writer. */
+struct otlp_line {
+	char			*line;
+	size_t			 len;
+	unsigned int		 spans;
+	TAILQ_ENTRY(otlp_line)	 entry;
+};
+
 static char			*otlp_path;
-static FILE			*otlp_file;
+static int			 otlp_fd = -1;
 static struct jsonw		 otlp_spans;	/* the batch, a JSON array */
 static unsigned int		 otlp_nspans;
 static uint64_t			 otlp_total;
+static uint64_t			 otlp_dropped;	/* the loop's count */
 static struct otlp_reply	*otlp_replies;	/* a ring */
 static size_t			 otlp_next;
+
+/* The queue, shared with the writer thread under otlp_mu. */
+static pthread_t		 otlp_thread;
+static int			 otlp_threaded;
+static pthread_mutex_t		 otlp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t		 otlp_cv = PTHREAD_COND_INITIALIZER;
+static TAILQ_HEAD(, otlp_line)	 otlp_queue =
+				    TAILQ_HEAD_INITIALIZER(otlp_queue);
+static size_t			 otlp_queued;	/* bytes */
+static uint64_t			 otlp_written;	/* bytes, ever */
+static uint64_t			 otlp_lost;	/* spans the writer lost */
+static unsigned int		 otlp_busy;	/* spans being written */
+static int			 otlp_error;	/* errno of a failed write */
+static int			 otlp_quit;
+static int			 otlp_said;	/* the loop said the error */
 
 /* Export traces to path (before the run starts), or not (NULL). */
 void
@@ -55,17 +95,108 @@ otlp_configured(void)
 	return otlp_path != NULL;
 }
 
-/* Open the file; 0, or -1 with errno. */
+/* Write a line and its newline; 0, or an errno. */
+static int
+otlp_write(const char *p, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		if ((n = write(otlp_fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? EIO : errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Free a queued line (a cleanup handler of the writer thread too). */
+static void
+otlp_line_free(void *arg)
+{
+	struct otlp_line	*l = arg;
+
+	free(l->line);
+	free(l);
+}
+
+/*
+ * Write a queued line.  Cancelled in a write nobody drains, the thread
+ * frees it on the way out.
+ */
+static int
+otlp_write_line(struct otlp_line *l)
+{
+	volatile int	error;	/* set between setjmp and a cancel */
+
+	pthread_cleanup_push(otlp_line_free, l);
+	error = otlp_write(l->line, l->len);
+	pthread_cleanup_pop(0);
+	return error;
+}
+
+/*
+ * The writer thread: write each queued line, until told to quit and the
+ * queue is empty.  After a failed write the rest is dropped, counted.
+ */
+static void *
+otlp_writer(void *arg)
+{
+	struct otlp_line	*l;
+	sigset_t		 all;
+	int			 error;
+
+	/* Signals are the loop's business, never this thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	pthread_mutex_lock(&otlp_mu);
+	for (;;) {
+		while ((l = TAILQ_FIRST(&otlp_queue)) == NULL && !otlp_quit)
+			pthread_cond_wait(&otlp_cv, &otlp_mu);
+		if (l == NULL)
+			break;
+		TAILQ_REMOVE(&otlp_queue, l, entry);
+		otlp_queued -= l->len;
+		otlp_busy = l->spans;
+		error = otlp_error;
+		pthread_mutex_unlock(&otlp_mu);
+		if (error == 0)
+			error = otlp_write_line(l);
+		pthread_mutex_lock(&otlp_mu);
+		otlp_busy = 0;
+		if (error != 0) {
+			otlp_error = error;
+			otlp_lost += l->spans;
+		} else
+			otlp_written += l->len;
+		pthread_cond_broadcast(&otlp_cv);
+		free(l->line);
+		free(l);
+	}
+	pthread_mutex_unlock(&otlp_mu);
+	return NULL;
+}
+
+/* Open the file and start its writer; 0, or -1 with errno. */
 int
 otlp_open(void)
 {
 	if (otlp_path == NULL)
 		return 0;
-	if ((otlp_file = fopen(otlp_path, "we")) == NULL)
+	/* Not blocking in open: a FIFO without a reader is an error. */
+	if ((otlp_fd = open(otlp_path, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NONBLOCK, 0666)) == -1)
 		return -1;
+	(void)fcntl(otlp_fd, F_SETFL, 0);	/* the writer may wait */
 	otlp_replies = xcalloc(OTLP_REPLIES, sizeof *otlp_replies);
 	jsonw_init(&otlp_spans);
 	jsonw_array(&otlp_spans);
+	otlp_error = otlp_quit = otlp_said = 0;
+	otlp_lost = otlp_written = otlp_dropped = otlp_total = 0;
+	otlp_threaded = pthread_create(&otlp_thread, NULL, otlp_writer,
+	    NULL) == 0;
 	return 0;
 }
 
@@ -108,7 +239,7 @@ otlp_replied(const struct msg *m, const char *reply)
 {
 	struct otlp_reply	*r;
 
-	if (otlp_file == NULL || reply == NULL)
+	if (otlp_fd == -1 || reply == NULL)
 		return;
 	r = &otlp_replies[otlp_next++ % OTLP_REPLIES];
 	strlcpy(r->reply, reply, sizeof r->reply);
@@ -175,6 +306,39 @@ otlp_time(struct jsonw *j, const char *key, ev_tstamp t)
 	jsonw_str(j, buf);
 }
 
+/*
+ * Hand a batch's line to the writer, or drop it (counted) when the queue
+ * is full: the disk is slower than the run, and the loop does not wait.
+ */
+static void
+otlp_queue_line(char *line, size_t len, unsigned int spans)
+{
+	struct otlp_line	*l;
+	int			 error;
+
+	pthread_mutex_lock(&otlp_mu);
+	error = otlp_error;
+	if (!otlp_threaded || error != 0 || otlp_queued + len > OTLP_QUEUE) {
+		pthread_mutex_unlock(&otlp_mu);
+		if (otlp_dropped == 0 && !otlp_said)
+			log_warnx("--otlp %s: %s; spans are dropped, and counted",
+			    otlp_path, error != 0 ? strerror(error) :
+			    "the file is written slower than spans come");
+		otlp_said = 1;
+		otlp_dropped += spans;
+		free(line);
+		return;
+	}
+	l = xcalloc(1, sizeof *l);
+	l->line = line;
+	l->len = len;
+	l->spans = spans;
+	TAILQ_INSERT_TAIL(&otlp_queue, l, entry);
+	otlp_queued += len;
+	pthread_cond_broadcast(&otlp_cv);
+	pthread_mutex_unlock(&otlp_mu);
+}
+
 /* Write the spans of the batch as one ExportTraceServiceRequest line. */
 static void
 otlp_flush(void)
@@ -183,7 +347,7 @@ otlp_flush(void)
 	char		*spans, *line;
 	size_t		 slen, len;
 
-	if (otlp_file == NULL || otlp_nspans == 0)
+	if (otlp_fd == -1 || otlp_nspans == 0)
 		return;
 	jsonw_array_end(&otlp_spans);
 	spans = jsonw_finish(&otlp_spans, &slen);
@@ -218,12 +382,10 @@ otlp_flush(void)
 	jsonw_object_end(&j);
 	jsonw_array_end(&j);
 	jsonw_object_end(&j);
+	jsonw_raw(&j, "\n", 1);
 	line = jsonw_finish(&j, &len);
-	if (fwrite(line, 1, len, otlp_file) != len ||
-	    fputc('\n', otlp_file) == EOF)
-		log_warn("--otlp %s", otlp_path);
-	free(line);
 	free(spans);
+	otlp_queue_line(line, len, otlp_nspans);
 	otlp_nspans = 0;
 	jsonw_init(&otlp_spans);
 	jsonw_array(&otlp_spans);
@@ -241,7 +403,7 @@ otlp_outcome(const struct msg *m, const char *outcome, const char *code,
 	const char	*parent;
 	int		 ok = strcmp(outcome, "replied") == 0;
 
-	if (otlp_file == NULL)
+	if (otlp_fd == -1)
 		return;
 	parent = otlp_parent(m, pbuf, sizeof pbuf);
 	/* A request an agent made joins the trace of the one it works on. */
@@ -290,19 +452,79 @@ otlp_outcome(const struct msg *m, const char *outcome, const char *code,
 		otlp_flush();
 }
 
+/*
+ * Wait for the writer to empty the queue while it makes progress, at most
+ * OTLP_STUCK seconds without any; then stop it.  What it did not write is
+ * counted as dropped.
+ */
+static void
+otlp_stop_writer(void)
+{
+	struct otlp_line	*l;
+	struct timespec		 until;
+	uint64_t		 seen = 0;
+	unsigned int		 stuck = 0;
+
+	pthread_mutex_lock(&otlp_mu);
+	otlp_quit = 1;
+	pthread_cond_broadcast(&otlp_cv);
+	while (!TAILQ_EMPTY(&otlp_queue) || otlp_busy > 0) {
+		seen = otlp_written;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += OTLP_STUCK;
+		while (otlp_written == seen && (!TAILQ_EMPTY(&otlp_queue) ||
+		    otlp_busy > 0) && pthread_cond_timedwait(&otlp_cv,
+		    &otlp_mu, &until) != ETIMEDOUT)
+			;
+		if (otlp_written == seen && otlp_busy > 0) {
+			stuck = otlp_busy;	/* nobody drains the file */
+			break;
+		}
+	}
+	while ((l = TAILQ_FIRST(&otlp_queue)) != NULL) {
+		TAILQ_REMOVE(&otlp_queue, l, entry);
+		otlp_queued -= l->len;
+		otlp_lost += l->spans;
+		free(l->line);
+		free(l);
+	}
+	pthread_mutex_unlock(&otlp_mu);
+	/*
+	 * A write that does not return is cut short (write(2) is where the
+	 * writer can be cancelled; it holds no lock there).
+	 */
+	if (stuck > 0)
+		pthread_cancel(otlp_thread);
+	pthread_join(otlp_thread, NULL);
+	if (stuck > 0 && otlp_written == seen)
+		otlp_lost += stuck;	/* its write was cut short */
+}
+
 /* The run ends: the last spans are written and the file closed. */
 void
 otlp_close(void)
 {
-	if (otlp_file == NULL)
+	uint64_t	dropped;
+
+	if (otlp_fd == -1)
 		return;
 	otlp_flush();
 	jsonw_free(&otlp_spans);
-	if (fclose(otlp_file) != 0)
+	if (otlp_threaded)
+		otlp_stop_writer();
+	if (otlp_error != 0)
+		log_warnx("--otlp %s: %s", otlp_path, strerror(otlp_error));
+	if (close(otlp_fd) != 0)
 		log_warn("--otlp %s", otlp_path);
-	otlp_file = NULL;
+	otlp_fd = -1;
 	free(otlp_replies);
 	otlp_replies = NULL;
-	log_info("--otlp %s: %llu spans", otlp_path,
-	    (unsigned long long)otlp_total);
+	dropped = otlp_dropped + otlp_lost;
+	if (dropped > 0)
+		log_warnx("--otlp %s: %llu spans, %llu of them dropped",
+		    otlp_path, (unsigned long long)otlp_total,
+		    (unsigned long long)dropped);
+	else
+		log_info("--otlp %s: %llu spans", otlp_path,
+		    (unsigned long long)otlp_total);
 }

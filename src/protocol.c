@@ -173,6 +173,57 @@ protocol_new_id(char *buf, size_t len)
 }
 
 /*
+ * Two capability names are the same when they differ only in case and in
+ * '-' for '_': a help request's CODE_REVIEW finds code-review.
+ */
+int
+protocol_capability_equal(const char *x, const char *y)
+{
+	char	cx, cy;
+
+	for (;; x++, y++) {
+		cx = *x == '_' ? '-' : *x;
+		cy = *y == '_' ? '-' : *y;
+		if (cx >= 'A' && cx <= 'Z')
+			cx += 'a' - 'A';
+		if (cy >= 'A' && cy <= 'Z')
+			cy += 'a' - 'A';
+		if (cx != cy)
+			return 0;
+		if (cx == '\0')
+			return 1;
+	}
+}
+
+/* A capability's name: a string, or an object's name (or MAP's id). */
+const char *
+protocol_capability_name(json_t *c)
+{
+	const char	*n;
+
+	if (json_is_string(c))
+		return json_string_value(c);
+	if ((n = json_string_value(json_object_get(c, "name"))) == NULL)
+		n = json_string_value(json_object_get(c, "id"));
+	return n;
+}
+
+/* Does a list of capabilities (names, or {name ...}) hold one of name? */
+int
+protocol_capability_in(json_t *list, const char *name)
+{
+	json_t		*c;
+	const char	*n;
+	size_t		 i;
+
+	json_array_foreach(list, i, c)
+		if ((n = protocol_capability_name(c)) != NULL &&
+		    protocol_capability_equal(n, name))
+			return 1;
+	return 0;
+}
+
+/*
  * Does a MAP filter's list member key allow value v?  No member, or an
  * empty list, allows everything; otherwise one of its strings must be v.
  */

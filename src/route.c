@@ -17,6 +17,11 @@
  * longer than ROUTE_AGING seconds is served before higher levels; among
  * aged heads, the lowest level first, so a burst of urgent work delays
  * the rest by about ROUTE_AGING and no more.
+ *
+ * A row may also name capabilities (capability:NAME): the entries that
+ * declare one are in the row already (config-table.c); an agent that
+ * registered one at run time is a candidate too, which the capability
+ * test a higher module registers (route_on_capability) tells.
  */
 
 #include <stdlib.h>
@@ -33,6 +38,8 @@ struct route {
 	const struct agent_conf	*entry;		/* ROUTE_ENTRY: its one entry */
 	struct agent_conf	**confs;
 	size_t			 nconfs;
+	char			**caps;		/* agents with these too */
+	size_t			 ncaps;
 	struct route_itemq	 queue[PRIO_COUNT];
 	unsigned int		 queued;
 };
@@ -51,6 +58,7 @@ static struct agentpool		*route_pools;	/* per workflow entry */
 static unsigned int		 route_queued;	/* in every row's queues */
 static struct route_hooks	 route_hooks;
 static unsigned int		 route_open_circuits;
+static int			(*route_has_cap)(struct agent *, const char *);
 
 static void	route_lifecycle(struct agent *, enum agent_state,
 		    enum agent_state, enum agent_event, const char *);
@@ -85,6 +93,8 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 		r = &route_rows[idx];
 		r->confs = rc->agents;
 		r->nconfs = rc->nagents;
+		r->caps = rc->caps;
+		r->ncaps = rc->ncaps;
 	}
 	free(route_pools);
 	route_pools = xcalloc(wf->nagents, sizeof *route_pools);
@@ -112,6 +122,13 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	breaker_init(route_kick);
 	agent_on_create(route_new_agent);
 	agent_on_free(route_forget_agent);
+}
+
+/* Register the test of whether an agent has a capability (mapview's). */
+void
+route_on_capability(int (*has)(struct agent *, const char *))
+{
+	route_has_cap = has;
 }
 
 /*
@@ -169,7 +186,8 @@ route_queued_count(void)
 int
 route_row_queued(int idx)
 {
-	if (idx < 0 || idx > INTENT_MAX || route_rows[idx].nconfs == 0)
+	if (idx < 0 || idx > INTENT_MAX || (route_rows[idx].nconfs == 0 &&
+	    route_rows[idx].ncaps == 0))
 		return -1;
 	return (int)route_rows[idx].queued;
 }
@@ -180,6 +198,18 @@ route_direct_first(struct agent *a)
 {
 	struct route_item	*it = TAILQ_FIRST(&a->slot.direct);
 
+	return it != NULL ? ROUTE_MSG(it) : NULL;
+}
+
+/* The request after m in its target's own queue, or NULL. */
+struct msg *
+route_direct_next(struct msg *m)
+{
+	struct route_item	*it;
+
+	if (!m->ri.queued || m->ri.row != NULL)
+		return NULL;
+	it = TAILQ_NEXT(&m->ri, entry);
 	return it != NULL ? ROUTE_MSG(it) : NULL;
 }
 
@@ -219,23 +249,44 @@ struct route *
 route_for(int intent)
 {
 	if (intent >= 0 && intent < INTENT_MAX &&
-	    route_rows[intent].nconfs > 0)
+	    (route_rows[intent].nconfs > 0 || route_rows[intent].ncaps > 0))
 		return &route_rows[intent];
-	if (route_rows[ROUTE_FALLBACK].nconfs > 0)
+	if (route_rows[ROUTE_FALLBACK].nconfs > 0 ||
+	    route_rows[ROUTE_FALLBACK].ncaps > 0)
 		return &route_rows[ROUTE_FALLBACK];
 	return NULL;
 }
 
-/* Return nonzero if the row lists the agent's workflow entry. */
+/* Return nonzero if the row lists the workflow entry ac. */
 static int
-route_serves(const struct route *r, const struct agent *a)
+route_lists(const struct route *r, const struct agent_conf *ac)
 {
 	size_t	i;
 
 	for (i = 0; i < r->nconfs; i++)
-		if (r->confs[i] == a->conf)
+		if (r->confs[i] == ac)
 			return 1;
 	return 0;
+}
+
+/* Does agent a have one of the row's capabilities (registered or not)? */
+static int
+route_capable(const struct route *r, struct agent *a)
+{
+	size_t	i;
+
+	for (i = 0; route_has_cap != NULL && i < r->ncaps; i++)
+		if (route_has_cap(a, r->caps[i]))
+			return 1;
+	return 0;
+}
+
+/* Return nonzero if the row serves agent a: its entry, or a capability. */
+static int
+route_serves(const struct route *r, struct agent *a)
+{
+	return route_lists(r, a->conf) || (r->ncaps > 0 && route_capable(r,
+	    a));
 }
 
 /*
@@ -269,6 +320,46 @@ route_ready(struct agent *a)
 	return route_ready_at(a, lifecycle_load(a));
 }
 
+/* What route_pick has found so far. */
+struct route_choice {
+	struct agent	*best;
+	struct agent	*alt;		/* the excluded one, when ready */
+	unsigned int	 others;
+	int		 excluded;
+	int		 best_load;	/* lifecycle_load of best */
+};
+
+/* Consider agent a, a candidate of the row, for m. */
+static inline void
+route_consider(struct route_choice *c, struct msg *m, struct agent *a)
+{
+	int	load;
+
+	/* One question to the lifecycle per candidate. */
+	if ((a->flags & AGENT_DEAD) || (load = lifecycle_load(a)) == -2)
+		return;
+	if (m->target != NULL && a != m->target)
+		return;
+	if (a == m->exclude) {
+		c->excluded = 1;
+		if (route_ready_at(a, load))
+			c->alt = a;
+		return;
+	}
+	c->others++;
+	if (breaker_is_open(a))
+		route_open_circuits++;
+	if (!route_ready_at(a, load))
+		return;
+	if (a->slot.held > 0 && a != m->target)
+		return;	/* its next turn is taken */
+	if (c->best == NULL || load < c->best_load || (load == c->best_load &&
+	    a->slot.last_pick < c->best->slot.last_pick)) {
+		c->best = a;
+		c->best_load = load;
+	}
+}
+
 /*
  * Choose an agent for m among the row's candidates.  *others is set to the
  * number of candidates (other than m->exclude) that exist at all.
@@ -277,46 +368,29 @@ static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
     int *excluded_exists)
 {
-	struct agent	*a, *best = NULL, *alt = NULL;
-	int		 load, best_load = 0;
-	size_t		 i;
+	struct route_choice	 c;
+	struct agent		*a;
+	size_t			 i;
 
-	*others = 0;
-	*excluded_exists = 0;
+	memset(&c, 0, sizeof c);
 	route_open_circuits = 0;
-	for (i = 0; i < r->nconfs; i++) {
+	for (i = 0; i < r->nconfs; i++)
 		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
-		    slot.pool_entry) {
-			/* One question to the lifecycle per candidate. */
-			if ((a->flags & AGENT_DEAD) ||
-			    (load = lifecycle_load(a)) == -2)
-				continue;
-			if (m->target != NULL && a != m->target)
-				continue;
-			if (a == m->exclude) {
-				*excluded_exists = 1;
-				if (route_ready_at(a, load))
-					alt = a;
-				continue;
-			}
-			(*others)++;
-			if (breaker_is_open(a))
-				route_open_circuits++;
-			if (!route_ready_at(a, load))
-				continue;
-			if (a->slot.held > 0 && a != m->target)
-				continue;	/* its next turn is taken */
-			if (best == NULL || load < best_load || (load ==
-			    best_load && a->slot.last_pick <
-			    best->slot.last_pick)) {
-				best = a;
-				best_load = load;
-			}
-		}
+		    slot.pool_entry)
+			route_consider(&c, m, a);
+	/* An agent of another entry that registered a capability of the row. */
+	for (i = 0; r->ncaps > 0 && i < route_wf->nagents; i++) {
+		if (route_lists(r, &route_wf->agents[i]))
+			continue;
+		TAILQ_FOREACH(a, &route_pools[i], slot.pool_entry)
+			if (route_capable(r, a))
+				route_consider(&c, m, a);
 	}
-	if (best == NULL && *others == 0)
-		best = alt;	/* the only one there is */
-	return best;
+	*others = c.others;
+	*excluded_exists = c.excluded;
+	if (c.best == NULL && c.others == 0)
+		c.best = c.alt;	/* the only one there is */
+	return c.best;
 }
 
 /* Hand m to agent a. */
@@ -375,6 +449,51 @@ route_enqueue(struct route *r, struct msg *m)
 		auditlog_event("queue", NULL, m->id, "intent",
 		    protocol_intent_name(m->intent), "priority",
 		    protocol_priority_name(m->prio), NULL);
+}
+
+/*
+ * The engine changed the priority of a request that waits from level
+ * from: in its row's queue it moves to its new level (its target's own
+ * queue keeps the order requests came).
+ */
+void
+route_requeue(struct msg *m, unsigned int from)
+{
+	struct route	*r = m->ri.row;
+
+	if (!m->ri.queued || r == NULL || from >= PRIO_COUNT ||
+	    from == m->prio)
+		return;
+	TAILQ_REMOVE(&r->queue[from], &m->ri, entry);
+	route_insert(&r->queue[m->prio], m);
+}
+
+/*
+ * Call fn for each agent a waiting request m waits for: its target, or
+ * every candidate of its row that may serve it some day.
+ */
+void
+route_blockers(struct msg *m, void (*fn)(struct agent *, struct msg *))
+{
+	struct route	*r = m->ri.row;
+	struct agent	*a, *next;
+	size_t		 i;
+
+	if (!m->ri.queued)
+		return;
+	if (r == NULL) {
+		if (m->target != NULL)
+			fn(m->target, m);
+		return;
+	}
+	for (i = 0; i < route_wf->nagents; i++) {
+		if (!route_lists(r, &route_wf->agents[i]) && r->ncaps == 0)
+			continue;
+		TAILQ_FOREACH_SAFE(a, &route_pools[i], slot.pool_entry, next)
+			if (route_potential(a) && a != m->exclude &&
+			    route_serves(r, a))
+				fn(a, m);
+	}
 }
 
 /* Take m out of its row's queue, or its target's own. */
@@ -482,6 +601,11 @@ route_why_none(const struct route *r, char *buf, size_t len)
 			    last ? ", its last exit: " : "", last ? last : "");
 			strlcat(buf, one, len);
 		}
+	}
+	for (i = 0; i < r->ncaps; i++) {
+		snprintf(one, sizeof one, "%sno running agent has the "
+		    "capability %s", n++ ? "; " : ": ", r->caps[i]);
+		strlcat(buf, one, len);
 	}
 }
 

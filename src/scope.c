@@ -262,6 +262,58 @@ scope_subscribe(struct agent *a, const char *topic, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * May an agent join the scopes a spawn names (a list of ids)?  0, or a
+ * MAP error code with why: no such scope, or one that is full.
+ */
+int
+scope_check_join(json_t *ids, char *why, size_t whylen)
+{
+	struct scope	*s;
+	json_t		*v;
+	size_t		 i;
+
+	if (ids != NULL && !json_is_array(ids)) {
+		snprintf(why, whylen, "params.scopes is a list of scope ids");
+		return CORRAL_E_PARAMS;
+	}
+	json_array_foreach(ids, i, v) {
+		if (!json_is_string(v)) {
+			snprintf(why, whylen, "params.scopes[%zu] is no scope id",
+			    i);
+			return CORRAL_E_PARAMS;
+		}
+		if ((s = scope_find(json_string_value(v))) == NULL) {
+			snprintf(why, whylen, "scope %.128s does not exist",
+			    json_string_value(v));
+			return CORRAL_E_NOSCOPE;
+		}
+		if (s->nmembers >= SCOPE_MEMBERS) {
+			snprintf(why, whylen, "scope %s has %d members, the most "
+			    "it may have", s->id, SCOPE_MEMBERS);
+			return CORRAL_E_EXHAUSTED;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A spawned agent joins the scopes its spawn named (scope_check_join said
+ * it may), by whoever spawned it.
+ */
+void
+scope_join(json_t *ids, struct agent *a, const char *by)
+{
+	struct scope	*s;
+	json_t		*v;
+	size_t		 i;
+
+	json_array_foreach(ids, i, v)
+		if ((s = scope_find(json_string_value(v))) != NULL &&
+		    scope_add(s, a, by) < 0)
+			log_warnx("agent %s: scope %s is full", a->id, s->id);
+}
+
 /* An agent leaves a topic; nonzero if it was subscribed. */
 int
 scope_unsubscribe(struct agent *a, const char *topic)

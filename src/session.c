@@ -7,11 +7,14 @@
  * of its messages, and answers MAP's map/session/list, load and close.
  * The run itself is a session too: the one map/connect names.
  *
- * What is recorded are the messages that pass through the control plane
- * (requests between agents and clients' requests, their results,
- * messages to agents and topics): those are how agents of different
- * dialects talk.  Bounded: SESSION_MAX sessions (the least recently
- * active closed one, else the least recently active, is forgotten), and
+ * What is recorded are the messages that name a session, whatever path
+ * they take: requests between agents and clients' requests, their
+ * results, messages to agents and topics (through the control plane), and
+ * a workflow's own requests and replies (the engine's session hook): a
+ * job whose first envelope, or a reply in it, names a session belongs to
+ * it, and so does every request and reply of the job.  Bounded:
+ * SESSION_MAX sessions (the least recently active closed one, else the
+ * least recently active, is forgotten), and
  * per session SESSION_LIST participants, decisions and artifacts and
  * SESSION_HISTORY history entries.
  */
@@ -39,6 +42,9 @@ struct session {
 	json_t			*history;
 	TAILQ_ENTRY(session)	 entry;
 };
+
+static void	session_record(const char *, json_t *, const char *,
+		    const char *, const char *, const char *);
 
 static TAILQ_HEAD(, session)	 session_list =
 				    TAILQ_HEAD_INITIALIZER(session_list);
@@ -180,10 +186,23 @@ void
 session_note(json_t *env, const char *what, const char *id,
     const char *from, const char *to)
 {
-	struct session	*s;
 	const char	*sid = json_string_value(json_object_get(env, "session"));
 
-	if (sid == NULL || (s = session_get(sid, from)) == NULL)
+	if (sid != NULL)
+		session_record(sid, env, what, id, from, to);
+}
+
+/*
+ * A message of session sid went by, the envelope env (what it is: request,
+ * result or message; id the message's).
+ */
+static void
+session_record(const char *sid, json_t *env, const char *what,
+    const char *id, const char *from, const char *to)
+{
+	struct session	*s;
+
+	if ((s = session_get(sid, from)) == NULL)
 		return;
 	s->last_ms = event_now_ms();
 	s->messages++;
@@ -211,6 +230,24 @@ session_note_line(const char *line, size_t len, const char *what,
 	    (env = json_loadb(line, len, 0, NULL)) == NULL)
 		return;
 	session_note(env, what, id, from, to);
+	json_decref(env);
+}
+
+/*
+ * A message of session sid went by inside a job (the engine's session
+ * hook): a request of a job that belongs to the session, or a reply of
+ * one, or a reply that names the session itself.  What a workflow's
+ * requests routed by intent say is recorded as the control plane's is.
+ */
+void
+session_engine(const char *sid, const char *what, const struct msg *m,
+    const char *from, const char *line, size_t len)
+{
+	json_t	*env;
+
+	if ((env = json_loadb(line, len, 0, NULL)) == NULL)
+		env = json_object();
+	session_record(sid, env, what, m->id, from, NULL);
 	json_decref(env);
 }
 

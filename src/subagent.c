@@ -745,8 +745,9 @@ subagent_options(json_t *params)
 }
 
 /*
- * Check who may spawn under whom, and the spawn's scopes: an agent spawns
- * its own children, a client top-level agents.  Returns 0, or -1 with
+ * Check who may spawn under whom, and the spawn's scopes (they must exist
+ * and have room): an agent spawns its own children, a client top-level
+ * agents.  Returns 0, or -1 with
  * the refusal.
  */
 static int
@@ -771,11 +772,11 @@ subagent_check_parent(struct peer *from, json_t *params,
 		    "children", from->agent->id);
 		return -1;
 	}
-	if (json_array_size(json_object_get(params, "scopes")) > 0) {
-		r->code = CORRAL_E_NOSCOPE;
+	/* The scopes it is to join must be there, with room for it. */
+	if ((r->code = scope_check_join(json_object_get(params, "scopes"),
+	    r->why, sizeof r->why)) != 0) {
 		r->old = CORRAL_E_PARAMS;
 		r->reason = "scope";
-		snprintf(r->why, sizeof r->why, "corral has no scopes");
 		return -1;
 	}
 	return 0;
@@ -872,6 +873,7 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	subagent_audit_spawn(c, p != NULL ? NULL : from->name,
 	    tid[0] != '\0' ? tid : NULL, visible);
 	subagent_audit_edge(c);
+	scope_join(json_object_get(params, "scopes"), c, from->name);
 	log_info("%s: spawned %s %s (depth %u)", from->name, p != NULL ?
 	    "child" : "agent", c->id, c->depth);
 

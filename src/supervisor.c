@@ -750,6 +750,8 @@ supervisor_setup(const struct workflow *wf, int mode)
 	eh.pause = supervisor_stdin_pause;
 	eh.idle = supervisor_check_done;
 	eh.outcome = supervisor_outcome;
+	eh.ended = taskreg_request_ended;
+	eh.session = session_engine;
 	eh.replied = otlp_configured() ? otlp_replied : NULL;
 	engine_init(wf, &eh);
 	step_init(wf, &sv_steps, &sh);

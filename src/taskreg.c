@@ -1,11 +1,13 @@
 /*
- * The task registry: every task agents and clients give each other
+ * The task registry: every task, with its status, the agent it is
+ * assigned to, who asked, its times, its context, its result or error,
+ * what it cost, and its history.  corral tasks and MAP's map/tasks/list
+ * show it.  This file keeps the tasks agents and clients give each other
  * through the control plane (a request between agents, a client's
  * request, an AgentMessage TASK_ASSIGNMENT or HELP_REQUEST, a bus
- * REQUEST, MAP's map/tasks/create), with its status, the agent it is
- * assigned to, who asked, its times, its context, its result or error,
- * what it cost, and its history (assignments, handoffs).  corral tasks
- * and MAP's map/tasks/list show it.
+ * REQUEST, MAP's map/tasks/create), with their assignments and handoffs;
+ * taskreg-jobs.c the workflow's own requests, routed by intent inside
+ * jobs, and children's tasks.
  *
  * Statuses are the shared registry's: pending, in_progress, completed,
  * failed, cancelled; MAP's MAPTask shows them with its own words (open,
@@ -24,10 +26,11 @@
 #include <string.h>
 
 #include "corral.h"
+#include "taskreg-int.h"
 
 #define TASKREG_MAX	4096	/* tasks kept */
-#define TASKREG_TEXT	1024	/* bytes of a title, result or error kept */
 #define TASKREG_HISTORY	16	/* history entries per task */
+#define TASKREG_LIST	100000	/* tasks one listing may answer */
 
 static const char *const taskreg_names[] = {
 	"pending", "in_progress", "completed", "failed", "cancelled"
@@ -62,6 +65,7 @@ static TAILQ_HEAD(, task)	 taskreg_list = TAILQ_HEAD_INITIALIZER(taskreg_list);
 static unsigned int		 taskreg_count;
 static double			 taskreg_max_tokens;	/* limits.task_budget */
 static double			 taskreg_max_cost;
+static const struct workflow	*taskreg_wf;
 
 /* Free a task. */
 static void
@@ -89,6 +93,8 @@ taskreg_init(const struct workflow *wf)
 		taskreg_free(TAILQ_FIRST(&taskreg_list));
 	taskreg_max_tokens = wf != NULL ? wf->task_tokens : 0;
 	taskreg_max_cost = wf != NULL ? wf->task_cost : 0;
+	taskreg_wf = wf;
+	taskreg_jobs_init();
 }
 
 /* Find a task by id. */
@@ -312,61 +318,127 @@ taskreg_json(struct task *t)
 	return o;
 }
 
-/* Does a task pass a map/tasks/list filter {assignee, status}? */
+/* Does a task (a MAPTask) pass a map/tasks/list filter {assignee, status}? */
 static int
-taskreg_match(struct task *t, json_t *f)
+taskreg_match(json_t *t, json_t *f)
 {
 	json_t		*st = json_object_get(f, "status"), *x;
 	const char	*a = json_string_value(json_object_get(f, "assignee"));
+	const char	*mine = json_string_value(json_object_get(t, "status"));
+	const char	*own = json_string_value(json_object_get(json_object_get(
+			    json_object_get(t, "meta"), "corral"), "status"));
 	size_t		 i;
-	int		 hit;
 
-	if (a != NULL && (t->assignee == NULL || strcmp(a, t->assignee) != 0))
+	if (a != NULL && (json_string_value(json_object_get(t, "assignee")) ==
+	    NULL || strcmp(a, json_string_value(json_object_get(t,
+	    "assignee"))) != 0))
 		return 0;
 	if (json_is_string(st))
-		return strcmp(json_string_value(st),
-		    taskreg_map_names[t->status]) == 0 ||
-		    strcmp(json_string_value(st), taskreg_names[t->status]) == 0;
+		return strcmp(json_string_value(st), mine) == 0 ||
+		    strcmp(json_string_value(st), own) == 0;
 	if (!json_is_array(st) || json_array_size(st) == 0)
 		return 1;
-	hit = 0;
 	json_array_foreach(st, i, x)
-		if (json_is_string(x) && (strcmp(json_string_value(x),
-		    taskreg_map_names[t->status]) == 0 || strcmp(
-		    json_string_value(x), taskreg_names[t->status]) == 0))
-			hit = 1;
-	return hit;
+		if (json_is_string(x) && (strcmp(json_string_value(x), mine) ==
+		    0 || strcmp(json_string_value(x), own) == 0))
+			return 1;
+	return 0;
 }
 
-/* map/tasks/list: the tasks, oldest first, filtered; limit and cursor. */
+/* Order MAPTasks by meta.corral.createdAt (qsort). */
+static int
+taskreg_older(const void *x, const void *y)
+{
+	json_int_t	a, b;
+
+	a = json_integer_value(json_object_get(json_object_get(json_object_get(
+	    *(json_t *const *)x, "meta"), "corral"), "createdAt"));
+	b = json_integer_value(json_object_get(json_object_get(json_object_get(
+	    *(json_t *const *)y, "meta"), "corral"), "createdAt"));
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The budgets, as the shared registry's policy state has them (per task,
+ * per agent, total): the limits and what was spent (a new reference).
+ */
+static json_t *
+taskreg_budgets(void)
+{
+	json_t		*agents = json_array();
+	struct agent	*a;
+	double		 tin, tout, cost, used, spent, max_tokens, max_cost;
+
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		if (a->flags & AGENT_DEAD)
+			continue;
+		budget_used(a, &used, &spent);
+		budget_limits(a, &max_tokens, &max_cost);
+		if (max_tokens > 0 || max_cost > 0 || used > 0 || spent > 0)
+			json_array_append_new(agents, json_pack("{s:s, s:f, s:f, "
+			    "s:f, s:f}", "agent", a->id, "tokens", used, "cost",
+			    spent, "maxTokens", max_tokens, "maxCost",
+			    max_cost));
+	}
+	budget_totals(&tin, &tout, &cost);
+	return json_pack("{s:{s:f, s:f}, s:o, s:{s:f, s:f, s:f, s:f}}",
+	    "perTask", "maxTokens", taskreg_max_tokens, "maxCost",
+	    taskreg_max_cost, "perAgent", agents, "total", "tokens", tin + tout,
+	    "cost", cost, "maxTokens", taskreg_wf != NULL ?
+	    taskreg_wf->budget_tokens : 0, "maxCost", taskreg_wf != NULL ?
+	    taskreg_wf->budget_cost : 0);
+}
+
+/*
+ * map/tasks/list: every task, the control plane's and the workflow's own,
+ * oldest first, filtered; limit and cursor.  _meta.corral.budgets has the
+ * budgets per task, per agent and in all.
+ */
 void
 taskreg_list_request(struct peer *p, json_t *id, json_t *params)
 {
 	struct task	*t;
-	json_t		*list = json_array(), *res, *f = json_object_get(params,
-			    "filter");
+	json_t		*all = json_array(), *list = json_array(), *res, *x;
+	json_t		*f = json_object_get(params, "filter");
+	json_t		**v;
 	json_int_t	 limit = json_integer_value(json_object_get(params,
 			    "limit"));
 	const char	*cursor = json_string_value(json_object_get(params,
 			    "cursor"));
-	int		 more = 0, started = cursor == NULL;
+	size_t		 i, n, start = 0;
+	int		 more = 0;
 
-	if (limit <= 0 || limit > TASKREG_MAX)
-		limit = TASKREG_MAX;
-	TAILQ_FOREACH(t, &taskreg_list, entry) {
-		if (!started) {
-			started = strcmp(t->id, cursor) == 0;
-			continue;
+	if (limit <= 0 || limit > TASKREG_LIST)
+		limit = TASKREG_LIST;
+	TAILQ_FOREACH(t, &taskreg_list, entry)
+		json_array_append_new(all, taskreg_json(t));
+	taskreg_jobs_collect(all);
+	n = json_array_size(all);
+	v = xcalloc(n + 1, sizeof *v);
+	json_array_foreach(all, i, x)
+		v[i] = x;
+	qsort(v, n, sizeof *v, taskreg_older);
+	for (i = 0; cursor != NULL && i < n; i++)
+		if (strcmp(json_string_value(json_object_get(v[i], "id")),
+		    cursor) == 0) {
+			start = i + 1;
+			break;
 		}
-		if (!taskreg_match(t, f))
+	if (cursor != NULL && i == n)
+		start = n;
+	for (i = start; i < n; i++) {
+		if (!taskreg_match(v[i], f))
 			continue;
 		if ((json_int_t)json_array_size(list) >= limit) {
 			more = 1;
 			break;
 		}
-		json_array_append_new(list, taskreg_json(t));
+		json_array_append(list, v[i]);
 	}
-	res = json_pack("{s:o, s:b}", "tasks", list, "hasMore", more);
+	free(v);
+	json_decref(all);
+	res = json_pack("{s:o, s:b, s:{s:{s:o}}}", "tasks", list, "hasMore",
+	    more, "_meta", "corral", "budgets", taskreg_budgets());
 	if (more && json_array_size(list) > 0)
 		json_object_set(res, "nextCursor", json_object_get(
 		    json_array_get(list, json_array_size(list) - 1), "id"));

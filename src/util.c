@@ -123,14 +123,31 @@ util_format_size(char *buf, size_t len, size_t n)
 void
 util_rfc3339(char *buf, size_t len)
 {
-	struct timespec	ts;
-	struct tm	tm;
-	char		tmp[32];
+	/* The date and time of the last second asked for: one a message. */
+	static _Thread_local time_t	last = -1;
+	static _Thread_local char	secs[32];
+	struct timespec			ts;
+	struct tm			tm;
+	char				out[40];
+	size_t				n;
+	long				ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03ldZ", tmp, ts.tv_nsec / 1000000);
+	if (ts.tv_sec != last) {
+		gmtime_r(&ts.tv_sec, &tm);
+		if (strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+			secs[0] = '\0';
+		last = ts.tv_sec;
+	}
+	n = strlcpy(out, secs, sizeof out - 6);
+	ms = ts.tv_nsec / 1000000;
+	out[n] = '.';
+	out[n + 1] = (char)('0' + ms / 100);
+	out[n + 2] = (char)('0' + ms / 10 % 10);
+	out[n + 3] = (char)('0' + ms % 10);
+	out[n + 4] = 'Z';
+	out[n + 5] = '\0';
+	strlcpy(buf, out, len);
 }
 
 /* Return nonzero if n digits at s are all decimal digits. */

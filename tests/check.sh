@@ -77,7 +77,8 @@ corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
     -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
 work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for t in framer jscan_diff envelope config control engine adr007 replay; do
+for t in framer jscan_diff envelope config control engine adr007 codec_diff \
+    replay; do
 	mkdir -p "$work/$t"
 	if ! (cd "$work" && LSAN_OPTIONS="suppressions=$OLDPWD/tests/fuzz/lsan.supp" \
 	    "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \

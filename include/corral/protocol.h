@@ -62,6 +62,7 @@
 #define CORRAL_M_REQUESTS	"_corral/requests"	/* those in flight */
 #define CORRAL_M_HANDOFF	"_corral/handoff"	/* to another agent */
 #define CORRAL_M_PROGRESS	"_corral/progress"	/* on a request */
+#define CORRAL_M_REPORT		"_corral/report"	/* an error, on a request */
 #define CORRAL_M_STEPS		"_corral/steps"	/* what waits for a person */
 #define CORRAL_M_ANSWER		"_corral/answer"	/* a person's answer */
 /* map/connect's auth.method for an agent's token (CORRAL_AGENT_TOKEN). */

@@ -2,7 +2,7 @@
 # corral's benchmark suite: corral serve against raw newline relays.
 #
 #   sh tests/bench/run.sh [--quick] [--only LIST] [--runs N] [--png]
-#                         [--profile]
+#                         [--profile] [--codecs]
 #
 #   --quick     fewer messages and runs (about 3 minutes)
 #   --only 1,3  run only these scenarios:
@@ -21,6 +21,8 @@
 #               the median
 #   --png       write docs/perf-*.png from scenario 6 (a full run does)
 #   --profile   profile corral serve's hot path with callgrind instead
+#   --codecs    instructions per envelope (callgrind) through one echo
+#               agent that speaks multiagent-1.0, the bus, AgentMessage
 #
 # Builds corral (cmake, Release) in $BENCH_BUILD (default build-bench)
 # and the bench programs and agents/echo with cc -O2 into
@@ -40,6 +42,7 @@ ONLY="1 2 3 4 5 6 7 8"
 RUNS=
 PNG=0
 PROFILE=0
+CODECS=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=$2; shift ;;
 	--png) PNG=1 ;;
 	--profile) PROFILE=1 ;;
+	--codecs) CODECS=1 ;;
 	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -126,6 +130,7 @@ mkdir -p "$RES"
 if [ $QUICK = 1 ]; then KIND=quick; else KIND=full; fi
 [ "$ONLY" = "1 2 3 4 5 6 7 8" ] || KIND=$KIND-only-$(echo $ONLY | tr ' ' -)
 [ $PROFILE = 1 ] && KIND=profile
+[ $CODECS = 1 ] && KIND=codecs
 OUT=$RES/$KIND.txt
 RAW=$RES/raw-$KIND.log
 : >"$OUT"
@@ -418,6 +423,45 @@ if [ $PROFILE = 1 ]; then
 	top no 15 | tee -a "$OUT"
 	cp "$W/cg.out" "$RES/callgrind-tree.out"
 	say "(callgrind output kept in tests/bench/results/callgrind.out, callgrind-log.out and callgrind-tree.out)"
+	exit 0
+fi
+
+# ---------------------------------------------------------------- codecs
+# What a message costs corral when its agent speaks another dialect: one
+# echo agent per run, 10,000 envelopes of 600 B, callgrind on corral serve.
+if [ $CODECS = 1 ]; then
+	command -v valgrind >/dev/null || die "valgrind is not installed"
+	command -v python3 >/dev/null || die "python3 is not installed"
+	say "== codecs: callgrind, corral serve (supervisor only), 10,000 envelopes of 600 B, one echo agent"
+	row "%-16s %14s %14s\n" "dialect" "instr/envelope" "vs envelope"
+	base=
+	for d in multiagent-1.0 bus agentmessage; do
+		case $d in
+		multiagent-1.0) cmd="[$ECHO]" ;;
+		*) cmd="[python3, $SRC/tests/bench/dialect-echo.py, --$d]" ;;
+		esac
+		cat >"$W/wf-$d.yaml" <<EOF
+name: codecs
+agents:
+  echo:
+    cmd: $cmd
+    protocol: $d
+    max_inflight: 256
+    heartbeat: off
+routes:
+  execute: echo
+EOF
+		rm -f "$W/cg.out"
+		"$B/driver" -T 600 -n 10000 -- env CORRAL_NO_PIDNS=1 valgrind \
+		    --tool=callgrind --callgrind-out-file="$W/cg.out" \
+		    "$CORRAL" serve "$W/wf-$d.yaml" 2>>"$W/stderr.log" >>"$RAW"
+		n=$(callgrind_annotate "$W/cg.out" 2>/dev/null | awk \
+		    '/PROGRAM TOTALS/ { gsub(/,/, "", $1); printf "%.0f", $1 / 10000; exit }')
+		[ -n "$n" ] || n=FAILED
+		[ -z "$base" ] && base=$n
+		row "%-16s %14s %14s\n" "$d" "$n" "$(awk -v a="$n" -v b="$base" \
+		    'BEGIN { if (b > 0 && a > 0) printf "%.1fx", a / b; else print "-" }')"
+	done
 	exit 0
 fi
 

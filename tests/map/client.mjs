@@ -59,19 +59,24 @@
 //   scope-list:S            map/scopes/list: S among them, each a Scope
 //   scope-send:S:ID         sendToScope: delivered names ID (and not us)
 //   scope-missing           sendToScope of an unknown scope: error 2002
+//   spawn-scope:NAME:S      map/agents/spawn {name: NAME, scopes: [S]}: the Agent
+//                           answered (SDK schema) lists S in scopes (sets @spawned)
+//   spawn-scope-missing:NAME  map/agents/spawn into an unknown scope: error 2002,
+//                           and no agent of NAME more than before
 //   find-capability:C:ID    map/agents/list {filter: {capabilityId: C}}: ID
 //                           among them, each with capability C
 //   session-request:ID:S    request() of ID with an envelope of session S
 //   session-list:S          listSessions(): the run's session first, then S,
 //                           each a SessionInfo
-//   session-load:S:ID       loadSession(S): restored, ID and @self among its
-//                           participants, a request and its result in history
+//   session-load:S:ID[:WHO] loadSession(S): restored, ID and @self (or WHO) among
+//                           its participants, a request and its result in history
 //   session-close:S         closeSession(S): a SessionInfo with closedAt
 //   task-create:T           createTask({task: {id: T, title, description}}):
 //                           a MAPTask with status open
 //   task-assign:T:ID        assignTask(T, ID): in_progress, assignee ID
-//   task-list:T:S           listTasks() until T has status S (a MAPTask each,
-//                           meta.corral with the registry's own status)
+//   task-list:T:S[:A]       listTasks() until T has status S (a MAPTask each,
+//                           meta.corral with the registry's own status), and
+//                           with A, assignee A
 //   task-filter:ID          listTasks({filter: {assignee: ID}}): only ID's
 //   disconnect              map/disconnect
 //   sleep:MS
@@ -405,6 +410,34 @@ const steps = {
 			fail('the sender got its own message');
 		return `delivered=${r.delivered.join(',')}`;
 	},
+	async 'spawn-scope'(arg) {
+		const [name, scope] = arg.split(':');
+		const r = await client.callExtension('map/agents/spawn', { name, scopes: [scope] });
+		const a = S.Agent.safeParse(r && r.agent);
+		if (!a.success)
+			fail(`agent: ${issues(a)}`);
+		if (!(r.agent.scopes || []).includes(scope))
+			fail(`${r.agent.id}.scopes is ${JSON.stringify(r.agent.scopes)}, want ${scope} in it`);
+		ctx.vars.spawned = r.agent.id;
+		return `${r.agent.id} in ${r.agent.scopes.join(',')}`;
+	},
+	async 'spawn-scope-missing'(name) {
+		const count = async () => (await client.listAgents()).agents
+		    .filter((a) => a.name === name || a.id.startsWith(`${name}-`) || a.id === name).length;
+		const before = await count();
+		try {
+			await client.callExtension('map/agents/spawn', { name,
+			    scopes: ['corral-harness-no-such-scope'] });
+		} catch (e) {
+			if (!(e instanceof sdk.MAPRequestError) || e.code !== sdk.ERROR_CODES.SCOPE_NOT_FOUND)
+				fail(`want error 2002, got ${errText(e)}`);
+			const after = await count();
+			if (after !== before)
+				fail(`${after} agents of ${name} after a refused spawn, ${before} before`);
+			return `${e.code} ${e.message}`;
+		}
+		fail('a spawn into an unknown scope was answered with a result');
+	},
 	async 'scope-missing'() {
 		try {
 			await client.sendToScope('corral-harness-no-such-scope', envelope('nobody'));
@@ -451,14 +484,15 @@ const steps = {
 		return `n=${r.sessions.length}`;
 	},
 	async 'session-load'(arg) {
-		const [sess, idArg] = arg.split(':');
+		const [sess, idArg, whoArg] = arg.split(':');
 		const id = resolveId(idArg);
+		const who = whoArg ?? ctx.vars.self;
 		const r = await client.loadSession(sess);
 		if (r.sessionId !== sess || r.restored !== true)
 			fail(`load answered ${JSON.stringify(r)}`);
 		const d = r._meta && r._meta.corral;
-		if (!d || !d.participants.includes(id) || !d.participants.includes(ctx.vars.self))
-			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${ctx.vars.self}`);
+		if (!d || !d.participants.includes(id) || !d.participants.includes(who))
+			fail(`participants ${JSON.stringify(d && d.participants)}, want ${id} and ${who}`);
 		const kinds = d.history.map((h) => h.kind);
 		if (kinds.indexOf('request') < 0 || kinds.indexOf('result') < kinds.indexOf('request'))
 			fail(`history ${JSON.stringify(kinds)}, want a request then its result`);
@@ -491,7 +525,7 @@ const steps = {
 		return `assignee=${r.task.assignee} status=${r.task.status}`;
 	},
 	async 'task-list'(arg) {
-		const [tid, want] = arg.split(':');
+		const [tid, want, who] = arg.split(':');
 		const deadline = Date.now() + opt.wait;
 		for (;;) {
 			const r = await client.listTasks();
@@ -499,8 +533,11 @@ const steps = {
 				fail(`hasMore ${JSON.stringify(r.hasMore)}`);
 			r.tasks.forEach(taskShape);
 			const t = r.tasks.find((x) => x.id === tid);
-			if (t && t.status === want)
+			if (t && t.status === want) {
+				if (who !== undefined && t.assignee !== who)
+					fail(`${tid} is assigned to ${t.assignee}, want ${who}`);
 				return `${tid} ${t.status} (${t.meta.corral.status}) of ${r.tasks.length}`;
+			}
 			if (Date.now() > deadline)
 				fail(`${tid} is ${t ? t.status : 'missing'}, want ${want}`);
 			await sleep(50);

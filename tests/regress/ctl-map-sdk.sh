@@ -7,7 +7,8 @@
 # replays, draws the graph, stops it; it lists, creates, joins, leaves
 # and sends to scopes (topics), finds an agent by capability, and lists,
 # loads and closes a session its request named, and creates, assigns
-# and lists a task (corral tasks shows it too); an
+# and lists a task (corral tasks shows it too), and sees a request of the
+# workflow's own as a task and in the session it names; an
 # AgentConnection inside corral
 # (tests/map/agent.mjs) registers and spawns a child of its own (kept
 # after its task, so the client can ask it too); an agent
@@ -89,12 +90,16 @@ done
 note "$(tail -n 1 "$T/c2")"
 
 # Scopes (topics) and capabilities: the workflow's subscription, a new
-# scope joined and left, a send to each, discovery by capability.
+# scope joined and left, a send to each, an agent spawned into it (and a
+# spawn into a scope that does not exist refused), discovery by
+# capability.
 node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
     connect scope-list:news scope-members:news:echo scope-send:news:echo \
     scope-create:room scope-join:room:echo scope-members:room:echo \
     scope-send:room:echo scope-leave:room:echo scope-members:room:echo:no \
-    scope-missing find-capability:echoing:echo session-request:echo:s-1 \
+    scope-missing spawn-scope:echo:room scope-members:room:@spawned \
+    scope-send:room:@spawned stop:@spawned spawn-scope-missing:echo \
+    find-capability:echoing:echo session-request:echo:s-1 \
     session-list:s-1 session-load:s-1:echo session-close:s-1 \
     task-create:t-1 task-assign:t-1:echo task-list:t-1:completed \
     task-filter:echo disconnect >"$T/c3" 2>&1 ||
@@ -128,8 +133,23 @@ grep -q "agent.mjs\[sdk-agent-[0-9]*\]: ok spawn child=sdk-leaf-" "$T/agents.txt
 grep -q "agent.mjs\[sdk-leaf-[0-9]*\]: ok connect id=sdk-leaf-" "$T/agents.txt" ||
     fail "sdk-leaf did not register: $(cat "$T/agents.txt")"
 # MAP mode: a workflow request to the SDK-only agent, and a client's.
-echo '{"protocol":"multiagent-1.0","role":"user","intent":"analyze","task":"look closer","content":{"type":"text","text":"x"},"trace":{"id":"in-1"}}' >&8
+echo '{"protocol":"multiagent-1.0","role":"user","intent":"analyze","task":"look closer","content":{"type":"text","text":"x"},"trace":{"id":"in-1"},"session":"s-job"}' >&8
 wait_for 'grep -q "\"in-1\"" "$OUT"' 20 || fail "no result for in-1 from the SDK-only agent"
+# in-1 was routed by intent inside its job: it is a task of the registry
+# too, and the session it names has its request and result.
+node "$MAP/client.mjs" --socket "$SOCK" --timeout "$ms" --wait "$ms" \
+    connect task-list:in-1:completed:pure session-load:s-job:pure:stdin \
+    disconnect >"$T/c4" 2>&1 ||
+    fail "client (a workflow's request as a task, its session):
+$(cat "$T/c4")"
+ctl tasks --json
+jq -e '.tasks[] | select(.id == "in-1") | .meta.corral.kind == "input" and
+    .meta.corral.intent == "analyze" and .title == "look closer" and
+    .meta.corral.session == "s-job" and
+    .meta.corral.result == "sdk-only-agent pure: look closer"' "$T/ctl.out" >/dev/null ||
+    fail "corral tasks --json: in-1 is not a completed task of the workflow: $(cat "$T/ctl.out")"
+jq -e '._meta.corral.budgets | .perTask and .total and (.perAgent | type == "array")' "$T/ctl.out" >/dev/null ||
+    fail "corral tasks --json: no budgets: $(cat "$T/ctl.out")"
 grep '"in-1"' "$OUT" | grep -q '"intent":"finalize","task":"look closer","content":{"type":"text","text":"sdk-only-agent pure: look closer"}' ||
     fail "in-1's result: $(cat "$OUT")"
 "$CORRAL" send -S "$SOCK" --wait pure "are you there" >"$T/reply" 2>"$T/reply.err" ||

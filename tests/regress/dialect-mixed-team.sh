@@ -8,7 +8,11 @@
 # reaches the planner (an envelope) and the worker (an AgentMessage); the
 # worker's TASK_HANDOFF moves its task to the agent with the capability
 # summarize (the planner), whose finalize is the run's result.  The help
-# request names a session; the worker reads its history back.  The audit
+# request names a session and a decision; the worker reads its
+# participants, decisions and history back, and finds by capability
+# the agent it hands off to.  The
+# worker's ERROR_REPORT (medium) on its task goes with the task's outcome
+# and the run's result.  The audit
 # log tells the story, and every request has one outcome.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
@@ -34,6 +38,17 @@ expect_rc 0
 [ "$(result_field "$OUT" .content.data.finding.severity)" = LOW ] ||
     fail "expected the planner to have heard the reviewer's finding: $(head -c 400 "$OUT")"
 expect_audit_ok "$LOG"
+# The worker's error report (RATE_LIMIT, medium) on its task: the task
+# went on, and its outcome and the run's result carry the report.
+result_field "$OUT" '.corral.errors' | jq -e 'length == 1 and .[0].error_type == "RATE_LIMIT"
+    and .[0].severity == "medium" and .[0].agent == "worker" and .[0].error_id == "e-1"' >/dev/null ||
+    fail "expected the worker's error report in the result's corral.errors: $(head -c 600 "$OUT")"
+result_field "$OUT" '.corral.risk' | grep -q '^1 error report, the worst medium: RATE_LIMIT (medium) by worker: the style checker throttled us' ||
+    fail "expected corral.risk to say the report: $(result_field "$OUT" .corral.risk)"
+audit_has '.ev == "error_report" and .agent == "worker" and .error_type == "RATE_LIMIT" and .severity == "medium"' ||
+    fail "expected an error_report event"
+audit_has '.ev == "job_end" and (.risk // "" | contains("RATE_LIMIT"))' ||
+    fail "expected the job's end to carry the risk"
 
 # The help request found the reviewer by capability, and its answer went
 # back to the worker as a result.
@@ -57,8 +72,11 @@ task=$(jq -r 'select(.ev == "handoff") | .id' "$LOG")
     fail "expected the handed-off request $task to end at planner"
 # The session the help request named: both agents took part, and the
 # worker could read its history (the request, then its result).
-grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"history":\["request","result"\]}' "$ERR" ||
+grep -q 'worker: session report-1: {"participants":\["worker","reviewer"\],"decisions":\["draft before review"\],"history":\["request","result"\]}' "$ERR" ||
     fail "expected the worker to read session report-1: $(grep 'worker: session' "$ERR")"
+# Discovery in the worker's dialect: the agents with a capability.
+grep -q 'worker: found summarize: \["planner"\]' "$ERR" ||
+    fail "expected the worker to find planner by capability: $(grep 'worker: found' "$ERR")"
 # Topics: each subscriber got each publish, in its own dialect.
 grep -q 'reviewer: heard {"event":"TASK_UPDATE"' "$ERR" ||
     fail "expected the bus reviewer to hear the worker's update on topic:progress"

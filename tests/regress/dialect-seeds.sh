@@ -10,8 +10,10 @@
 # HELP_REQUEST found by capability and its HELP_RESPONSE, a STATUS_UPDATE
 # and a HEARTBEAT, and serve inputs answered by TASK_FAILED, by a critical
 # ERROR_REPORT, and by a TASK_HANDOFF whose new agent accepts and
-# completes.  Nothing is refused, every request has one outcome, and the
-# audit log tells the story.
+# completes.  Routes may name a capability: an input goes to the agent
+# whose entry declares it, another to an agent that registered it at run
+# time.  Nothing is refused, every request has one outcome, and the audit
+# log tells the story.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
@@ -29,6 +31,12 @@ while IFS= read -r line; do
 	    got: (.content.data // .content.text)}}, confidence: {score: 0.9},
 	    trace: {parents: [.trace.id]}}'
 done
+SH
+cat >"$T/archivist.sh" <<'SH'
+#!/bin/sh
+# Registers the capability archive, then answers as reply.sh does.
+echo '{"jsonrpc":"2.0","id":"caps","method":"map/agents/update","params":{"metadata":{"capabilities":["archive"]}}}'
+exec sh "$3" "$1" "$2"
 SH
 cat >"$T/bus.rules" <<'R'
 start bus-envelope.json bus-request.json bus-context.json
@@ -73,9 +81,13 @@ agents:
     cmd: [sh, $FEED, $T/reviewer.rules, $T/reviewer.in, $FX]
     protocol: agentmessage
     capabilities: [code-review]
+  archivist:
+    cmd: [sh, $T/archivist.sh, $T/archivist.in, archivist, $T/reply.sh]
 routes:
   analyze: bus
   execute: coder
+  summarize: capability:verification
+  retrieve: capability:archive
 YAML
 SOCK="$T/ctl.sock"
 serve_start "$T/wf.yaml" --control "$SOCK" --log "$LOG"
@@ -110,6 +122,18 @@ wait_for 'jq -c "select(.ev == \"map_event\" and .event.type == \"message_sent\"
 "$CORRAL" ps -S "$SOCK" --json >"$T/ps.json" 2>/dev/null
 jq -e '.agents[] | select(.id == "orchestrator") | .metadata.reportedState == "BUSY" and .metadata.resource_usage.tokens_used == 12000' "$T/ps.json" >/dev/null ||
     fail "the STATUS_UPDATE should be the orchestrator's metadata: $(jq -c '.agents[] | select(.id == "orchestrator") | .metadata' "$T/ps.json")"
+# ... and its numbers and state: corral metrics per agent, corral ps.
+"$CORRAL" metrics -S "$SOCK" >"$T/metrics.txt" 2>&1 || fail "corral metrics: $(cat "$T/metrics.txt")"
+for m in 'corral_agent_reported_tokens_used{agent="orchestrator"} 12000' \
+    'corral_agent_reported_cost_usd{agent="orchestrator"} 0.42' \
+    'corral_agent_reported_success_ratio{agent="orchestrator"} 0.95' \
+    'corral_agent_reported_tasks{agent="orchestrator"} 1' \
+    'corral_agent_reported_state{agent="orchestrator",state="BUSY"} 1'; do
+	grep -qF "$m" "$T/metrics.txt" || fail "corral metrics lacks $m: $(grep reported "$T/metrics.txt")"
+done
+"$CORRAL" ps -S "$SOCK" >"$T/ps.txt" 2>&1 || fail "corral ps: $(cat "$T/ps.txt")"
+grep -A1 '^  orchestrator ' "$T/ps.txt" | grep -q 'reports BUSY: 12000 tokens used, 88000 left, \$0.4200, cpu 35%' ||
+    fail "corral ps should show what orchestrator reports: $(cat "$T/ps.txt")"
 
 # corral serve's inputs: two to the bus agent, answered by the bus's
 # RESPONSE and error RESPONSE examples; three to coder, answered by
@@ -131,6 +155,15 @@ jq -e '.content.type == "error" and .content.data.code == "rate_limit" and .cont
 input execute in-am-2
 jq -e '.content.type == "error" and .content.data.code == "external_service_error" and .content.data.severity == "critical" and .content.data.report.suggested_actions == ["use the mirror"]' "$T/r.in-am-2" >/dev/null ||
     fail "in-am-2: $(cat "$T/r.in-am-2")"
+# Routed to a capability: the verifier's entry declares verification;
+# archivist registered archive once it started.
+input summarize in-cap-1
+jq -e '.content.data.by == "verifier"' "$T/r.in-cap-1" >/dev/null ||
+    fail "in-cap-1 should go to verifier (capability verification): $(cat "$T/r.in-cap-1")"
+got archivist '.id == "caps" and .result != null'
+input retrieve in-cap-2
+jq -e '.content.data.by == "archivist"' "$T/r.in-cap-2" >/dev/null ||
+    fail "in-cap-2 should go to archivist (capability archive, registered): $(cat "$T/r.in-cap-2")"
 input execute in-am-3
 jq -e '.content.data.files == ["parser.c"] and .agent.id == "reviewer"' "$T/r.in-am-3" >/dev/null ||
     fail "in-am-3 should be reviewer's TASK_COMPLETE: $(cat "$T/r.in-am-3")"

@@ -6,8 +6,38 @@
 # one span per request (as many as the audit log's outcomes), the plan,
 # the execute it led to and the help request made while working on it in
 # one trace, each linked to its parent.  A file that cannot be written is
-# a usage error before anything starts.
+# a usage error before anything starts.  A file nobody drains (a FIFO
+# whose reader stopped reading, as a hung disk would) stalls nothing:
+# every input is answered, the spans that could not be written are
+# dropped and counted, and corral exits.
 . "$(dirname "$0")/lib.sh"
+
+N=1500
+cat >"$T/wf.yaml" <<YAML
+agents:
+  echo:
+    cmd: [$TA]
+routes:
+  "*": echo
+YAML
+awk -v n=$N 'BEGIN { for (i = 1; i <= n; i++)
+	printf "{\"protocol\":\"multiagent-1.0\",\"role\":\"user\",\"intent\":\"execute\",\"task\":\"t\",\"content\":{\"type\":\"text\",\"text\":\"n\"},\"trace\":{\"id\":\"in-%d\"}}\n", i }' >"$T/in"
+mkfifo "$T/stuck.fifo" || skip "mkfifo failed"
+# This shell holds the FIFO open for reading and never reads: its 64 KiB
+# fill with the first batch of 512 spans, and the writer waits for ever.
+exec 7<>"$T/stuck.fifo"
+: >"$ERR"
+"$CORRAL" serve "$T/wf.yaml" --otlp "$T/stuck.fifo" <"$T/in" >"$OUT" \
+    2>"$ERR" 7<&- &
+CORRAL_PID=$!
+corral_wait 60
+exec 7<&-
+expect_rc 0
+[ "$(wc -l <"$OUT")" -eq $N ] ||
+    fail "a trace file nobody reads: $(wc -l <"$OUT") of $N inputs answered"
+grep -q -- "--otlp .*: $N spans, [1-9][0-9]* of them dropped" "$ERR" ||
+    fail "expected the dropped spans counted: $(grep -- --otlp "$ERR")"
+
 command -v jq >/dev/null 2>&1 || skip "jq is missing"
 command -v node >/dev/null 2>&1 || skip "node is not installed"
 OTLP_DIR="$TESTDIR/otlp"

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "corral.h"
+#include "codec-diff.h"
 
 /* Read a fixture of tests/dialects/ as one line. */
 static char *
@@ -36,27 +37,44 @@ fixture(const char *name, size_t *len)
 	return s;
 }
 
+/*
+ * Decode a line: the frame it made (a new reference), or NULL; rc is
+ * codec_decode_line's.
+ */
+static json_t *
+decode_line(struct codec_state *cs, const char *line, size_t len,
+    struct codec_error *err, int *rc)
+{
+	json_t	*j = NULL;
+	char	*made;
+	size_t	 mlen;
+
+	*rc = codec_decode_line(cs, line, len, &made, &mlen, err);
+	if (*rc == 0) {
+		assert_int_equal(strlen(made), mlen);
+		j = json_loadb(made, mlen, 0, NULL);
+		assert_non_null(j);
+		free(made);
+	}
+	return j;
+}
+
 /* Decode a fixture: the frames (a new reference), or NULL if refused. */
 static json_t *
 decode(struct codec_state *cs, const char *name, struct codec_error *err)
 {
-	json_t	*out = json_array(), *frames = json_array(), *v;
+	json_t	*frames, *f;
 	char	*line;
-	size_t	 len, i;
+	size_t	 len;
 	int	 rc;
 
 	line = fixture(name, &len);
-	rc = codec_decode_line(cs, line, len, out, err);
+	f = decode_line(cs, line, len, err, &rc);
 	free(line);
-	if (rc != 0) {
-		json_decref(out);
-		json_decref(frames);
+	if (rc != 0)
 		return NULL;
-	}
-	json_array_foreach(out, i, v)
-		json_array_append_new(frames, json_loads(json_string_value(v),
-		    0, NULL));
-	json_decref(out);
+	frames = json_array();
+	json_array_append_new(frames, f);
 	return frames;
 }
 
@@ -264,8 +282,9 @@ static void
 test_bus_round_trip(void **state)
 {
 	struct codec_state	*cs = codec_create(&codec_bus_ops, "b");
-	json_t			*m, *out = json_array(), *env;
+	json_t			*m, *env;
 	struct codec_error	 err;
+	int			 rc;
 	const char		*resp = "{\"header\":{\"type\":\"RESPONSE\","
 				    "\"messageId\":\"p-1\",\"correlationId\":"
 				    "\"r-1\"},\"body\":{\"status\":\"SUCCESS\","
@@ -279,14 +298,12 @@ test_bus_round_trip(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
 	    "header"), "priority")), 3);
 	json_decref(m);
-	assert_int_equal(codec_decode_line(cs, resp, strlen(resp), out, &err),
-	    0);
-	env = json_loads(json_string_value(json_array_get(out, 0)), 0, NULL);
+	env = decode_line(cs, resp, strlen(resp), &err, &rc);
+	assert_int_equal(rc, 0);
 	assert_envelope(env);
 	assert_string_equal(at(env, "intent"), "analyze");
 	assert_string_equal(at(env, "content.text"), "fine");
 	json_decref(env);
-	json_decref(out);
 
 	m = encode(cs, "{\"protocol\":\"multiagent-1.0\",\"role\":\"system\","
 	    "\"intent\":\"route\",\"task\":\"Report an error\",\"content\":{"
@@ -345,7 +362,7 @@ test_bus_refused(void **state)
 {
 	struct codec_state	*cs = codec_create(&codec_bus_ops, "a");
 	struct codec_error	 err;
-	json_t			*out = json_array();
+	int			 rc;
 	static const struct {
 		const char	*line;
 		const char	*path;
@@ -365,17 +382,17 @@ test_bus_refused(void **state)
 	size_t	i;
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		assert_int_equal(codec_decode_line(cs, bad[i].line,
-		    strlen(bad[i].line), out, &err), -1);
+		assert_null(decode_line(cs, bad[i].line, strlen(bad[i].line),
+		    &err, &rc));
+		assert_int_equal(rc, -1);
 		assert_string_equal(err.path, bad[i].path);
 		assert_string_equal(err.code, "invalid_envelope");
 	}
 	/* Not JSON, or a control frame: they go on as they are. */
-	assert_int_equal(codec_decode_line(cs, "nope", 4, out, &err), 1);
-	assert_int_equal(codec_decode_line(cs, "{\"jsonrpc\":\"2.0\"}", 17, out,
-	    &err), 1);
-	assert_int_equal(json_array_size(out), 0);
-	json_decref(out);
+	assert_null(decode_line(cs, "nope", 4, &err, &rc));
+	assert_int_equal(rc, 1);
+	assert_null(decode_line(cs, "{\"jsonrpc\":\"2.0\"}", 17, &err, &rc));
+	assert_int_equal(rc, 1);
 	codec_free(cs);
 }
 
@@ -494,7 +511,8 @@ test_am_encode(void **state)
 	const char		*done = "{\"id\":\"d-1\",\"type\":"
 				    "\"TASK_COMPLETE\",\"payload\":{\"task_id\":"
 				    "\"r-1\",\"result\":42,\"confidence\":0.8}}";
-	json_t			*out = json_array(), *env;
+	json_t			*env;
+	int			 rc;
 
 	m = encode(cs, REQ_ENVELOPE);
 	assert_string_equal(at(m, "type"), "TASK_ASSIGNMENT");
@@ -503,13 +521,11 @@ test_am_encode(void **state)
 	assert_string_equal(at(m, "metadata.priority"), "high");
 	assert_string_equal(at(m, "to"), "c");
 	json_decref(m);
-	assert_int_equal(codec_decode_line(cs, done, strlen(done), out, &err),
-	    0);
-	env = json_loads(json_string_value(json_array_get(out, 0)), 0, NULL);
+	env = decode_line(cs, done, strlen(done), &err, &rc);
+	assert_int_equal(rc, 0);
 	assert_envelope(env);
 	assert_string_equal(at(env, "intent"), "analyze");
 	json_decref(env);
-	json_decref(out);
 
 	/* A help request it made: the result comes back as HELP_RESPONSE. */
 	f = decode(cs, "agentmessage-help-request.json", &err);
@@ -554,6 +570,292 @@ test_am_encode(void **state)
 	codec_free(cs);
 }
 
+/*
+ * The tape's path and jansson's make the same lines: random messages of
+ * every shape the per-message kinds can take (and shapes they must
+ * decline), in both directions, through a codec that may use the tape
+ * and one that may not, sharing a history of requests and answers.
+ */
+static unsigned int	diff_seed = 20;
+
+/* A random number below n. */
+static unsigned int
+rnd(unsigned int n)
+{
+	diff_seed = diff_seed * 1103515245u + 12345u;
+	return (diff_seed >> 16) % n;
+}
+
+/* An id, sometimes one of a few (so answers find requests), or odd. */
+static json_t *
+rnd_id(void)
+{
+	static const char *const ids[] = { "r-1", "r-2", "r-3", "task-7",
+	    "r\\u002d1", "", "x\"y", "\xc3\xa9t\xc3\xa9" };
+	char	long_id[100];
+
+	switch (rnd(12)) {
+	case 0:
+		return json_integer(7);
+	case 1:
+		memset(long_id, 'L', 80);
+		long_id[80] = '\0';
+		return json_string(long_id);
+	case 2:
+		memset(long_id, 'M', 63);
+		long_id[63] = '\0';
+		return json_string(long_id);
+	default:
+		return json_string(ids[rnd(sizeof ids / sizeof ids[0])]);
+	}
+}
+
+/* A value of any type. */
+static json_t *
+rnd_value(void)
+{
+	char	big[400];
+
+	switch (rnd(12)) {
+	case 0: return json_string("plain");
+	case 1: return json_string("quote \" slash \\ line\n tab\t \xe2\x82\xac");
+	case 2: return json_integer(3);
+	case 3: return json_real(3.5);
+	case 4: return json_real(-0.0);
+	case 5: return json_true();
+	case 6: return json_null();
+	case 7: return json_pack("{s:i, s:{s:[i, s]}}", "k", 1, "n", "d", 2,
+	    "two");
+	case 8: return json_pack("[i, s, {}]", 1, "x");
+	case 9:
+		memset(big, 'x', sizeof big - 1);
+		big[sizeof big - 1] = '\0';
+		return json_string(big);
+	case 10: return json_real(30000);
+	default: return json_object();
+	}
+}
+
+/* Set key to a random value of choices (or leave it out: -1). */
+static void
+rnd_set(json_t *o, const char *key, json_t *v)
+{
+	if (v != NULL)
+		json_object_set_new(o, key, v);
+}
+
+/* Maybe (one time in n) a value, else NULL. */
+static json_t *
+maybe(unsigned int n, json_t *v)
+{
+	if (rnd(n) == 0) {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* v, or one time in n a random value instead (v is dropped then). */
+static json_t *
+rnd_instead(unsigned int n, json_t *v)
+{
+	if (rnd(n) == 0) {
+		json_decref(v);
+		return rnd_value();
+	}
+	return v;
+}
+
+/* A priority of any form. */
+static json_t *
+rnd_prio(void)
+{
+	static const char *const names[] = { "high", "low", "critical",
+	    "batch", "urgent", "normal" };
+
+	switch (rnd(5)) {
+	case 0: return json_integer(rnd(7) - 1);
+	case 1: return json_real(2.0);
+	default: return json_string(names[rnd(6)]);
+	}
+}
+
+/* One of corral's lines for the agent: mostly requests and tasks. */
+static json_t *
+rnd_corral_line(void)
+{
+	static const char *const intents[] = { "analyze", "execute", "plan",
+	    "dance", "\\u0061nalyze" };
+	static const char *const kinds[] = { "task", "result", "notice",
+	    "message", "task" };
+	json_t	*e = json_pack("{s:s, s:s}", "protocol", "multiagent-1.0",
+		    "role", "agent"), *c, *t, *b, *cm;
+
+	if (rnd(20) == 0)
+		json_object_del(e, "protocol");
+	rnd_set(e, "intent", maybe(6, rnd(8) == 0 ? json_integer(1) :
+	    json_string(intents[rnd(5)])));
+	rnd_set(e, "task", maybe(4, rnd(6) == 0 ? rnd_value() :
+	    json_string("do it")));
+	c = json_pack("{s:s}", "type", rnd(2) ? "json" : "text");
+	rnd_set(c, "data", maybe(2, rnd_value()));
+	rnd_set(c, "text", maybe(2, rnd_value()));
+	rnd_set(e, "content", maybe(8, rnd_instead(10, c)));
+	t = json_object();
+	rnd_set(t, "id", maybe(5, rnd_id()));
+	rnd_set(t, "parents", maybe(2, rnd(4) == 0 ? rnd_value() :
+	    json_pack("[o, s]", rnd_id(), "p2")));
+	rnd_set(e, "trace", maybe(8, t));
+	rnd_set(e, "priority", maybe(2, rnd_prio()));
+	rnd_set(e, "ttl_ms", maybe(2, rnd(3) ? json_integer(5000) :
+	    rnd_value()));
+	rnd_set(e, "session", maybe(2, rnd(3) ? json_string("s-1") :
+	    rnd_value()));
+	rnd_set(e, "agent", maybe(3, json_pack("{s:o}", "id", rnd(4) ?
+	    json_string("asker") : rnd_value())));
+	rnd_set(e, "inputs", maybe(2, rnd_value()));
+	b = json_object();
+	rnd_set(b, "action", maybe(2, rnd(3) ? json_string("verify") :
+	    rnd_value()));
+	rnd_set(b, "context", maybe(2, json_pack("{s:s}", "sessionId", "s-2")));
+	rnd_set(b, "trace", maybe(2, json_pack("{s:s}", "traceId", "t")));
+	rnd_set(e, "bus", maybe(2, rnd_instead(6, b)));
+	cm = json_object();
+	rnd_set(cm, "kind", maybe(2, rnd(8) ? json_string(kinds[rnd(5)]) :
+	    rnd_value()));
+	rnd_set(cm, "parent", maybe(2, rnd_id()));
+	rnd_set(cm, "retry_count", maybe(2, rnd(3) ? json_integer(2) :
+	    rnd_value()));
+	rnd_set(cm, "correlationId", maybe(2, rnd_id()));
+	rnd_set(e, "corral", maybe(2, cm));
+	rnd_set(e, "agentmessage", maybe(8, json_pack("{s:s}", "type",
+	    rnd(2) ? "HELP_REQUEST" : "TASK_ASSIGNMENT")));
+	rnd_set(e, "handoff", maybe(10, json_pack("{s:s, s:s}", "from", "a",
+	    "reason", "ESCALATION")));
+	return e;
+}
+
+/* A bus agent's line: mostly RESPONSEs, long and short forms. */
+static json_t *
+rnd_bus_line(void)
+{
+	static const char *const types[] = { "RESPONSE", "RESPONSE",
+	    "RESPONSE", "REQUEST", "PUBLISH", "HEARTBEAT" };
+	static const char *const statuses[] = { "SUCCESS", "ERROR",
+	    "TIMEOUT", "SUCCESS" };
+	json_t	*m = json_object(), *h = json_object(), *b = json_object();
+
+	rnd_set(h, "type", maybe(20, rnd(10) ? json_string(types[rnd(6)]) :
+	    rnd_value()));
+	rnd_set(h, "correlationId", maybe(10, rnd_id()));
+	rnd_set(h, "messageId", maybe(3, rnd_id()));
+	rnd_set(h, "priority", maybe(2, rnd_prio()));
+	rnd_set(h, "ttl", maybe(2, rnd(3) ? json_integer(rnd(2) ? 30000 : -5) :
+	    rnd_value()));
+	rnd_set(h, "source", maybe(2, json_string("agent-analyzer")));
+	rnd_set(b, "status", maybe(3, rnd(8) ? json_string(statuses[rnd(4)]) :
+	    rnd_value()));
+	rnd_set(b, "result", maybe(4, rnd_value()));
+	rnd_set(b, "action", maybe(2, rnd(2) ? json_string(rnd(2) ?
+	    "summarize" : "review") : rnd_value()));
+	rnd_set(b, "confidence", maybe(2, rnd(3) ? json_real(0.75) :
+	    rnd_value()));
+	rnd_set(b, "context", maybe(2, json_pack("{s:o, s:[s]}", "sessionId",
+	    rnd(3) ? json_string("s-1") : rnd_value(), "previousDecisions",
+	    "use JSONL")));
+	rnd_set(b, "event", maybe(3, json_string("Done")));
+	if (rnd(3) == 0) {
+		/* The short form: the header's members at the top. */
+		json_object_update(m, h);
+		json_decref(h);
+	} else
+		rnd_set(m, "header", rnd_instead(15, h));
+	rnd_set(m, "body", maybe(12, rnd_instead(15, b)));
+	rnd_set(m, "trace", maybe(2, json_pack("{s:s, s:s}", "traceId", "t1",
+	    "spanId", "s1")));
+	return m;
+}
+
+/* An AgentMessage agent's line: mostly TASK_COMPLETEs. */
+static json_t *
+rnd_am_line(void)
+{
+	static const char *const types[] = { "TASK_COMPLETE",
+	    "TASK_COMPLETE", "TASK_COMPLETE", "ERROR_REPORT", "TASK_FAILED",
+	    "HEARTBEAT" };
+	static const char *const tos[] = { "", "planner", "topic:news", "*",
+	    "corral" };
+	json_t	*m = json_object(), *p = json_object(), *md = json_object();
+
+	rnd_set(m, "id", maybe(4, rnd(10) ? json_sprintf("m-%u", rnd(40)) :
+	    rnd_id()));
+	rnd_set(m, "type", maybe(20, rnd(10) ? json_string(types[rnd(6)]) :
+	    rnd_value()));
+	rnd_set(m, "to", maybe(2, rnd(10) ? json_string(tos[rnd(5)]) :
+	    rnd_value()));
+	rnd_set(m, "from", maybe(2, rnd(10) ? json_string("worker") :
+	    rnd_value()));
+	rnd_set(m, "timestamp", maybe(2, json_string("2026-01-10T14:30:00Z")));
+	rnd_set(p, "task_id", maybe(4, rnd_id()));
+	rnd_set(p, "request_id", maybe(6, rnd_id()));
+	rnd_set(p, "result", maybe(3, rnd_value()));
+	rnd_set(p, "confidence", maybe(2, rnd(3) ? json_real(0.4) :
+	    rnd_value()));
+	rnd_set(p, "context", maybe(2, json_pack("{s:o}", "session_id",
+	    rnd(3) ? json_string("s-3") : rnd_value())));
+	rnd_set(p, "error_type", maybe(2, json_string("TIMEOUT")));
+	rnd_set(p, "severity", maybe(2, json_string(rnd(2) ? "low" :
+	    "high")));
+	rnd_set(m, "payload", maybe(10, rnd_instead(12, p)));
+	rnd_set(md, "priority", maybe(2, rnd(6) ? json_string(rnd(2) ?
+	    "high" : "low") : rnd_value()));
+	rnd_set(md, "correlation_id", maybe(3, rnd_id()));
+	rnd_set(md, "ttl_ms", maybe(2, rnd(3) ? json_integer(100) :
+	    rnd_value()));
+	rnd_set(md, "session_id", maybe(3, json_string("s-4")));
+	rnd_set(m, "metadata", maybe(4, rnd_instead(12, md)));
+	return m;
+}
+
+/* Random lines of one dialect through both ways of translating. */
+static void
+diff_dialect(const struct codec_ops *ops, json_t *(*agent_line)(void))
+{
+	struct codec_state	*tape = codec_create(ops, "b");
+	struct codec_state	*tree = codec_create(ops, "b");
+	json_t			*m;
+	char			*line, why[512];
+	int			 i, encode;
+
+	for (i = 0; i < 4000; i++) {
+		encode = rnd(2);
+		m = encode ? rnd_corral_line() : agent_line();
+		line = json_dumps(m, CORRAL_JSON_FLAGS);
+		json_decref(m);
+		if (!codec_diff(tape, tree, line, strlen(line), encode, why,
+		    sizeof why))
+			fail_msg("%s %s: %s", encode ? "encoding" : "decoding",
+			    line, why);
+		free(line);
+	}
+	codec_free(tape);
+	codec_free(tree);
+}
+
+/* The bus: requests to the agent, its responses. */
+static void
+test_bus_tape(void **state)
+{
+	diff_dialect(&codec_bus_ops, rnd_bus_line);
+}
+
+/* AgentMessage: tasks to the agent, its TASK_COMPLETEs. */
+static void
+test_am_tape(void **state)
+{
+	diff_dialect(&codec_agentmessage_ops, rnd_am_line);
+}
+
 int
 main(void)
 {
@@ -567,6 +869,8 @@ main(void)
 		cmocka_unit_test(test_am_fixtures),
 		cmocka_unit_test(test_am_semantics),
 		cmocka_unit_test(test_am_encode),
+		cmocka_unit_test(test_bus_tape),
+		cmocka_unit_test(test_am_tape),
 	};
 
 	log_init(0);
