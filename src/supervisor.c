@@ -275,6 +275,7 @@ supervisor_stop_all(void)
 	struct agent	*a;
 	size_t		 d;
 
+	free(sv.dependents);
 	sv.dependents = xcalloc(sv.wf->nagents + 1, sizeof *sv.dependents);
 	sv.alive = 0;
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
@@ -708,6 +709,7 @@ supervisor_setup(const struct workflow *wf, int mode)
 	if (ev_is_active(&sv.prepare_w))
 		ev_prepare_stop(LOOP, &sv.prepare_w);
 	free(sv.result);
+	free(sv.dependents);
 	memset(&sv, 0, sizeof sv);
 	sv.wf = wf;
 	sv.mode = mode;
