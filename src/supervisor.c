@@ -2,9 +2,11 @@
  * The supervisor: the event loop, signals, starting the workflow's agents
  * and shutting everything down.
  *
- * Shutdown (end of work, SIGINT, SIGTERM) stops agents one at a time in
- * reverse start order, children before their parents: each gets EOF on its
- * stdin, SIGTERM and SIGCONT to its process group after its grace period,
+ * Shutdown (end of work, SIGINT, SIGTERM) begins every agent's stop at
+ * once, but for parents, which wait for their children, and agents named
+ * in another's depends_on, which wait for those (shutdown: sequential:
+ * one at a time in reverse start order).  Each gets EOF on its stdin,
+ * SIGTERM and SIGCONT to its process group after its grace period,
  * SIGKILL after its stop timeout.  A second SIGINT (or SIGTERM) kills every
  * process group at once.  The loop ends when no agent has a process left.
  *
@@ -208,8 +210,8 @@ supervisor_exit_status(void)
 }
 
 /*
- * Begin the shutdown: no new work, queued work fails, agents stop one by
- * one in reverse start order.
+ * Begin the shutdown: no new work, queued work fails, agents stop (all at
+ * once, or one by one with shutdown: sequential).
  */
 void
 supervisor_shutdown(int sig)
