@@ -99,7 +99,9 @@ result_of p1 | grep -q '"text":"lead(!worker-[0-9]*:cancelled)"' ||
     fail "p1: the lead should get its child's result as cancelled: $(result_of p1)"
 grep -q '^cancel_ok lead [^ ]* \(inflight\|queued\)$' "$REC" ||
     fail "the lead's cancel of its child's task: $(grep cancel "$REC")"
-grep -q '^cancel worker-[0-9]* ' "$REC" ||
+# The child records the notice as it reads it, which may be after the
+# parent's result went out: wait for it.
+wait_for 'grep -q "^cancel worker-[0-9]* " "$REC"' 10 ||
     fail "the child got no cancel notice: $(grep cancel "$REC")"
 grep -q '^cancel_error lead 1003 lead may cancel only' "$REC" ||
     fail "the lead should not cancel its own request: $(grep cancel "$REC")"
