@@ -75,6 +75,7 @@ static ev_async			audit_async;
 static auditlog_error_cb	audit_on_error;
 static auditlog_line_cb		audit_on_line;	/* corral replay's */
 static size_t			audit_line;	/* where the line began */
+static char			*audit_resumes;	/* the run corral resume continues */
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
@@ -187,8 +188,21 @@ auditlog_open(const char *path, const char *wfpath)
 	    strlen(AUDITLOG_FORMAT_S));
 	auditlog_members("run", protocol_run_id(), "time", ts, "version",
 	    CORRAL_VERSION, "workflow", wfpath, "level",
-	    audit_decisions ? "decisions" : NULL, NULL);
+	    audit_decisions ? "decisions" : NULL, "resumes", audit_resumes,
+	    NULL);
 	return 0;
+}
+
+/*
+ * Say that the next run opened continues run (corral resume): its
+ * run_start names it, so readers take both for one run.  NULL: a run of
+ * its own.
+ */
+void
+auditlog_set_resumes(const char *run)
+{
+	free(audit_resumes);
+	audit_resumes = run != NULL ? xstrdup(run) : NULL;
 }
 
 /*

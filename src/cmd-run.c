@@ -162,7 +162,8 @@ cmd_run_on_escalate(const char *v)
 
 /* Start the supervisor on a loaded workflow; returns the exit status. */
 static int
-cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
+cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line,
+    const char *log)
 {
 	const char	*out = cmd_get(c, "output"), *v;
 	char		*logpath;
@@ -175,7 +176,7 @@ cmd_run_start(struct cmd *c, struct workflow *wf, int mode, char *line)
 		errx(EXIT_USAGE, "--output must be json or text");
 	cmd_run_common(c, &maxline);
 	trace_enable(cmd_has(c, "trace"));
-	logpath = cmd_run_logpath(cmd_get(c, "log"));
+	logpath = cmd_run_logpath(log != NULL ? log : cmd_get(c, "log"));
 	if (cmd_get(c, "log-level") != NULL &&
 	    auditlog_level(cmd_get(c, "log-level")) != 0)
 		errx(EXIT_USAGE, "--log-level must be full or decisions");
@@ -271,7 +272,7 @@ cmd_run_exec(struct cmd *c)
 	json_decref(in);
 	json_decref(params);
 	supervisor_step_options(&so);
-	rc = cmd_run_start(c, wf, MODE_RUN, line);
+	rc = cmd_run_start(c, wf, MODE_RUN, line, NULL);
 	json_decref(rec);
 	return rc;
 }
@@ -284,8 +285,74 @@ cmd_serve_exec(struct cmd *c)
 
 	log_init(c->verbose + cmd_has(c, "verbose"));
 	wf = cmd_check_load(c->argv[0], 0);
-	return cmd_run_start(c, wf, MODE_SERVE, NULL);
+	return cmd_run_start(c, wf, MODE_SERVE, NULL, NULL);
 }
+
+/*
+ * corral resume LOG [WORKFLOW]: go on with the run LOG holds, which did
+ * not end, appending to LOG (docs/resume.md).
+ */
+static int
+cmd_resume_exec(struct cmd *c)
+{
+	struct resume_log	 rl;
+	struct step_options	 so;
+	struct workflow		*wf;
+	const char		*file;
+	char			*line, why[1200];
+	int			 rc;
+
+	log_init(c->verbose + cmd_has(c, "verbose"));
+	if (resume_read(&rl, c->argv[0], stderr, why, sizeof why) != 0)
+		errx(EXIT_USAGE, "resume: %s", why);
+	if ((file = c->argc > 1 ? c->argv[1] : rl.workflow) == NULL)
+		errx(EXIT_USAGE, "resume: %s names no workflow: give it",
+		    c->argv[0]);
+	wf = cmd_check_load(file, CONFIG_CHECK_START);
+	/* The deadline counts the time the run went before. */
+	if (wf->deadline > 0)
+		wf->deadline = wf->deadline > rl.elapsed ? wf->deadline -
+		    rl.elapsed : 0.001;
+	if ((line = json_dumps(rl.goal, CORRAL_JSON_FLAGS)) == NULL)
+		fatalx("resume: json_dumps");
+	fprintf(stderr, "corral: resume: %s: run %s (part %u): %zu request%s "
+	    "answered in the log; %.1fs of its deadline spent\n", c->argv[0],
+	    rl.run != NULL ? rl.run : "?", rl.segments + 1, rl.answered,
+	    rl.answered == 1 ? "" : "s", rl.elapsed);
+	memset(&so, 0, sizeof so);
+	supervisor_step_options(&so);
+	auditlog_set_resumes(rl.run != NULL ? rl.run : "?");
+	resume_start(&rl);
+	rc = cmd_run_start(c, wf, MODE_RUN, line, c->argv[0]);
+	resume_stop();
+	auditlog_set_resumes(NULL);
+	resume_free(&rl);
+	return rc;
+}
+
+static const struct cmd_option cmd_resume_options[] = {
+	{ "output", 'o', 1 },
+	{ "log-sync", 0, 1 },
+	{ "otlp", 0, 1 },
+	{ "max-line", 0, 1 },
+	{ "control", 'S', 1 },
+	{ "no-control", 0, 0 },
+	{ "trace", 0, 0 },
+	{ "verbose", 'v', 0 },
+	{ NULL, 0, 0 }
+};
+
+const struct cmd_entry cmd_resume_entry = {
+	.name = "resume",
+	.args = "LOG [WORKFLOW] [--log-sync always|never|MS] [--otlp FILE] "
+	    "[--output json|text] [--max-line SIZE] [--trace] "
+	    "[--control PATH | --no-control] [-v]",
+	.about = "go on with a run that did not end, from its audit log",
+	.options = cmd_resume_options,
+	.lower = 1,
+	.upper = 2,
+	.exec = cmd_resume_exec,
+};
 
 /* run's options; serve takes those from --log on (cmd_serve_options). */
 static const struct cmd_option cmd_run_options[] = {

@@ -33,6 +33,7 @@
 static const struct cmd_entry *const cmd_entries[] = {
 	&cmd_run_entry,
 	&cmd_serve_entry,
+	&cmd_resume_entry,
 	&cmd_check_entry,
 	&cmd_new_entry,
 	&cmd_tree_entry,

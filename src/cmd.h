@@ -64,6 +64,7 @@ struct cmd {
 
 extern const struct cmd_entry	 cmd_run_entry;
 extern const struct cmd_entry	 cmd_serve_entry;
+extern const struct cmd_entry	 cmd_resume_entry;
 extern const struct cmd_entry	 cmd_check_entry;
 extern const struct cmd_entry	 cmd_new_entry;
 extern const struct cmd_entry	 cmd_tree_entry;

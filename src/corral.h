@@ -2263,6 +2263,7 @@ void	 join_summary(const char *, size_t, char *, size_t);
 /* route.c */
 void	 route_init(const struct workflow *, const struct route_hooks *);
 void	 route_on_capability(int (*)(struct agent *, const char *));
+void	 route_on_answer(int (*)(struct msg *, struct agent *));
 void	 route_blockers(struct msg *, void (*)(struct agent *, struct msg *));
 void	 route_requeue(struct msg *, unsigned int);
 unsigned int route_queued_count(void);
@@ -2326,6 +2327,9 @@ struct msg *engine_find(const char *);
 struct msg *engine_inflight_first(struct agent *);
 struct msg *engine_inflight_next(struct msg *);
 struct msg *engine_inflight_find(struct agent *, const char *, unsigned int);
+int	 engine_resume_retrace(struct msg *, const char *, unsigned int);
+int	 engine_resume_answer(struct agent *, const char *, unsigned int,
+	    const char *, size_t);
 const char *engine_progress_latest(struct agent *, const char **,
 	    ev_tstamp *);
 struct msg *engine_live_next(struct msg *);
@@ -2381,6 +2385,7 @@ struct auditlog_reader {
 int	 auditlog_open(const char *, const char *);
 int	 auditlog_sync_parse(const char *, int *);
 void	 auditlog_set_sync(int);
+void	 auditlog_set_resumes(const char *);
 int	 auditlog_close(void);
 uint64_t auditlog_offset(void);
 int	 auditlog_enabled(void);
@@ -2398,6 +2403,25 @@ int	 auditlog_read_open(struct auditlog_reader *, const char *);
 int	 auditlog_read_next(struct auditlog_reader *, json_t **);
 void	 auditlog_read_report(struct auditlog_reader *, FILE *);
 void	 auditlog_read_close(struct auditlog_reader *);
+
+/* resume.c: corral resume, a run that did not end continued. */
+struct resume_log {
+	json_t		*paths;		/* path: {id, entry, answer, sent} */
+	json_t		*goal;		/* the goal envelope */
+	char		*run;		/* the run id it continues */
+	char		*workflow;	/* run_start's */
+	double		 elapsed;	/* seconds it went, over its parts */
+	double		 seg_t;		/* the last line's t, this part */
+	unsigned int	 segments;	/* the run and its resumed runs */
+	size_t		 answered;	/* requests the log answered */
+	int		 ended;		/* run_end: nothing to resume */
+	int		 decisions;	/* --log-level decisions */
+};
+int	 resume_read(struct resume_log *, const char *, FILE *, char *,
+	    size_t);
+void	 resume_free(struct resume_log *);
+void	 resume_start(struct resume_log *);
+void	 resume_stop(void);
 
 /* replay.c: a run's requests by their paths, for corral replay. */
 struct replay_run {
@@ -2421,6 +2445,7 @@ void	 replay_run_free(struct replay_run *);
 void	 replay_feed(struct replay_run *, json_t *);
 void	 replay_feed_line(struct replay_run *, const char *, size_t);
 const char *replay_path_of(struct replay_run *, const char *);
+void	 replay_alias(struct replay_run *, const char *, const char *);
 json_t	*replay_answer(struct replay_run *, const char *, const char *);
 void	 replay_missing(struct replay_run *, const char *, const char *);
 size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);

@@ -255,6 +255,20 @@ replay_path_of(struct replay_run *r, const char *id)
 }
 
 /*
+ * The request known as id is known as alias too (corral resume gave it
+ * back its recorded trace id): later lines name it by either.
+ */
+void
+replay_alias(struct replay_run *r, const char *id, const char *alias)
+{
+	json_t	*req;
+
+	if (id != NULL && alias != NULL && (req = json_object_get(r->reqs,
+	    id)) != NULL && json_object_get(r->reqs, alias) == NULL)
+		json_object_set(r->reqs, alias, req);
+}
+
+/*
  * The answer recorded for the request at path when entry serves it (a
  * borrowed reference), or NULL: none was recorded, or another agent
  * gave it.

@@ -57,6 +57,7 @@ static size_t			 route_nentries;
 static struct agentpool		*route_pools;	/* per workflow entry */
 static unsigned int		 route_queued;	/* in every row's queues */
 static struct route_hooks	 route_hooks;
+static int			(*route_answer)(struct msg *, struct agent *);
 static unsigned int		 route_open_circuits;
 static int			(*route_has_cap)(struct agent *, const char *);
 
@@ -122,6 +123,16 @@ route_init(const struct workflow *wf, const struct route_hooks *hooks)
 	breaker_init(route_kick);
 	agent_on_create(route_new_agent);
 	agent_on_free(route_forget_agent);
+}
+
+/*
+ * Register who may answer a request itself instead of its agent (corral
+ * resume, from the recording): it returns nonzero when it will.
+ */
+void
+route_on_answer(int (*answer)(struct msg *, struct agent *))
+{
+	route_answer = answer;
 }
 
 /* Register the test of whether an agent has a capability (mapview's). */
@@ -397,7 +408,11 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 static void
 route_dispatch(struct msg *m, struct agent *a)
 {
+	int	answered;
+
 	a->slot.last_pick = ++route_pick_seq;
+	/* Asked first: it may give m back its recorded trace id. */
+	answered = route_answer != NULL && route_answer(m, a);
 	breaker_sent(a);
 	route_hooks.dispatched(m, a);
 	if (auditlog_enabled())
@@ -406,6 +421,11 @@ route_dispatch(struct msg *m, struct agent *a)
 		    m->exclude != NULL ? "reflection: fewest outstanding, not "
 		    "the author" : m->target != NULL ? "addressed" :
 		    "fewest outstanding", NULL);
+	if (answered) {
+		/* Its answer comes on the next iteration, as a reply of a's. */
+		agent_count_in(a);
+		return;
+	}
 	if (adapter_attached(a)) {
 		adapter_request(a, m);
 		return;

@@ -1,0 +1,249 @@
+#!/bin/sh
+# corral resume: a run whose corral was killed with SIGKILL goes on from
+# its audit log.  The workflow is a chain of 18 requests between two sh
+# agents (each reply proposes the next link), then a boss that spawns two
+# sub-agents and waits for their results: 21 requests.  corral is killed
+# at a different point in each of 20 runs (chosen by what the log holds:
+# the k-th link routed; the boss's two tasks routed; one task answered),
+# then resumed.  Each run must
+#   - end with the result of a run that was never killed;
+#   - lose no request: every link reached an agent, and the links the log
+#     had answered never reached one again (no second model call);
+#   - say which requests went twice: one redelivery record for each
+#     request that was in flight, with its first trace id, and the agent
+#     got it again with that id and {"corral":{"redelivery":1}};
+# and one run is killed again while it resumes, and resumed again.
+# Last, a log whose last line is torn is resumed from its whole lines,
+# saying what it left out; a log whose run ended, or that is not a log,
+# is refused (exit 2).
+. "$(dirname "$0")/tree-lib.sh"
+
+RECV="$T/recv"
+GATE="$T/gate"
+LINKS=18
+
+cat >"$T/chain.sh" <<'EOF'
+#!/bin/sh
+# One link of a chain: records "recv STEP TRACE_ID REDELIVERY", blocks on
+# the step the gate file names, and proposes the next link (the last one
+# a summarize for the boss).
+RECV=$1 LAST=$2 GATE=$3
+me=${CORRAL_AGENT_ID:-chain}
+pick() {
+	printf '%s\n' "$1" | sed -nE "s/$2/\\1/p" | head -n 1
+}
+while IFS= read -r line || [ -n "$line" ]; do
+	case $line in
+	*'"jsonrpc"'*)
+		case $line in
+		*'"method":"ping"'*)
+			rid=$(pick "$line" '.*"id":([0-9]+|"[^"]*").*')
+			printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$rid"
+			;;
+		esac
+		continue
+		;;
+	*'"kind":'*)
+		continue
+		;;
+	esac
+	id=$(pick "$line" '.*"trace":\{[^}]*"id":"([^"]*)".*')
+	step=$(pick "$line" '.*"step":([0-9]+).*')
+	acc=$(pick "$line" '.*"acc":"([0-9.]*)".*')
+	redo=$(pick "$line" '.*"redelivery":([0-9]+).*')
+	: "${step:=1}"
+	echo "recv $step $id ${redo:-0}" >>"$RECV"
+	if [ "$step" = "$(cat "$GATE" 2>/dev/null)" ]; then
+		while :; do sleep 1; done
+	fi
+	acc=$acc$step.
+	next=execute task="link $((step + 1))"
+	[ $((step % 2)) = 1 ] && next=analyze
+	[ "$step" -ge "$LAST" ] && next=summarize task="sum up"
+	printf '{"protocol":"multiagent-1.0","role":"agent","agent":{"id":"%s","name":"chain","model":"sh","version":"1"},"timestamp":"2026-01-01T00:00:00Z","intent":"execute","task":"link %s","content":{"type":"text","text":"chain %s"},"confidence":{"score":0.9},"outputs":{"next_actions":[{"intent":"%s","task":"%s","args":{"step":%s,"acc":"%s"}}]},"trace":{"id":"%s-%s-%s","parents":["%s"]}}\n' \
+	    "$me" "$step" "$acc" "$next" "$task" "$((step + 1))" "$acc" \
+	    "$me" "$$" "$step" "$id"
+done
+EOF
+
+# The boss spawns two workers, each waiting for its own gate file, and
+# finishes with both results.
+cat >"$T/root.json" <<EOF
+{"steps": [
+  {"spawn": {"agent": "worker", "plan": {"steps": [
+    {"wait_file": "$T/ga"}, {"finalize": {"text": "a"}}]}}},
+  {"spawn": {"agent": "worker", "plan": {"steps": [
+    {"wait_file": "$T/gb"}, {"finalize": {"text": "b"}}]}}},
+  {"await": true}, {"finalize": {"text": "all done"}}]}
+EOF
+write_wf "$T/wf.yaml" <<EOF
+start: execute
+agents:
+  odd:
+    cmd: [sh, @T@/chain.sh, $RECV, "$LINKS", $GATE]
+    timeout: $((30 * SLOW))s
+  even:
+    cmd: [sh, @T@/chain.sh, $RECV, "$LINKS", $GATE]
+    timeout: $((30 * SLOW))s
+  root:
+    cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
+    timeout: $((30 * SLOW))s
+  worker:
+    cmd: [@TR@, --record, @REC@]
+    autostart: false
+    timeout: $((30 * SLOW))s
+routes:
+  execute: odd
+  analyze: even
+  summarize: root
+limits:
+  max_steps: 50
+EOF
+
+# routes N: how many requests the log routed (route lines).
+routes() {
+	grep -c '"ev":"route"' "$LOG" 2>/dev/null || true
+}
+
+# result: the text of the result on stdout.
+result() {
+	out_get content.text
+}
+
+# The run never killed: its result is the one every resumed run must end
+# with.
+touch "$T/ga" "$T/gb"
+rm -f "$GATE"
+corral_run 30 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+expect_rc 0
+WANT=$(result)
+[ "$WANT" = "all done" ] || fail "the run never killed: result '$WANT'"
+[ "$(routes)" = 21 ] || fail "the run never killed: $(routes) requests routed, not 21"
+grep -q '"text":"chain 1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.16.17.18."' "$LOG" ||
+    fail "the chain's last link did not see every link before it"
+
+# crash K: a run killed at point K (1..18: once link K reached its
+# agent; 19: once both workers' tasks were routed; 20: once worker a's
+# result is in the log, b's task routed), with its log in $LOG.
+crash() {
+	K=$1
+	rm -f "$LOG" "$RECV" "$GATE"
+	touch "$T/ga" "$T/gb"
+	case $1 in
+	19) rm -f "$T/ga" "$T/gb" ;;
+	20) rm -f "$T/gb" ;;
+	*) echo "$1" >"$GATE" ;;
+	esac
+	corral_start run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+	case $1 in
+	19|20) wait_for '[ "$(routes)" -ge 21 ]' 20 ||
+	    fail "run $1: the workers' tasks were not routed: $(routes) routes" ;;
+	*) wait_for '[ "$(routes)" -ge "$K" ] && grep -q "^recv $K " "$RECV"' 20 ||
+	    fail "run $1: link $1 did not reach its agent" ;;
+	esac
+	[ "$1" = 20 ] && { wait_for 'grep -q "\"ev\":\"child_result\"" "$LOG"' 20 ||
+	    fail "run 20: worker a's result is not in the log"; }
+	kill -KILL "$CORRAL_PID"
+	wait "$CORRAL_PID" 2>/dev/null
+	CORRAL_PID=
+	# Its agents die with it.
+	wait_for '[ -z "$(marker_procs)" ]' 10 ||
+	    fail "run $1: agents left after corral was killed: $(marker_procs)"
+}
+
+# resume K: resume the log, the gates open; the same result, and what it
+# answered from the log never reached an agent again.
+resume() {
+	rm -f "$GATE"
+	touch "$T/ga" "$T/gb"
+	corral_run 30 resume "$LOG" --no-control
+	[ "$RC" = 0 ] || fail "resume after crash $1: exit $RC: $(cat "$ERR")"
+	got=$(result)
+	[ "$got" = "$WANT" ] || fail "resume after crash $1: result '$got', not '$WANT'"
+	grep -q '"text":"chain 1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.16.17.18."' "$LOG" ||
+	    fail "resume after crash $1: the last link did not see every link"
+	[ "$(grep -c '"ev":"job_end".*"status":"ok"' "$LOG")" = 1 ] ||
+	    fail "resume after crash $1: not one job_end ok in the log"
+	grep -q "\"ev\":\"run_start\".*\"resumes\":\"" "$LOG" ||
+	    fail "resume after crash $1: its run_start does not say what it resumes"
+}
+
+# redelivered ID COUNT: the log has a redelivery record of ID.
+redelivered() {
+	grep -q "\"ev\":\"redelivery\".*\"id\":\"$1\".*\"redelivery\":$2" "$LOG"
+}
+
+k=1
+while [ "$k" -le 20 ]; do
+	crash $k
+	resume $k
+	if [ "$k" -le "$LINKS" ]; then
+		# Every link reached an agent; those before k once, k twice.
+		i=1
+		while [ "$i" -le "$LINKS" ]; do
+			n=$(grep -c "^recv $i " "$RECV")
+			want=1
+			[ "$i" = "$k" ] && want=2
+			[ "$n" = "$want" ] || fail "crash $k: link $i reached an agent $n times, not $want: $(cat "$RECV")"
+			i=$((i + 1))
+		done
+		first=$(grep "^recv $k " "$RECV" | head -n 1 | cut -d' ' -f3)
+		again=$(grep "^recv $k " "$RECV" | tail -n 1 | cut -d' ' -f3,4)
+		[ "$again" = "$first 1" ] || fail "crash $k: link $k came again as '$again', not '$first 1' (its first trace id, redelivery 1)"
+		redelivered "$first" 1 || fail "crash $k: no redelivery record of $first"
+		[ "$(grep -c '"ev":"redelivery"' "$LOG")" = 1 ] ||
+		    fail "crash $k: $(grep -c '"ev":"redelivery"' "$LOG") redelivery records, not 1"
+		[ "$(grep -c '"ev":"recorded"' "$LOG")" = $((k - 1)) ] ||
+		    fail "crash $k: $(grep -c '"ev":"recorded"' "$LOG") answers from the log, not $((k - 1))"
+	else
+		# No link again; the boss again (and its workers but a's task
+		# in run 20, which the log answered).
+		[ "$(grep -c '^recv ' "$RECV")" = "$LINKS" ] ||
+		    fail "crash $k: links reached agents again: $(cat "$RECV")"
+		want=3
+		[ "$k" = 20 ] && want=2
+		[ "$(grep -c '"ev":"redelivery"' "$LOG")" = "$want" ] ||
+		    fail "crash $k: $(grep -c '"ev":"redelivery"' "$LOG") redelivery records, not $want: $(grep '"ev":"redelivery"' "$LOG")"
+		[ "$k" = 19 ] || grep -q '"ev":"recorded","agent":"worker' "$LOG" ||
+		    fail "crash 20: worker a's task was not answered from the log"
+	fi
+	k=$((k + 1))
+done
+
+# Killed again while it resumes: the second resume takes the answers of
+# both runs before it, and sends each request in flight once more.
+crash 6
+echo 12 >"$GATE"
+corral_start resume "$LOG" --no-control
+wait_for 'grep -q "^recv 12 " "$RECV"' 20 || fail "the first resume did not reach link 12"
+wait_for '[ "$(grep -c "\"ev\":\"route\".*\"intent\":\"analyze\"" "$LOG")" -ge 6 ]' 20 ||
+    fail "the first resume's route of link 12 is not in the log"
+kill -KILL "$CORRAL_PID"
+wait "$CORRAL_PID" 2>/dev/null
+CORRAL_PID=
+wait_for '[ -z "$(marker_procs)" ]' 10 || fail "agents left after the resume was killed"
+resume 12
+for i in 6 12; do
+	[ "$(grep -c "^recv $i " "$RECV")" = 2 ] || fail "double crash: link $i reached an agent $(grep -c "^recv $i " "$RECV") times, not 2"
+done
+[ "$(grep -c '^recv ' "$RECV")" = $((LINKS + 2)) ] ||
+    fail "double crash: $(grep -c '^recv ' "$RECV") links reached agents, not $((LINKS + 2))"
+
+# A torn last line: resumed from the whole lines, saying what it dropped.
+crash 9
+printf '{"seq":999,"ev":"reply","id":"torn' >>"$LOG"
+resume 9
+log_has "the last line is cut short (it has no newline)" ||
+    fail "a torn log: resume did not say it left the last line out: $(cat "$ERR")"
+[ "$(grep -c "^recv 9 " "$RECV")" = 2 ] || fail "a torn log: link 9 not sent again"
+
+# Refused: a run that ended, a file that is not a log.
+corral_run 10 resume "$LOG" --no-control
+expect_rc 2
+log_has "the last run ended (run_end): there is nothing to resume" ||
+    fail "an ended run: $(cat "$ERR")"
+echo 'not json' >"$T/junk"
+corral_run 10 resume "$T/junk" --no-control
+expect_rc 2
+log_has "no run_start" || fail "a file that is not a log: $(cat "$ERR")"
+exit 0
