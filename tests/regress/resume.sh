@@ -237,6 +237,18 @@ log_has "the last line is cut short (it has no newline)" ||
     fail "a torn log: resume did not say it left the last line out: $(cat "$ERR")"
 [ "$(grep -c "^recv 9 " "$RECV")" = 2 ] || fail "a torn log: link 9 not sent again"
 
+# The deadline counts the time the run went before: a run that had gone
+# 100 s (its last line says so) of a 60 s deadline ends at once, with the
+# deadline's error, whatever the machine's speed.
+crash 4
+printf '{"seq":9999,"t":100.5,"ev":"note"}\n' >>"$LOG"
+sed 's/^limits:$/limits:\n  deadline: 60s/' "$T/wf.yaml" >"$T/wf-deadline.yaml"
+corral_run 30 resume "$LOG" "$T/wf-deadline.yaml" --no-control
+expect_rc 1
+[ "$(out_get content.data.code)" = deadline ] ||
+    fail "a deadline spent before: not ended by the deadline: $(cat "$OUT")"
+log_has "100.5s of its deadline spent" || fail "a deadline spent before: not said: $(cat "$ERR")"
+
 # Refused: a run that ended, a file that is not a log.
 corral_run 10 resume "$LOG" --no-control
 expect_rc 2
