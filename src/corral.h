@@ -2407,6 +2407,7 @@ void	 auditlog_read_close(struct auditlog_reader *);
 /* resume.c: corral resume, a run that did not end continued. */
 struct resume_log {
 	json_t		*paths;		/* path: {id, entry, answer, sent} */
+	json_t		*given;		/* first ids given back this run */
 	json_t		*goal;		/* the goal envelope */
 	char		*run;		/* the run id it continues */
 	char		*workflow;	/* run_start's */

@@ -134,6 +134,7 @@ void
 resume_free(struct resume_log *rl)
 {
 	json_decref(rl->paths);
+	json_decref(rl->given);
 	json_decref(rl->goal);
 	free(rl->run);
 	free(rl->workflow);
@@ -157,6 +158,7 @@ resume_read(struct resume_log *rl, const char *path, FILE *f, char *why,
 
 	memset(rl, 0, sizeof *rl);
 	rl->paths = json_object();
+	rl->given = json_object();
 	if (auditlog_read_open(&r, path) != 0) {
 		snprintf(why, len, "%s: %s", path, strerror(errno));
 		return -1;
@@ -309,7 +311,7 @@ static int
 resume_answer(struct msg *m, struct agent *a)
 {
 	json_t		*rec, *answer, *f;
-	const char	*path, *entry;
+	const char	*path, *entry, *id;
 	char		 was[CORRAL_ID_MAX], *line = NULL;
 	unsigned int	 sent;
 	int		 answered;
@@ -325,7 +327,12 @@ resume_answer(struct msg *m, struct agent *a)
 	answered = answer != NULL && entry != NULL &&
 	    strcmp(entry, a->conf->name) == 0;
 	strlcpy(was, m->id, sizeof was);
-	(void)engine_resume_retrace(m, resume_str(rec, "id"), 0);
+	/* Each first id once: a log that gives two paths one id is wrong. */
+	if ((id = resume_str(rec, "id")) != NULL &&
+	    json_object_get(resume_log->given, id) == NULL) {
+		json_object_set_new(resume_log->given, id, json_true());
+		(void)engine_resume_retrace(m, id, 0);
+	}
 	if (answered && (line = resume_reply(m, answer, path)) == NULL)
 		answered = 0;
 	sent = answered ? 0 : (unsigned int)json_integer_value(
