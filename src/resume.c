@@ -381,6 +381,8 @@ resume_stop(void)
 
 	route_on_answer(NULL);
 	auditlog_on_line(NULL);
+	if (ev_is_active(&resume_w))
+		ev_timer_stop(LOOP, &resume_w);
 	while ((p = TAILQ_FIRST(&resume_q)) != NULL) {
 		TAILQ_REMOVE(&resume_q, p, entry);
 		free(p->agent);
