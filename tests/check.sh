@@ -78,7 +78,7 @@ corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
 work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for t in framer jscan_diff envelope config control engine adr007 codec_diff \
-    replay; do
+    replay resume; do
 	mkdir -p "$work/$t"
 	if ! (cd "$work" && LSAN_OPTIONS="suppressions=$OLDPWD/tests/fuzz/lsan.supp" \
 	    "$OLDPWD/build-fuzz/fuzz/fuzz_$t" \

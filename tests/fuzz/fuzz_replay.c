@@ -3,9 +3,7 @@
  * holds (lines that are not JSON, members of the wrong type, ids that
  * repeat, parents that loop back, a torn last line, a format refused),
  * the reader and the bookkeeping never crash, and a run compared with
- * itself has no difference.  corral resume's reading of the same file
- * (resume.c: a run and the resumed runs that continue it) never crashes
- * either, and says why when it refuses.
+ * itself has no difference.
  */
 
 #include <stdio.h>
@@ -24,9 +22,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static FILE		*devnull;
 	struct auditlog_reader	 r;
 	struct replay_run	 a, b;
-	struct resume_log	 rl;
 	json_t			*j;
-	char			 why[1200];
 	const char		*k, *p;
 	json_t			*v;
 	FILE			*f;
@@ -62,13 +58,5 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	replay_run_free(&a);
 	replay_run_free(&b);
-	why[0] = '\0';
-	if (resume_read(&rl, path, devnull, why, sizeof why) != 0 &&
-	    why[0] == '\0')
-		abort();
-	json_object_foreach(rl.paths, k, v)
-		if (json_integer_value(json_object_get(v, "sent")) < 0)
-			abort();
-	resume_free(&rl);
 	return 0;
 }
