@@ -707,6 +707,7 @@ struct life {
 	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
 	unsigned int		 outstanding;	/* requests it holds */
+	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
@@ -1019,6 +1020,7 @@ struct msg {
 	ev_tstamp		 ENGINE_WRITES accepted;
 	uint64_t		 ENGINE_WRITES seq;	/* acceptance order */
 	ev_tstamp		 ENGINE_WRITES deadline;
+	ev_tstamp		 ENGINE_WRITES sent;	/* to its agent, last */
 	double			 ENGINE_WRITES timeout;
 	ev_timer		 ENGINE_WRITES timer;
 	char			*ENGINE_WRITES weak;	/* the weak reply */
@@ -2196,6 +2198,9 @@ ev_tstamp lifecycle_last_activity(const struct agent *);
 unsigned int lifecycle_restarts(const struct agent *);
 uint64_t lifecycle_start_seq(const struct agent *);
 unsigned int lifecycle_outstanding(const struct agent *);
+unsigned int lifecycle_window(const struct agent *);
+void	 lifecycle_answered(struct agent *, double);
+unsigned int lifecycle_window_next(unsigned int, unsigned int, double);
 void	 lifecycle_work(struct agent *, int);
 const char *lifecycle_cause(const struct agent *);
 const char *lifecycle_last_exit(const struct agent *);
