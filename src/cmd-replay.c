@@ -27,6 +27,7 @@ static void
 cmd_replay_line(const char *line, size_t len)
 {
 	replay_feed_line(&cmd_replay_now, line, len);
+	adapter_replay_fed();
 }
 
 /* Read the recording's last run; exits 2 when it cannot be replayed. */
@@ -159,6 +160,8 @@ cmd_replay_exec(struct cmd *c)
 		fatalx("replay: json_dumps");
 	replay_run_init(&cmd_replay_now);
 	adapter_replay_set(&cmd_replay_rec, &cmd_replay_now);
+	/* The stand-ins' own requests go where an agent's frames go. */
+	adapter_replay_on_frame(control_frame);
 	auditlog_on_line(cmd_replay_line);
 	supervisor_quiet(1);
 	/* A step that escalates fails its job: nobody waits at a replay. */
