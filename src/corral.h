@@ -2422,6 +2422,9 @@ struct replay_run {
 	char		*workflow;	/* run_start's */
 	const char	*last;		/* path of the last outcome */
 	size_t		 handoffs;	/* handoff lines read */
+	json_t		*escalations;	/* ask key: {key, job, step, action,
+					   text} */
+	json_t		*asked;		/* the same, in the order asked */
 };
 void	 replay_run_init(struct replay_run *);
 void	 replay_run_free(struct replay_run *);
@@ -2433,6 +2436,7 @@ json_t	*replay_steps(struct replay_run *, const char *, const char *);
 size_t	 replay_count(struct replay_run *);
 const char *replay_path_at(struct replay_run *, size_t);
 int	 replay_ended(struct replay_run *, const char *);
+json_t	*replay_escalation(struct replay_run *, const char *);
 void	 replay_missing(struct replay_run *, const char *, const char *);
 size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);
 
@@ -2444,6 +2448,7 @@ size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);
 #define STEP_ON_WAIT	0	/* --on-escalate: wait for an answer */
 #define STEP_ON_FAIL	1	/* fail the job */
 #define STEP_ON_EXIT	2	/* write a record, exit 3 */
+#define STEP_ON_REPLAY	3	/* wait: corral replay answers as recorded */
 #define EXIT_ESCALATED	3	/* corral run stopped for a person */
 #define STEP_JOB_ENDED	"the job ended"	/* why a step waits no more */
 struct step_options {

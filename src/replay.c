@@ -52,6 +52,8 @@ replay_run_init(struct replay_run *r)
 	r->missing = json_array();
 	r->asks = json_object();
 	r->spawned = json_object();
+	r->escalations = json_object();
+	r->asked = json_array();
 }
 
 /* Free what a run holds. */
@@ -70,6 +72,8 @@ replay_run_free(struct replay_run *r)
 	json_decref(r->missing);
 	json_decref(r->asks);
 	json_decref(r->spawned);
+	json_decref(r->escalations);
+	json_decref(r->asked);
 	json_decref(r->goal);
 	free(r->workflow);
 	memset(r, 0, sizeof *r);
@@ -326,6 +330,71 @@ replay_route(struct replay_run *r, json_t *req, const char *agent)
 	json_object_set_new(req, "holder", json_string(entry));
 }
 
+/*
+ * An escalate line: a step of a job asked a person.  It is known by the
+ * job's path, the step and how many times that step asked before:
+ * "plan#1 validate 1".  The recording's answer comes with the answer
+ * line; this run's asks wait in r->asked for corral replay to answer.
+ */
+static void
+replay_escalate(struct replay_run *r, json_t *line, const char *id)
+{
+	const char	*path = replay_path_of(r, id);
+	const char	*step = replay_str(line, "step");
+	json_t		*n;
+	char		*key, *ask;
+	json_int_t	 k;
+
+	if (path == NULL || step == NULL)
+		return;
+	xasprintf(&key, "escalate %s %s", path, step);
+	k = json_integer_value(json_object_get(r->siblings, key)) + 1;
+	json_object_set_new(r->siblings, key, json_integer(k));
+	xasprintf(&ask, "%s %s %lld", path, step, (long long)k);
+	n = json_pack("{s:s, s:s, s:s}", "key", ask, "job", id, "step", step);
+	json_object_set(r->escalations, ask, n);
+	json_array_append_new(r->asked, n);
+	free(key);
+	free(ask);
+}
+
+/* An answer line: the answer to the step's last ask in that job. */
+static void
+replay_answered(struct replay_run *r, json_t *line, const char *id)
+{
+	json_t	*a, *n;
+	size_t	 i;
+
+	/* The latest ask of that step in that job, not yet answered. */
+	for (i = json_array_size(r->asked); i-- > 0; ) {
+		a = json_array_get(r->asked, i);
+		if (strcmp(replay_str(a, "job"), id) != 0 ||
+		    replay_str(line, "step") == NULL ||
+		    strcmp(replay_str(a, "step"), replay_str(line, "step")) != 0)
+			continue;
+		if (json_object_get(a, "action") != NULL)
+			return;
+		if ((n = json_object_get(line, "action")) != NULL)
+			json_object_set(a, "action", n);
+		if ((n = json_object_get(line, "text")) != NULL)
+			json_object_set(a, "text", n);
+		return;
+	}
+}
+
+/*
+ * The recording's answer to an ask of this run ({action, text} and the
+ * rest, borrowed), or NULL: the recording has no such ask, or nobody
+ * answered it.
+ */
+json_t *
+replay_escalation(struct replay_run *r, const char *key)
+{
+	json_t	*a = json_object_get(r->escalations, key);
+
+	return json_is_string(json_object_get(a, "action")) ? a : NULL;
+}
+
 /* A job ended: its status, and the request whose outcome ended it. */
 static void
 replay_job_end(struct replay_run *r, json_t *line, const char *id)
@@ -395,6 +464,10 @@ replay_feed(struct replay_run *r, json_t *line)
 		replay_outcome(r, line, req);
 	else if (strcmp(ev, "job_end") == 0 && id != NULL)
 		replay_job_end(r, line, id);
+	else if (strcmp(ev, "escalate") == 0 && id != NULL)
+		replay_escalate(r, line, id);
+	else if (strcmp(ev, "answer") == 0 && id != NULL)
+		replay_answered(r, line, id);
 }
 
 /* Read one line as the audit log writes it (the replay's own run). */
@@ -593,6 +666,12 @@ replay_diff(struct replay_run *rec, struct replay_run *now, FILE *f)
 		    "(answered with an error)", json_string_value(
 		    json_array_get(p, 0)), json_string_value(json_array_get(p,
 		    1)));
+	json_array_foreach(now->asked, i, p)
+		if (json_is_true(json_object_get(p, "unanswered")))
+			replay_say(f, &n, "escalate %s: step %s asked a person; "
+			    "the recording has no answer (aborted)",
+			    json_string_value(json_object_get(p, "key")),
+			    json_string_value(json_object_get(p, "step")));
 	replay_diff_jobs(rec, now, f, &n);
 	return n;
 }
