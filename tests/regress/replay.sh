@@ -13,7 +13,14 @@
 #     saying what was left out;
 #   - a recording in a newer format: refused, exit 2;
 #   - a recording made with --log-level decisions (no envelopes):
-#     refused, exit 2, saying to record with --log-level full.
+#     refused, exit 2, saying to record with --log-level full;
+#   - the research tree: the coordinator's stand-in spawns its researchers
+#     again, theirs their helpers, each in its place in the tree, and
+#     answers once they have: no difference; with tree_depth 1 the helpers'
+#     spawns are refused, the replay says they were not made and still
+#     ends, exit 1.
+# The other examples are replayed by their own tests (dialect-mixed-team,
+# py-agent, steps-example, adapter-example, adapter-model-tree).
 . "$(dirname "$0")/lib.sh"
 
 CORRAL_AGENT_PATH="$AGENTS"
@@ -44,6 +51,7 @@ noagents() {
 
 record price-tracker "track prices daily"
 record word-count "count the words"
+record research-tree "research: supervision trees, backpressure and circuit breakers"
 # From here no agent program can be found but those --agents runs live.
 unset CORRAL_AGENT_PATH
 for ex in price-tracker word-count; do
@@ -107,6 +115,27 @@ sed '1s/"format":1,/"format":2,/' "$T/word-count.log" >"$T/newer.log"
 replay 2 "$T/newer.log" "$T/word-count.yaml"
 grep -q "the log is in format 2 (written by corral .*); this corral (.*) reads format 1 and older" "$ERR" ||
     fail "a newer recording: $(cat "$ERR")"
+
+# The research tree: spawns made again by the stand-ins, in the tree.
+noagents research-tree
+replay 0 "$T/research-tree.log" "$T/research-tree.yaml" --log "$T/tree.replay.log"
+[ -s "$OUT" ] && fail "research-tree: differences: $(cat "$OUT")"
+want=$(jq -r 'select(.ev == "spawn") | "\(.name) \(.parent // "-")"' "$T/research-tree.log" |
+    sed 's/-[0-9]*$//' | sort | tr '\n' ,)
+got=$(jq -r 'select(.ev == "spawn") | "\(.name) \(.parent // "-")"' "$T/tree.replay.log" |
+    sed 's/-[0-9]*$//' | sort | tr '\n' ,)
+[ "$got" = "$want" ] || fail "research-tree: the replay's tree ($got) is not the recording's ($want)"
+case $want in *"helper researcher"*) ;; *) fail "research-tree: no helper in the recording: $want" ;; esac
+[ "$(grep -c '"ev":"spawn".*"adapter":"replay"' "$T/tree.replay.log")" = \
+    "$(grep -c '"ev":"spawn"' "$T/tree.replay.log")" ] ||
+    fail "research-tree: an agent of the replay is not a stand-in"
+# No helper may be spawned now: those spawns are refused, not waited for.
+sed 's/^  tree_depth: 2$/  tree_depth: 1/' "$T/research-tree.yaml" >"$T/shallow.yaml"
+replay 1 "$T/research-tree.log" "$T/shallow.yaml"
+grep -q '^missing  plan#1@coordinator>execute#[0-9]@researcher>execute#1: recorded (routed to helper, replied), not made now$' "$OUT" ||
+    fail "tree_depth 1: the helpers not made are not reported: $(cat "$OUT")"
+grep -v '^missing  plan#1@coordinator>execute#[0-9]@researcher>execute#1: ' "$OUT" | grep . &&
+    fail "tree_depth 1: more than the helpers differ: $(cat "$OUT")"
 
 # Decisions only: the replies a replay answers with are not there.
 corral_run 30 run "$SRCDIR/examples/word-count/workflow.yaml" --goal "a b a" \
