@@ -29,6 +29,7 @@ struct replay_pending {
 	json_t				*steps;	/* its work, recorded; or NULL */
 	size_t				 next;	/* the next step */
 	json_t				*made;	/* own request id: path now */
+	int				 known;	/* path: in this run's log */
 	int				 gone;	/* cancelled while it worked */
 	TAILQ_ENTRY(replay_pending)	 entry;
 };
@@ -135,6 +136,7 @@ adapter_replay_request(struct agent *a, struct msg *m)
 	p->agent = a;
 	p->msg = m;
 	p->path = xstrdup(path != NULL ? path : m->id);
+	p->known = path != NULL;
 	p->steps = json_incref(steps);
 	p->made = json_object();
 	TAILQ_INSERT_TAIL(&replay_q, p, entry);
@@ -152,8 +154,9 @@ adapter_replay_free(struct replay_pending *p)
 }
 
 /*
- * Forget the pending requests that match: one at work is marked gone and
- * freed when its step returns.
+ * Forget the pending requests of agent a (NULL: any agent), request m
+ * (NULL: all of them): one at work is marked gone, and freed when its
+ * step returns.
  */
 static void
 adapter_replay_drop(struct agent *a, struct msg *m)
@@ -164,12 +167,13 @@ adapter_replay_drop(struct agent *a, struct msg *m)
 
 	for (i = 0; i < 2; i++)
 		TAILQ_FOREACH_SAFE(p, qs[i], entry, next)
-			if (p->agent == a && (m == NULL || p->msg == m)) {
+			if ((a == NULL || p->agent == a) && (m == NULL ||
+			    p->msg == m)) {
 				TAILQ_REMOVE(qs[i], p, entry);
 				adapter_replay_free(p);
 			}
-	if ((p = replay_working) != NULL && p->agent == a && (m == NULL ||
-	    p->msg == m))
+	if ((p = replay_working) != NULL && (a == NULL || p->agent == a) &&
+	    (m == NULL || p->msg == m))
 		p->gone = 1;
 }
 
@@ -323,8 +327,7 @@ adapter_replay_answer(struct replay_pending *p)
 	json_t	*rec = NULL;
 	char	*why;
 
-	if (replay_rec != NULL && replay_path_of(replay_now, p->msg->id) !=
-	    NULL)
+	if (replay_rec != NULL && p->known)
 		rec = replay_answer(replay_rec, p->path, p->agent->conf->name);
 	if (rec != NULL) {
 		adapter_reply(p->agent, p->msg, adapter_replay_reply(p->agent,
@@ -375,7 +378,7 @@ adapter_replay_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 adapter_replay_cancel(struct agent *a, struct msg *m)
 {
-	adapter_replay_drop(a, m);
+	adapter_replay_drop(NULL, m);
 }
 
 /* The agent stops or is freed: nothing more for it. */

@@ -2406,7 +2406,7 @@ void	 auditlog_read_close(struct auditlog_reader *);
 struct replay_run {
 	json_t		*reqs;		/* request id: {path, intent, kind,
 					   entry, holder, outcome, answer, by,
-					   parent, work} */
+					   handed, parent, work} */
 	json_t		*paths;		/* path: the same, the first there */
 	json_t		*replies;	/* reply id: its envelope, until used */
 	json_t		*reply_req;	/* reply id: its request's id */

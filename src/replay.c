@@ -285,6 +285,7 @@ replay_handoff(struct replay_run *r, json_t *line, json_t *req)
 
 	if ((steps = replay_work(req)) == NULL)
 		return;
+	json_object_set_new(req, "handed", json_true());
 	json_array_append_new(steps, json_pack("{s:s, s:s?, s:s?}", "do",
 	    "handoff", "to", replay_str(line, "to"), "reason",
 	    replay_str(line, "reason")));
@@ -492,20 +493,25 @@ replay_path_of(struct replay_run *r, const char *id)
 /*
  * The answer recorded for the request at path when entry serves it (a
  * borrowed reference), or NULL: none was recorded, or another agent
- * gave it.  The agent that answered in the recording gives it: the one
- * it was routed to, or, after a handoff, the one it was handed to.
+ * gave it.  The agent that answered in the recording gives it, and so
+ * does the one it was routed to first, unless that one handed it off:
+ * a retry after a timeout or a crash (which a replay does not repeat)
+ * ended at another agent.
  */
 json_t *
 replay_answer(struct replay_run *r, const char *path, const char *entry)
 {
 	json_t		*req = json_object_get(r->paths, path);
-	const char	*e = replay_str(req, "by");
+	const char	*by = replay_str(req, "by");
+	const char	*first = replay_str(req, "entry");
 
-	if (e == NULL)
-		e = replay_str(req, "entry");
-	if (req == NULL || e == NULL || entry == NULL || strcmp(e, entry) != 0)
+	if (req == NULL || entry == NULL)
 		return NULL;
-	return json_object_get(req, "answer");
+	if ((by != NULL && strcmp(by, entry) == 0) || (first != NULL &&
+	    strcmp(first, entry) == 0 && !json_is_true(json_object_get(req,
+	    "handed"))))
+		return json_object_get(req, "answer");
+	return NULL;
 }
 
 /*
