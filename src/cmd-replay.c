@@ -6,9 +6,13 @@
  *
  * The recording's last run is read (its format checked, a torn last line
  * left out); its goal starts the run again, every agent but those
- * --agents lists (which run live) is the replay adapter, which answers
- * each request with the reply recorded at the same path; this run's own audit lines are followed as they are
- * written, and at the end both runs are compared.
+ * --agents lists (which run live) is the replay adapter, which makes
+ * again the requests its agent made while it worked (as frames to the
+ * control plane, which this command hands it) and answers each request
+ * with the reply recorded at the same path; this run's own audit lines
+ * are followed as they are written (the stand-ins wait on them, and a
+ * step's escalation is answered from them as the person answered it),
+ * and at the end both runs are compared.
  */
 
 #include <err.h>
