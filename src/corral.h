@@ -738,6 +738,7 @@ struct slot {
 	uint64_t		 last_pick;
 	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
+	int			 kicking;	/* in route_kick */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */
