@@ -82,6 +82,7 @@ static TAILQ_HEAD(, otlp_line)	 otlp_queue =
 				    TAILQ_HEAD_INITIALIZER(otlp_queue);
 static size_t			 otlp_queued;	/* bytes */
 static uint64_t			 otlp_written;	/* bytes, ever */
+static uint64_t			 otlp_done;	/* lines written or lost */
 static uint64_t			 otlp_lost;	/* spans the writer lost */
 static unsigned int		 otlp_busy;	/* spans being written */
 static int			 otlp_error;	/* errno of a failed write */
@@ -183,6 +184,7 @@ otlp_writer(void *arg)
 			error = otlp_write_line(l, why, sizeof why);
 		pthread_mutex_lock(&otlp_mu);
 		otlp_busy = 0;
+		otlp_done++;
 		if (error == -1) {
 			otlp_failed++;
 			strlcpy(otlp_why, why, sizeof otlp_why);
@@ -232,7 +234,7 @@ otlp_open(void)
 	jsonw_init(&otlp_spans);
 	jsonw_array(&otlp_spans);
 	otlp_error = otlp_quit = otlp_said = 0;
-	otlp_lost = otlp_written = otlp_dropped = otlp_total = 0;
+	otlp_lost = otlp_written = otlp_done = otlp_dropped = otlp_total = 0;
 	otlp_threaded = pthread_create(&otlp_thread, NULL, otlp_writer,
 	    NULL) == 0;
 	return 0;
@@ -514,14 +516,14 @@ otlp_stop_writer(void)
 	otlp_quit = 1;
 	pthread_cond_broadcast(&otlp_cv);
 	while (!TAILQ_EMPTY(&otlp_queue) || otlp_busy > 0) {
-		seen = otlp_written;
+		seen = otlp_done;	/* a failed POST is progress too */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += OTLP_STUCK;
-		while (otlp_written == seen && (!TAILQ_EMPTY(&otlp_queue) ||
+		while (otlp_done == seen && (!TAILQ_EMPTY(&otlp_queue) ||
 		    otlp_busy > 0) && pthread_cond_timedwait(&otlp_cv,
 		    &otlp_mu, &until) != ETIMEDOUT)
 			;
-		if (otlp_written == seen && otlp_busy > 0) {
+		if (otlp_done == seen && otlp_busy > 0) {
 			stuck = otlp_busy;	/* nobody drains the file */
 			break;
 		}
@@ -541,7 +543,7 @@ otlp_stop_writer(void)
 	if (stuck > 0)
 		pthread_cancel(otlp_thread);
 	pthread_join(otlp_thread, NULL);
-	if (stuck > 0 && otlp_written == seen)
+	if (stuck > 0 && otlp_done == seen)
 		otlp_lost += stuck;	/* its write was cut short */
 }
 
