@@ -159,9 +159,17 @@ dialect_adr007_encode(struct agent *a, void *state, const char *line,
 	}
 	if ((in = adr007_input(line, len, &adr007_dflt, &ilen, why,
 	    sizeof why)) == NULL) {
-		/* Our own request, which corral checked: a broken invariant. */
-		fatalx("agent %s: no input envelope for a request: %s", a->id,
-		    why);
+		/*
+		 * Every valid envelope makes an input envelope (fuzz_adr007
+		 * asserts it), so this is our bug; but the request came from a
+		 * peer, so it costs that request alone: not sent, it ends by
+		 * the agent's timeout, and the log says why.
+		 */
+		log_warnx("agent %s: a request could not be written as an "
+		    "input envelope (%s); not sent", a->id, why);
+		auditlog_event("rejected", a->id, NULL, "code", "not_sent",
+		    "path", "", "reason", why, NULL);
+		return 1;
 	}
 	dialect_adr007_push(state, line, len);
 	agent_send(a, in, ilen);

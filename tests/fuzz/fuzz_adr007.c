@@ -3,7 +3,8 @@
  * refuses it naming a field, or makes a reply that is a valid envelope
  * which reads back (adr007_read) as what the agent said; any envelope
  * read as an output envelope gives one that has all five members; any
- * valid envelope as a request gives an input envelope with its four.
+ * valid envelope as a request gives an input envelope with its four
+ * (never none: the dialect relies on it).
  */
 
 #include <stdlib.h>
@@ -61,15 +62,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_must_be_output(o);
 		json_decref(o);
 	}
-	if ((r = adr007_input(s, size, &d, &len, why, sizeof why)) != NULL) {
-		if ((in = json_loadb(r, len, 0, NULL)) == NULL ||
-		    !json_is_object(json_object_get(in, "context")) ||
-		    !json_is_object(json_object_get(in, "paths")) ||
-		    !json_is_object(json_object_get(in, "task")) ||
-		    !json_is_array(json_object_get(in, "prior_context")))
-			abort();
-		json_decref(in);
-		free(r);
-	}
+	/* Every valid envelope is a request an ADR-007 agent can be given. */
+	if ((r = adr007_input(s, size, &d, &len, why, sizeof why)) == NULL)
+		abort();
+	if ((in = json_loadb(r, len, 0, NULL)) == NULL ||
+	    !json_is_object(json_object_get(in, "context")) ||
+	    !json_is_object(json_object_get(in, "paths")) ||
+	    !json_is_object(json_object_get(in, "task")) ||
+	    !json_is_array(json_object_get(in, "prior_context")))
+		abort();
+	json_decref(in);
+	free(r);
 	return 0;
 }
