@@ -936,14 +936,18 @@ adapter_free_argv(char **argv)
 	free(argv);
 }
 
-/* How many requests an agent may have outstanding at once. */
+/*
+ * How many requests an agent may have outstanding at once, as the
+ * workflow and its adapter say: 0 when neither does (max_inflight: auto),
+ * and lifecycle.c's adaptive window decides.
+ */
 unsigned int
 adapter_inflight_cap(const struct agent *a)
 {
 	unsigned int	cap = a->conf->max_inflight;
 
 	if (a->adapter != NULL && a->adapter->ops->inflight_cap != 0 &&
-	    a->adapter->ops->inflight_cap < cap)
+	    (cap == 0 || a->adapter->ops->inflight_cap < cap))
 		cap = a->adapter->ops->inflight_cap;
 	return cap;
 }

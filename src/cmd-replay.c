@@ -6,9 +6,13 @@
  *
  * The recording's last run is read (its format checked, a torn last line
  * left out); its goal starts the run again, every agent but those
- * --agents lists (which run live) is the replay adapter, which answers
- * each request with the reply recorded at the same path; this run's own audit lines are followed as they are
- * written, and at the end both runs are compared.
+ * --agents lists (which run live) is the replay adapter, which makes
+ * again the requests its agent made while it worked (as frames to the
+ * control plane, which this command hands it) and answers each request
+ * with the reply recorded at the same path; this run's own audit lines
+ * are followed as they are written (the stand-ins wait on them, and a
+ * step's escalation is answered from them as the person answered it),
+ * and at the end both runs are compared.
  */
 
 #include <err.h>
@@ -21,12 +25,57 @@
 
 static struct replay_run	cmd_replay_rec;
 static struct replay_run	cmd_replay_now;
+static size_t			cmd_replay_answered;	/* asks answered */
+static ev_timer			cmd_replay_w;
+
+/*
+ * Answer this run's new escalations as the person did in the recording
+ * (the same job path, step and count of asks); one the recording has no
+ * answer for is aborted, and reported.
+ */
+static void
+cmd_replay_answer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	json_t		*a, *rec;
+	const char	*act, *text;
+	char		 jobid[CORRAL_ID_MAX], why[512];
+	int		 action;
+
+	while ((a = json_array_get(cmd_replay_now.asked,
+	    cmd_replay_answered)) != NULL) {
+		cmd_replay_answered++;
+		rec = replay_escalation(&cmd_replay_rec, json_string_value(
+		    json_object_get(a, "key")));
+		act = json_string_value(json_object_get(rec, "action"));
+		text = json_string_value(json_object_get(rec, "text"));
+		for (action = STEP_RETRY; act != NULL && action < STEP_ABORT;
+		    action++)
+			if (strcmp(act, step_action_name(action)) == 0)
+				break;
+		if (act == NULL || (action == STEP_RETRY && text == NULL)) {
+			json_object_set_new(a, "unanswered", json_true());
+			action = STEP_ABORT;
+			text = NULL;
+		}
+		if (step_answer(json_string_value(json_object_get(a, "job")),
+		    json_string_value(json_object_get(a, "step")), action, text,
+		    "corral replay", jobid, sizeof jobid, why, sizeof why) != 0)
+			log_warnx("replay: %s", why);
+	}
+}
 
 /* This run's audit lines, as they are queued. */
 static void
 cmd_replay_line(const char *line, size_t len)
 {
 	replay_feed_line(&cmd_replay_now, line, len);
+	adapter_replay_fed();
+	/* Answered on the next iteration: the step is still asking now. */
+	if (json_array_size(cmd_replay_now.asked) > cmd_replay_answered &&
+	    !ev_is_active(&cmd_replay_w)) {
+		ev_timer_init(&cmd_replay_w, cmd_replay_answer_cb, 0, 0);
+		ev_timer_start(LOOP, &cmd_replay_w);
+	}
 }
 
 /* Read the recording's last run; exits 2 when it cannot be replayed. */
@@ -159,11 +208,13 @@ cmd_replay_exec(struct cmd *c)
 		fatalx("replay: json_dumps");
 	replay_run_init(&cmd_replay_now);
 	adapter_replay_set(&cmd_replay_rec, &cmd_replay_now);
+	/* The stand-ins' own requests go where an agent's frames go. */
+	adapter_replay_on_frame(control_frame);
 	auditlog_on_line(cmd_replay_line);
 	supervisor_quiet(1);
-	/* A step that escalates fails its job: nobody waits at a replay. */
+	/* A step that escalates is answered as in the recording. */
 	memset(&so, 0, sizeof so);
-	so.on_escalate = STEP_ON_FAIL;
+	so.on_escalate = STEP_ON_REPLAY;
 	supervisor_step_options(&so);
 	server_configure(NULL, 1);
 	logpath = cmd_replay_logpath(cmd_get(c, "log"));

@@ -52,6 +52,11 @@ static int	config_table_read_env(struct config_reader *,
 static int	config_table_read_rlimit(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
+static int	config_table_read_inflight(struct config_reader *,
+		    const struct config_key *, void *,
+		    const struct config_node *, const char *);
+static void	config_table_print_inflight(FILE *, const struct config_key *,
+		    const void *, int);
 static int	config_table_read_interval(struct config_reader *,
 		    const struct config_key *, void *,
 		    const struct config_node *, const char *);
@@ -404,8 +409,12 @@ const struct config_key config_table[] = {
 	  .min = 64, .max = CORRAL_MAX_LINE_LIMIT, .dflt = "1MiB",
 	  .doc = "the longest line the agent may write" },
 	{ .name = "max_inflight", AGENT(max_inflight), .type = CONFIG_INTEGER,
-	  .min = 1, .max = 1000000, .dflt = "16",
-	  .doc = "requests outstanding at one instance" },
+	  .min = 1, .max = 1000000, .dflt = "auto",
+	  .typename = "`auto` or integer 1-1000000",
+	  .read = config_table_read_inflight,
+	  .print = config_table_print_inflight,
+	  .doc = "requests outstanding at one instance (auto: an adaptive "
+	  "window of 16 to 1024)" },
 	{ .name = "timeout", AGENT(timeout), .type = CONFIG_DURATION,
 	  .dflt = "30s", .doc = "how long the agent has to answer a request" },
 	{ .name = "stop", .scope = CONFIG_AGENT, .type = CONFIG_MAP,
@@ -1188,6 +1197,36 @@ config_table_read_rlimit(struct config_reader *rd,
 	ac->limits[ac->nlimits].value = value;
 	ac->nlimits++;
 	return 0;
+}
+
+/* Read max_inflight, where auto (0) leaves it to the adaptive window. */
+static int
+config_table_read_inflight(struct config_reader *rd,
+    const struct config_key *k, void *base, const struct config_node *n,
+    const char *path)
+{
+	struct agent_conf	*ac = base;
+
+	if (n->type == CONFIG_SCALAR && !n->quoted &&
+	    strcmp(n->str, "auto") == 0) {
+		ac->max_inflight = 0;
+		return 0;
+	}
+	return config_read_value(rd, k, base, n, path);
+}
+
+/* Print max_inflight: auto, or the number the workflow gave. */
+static void
+config_table_print_inflight(FILE *f, const struct config_key *k,
+    const void *base, int indent)
+{
+	const struct agent_conf	*ac = base;
+
+	if (ac->max_inflight == 0)
+		fprintf(f, "%*smax_inflight: auto\n", indent, "");
+	else
+		fprintf(f, "%*smax_inflight: %u\n", indent, "",
+		    ac->max_inflight);
 }
 
 /* Read heartbeat's interval, where false, like off, means none. */

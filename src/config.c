@@ -558,7 +558,8 @@ config_fill(int scope, void *base)
 		n.type = CONFIG_SCALAR;
 		n.str = xstrdup(k->dflt);
 		n.len = strlen(n.str);
-		if (config_read_value(&rd, k, base, &n, k->name) != 0)
+		if ((k->read != NULL ? k->read(&rd, k, base, &n, k->name) :
+		    config_read_value(&rd, k, base, &n, k->name)) != 0)
 			fatalx("the default of %s: %s", k->name, err.msg);
 		free(n.str);
 	}

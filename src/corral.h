@@ -707,6 +707,7 @@ struct life {
 	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
 	unsigned int		 outstanding;	/* requests it holds */
+	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
@@ -1020,6 +1021,7 @@ struct msg {
 	ev_tstamp		 ENGINE_WRITES accepted;
 	uint64_t		 ENGINE_WRITES seq;	/* acceptance order */
 	ev_tstamp		 ENGINE_WRITES deadline;
+	ev_tstamp		 ENGINE_WRITES sent;	/* to its agent, last */
 	double			 ENGINE_WRITES timeout;
 	ev_timer		 ENGINE_WRITES timer;
 	char			*ENGINE_WRITES weak;	/* the weak reply */
@@ -2137,7 +2139,10 @@ extern const struct adapter_ops adapter_mcp_ops;
 /* adapter-replay.c: corral replay's stand-in for agents */
 struct replay_run;
 extern const struct adapter_ops adapter_replay_ops;
+typedef void (*replay_frame_cb)(struct peer *, const char *, size_t);
 void	 adapter_replay_set(struct replay_run *, struct replay_run *);
+void	 adapter_replay_on_frame(replay_frame_cb);
+void	 adapter_replay_fed(void);
 int	 adapter_replay_active(void);
 
 /* adapter-table.c */
@@ -2214,6 +2219,9 @@ ev_tstamp lifecycle_last_activity(const struct agent *);
 unsigned int lifecycle_restarts(const struct agent *);
 uint64_t lifecycle_start_seq(const struct agent *);
 unsigned int lifecycle_outstanding(const struct agent *);
+unsigned int lifecycle_window(const struct agent *);
+void	 lifecycle_answered(struct agent *, double);
+unsigned int lifecycle_window_next(unsigned int, unsigned int, double);
 void	 lifecycle_work(struct agent *, int);
 const char *lifecycle_cause(const struct agent *);
 const char *lifecycle_last_exit(const struct agent *);
@@ -2419,8 +2427,9 @@ void	 auditlog_read_close(struct auditlog_reader *);
 
 /* replay.c: a run's requests by their paths, for corral replay. */
 struct replay_run {
-	json_t		*reqs;		/* request id: {path, intent, entry,
-					   outcome, answer} */
+	json_t		*reqs;		/* request id: {path, intent, kind,
+					   entry, holder, outcome, answer, by,
+					   handed, parent, work} */
 	json_t		*paths;		/* path: the same, the first there */
 	json_t		*replies;	/* reply id: its envelope, until used */
 	json_t		*reply_req;	/* reply id: its request's id */
@@ -2430,9 +2439,15 @@ struct replay_run {
 	json_t		*order;		/* paths, first seen first */
 	json_t		*job_order;
 	json_t		*missing;	/* [path, entry]: asked, not recorded */
+	json_t		*asks;		/* own request id: its step */
+	json_t		*spawned;	/* spawned child's task id: visible */
 	json_t		*goal;		/* the goal envelope */
 	char		*workflow;	/* run_start's */
 	const char	*last;		/* path of the last outcome */
+	size_t		 handoffs;	/* handoff lines read */
+	json_t		*escalations;	/* ask key: {key, job, step, action,
+					   text} */
+	json_t		*asked;		/* the same, in the order asked */
 };
 void	 replay_run_init(struct replay_run *);
 void	 replay_run_free(struct replay_run *);
@@ -2440,6 +2455,11 @@ void	 replay_feed(struct replay_run *, json_t *);
 void	 replay_feed_line(struct replay_run *, const char *, size_t);
 const char *replay_path_of(struct replay_run *, const char *);
 json_t	*replay_answer(struct replay_run *, const char *, const char *);
+json_t	*replay_steps(struct replay_run *, const char *, const char *);
+size_t	 replay_count(struct replay_run *);
+const char *replay_path_at(struct replay_run *, size_t);
+int	 replay_ended(struct replay_run *, const char *);
+json_t	*replay_escalation(struct replay_run *, const char *);
 void	 replay_missing(struct replay_run *, const char *, const char *);
 size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);
 
@@ -2451,6 +2471,7 @@ size_t	 replay_diff(struct replay_run *, struct replay_run *, FILE *);
 #define STEP_ON_WAIT	0	/* --on-escalate: wait for an answer */
 #define STEP_ON_FAIL	1	/* fail the job */
 #define STEP_ON_EXIT	2	/* write a record, exit 3 */
+#define STEP_ON_REPLAY	3	/* wait: corral replay answers as recorded */
 #define EXIT_ESCALATED	3	/* corral run stopped for a person */
 #define STEP_JOB_ENDED	"the job ended"	/* why a step waits no more */
 struct step_options {

@@ -196,6 +196,7 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 	if (engine_hooks.replied != NULL)
 		engine_hooks.replied(req, reply_id);
 	/* Only after the outcome may the freed slot take other work. */
+	lifecycle_answered(a, ev_now(LOOP) - req->sent);
 	engine_undispatch(req);
 	engine_account(a, env);
 	/* A step's artifacts are the step module's: it waits for them. */

@@ -353,6 +353,7 @@ engine_dispatched(struct msg *m, struct agent *a)
 	m->agent = a;
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
+	m->sent = ev_now(LOOP);
 	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
 	a->work.by_prio[m->prio]++;
 	lifecycle_work(a, 1);

@@ -541,7 +541,7 @@ lifecycle_load(const struct agent *a)
 	enum agent_state	s = a->life.state;
 
 	if (s == AS_READY || s == AS_BUSY)
-		return a->life.outstanding < adapter_inflight_cap(a) ?
+		return a->life.outstanding < lifecycle_window(a) ?
 		    (int)a->life.outstanding : -1;
 	if (s == AS_FAILED || s == AS_STOPPING || s == AS_TERMINATING ||
 	    s == AS_KILLING || (s == AS_STOPPED && !lifecycle_will_restart(a)))
@@ -549,12 +549,75 @@ lifecycle_load(const struct agent *a)
 	return -1;
 }
 
+/*
+ * The adaptive window (max_inflight: auto, docs/workflow.md): an agent
+ * that answers quickly while it holds all it may is given more at once,
+ * since pipelining is then what limits it; one whose answers queue up
+ * behind each other is given less, so that waiting work stays in corral,
+ * where another instance may take it and a cancel costs nothing.  The
+ * window never falls below the old fixed default, so no agent is slower
+ * for it.
+ */
+#define WINDOW_MIN	16	/* where it starts, and its floor */
+#define WINDOW_MAX	1024
+#define WINDOW_FAST	0.010	/* an answer in this many seconds: grow */
+#define WINDOW_SLOW	0.100	/* in more than this: shrink */
+
+/* How many requests agent a may hold at once now. */
+unsigned int
+lifecycle_window(const struct agent *a)
+{
+	unsigned int	cap = adapter_inflight_cap(a);
+
+	if (cap != 0)
+		return cap;
+	/* A per-call adapter's requests are processes: no more at once. */
+	if (adapter_attached(a) || a->life.window == 0)
+		return WINDOW_MIN;
+	/*
+	 * Beyond the floor only while its stdin is under the high
+	 * watermark: the requests queued for an agent stay within the
+	 * memory bound of a fixed window of 16 (docs/reliability.md).
+	 */
+	if (a->life.outstanding >= WINDOW_MIN && agent_full(a))
+		return WINDOW_MIN;
+	return a->life.window;
+}
+
+/*
+ * The window after an answer that took latency seconds, given while the
+ * agent held outstanding requests (this one included) of a window of w
+ * (0: none yet).
+ */
+unsigned int
+lifecycle_window_next(unsigned int w, unsigned int outstanding,
+    double latency)
+{
+	if (w == 0)
+		w = WINDOW_MIN;
+	if (latency > WINDOW_SLOW)
+		return w / 2 > WINDOW_MIN ? w / 2 : WINDOW_MIN;
+	if (latency <= WINDOW_FAST && outstanding >= w && w < WINDOW_MAX)
+		return w + 1;	/* it kept up with all it was given */
+	return w;
+}
+
+/* Agent a answered a request it was given latency seconds before. */
+void
+lifecycle_answered(struct agent *a, double latency)
+{
+	if (adapter_inflight_cap(a) != 0 || adapter_attached(a))
+		return;
+	a->life.window = lifecycle_window_next(a->life.window,
+	    a->life.outstanding, latency);
+}
+
 /* Return nonzero if the agent may be given new work. */
 int
 lifecycle_routable(const struct agent *a)
 {
 	return (a->life.state == AS_READY || a->life.state == AS_BUSY) &&
-	    a->life.outstanding < adapter_inflight_cap(a);
+	    a->life.outstanding < lifecycle_window(a);
 }
 
 /* Return nonzero if the agent has a process (or is about to). */

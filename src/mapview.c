@@ -266,7 +266,8 @@ mapview_metadata_check(json_t *md, char *why, size_t len)
  */
 static const char *const mapview_reserved[] = {
 	"corral", "corralState", "depth", "pid", "tokens", "cost", "visible",
-	"restarts", "inflight", "queued", "msgsIn", "msgsOut", "reportedState",
+	"restarts", "inflight", "window", "queued", "msgsIn", "msgsOut",
+	"reportedState",
 	"lastError", "failure", "progress", "virtual", "inside", "kind",
 	"toolCalls", "requestId", "lastTool", "host", NULL
 };
@@ -603,7 +604,7 @@ mapview_describe(struct agent *a)
 	agent_counts(a, &in, &out);
 	budget_used(a, &tokens, &cost);
 	extra = json_pack("{s:s, s:i, s:I, s:f, s:f, s:b, s:i, s:i, s:i, "
-	    "s:I, s:I}",
+	    "s:i, s:I, s:I}",
 	    "corralState", lifecycle_state_name(lifecycle_state(a)),
 	    "depth", (int)a->depth,
 	    "pid", (json_int_t)agent_hostpid(a),
@@ -612,6 +613,7 @@ mapview_describe(struct agent *a)
 	    "visible", !(a->flags & AGENT_HIDDEN),
 	    "restarts", (int)lifecycle_restarts(a),
 	    "inflight", (int)lifecycle_outstanding(a),
+	    "window", (int)lifecycle_window(a),
 	    "queued", (int)route_direct_count(a),
 	    "msgsIn", (json_int_t)in,
 	    "msgsOut", (json_int_t)out);
@@ -693,7 +695,7 @@ mapview_describe_external(struct external *x)
 	if (x->type != NULL)
 		json_object_set_new(j, "description", json_string(x->type));
 	md = json_pack("{s:s, s:i, s:b, s:s, s:s, s:f, s:f, s:I, s:b, s:i, "
-	    "s:i, s:i, s:i, s:i}",
+	    "s:i, s:i, s:i, s:i, s:i}",
 	    "corralState", x->state,
 	    "depth", (int)(p != NULL ? p->depth : 0) +
 	    (int)external_depth(x),
@@ -704,8 +706,8 @@ mapview_describe_external(struct external *x)
 	    "cost", 0.0,
 	    "toolCalls", (json_int_t)external_tool_calls(x),
 	    "visible", p == NULL || !(p->flags & AGENT_HIDDEN),
-	    "restarts", 0, "inflight", 0, "queued", 0, "msgsIn", 0,
-	    "msgsOut", 0);
+	    "restarts", 0, "inflight", 0, "window", 0, "queued", 0,
+	    "msgsIn", 0, "msgsOut", 0);
 	if (x->request != NULL)
 		json_object_set_new(md, "requestId", json_string(x->request));
 	if (x->last_tool != NULL)

@@ -163,7 +163,7 @@ step_escalate(struct steprun *sr, const char *reason)
 		json_decref(info);
 		return;
 	}
-	if (!step_answerable) {
+	if (!step_answerable && o->on_escalate != STEP_ON_REPLAY) {
 		/* Waiting would be for ever: nothing could answer. */
 		log_warnx("  nothing can answer it: no control socket "
 		    "(--no-control) and no terminal");
@@ -173,9 +173,10 @@ step_escalate(struct steprun *sr, const char *reason)
 		json_decref(info);
 		return;
 	}
-	log_warnx("  answer with: corral answer %s %s \"TEXT\" (or --proceed, "
-	    "--abort)", protocol_run_id(), json_string_value(json_object_get(
-	    info, "step")));
+	if (o->on_escalate != STEP_ON_REPLAY)
+		log_warnx("  answer with: corral answer %s %s \"TEXT\" (or "
+		    "--proceed, --abort)", protocol_run_id(), json_string_value(
+		    json_object_get(info, "step")));
 	sr->waiting = 1;
 	sr->reason = reason;
 	sr->since_ms = event_now_ms();
@@ -265,8 +266,9 @@ step_answer(const char *job, const char *step, int action, const char *text,
 	log_info("job %s: step %s answered by %s: %s", sr->id, step, by,
 	    step_action_name(action));
 	if (auditlog_enabled()) {
-		f = json_pack("{s:s, s:s, s:s}", "step", step, "action",
-		    step_action_name(action), "by", by);
+		/* The text too: corral replay answers with it again. */
+		f = json_pack("{s:s, s:s, s:s, s:s?}", "step", step, "action",
+		    step_action_name(action), "by", by, "text", text);
 		s = json_dumps(f, CORRAL_JSON_FLAGS);
 		auditlog_fields("answer", NULL, sr->id, s, strlen(s));
 		free(s);

@@ -1,9 +1,11 @@
 /*
  * Fuzz corral replay's reading of an audit log: whatever a recording
  * holds (lines that are not JSON, members of the wrong type, ids that
- * repeat, parents that loop back, a torn last line, a format refused),
- * the reader and the bookkeeping never crash, and a run compared with
- * itself has no difference.
+ * repeat, parents that loop back, a torn last line, a format refused,
+ * own requests, handoffs, escalations and answers that name nothing),
+ * the reader and the bookkeeping never crash, what a stand-in would read
+ * of it (an agent's work, a person's answers) is well formed, and a run
+ * compared with itself has no difference.
  */
 
 #include <stdio.h>
@@ -22,9 +24,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static FILE		*devnull;
 	struct auditlog_reader	 r;
 	struct replay_run	 a, b;
-	json_t			*j;
-	const char		*k, *p;
-	json_t			*v;
+	json_t			*j, *w, *st, *v, *x;
+	const char		*k, *p, *e;
+	size_t			 i;
 	FILE			*f;
 
 	if (devnull == NULL && (devnull = fopen("/dev/null", "w")) == NULL)
@@ -49,7 +51,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((p = replay_path_of(&a, k)) == NULL)
 			abort();
 		(void)replay_answer(&a, p, "x");
+		(void)replay_ended(&a, p);
+		/* Every step of an agent's work says what it is. */
+		w = json_object_get(json_object_get(a.reqs, k), "work");
+		json_object_foreach(w, e, x)
+			json_array_foreach(replay_steps(&a, p, e), i, st)
+				if (!json_is_string(json_object_get(st, "do")))
+					abort();
 	}
+	for (i = 0; i < replay_count(&a); i++)
+		if (replay_path_at(&a, i) == NULL)
+			abort();
+	json_array_foreach(a.asked, i, v)
+		(void)replay_escalation(&a, json_string_value(json_object_get(v,
+		    "key")));
 	/* The same lines read twice are the same run. */
 	if (replay_diff(&a, &b, devnull) != 0)
 		abort();

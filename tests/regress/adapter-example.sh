@@ -3,7 +3,8 @@
 # run-offline.sh): sqlite3 and jq through exec, the real Claude Code
 # through the claude adapter, the real MCP server-everything through the
 # mcp adapter; the result is the echo tool's tool_result carrying Claude's
-# summary of jq's report of sqlite3's rows.
+# summary of jq's report of sqlite3's rows.  corral replay of the run
+# finds no difference.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/adapter-lib.sh"
 for t in jq sqlite3; do
@@ -33,4 +34,6 @@ grep -q '"ev":"reply","agent":"report".*Sales of the week: 954 in 12 orders' "$T
     fail "jq's report is not in the audit log"
 grep -q '"ev":"reply","agent":"writer".*"cost":{"input_tokens":100,"output_tokens":20,"usd":0.0008}' "$T/audit" ||
     fail "Claude's reply lacks its cost"
+# Replayed: no CLI, no tool, no fake API runs; no difference.
+expect_replay "$T/audit" "$SRCDIR/examples/mixed-tools/workflow.yaml"
 exit 0

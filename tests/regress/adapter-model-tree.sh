@@ -2,7 +2,8 @@
 # examples/model-tree offline (real CLIs, fake API): the Claude Code
 # planner's model spawns the Codex worker, whose model spawns the Gemini
 # reviewer; the reviewer's words come back up to the run's result, and
-# corral tree --log draws the three levels with tokens and cost.
+# corral tree --log draws the three levels with tokens and cost; corral
+# replay of the run spawns the same tree of stand-ins, no difference.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/adapter-lib.sh"
 fa_require claude codex gemini
@@ -27,4 +28,9 @@ grep -q '^planner \[STOPPED, depth 0, [0-9.]*s, [1-9][0-9]* tokens, \$0\.[0-9]*[
     grep -q '^`-- worker-1 \[STOPPED, depth 1, [0-9.]*s, [1-9][0-9]* tokens, \$0\.[0-9]*[1-9]' "$T/tree" &&
     grep -q '^    `-- reviewer-2 \[STOPPED, depth 2, [0-9.]*s, [1-9][0-9]* tokens, \$0\.[0-9]*[1-9]' "$T/tree" ||
     fail "corral tree does not show the three levels with tokens and cost: $(cat "$T/tree")"
+# Replayed: the stand-ins spawn the worker and the reviewer again, in
+# their places in the tree; no difference.
+expect_replay "$T/audit" "$ex/workflow.yaml" --log "$T/replayed"
+grep -q '"ev":"spawn","agent":"reviewer-2","name":"reviewer","adapter":"replay","parent":"worker-1"' "$T/replayed" ||
+    fail "the replay did not spawn the reviewer under the worker: $(grep '"ev":"spawn"' "$T/replayed")"
 exit 0

@@ -13,7 +13,9 @@
 # the agent it hands off to.  The
 # worker's ERROR_REPORT (medium) on its task goes with the task's outcome
 # and the run's result.  The audit
-# log tells the story, and every request has one outcome.
+# log tells the story, and every request has one outcome.  corral replay
+# of the run finds no difference (the worker's stand-in asks for help and
+# hands off again).
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 command -v jq >/dev/null 2>&1 || skip "jq is missing"
@@ -38,6 +40,17 @@ expect_rc 0
 [ "$(result_field "$OUT" .content.data.finding.severity)" = LOW ] ||
     fail "expected the planner to have heard the reviewer's finding: $(head -c 400 "$OUT")"
 expect_audit_ok "$LOG"
+# Replayed: the worker's stand-in asks for help by capability and hands
+# the request off again, as the worker did; no difference.
+expect_replay "$LOG" "$EX/workflow.yaml"
+# execute routed to the planner instead: the planner answers it as it did
+# after the handoff, and the worker's help request is not made.
+sed 's/^  execute: worker$/  execute: planner/' "$EX/workflow.yaml" >"$T/changed.yaml"
+timeout -k 5 $((60 * SLOW)) "$CORRAL" replay "$LOG" "$T/changed.yaml" >"$T/replay.out" 2>"$T/replay.err"
+[ $? = 1 ] || fail "a changed route: corral replay did not exit 1: $(cat "$T/replay.out" "$T/replay.err")"
+[ "$(cat "$T/replay.out")" = "route    plan#1@planner/execute#1: routed to planner; recorded: worker
+missing  plan#1@planner/execute#1@worker>analyze#1: recorded (routed to reviewer, replied), not made now" ] ||
+    fail "a changed route: the differences: $(cat "$T/replay.out")"
 # The worker's error report (RATE_LIMIT, medium) on its task: the task
 # went on, and its outcome and the run's result carry the report.
 result_field "$OUT" '.corral.errors' | jq -e 'length == 1 and .[0].error_type == "RATE_LIMIT"

@@ -354,6 +354,18 @@ expect_rc() {
 	[ "$RC" = "$1" ] || fail "expected exit status $1, got $RC"
 }
 
+# expect_replay LOG [WORKFLOW] [ARGS...]: corral replay of the recorded
+# run LOG finds no difference (exit 0, nothing on its stdout); its output
+# is in $T/replay.out and $T/replay.err ($OUT and $ERR are left alone).
+# The recorded run's agents are not run: no program of theirs is needed.
+expect_replay() {
+	timeout -k 5 $((60 * SLOW)) "$CORRAL" replay "$@" \
+	    >"$T/replay.out" 2>"$T/replay.err"
+	_rr=$?
+	[ "$_rr" = 0 ] && [ ! -s "$T/replay.out" ] ||
+	    fail "corral replay $*: exit $_rr, differences: $(head -c 2000 "$T/replay.out"); stderr: $(tail -n 5 "$T/replay.err")"
+}
+
 # Skip when corral ran without a pid namespace (it says so with -v).
 need_pidns() {
 	if log_has "no pid namespace"; then

@@ -166,7 +166,10 @@ routes=$(audit_routes "$LOG" | awk '$2 !~ /^lookup-/ { print $1 "/" $2 }' | tr '
 [ "$routes" = "plan/lead summarize/writer " ] ||
     fail "expected plan to the lead, then summarize to the writer: $routes"
 expect_audit_ok "$LOG"
-note "2. example: 4 children, 3 progress messages, the cheat sheet"
+# Replayed: the lead's stand-in spawns its four children again, each a
+# stand-in that answers as its child did; no difference.
+expect_replay "$LOG" "$EX/workflow.yaml"
+note "2. example: 4 children, 3 progress messages, the cheat sheet; replayed"
 
 # --- The agents of parts 3 and 4 ---------------------------------------------
 cat >"$T/team.py" <<'PY'

@@ -3,7 +3,8 @@
 #   - the validator sends the spec back twice (iterations 1-3), escalates
 #     once; corral answer gives the decision, the writer records it, the
 #     finisher writes the index: exit 0, "Feature 005-user-auth is
-#     specified.", every file in the workspace, nothing outside
+#     specified.", every file in the workspace, nothing outside; corral
+#     replay of it (the answer given again from the log): no difference
 #   - --on-escalate=exit (status 3), corral answer on the record, then
 #     corral run --resume: the same spec
 . "$(dirname "$0")/steps-lib.sh"
@@ -32,7 +33,13 @@ want "steps" "$(audit_lines step | sed -n 's/.*"step":"\([a-z]*\)","iteration":\
     "write 1 validate 1 write 2 validate 2 write 3 validate 3 write 4 validate 4 finish 1 "
 want "files in the workspace" "$(cd "$EX/work" && find . -type f | sort | tr '\n' ' ')" \
     "./specs/005-user-auth/index.md ./specs/005-user-auth/spec.md "
-note "run, answered with corral answer: ok"
+# Replayed (into a scratch workspace): the person's answer is given
+# again from the log; no difference.
+sed "s|^workspace:.*|workspace: $T/replayed|" "$EX/workflow.yaml" >"$EX/replay.yaml"
+expect_replay "$T/audit" "$EX/replay.yaml"
+[ -f "$T/replayed/specs/005-user-auth/index.md" ] ||
+    fail "the replay wrote no index: $(ls -R "$T/replayed" 2>&1)"
+note "run, answered with corral answer: ok; replayed"
 
 rm -rf "$EX/work"
 timeout $((60 * SLOW)) "$CORRAL" run "$EX/workflow.yaml" --goal "sign in" \

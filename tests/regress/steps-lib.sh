@@ -104,6 +104,10 @@ run_steps() {
 # with its control socket at $T/ctl.sock.
 start_steps() {
 	SOCK="$T/ctl.sock"
+	# Emptied here: a wait_log must never find the previous run's line
+	# before this corral has opened (and emptied) the file itself.
+	: >"$OUT"
+	: >"$ERR"
 	"$CORRAL" run "$T/wf.yaml" --log "$T/audit" --control "$SOCK" "$@" \
 	    >"$OUT" 2>"$ERR" </dev/null &
 	CORRAL_PID=$!

@@ -328,7 +328,7 @@ test_defaults_when_absent(void **state)
 	assert_true(a->backoff_min == 1);
 	assert_true(a->backoff_max == 30);
 	assert_int_equal(a->max_line, CORRAL_MAX_LINE_DEFAULT);
-	assert_int_equal(a->max_inflight, 16);
+	assert_int_equal(a->max_inflight, 0);	/* auto: the adaptive window */
 	assert_true(a->timeout == 30);
 	assert_true(a->stop_grace == 2);
 	assert_true(a->stop_timeout == 5);
@@ -1799,6 +1799,35 @@ test_default_list_not_string(void **state)
 	}
 }
 
+/*
+ * max_inflight is auto (the adaptive window, 0) unless a number is given;
+ * defaults: can fix it for every agent, and a word that is not auto is
+ * refused naming the key.
+ */
+static void
+test_max_inflight_auto(void **state)
+{
+	struct config_error	 err;
+	struct workflow		*wf;
+	const char		*bad = "agents:\n  a:\n    cmd: [cat]\n"
+	    "    max_inflight: often\n";
+
+	(void)state;
+	wf = load("agents:\n  a:\n    cmd: [cat]\n    max_inflight: auto\n"
+	    "  b:\n    cmd: [cat]\n    max_inflight: 64\n");
+	assert_int_equal(wf->agents[0].max_inflight, 0);
+	assert_int_equal(wf->agents[1].max_inflight, 64);
+	config_free(wf);
+	wf = load("defaults:\n  max_inflight: 8\nagents:\n  a:\n"
+	    "    cmd: [cat]\n  b:\n    cmd: [cat]\n    max_inflight: auto\n");
+	assert_int_equal(wf->agents[0].max_inflight, 8);
+	assert_int_equal(wf->agents[1].max_inflight, 0);
+	config_free(wf);
+	wf = config_load_string(bad, strlen(bad), "test.yaml", &err);
+	assert_null(wf);
+	assert_non_null(strstr(err.msg, "max_inflight"));
+}
+
 int
 main(void)
 {
@@ -1829,6 +1858,7 @@ main(void)
 		cmocka_unit_test(test_docs_match_table),
 		cmocka_unit_test(test_docs_examples_load),
 		cmocka_unit_test(test_default_list_not_string),
+		cmocka_unit_test(test_max_inflight_auto),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

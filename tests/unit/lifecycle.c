@@ -479,6 +479,33 @@ test_restart_backoff(void **state)
 #undef EPS
 }
 
+/*
+ * The adaptive window: it starts at 16, grows by one for each quick
+ * answer given while full, halves on a slow answer but never below 16,
+ * and never passes 1,024; a quick answer while not full changes nothing.
+ */
+static void
+test_adaptive_window(void **state)
+{
+	unsigned int	w = 0, i;
+
+	(void)state;
+	assert_int_equal(lifecycle_window_next(0, 3, 0.001), 16);
+	w = lifecycle_window_next(w, 16, 0.001);
+	assert_int_equal(w, 17);
+	assert_int_equal(lifecycle_window_next(w, 5, 0.001), 17);
+	assert_int_equal(lifecycle_window_next(w, 17, 0.05), 17);
+	for (i = 0; i < 5000; i++)
+		w = lifecycle_window_next(w, w, 0.002);
+	assert_int_equal(w, 1024);
+	w = lifecycle_window_next(w, w, 0.5);
+	assert_int_equal(w, 512);
+	for (i = 0; i < 20; i++)
+		w = lifecycle_window_next(w, w, 2.0);
+	assert_int_equal(w, 16);
+	assert_int_equal(lifecycle_window_next(w, w, 30.0), 16);
+}
+
 int
 main(void)
 {
@@ -495,6 +522,7 @@ main(void)
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_event_names),
 		cmocka_unit_test(test_restart_backoff),
+		cmocka_unit_test(test_adaptive_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
