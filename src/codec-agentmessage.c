@@ -16,8 +16,9 @@
  * is progress (_corral/progress), STATUS_UPDATE the agent's metadata and
  * reported state (map/agents/update), ERROR_REPORT a typed error: the
  * end of the task it names when its severity is high or critical, else a
- * report on it (_corral/report) that the task's outcome carries.  A message id seen before is a redelivery: it is
- * dropped (at-least-once senders repeat themselves).
+ * report on it (_corral/report) that the task's outcome carries.  A
+ * message whose id the codec accepted before is a redelivery (codec.c
+ * drops it).
  */
 
 #include <stdlib.h>
@@ -445,22 +446,12 @@ am_decode(struct codec_state *cs, json_t *m, json_t *frames,
     struct codec_error *err)
 {
 	json_t		*p = json_object_get(m, "payload"), *st;
-	const char	*type, *to, *id, *text;
+	const char	*type, *to, *text;
 
 	if (am_check(m, err) != 0)
 		return -1;
 	type = codec_str(m, "type", "");
 	to = codec_str(m, "to", "");
-	id = codec_str(m, "id", NULL);
-	if (id != NULL) {
-		/* A message id seen before: a redelivery, dropped. */
-		if (codec_recall_kind(cs, id, "seen") != NULL) {
-			json_array_append_new(frames, codec_alive());
-			return 0;
-		}
-		if (strcmp(type, "HEARTBEAT") != 0)
-			codec_remember(cs, id, NULL, "seen");
-	}
 	if (strcmp(type, "SUBSCRIBE") == 0 || strcmp(type, "UNSUBSCRIBE") == 0)
 		return am_subscribe(cs, m, frames, err, type[0] == 'S');
 	if (strncmp(to, "topic:", 6) == 0 || strcmp(to, "*") == 0)
@@ -885,15 +876,12 @@ am_tape_decode(struct codec_state *cs, struct jscan *js, const char *s,
 	    strcmp(buf, "*") == 0)))
 		return 0;
 	id_tok = JSCAN_GET(js, s, 0, "id");
-	if ((has_id = codec_tape_text(js, s, id_tok, id, sizeof id)) < 0 ||
-	    (has_id && codec_recall_kind(cs, id, "seen") != NULL))
-		return 0;	/* a redelivery: am_decode drops it */
+	if ((has_id = codec_tape_text(js, s, id_tok, id, sizeof id)) < 0)
+		return 0;
 	p = JSCAN_GET(js, s, 0, "payload");
 	task_tok = am_tape_task(js, s, p, md);
 	if (codec_tape_text(js, s, task_tok, task, sizeof task) != 1)
 		return 0;
-	if (has_id)
-		codec_remember(cs, id, NULL, "seen");
 	e = codec_recall(cs, task);
 	if ((v = JSCAN_GET(js, s, p, "result")) < 0)
 		v = p;
@@ -1014,6 +1002,16 @@ am_tape_encode(struct codec_state *cs, struct jscan *js, const char *s,
 	return 1;
 }
 
+/* The id of a message, for redeliveries (codec_ops' tape_id). */
+static int
+am_tape_id(struct jscan *js, const char *s, char *buf, size_t size,
+    const char **path)
+{
+	*path = "id";
+	return codec_tape_message_id(js, s, JSCAN_GET(js, s, 0, "id"),
+	    JSCAN_GET(js, s, 0, "type"), buf, size);
+}
+
 const struct codec_ops codec_agentmessage_ops = {
 	.name = "agentmessage",
 	.decode = am_decode,
@@ -1021,4 +1019,5 @@ const struct codec_ops codec_agentmessage_ops = {
 	.message_id = am_message_id,
 	.tape_decode = am_tape_decode,
 	.tape_encode = am_tape_encode,
+	.tape_id = am_tape_id,
 };

@@ -12,7 +12,8 @@
  * ("find:<messageId>"), so their answers come back to the agent in its
  * own terms without any state kept.  The members of a bus message that
  * have no place in an envelope travel in its "bus" member, and come back
- * unchanged when the envelope reaches another bus agent.
+ * unchanged when the envelope reaches another bus agent.  A message whose
+ * messageId the codec accepted before is a redelivery (codec.c drops it).
  */
 
 #include <stdlib.h>
@@ -882,6 +883,21 @@ bus_tape_encode(struct codec_state *cs, struct jscan *js, const char *s,
 	return 1;
 }
 
+/* The id of a message, for redeliveries (codec_ops' tape_id). */
+static int
+bus_tape_id(struct jscan *js, const char *s, char *buf, size_t size,
+    const char **path)
+{
+	int	hdr = JSCAN_GET(js, s, 0, "header");
+
+	if (hdr >= 0 && js->tok[hdr].type != JT_OBJECT)
+		return 0;
+	*path = jscan_get(js, s, hdr, "messageId") >= 0 ? "header.messageId" :
+	    "messageId";
+	return codec_tape_message_id(js, s, bus_tape_field(js, s, hdr,
+	    "messageId"), bus_tape_field(js, s, hdr, "type"), buf, size);
+}
+
 const struct codec_ops codec_bus_ops = {
 	.name = "bus",
 	.decode = bus_decode,
@@ -889,4 +905,5 @@ const struct codec_ops codec_bus_ops = {
 	.message_id = bus_message_id,
 	.tape_decode = bus_tape_decode,
 	.tape_encode = bus_tape_encode,
+	.tape_id = bus_tape_id,
 };

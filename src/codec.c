@@ -16,7 +16,9 @@
  * last CODEC_RING requests it delivered or made for its agent (their ids,
  * intents and kinds), so that an answer can name the intent of what it
  * answers, and a result come back as the kind of message the agent asked
- * with.
+ * with; and the ids of the last CODEC_RING messages it accepted from the
+ * agent, so that a message delivered again (at least once, as senders of
+ * critical and high messages do) is dropped, once for every dialect.
  *
  * Every line is scanned first (jscan.c, the grammar jansson accepts).  The
  * kinds every message of a dialect agent passes through (a request to it,
@@ -42,20 +44,29 @@ codec_alive(void)
 	    "heartbeat", "result");
 }
 
+/* Empty a ring. */
+static void
+codec_ring_init(struct codec_ring *r)
+{
+	size_t	i;
+
+	for (i = 0; i < CODEC_BUCKETS; i++)
+		r->buckets[i] = -1;
+	for (i = 0; i < CODEC_RING; i++)
+		r->e[i].chain = -1;
+}
+
 /* A codec's state for one agent. */
 struct codec_state *
 codec_create(const struct codec_ops *ops, const char *agent)
 {
 	struct codec_state	*cs;
-	size_t			 i;
 
 	cs = xcalloc(1, sizeof *cs);
 	cs->ops = ops;
 	strlcpy(cs->agent, agent, sizeof cs->agent);
-	for (i = 0; i < CODEC_BUCKETS; i++)
-		cs->buckets[i] = -1;
-	for (i = 0; i < CODEC_RING; i++)
-		cs->ring[i].chain = -1;
+	codec_ring_init(&cs->reqs);
+	codec_ring_init(&cs->seen);
 	return cs;
 }
 
@@ -81,53 +92,47 @@ codec_hash(const char *id, size_t *len)
 
 /* Take ring entry i out of its bucket, before it is used again. */
 static void
-codec_unlink(struct codec_state *cs, int16_t i)
+codec_unlink(struct codec_ring *r, int16_t i)
 {
-	int16_t	*pp = &cs->buckets[cs->ring[i].hash % CODEC_BUCKETS];
+	int16_t	*pp = &r->buckets[r->e[i].hash % CODEC_BUCKETS];
 
 	while (*pp != -1 && *pp != i)
-		pp = &cs->ring[*pp].chain;
+		pp = &r->e[*pp].chain;
 	if (*pp == i)
-		*pp = cs->ring[i].chain;
-	cs->ring[i].chain = -1;
+		*pp = r->e[i].chain;
+	r->e[i].chain = -1;
 }
 
 /*
- * Remember a request delivered to the agent, or made by it.  The ring
- * keeps the last CODEC_RING; an index by id finds one without a walk
- * over all of them, which every answer would otherwise cost.
+ * Put an id (with an intent and a kind) in a ring, over its oldest
+ * entry.  The index by id finds one without a walk over all of them,
+ * which every answer and every message id would otherwise cost.
  */
-void
-codec_remember(struct codec_state *cs, const char *id, const char *intent,
+static void
+codec_ring_put(struct codec_ring *r, const char *id, const char *intent,
     const char *kind)
 {
 	struct codec_entry	*e;
 	int16_t			 i;
 	size_t			 len;
 
-	if (id == NULL)
-		return;
-	i = (int16_t)(cs->next++ % CODEC_RING);
-	e = &cs->ring[i];
+	i = (int16_t)(r->next++ % CODEC_RING);
+	e = &r->e[i];
 	if (e->id[0] != '\0')
-		codec_unlink(cs, i);
+		codec_unlink(r, i);
 	strlcpy(e->id, id, sizeof e->id);
 	strlcpy(e->intent, intent != NULL ? intent : "", sizeof e->intent);
 	strlcpy(e->kind, kind != NULL ? kind : "", sizeof e->kind);
 	if (e->id[0] == '\0')
 		return;
 	e->hash = codec_hash(e->id, &len);
-	e->chain = cs->buckets[e->hash % CODEC_BUCKETS];
-	cs->buckets[e->hash % CODEC_BUCKETS] = i;
+	e->chain = r->buckets[e->hash % CODEC_BUCKETS];
+	r->buckets[e->hash % CODEC_BUCKETS] = i;
 }
 
-/*
- * What the codec remembers last of request id (of that kind, when kind
- * is given), or NULL.
- */
-const struct codec_entry *
-codec_recall_kind(const struct codec_state *cs, const char *id,
-    const char *kind)
+/* The newest entry of a ring with id (and kind, when given), or NULL. */
+static const struct codec_entry *
+codec_ring_get(const struct codec_ring *r, const char *id, const char *kind)
 {
 	const struct codec_entry	*e;
 	uint32_t			 h;
@@ -139,8 +144,8 @@ codec_recall_kind(const struct codec_state *cs, const char *id,
 	h = codec_hash(id, &len);
 	if (len == 0 || len >= CORRAL_ID_MAX)
 		return NULL;	/* remembered ids are 1 to 63 bytes */
-	for (i = cs->buckets[h % CODEC_BUCKETS]; i != -1; i = e->chain) {
-		e = &cs->ring[i];
+	for (i = r->buckets[h % CODEC_BUCKETS]; i != -1; i = e->chain) {
+		e = &r->e[i];
 		if (e->hash == h && strcmp(e->id, id) == 0 &&
 		    (kind == NULL || strcmp(e->kind, kind) == 0))
 			return e;
@@ -148,11 +153,31 @@ codec_recall_kind(const struct codec_state *cs, const char *id,
 	return NULL;
 }
 
+/* Remember a request delivered to the agent, or made by it. */
+void
+codec_remember(struct codec_state *cs, const char *id, const char *intent,
+    const char *kind)
+{
+	if (id != NULL)
+		codec_ring_put(&cs->reqs, id, intent, kind);
+}
+
+/*
+ * What the codec remembers last of request id (of that kind, when kind
+ * is given), or NULL.
+ */
+const struct codec_entry *
+codec_recall_kind(const struct codec_state *cs, const char *id,
+    const char *kind)
+{
+	return codec_ring_get(&cs->reqs, id, kind);
+}
+
 /* What the codec remembers last of request id, or NULL. */
 const struct codec_entry *
 codec_recall(const struct codec_state *cs, const char *id)
 {
-	return codec_recall_kind(cs, id, NULL);
+	return codec_ring_get(&cs->reqs, id, NULL);
 }
 
 /* Say why a line is refused, and where. */
@@ -522,10 +547,38 @@ codec_tape_kind(struct jscan *js, const char *s, char *buf, size_t size)
 }
 
 /*
+ * A message's id (the token id) in buf, for codec_ops' tape_id: 1 when
+ * it is a string of 1 to 63 bytes and the message (of type the token
+ * type) is no heartbeat, whose ids need not be unique.
+ */
+int
+codec_tape_message_id(struct jscan *js, const char *s, int id, int type,
+    char *buf, size_t size)
+{
+	char	t[16];
+
+	if (codec_tape_text(js, s, type, t, sizeof t) == 1 &&
+	    strcmp(t, "HEARTBEAT") == 0)
+		return 0;
+	if (size > CORRAL_ID_MAX)
+		size = CORRAL_ID_MAX;
+	return codec_tape_text(js, s, id, buf, size) == 1 && buf[0] != '\0';
+}
+
+/* Remember the id of a message the codec accepted ("" for none). */
+static void
+codec_seen(struct codec_state *cs, const char *mid)
+{
+	if (mid[0] != '\0')
+		codec_ring_put(&cs->seen, mid, NULL, NULL);
+}
+
+/*
  * Translate a line the agent wrote into one of corral's lines (made, to
  * be freed).  Returns 1 when the line goes on as it is (not JSON, or a
  * JSON-RPC frame: the usual checks answer it), 0 when translated, -1
- * with err when refused.
+ * with err when refused, CODEC_REDELIVERY with err (its message id in
+ * parent) when it repeats a message accepted before.
  */
 int
 codec_decode_line(struct codec_state *cs, const char *line, size_t len,
@@ -534,6 +587,8 @@ codec_decode_line(struct codec_state *cs, const char *line, size_t len,
 	struct jscan	*js;
 	struct jsonw	 j;
 	json_t		*msg, *frames;
+	const char	*idpath = "";
+	char		 mid[CORRAL_ID_MAX];
 	int		 rc;
 
 	*made = NULL;
@@ -546,11 +601,27 @@ codec_decode_line(struct codec_state *cs, const char *line, size_t len,
 		jscan_give(js);
 		return 1;
 	}
+	/*
+	 * At-least-once senders repeat themselves: a message id accepted
+	 * before (among the last CODEC_RING) is a redelivery.
+	 */
+	mid[0] = '\0';
+	if (cs->ops->tape_id != NULL &&
+	    cs->ops->tape_id(js, line, mid, sizeof mid, &idpath) == 1 &&
+	    codec_ring_get(&cs->seen, mid, NULL) != NULL) {
+		jscan_give(js);
+		err->code = "redelivery";
+		strlcpy(err->parent, mid, sizeof err->parent);
+		codec_refuse(err, idpath, "%s was accepted before: a "
+		    "redelivery, dropped", idpath);
+		return CODEC_REDELIVERY;
+	}
 	if (cs->ops->tape_decode != NULL && !cs->slow) {
 		jsonw_init(&j);
 		if (cs->ops->tape_decode(cs, js, line, &j)) {
 			jscan_give(js);
 			*made = jsonw_finish(&j, madelen);
+			codec_seen(cs, mid);
 			return 0;
 		}
 		jsonw_free(&j);
@@ -565,8 +636,10 @@ codec_decode_line(struct codec_state *cs, const char *line, size_t len,
 	if (rc == 0 && (*made = json_dumps(json_array_get(frames, 0),
 	    CORRAL_JSON_FLAGS)) == NULL)
 		rc = codec_refuse(err, "", "the message could not be written");
-	if (rc == 0)
+	if (rc == 0) {
 		*madelen = strlen(*made);
+		codec_seen(cs, mid);
+	}
 	if (rc != 0 && err->parent[0] == '\0' && cs->ops->message_id != NULL)
 		strlcpy(err->parent, cs->ops->message_id(msg),
 		    sizeof err->parent);

@@ -739,6 +739,7 @@ struct slot {
 	uint64_t		 last_pick;
 	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
+	int			 kicking;	/* in route_kick */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */
@@ -1145,13 +1146,14 @@ struct dialect_frame {
 #define DF_GARBAGE	2	/* no frame at all (not JSON): err says why */
 #define DF_INVALID	3	/* a frame with a problem: err says what */
 #define DF_BADRPC	4	/* a batch that is not JSON: err says why */
+#define DF_REDELIVERY	5	/* a message it accepted before: id names it */
 	const char		*line;	/* the frame's bytes: the line, or made */
 	size_t			 len;
 	char			*made;	/* a line the decoder made (freed) */
 	struct jscan		*js;	/* DF_ENVELOPE, DF_INVALID: its tape */
 	struct env		 env;	/* DF_ENVELOPE: its fields */
 	struct env_error	 err;	/* DF_GARBAGE, DF_INVALID, DF_BADRPC */
-	const char		*id;	/* DF_INVALID: the id it gave itself */
+	const char		*id;	/* DF_INVALID, DF_REDELIVERY: its id */
 	char			 idbuf[CORRAL_ID_MAX];
 };
 
@@ -1176,6 +1178,7 @@ struct dialect_consumers {
 struct dialect_stats {
 	uint64_t	 rejected;	/* bad lines, notices about output */
 	uint64_t	 notices_dropped;
+	uint64_t	 redeliveries;	/* messages seen before, dropped */
 };
 
 /* engine.c: what it asks of the sub-agent module about tasks. */
@@ -1914,8 +1917,8 @@ char	*adr007_reply(const char *, size_t, const char *, const char *,
 json_t	*adr007_read(const char *, size_t, struct adr007_error *);
 
 /* codec.c, codec-bus.c, codec-agentmessage.c */
-#define CODEC_RING	256	/* requests a codec remembers per agent */
-#define CODEC_BUCKETS	512	/* its index by id */
+#define CODEC_RING	256	/* requests (and message ids) a codec remembers */
+#define CODEC_BUCKETS	512	/* a ring's index by id */
 struct codec_entry {
 	char		 id[CORRAL_ID_MAX];
 	char		 intent[INTENT_NAME_MAX];
@@ -1923,13 +1926,18 @@ struct codec_entry {
 	uint32_t	 hash;		/* of id */
 	int16_t		 chain;		/* the next older entry of its bucket */
 };
+/* The last CODEC_RING entries, found by id. */
+struct codec_ring {
+	struct codec_entry	 e[CODEC_RING];
+	int16_t			 buckets[CODEC_BUCKETS];	/* newest first */
+	size_t			 next;
+};
 struct codec_ops;
 struct codec_state {
 	const struct codec_ops	*ops;
 	char			 agent[CORRAL_ID_MAX];
-	struct codec_entry	 ring[CODEC_RING];
-	int16_t			 buckets[CODEC_BUCKETS];	/* newest first */
-	size_t			 next;
+	struct codec_ring	 reqs;		/* requests delivered or made */
+	struct codec_ring	 seen;		/* ids of messages it accepted */
 	int			 slow;		/* tests: never the tape path */
 };
 struct codec_error {
@@ -1952,7 +1960,15 @@ struct codec_ops {
 			    const char *, struct jsonw *);
 	int		 (*tape_encode)(struct codec_state *, struct jscan *,
 			    const char *, struct jsonw *);
+	/*
+	 * The id of a message that a sender may deliver again (in buf, with
+	 * the path of its member in path): 1, or 0 when it has none (or
+	 * says nothing worth deduplicating: a heartbeat).
+	 */
+	int		 (*tape_id)(struct jscan *, const char *, char *, size_t,
+			    const char **);
 };
+#define CODEC_REDELIVERY	2	/* codec_decode_line: seen before */
 extern const struct codec_ops codec_bus_ops;
 extern const struct codec_ops codec_agentmessage_ops;
 json_t	*codec_alive(void);
@@ -1994,6 +2010,8 @@ void	 codec_tape_str_or(struct jsonw *, struct jscan *, const char *, int,
 void	 codec_tape_member(struct jsonw *, const char *, struct jscan *,
 	    const char *, int);
 void	 codec_tape_score(struct jsonw *, struct jscan *, const char *, int);
+int	 codec_tape_message_id(struct jscan *, const char *, int, int, char *,
+	    size_t);
 int	 codec_decode_line(struct codec_state *, const char *, size_t,
 	    char **, size_t *, struct codec_error *);
 char	*codec_encode_line(struct codec_state *, const char *, size_t,

@@ -5,7 +5,8 @@
  * of corral's lines, which is then read as multiagent-1.0 reads any
  * line, so it gets the same checks, limits and notices; a line corral
  * writes to the agent is translated, or not written at all when the
- * agent's dialect has nothing for it.
+ * agent's dialect has nothing for it.  A message the agent delivers
+ * again is dropped (DF_REDELIVERY).
  */
 
 #include <stdlib.h>
@@ -28,11 +29,11 @@ dialect_codec_decode(struct agent *a, void *state, struct dialect_frame *f,
 	if (rc == 1) {
 		/* Not JSON, or a JSON-RPC frame: read as it is. */
 		dialect_multiagent_decode(a, state, f, line, len);
-	} else if (rc < 0) {
+	} else if (rc < 0 || rc == CODEC_REDELIVERY) {
 		f->line = line;
 		f->len = len;
 		(void)jscan_run(f->js, line, len);	/* the tape of the line */
-		f->type = DF_INVALID;
+		f->type = rc < 0 ? DF_INVALID : DF_REDELIVERY;
 		f->err.code = err.code != NULL ? err.code : "invalid_envelope";
 		strlcpy(f->err.path, err.path, sizeof f->err.path);
 		strlcpy(f->err.msg, err.msg, sizeof f->err.msg);

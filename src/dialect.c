@@ -544,6 +544,18 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		if (dialect_use.control != NULL)
 			dialect_use.control(agent_peer(a), f->line, f->len);
 		return;
+	case DF_REDELIVERY:
+		/*
+		 * At least once, as its sender means it: the message had its
+		 * effect the first time.  Audited, counted, not answered (a
+		 * notice would look like the answer to a request).
+		 */
+		a->dialect.bad_streak = 0;
+		dialect_counts.redeliveries++;
+		log_debug("agent %s: %s", a->id, f->err.msg);
+		auditlog_event("redelivery", a->id, f->id, "path", f->err.path,
+		    "reason", f->err.msg, NULL);
+		return;
 	case DF_INVALID:
 		a->dialect.bad_streak = 0;
 		dialect_warn(a, "invalid %s: %s", a->dialect.d->noun,

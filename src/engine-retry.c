@@ -131,17 +131,19 @@ engine_should_retry(struct msg *m, const char *category, const char *code)
 
 /*
  * A request in flight at agent a fails and will be retried: if it is a
- * turn of a's one conversation, pin it to a and hold a's turns until the
- * retry is given to it (engine_retry), so that no later turn overtakes
- * it.  Called before the request leaves a, whose freed slot would
- * otherwise take the next turn at once.
+ * turn of a's one conversation, or addressed to a (a message to it, a
+ * child's task), pin it to a and hold a's turns until the retry is given
+ * to it (engine_retry), so that nothing sent to a later overtakes it:
+ * the messages of a task reach a in the order they were sent, a
+ * redelivery included.  Called before the request leaves a, whose freed
+ * slot would otherwise take the next turn at once.
  */
 void
 engine_pin(struct msg *m, struct agent *a, const char *category,
     const char *code)
 {
-	if (m->holds || !adapter_ordered(a) || !engine_will_serve(a) ||
-	    !engine_should_retry(m, category, code))
+	if (m->holds || !(adapter_ordered(a) || m->target == a) ||
+	    !engine_will_serve(a) || !engine_should_retry(m, category, code))
 		return;
 	m->target = a;
 	m->holds = 1;

@@ -317,6 +317,10 @@ metrics_requests(json_t *list)
 	x = metrics_add(list, "corral_rejected_lines_total", "counter",
 	    "Invalid lines from agents or stdin");
 	metrics_sample(x, NULL, NULL, (double)dialect_stats_get()->rejected);
+	x = metrics_add(list, "corral_redeliveries_total", "counter",
+	    "Messages of bus and AgentMessage agents dropped as redeliveries");
+	metrics_sample(x, NULL, NULL,
+	    (double)dialect_stats_get()->redeliveries);
 	x = metrics_add(list, "corral_retries_total", "counter",
 	    "Requests routed again after a transient failure");
 	metrics_sample(x, NULL, NULL, (double)st->retried);

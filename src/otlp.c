@@ -23,6 +23,10 @@
  * trace.parents of its envelope: a reply's id, which the last
  * OTLP_REPLIES replies map back to the request they answered.
  *
+ * --otlp http://HOST:PORT/PATH posts each batch to an OTLP/HTTP collector
+ * instead (otlp-http.c), from the same writer thread and queue: a POST
+ * that fails loses its batch, counted, and the next batch is tried.
+ *
  * Nothing here runs unless --otlp was given.
  */
 
@@ -37,6 +41,7 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "otlp-int.h"
 
 #define OTLP_BATCH	512	/* spans per line of the file */
 #define OTLP_REPLIES	4096	/* reply ids mapped to their requests */
@@ -57,7 +62,10 @@ struct otlp_line {
 };
 
 static char			*otlp_path;
+static int			 otlp_on;	/* exporting: the file is open */
 static int			 otlp_fd = -1;
+static int			 otlp_http;	/* posting to otlp_url instead */
+static struct otlp_url		 otlp_url;
 static struct jsonw		 otlp_spans;	/* the batch, a JSON array */
 static unsigned int		 otlp_nspans;
 static uint64_t			 otlp_total;
@@ -74,11 +82,14 @@ static TAILQ_HEAD(, otlp_line)	 otlp_queue =
 				    TAILQ_HEAD_INITIALIZER(otlp_queue);
 static size_t			 otlp_queued;	/* bytes */
 static uint64_t			 otlp_written;	/* bytes, ever */
+static uint64_t			 otlp_done;	/* lines written or lost */
 static uint64_t			 otlp_lost;	/* spans the writer lost */
 static unsigned int		 otlp_busy;	/* spans being written */
 static int			 otlp_error;	/* errno of a failed write */
 static int			 otlp_quit;
 static int			 otlp_said;	/* the loop said the error */
+static uint64_t			 otlp_failed;	/* POSTs that failed */
+static char			 otlp_why[256];	/* why the last one did */
 
 /* Export traces to path (before the run starts), or not (NULL). */
 void
@@ -127,25 +138,32 @@ otlp_line_free(void *arg)
  * frees it on the way out.
  */
 static int
-otlp_write_line(struct otlp_line *l)
+otlp_write_line(struct otlp_line *l, char *why, size_t len)
 {
 	volatile int	error;	/* set between setjmp and a cancel */
 
 	pthread_cleanup_push(otlp_line_free, l);
-	error = otlp_write(l->line, l->len);
+	if (otlp_http)
+		/* The body without the line's newline. */
+		error = otlp_http_post(&otlp_url, l->line, l->len - 1, why,
+		    len) == 0 ? 0 : -1;
+	else
+		error = otlp_write(l->line, l->len);
 	pthread_cleanup_pop(0);
 	return error;
 }
 
 /*
  * The writer thread: write each queued line, until told to quit and the
- * queue is empty.  After a failed write the rest is dropped, counted.
+ * queue is empty.  After a failed write the rest is dropped, counted; a
+ * POST that failed loses its own batch only.
  */
 static void *
 otlp_writer(void *arg)
 {
 	struct otlp_line	*l;
 	sigset_t		 all;
+	char			 why[256];
 	int			 error;
 
 	/* Signals are the loop's business, never this thread's. */
@@ -163,10 +181,15 @@ otlp_writer(void *arg)
 		error = otlp_error;
 		pthread_mutex_unlock(&otlp_mu);
 		if (error == 0)
-			error = otlp_write_line(l);
+			error = otlp_write_line(l, why, sizeof why);
 		pthread_mutex_lock(&otlp_mu);
 		otlp_busy = 0;
-		if (error != 0) {
+		otlp_done++;
+		if (error == -1) {
+			otlp_failed++;
+			strlcpy(otlp_why, why, sizeof otlp_why);
+			otlp_lost += l->spans;
+		} else if (error != 0) {
 			otlp_error = error;
 			otlp_lost += l->spans;
 		} else
@@ -179,22 +202,39 @@ otlp_writer(void *arg)
 	return NULL;
 }
 
-/* Open the file and start its writer; 0, or -1 with errno. */
+/*
+ * Open the file (or read the collector's URL) and start its writer; 0,
+ * or -1 with errno.
+ */
 int
 otlp_open(void)
 {
+	char	why[128];
+
 	if (otlp_path == NULL)
 		return 0;
-	/* Not blocking in open: a FIFO without a reader is an error. */
-	if ((otlp_fd = open(otlp_path, O_WRONLY | O_CREAT | O_TRUNC |
+	otlp_http = strncmp(otlp_path, "http://", 7) == 0;
+	if (otlp_http) {
+		if (otlp_http_parse(otlp_path, &otlp_url, why,
+		    sizeof why) != 0) {
+			log_warnx("--otlp %s: %s", otlp_path, why);
+			errno = EINVAL;
+			return -1;
+		}
+	} else if ((otlp_fd = open(otlp_path, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC | O_NONBLOCK, 0666)) == -1)
+		/* Not blocking in open: a FIFO without a reader is an error. */
 		return -1;
-	(void)fcntl(otlp_fd, F_SETFL, 0);	/* the writer may wait */
+	else
+		(void)fcntl(otlp_fd, F_SETFL, 0);	/* the writer may wait */
+	otlp_on = 1;
+	otlp_failed = 0;
+	otlp_why[0] = '\0';
 	otlp_replies = xcalloc(OTLP_REPLIES, sizeof *otlp_replies);
 	jsonw_init(&otlp_spans);
 	jsonw_array(&otlp_spans);
 	otlp_error = otlp_quit = otlp_said = 0;
-	otlp_lost = otlp_written = otlp_dropped = otlp_total = 0;
+	otlp_lost = otlp_written = otlp_done = otlp_dropped = otlp_total = 0;
 	otlp_threaded = pthread_create(&otlp_thread, NULL, otlp_writer,
 	    NULL) == 0;
 	return 0;
@@ -239,7 +279,7 @@ otlp_replied(const struct msg *m, const char *reply)
 {
 	struct otlp_reply	*r;
 
-	if (otlp_fd == -1 || reply == NULL)
+	if (!otlp_on || reply == NULL)
 		return;
 	r = &otlp_replies[otlp_next++ % OTLP_REPLIES];
 	strlcpy(r->reply, reply, sizeof r->reply);
@@ -318,6 +358,13 @@ otlp_queue_line(char *line, size_t len, unsigned int spans)
 
 	pthread_mutex_lock(&otlp_mu);
 	error = otlp_error;
+	if (otlp_failed > 0 && !otlp_said) {
+		/* Said once; the next batches are tried all the same. */
+		log_warnx("--otlp %s: a POST failed (%s); the spans of a batch "
+		    "that cannot be posted are dropped, and counted", otlp_path,
+		    otlp_why);
+		otlp_said = 1;
+	}
 	if (!otlp_threaded || error != 0 || otlp_queued + len > OTLP_QUEUE) {
 		pthread_mutex_unlock(&otlp_mu);
 		if (otlp_dropped == 0 && !otlp_said)
@@ -347,7 +394,7 @@ otlp_flush(void)
 	char		*spans, *line;
 	size_t		 slen, len;
 
-	if (otlp_fd == -1 || otlp_nspans == 0)
+	if (!otlp_on || otlp_nspans == 0)
 		return;
 	jsonw_array_end(&otlp_spans);
 	spans = jsonw_finish(&otlp_spans, &slen);
@@ -403,7 +450,7 @@ otlp_outcome(const struct msg *m, const char *outcome, const char *code,
 	const char	*parent;
 	int		 ok = strcmp(outcome, "replied") == 0;
 
-	if (otlp_fd == -1)
+	if (!otlp_on)
 		return;
 	parent = otlp_parent(m, pbuf, sizeof pbuf);
 	/* A request an agent made joins the trace of the one it works on. */
@@ -469,14 +516,14 @@ otlp_stop_writer(void)
 	otlp_quit = 1;
 	pthread_cond_broadcast(&otlp_cv);
 	while (!TAILQ_EMPTY(&otlp_queue) || otlp_busy > 0) {
-		seen = otlp_written;
+		seen = otlp_done;	/* a failed POST is progress too */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += OTLP_STUCK;
-		while (otlp_written == seen && (!TAILQ_EMPTY(&otlp_queue) ||
+		while (otlp_done == seen && (!TAILQ_EMPTY(&otlp_queue) ||
 		    otlp_busy > 0) && pthread_cond_timedwait(&otlp_cv,
 		    &otlp_mu, &until) != ETIMEDOUT)
 			;
-		if (otlp_written == seen && otlp_busy > 0) {
+		if (otlp_done == seen && otlp_busy > 0) {
 			stuck = otlp_busy;	/* nobody drains the file */
 			break;
 		}
@@ -496,7 +543,7 @@ otlp_stop_writer(void)
 	if (stuck > 0)
 		pthread_cancel(otlp_thread);
 	pthread_join(otlp_thread, NULL);
-	if (stuck > 0 && otlp_written == seen)
+	if (stuck > 0 && otlp_done == seen)
 		otlp_lost += stuck;	/* its write was cut short */
 }
 
@@ -506,7 +553,7 @@ otlp_close(void)
 {
 	uint64_t	dropped;
 
-	if (otlp_fd == -1)
+	if (!otlp_on)
 		return;
 	otlp_flush();
 	jsonw_free(&otlp_spans);
@@ -514,9 +561,13 @@ otlp_close(void)
 		otlp_stop_writer();
 	if (otlp_error != 0)
 		log_warnx("--otlp %s: %s", otlp_path, strerror(otlp_error));
-	if (close(otlp_fd) != 0)
+	if (otlp_failed > 0)
+		log_warnx("--otlp %s: %llu POSTs failed, the last: %s",
+		    otlp_path, (unsigned long long)otlp_failed, otlp_why);
+	if (otlp_fd != -1 && close(otlp_fd) != 0)
 		log_warn("--otlp %s", otlp_path);
 	otlp_fd = -1;
+	otlp_on = 0;
 	free(otlp_replies);
 	otlp_replies = NULL;
 	dropped = otlp_dropped + otlp_lost;

@@ -311,6 +311,7 @@ route_potential(const struct agent *a)
 }
 
 static void	route_dispatch(struct msg *, struct agent *);
+static void	route_kick_rows(struct agent *);
 
 /*
  * Return nonzero if a, whose load lifecycle_load gave, can take a message
@@ -537,8 +538,8 @@ route_dequeue(struct msg *m)
 }
 
 /*
- * Deliver a request addressed to one agent (a child's task): now if it
- * can take it, else when it is ready.
+ * Deliver a request addressed to one agent (a child's task, a message):
+ * now if it can take it and is not held, else when it is ready.
  */
 void
 route_direct(struct msg *m)
@@ -546,7 +547,7 @@ route_direct(struct msg *m)
 	struct agent	*a = m->target;
 
 	m->ri.row = NULL;
-	if (route_ready(a)) {
+	if (a->slot.held == 0 && route_ready(a)) {
 		route_dispatch(m, a);
 		return;
 	}
@@ -555,10 +556,12 @@ route_direct(struct msg *m)
 }
 
 /*
- * Hold an agent's turns (delta 1) while a request of its conversation
- * waits for its retry, or let them go (-1): held, it takes nothing from
- * the shared queues, so no later turn overtakes the one retried, which
- * comes back to it alone (route_direct).
+ * Hold an agent's turns (delta 1) while a request pinned to it (a turn
+ * of its conversation, a request addressed to it) waits for its retry,
+ * or let them go (-1): held, it takes nothing, from the shared queues or
+ * its own, so nothing that came later overtakes the one retried, which
+ * comes back to its own queue in the order it was accepted
+ * (route_insert) and goes first when the hold ends.
  */
 void
 route_hold(struct agent *a, int delta)
@@ -723,20 +726,38 @@ route_takeable(struct route *r, int level, struct agent *a)
 void
 route_kick(struct agent *a)
 {
+	struct msg	*m;
+
+	/*
+	 * A dispatch tells the lifecycle, whose news (ready to busy) kicks
+	 * a again: the loops below go on anyway, and a kick from inside one
+	 * would write later requests before the one being dispatched.
+	 */
+	if (a->slot.held > 0 || a->slot.kicking)
+		return;
+	a->slot.kicking = 1;
+	while ((m = route_direct_first(a)) != NULL && a->slot.held == 0 &&
+	    route_ready(a)) {
+		route_dequeue(m);
+		route_dispatch(m, a);
+	}
+	if (route_queued > 0 && a->slot.held == 0)
+		route_kick_rows(a);
+	a->slot.kicking = 0;
+}
+
+/* Give agent a the most urgent messages it may take from the rows. */
+static void
+route_kick_rows(struct agent *a)
+{
 	struct route	*r, *best_r;
 	struct msg	*m, *best;
 	ev_tstamp	 now;
 	size_t		 j;
 	int		 level, best_level, aged;
 
-	while ((m = route_direct_first(a)) != NULL && route_ready(a)) {
-		route_dequeue(m);
-		route_dispatch(m, a);
-	}
-	if (route_queued == 0 || a->slot.held > 0)
-		return;
 	now = ev_now(LOOP);
-	while (route_ready(a)) {
+	while (a->slot.held == 0 && route_ready(a)) {
 		best = NULL;
 		best_r = NULL;
 		best_level = -1;

@@ -13,7 +13,8 @@
  * result (the reply's content.data or content.text, as the JSON the agent
  * wrote, when at most TASKREG_TEXT bytes) or its error.  Each slot keeps
  * its result buffer for the next record, so the per-request cost is a
- * few copies and no allocation.
+ * few copies and no allocation; the reply's content is copied whole when
+ * it fits, and its value looked for only when the task is listed.
  */
 
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include "taskreg-int.h"
 
 #define TASKREG_ENDED	4096	/* ended requests of jobs kept */
+#define TASKREG_VALUE	1	/* a record's result: the reply's value */
+#define TASKREG_CONTENT	2	/* its content, whose value is the result */
 
 /* A request of a job that ended. */
 struct taskrec {
@@ -34,7 +37,7 @@ struct taskrec {
 	uint8_t		 intent;
 	uint8_t		 prio;
 	uint8_t		 kind;
-	uint8_t		 result_ok;	/* result holds the reply's value */
+	uint8_t		 result_ok;	/* what result holds: TASKREG_VALUE... */
 	unsigned int	 attempts;
 	uint64_t	 created_ms;
 	uint64_t	 ended_ms;
@@ -110,32 +113,69 @@ taskreg_jobs_slot(void)
 	return r;
 }
 
-/* Keep a reply's value (content.data, else text) when it is small. */
+/* Keep len bytes at s in a record's result buffer. */
+static void
+taskreg_jobs_keep(struct taskrec *r, const char *s, size_t len, int how)
+{
+	if (r->result == NULL)
+		r->result = xmalloc(TASKREG_TEXT + 1);
+	memcpy(r->result, s, len);
+	r->result[len] = '\0';
+	r->result_len = len;
+	r->result_ok = (uint8_t)how;
+}
+
+/*
+ * Keep a reply's value (content.data, else text) when it is small.  A
+ * content that fits is kept whole, and its value found only when the
+ * task is listed: most records never are, and looking for the value in
+ * every reply was most of what the registry cost a request.
+ */
 static void
 taskreg_jobs_result(struct taskrec *r, const struct engine_end *e)
 {
-	int	v;
+	const struct jtok	*t;
+	int			 v;
 
 	r->result_ok = 0;
 	r->result_len = 0;
-	if (e->js == NULL || e->env == NULL)
+	if (e->js == NULL || e->env == NULL || e->env->content < 0)
 		return;
-	/* Found here, not by the validator: most envelopes never need it. */
-	if (e->env->content < 0)
+	t = &e->js->tok[e->env->content];
+	if (t->len <= TASKREG_TEXT) {
+		taskreg_jobs_keep(r, e->line + t->off, t->len, TASKREG_CONTENT);
 		return;
+	}
 	if ((v = JSCAN_GET(e->js, e->line, e->env->content, "data")) < 0 ||
 	    e->js->tok[v].type == JT_NULL)
 		v = JSCAN_GET(e->js, e->line, e->env->content, "text");
 	if (v < 0)
 		return;
-	r->result_len = e->js->tok[v].len;
-	if (r->result_len > TASKREG_TEXT)
+	if (e->js->tok[v].len > TASKREG_TEXT) {
+		r->result_len = e->js->tok[v].len;
 		return;
-	if (r->result == NULL)
-		r->result = xmalloc(TASKREG_TEXT + 1);
-	memcpy(r->result, e->line + e->js->tok[v].off, r->result_len);
-	r->result[r->result_len] = '\0';
-	r->result_ok = 1;
+	}
+	taskreg_jobs_keep(r, e->line + e->js->tok[v].off, e->js->tok[v].len,
+	    TASKREG_VALUE);
+}
+
+/* The value of a kept result (a new reference), or NULL. */
+static json_t *
+taskreg_jobs_value(const struct taskrec *r)
+{
+	json_t	*c, *v;
+
+	if (r->result_ok == TASKREG_VALUE)
+		return json_loadb(r->result, r->result_len, JSON_DECODE_ANY,
+		    NULL);
+	if (r->result_ok != TASKREG_CONTENT ||
+	    (c = json_loadb(r->result, r->result_len, 0, NULL)) == NULL)
+		return NULL;
+	if ((v = json_object_get(c, "data")) == NULL || json_is_null(v))
+		v = json_object_get(c, "text");
+	json_incref(v);
+	json_decref(c);
+	return v;
 }
 
 /* An error's {code, category, message}, cut, as JSON. */
@@ -277,10 +317,10 @@ taskreg_jobs_ended(struct taskrec *r)
 	json_object_set_new(c, "tokens", json_real(r->tokens));
 	json_object_set_new(c, "cost", json_real(r->cost));
 	json_object_set_new(c, "attempts", json_integer(r->attempts));
-	if (r->result_ok && (v = json_loadb(r->result, r->result_len,
-	    JSON_DECODE_ANY, NULL)) != NULL)
+	if ((v = taskreg_jobs_value(r)) != NULL)
 		json_object_set_new(c, "result", v);
-	else if (r->status == TASK_COMPLETED && r->result_len > 0)
+	else if (r->status == TASK_COMPLETED && r->result_ok == 0 &&
+	    r->result_len > 0)
 		json_object_set_new(c, "result", json_pack("{s:b, s:I}",
 		    "truncated", 1, "bytes", (json_int_t)r->result_len));
 	if (r->error != NULL && (v = json_loads(r->error, 0, NULL)) != NULL)

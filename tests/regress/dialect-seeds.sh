@@ -12,8 +12,11 @@
 # ERROR_REPORT, and by a TASK_HANDOFF whose new agent accepts and
 # completes.  Routes may name a capability: an input goes to the agent
 # whose entry declares it, another to an agent that registered it at run
-# time.  Nothing is refused, every request has one outcome, and the audit
-# log tells the story.
+# time.  A message sent twice (the bus's REQUEST, an AgentMessage's
+# STATUS_UPDATE: the same id) is a redelivery: it has its effect once, and
+# the audit log says it was dropped; heartbeats are never dropped.  Nothing
+# is refused, every request has one outcome, and the audit log tells the
+# story.
 . "$(dirname "$0")/lib.sh"
 . "$TESTDIR/tools/wflib.sh"
 
@@ -39,13 +42,14 @@ echo '{"jsonrpc":"2.0","id":"caps","method":"map/agents/update","params":{"metad
 exec sh "$3" "$1" "$2"
 SH
 cat >"$T/bus.rules" <<'R'
-start bus-envelope.json bus-request.json bus-context.json
+start bus-envelope.json bus-request.json bus-request.json bus-context.json
 start bus-subscribe.json bus-find.json bus-publish.json bus-broadcast.json
 REQUEST bus-response.json
 REQUEST bus-error.json
 R
 cat >"$T/orchestrator.rules" <<'R'
 start agentmessage-task-assignment.json agentmessage-help-request.json
+start agentmessage-status-update.json agentmessage-heartbeat.json
 start agentmessage-status-update.json agentmessage-heartbeat.json
 R
 cat >"$T/coder.rules" <<'R'
@@ -169,6 +173,22 @@ jq -e '.content.data.files == ["parser.c"] and .agent.id == "reviewer"' "$T/r.in
     fail "in-am-3 should be reviewer's TASK_COMPLETE: $(cat "$T/r.in-am-3")"
 got reviewer '.type == "TASK_HANDOFF" and .payload.task_id == "in-am-3" and .payload.from_agent == "coder" and .payload.reason == "CAPABILITY_LIMIT" and .payload.history[0].event_type == "handoff"'
 got coder '.type == "TASK_HANDOFF" and .payload.accepted == true and .payload.agent_id == "reviewer"'
+
+# The REQUEST the bus agent sent twice reached agent-planner once; the
+# STATUS_UPDATE the orchestrator sent twice, once; both are in the audit
+# log as redeliveries, the heartbeats are not.
+wait_for 'jq -c "select(.ev == \"redelivery\")" "$LOG" | grep -c . | grep -qx 2' 20 ||
+    fail "expected 2 redelivery events: $(jq -c 'select(.ev == "redelivery")' "$LOG")"
+jq -c 'select(.ev == "redelivery" and .agent == "bus" and .id == "msg_req_1" and .path == "messageId")' "$LOG" | grep -q . ||
+    fail "the bus's second msg_req_1 should be a redelivery: $(jq -c 'select(.ev == "redelivery")' "$LOG")"
+jq -c 'select(.ev == "redelivery" and .agent == "orchestrator" and .id == "7f8d2c1e-0b1a-4c2d-9e3f-000000000009" and .path == "id")' "$LOG" | grep -q . ||
+    fail "the orchestrator's second STATUS_UPDATE should be a redelivery: $(jq -c 'select(.ev == "redelivery")' "$LOG")"
+n=$(jq -c 'select(.bus.header.messageId == "msg_req_1")' "$T/agent-planner.in" | wc -l)
+[ "$n" -eq 1 ] || fail "agent-planner got msg_req_1 $n times, not once"
+n=$(jq -c 'select(.header.correlationId == "msg_req_1")' "$T/bus.in" | wc -l)
+[ "$n" -eq 1 ] || fail "the bus agent got $n answers to msg_req_1, not one"
+"$CORRAL" metrics -S "$SOCK" | grep -qx 'corral_redeliveries_total 2' ||
+    fail "corral metrics should count 2 redeliveries: $("$CORRAL" metrics -S "$SOCK" | grep redeliver)"
 
 serve_eof
 corral_wait 20

@@ -9,7 +9,9 @@
 # a usage error before anything starts.  A file nobody drains (a FIFO
 # whose reader stopped reading, as a hung disk would) stalls nothing:
 # every input is answered, the spans that could not be written are
-# dropped and counted, and corral exits.
+# dropped and counted, and corral exits.  The same to an OTLP/HTTP
+# collector (--otlp http://...): what is posted passes the same checks;
+# a collector that refuses, or none, costs the spans, counted and said.
 . "$(dirname "$0")/lib.sh"
 
 N=1500
@@ -66,4 +68,45 @@ jq -e '[.resourceSpans[].scopeSpans[].spans[] | {n: .name, a: (.attributes[] | s
 corral_run 10 run "$SRCDIR/examples/mixed-team/workflow.yaml" --goal x --otlp "$T/no/such/dir/t.jsonl"
 expect_rc 2
 grep -q -- "--otlp" "$ERR" || fail "expected an error naming --otlp: $(cat "$ERR")"
+
+# --otlp http://HOST:PORT/PATH: the same run posted to a collector (a
+# tiny one on the loopback), each batch one POST of an
+# ExportTraceServiceRequest, which passes the same checks.
+command -v python3 >/dev/null 2>&1 || skip "python3 is missing (the test collector)"
+collector() {	# NAME [STATUS]: start a collector; its port in $T/NAME.port
+	python3 "$TESTDIR/tools/otlp-collector.py" "$T/$1.port" "$T/$1.jsonl" ${2:-} 8>&- 2>"$T/$1.err" &
+	wait_for "[ -s \"$T/$1.port\" ]" 10 || fail "the test collector did not start: $(cat "$T/$1.err")"
+	: >>"$T/$1.jsonl"
+}
+collector ok
+url="http://127.0.0.1:$(cat "$T/ok.port")/v1/traces"
+corral_run 30 run "$SRCDIR/examples/mixed-team/workflow.yaml" --goal "a report" \
+    --log "$T/audit2.ndjson" --otlp "$url"
+expect_rc 0
+! grep -q '^BAD' "$T/ok.jsonl" || fail "the collector got a bad request: $(grep '^BAD' "$T/ok.jsonl")"
+node "$OTLP_DIR/validate.mjs" "$prefix" "$T/ok.jsonl" --min-parents 2 >"$T/v2" 2>&1 ||
+    fail "what was posted does not pass: $(cat "$T/v2")"
+spans=$(jq '.resourceSpans[].scopeSpans[].spans | length' "$T/ok.jsonl" | awk '{ n += $1 } END { print n }')
+outcomes=$(jq -c 'select(.ev == "outcome")' "$T/audit2.ndjson" | wc -l)
+[ "$spans" = "$outcomes" ] || fail "$spans spans posted for $outcomes requests"
+note "posted: $(cat "$T/v2")"
+
+# A collector that answers 503, and none at all: the run ends as ever,
+# and each failed POST is counted and said, its spans dropped.
+collector busy 503
+for u in "http://127.0.0.1:$(cat "$T/busy.port")/v1/traces HTTP status 503" \
+    "http://127.0.0.1:1/v1/traces connect to 127.0.0.1:1"; do
+	corral_run 30 run "$SRCDIR/examples/mixed-team/workflow.yaml" --goal x --otlp "${u%% *}"
+	expect_rc 0
+	grep -qF -- "--otlp ${u%% *}: 1 POSTs failed, the last: ${u#* }" "$ERR" ||
+	    fail "expected the failed POST said: $(grep -- --otlp "$ERR")"
+	grep -q -- "--otlp .*: 3 spans, 3 of them dropped" "$ERR" ||
+	    fail "expected the lost spans counted: $(grep -- --otlp "$ERR")"
+done
+[ "$(grep -c . "$T/busy.jsonl")" -eq 1 ] || fail "the busy collector should have got one POST"
+
+corral_run 10 run "$SRCDIR/examples/mixed-team/workflow.yaml" --goal x --otlp "http://127.0.0.1:port/x"
+expect_rc 2
+grep -q -- "--otlp http://127.0.0.1:port/x: the port is not a number" "$ERR" ||
+    fail "expected an error naming the bad URL: $(cat "$ERR")"
 exit 0

@@ -86,29 +86,38 @@ codec_diff_lines(const char *a, const char *b, char *why, size_t whylen)
 	return same;
 }
 
-/* Do two codecs remember the same? */
+/* Do two rings of codecs hold the same? */
 static int
-codec_diff_states(struct codec_state *a, struct codec_state *b, char *why,
-    size_t whylen)
+codec_diff_ring(const struct codec_ring *a, const struct codec_ring *b,
+    const char *what, char *why, size_t whylen)
 {
 	size_t	i;
 
 	if (a->next != b->next) {
-		snprintf(why, whylen, "remembered %zu against %zu", a->next,
-		    b->next);
+		snprintf(why, whylen, "remembered %zu %s against %zu", a->next,
+		    what, b->next);
 		return 0;
 	}
 	for (i = 0; i < CODEC_RING; i++)
-		if (strcmp(a->ring[i].id, b->ring[i].id) != 0 ||
-		    strcmp(a->ring[i].intent, b->ring[i].intent) != 0 ||
-		    strcmp(a->ring[i].kind, b->ring[i].kind) != 0) {
+		if (strcmp(a->e[i].id, b->e[i].id) != 0 ||
+		    strcmp(a->e[i].intent, b->e[i].intent) != 0 ||
+		    strcmp(a->e[i].kind, b->e[i].kind) != 0) {
 			snprintf(why, whylen, "remembered %s/%s/%s against "
-			    "%s/%s/%s", a->ring[i].id, a->ring[i].intent,
-			    a->ring[i].kind, b->ring[i].id, b->ring[i].intent,
-			    b->ring[i].kind);
+			    "%s/%s/%s", a->e[i].id, a->e[i].intent,
+			    a->e[i].kind, b->e[i].id, b->e[i].intent,
+			    b->e[i].kind);
 			return 0;
 		}
 	return 1;
+}
+
+/* Do two codecs remember the same requests and message ids? */
+static int
+codec_diff_states(struct codec_state *a, struct codec_state *b, char *why,
+    size_t whylen)
+{
+	return codec_diff_ring(&a->reqs, &b->reqs, "requests", why, whylen) &&
+	    codec_diff_ring(&a->seen, &b->seen, "message ids", why, whylen);
 }
 
 /*

@@ -493,12 +493,99 @@ test_am_semantics(void **state)
 	    "params"), "metadata"), "resource_usage"));
 	json_decref(f);
 
-	/* The same message id again: a redelivery, only a sign of life. */
-	f = decode(cs, "agentmessage-status-update.json", &err);
-	assert_int_equal(json_array_size(f), 1);
-	assert_non_null(json_object_get(json_array_get(f, 0), "result"));
-	json_decref(f);
+	/* The same message id again: a redelivery, dropped. */
+	assert_null(decode(cs, "agentmessage-status-update.json", &err));
+	assert_string_equal(err.code, "redelivery");
+	assert_string_equal(err.path, "id");
+	assert_string_equal(err.parent, "7f8d2c1e-0b1a-4c2d-9e3f-000000000009");
 	codec_free(cs);
+}
+
+/* A line of a template: @ becomes the id m-ID, # the number n. */
+static void
+fill(char *buf, size_t size, const char *tmpl, int id, int n)
+{
+	size_t	o = 0;
+
+	for (; *tmpl != '\0' && o + 16 < size; tmpl++)
+		if (*tmpl == '@')
+			o += (size_t)snprintf(buf + o, size - o, "m-%d", id);
+		else if (*tmpl == '#')
+			o += (size_t)snprintf(buf + o, size - o, "%d", n);
+		else
+			buf[o++] = *tmpl;
+	buf[o] = '\0';
+}
+
+/*
+ * A message id a codec accepted before is a redelivery, in both dialects
+ * and both ways of translating: dropped with its id; a refused message's
+ * id and a heartbeat's are not remembered; the memory holds the last
+ * CODEC_RING ids.
+ */
+static void
+test_redelivery(void **state)
+{
+	static const char *const lines[2][3] = {
+		{ "{\"header\":{\"messageId\":\"@\",\"type\":\"RESPONSE\","
+		  "\"correlationId\":\"r-1\"},\"body\":{\"status\":\"SUCCESS\","
+		  "\"result\":#}}",
+		  "{\"messageId\":\"@\",\"type\":\"HEARTBEAT\",\"n\":#}",
+		  "{\"header\":{\"messageId\":\"@\",\"type\":\"GOSSIP\"},"
+		  "\"n\":#}" },
+		{ "{\"id\":\"@\",\"type\":\"TASK_COMPLETE\",\"payload\":"
+		  "{\"task_id\":\"r-1\",\"result\":#}}",
+		  "{\"id\":\"@\",\"type\":\"HEARTBEAT\",\"n\":#}",
+		  "{\"id\":\"@\",\"type\":\"GOSSIP\",\"n\":#}" },
+	};
+	const struct codec_ops	*ops[2] = { &codec_bus_ops,
+				    &codec_agentmessage_ops };
+	struct codec_state	*cs;
+	struct codec_error	 err;
+	json_t			*f;
+	char			 line[256];
+	int			 d, slow, i, k, rc;
+
+	for (d = 0; d < 2; d++)
+		for (slow = 0; slow < 2; slow++) {
+			cs = codec_create(ops[d], "a");
+			cs->slow = slow;
+			for (k = 0; k < 2; k++) {
+				/* An answer; the same id again, another body. */
+				fill(line, sizeof line, lines[d][0], 1, k);
+				f = decode_line(cs, line, strlen(line), &err,
+				    &rc);
+				assert_int_equal(rc, k == 0 ? 0 :
+				    CODEC_REDELIVERY);
+				json_decref(f);
+			}
+			assert_string_equal(err.code, "redelivery");
+			assert_string_equal(err.parent, "m-1");
+			assert_string_equal(err.path, d == 0 ?
+			    "header.messageId" : "id");
+			/* Heartbeats and refused lines: each time the same. */
+			for (k = 0; k < 2; k++)
+				for (i = 1; i < 3; i++) {
+					fill(line, sizeof line, lines[d][i],
+					    10 + i, k);
+					json_decref(decode_line(cs, line,
+					    strlen(line), &err, &rc));
+					assert_int_equal(rc, i == 1 ? 0 : -1);
+				}
+			/* CODEC_RING newer ids push m-1 out. */
+			for (i = 0; i < CODEC_RING; i++) {
+				fill(line, sizeof line, lines[d][0],
+				    100 + i, i);
+				json_decref(decode_line(cs, line, strlen(line),
+				    &err, &rc));
+				assert_int_equal(rc, 0);
+			}
+			fill(line, sizeof line, lines[d][0], 1, 2);
+			json_decref(decode_line(cs, line, strlen(line), &err,
+			    &rc));
+			assert_int_equal(rc, 0);
+			codec_free(cs);
+		}
 }
 
 /* corral's lines to an AgentMessage agent, by kind. */
@@ -607,6 +694,25 @@ rnd_id(void)
 		return json_string(long_id);
 	default:
 		return json_string(ids[rnd(sizeof ids / sizeof ids[0])]);
+	}
+}
+
+/*
+ * A message id of an agent: mostly new (a redelivery is dropped before
+ * either way translates it), at times one seen before, or an odd one.
+ */
+static json_t *
+rnd_msg_id(void)
+{
+	static unsigned int	n;
+
+	switch (rnd(10)) {
+	case 0:
+		return rnd_id();
+	case 1:
+		return json_sprintf("m-%u", rnd(n + 1));
+	default:
+		return json_sprintf("m-%u", ++n);
 	}
 }
 
@@ -748,7 +854,7 @@ rnd_bus_line(void)
 	rnd_set(h, "type", maybe(20, rnd(10) ? json_string(types[rnd(6)]) :
 	    rnd_value()));
 	rnd_set(h, "correlationId", maybe(10, rnd_id()));
-	rnd_set(h, "messageId", maybe(3, rnd_id()));
+	rnd_set(h, "messageId", maybe(3, rnd_msg_id()));
 	rnd_set(h, "priority", maybe(2, rnd_prio()));
 	rnd_set(h, "ttl", maybe(2, rnd(3) ? json_integer(rnd(2) ? 30000 : -5) :
 	    rnd_value()));
@@ -787,8 +893,7 @@ rnd_am_line(void)
 	    "corral" };
 	json_t	*m = json_object(), *p = json_object(), *md = json_object();
 
-	rnd_set(m, "id", maybe(4, rnd(10) ? json_sprintf("m-%u", rnd(40)) :
-	    rnd_id()));
+	rnd_set(m, "id", maybe(4, rnd_msg_id()));
 	rnd_set(m, "type", maybe(20, rnd(10) ? json_string(types[rnd(6)]) :
 	    rnd_value()));
 	rnd_set(m, "to", maybe(2, rnd(10) ? json_string(tos[rnd(5)]) :
@@ -869,6 +974,7 @@ main(void)
 		cmocka_unit_test(test_am_fixtures),
 		cmocka_unit_test(test_am_semantics),
 		cmocka_unit_test(test_am_encode),
+		cmocka_unit_test(test_redelivery),
 		cmocka_unit_test(test_bus_tape),
 		cmocka_unit_test(test_am_tape),
 	};
