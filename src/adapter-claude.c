@@ -78,6 +78,7 @@ struct claude_state {
 	char			*resume;	/* the next process's */
 	char			*resumed;	/* this process's */
 	char			*resume_failed;	/* one not resumed */
+	char			*carry;		/* a resumed run's, from the log */
 	struct claude_ref	 switching;	/* the request for it */
 	ev_timer		 timer;		/* initialize or interrupt */
 	json_t			*tasks;		/* task_id -> sub-agent record */
@@ -361,6 +362,50 @@ adapter_claude_switch(struct agent *a, struct msg *m, const char *want)
 	return 1;
 }
 
+/*
+ * The session a resumed run continues (a new string), for a request
+ * that names none, or NULL.  One claude could not resume is dropped: the
+ * request starts a new conversation, as it would have.
+ */
+static char *
+adapter_claude_carry(struct agent *a)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (st->carry == NULL)
+		return NULL;
+	if (st->resume_failed != NULL && strcmp(st->resume_failed,
+	    st->carry) == 0) {
+		log_warnx("agent %s: claude could not resume session %s from "
+		    "the log; the request starts a new conversation", a->id,
+		    st->carry);
+		free(st->carry);
+		st->carry = NULL;
+		return NULL;
+	}
+	return xstrdup(st->carry);
+}
+
+/*
+ * Continue session (a resumed run's, from the log) with the requests
+ * that name none: the first restarts claude with --resume, as one naming
+ * it would.  Not with session: fresh, where each is a new conversation.
+ */
+static int
+adapter_claude_resume_session(struct agent *a, const char *session)
+{
+	struct claude_state	*st = a->adapter->state;
+
+	if (st->fresh)
+		return -1;
+	if (st->session == NULL && st->turns == 0 && st->carry == NULL) {
+		st->carry = xstrdup(session);
+		log_info("agent %s: claude resumes session %s from the log",
+		    a->id, session);
+	}
+	return 0;
+}
+
 /* Is m the request a restart of ours is for?  It is given back after. */
 static int
 adapter_claude_keeps(struct agent *a, struct msg *m)
@@ -384,20 +429,27 @@ adapter_claude_request(struct agent *a, struct msg *m)
 {
 	struct claude_state	*st = a->adapter->state;
 	char			*want;
-	int			 taken;
+	int			 taken, carried = 0;
 
 	if (st->phase != CLAUDE_IDLE || st->pending.set) {
 		/* Only one request at a time (inflight_cap), so one waits. */
 		adapter_claude_ref(&st->pending, m);
 		return;
 	}
-	if ((want = adapter_request_session(m)) != NULL) {
+	if ((want = adapter_request_session(m)) == NULL &&
+	    (want = adapter_claude_carry(a)) != NULL)
+		carried = 1;
+	if (want != NULL) {
 		taken = adapter_claude_switch(a, m, want);
 		free(want);
 		if (taken)
 			return;
 		/* It continues this session: no /clear for it. */
 		st->switching.set = 0;
+		if (carried) {
+			free(st->carry);
+			st->carry = NULL;
+		}
 		adapter_claude_begin(a, m);
 		return;
 	}
@@ -1274,6 +1326,7 @@ adapter_claude_free(struct agent *a)
 	free(st->resume);
 	free(st->resumed);
 	free(st->resume_failed);
+	free(st->carry);
 	free(st);
 	a->adapter->state = NULL;
 }
@@ -1292,4 +1345,5 @@ const struct adapter_ops adapter_claude_ops = {
 	.inflight_cap = 1,
 	.keeps = adapter_claude_keeps,
 	.ordered = adapter_claude_ordered,
+	.resume_session = adapter_claude_resume_session,
 };

@@ -231,6 +231,25 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
 }
 
 /*
+ * Continue session (a resumed run's, from the log) with the next call,
+ * if the one conversation has none yet: one it ran in since wins.
+ */
+int
+adapter_cli_resume_session(struct agent *a, const char *session)
+{
+	struct adapter_cli	*cli = a->adapter->state;
+
+	if (!cli->one)
+		return -1;
+	if (cli->conversation == NULL) {
+		adapter_cli_set(&cli->conversation, session);
+		log_info("agent %s: %s resumes %s %s from the log", a->id,
+		    cli->tool->name, cli->tool->conversation, session);
+	}
+	return 0;
+}
+
+/*
  * A call ran in conversation id (NULL: it said none), resumed or not:
  * with conversation: one, the next call resumes it.  A resume that did
  * not even start means the conversation is gone: the next call starts a

@@ -538,4 +538,5 @@ const struct adapter_ops adapter_gemini_ops = {
 	.stop = adapter_cli_stop,
 	.free = adapter_cli_free,
 	.ordered = adapter_cli_ordered,
+	.resume_session = adapter_cli_resume_session,
 };

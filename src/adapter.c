@@ -338,6 +338,20 @@ adapter_ordered(struct agent *a)
 	return a->adapter->ops->ordered(a);
 }
 
+/*
+ * Continue session with a's requests that name none (a resumed run:
+ * the session its recorded replies named).  Returns 0, or -1 when a's
+ * adapter keeps no one conversation (none, or a new one per request).
+ */
+int
+adapter_resume_session(struct agent *a, const char *session)
+{
+	if (a->adapter == NULL || a->adapter->state == NULL ||
+	    a->adapter->ops->resume_session == NULL)
+		return -1;
+	return a->adapter->ops->resume_session(a, session);
+}
+
 /* A request expired or is given up: the tool should stop on it. */
 void
 adapter_cancel(struct agent *a, struct msg *m)

@@ -1354,6 +1354,12 @@ struct adapter_ops {
 	int		(*keeps)(struct agent *, struct msg *);
 	/* Its requests are turns of one conversation: keep their order. */
 	int		(*ordered)(struct agent *);
+	/*
+	 * Continue session (a CLI's session or thread id) with the requests
+	 * that name none, as a resumed run does (docs/resume.md); 0, or -1
+	 * when its requests do not share one conversation.
+	 */
+	int		(*resume_session)(struct agent *, const char *);
 };
 
 struct adapter {
@@ -2067,6 +2073,7 @@ int	 adapter_line(struct agent *, const char *, size_t);
 void	 adapter_cancel(struct agent *, struct msg *);
 int	 adapter_keeps(struct agent *, struct msg *);
 int	 adapter_ordered(struct agent *);
+int	 adapter_resume_session(struct agent *, const char *);
 char	*adapter_request_session(struct msg *);
 int	 adapter_stop(struct agent *);
 void	 adapter_free(struct agent *);
@@ -2117,6 +2124,7 @@ void	 adapter_cli_request(struct agent *, struct msg *);
 void	 adapter_cli_cancel(struct agent *, struct msg *);
 void	 adapter_cli_stop(struct agent *);
 int	 adapter_cli_ordered(struct agent *);
+int	 adapter_cli_resume_session(struct agent *, const char *);
 void	 adapter_cli_free(struct agent *);
 void	 adapter_cli_spawn(struct agent *, struct msg *, char **,
 	    const char *, void *);
@@ -2434,6 +2442,7 @@ void	 auditlog_read_close(struct auditlog_reader *);
 struct resume_log {
 	json_t		*paths;		/* path: {id, entry, answer, sent} */
 	json_t		*given;		/* first ids given back this run */
+	json_t		*sessions;	/* agent id: its last reply's session */
 	json_t		*goal;		/* the goal envelope */
 	char		*run;		/* the run id it continues */
 	char		*workflow;	/* run_start's */

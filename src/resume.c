@@ -81,6 +81,26 @@ resume_merge(struct resume_log *rl, struct replay_run *seg)
 		rl->goal = json_incref(seg->goal);
 }
 
+/*
+ * A reply line: the session (content.data.session_id) it names is where
+ * its agent's conversation is, the last one in the log winning.
+ */
+static void
+resume_session(struct resume_log *rl, json_t *line)
+{
+	const char	*ev = resume_str(line, "ev"), *agent, *s;
+	json_t		*data;
+
+	if (ev == NULL || strcmp(ev, "reply") != 0 ||
+	    (agent = resume_str(line, "agent")) == NULL)
+		return;
+	data = json_object_get(json_object_get(json_object_get(line, "env"),
+	    "content"), "data");
+	if ((s = resume_str(data, "session_id")) != NULL && *s != '\0' &&
+	    strlen(s) < 256)
+		json_object_set_new(rl->sessions, agent, json_string(s));
+}
+
 /* A line of ours that renamed a request: it is known by both ids. */
 static void
 resume_alias(struct replay_run *r, json_t *line)
@@ -108,6 +128,7 @@ resume_run_start(struct resume_log *rl, struct replay_run *seg, json_t *line)
 	    strcmp(resumes, rl->run) != 0) {
 		/* A run of its own: what came before is another run's. */
 		json_object_clear(rl->paths);
+		json_object_clear(rl->sessions);
 		json_decref(rl->goal);
 		rl->goal = NULL;
 		free(rl->run);
@@ -135,6 +156,7 @@ resume_free(struct resume_log *rl)
 {
 	json_decref(rl->paths);
 	json_decref(rl->given);
+	json_decref(rl->sessions);
 	json_decref(rl->goal);
 	free(rl->run);
 	free(rl->workflow);
@@ -159,6 +181,7 @@ resume_read(struct resume_log *rl, const char *path, FILE *f, char *why,
 	memset(rl, 0, sizeof *rl);
 	rl->paths = json_object();
 	rl->given = json_object();
+	rl->sessions = json_object();
 	if (auditlog_read_open(&r, path) != 0) {
 		snprintf(why, len, "%s: %s", path, strerror(errno));
 		return -1;
@@ -170,6 +193,7 @@ resume_read(struct resume_log *rl, const char *path, FILE *f, char *why,
 			resume_run_start(rl, &seg, j);
 		else if (rl->segments > 0) {
 			resume_alias(&seg, j);
+			resume_session(rl, j);
 			replay_feed(&seg, j);
 			if (json_is_number(t = json_object_get(j, "t")) &&
 			    json_number_value(t) > rl->seg_t)
@@ -308,7 +332,7 @@ resume_queue(struct msg *m, struct agent *a, char *line)
  * was sent before, its redelivery count (returns 0).
  */
 static int
-resume_answer(struct msg *m, struct agent *a)
+resume_route(struct msg *m, struct agent *a)
 {
 	json_t		*rec, *answer, *f;
 	const char	*path, *entry, *id;
@@ -360,6 +384,36 @@ resume_answer(struct msg *m, struct agent *a)
 		auditlog_json("retrace", a->id, f);
 	else
 		json_decref(f);
+	return 0;
+}
+
+/*
+ * Before the first request goes to agent a, its adapter continues the
+ * session a's replies in the log named last (docs/resume.md), once.
+ */
+static void
+resume_carry(struct agent *a)
+{
+	const char	*s;
+
+	if ((s = resume_str(resume_log->sessions, a->id)) == NULL)
+		return;
+	if (adapter_resume_session(a, s) == 0) {
+		auditlog_json("resume_session", a->id, json_pack("{s:s}",
+		    "session", s));
+	}
+	json_object_del(resume_log->sessions, a->id);
+}
+
+/* The route module's question: resume_route's, after resume_carry. */
+static int
+resume_answer(struct msg *m, struct agent *a)
+{
+	if (resume_log == NULL)
+		return 0;
+	if (resume_route(m, a))
+		return 1;
+	resume_carry(a);
 	return 0;
 }
 
