@@ -389,19 +389,20 @@ resume_route(struct msg *m, struct agent *a)
 
 /*
  * Before the first request goes to agent a, its adapter continues the
- * session a's replies in the log named last (docs/resume.md), once.
+ * session a's replies in the log named last (docs/resume.md), once.  An
+ * adapter that keeps no one conversation (or not yet) is asked again
+ * with its next request.
  */
 static void
 resume_carry(struct agent *a)
 {
 	const char	*s;
 
-	if ((s = resume_str(resume_log->sessions, a->id)) == NULL)
+	if ((s = resume_str(resume_log->sessions, a->id)) == NULL ||
+	    adapter_resume_session(a, s) != 0)
 		return;
-	if (adapter_resume_session(a, s) == 0) {
-		auditlog_json("resume_session", a->id, json_pack("{s:s}",
-		    "session", s));
-	}
+	auditlog_json("resume_session", a->id, json_pack("{s:s}", "session",
+	    s));
 	json_object_del(resume_log->sessions, a->id);
 }
 

@@ -3,7 +3,8 @@
  * file holds (lines that are not JSON, members of the wrong type, runs
  * that claim to resume others, renamed ids that point anywhere, a torn
  * last line), the reader never crashes, says why when it refuses, and
- * counts no path sent a negative number of times.
+ * counts no path sent a negative number of times, and remembers only
+ * sessions an adapter can take (non-empty strings under 256 bytes).
  */
 
 #include <stdio.h>
@@ -38,6 +39,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	json_object_foreach(rl.paths, k, v)
 		if (json_integer_value(json_object_get(v, "sent")) < 0)
+			abort();
+	json_object_foreach(rl.sessions, k, v)
+		if (!json_is_string(v) || json_string_length(v) == 0 ||
+		    json_string_length(v) >= 256)
 			abort();
 	resume_free(&rl);
 	return 0;
