@@ -1253,40 +1253,6 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 	return 0;
 }
 
-/*
- * Return nonzero if line is a child's result for the stdin client that
- * spawned it: a map/message notification to it with meta.isResult and
- * relationship child-to-parent, as docs/control.md says a client's
- * agent's task result comes back.  Whether it comes before the input
- * ends depends on how fast the child is, so it may or may not be seen.
- */
-static int
-fz_child_result(const char *line, size_t len)
-{
-	json_t		*j, *m, *meta;
-	const char	*to;
-	int		 ok;
-
-	if ((j = json_loadb(line, len, 0, NULL)) == NULL)
-		return 0;
-	m = json_object_get(json_object_get(j, "params"), "message");
-	meta = json_object_get(m, "meta");
-	to = json_string_value(json_object_get(json_object_get(m, "to"),
-	    "participant"));
-	ok = json_object_get(j, "id") == NULL &&
-	    json_is_string(json_object_get(j, "method")) &&
-	    strcmp(json_string_value(json_object_get(j, "method")),
-	    "map/message") == 0 &&
-	    json_is_true(json_object_get(meta, "isResult")) &&
-	    json_is_string(json_object_get(meta, "relationship")) &&
-	    strcmp(json_string_value(json_object_get(meta, "relationship")),
-	    "child-to-parent") == 0 &&
-	    to != NULL && strcmp(to, fz.client.name) == 0 &&
-	    json_is_object(json_object_get(m, "payload"));
-	json_decref(j);
-	return ok;
-}
-
 /* A line corral wrote on serve's stdout. */
 static void
 fz_stdout_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
@@ -1301,7 +1267,7 @@ fz_stdout_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 		fz.responses++;
 	else if (k == 0)
 		fz.outputs++;
-	else if (!fz_child_result(line, len))
+	else
 		fz_fail("stdout: corral sent the client a request: %.*s",
 		    (int)len, line);
 }
