@@ -961,6 +961,43 @@ test_am_tape(void **state)
 	diff_dialect(&codec_agentmessage_ops, rnd_am_line);
 }
 
+/*
+ * An agent's number of more than 15 significant digits: the tape copies
+ * its digits, jansson writes 15 of them, and the two ways agree.
+ */
+static void
+test_am_number_digits(void **state)
+{
+	static const char	 line[] = "{\"id\":\"d-0\",\"type\":"
+	    "\"TASK_COMPLETE\",\"from\":\"w\",\"to\":\"corral\","
+	    "\"payload\":{\"task_id\":\"r-1\",\"x\":5.8222222222222220}}";
+	struct codec_state	*tape = codec_create(&codec_agentmessage_ops,
+				    "b");
+	struct codec_state	*tree = codec_create(&codec_agentmessage_ops,
+				    "b");
+	struct codec_error	 e;
+	char			*a = NULL, *b = NULL, why[512];
+	size_t			 la = 0, lb = 0;
+
+	assert_int_equal(codec_decode_line(tape, line, strlen(line), &a, &la,
+	    &e), 0);
+	assert_non_null(strstr(a, "\"x\":5.8222222222222220"));
+	tree->slow = 1;
+	assert_int_equal(codec_decode_line(tree, line, strlen(line), &b, &lb,
+	    &e), 0);
+	assert_non_null(strstr(b, "\"x\":5.82222222222222}"));
+	free(a);
+	free(b);
+	codec_free(tape);
+	codec_free(tree);
+	tape = codec_create(&codec_agentmessage_ops, "b");
+	tree = codec_create(&codec_agentmessage_ops, "b");
+	if (!codec_diff(tape, tree, line, strlen(line), 0, why, sizeof why))
+		fail_msg("%s", why);
+	codec_free(tape);
+	codec_free(tree);
+}
+
 int
 main(void)
 {
@@ -977,6 +1014,7 @@ main(void)
 		cmocka_unit_test(test_redelivery),
 		cmocka_unit_test(test_bus_tape),
 		cmocka_unit_test(test_am_tape),
+		cmocka_unit_test(test_am_number_digits),
 	};
 
 	log_init(0);
