@@ -8,7 +8,8 @@
 # call.  The fourth resumes the session the third ran in, the fake API
 # seeing the third turn with it: with agent three a Codex CLI with
 # conversation: one (codex exec resume THREAD), then a Claude Code
-# (restarted with --resume SESSION).
+# (restarted with --resume SESSION), then a Gemini CLI with conversation:
+# one (gemini --resume SESSION).
 if [ "${1:-}" = --inner ]; then
 	. "$(dirname "$0")/adapter-lib.sh"
 	# calls WORD: how many model turns the fake API got for that link.
@@ -55,9 +56,15 @@ fi
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/adapter-lib.sh"
 fa_require codex
-# Claude Code too, when it can be installed.
+# Claude Code and the Gemini CLI too, each when it can be installed.
 tools=codex
-sh "$FA_DIR/install.sh" claude >/dev/null 2>&1 && tools="codex claude"
+for t in claude gemini; do
+	if sh "$FA_DIR/install.sh" "$t" >/dev/null 2>&1; then
+		tools="$tools $t"
+	else
+		note "SKIPPED for $t: it cannot be installed here"
+	fi
+done
 
 export FAKEAPI_DUMP="$T/dump"
 
@@ -71,10 +78,12 @@ crash_resume() {
 		says="codex resumes thread" ;;
 	claude)	three="claude"
 		says="claude resumes session" ;;
+	gemini)	three="{type: gemini, conversation: one}"
+		says="gemini resumes session" ;;
 	esac
 	cat >"$T/wf.yaml" <<YAML
 name: adapter-crash-resume
-env_allow: [ANTHROPIC_*, CLAUDE_*, DISABLE_*, IS_SANDBOX, CODEX_HOME, FAKEAPI_KEY]
+env_allow: [ANTHROPIC_*, CLAUDE_*, DISABLE_*, IS_SANDBOX, CODEX_HOME, FAKEAPI_KEY, GEMINI_*, GOOGLE_GEMINI_BASE_URL]
 start: execute
 agents:
   one:
