@@ -26,7 +26,7 @@ cat >"$T/chain.sh" <<'EOF'
 #!/bin/sh
 # One link of a chain: records "recv STEP TRACE_ID REDELIVERY", blocks on
 # the step the gate file names, and proposes the next link (the last one
-# a summarize for the boss).
+# a summarize for the boss).  Each reply reports 100 tokens.
 RECV=$1 LAST=$2 GATE=$3
 me=${CORRAL_AGENT_ID:-chain}
 pick() {
@@ -60,7 +60,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 	next=execute task="link $((step + 1))"
 	[ $((step % 2)) = 1 ] && next=analyze
 	[ "$step" -ge "$LAST" ] && next=summarize task="sum up"
-	printf '{"protocol":"multiagent-1.0","role":"agent","agent":{"id":"%s","name":"chain","model":"sh","version":"1"},"timestamp":"2026-01-01T00:00:00Z","intent":"execute","task":"link %s","content":{"type":"text","text":"chain %s"},"confidence":{"score":0.9},"outputs":{"next_actions":[{"intent":"%s","task":"%s","args":{"step":%s,"acc":"%s"}}]},"trace":{"id":"%s-%s-%s","parents":["%s"]}}\n' \
+	printf '{"protocol":"multiagent-1.0","role":"agent","agent":{"id":"%s","name":"chain","model":"sh","version":"1"},"timestamp":"2026-01-01T00:00:00Z","intent":"execute","task":"link %s","content":{"type":"text","text":"chain %s"},"confidence":{"score":0.9},"outputs":{"next_actions":[{"intent":"%s","task":"%s","args":{"step":%s,"acc":"%s"}}]},"trace":{"id":"%s-%s-%s","parents":["%s"],"cost":{"input_tokens":100,"output_tokens":0}}}\n' \
 	    "$me" "$step" "$acc" "$next" "$task" "$((step + 1))" "$acc" \
 	    "$me" "$$" "$step" "$id"
 done
@@ -134,7 +134,8 @@ crash() {
 	20) rm -f "$T/gb" ;;
 	*) echo "$1" >"$GATE" ;;
 	esac
-	corral_start run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+	corral_start run "${CRASH_WF:-$T/wf.yaml}" --goal go --log "$LOG" \
+	    --no-control
 	case $1 in
 	19|20) wait_for '[ "$(routes)" -ge 21 ]' 20 ||
 	    fail "run $1: the workers' tasks were not routed: $(routes) routes" ;;
@@ -248,6 +249,37 @@ expect_rc 1
 [ "$(out_get content.data.code)" = deadline ] ||
     fail "a deadline spent before: not ended by the deadline: $(cat "$OUT")"
 log_has "100.5s of its deadline spent" || fail "a deadline spent before: not said: $(cat "$ERR")"
+
+# Step counts and budgets carry over: the answers from the log count
+# again, so a run bounded by max_steps, or by a token budget (each reply
+# reports 100 tokens), stops where a run never killed stops: the same
+# error, the same links reached.
+# links: the links that reached an agent, each once, in order.
+links() {
+	sed -n 's/^recv \([0-9]*\) .*/\1/p' "$RECV" | sort -n -u | tr '\n' ' '
+}
+for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
+	code=${limit%%:*}
+	[ "$code" = budget ] && code=budget_exceeded
+	sed "s/^  max_steps: 50\$/  $limit/" "$T/wf.yaml" >"$T/wf-limit.yaml"
+	rm -f "$LOG" "$RECV" "$GATE"
+	corral_run 30 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
+	expect_rc 1
+	[ "$(out_get content.data.code)" = "$code" ] ||
+	    fail "$limit, never killed: not ended by $code: $(cat "$OUT")"
+	want=$(links)
+	CRASH_WF=$T/wf-limit.yaml crash 5
+	rm -f "$GATE"
+	corral_run 30 resume "$LOG" --no-control
+	expect_rc 1
+	[ "$(out_get content.data.code)" = "$code" ] ||
+	    fail "$limit, resumed: not ended by $code: $(cat "$OUT")"
+	[ "$(links)" = "$want" ] ||
+	    fail "$limit, resumed: links reached '$(links)', never killed '$want'"
+	[ "$(grep -c '^recv ' "$RECV")" = $(($(echo $want | wc -w) + 1)) ] ||
+	    fail "$limit, resumed: only link 5 should have gone twice: $(cat "$RECV")"
+	note "$limit: links $want reached, never killed and resumed"
+done
 
 # Refused: a run that ended, a file that is not a log.
 corral_run 10 resume "$LOG" --no-control
