@@ -294,7 +294,7 @@ struct ndjson_reader {
 	int	 truncate;
 	int	 stop;		/* hand out no more lines of this chunk */
 	int	 held;		/* buf holds the rest of a stopped chunk */
-	char	 head[NDJSON_HEAD];	/* the start of a line discarded */
+	char	*head;		/* the start of a line discarded */
 	size_t	 headlen;
 };
 

@@ -40,10 +40,13 @@ ndjson_reader_init(struct ndjson_reader *r, size_t max, int truncate)
 	r->truncate = truncate;
 }
 
-/* Release a reader's buffer. */
+/* Release a reader's buffers. */
 void
 ndjson_reader_free(struct ndjson_reader *r)
 {
+	free(r->head);
+	r->head = NULL;
+	r->headlen = 0;
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;
@@ -104,13 +107,26 @@ ndjson_drop(struct ndjson_reader *r)
 	r->len = r->cap = 0;
 }
 
+/* Forget the head of a line too long, once it was reported. */
+static void
+ndjson_drop_head(struct ndjson_reader *r)
+{
+	free(r->head);
+	r->head = NULL;
+	r->headlen = 0;
+}
+
 /*
  * A line turned out too long: keep the first NDJSON_HEAD bytes of the
- * part held (the discarding that follows adds from the chunks).
+ * part held (the discarding that follows adds from the chunks).  The
+ * head is allocated here, not in every reader: an idle agent's readers
+ * never need it.
  */
 static void
 ndjson_keep_head(struct ndjson_reader *r)
 {
+	if (r->head == NULL)
+		r->head = xmalloc(NDJSON_HEAD);
 	r->headlen = r->len < NDJSON_HEAD ? r->len : NDJSON_HEAD;
 	if (r->headlen > 0)
 		memcpy(r->head, r->buf, r->headlen);
@@ -155,6 +171,7 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			r->discarded = 0;
 			r->lines++;
 			ndjson_drop(r);
+			ndjson_drop_head(r);
 			data = nl + 1;
 			if (r->stop)
 				break;
@@ -271,6 +288,7 @@ ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
 	} else if (r->len > 0)
 		ndjson_emit(r, r->buf, r->len, cb, arg);
 	ndjson_drop(r);
+	ndjson_drop_head(r);
 	r->stop = r->held = 0;
 }
 
