@@ -68,10 +68,13 @@ echo "== tests under the sanitizers"
 run_tests build-asan ON ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-# A fixed seed (CORRAL_FUZZ_SEED, 1 by default; 0 draws one) makes a
-# failure here one that the next run repeats: what a random seed finds on
-# one run in fifty belongs to a long campaign (tests/README.md), not to
-# the check that decides whether a change lands.
+# A fixed seed (CORRAL_FUZZ_SEED, 1 by default; 0 draws one) makes each
+# run try the same inputs in the same order, as far as its time gets (a
+# faster machine tries more; fuzz_engine runs real agents, so timing
+# matters there too): what a random seed finds on one run in fifty
+# belongs to a long campaign (tests/README.md), not to the check that
+# decides whether a change lands.  A failing input is saved, and
+# `build-fuzz/fuzz/fuzz_TARGET FILE` runs it again.
 echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=15}s each, seed ${CORRAL_FUZZ_SEED:=1}, over their seed corpora)"
 corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
     -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
