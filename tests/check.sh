@@ -73,8 +73,8 @@ run_tests build-asan ON ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 # faster machine tries more; fuzz_engine runs real agents, so timing
 # matters there too): what a random seed finds on one run in fifty
 # belongs to a long campaign (tests/README.md), not to the check that
-# decides whether a change lands.  A failing input is saved, and
-# `build-fuzz/fuzz/fuzz_TARGET FILE` runs it again.
+# decides whether a change lands.  A failing input is printed in base64:
+# decoded into FILE, `build-fuzz/fuzz/fuzz_TARGET FILE` runs it again.
 echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=15}s each, seed ${CORRAL_FUZZ_SEED:=1}, over their seed corpora)"
 corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
     -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
@@ -91,7 +91,12 @@ for t in framer jscan_diff envelope config control engine adr007 codec_diff \
 	    "$OLDPWD/tests/fuzz/corpus/$t" >"$work/$t.log" 2>&1); then
 		echo "fuzz_$t FAILED:" >&2
 		tail -n 40 "$work/$t.log" >&2
-		ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* 2>/dev/null >&2
+		# The work directory goes at exit: the input goes into the
+		# log, to be run again with fuzz_$t FILE once decoded.
+		for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-*; do
+			[ -f "$f" ] || continue
+			echo "${f##*/} (base64): $(base64 -w 0 "$f")" >&2
+		done
 		exit 1
 	fi
 	echo "fuzz_$t: $(grep -E '^Done' "$work/$t.log")"
