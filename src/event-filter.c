@@ -26,12 +26,14 @@ enum {
 	EF_FROM_ROLES,
 	EF_ROLES,
 	EF_CORR,
+	EF_SCOPES,
 	EF_PREFIXES,		/* eventTypes ending in .* (normalized, no *) */
 	EF_NLISTS
 };
 
 static const char *const event_filter_keys[] = {
-	"eventTypes", "fromAgents", "fromRoles", "roles", "correlationIds"
+	"eventTypes", "fromAgents", "fromRoles", "roles", "correlationIds",
+	"scopes"
 };
 #define EF_NKEYS	(sizeof event_filter_keys / sizeof event_filter_keys[0])
 
@@ -42,7 +44,6 @@ struct event_filter {
 	int		 flags;
 #define EF_TYPED	0x01	/* eventTypes is not empty */
 #define EF_ANYTYPE	0x02	/* and holds "*" */
-#define EF_NOTHING	0x04	/* scopes: corral has none */
 #define EF_FIELDS	0x08	/* reads more than the type */
 	const char	**list[EF_NLISTS];
 	size_t		 n[EF_NLISTS];
@@ -86,8 +87,8 @@ event_filter_measure(json_t *f, size_t *nstr, size_t *nbytes, char *why,
 		snprintf(why, len, "filter must be an object");
 		return -1;
 	}
-	for (j = 0; j < EF_NKEYS + 1; j++) {
-		k = j < EF_NKEYS ? event_filter_keys[j] : "scopes";
+	for (j = 0; j < EF_NKEYS; j++) {
+		k = event_filter_keys[j];
 		if ((a = json_object_get(f, k)) == NULL)
 			continue;
 		if (!json_is_array(a)) {
@@ -191,7 +192,8 @@ event_filter_fill(struct event_filter *ef, json_t *f, const char ***slot,
 		ef->n[j] = (size_t)(*slot - ef->list[j]);
 		qsort(ef->list[j], ef->n[j], sizeof *ef->list[j],
 		    event_filter_cmp);
-		if (ef->n[j] > 0)
+		/* A scope is read from the event's text. */
+		if (ef->n[j] > 0 && j != EF_SCOPES)
 			ef->flags |= EF_FIELDS;
 	}
 }
@@ -223,8 +225,6 @@ event_filter_compile(json_t *f, struct event_filter **out, char *why,
 	slot = ef->slot;
 	text = (char *)(ef->slot + nstr + nstr);
 	event_filter_fill(ef, f, &slot, &text);
-	if (json_array_size(json_object_get(f, "scopes")) > 0)
-		ef->flags |= EF_NOTHING;
 	md = json_object_get(f, "metadataMatch");
 	ef->mkey = slot;
 	ef->mval = slot + json_object_size(md);
@@ -264,7 +264,7 @@ event_filter_fields(const struct event_filter *ef)
 	if (ef == NULL)
 		return 0;
 	return ((ef->flags & EF_FIELDS) ? EVENT_FIELDS_KEYS : 0) |
-	    (ef->nmeta > 0 ? EVENT_FIELDS_TEXT : 0);
+	    (ef->nmeta > 0 || ef->n[EF_SCOPES] > 0 ? EVENT_FIELDS_TEXT : 0);
 }
 
 /* Is v in a sorted list (an empty list allows anything)? */
@@ -300,6 +300,37 @@ event_filter_type(const struct event_filter *ef, const char *t)
 	return 0;
 }
 
+/* The event's text as JSON, parsed once for every filter that reads it. */
+static json_t *
+event_filter_parsed(struct event_fields *e)
+{
+	if (!e->parsed) {
+		e->parsed = 1;
+		e->ev = json_loadb(e->text, e->len, 0, NULL);
+	}
+	return e->ev;
+}
+
+/*
+ * Is the event one of the filter's scopes?  A scope's own events name it
+ * in data.scopeId; a message sent to a scope, in data.to.scope.
+ */
+static int
+event_filter_scope(const struct event_filter *ef, struct event_fields *e)
+{
+	json_t		*data;
+	const char	*scope;
+
+	if (ef->n[EF_SCOPES] == 0)
+		return 1;
+	data = json_object_get(event_filter_parsed(e), "data");
+	scope = json_string_value(json_object_get(data, "scopeId"));
+	if (scope == NULL)
+		scope = json_string_value(json_object_get(json_object_get(data,
+		    "to"), "scope"));
+	return event_filter_has(ef, EF_SCOPES, scope);
+}
+
 /* Does every metadataMatch pair appear in the event's data.metadata? */
 static int
 event_filter_meta(const struct event_filter *ef, struct event_fields *e)
@@ -308,11 +339,8 @@ event_filter_meta(const struct event_filter *ef, struct event_fields *e)
 	char	 buf[EVENT_FILTER_TEXT];
 	size_t	 i, n, want;
 
-	if (!e->parsed) {
-		e->parsed = 1;
-		e->ev = json_loadb(e->text, e->len, 0, NULL);
-	}
-	md = json_object_get(json_object_get(e->ev, "data"), "metadata");
+	md = json_object_get(json_object_get(event_filter_parsed(e), "data"),
+	    "metadata");
 	for (i = 0; i < ef->nmeta; i++) {
 		if ((v = json_object_get(md, ef->mkey[i])) == NULL)
 			return 0;
@@ -327,20 +355,20 @@ event_filter_meta(const struct event_filter *ef, struct event_fields *e)
 
 /*
  * Does an event pass a filter (NULL: every event does)?  AND across
- * members, OR within a list; corral has no scopes, so a scopes filter
- * matches nothing.
+ * members, OR within a list.
  */
 int
 event_filter_match(const struct event_filter *ef, struct event_fields *e)
 {
 	if (ef == NULL)
 		return 1;
-	if ((ef->flags & EF_NOTHING) || !event_filter_type(ef, e->type))
+	if (!event_filter_type(ef, e->type))
 		return 0;
 	if (!event_filter_has(ef, EF_FROM_AGENTS, e->source) ||
 	    !event_filter_has(ef, EF_FROM_ROLES, e->srole) ||
 	    !event_filter_has(ef, EF_ROLES, e->arole) ||
-	    !event_filter_has(ef, EF_CORR, e->corr))
+	    !event_filter_has(ef, EF_CORR, e->corr) ||
+	    !event_filter_scope(ef, e))
 		return 0;
 	return ef->nmeta == 0 || event_filter_meta(ef, e);
 }

@@ -177,6 +177,65 @@ test_subscribe(void **state)
 	json_decref(id);
 }
 
+/* Emit an event whose data is given. */
+static void
+emit_data(const char *type, const char *source, const char *data)
+{
+	struct event_info	ei;
+
+	memset(&ei, 0, sizeof ei);
+	ei.type = type;
+	ei.source = source;
+	event_emit(&ei, data, strlen(data));
+}
+
+/*
+ * A scopes filter passes the events of those scopes: a scope's own
+ * (data.scopeId) and messages sent to it (data.to.scope), live and in a
+ * replay; nothing else.
+ */
+static void
+test_scopes(void **state)
+{
+	json_t		*params, *f, *res, *x, *id = json_integer(8);
+	const char	*want[] = { "scope_member_joined", "message_sent" };
+	size_t		 i;
+
+	params = json_loads("{\"filter\":{\"scopes\":[\"s1\",\"s3\"]}}", 0,
+	    NULL);
+	event_subscribe(&upeer, id, params);
+	emit_data("scope_member_joined", "a", "{\"scopeId\":\"s1\","
+	    "\"agentId\":\"a\"}");
+	emit_data("scope_member_joined", "b", "{\"scopeId\":\"s2\","
+	    "\"agentId\":\"b\"}");
+	emit_data("message_sent", "a", "{\"messageId\":\"m1\",\"from\":\"a\","
+	    "\"to\":{\"scope\":\"s3\"}}");
+	emit_data("message_sent", "a", "{\"messageId\":\"m2\",\"from\":\"a\","
+	    "\"to\":{\"agent\":\"b\"}}");
+	emit("agent_state_changed", "a", NULL);
+	f = frames();
+	assert_int_equal(json_array_size(f), 3);
+	for (i = 0; i < 2; i++)
+		assert_string_equal(json_string_value(json_object_get(
+		    json_object_get(json_object_get(json_array_get(f, i + 1),
+		    "params"), "event"), "type")), want[i]);
+	json_decref(f);
+	json_decref(params);
+
+	params = json_loads("{\"filter\":{\"scopes\":[\"s2\"]}}", 0, NULL);
+	event_replay(&upeer, id, params);
+	f = frames();
+	res = json_object_get(json_array_get(f, 0), "result");
+	assert_int_equal(json_array_size(json_object_get(res, "events")), 1);
+	x = json_object_get(json_array_get(json_object_get(res, "events"), 0),
+	    "event");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    x, "data"), "agentId")), "b");
+	json_decref(f);
+	json_decref(params);
+	json_decref(id);
+}
+
 /* map/replay: after an id, with a limit and a filter, in order. */
 static void
 test_replay(void **state)
@@ -294,6 +353,7 @@ main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scopes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad, setup, teardown),
 	};
