@@ -313,21 +313,26 @@ event_filter_parsed(struct event_fields *e)
 
 /*
  * Is the event one of the filter's scopes?  A scope's own events name it
- * in data.scopeId; a message sent to a scope, in data.to.scope.
+ * in data.scopeId; a message's events name its address in data.to
+ * (message_delivered: data.message.to), a scope as {scope} or as
+ * {role, within}.
  */
 static int
 event_filter_scope(const struct event_filter *ef, struct event_fields *e)
 {
-	json_t		*data;
+	json_t		*data, *to;
 	const char	*scope;
 
 	if (ef->n[EF_SCOPES] == 0)
 		return 1;
 	data = json_object_get(event_filter_parsed(e), "data");
-	scope = json_string_value(json_object_get(data, "scopeId"));
-	if (scope == NULL)
-		scope = json_string_value(json_object_get(json_object_get(data,
-		    "to"), "scope"));
+	if ((scope = json_string_value(json_object_get(data, "scopeId"))) !=
+	    NULL)
+		return event_filter_has(ef, EF_SCOPES, scope);
+	if ((to = json_object_get(data, "to")) == NULL)
+		to = json_object_get(json_object_get(data, "message"), "to");
+	if ((scope = json_string_value(json_object_get(to, "scope"))) == NULL)
+		scope = json_string_value(json_object_get(to, "within"));
 	return event_filter_has(ef, EF_SCOPES, scope);
 }
 

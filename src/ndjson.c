@@ -50,7 +50,8 @@ ndjson_reader_free(struct ndjson_reader *r)
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;
-	r->stop = r->held = 0;
+	r->stop = r->held = r->discarding = r->last_cr = 0;
+	r->discarded = 0;
 }
 
 /* Hand one complete line (without its newline) to the callback. */

@@ -6,11 +6,11 @@
  * what they remember.  Shared by tests/unit/codec.c and
  * tests/fuzz/fuzz_codec_diff.c.
  *
- * Two lines are the same when they hold the same JSON values, numbers
- * compared by value to 15 significant digits (the tape copies 30000 where
- * jansson writes 30000.0, and an agent's 17 digits where jansson writes 15),
- * except what is made fresh for each line: a timestamp, and a message id
- * corral makes (the run id and a number).
+ * Two lines are the same when they hold the same JSON values: integers
+ * exactly, other numbers by value to 15 significant digits (the tape
+ * copies 30000 where jansson writes 30000.0, and an agent's 17 digits
+ * where jansson writes 15), except what is made fresh for each line: a
+ * timestamp, and a message id corral makes (the run id and a number).
  */
 
 #include <stdio.h>
@@ -42,7 +42,9 @@ codec_diff_same(json_t *a, json_t *b, const char *key, char *why,
 	json_t		*v;
 	size_t		 i, n = strlen(run);
 
-	if (json_is_number(a) && json_is_number(b) &&
+	if (json_is_integer(a) && json_is_integer(b) ?
+	    json_integer_value(a) == json_integer_value(b) :
+	    json_is_number(a) && json_is_number(b) &&
 	    codec_diff_num(json_number_value(a), json_number_value(b)))
 		return 1;
 	if (json_is_string(a) && json_is_string(b) && key != NULL &&

@@ -996,6 +996,11 @@ test_am_number_digits(void **state)
 		fail_msg("%s", why);
 	codec_free(tape);
 	codec_free(tree);
+	/* Integers are compared exactly, however long. */
+	assert_true(codec_diff_lines("{\"n\":1234567890123456}",
+	    "{\"n\":1234567890123456}", why, sizeof why));
+	assert_false(codec_diff_lines("{\"n\":1234567890123456}",
+	    "{\"n\":1234567890123457}", why, sizeof why));
 }
 
 int

@@ -191,14 +191,15 @@ emit_data(const char *type, const char *source, const char *data)
 
 /*
  * A scopes filter passes the events of those scopes: a scope's own
- * (data.scopeId) and messages sent to it (data.to.scope), live and in a
- * replay; nothing else.
+ * (data.scopeId) and messages sent to it (data.to or data.message.to,
+ * {scope} or {role, within}), live and in a replay; nothing else.
  */
 static void
 test_scopes(void **state)
 {
 	json_t		*params, *f, *res, *x, *id = json_integer(8);
-	const char	*want[] = { "scope_member_joined", "message_sent" };
+	const char	*want[] = { "scope_member_joined", "message_sent",
+			    "message_failed", "message_delivered" };
 	size_t		 i;
 
 	params = json_loads("{\"filter\":{\"scopes\":[\"s1\",\"s3\"]}}", 0,
@@ -212,10 +213,14 @@ test_scopes(void **state)
 	    "\"to\":{\"scope\":\"s3\"}}");
 	emit_data("message_sent", "a", "{\"messageId\":\"m2\",\"from\":\"a\","
 	    "\"to\":{\"agent\":\"b\"}}");
+	emit_data("message_failed", "a", "{\"messageId\":\"m3\",\"from\":"
+	    "\"a\",\"to\":{\"role\":\"r\",\"within\":\"s1\"}}");
+	emit_data("message_delivered", "a", "{\"messageId\":\"m1\",\"from\":"
+	    "\"a\",\"message\":{\"to\":{\"scope\":\"s3\"}}}");
 	emit("agent_state_changed", "a", NULL);
 	f = frames();
-	assert_int_equal(json_array_size(f), 3);
-	for (i = 0; i < 2; i++)
+	assert_int_equal(json_array_size(f), 5);
+	for (i = 0; i < 4; i++)
 		assert_string_equal(json_string_value(json_object_get(
 		    json_object_get(json_object_get(json_array_get(f, i + 1),
 		    "params"), "event"), "type")), want[i]);

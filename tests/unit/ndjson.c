@@ -590,6 +590,41 @@ test_endless_line_not_held(void **state)
 }
 
 /*
+ * The head of a line too long is held only while that line is being
+ * dropped; a reader freed in the middle of one starts clean when it is
+ * fed again.
+ */
+static void
+test_head_only_while_dropping(void **state)
+{
+	struct ndjson_reader	r;
+	struct events		e = { 0 };
+	char			big[] = "0123456789abcdef", tail[] = "xyz\n";
+
+	ndjson_reader_init(&r, 8, 0);
+	assert_null(r.head);
+	ndjson_feed(&r, big, sizeof big - 1, record, &e);
+	assert_non_null(r.head);
+	ndjson_feed(&r, tail, sizeof tail - 1, record, &e);
+	assert_int_equal(e.n, 1);
+	assert_int_equal(e.ev[0].kind, NDJSON_TOOLONG);
+	assert_int_equal(e.ev[0].arg, 19);
+	assert_int_equal(e.ev[0].len, 19);
+	assert_memory_equal(e.ev[0].data, "0123456789abcdefxyz", 19);
+	assert_null(r.head);
+	events_clear(&e);
+
+	ndjson_feed(&r, big, sizeof big - 1, record, &e);
+	ndjson_reader_free(&r);
+	assert_false(ndjson_reader_pending(&r));
+	ndjson_feed(&r, tail, sizeof tail - 1, record, &e);
+	assert_int_equal(e.n, 1);
+	assert_line(&e, 0, "xyz", 3);
+	ndjson_reader_free(&r);
+	events_free(&e);
+}
+
+/*
  * Truncate mode (stderr): a long line gives its first max bytes once as
  * NDJSON_CUT, the rest is skipped, and NUL bytes are passed through.
  */
@@ -872,6 +907,7 @@ main(void)
 		cmocka_unit_test(test_over_max_size_excludes_cr),
 		cmocka_unit_test(test_nul_byte_reported),
 		cmocka_unit_test(test_finish_delivers_last_line),
+		cmocka_unit_test(test_head_only_while_dropping),
 		cmocka_unit_test(test_finish_reports_long_last_line),
 		cmocka_unit_test(test_endless_line_not_held),
 		cmocka_unit_test(test_truncate_mode),
