@@ -574,6 +574,72 @@ codec_seen(struct codec_state *cs, const char *mid)
 }
 
 /*
+ * The key the ring knows an agent's own JSON-RPC id by: the id, or for
+ * one too long for the ring, its head and two hashes of it all.
+ */
+static const char *
+codec_rpc_key(const char *id, char *buf, size_t size)
+{
+	const unsigned char	*p;
+	uint32_t		 h1, h2 = 5381;
+	size_t			 len;
+
+	h1 = codec_hash(id, &len);
+	if (len < CORRAL_ID_MAX)
+		return id;
+	for (p = (const unsigned char *)id; *p != '\0'; p++)
+		h2 = h2 * 33 + *p;
+	snprintf(buf, size, "%.40s#%08x%08x", id, (unsigned int)h1,
+	    (unsigned int)h2);
+	return buf;
+}
+
+/*
+ * An agent's own JSON-RPC request whose id has the form of the codec's
+ * calls (KIND:ID): remember it, so its response goes back to the agent
+ * as it is and is not taken for the answer to one of the codec's calls.
+ */
+static void
+codec_own_rpc(struct codec_state *cs, const char *line, size_t len)
+{
+	json_t		*f = json_loadb(line, len, 0, NULL), *m;
+	const char	*mid;
+	char		 kind[16], key[CORRAL_ID_MAX];
+	size_t		 i;
+
+	if (json_is_object(f))
+		f = json_pack("[o]", f);
+	json_array_foreach(f, i, m)
+		if (json_object_get(m, "method") != NULL &&
+		    codec_call_id(m, kind, sizeof kind, &mid) == 0)
+			codec_ring_put(&cs->reqs, codec_rpc_key(
+			    json_string_value(json_object_get(m, "id")), key,
+			    sizeof key), NULL, "rpc");
+	json_decref(f);
+}
+
+/*
+ * Whether a JSON-RPC frame corral writes goes to the agent as it is: a
+ * batch's answers, and a response to a request of the agent's own (not
+ * to a call the codec made for it).
+ */
+static int
+codec_passes(const struct codec_state *cs, json_t *f)
+{
+	const char	*mid;
+	char		 kind[16], key[CORRAL_ID_MAX];
+
+	if (json_is_array(f))
+		return 1;
+	if (json_object_get(f, "jsonrpc") == NULL ||
+	    json_object_get(f, "method") != NULL)
+		return 0;
+	return codec_call_id(f, kind, sizeof kind, &mid) != 0 ||
+	    codec_ring_get(&cs->reqs, codec_rpc_key(json_string_value(
+	    json_object_get(f, "id")), key, sizeof key), "rpc") != NULL;
+}
+
+/*
  * Translate a line the agent wrote into one of corral's lines (made, to
  * be freed).  Returns 1 when the line goes on as it is (not JSON, or a
  * JSON-RPC frame: the usual checks answer it), 0 when translated, -1
@@ -596,8 +662,12 @@ codec_decode_line(struct codec_state *cs, const char *line, size_t len,
 	err->code = "invalid_envelope";
 	/* The scanner accepts what jansson does: what it refuses is no JSON. */
 	js = jscan_take();
-	if (jscan_run(js, line, len) != 0 || js->tok[0].type != JT_OBJECT ||
+	if ((rc = jscan_run(js, line, len)) != 0 ||
+	    js->tok[0].type != JT_OBJECT ||
 	    JSCAN_GET(js, line, 0, "jsonrpc") >= 0) {
+		/* A JSON-RPC frame (or a batch) of the agent's own. */
+		if (rc == 0)
+			codec_own_rpc(cs, line, len);
 		jscan_give(js);
 		return 1;
 	}
@@ -676,6 +746,11 @@ codec_encode_line(struct codec_state *cs, const char *line, size_t len,
 	}
 	if ((frame = json_loadb(line, len, 0, NULL)) == NULL)
 		return NULL;
+	if (codec_passes(cs, frame)) {
+		json_decref(frame);
+		*outlen = len;
+		return xmemdup0(line, len);
+	}
 	msg = cs->ops->encode(cs, frame);
 	json_decref(frame);
 	if (msg == NULL)

@@ -947,6 +947,83 @@ diff_dialect(const struct codec_ops *ops, json_t *(*agent_line)(void))
 	codec_free(tree);
 }
 
+/* Pass one of the agent's JSON-RPC requests through the codec. */
+static void
+own_request(struct codec_state *cs, const char *line)
+{
+	struct codec_error	 err;
+	int			 rc;
+
+	assert_null(decode_line(cs, line, strlen(line), &err, &rc));
+	assert_int_equal(rc, 1);
+}
+
+/* Fail unless corral's line reaches the agent exactly as it is. */
+static void
+assert_passes(struct codec_state *cs, const char *line)
+{
+	char	*s;
+	size_t	 len;
+
+	s = codec_encode_line(cs, line, strlen(line), &len);
+	if (s == NULL)
+		fail_msg("dropped, not passed to the agent: %s", line);
+	assert_int_equal(len, strlen(line));
+	assert_string_equal(s, line);
+	free(s);
+}
+
+/*
+ * A dialect agent may use MAP's control frames: the responses to its
+ * own requests, and a batch's answers, reach it as they are, even when
+ * its id has the form of the codec's calls (KIND:ID), while the answers
+ * to the codec's calls are still translated.
+ */
+static void
+test_own_rpc(void **state)
+{
+	const struct codec_ops	*ops[] = { &codec_bus_ops,
+	    &codec_agentmessage_ops };
+	struct codec_state	*cs;
+	json_t			*m;
+	char			 line[512], id[128];
+	size_t			 i;
+
+	memset(id, 'x', sizeof id);
+	memcpy(id, "req:", 4);
+	id[100] = '\0';	/* longer than the ring's ids */
+	for (i = 0; i < 2; i++) {
+		cs = codec_create(ops[i], "a");
+		own_request(cs, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"map/agents/list\",\"params\":{}}");
+		assert_passes(cs, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":"
+		    "{\"agents\":[]}}");
+		assert_passes(cs, "{\"jsonrpc\":\"2.0\",\"id\":\"mine\","
+		    "\"error\":{\"code\":-32601,\"message\":\"no\"}}");
+		own_request(cs, "[{\"jsonrpc\":\"2.0\",\"id\":\"pub:7\","
+		    "\"method\":\"map/agents/list\"}]");
+		assert_passes(cs, "[{\"jsonrpc\":\"2.0\",\"id\":\"pub:7\","
+		    "\"result\":{}}]");
+		assert_passes(cs, "{\"jsonrpc\":\"2.0\",\"id\":\"pub:7\","
+		    "\"result\":{}}");
+		snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":"
+		    "\"%s\",\"method\":\"map/agents/list\"}", id);
+		own_request(cs, line);
+		snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":"
+		    "\"%s\",\"result\":{}}", id);
+		assert_passes(cs, line);
+		/* The codec's own call: translated, or (its result) nothing. */
+		assert_null(encode(cs, "{\"jsonrpc\":\"2.0\",\"id\":"
+		    "\"pub:8\",\"result\":{}}"));
+		m = encode(cs, "{\"jsonrpc\":\"2.0\",\"id\":\"find:q\","
+		    "\"result\":{\"agents\":[]}}");
+		assert_non_null(m);
+		assert_null(json_object_get(m, "jsonrpc"));
+		json_decref(m);
+		codec_free(cs);
+	}
+}
+
 /* The bus: requests to the agent, its responses. */
 static void
 test_bus_tape(void **state)
@@ -1017,6 +1094,7 @@ main(void)
 		cmocka_unit_test(test_am_semantics),
 		cmocka_unit_test(test_am_encode),
 		cmocka_unit_test(test_redelivery),
+		cmocka_unit_test(test_own_rpc),
 		cmocka_unit_test(test_bus_tape),
 		cmocka_unit_test(test_am_tape),
 		cmocka_unit_test(test_am_number_digits),
