@@ -598,14 +598,12 @@ bus_encode_answer(struct codec_state *cs, json_t *f)
 		/* Publishing to a topic nobody ever subscribed to is no error. */
 		if (strcmp(kind, "pub") == 0 && code == CORRAL_E_NOSCOPE)
 			return NULL;
-		return json_pack("{s:o, s:{s:s, s:n, s:{s:s, s:s, s:b, s:i}}}",
-		    "header", json_pack("{s:s, s:s, s:s, s:s}", "type",
-		    "RESPONSE", "correlationId", mid, "source", "corral",
-		    "destination", cs->agent), "body", "status", "ERROR",
-		    "result", "error", "code", bus_rpc_category(code), "message",
-		    codec_str(er, "message", "refused"), "retryable",
+		return bus_message(cs, "RESPONSE", NULL, mid, "corral",
+		    json_pack("{s:s, s:n, s:{s:s, s:s, s:b, s:i}}", "status",
+		    "ERROR", "result", "error", "code", bus_rpc_category(code),
+		    "message", codec_str(er, "message", "refused"), "retryable",
 		    strcmp(bus_rpc_category(code), "UNAVAILABLE") == 0,
-		    "rpcCode", code);
+		    "rpcCode", code));
 	}
 	res = json_object_get(f, "result");
 	if (strcmp(kind, "find") == 0)

@@ -271,6 +271,10 @@ test_bus_control(void **state)
 	    "{\"code\":2001,\"message\":\"no agent 'zz'\"}}");
 	assert_string_equal(at(m, "body.status"), "ERROR");
 	assert_string_equal(at(m, "body.error.code"), "UNAVAILABLE");
+	/* A refusal is a bus message like any other corral writes. */
+	assert_non_null(at(m, "header.messageId"));
+	assert_non_null(at(m, "header.timestamp"));
+	assert_string_equal(at(m, "header.correlationId"), "x");
 	assert_true(json_is_true(json_object_get(json_object_get(
 	    json_object_get(m, "body"), "error"), "retryable")));
 	json_decref(m);
