@@ -6,7 +6,7 @@
  * The rule held: no input from an agent or a client reaches fatal or
  * abort, and every accepted request ends in exactly one outcome.
  *
- * The input is a script.  Its first byte picks one of four workflows;
+ * The input is a script.  Its first byte picks one of five workflows;
  * then come steps, each an opcode byte, a length byte and that many bytes
  * of parameters (a parameter read past them is 0, its default).  The
  * opcode's letter names it (upper or lower case; the other byte values
@@ -15,9 +15,11 @@
  *   C  the client writes an envelope (built from the parameters)
  *   J  the client writes a JSON-RPC frame
  *   K  the client writes raw bytes
- *   R  an agent replies to one of its requests (an envelope)
+ *   R  an agent replies to one of its requests (an envelope, or its
+ *      dialect's answer)
  *   A  an agent writes a control frame (spawn, send, stop, get, ...)
- *   W  an agent writes raw bytes on its stdout
+ *   W  an agent writes raw bytes on its stdout (a dialect agent: raw
+ *      bytes, or one of its dialect's messages)
  *   E  an agent's process exits (status, and which comes first)
  *   B  trouble: a pipe closes, SIGSTOP/SIGCONT, stubbornness, a stderr
  *      line, a handshake
@@ -29,6 +31,26 @@
  * invalid UTF-8, \u escapes and lone surrogates, hostile paths, ids of
  * the agents), numbers from a table (huge, negative, out of range), one
  * structural damage now and then.
+ *
+ * Two agents of the fifth workflow speak other dialects (docs/dialects.md):
+ * "bus" the collaboration bus, "am" AgentMessage.  Their R step writes
+ * the answer to the request it picks, in their dialect: a bus RESPONSE
+ * with its correlationId and a status (SUCCESS, ERROR, TIMEOUT, or any
+ * word), an AgentMessage TASK_COMPLETE or TASK_FAILED with its task_id;
+ * its kind byte from 0xc0 up makes it another kind instead.  Their W step
+ * writes raw bytes when its first byte is below 0x40, else one of the
+ * dialect's other kinds (byte % kinds) about the request it picks: bus
+ * PUBLISH to a topic, BROADCAST, REQUEST (to corral's routes, an agent,
+ * a capability, the registry's find), SUBSCRIBE, UNSUBSCRIBE, REGISTER,
+ * HEARTBEAT; AgentMessage TASK_HANDOFF (and its answer), HELP_REQUEST,
+ * HELP_RESPONSE, STATUS_UPDATE, ERROR_REPORT, TASK_UPDATE, HEARTBEAT,
+ * TASK_ASSIGNMENT, SUBSCRIBE, REGISTRY_QUERY, a publish to a topic.
+ * Contents come from the same dictionaries; message ids are new, one of
+ * a few (so some are redeliveries) or any string; a damage byte from
+ * 0xf0 up breaks the message (not an object, no type or a number, an
+ * unknown type, an id, correlation id, priority or destination of the
+ * wrong type, the body a string, metadata an array, a key twice, the
+ * line cut short).
  *
  * Agents are started the supervisor's way (lifecycle_start), but spawn.c
  * is replaced here: this file defines every function spawn.c exports, so
@@ -45,7 +67,12 @@
  *
  * After every step: every line corral wrote to an agent or to serve's
  * stdout is JSON (jansson, duplicate keys refused), every envelope among
- * them is valid, every JSON-RPC request got exactly one response, no
+ * them is valid, every line to a dialect agent that is no JSON-RPC frame
+ * is that dialect's message as docs/dialects.md says corral writes it (a
+ * bus header with type and messageId, and a body; an AgentMessage's id,
+ * timestamp, from, to and type, a payload and metadata), the client gets
+ * no requests (notifications map/message and map/event only), every
+ * JSON-RPC request got exactly one response, no
  * input got more than one answer, and accepted == replied + errored +
  * expired + live requests.  At the end of the input the supervisor shuts
  * down the real way (supervisor_shutdown, the processes exit as asked,
@@ -59,11 +86,19 @@
  * spawn and one whose command is missing; reflection, next_actions,
  * retries without delay, a workspace in a private temporary directory,
  * inline spawns and tree limits.  They differ in their limits, in which
- * routes exist, and in the shutdown order.
+ * routes exist, and in the shutdown order.  The fifth (first byte 4, 9,
+ * ...) adds the bus agent (routes retrieve and summarize, capability
+ * code-review, topic progress, heartbeats) and the AgentMessage agent
+ * (analyze, summarize and finalize, capability analysis, topic news);
+ * the live agents are then worker.1, worker.2, critic, planner, bus and
+ * am, in that order, for the step's agent byte.
  *
  * The seeds in tests/fuzz/corpus/engine/ are hand-made scripts that
  * reach reflection, next_actions, spawn, map/send, artifacts, restarts,
- * handshakes and retries.  CORRAL_FUZZ_VERBOSE=1 prints every line
+ * handshakes and retries; those named dialect-* reach the dialect agents
+ * (a request to each and its answer, an error and a timeout, a handoff,
+ * a help request, publishing, a bus request routed to the AgentMessage
+ * agent, the other kinds, redeliveries), and some are findings.  CORRAL_FUZZ_VERBOSE=1 prints every line
  * written either way, with corral's log at -vv:
  *
  *   CORRAL_FUZZ_VERBOSE=1 build-fuzz/fuzz/fuzz_engine -runs=1 FILE
@@ -88,7 +123,7 @@
 
 #define FZ_MAX_INPUT	(1 << 16)
 #define FZ_MAX_STEPS	256
-#define FZ_VARIANTS	4
+#define FZ_VARIANTS	5
 #define FZ_PROCS	48
 #define FZ_PID_BASE	0x40000000	/* above any pid_max: nobody's pid */
 #define FZ_MEMBERS	20
@@ -113,6 +148,7 @@ struct fz_proc {
 	int			 stubborn;	/* ignores SIGTERM and EOF */
 	int			 stopped;	/* reported stopped (suspended) */
 	int			 stdin_eof;
+	int			 dialect;	/* FZ_ENVELOPE, FZ_BUS, FZ_AM */
 	struct ndjson_reader	 rd;		/* what corral writes to it */
 	struct ndjson_reader	 mirror;	/* what it writes, framed */
 	uint64_t		 expect;	/* JSON-RPC requests it made */
@@ -819,8 +855,10 @@ static void
 fz_spawn_params(struct ndjson_writer *w, struct fz_rd *r)
 {
 	static const char *const entries[] = { "helper", "worker", "flaky",
-	    "critic", "planner" };
+	    "critic", "planner", "bus", "am" };
 	unsigned int	who = fz_u8(r), t = fz_u8(r), f = fz_u8(r), i, n;
+	/* The dialect agents' entries only where the workflow has them. */
+	unsigned int	ne = fz.wf->nagents > 5 ? 7 : 5;
 
 	LIT(w, "{");
 	switch (who % 8) {
@@ -844,7 +882,7 @@ fz_spawn_params(struct ndjson_writer *w, struct fz_rd *r)
 		break;
 	default:
 		LIT(w, "\"agent\":");
-		fz_quote(w, entries[who % 5], strlen(entries[who % 5]), 0);
+		fz_quote(w, entries[who % ne], strlen(entries[who % ne]), 0);
 		break;
 	}
 	switch (t % 8) {
@@ -1065,6 +1103,564 @@ fz_frame(struct ndjson_writer *w, struct fz_rd *r, int client)
 	LIT(w, "}");
 }
 
+/* ---- Dialect agents: bus messages and AgentMessages. ---- */
+
+#define FZ_ENVELOPE	0	/* what a proc speaks */
+#define FZ_BUS		1
+#define FZ_AM		2
+
+/* Addresses a dialect agent may write. */
+static const char *const fz_dests[] = {
+	"", "corral", "worker.1", "agent:worker.2", "capability:code-review",
+	"capability:analysis", "capability:nobody", "critic", "bus", "am",
+	"registry", "topic:progress", "topic:news", "*", "ghost",
+	"agent:", "capability:", "topic:",
+};
+
+/* Write one of the addresses, or any string. */
+static void
+fz_dest(struct ndjson_writer *w, struct fz_rd *r, const char *dflt)
+{
+	unsigned int	v = fz_u8(r);
+
+	if (v == 0)
+		fz_quote(w, dflt, strlen(dflt), 0);
+	else if (v < 0xe0)
+		fz_quote(w, fz_dests[v % NITEMS(fz_dests)],
+		    strlen(fz_dests[v % NITEMS(fz_dests)]), 0);
+	else
+		fz_str(w, r, "ghost");
+}
+
+/*
+ * A message id: new each time (the default), one of a few (so messages
+ * are sent again, and dropped as redeliveries), or any string.
+ */
+static void
+fz_msgid(struct ndjson_writer *w, struct fz_rd *r)
+{
+	static unsigned int	seq;
+	unsigned int		v = fz_u8(r);
+	char			id[32];
+
+	if (v >= 0xe0) {
+		fz_str(w, r, "m-x");
+		return;
+	}
+	if (v > 0 && v < 0x40)
+		snprintf(id, sizeof id, "m-%u", v & 7);
+	else
+		snprintf(id, sizeof id, "u-%u", ++seq);
+	fz_quote(w, id, strlen(id), 0);
+}
+
+/* The id of the request answered, or a hostile one. */
+static void
+fz_task_id(struct ndjson_writer *w, struct fz_rd *r, const char *parent)
+{
+	if (parent != NULL && fz_u8(r) < 0xe0)
+		fz_quote(w, parent, strlen(parent), 0);
+	else
+		fz_str(w, r, "late-or-unknown");
+}
+
+/* A value of any JSON type, from the dictionaries. */
+static void
+fz_value(struct ndjson_writer *w, struct fz_rd *r)
+{
+	switch (fz_u8(r) % 6) {
+	case 0:
+		fz_str(w, r, "the result");
+		break;
+	case 1:
+		fz_num(w, r, "1");
+		break;
+	case 2:
+		LIT(w, "{\"k\":");
+		fz_str(w, r, "v");
+		LIT(w, ",\"n\":");
+		fz_num(w, r, "2");
+		LIT(w, "}");
+		break;
+	case 3:
+		LIT(w, "[");
+		fz_str(w, r, "a");
+		LIT(w, ",null,true]");
+		break;
+	case 4:
+		LIT(w, "null");
+		break;
+	default:
+		LIT(w, "{\"verified\":true}");
+		break;
+	}
+}
+
+/* Write one of a list of words, or (0xf0 and above) any string. */
+static void
+fz_pick_word(struct ndjson_writer *w, struct fz_rd *r,
+    const char *const *words, size_t n)
+{
+	unsigned int	v = fz_u8(r);
+
+	if (v >= 0xf0)
+		fz_str(w, r, words[0]);
+	else
+		fz_quote(w, words[v % n], strlen(words[v % n]), 0);
+}
+#define FZ_WORD(w, r, a)	fz_pick_word((w), (r), (a), NITEMS(a))
+
+/* Damages of a dialect message. */
+enum {
+	DD_NONE, DD_NOT_OBJECT, DD_NO_TYPE, DD_TYPE_NUMBER, DD_BAD_TYPE,
+	DD_ID_NUMBER, DD_CORR_NUMBER, DD_BODY_STRING, DD_META_ARRAY,
+	DD_PRIO_NUMBER, DD_DUP_KEY, DD_CUT, DD_EMPTY, DD_HEADER_ARRAY,
+	DD_TO_NUMBER, DD_ERROR_STRING
+};
+
+/* Bus message kinds the harness writes. */
+enum {
+	BK_RESPONSE, BK_PUBLISH, BK_BROADCAST, BK_REQUEST, BK_FIND,
+	BK_SUBSCRIBE, BK_UNSUBSCRIBE, BK_REGISTER, BK_HEARTBEAT, BK_N
+};
+
+/* The body of a bus message of kind k. */
+static void
+fz_bus_body(struct ndjson_writer *w, struct fz_rd *r, int k, int dmg)
+{
+	static const char *const statuses[] = { "SUCCESS", "ERROR",
+	    "TIMEOUT", "SUCCESS", "PENDING" };
+	static const char *const codes[] = { "TIMEOUT", "UNAVAILABLE",
+	    "REJECTED", "INTERNAL", "rate_limit", "" };
+	static const char *const topics[] = { "progress", "news", "" };
+
+	if (dmg == DD_BODY_STRING) {
+		fz_str(w, r, "body");
+		return;
+	}
+	LIT(w, "{");
+	switch (k) {
+	case BK_RESPONSE:
+		LIT(w, "\"status\":");
+		FZ_WORD(w, r, statuses);
+		LIT(w, ",\"result\":");
+		fz_value(w, r);
+		LIT(w, ",\"error\":");
+		if (dmg == DD_ERROR_STRING)
+			fz_str(w, r, "broken");
+		else {
+			LIT(w, "{\"code\":");
+			FZ_WORD(w, r, codes);
+			LIT(w, ",\"message\":");
+			fz_str(w, r, "it broke");
+			LIT(w, ",\"retryable\":true,\"retryAfter\":");
+			fz_num(w, r, "100");
+			LIT(w, "}");
+		}
+		LIT(w, ",\"confidence\":");
+		fz_num(w, r, "0.9");
+		break;
+	case BK_PUBLISH:
+	case BK_BROADCAST:
+		LIT(w, "\"event\":");
+		fz_str(w, r, "Done");
+		LIT(w, ",\"data\":");
+		fz_value(w, r);
+		break;
+	case BK_REQUEST:
+		LIT(w, "\"action\":");
+		fz_intent(w, r, "execute");
+		LIT(w, ",\"payload\":");
+		fz_value(w, r);
+		LIT(w, ",\"context\":{\"sessionId\":");
+		fz_str(w, r, "s-1");
+		LIT(w, "},\"responseRequired\":true");
+		break;
+	case BK_FIND:
+		LIT(w, "\"action\":\"find\",\"payload\":{\"capability\":");
+		fz_dest(w, r, "code-review");
+		LIT(w, ",\"status\":");
+		fz_str(w, r, "idle");
+		LIT(w, "}");
+		break;
+	case BK_SUBSCRIBE:
+	case BK_UNSUBSCRIBE:
+		LIT(w, "\"topic\":");
+		FZ_WORD(w, r, topics);
+		break;
+	case BK_REGISTER:
+		LIT(w, "\"capabilities\":[");
+		fz_str(w, r, "code-review");
+		LIT(w, "],\"version\":\"1\",\"name\":");
+		fz_str(w, r, "bus");
+		break;
+	default:
+		break;
+	}
+	LIT(w, "}");
+}
+
+/*
+ * A bus agent's message of kind k: parent is the request a RESPONSE
+ * answers (NULL: none named).  The header's members stand in "header",
+ * or at the top level (the short form).
+ */
+static void
+fz_bus(struct ndjson_writer *w, struct fz_rd *r, int k, const char *parent)
+{
+	static const char *const types[] = { "RESPONSE", "PUBLISH",
+	    "BROADCAST", "REQUEST", "REQUEST", "SUBSCRIBE", "UNSUBSCRIBE",
+	    "REGISTER", "HEARTBEAT" };
+	static const char *const dests[] = { "", "topic:progress",
+	    "*", "corral", "registry", "topic:news", "topic:news", "", "" };
+	unsigned int	 d = fz_u8(r), f = fz_u8(r);
+	int		 dmg = d >= 0xf0 ? (int)(d & 0xf) : DD_NONE;
+	int		 shortform = (f & 1) != 0;
+
+	if (dmg == DD_NOT_OBJECT) {
+		LIT(w, "[\"RESPONSE\"]");
+		return;
+	}
+	if (dmg == DD_EMPTY) {
+		LIT(w, "{}");
+		return;
+	}
+	if (dmg == DD_HEADER_ARRAY) {
+		LIT(w, "{\"header\":[],\"body\":{}}");
+		return;
+	}
+	if (shortform)
+		LIT(w, "{");
+	else
+		LIT(w, "{\"header\":{");
+	LIT(w, "\"type\":");
+	if (dmg == DD_NO_TYPE)
+		LIT(w, "null");
+	else if (dmg == DD_TYPE_NUMBER)
+		LIT(w, "7");
+	else if (dmg == DD_BAD_TYPE)
+		fz_str(w, r, "NOPE");
+	else
+		fz_quote(w, types[k], strlen(types[k]), 0);
+	LIT(w, ",\"messageId\":");
+	if (dmg == DD_ID_NUMBER)
+		LIT(w, "12");
+	else
+		fz_msgid(w, r);
+	if (k == BK_RESPONSE && (parent != NULL || (f & 2))) {
+		LIT(w, ",\"correlationId\":");
+		if (dmg == DD_CORR_NUMBER)
+			LIT(w, "3");
+		else
+			fz_task_id(w, r, parent);
+	}
+	if (dests[k][0] != '\0') {
+		LIT(w, ",\"destination\":");
+		if (dmg == DD_TO_NUMBER)
+			LIT(w, "5");
+		else
+			fz_dest(w, r, dests[k]);
+	}
+	if (f & 4) {
+		LIT(w, ",\"priority\":");
+		if (dmg == DD_PRIO_NUMBER)
+			LIT(w, "9");
+		else
+			fz_num(w, r, "3");
+		LIT(w, ",\"ttl\":");
+		fz_num(w, r, "30000");
+	}
+	if (f & 8) {
+		LIT(w, ",\"source\":");
+		fz_str(w, r, "agent-analyzer");
+		LIT(w, ",\"timestamp\":");
+		fz_str(w, r, "2026-01-10T14:30:00Z");
+	}
+	if (dmg == DD_DUP_KEY)
+		LIT(w, ",\"type\":\"HEARTBEAT\"");
+	if (!shortform)
+		LIT(w, "}");
+	LIT(w, ",\"body\":");
+	fz_bus_body(w, r, k, dmg);
+	if (f & 16) {
+		LIT(w, ",\"trace\":{\"traceId\":");
+		fz_str(w, r, "t1");
+		LIT(w, ",\"spanId\":\"s1\"}");
+	}
+	if (dmg != DD_CUT)
+		LIT(w, "}");
+}
+
+/* AgentMessage kinds the harness writes. */
+enum {
+	AK_COMPLETE, AK_FAILED, AK_HANDOFF, AK_HANDOFF_ANSWER, AK_HELP,
+	AK_HELP_ANSWER, AK_STATUS, AK_ERROR_REPORT, AK_UPDATE, AK_HEARTBEAT,
+	AK_ASSIGN, AK_SUBSCRIBE, AK_REGISTRY, AK_PUBLISH, AK_N
+};
+
+/* An error's type and severity, from the dictionaries. */
+static void
+fz_am_error(struct ndjson_writer *w, struct fz_rd *r)
+{
+	static const char *const types[] = { "INTERNAL_ERROR", "TIMEOUT",
+	    "RATE_LIMIT", "NETWORK_ERROR", "VALIDATION_ERROR",
+	    "AUTHENTICATION_ERROR", "RESOURCE_EXHAUSTED",
+	    "EXTERNAL_SERVICE_ERROR", "SOMETHING_ELSE", "" };
+	static const char *const severities[] = { "high", "low", "medium",
+	    "critical", "HIGH", "" };
+
+	LIT(w, "\"error_type\":");
+	FZ_WORD(w, r, types);
+	LIT(w, ",\"severity\":");
+	FZ_WORD(w, r, severities);
+	LIT(w, ",\"message\":");
+	fz_str(w, r, "it broke");
+}
+
+/* The payload's members of a message that ends or moves a task. */
+static void
+fz_am_task(struct ndjson_writer *w, struct fz_rd *r, int k,
+    const char *parent)
+{
+	switch (k) {
+	case AK_COMPLETE:
+		LIT(w, "\"task_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"result\":");
+		fz_value(w, r);
+		LIT(w, ",\"confidence\":");
+		fz_num(w, r, "0.9");
+		break;
+	case AK_FAILED:
+		LIT(w, "\"task_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"error\":{");
+		fz_am_error(w, r);
+		LIT(w, ",\"retryable\":false}");
+		break;
+	case AK_HANDOFF:
+		LIT(w, "\"task_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"from_agent\":\"am\",\"to_agent\":");
+		fz_dest(w, r, "worker.1");
+		LIT(w, ",\"reason\":");
+		fz_str(w, r, "CAPABILITY_LIMIT");
+		LIT(w, ",\"context\":{\"history\":[]},\"constraints\":"
+		    "{\"required_capabilities\":[");
+		fz_dest(w, r, "code-review");
+		LIT(w, "]}");
+		break;
+	case AK_HANDOFF_ANSWER:
+		LIT(w, "\"task_id\":");
+		fz_task_id(w, r, parent);
+		if (fz_u8(r) & 1)
+			LIT(w, ",\"accepted\":true,\"agent_id\":");
+		else
+			LIT(w, ",\"accepted\":false,\"agent_id\":");
+		fz_str(w, r, "am");
+		break;
+	default:
+		break;
+	}
+}
+
+/* The payload of an AgentMessage of kind k about the task parent. */
+static void
+fz_am_payload(struct ndjson_writer *w, struct fz_rd *r, int k,
+    const char *parent)
+{
+	static const char *const help[] = { "CODE_REVIEW", "analysis",
+	    "code_review", "NOBODY", "" };
+	static const char *const urgency[] = { "medium", "high", "low",
+	    "critical", "" };
+	static const char *const answers[] = { "DIRECT_ANSWER",
+	    "UNABLE_TO_HELP", "" };
+	static const char *const topics[] = { "progress", "news", "" };
+
+	LIT(w, "{");
+	switch (k) {
+	case AK_COMPLETE:
+	case AK_FAILED:
+	case AK_HANDOFF:
+	case AK_HANDOFF_ANSWER:
+		fz_am_task(w, r, k, parent);
+		break;
+	case AK_HELP:
+		LIT(w, "\"requester_id\":\"am\",\"task_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"help_type\":");
+		FZ_WORD(w, r, help);
+		LIT(w, ",\"description\":");
+		fz_str(w, r, "is this ambiguous?");
+		LIT(w, ",\"urgency\":");
+		FZ_WORD(w, r, urgency);
+		break;
+	case AK_HELP_ANSWER:
+		LIT(w, "\"request_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"responder_id\":\"am\",\"response_type\":");
+		FZ_WORD(w, r, answers);
+		LIT(w, ",\"content\":");
+		fz_str(w, r, "the answer");
+		break;
+	case AK_STATUS:
+		LIT(w, "\"agent_id\":\"am\",\"status\":{\"state\":");
+		fz_str(w, r, "BUSY");
+		LIT(w, ",\"error_rate\":");
+		fz_num(w, r, "0.05");
+		LIT(w, "},\"resource_usage\":{\"tokens_used\":");
+		fz_num(w, r, "12000");
+		LIT(w, ",\"cost_usd\":");
+		fz_num(w, r, "0.42");
+		LIT(w, "},\"health_metrics\":{\"success_rate\":");
+		fz_num(w, r, "0.95");
+		LIT(w, "},\"current_tasks\":[");
+		fz_task_id(w, r, parent);
+		LIT(w, "]");
+		break;
+	case AK_ERROR_REPORT:
+		if (fz_u8(r) < 0xc0) {
+			LIT(w, "\"task_id\":");
+			fz_task_id(w, r, parent);
+			LIT(w, ",");
+		}
+		LIT(w, "\"error_id\":");
+		fz_str(w, r, "err-1");
+		LIT(w, ",");
+		fz_am_error(w, r);
+		break;
+	case AK_UPDATE:
+	case AK_PUBLISH:
+		LIT(w, "\"task_id\":");
+		fz_task_id(w, r, parent);
+		LIT(w, ",\"progress\":");
+		fz_value(w, r);
+		LIT(w, ",\"message\":");
+		fz_str(w, r, "halfway");
+		break;
+	case AK_ASSIGN:
+		LIT(w, "\"task_type\":");
+		fz_intent(w, r, "execute");
+		LIT(w, ",\"description\":");
+		fz_str(w, r, "Do the thing");
+		LIT(w, ",\"input\":");
+		fz_value(w, r);
+		break;
+	case AK_SUBSCRIBE:
+		LIT(w, "\"topic\":");
+		FZ_WORD(w, r, topics);
+		break;
+	case AK_REGISTRY:
+		LIT(w, "\"capability\":");
+		fz_dest(w, r, "code-review");
+		break;
+	default:
+		break;
+	}
+	LIT(w, "}");
+}
+
+/* An AgentMessage agent's message of kind k about the task parent. */
+static void
+fz_am(struct ndjson_writer *w, struct fz_rd *r, int k, const char *parent)
+{
+	static const char *const types[] = { "TASK_COMPLETE", "TASK_FAILED",
+	    "TASK_HANDOFF", "TASK_HANDOFF", "HELP_REQUEST", "HELP_RESPONSE",
+	    "STATUS_UPDATE", "ERROR_REPORT", "TASK_UPDATE", "HEARTBEAT",
+	    "TASK_ASSIGNMENT", "SUBSCRIBE", "REGISTRY_QUERY", "TASK_UPDATE" };
+	static const char *const tos[] = { "", "", "", "", "", "", "", "",
+	    "", "", "corral", "topic:news", "", "topic:progress" };
+	static const char *const prios[] = { "normal", "low", "high",
+	    "critical", "urgent" };
+	unsigned int	 d = fz_u8(r), f = fz_u8(r);
+	int		 dmg = d >= 0xf0 ? (int)(d & 0xf) : DD_NONE;
+
+	if (dmg == DD_NOT_OBJECT) {
+		LIT(w, "[\"TASK_COMPLETE\"]");
+		return;
+	}
+	if (dmg == DD_EMPTY || dmg == DD_HEADER_ARRAY) {
+		LIT(w, "{}");
+		return;
+	}
+	LIT(w, "{\"id\":");
+	if (dmg == DD_ID_NUMBER)
+		LIT(w, "12");
+	else
+		fz_msgid(w, r);
+	LIT(w, ",\"type\":");
+	if (dmg == DD_NO_TYPE)
+		LIT(w, "null");
+	else if (dmg == DD_TYPE_NUMBER)
+		LIT(w, "7");
+	else if (dmg == DD_BAD_TYPE)
+		fz_str(w, r, "NOPE");
+	else
+		fz_quote(w, types[k], strlen(types[k]), 0);
+	if (f & 1) {
+		LIT(w, ",\"from\":");
+		fz_str(w, r, "am");
+		LIT(w, ",\"timestamp\":");
+		fz_str(w, r, "2026-01-10T14:30:00Z");
+	}
+	LIT(w, ",\"to\":");
+	if (dmg == DD_TO_NUMBER)
+		LIT(w, "5");
+	else
+		fz_dest(w, r, tos[k]);
+	LIT(w, ",\"payload\":");
+	if (dmg == DD_BODY_STRING)
+		fz_str(w, r, "payload");
+	else
+		fz_am_payload(w, r, k, parent);
+	if ((f & 2) || dmg == DD_META_ARRAY || dmg == DD_PRIO_NUMBER ||
+	    dmg == DD_CORR_NUMBER) {
+		LIT(w, ",\"metadata\":");
+		if (dmg == DD_META_ARRAY)
+			LIT(w, "[]");
+		else {
+			LIT(w, "{\"correlation_id\":");
+			if (dmg == DD_CORR_NUMBER)
+				LIT(w, "3");
+			else
+				fz_task_id(w, r, parent);
+			LIT(w, ",\"priority\":");
+			if (dmg == DD_PRIO_NUMBER)
+				LIT(w, "2");
+			else
+				FZ_WORD(w, r, prios);
+			LIT(w, ",\"ttl_ms\":");
+			fz_num(w, r, "60000");
+			LIT(w, ",\"retry_count\":");
+			fz_num(w, r, "0");
+			LIT(w, ",\"max_retries\":3}");
+		}
+	}
+	if (dmg == DD_DUP_KEY)
+		LIT(w, ",\"type\":\"HEARTBEAT\"");
+	if (dmg != DD_CUT)
+		LIT(w, "}");
+}
+
+/*
+ * A dialect agent's message: kind < 0x100 picks one of the kinds, and
+ * FZ_ANSWER the answer to a request (a RESPONSE, a TASK_COMPLETE or
+ * TASK_FAILED).
+ */
+#define FZ_ANSWER	0x100
+static void
+fz_dialect_msg(struct ndjson_writer *w, struct fz_rd *r, int dialect,
+    unsigned int kind, const char *parent)
+{
+	if (dialect == FZ_BUS)
+		fz_bus(w, r, kind == FZ_ANSWER ? BK_RESPONSE :
+		    (int)(kind % BK_N), parent);
+	else if (kind == FZ_ANSWER)
+		fz_am(w, r, fz_u8(r) & 1 ? AK_FAILED : AK_COMPLETE, parent);
+	else
+		fz_am(w, r, (int)(kind % AK_N), parent);
+}
+
 /* ---- Checking what corral writes. ---- */
 
 /*
@@ -1174,12 +1770,50 @@ fz_check_response(const char *who, json_t *j)
 	return 0;
 }
 
+/* Whether member key of o is a string. */
+static int
+fz_has_string(json_t *o, const char *key)
+{
+	return json_is_string(json_object_get(o, key));
+}
+
 /*
- * Check a line corral wrote to who.  Returns 1 for a JSON-RPC response,
- * 2 for a JSON-RPC request or notification, 0 for an envelope.
+ * Check a message corral wrote to a dialect agent (docs/dialects.md): a
+ * bus message has a header with its type and messageId, and a body; an
+ * AgentMessage its id, timestamp, from, to and type, a payload and
+ * metadata.
+ */
+static void
+fz_check_dialect(const char *who, json_t *j, const char *line, size_t len,
+    int dialect)
+{
+	json_t	*h = json_object_get(j, "header");
+	int	 ok;
+
+	if (dialect == FZ_BUS)
+		ok = json_is_object(h) && fz_has_string(h, "type") &&
+		    fz_has_string(h, "messageId") &&
+		    json_is_object(json_object_get(j, "body"));
+	else
+		ok = fz_has_string(j, "id") && fz_has_string(j, "timestamp") &&
+		    fz_has_string(j, "from") && fz_has_string(j, "to") &&
+		    fz_has_string(j, "type") &&
+		    json_object_get(j, "payload") != NULL &&
+		    json_is_object(json_object_get(j, "metadata"));
+	if (!ok)
+		fz_fail("%s: corral wrote a malformed %s message: %.*s", who,
+		    dialect == FZ_BUS ? "bus" : "AgentMessage",
+		    (int)(len > 2000 ? 2000 : len), line);
+}
+
+/*
+ * Check a line corral wrote to who, an agent speaking dialect.  Returns
+ * 1 for a JSON-RPC response, 2 for a JSON-RPC request or notification,
+ * 0 for an envelope or a dialect's message.
  */
 static int
-fz_check_line(const char *who, const char *line, size_t len, int serve)
+fz_check_line(const char *who, const char *line, size_t len, int serve,
+    int dialect)
 {
 	struct env		 env;
 	struct env_error	 err;
@@ -1225,6 +1859,11 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 		json_decref(j);
 		return kind;
 	}
+	if (dialect != FZ_ENVELOPE) {
+		fz_check_dialect(who, j, line, len, dialect);
+		json_decref(j);
+		return 0;
+	}
 	if (jscan_run(fz.js, line, len) != 0)
 		fz_fail("%s: jscan refuses what jansson took: %s", who,
 		    fz.js->err);
@@ -1253,6 +1892,28 @@ fz_check_line(const char *who, const char *line, size_t len, int serve)
 	return 0;
 }
 
+/*
+ * Whether a frame corral wrote to the client is a notification it may
+ * send a client (docs/protocol.md): map/message (the result of a task
+ * the client spawned, a message sent to it) and map/event.
+ */
+static int
+fz_client_notification(const char *line, size_t len)
+{
+	json_t		*j = json_loadb(line, len, 0, NULL), *msg;
+	const char	*m = json_string_value(json_object_get(j, "method"));
+	int		 ok;
+
+	msg = json_object_get(json_object_get(j, "params"), "message");
+	ok = m != NULL && json_object_get(j, "id") == NULL &&
+	    ((strcmp(m, CORRAL_M_MESSAGE) == 0 && json_is_object(msg) &&
+	    json_is_string(json_object_get(msg, "id")) &&
+	    json_is_string(json_object_get(msg, "from"))) ||
+	    strcmp(m, CORRAL_M_EVENT) == 0);
+	json_decref(j);
+	return ok;
+}
+
 /* A line corral wrote on serve's stdout. */
 static void
 fz_stdout_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
@@ -1262,12 +1923,12 @@ fz_stdout_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 
 	if (kind != NDJSON_LINE)
 		fz_fail("stdout: corral wrote a line with a NUL or too long");
-	k = fz_check_line("stdout", line, len, 1);
+	k = fz_check_line("stdout", line, len, 1, FZ_ENVELOPE);
 	if (k == 1)
 		fz.responses++;
 	else if (k == 0)
 		fz.outputs++;
-	else
+	else if (!fz_client_notification(line, len))
 		fz_fail("stdout: corral sent the client a request: %.*s",
 		    (int)len, line);
 }
@@ -1282,7 +1943,9 @@ fz_agent_stdin_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	if (kind != NDJSON_LINE)
 		fz_fail("agent stdin: corral wrote a line with a NUL or too "
 		    "long");
-	if (fz_check_line("agent stdin", line, len, 0) == 1)
+	if (fz_check_line(fp->dialect == FZ_BUS ? "bus agent stdin" :
+	    fp->dialect == FZ_AM ? "agentmessage agent stdin" :
+	    "agent stdin", line, len, 0, fp->dialect) == 1)
 		fp->responses++;
 }
 
@@ -1382,6 +2045,11 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	fp->in = in[0];
 	fp->out = out[1];
 	fp->err = err[1];
+	if (ac->protocol != NULL && strcmp(ac->protocol, "bus") == 0)
+		fp->dialect = FZ_BUS;
+	else if (ac->protocol != NULL && strcmp(ac->protocol,
+	    "agentmessage") == 0)
+		fp->dialect = FZ_AM;
 	ndjson_reader_init(&fp->rd, 1 << 26, 0);
 	ndjson_reader_init(&fp->mirror, ac->max_line, 0);
 	sr->pid = sr->hostpid = fp->pid;
@@ -1939,6 +2607,21 @@ fz_raw(struct ndjson_writer *w, struct fz_rd *r, unsigned int flags)
 		LIT(w, "\n");
 }
 
+/* The id of the k-th request the agent of fp works on (or the last). */
+static const char *
+fz_inflight(struct fz_proc *fp, unsigned int k)
+{
+	struct agent	*a = fz_agent_of(fp);
+	struct msg	*m;
+
+	if (a == NULL)
+		return NULL;
+	TAILQ_FOREACH(m, &a->work.inflight, entry)
+		if (k-- == 0 || TAILQ_NEXT(m, entry) == NULL)
+			return m->id;
+	return NULL;
+}
+
 /* An agent replies to one of its requests (or to none). */
 static void
 fz_reply(struct fz_rd *r)
@@ -1967,7 +2650,14 @@ fz_reply(struct fz_rd *r)
 	default:
 		break;
 	}
-	fz_envelope(w, r, FZ_REPLY, parent);
+	if (fp->dialect == FZ_ENVELOPE)
+		fz_envelope(w, r, FZ_REPLY, parent);
+	else {
+		/* Mostly the answer, now and then another kind. */
+		k = fz_u8(r);
+		fz_dialect_msg(w, r, fp->dialect, k < 0xc0 ? FZ_ANSWER : k,
+		    parent);
+	}
 	LIT(w, "\n");
 	fz_agent_write(fp, w->buf, w->tail);
 	if (mode % 8 == 3)	/* the same reply twice */
@@ -2067,7 +2757,12 @@ fz_step(unsigned int op, struct fz_rd *r)
 	case OP_AGENT_RAW:
 		if ((fp = fz_pick(r)) == NULL)
 			break;
-		fz_raw(w, r, fz_u8(r));
+		if (fp->dialect != FZ_ENVELOPE && (v = fz_u8(r)) >= 0x40) {
+			fz_dialect_msg(w, r, fp->dialect, v, fz_inflight(fp,
+			    fz_u8(r)));
+			LIT(w, "\n");
+		} else
+			fz_raw(w, r, fz_u8(r));
 		fz_agent_write(fp, w->buf, w->tail);
 		break;
 	case OP_EXIT:
@@ -2346,6 +3041,7 @@ static const char fz_yaml[] =
     "  flaky:\n"
     "    cmd: [missing-flaky]\n"
     "    autostart: false\n"
+    "%s"
     "routes:\n"
     "%s"
     "reflection: {below: 0.5, max_rounds: %d, missing: %s}\n"
@@ -2371,6 +3067,37 @@ static const char fz_routes_some[] =
     "  plan: planner\n"
     "  finalize: worker\n";
 
+static const char fz_routes_dialects[] =
+    "  \"*\": worker\n"
+    "  reflect: critic\n"
+    "  plan: planner\n"
+    "  retrieve: bus\n"
+    "  analyze: am\n"
+    "  summarize: [bus, am]\n"
+    "  finalize: [am, critic]\n";
+
+/* The dialect agents of the fifth workflow. */
+static const char fz_agents_dialects[] =
+    "  bus:\n"
+    "    cmd: [bus]\n"
+    "    protocol: bus\n"
+    "    max_inflight: 2\n"
+    "    timeout: 1h\n"
+    "    heartbeat: 1h\n"
+    "    capabilities: [code-review]\n"
+    "    subscribe: [progress]\n"
+    "    restart: {policy: permanent, max: 2, within: 1h}\n"
+    "  am:\n"
+    "    cmd: [am]\n"
+    "    protocol: agentmessage\n"
+    "    max_inflight: 2\n"
+    "    max_line: 16KiB\n"
+    "    timeout: 1h\n"
+    "    heartbeat: 1h\n"
+    "    capabilities: [analysis]\n"
+    "    subscribe: [news]\n"
+    "    restart: {policy: transient, max: 1}\n";
+
 /* Remove the private directory at exit. */
 static void
 fz_cleanup(void)
@@ -2384,12 +3111,13 @@ fz_cleanup(void)
 	(void)rmdir(fz.dir);
 }
 
-/* Make the private directory and load the four workflows. */
+/* Make the private directory and load the five workflows. */
 static void
 fz_init(void)
 {
 	static const struct {
 		const char	*strategy;
+		const char	*agents;	/* more agents */
 		const char	*routes;
 		int		 rounds;
 		const char	*missing;
@@ -2397,17 +3125,19 @@ fz_init(void)
 		const char	*inline_spawn, *shutdown;
 		int		 workspace;
 	} v[FZ_VARIANTS] = {
-		{ "one_for_all", fz_routes_all, 2, "accept", 12, 6, 6, 100000,
-		    2, "true", "sequential", 1 },
-		{ "rest_for_one", fz_routes_all, 1, "reflect", 6, 3, 4,
+		{ "one_for_all", "", fz_routes_all, 2, "accept", 12, 6, 6,
+		    100000, 2, "true", "sequential", 1 },
+		{ "rest_for_one", "", fz_routes_all, 1, "reflect", 6, 3, 4,
 		    100000, 0, "true", "parallel", 1 },
-		{ "one_for_one", fz_routes_some, 3, "accept", 30, 10, 8,
+		{ "one_for_one", "", fz_routes_some, 3, "accept", 30, 10, 8,
 		    100000, 1, "false", "sequential", 0 },
-		{ "one_for_all", fz_routes_all, 1, "reflect", 2, 1, 2, 50, 2,
-		    "true", "parallel", 1 },
+		{ "one_for_all", "", fz_routes_all, 1, "reflect", 2, 1, 2, 50,
+		    2, "true", "parallel", 1 },
+		{ "one_for_one", fz_agents_dialects, fz_routes_dialects, 2,
+		    "reflect", 20, 8, 8, 100000, 1, "true", "sequential", 1 },
 	};
 	struct config_error	 err;
-	char			 text[4096], path[PATH_MAX + 32];
+	char			 text[8192], path[PATH_MAX + 32];
 	const char		*tmp = getenv("TMPDIR");
 	int			 i, len;
 
@@ -2426,7 +3156,7 @@ fz_init(void)
 	snprintf(path, sizeof path, "%s/workflow.yaml", fz.dir);
 	for (i = 0; i < FZ_VARIANTS; i++) {
 		len = snprintf(text, sizeof text, fz_yaml, v[i].strategy,
-		    v[i].routes, v[i].rounds, v[i].missing, v[i].steps,
+		    v[i].agents, v[i].routes, v[i].rounds, v[i].missing, v[i].steps,
 		    v[i].queue, v[i].inflight, v[i].tokens, v[i].retries,
 		    v[i].inline_spawn, v[i].shutdown,
 		    v[i].workspace ? "workspace: " : "",
