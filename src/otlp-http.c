@@ -99,21 +99,48 @@ otlp_http_connect(int fd, const struct addrinfo *ai)
 	return err;
 }
 
-/* A connected socket to u's host, or -1 with why. */
+/* Free getaddrinfo's answer (a cleanup handler of the writer thread). */
+static void
+otlp_http_free_ai(void *arg)
+{
+	freeaddrinfo(*(struct addrinfo **)arg);
+}
+
+/* Close a socket unless it is -1 (a cleanup handler too). */
+static void
+otlp_http_close_some(void *arg)
+{
+	if (*(int *)arg != -1)
+		close(*(int *)arg);
+}
+
+/*
+ * A connected socket to u's host, or -1 with why.  The writer thread may
+ * be cancelled in a connect's wait at exit: the cleanup handlers free
+ * the address list and close the socket then.  getaddrinfo itself is
+ * not cancelled, as it cannot clean up after itself.
+ */
 static int
 otlp_http_dial(const struct otlp_url *u, char *why, size_t len)
 {
-	struct addrinfo	 hints, *res, *ai;
+	struct addrinfo	 hints, *res = NULL, *ai;
 	struct timeval	 tv = { .tv_sec = OTLP_HTTP_WAIT };
-	int		 fd = -1, rc, err = 0;
+	volatile int	 fd = -1;	/* read by a cleanup handler */
+	volatile int	 err = 0;	/* set between setjmp and a cancel */
+	int		 rc, old;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	if ((rc = getaddrinfo(u->host, u->port, &hints, &res)) != 0) {
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	rc = getaddrinfo(u->host, u->port, &hints, &res);
+	(void)pthread_setcancelstate(old, NULL);
+	if (rc != 0) {
 		snprintf(why, len, "%s: %s", u->host, gai_strerror(rc));
 		return -1;
 	}
+	pthread_cleanup_push(otlp_http_free_ai, &res);
+	pthread_cleanup_push(otlp_http_close_some, (void *)&fd);
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
 		    SOCK_NONBLOCK, ai->ai_protocol)) == -1) {
@@ -125,7 +152,8 @@ otlp_http_dial(const struct otlp_url *u, char *why, size_t len)
 		close(fd);
 		fd = -1;
 	}
-	freeaddrinfo(res);
+	pthread_cleanup_pop(0);
+	pthread_cleanup_pop(1);
 	if (fd == -1) {
 		snprintf(why, len, "connect to %s:%s: %s", u->host, u->port,
 		    strerror(err != 0 ? err : ECONNREFUSED));

@@ -24,6 +24,16 @@ installed() {
 	[ "$v" = "$3" ]
 }
 
+# Tests running side by side (ctest -j) may ask for the same tool at
+# once: one install.sh at a time, the others wait and then find it there.
+mkdir -p "$CORRAL_NPM_CACHE" 2>/dev/null || true
+lock=$CORRAL_NPM_CACHE/.install.lock
+if command -v flock >/dev/null 2>&1 && [ -d "$CORRAL_NPM_CACHE" ] &&
+    [ -w "$CORRAL_NPM_CACHE" ] && { [ ! -e "$lock" ] || [ -w "$lock" ]; }; then
+	exec 9>>"$lock"
+	flock 9
+fi
+
 registry_checked=""
 check_registry() {
 	[ -n "$registry_checked" ] && return 0

@@ -8,6 +8,8 @@
 #     reply (after the deadline) is dropped and counted, and makes the
 #     agent READY again ("answering again")
 #   - a duplicate reply is dropped and counted: one result per request
+#   - an agent UNAVAILABLE from timeouts that never writes again is given
+#     work again after breaker.reset
 #   - accounting: accepted = replied + errored + expired
 # The agent's own timeout (20 s x SLOW) is far from the 300 ms deadlines;
 # the late reply comes 1 s x SLOW after its request, well after 300 ms.
@@ -88,5 +90,33 @@ done
 set -- $(run_end_check)
 [ "$1" -eq 5 ] && [ "$2" -eq 2 ] && [ "$3" -eq 0 ] && [ "$4" -eq 3 ] ||
     fail "expected accepted 5, replied 2, errored 0, expired 3; run_end says $*"
+
+# An agent made UNAVAILABLE by timeouts that never writes again is given
+# work again after breaker.reset (1 s here), and answers.
+cat >"$T/wf-recover.yaml" <<YAML
+agents:
+  s:
+    cmd: [$RA, --record, $T/rec2]
+    timeout: $((20 * SLOW))s
+    breaker: {reset: 1s}
+routes:
+  "*": s
+YAML
+serve_start "$T/wf-recover.yaml" -v
+wait_log 'corral: agent s: INITIALIZING -> READY'
+for id in h-1 h-2 h-3; do
+	env_with $id hang ',"ttl_ms":300' >&8
+	wait_result $id 5
+	[ "$(code_of $id)" = timeout ] || fail "$id: expected a timeout error"
+done
+wait_for 'grep -q "corral: agent s: [A-Z]* -> UNAVAILABLE (3 consecutive timeouts)" "$ERR"' 5 ||
+    fail "s did not become UNAVAILABLE after h-1..h-3 timed out"
+wait_log 'corral: agent s: UNAVAILABLE -> READY (given work again after 1s)' 10
+env_with h-4 ok '' >&8
+wait_result h-4 5
+result_of h-4 | grep -q '"text":"ok s"' ||
+    fail "h-4: expected s's reply once it was given work again: $(result_of h-4 | cut -c1-300)"
+serve_eof
+corral_wait 10
 expect_no_leftovers
 exit 0
