@@ -1016,6 +1016,11 @@ test_own_rpc(void **state)
 		snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":"
 		    "\"%s\",\"result\":{}}", id);
 		assert_passes(cs, line);
+		/* Its subscription's events too; other requests are not. */
+		assert_passes(cs, "{\"jsonrpc\":\"2.0\",\"method\":"
+		    "\"map/event\",\"params\":{\"subscriptionId\":\"s\"}}");
+		assert_null(encode(cs, "{\"jsonrpc\":\"2.0\",\"id\":3,"
+		    "\"method\":\"map/agents/list\"}"));
 		/* The codec's own call: translated, or (its result) nothing. */
 		assert_null(encode(cs, "{\"jsonrpc\":\"2.0\",\"id\":"
 		    "\"pub:8\",\"result\":{}}"));
