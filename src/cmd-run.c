@@ -314,7 +314,8 @@ cmd_resume_exec(struct cmd *c)
 		wf->deadline = wf->deadline > rl.elapsed ? wf->deadline -
 		    rl.elapsed : 0.001;
 	if ((line = json_dumps(rl.goal, CORRAL_JSON_FLAGS)) == NULL)
-		fatalx("resume: json_dumps");
+		errx(EXIT_USAGE, "resume: %s: its goal cannot be written back",
+		    c->argv[0]);
 	fprintf(stderr, "corral: resume: %s: run %s (part %u): %zu request%s "
 	    "answered in the log; %.1fs of its deadline spent\n", c->argv[0],
 	    rl.run != NULL ? rl.run : "?", rl.segments + 1, rl.answered,

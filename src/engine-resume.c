@@ -50,9 +50,10 @@ engine_resume_retrace(struct msg *m, const char *id, unsigned int redelivery)
 		json_object_set_new(corral, "redelivery",
 		    json_integer(redelivery));
 	}
-	if ((line = json_dumps(env, CORRAL_JSON_FLAGS)) == NULL)
-		fatalx("engine_resume_retrace: json_dumps");
+	line = json_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
+	if (line == NULL)
+		return 0;	/* it goes as it is, under its new id */
 	engine_stats.bytes += strlen(line);
 	engine_stats.bytes -= m->len;
 	free(m->line);

@@ -291,9 +291,14 @@ resume_reply(struct msg *m, json_t *answer, const char *path)
 		json_object_set_new(env, "trace", trace);
 	}
 	json_object_set_new(trace, "parents", json_pack("[s]", m->id));
-	if ((line = json_dumps(env, CORRAL_JSON_FLAGS)) == NULL)
-		fatalx("resume_reply: json_dumps");
+	line = json_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
+	if (line == NULL) {
+		/* The log's answer cannot be written: the agent is asked. */
+		log_warnx("resume: %s: the recorded answer cannot be written "
+		    "back; asking the agent", path);
+		return NULL;
+	}
 	js = jscan_take();
 	bad = jscan_run(js, line, strlen(line)) != 0 ||
 	    envelope_check(js, line, strlen(line), &e, &err) != 0;
