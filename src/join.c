@@ -42,7 +42,13 @@ join_error_of(const struct branch_end *e, char *code, size_t clen,
 	data = json_object_get(json_object_get(j, "content"), "data");
 	if ((s = json_string_value(json_object_get(data, "code"))) != NULL)
 		strlcpy(code, s, clen);
-	if ((s = json_string_value(json_object_get(data, "category"))) != NULL)
+	/*
+	 * The job's error is corral's: it takes a branch's category only
+	 * when it is one of corral's four, never a word an agent made up.
+	 */
+	if ((s = json_string_value(json_object_get(data, "category"))) !=
+	    NULL && (strcmp(s, "TIMEOUT") == 0 || strcmp(s, "UNAVAILABLE") ==
+	    0 || strcmp(s, "REJECTED") == 0))
 		strlcpy(cat, s, catlen);
 	if ((s = json_string_value(json_object_get(data, "message"))) == NULL)
 		s = json_string_value(json_object_get(json_object_get(j,

@@ -4,7 +4,8 @@
 #      (no agent serves execute).  The run exits 1, its result is an
 #      error envelope (branch_failed) naming both failed branches and
 #      their cause, job_end says failed, and stderr has one summary line
-#      for the job with a hint.
+#      for the job with a hint.  When the branches' errors have a
+#      category an agent made up, the job's error says INTERNAL.
 #   2. No hang when reflection cannot happen: a weak reply whose reflect
 #      row has no live agent (autostart: false; a critic that exits at
 #      start; a critic that dies after starting) ends its branch at once:
@@ -44,6 +45,34 @@ audit_all "$LOG" 'select(.ev == "job_end") | .status == "failed"' ||
     fail "false success: expected one summary line for the failed job, with a hint"
 expect_audit_ok "$LOG"
 rm -f "$LOG"
+
+# 1b. Both branches fail with an error of a category the agent made up:
+# the job's error is corral's, with one of its own four categories.
+cat >"$T/odd.sh" <<'EOF'
+#!/bin/sh
+while IFS= read -r line; do
+	id=$(printf '%s\n' "$line" | sed -nE 's/.*"trace":\{"id":"([^"]*)".*/\1/p')
+	printf '{"protocol":"multiagent-1.0","role":"agent","intent":"finalize","task":"t","content":{"type":"error","text":"no","data":{"code":"odd","category":"reflect","message":"no"}},"trace":{"id":"%s-r","parents":["%s"]}}\n' "$id" "$id"
+done
+EOF
+cat >"$T/odd.yaml" <<YAML
+agents:
+  planner:
+    cmd: [$WA, --next, "execute:fetch a", --next, "execute:fetch b"]
+  worker:
+    cmd: [/bin/sh, $T/odd.sh]
+routes:
+  plan: planner
+  execute: worker
+YAML
+corral_run 20 run "$T/odd.yaml" --goal go
+expect_rc 1
+expect_error_result "$OUT" branch_failed
+cat=$(result_field "$OUT" .content.data.category)
+[ "$cat" = INTERNAL ] ||
+    fail "an agent's own error category became the job's: '$cat': $(head -c 600 "$OUT")"
+n=$(result_field "$OUT" '[.content.data.branches[] | select(.envelope.content.data.category == "reflect")] | length')
+[ "$n" = 2 ] || fail "the branches' own errors are not kept as they were: $n: $(head -c 600 "$OUT")"
 
 # 2. Reflection cannot happen; the weak reply stands.  Every request
 # waits at most 60 s for an agent, so an end within 20 s is no timeout.
