@@ -621,8 +621,8 @@ codec_own_rpc(struct codec_state *cs, const char *line, size_t len)
 /*
  * Whether a JSON-RPC frame corral writes goes to the agent as it is: a
  * batch's answers, a response to a request of the agent's own (not to a
- * call the codec made for it), and the events of a subscription it made
- * with map/subscribe.
+ * call the codec made for it), and a notification (the map/events of a
+ * subscription it made).  A request (ping) is the dialect's to translate.
  */
 static int
 codec_passes(const struct codec_state *cs, json_t *f)
@@ -635,10 +635,7 @@ codec_passes(const struct codec_state *cs, json_t *f)
 	if (json_object_get(f, "jsonrpc") == NULL)
 		return 0;
 	if (json_object_get(f, "method") != NULL)
-		return json_object_get(f, "id") == NULL &&
-		    json_is_string(json_object_get(f, "method")) &&
-		    strcmp(json_string_value(json_object_get(f, "method")),
-		    CORRAL_M_EVENT) == 0;
+		return json_object_get(f, "id") == NULL;
 	return codec_call_id(f, kind, sizeof kind, &mid) != 0 ||
 	    codec_ring_get(&cs->reqs, codec_rpc_key(json_string_value(
 	    json_object_get(f, "id")), key, sizeof key), "rpc") != NULL;
