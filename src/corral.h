@@ -1109,6 +1109,8 @@ struct env {
 	int		 corral;	/* our "corral" member */
 	int		 task;		/* the task, a string */
 	int		 session;	/* corral's session member */
+	int		 jsonrpc;	/* has a jsonrpc member: not an envelope */
+	int		 agent_id;	/* agent.id, a string, or -1 */
 	double		 tokens_in;
 	double		 tokens_out;
 	double		 cost;

@@ -465,6 +465,7 @@ dialect_multiagent_decode(struct agent *a, void *state,
     struct dialect_frame *f, const char *line, size_t len)
 {
 	struct jscan	*js = f->js;
+	int		 rc;
 
 	f->line = line;
 	f->len = len;
@@ -478,14 +479,22 @@ dialect_multiagent_decode(struct agent *a, void *state,
 		    "syntax error");
 		return;
 	}
-	if ((js->tok[0].type == JT_OBJECT &&
-	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) ||
-	    js->tok[0].type == JT_ARRAY) {
+	if (js->tok[0].type == JT_ARRAY) {
 		f->type = DF_CONTROL;
 		return;
 	}
-	if (envelope_check(js, line, len, &f->env, &f->err) != 0 ||
-	    (a != NULL && f->env.next_actions != -1 &&
+	/*
+	 * An object with a jsonrpc member is the control plane's, envelope
+	 * or not: envelope_check notes the member on its one pass over the
+	 * keys, and only a line it refuses is searched for it here.
+	 */
+	rc = envelope_check(js, line, len, &f->env, &f->err);
+	if (rc == 0 ? f->env.jsonrpc :
+	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
+		f->type = DF_CONTROL;
+		return;
+	}
+	if (rc != 0 || (a != NULL && f->env.next_actions != -1 &&
 	    envelope_check_ttls(js, line, &f->env, &f->err) != 0)) {
 		f->type = DF_INVALID;
 		f->id = envelope_raw_id(js, line, f->idbuf, sizeof f->idbuf);

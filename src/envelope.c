@@ -76,6 +76,22 @@ env_want(struct jscan *js, int t, int type, struct env_error *err,
 	    env_type_name(type), env_type_name(js->tok[t].type));
 }
 
+/*
+ * Is the scanned text v (vl bytes, never a NUL: the scanner refuses them)
+ * the name?  Byte by byte, so a name that differs early costs a compare
+ * and no strlen; the loop stops at the name's NUL, which v cannot match.
+ */
+static inline int
+env_name_is(const char *name, const char *v, size_t vl)
+{
+	size_t	i;
+
+	for (i = 0; i < vl; i++)
+		if (name[i] != v[i])
+			return 0;
+	return name[vl] == '\0';
+}
+
 /* Return the index of a string token's value in a NULL-terminated list. */
 static int
 env_enum(struct jscan *js, const char *s, int t, const char *const *names)
@@ -86,7 +102,7 @@ env_enum(struct jscan *js, const char *s, int t, const char *const *names)
 
 	v = jscan_text(js, s, t, &len);
 	for (i = 0; names[i] != NULL; i++)
-		if (strlen(names[i]) == len && memcmp(names[i], v, len) == 0)
+		if (env_name_is(names[i], v, len))
 			return i;
 	return -1;
 }
@@ -112,7 +128,7 @@ env_members(struct jscan *js, const char *s, int obj, const char *const *names,
 {
 	const struct jtok	*k;
 	const char		*v;
-	size_t			 i, vl;
+	size_t			 i, vl, found = 0;
 	uint32_t		 m, end;
 
 	for (i = 0; i < n; i++)
@@ -120,7 +136,9 @@ env_members(struct jscan *js, const char *s, int obj, const char *const *names,
 	if (js->tok[obj].flags & JT_OPAQUE)
 		return;
 	end = js->tok[obj].next;
-	for (m = (uint32_t)obj + 1; m < end; m = js->tok[m + 1].next) {
+	/* Keys are unique (the scanner refuses duplicates): stop at n. */
+	for (m = (uint32_t)obj + 1; m < end && found < n;
+	    m = js->tok[m + 1].next) {
 		k = &js->tok[m];
 		if (k->flags & JT_ESCAPED)
 			v = jscan_text(js, s, (int)m, &vl);
@@ -129,9 +147,9 @@ env_members(struct jscan *js, const char *s, int obj, const char *const *names,
 			vl = k->len - 2;
 		}
 		for (i = 0; i < n; i++) {
-			if (out[i] == -1 && strlen(names[i]) == vl &&
-			    memcmp(names[i], v, vl) == 0) {
+			if (out[i] == -1 && env_name_is(names[i], v, vl)) {
 				out[i] = (int)m + 1;
+				found++;
 				break;
 			}
 		}
@@ -215,7 +233,8 @@ env_req_string(struct jscan *js, const char *s, int obj, const char *key,
 
 /* Check "agent": {id, name, model, version?}, in one pass over it. */
 static int
-env_agent(struct jscan *js, const char *s, int t, struct env_error *err)
+env_agent(struct jscan *js, const char *s, int t, struct env *env,
+    struct env_error *err)
 {
 	static const char *const names[] = { "id", "name", "model",
 	    "version" };
@@ -234,6 +253,7 @@ env_agent(struct jscan *js, const char *s, int t, struct env_error *err)
 		    names[i]) != 0)
 			return -1;
 	}
+	env->agent_id = f[0];
 	return 0;
 }
 
@@ -594,7 +614,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	env->intent = -1;
 	env->trace = env->trace_id = env->parents = env->timestamp = -1;
 	env->next_actions = env->content = env->corral = -1;
-	env->task = env->session = -1;
+	env->task = env->session = env->agent_id = -1;
 	env->prio = PRIO_NORMAL;
 	/* Not all 392 bytes: this runs for every envelope. */
 	err->code = NULL;
@@ -629,7 +649,7 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 				    "agent, user, system, tool");
 			have |= ENV_HAVE_ROLE;
 		} else if (KEY("agent")) {
-			if (env_agent(js, s, t, err) != 0)
+			if (env_agent(js, s, t, env, err) != 0)
 				return -1;
 		} else if (KEY("timestamp")) {
 			if (env_want(js, t, JT_STRING, err, "timestamp") != 0)
@@ -688,7 +708,8 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 		} else if (KEY("session")) {
 			if (js->tok[t].type == JT_STRING)
 				env->session = t;
-		}
+		} else if (KEY("jsonrpc"))
+			env->jsonrpc = 1;
 #undef KEY
 	}
 	return env_required(env, have, err);
@@ -1151,7 +1172,7 @@ envelope_own(struct jscan *js, const char *s, size_t len,
 	struct piece	 pc;
 	size_t		 ned = 0, from, to;
 	uint32_t	 i, end, prev = 0;
-	int		 ag, id, piece = 0;
+	int		 id, piece = 0;
 	char		*out;
 
 	*forged = 0;
@@ -1174,10 +1195,8 @@ envelope_own(struct jscan *js, const char *s, size_t len,
 		*forged |= FORGED_CORRAL;
 		break;
 	}
-	if (sender != NULL &&
-	    (ag = JSCAN_GET(js, s, 0, "agent")) != -1 &&
-	    js->tok[ag].type == JT_OBJECT &&
-	    (id = JSCAN_GET(js, s, ag, "id")) != -1 &&
+	/* envelope_check found agent.id, a string, on its pass. */
+	if (sender != NULL && (id = env->agent_id) != -1 &&
 	    !(js->tok[id].type == JT_STRING && jscan_str_equal(js,
 	    s + js->tok[id].off, js->tok[id].len,
 	    js->tok[id].flags & JT_ESCAPED, sender, strlen(sender)))) {

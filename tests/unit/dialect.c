@@ -96,6 +96,12 @@ test_control(void **state)
 	assert_ptr_equal(f.line, l);
 	assert_int_equal(f.len, strlen(l));
 	done(&f);
+	/* A valid envelope with the member is one too, spelt any way. */
+	assert_int_equal(decode(NULL, "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"user\",\"intent\":\"execute\",\"task\":\"t\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"hi\"},"
+	    "\"json\\u0072pc\":\"2.0\"}", &f), DF_CONTROL);
+	done(&f);
 	/* Deeper down it is no control frame. */
 	assert_int_equal(decode(NULL, "{\"x\":{\"jsonrpc\":\"2.0\"}}", &f),
 	    DF_INVALID);
