@@ -25,10 +25,19 @@
 /* Append a string literal to a writer. */
 #define ENV_LIT(w, lit)	ndjson_writer_add((w), (lit), sizeof(lit) - 1)
 
-static const char *role_names[] = { "agent", "user", "system", "tool", NULL };
-static const char *ctype_names[] = { "text", "code", "json", "tool_result",
-    "error", NULL };
-static const char *resource_types[] = { "url", "file", "db", "tool", NULL };
+/* A member or value name and its length, known at compile time. */
+struct env_name {
+	const char	*s;
+	size_t		 len;
+};
+#define NM(lit)	{ (lit), sizeof(lit) - 1 }
+
+static const struct env_name role_names[] = { NM("agent"), NM("user"),
+    NM("system"), NM("tool"), { NULL, 0 } };
+static const struct env_name ctype_names[] = { NM("text"), NM("code"),
+    NM("json"), NM("tool_result"), NM("error"), { NULL, 0 } };
+static const struct env_name resource_types[] = { NM("url"), NM("file"),
+    NM("db"), NM("tool"), { NULL, 0 } };
 
 /* Record a validation failure. */
 static int __attribute__((format(printf, 3, 4)))
@@ -77,32 +86,27 @@ env_want(struct jscan *js, int t, int type, struct env_error *err,
 }
 
 /*
- * Is the scanned text v (vl bytes, never a NUL: the scanner refuses them)
- * the name?  Byte by byte, so a name that differs early costs a compare
- * and no strlen; the loop stops at the name's NUL, which v cannot match.
+ * Is the scanned text v (vl bytes) the name?  The lengths first: most
+ * names differ there.
  */
 static inline int
-env_name_is(const char *name, const char *v, size_t vl)
+env_name_is(const struct env_name *name, const char *v, size_t vl)
 {
-	size_t	i;
-
-	for (i = 0; i < vl; i++)
-		if (name[i] != v[i])
-			return 0;
-	return name[vl] == '\0';
+	return name->len == vl && memcmp(name->s, v, vl) == 0;
 }
 
 /* Return the index of a string token's value in a NULL-terminated list. */
 static int
-env_enum(struct jscan *js, const char *s, int t, const char *const *names)
+env_enum(struct jscan *js, const char *s, int t,
+    const struct env_name *names)
 {
 	const char	*v;
 	size_t		 len;
 	int		 i;
 
 	v = jscan_text(js, s, t, &len);
-	for (i = 0; names[i] != NULL; i++)
-		if (env_name_is(names[i], v, len))
+	for (i = 0; names[i].s != NULL; i++)
+		if (env_name_is(&names[i], v, len))
 			return i;
 	return -1;
 }
@@ -123,8 +127,8 @@ env_intent(struct jscan *js, const char *s, int t)
  * token of names[i], or -1.  Escaped keys are decoded first.
  */
 static void
-env_members(struct jscan *js, const char *s, int obj, const char *const *names,
-    int *out, size_t n)
+env_members(struct jscan *js, const char *s, int obj,
+    const struct env_name *names, int *out, size_t n)
 {
 	const struct jtok	*k;
 	const char		*v;
@@ -147,7 +151,7 @@ env_members(struct jscan *js, const char *s, int obj, const char *const *names,
 			vl = k->len - 2;
 		}
 		for (i = 0; i < n; i++) {
-			if (out[i] == -1 && env_name_is(names[i], v, vl)) {
+			if (out[i] == -1 && env_name_is(&names[i], v, vl)) {
 				out[i] = (int)m + 1;
 				found++;
 				break;
@@ -236,8 +240,8 @@ static int
 env_agent(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "id", "name", "model",
-	    "version" };
+	static const struct env_name names[] = { NM("id"), NM("name"),
+	    NM("model"), NM("version") };
 	char	p[128];
 	int	f[4], i;
 
@@ -246,11 +250,11 @@ env_agent(struct jscan *js, const char *s, int t, struct env *env,
 	env_members(js, s, t, names, f, 4);
 	for (i = 0; i < 4; i++) {
 		if (f[i] == -1 && i < 3) {
-			env_path(p, sizeof p, "agent", -1, names[i]);
+			env_path(p, sizeof p, "agent", -1, names[i].s);
 			return env_fail(err, p, "%s is required", p);
 		}
 		if (f[i] != -1 && env_want_string(js, f[i], err, "agent", -1,
-		    names[i]) != 0)
+		    names[i].s) != 0)
 			return -1;
 	}
 	env->agent_id = f[0];
@@ -314,7 +318,7 @@ static int
 env_content(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "type", "text" };
+	static const struct env_name names[] = { NM("type"), NM("text") };
 	int	f[2];
 
 	if (env_want(js, t, JT_OBJECT, err, "content") != 0)
@@ -366,8 +370,9 @@ env_outputs(struct jscan *js, const char *s, int t, struct env *env,
 				    "outputs.artifacts", i) != 0)
 					return -1;
 				if ((x = JSCAN_GET(js, s, e, "operation")) != -1) {
-					static const char *const ops[] = {
-					    "create", "update", NULL };
+					static const struct env_name ops[] = {
+					    NM("create"), NM("update"),
+					    { NULL, 0 } };
 					snprintf(p, sizeof p,
 					    "outputs.artifacts[%d].operation", i);
 					if (js->tok[x].type != JT_STRING ||
@@ -438,7 +443,8 @@ static int
 env_confidence(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "score", "rationale", "risks" };
+	static const struct env_name names[] = { NM("score"), NM("rationale"),
+	    NM("risks") };
 	double	score;
 	int	f[3];
 
@@ -469,9 +475,10 @@ static int
 env_trace(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "id", "parents", "tags", "cost" };
-	static const char *const fields[] = { "input_tokens", "output_tokens",
-	    "usd" };
+	static const struct env_name names[] = { NM("id"), NM("parents"),
+	    NM("tags"), NM("cost") };
+	static const struct env_name fields[] = { NM("input_tokens"),
+	    NM("output_tokens"), NM("usd") };
 	size_t	len;
 	int	x, c, f[4], cf[3], i;
 	char	p[64];
@@ -506,7 +513,7 @@ env_trace(struct jscan *js, const char *s, int t, struct env *env,
 			if (js->tok[c].type != JT_NUMBER ||
 			    jscan_number(js, s, c) < 0) {
 				snprintf(p, sizeof p, "trace.cost.%s",
-				    fields[i]);
+				    fields[i].s);
 				return env_fail(err, p, "%s must be a number, "
 				    "0 or more", p);
 			}
@@ -526,8 +533,8 @@ static int
 env_priority(struct jscan *js, const char *s, int t, struct env *env,
     struct env_error *err)
 {
-	static const char *const names[] = { "batch", "low", "normal", "high",
-	    "critical", "urgent", NULL };
+	static const struct env_name names[] = { NM("batch"), NM("low"),
+	    NM("normal"), NM("high"), NM("critical"), NM("urgent"), { NULL, 0 } };
 	double	d;
 	int	i;
 
