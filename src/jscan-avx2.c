@@ -33,9 +33,9 @@ jscan_find_avx2(const struct jscan_tail *t, const unsigned char *s,
 		/* Signed: 0x20 > x for x below 0x20 and above 0x7F. */
 		m = (unsigned int)_mm256_movemask_epi8(_mm256_or_si256(
 		    _mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_load_si256(
-		    (const __m256i *)t->k[0])), _mm256_cmpeq_epi8(x,
-		    _mm256_load_si256((const __m256i *)t->k[1]))),
-		    _mm256_cmpgt_epi8(_mm256_load_si256((const __m256i *)t->k[2]),
+		    JSCAN_K(0))), _mm256_cmpeq_epi8(x,
+		    _mm256_load_si256(JSCAN_K(1)))),
+		    _mm256_cmpgt_epi8(_mm256_load_si256(JSCAN_K(2)),
 		    x)));
 		if (m != 0) {
 			*c = at[__builtin_ctz(m)];

@@ -34,13 +34,19 @@ struct jscan_key {
 struct jscan_tail {
 	size_t		base;	/* the line's offset of b[0] */
 	unsigned char	b[JSCAN_TAIL + 64];
-	/*
-	 * The SIMD finders' constants ('"', '\\', 0x20 in every byte), on
-	 * the stack so that the compares read them from memory rather than
-	 * building them again at every string.
-	 */
-	unsigned char	k[3][32] __attribute__((aligned(32)));
 };
+
+/*
+ * The SIMD finders' constants ('"', '\\', 0x20 in every byte), in memory
+ * so that the compares read them rather than building them again at
+ * every string.
+ */
+#define JSCAN_K8(c)	(c), (c), (c), (c), (c), (c), (c), (c)
+#define JSCAN_K32(c)	{ JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c) }
+static const unsigned char jscan_k[3][32]
+    __attribute__((aligned(32), unused)) = { JSCAN_K32('"'),
+    JSCAN_K32('\\'), JSCAN_K32(0x20) };
+#define JSCAN_K(i)	((const void *)jscan_k[(i)])
 
 /* jscan.c */
 int	 jscan_fail(struct jscan *, size_t, const char *);
@@ -64,11 +70,14 @@ jscan_tail_init(struct jscan_tail *t, const unsigned char *s, size_t n)
 	size_t	k = n < JSCAN_TAIL ? n : JSCAN_TAIL;
 
 	t->base = n - k;
+	/* Most lines are longer than the tail: copies of a known size. */
+	if (k == JSCAN_TAIL) {
+		memcpy(t->b, s + t->base, JSCAN_TAIL);
+		memset(t->b + JSCAN_TAIL, 0, sizeof t->b - JSCAN_TAIL);
+		return;
+	}
 	memcpy(t->b, s + t->base, k);
 	memset(t->b + k, 0, sizeof t->b - k);
-	memset(t->k[0], '"', sizeof t->k[0]);
-	memset(t->k[1], '\\', sizeof t->k[1]);
-	memset(t->k[2], 0x20, sizeof t->k[2]);
 }
 
 /*
@@ -97,7 +106,10 @@ jscan_ws(const unsigned char *s, size_t n, size_t pos)
 
 /*
  * A walk's state (jscan-walk.h): the tape's counters, kept here rather
- * than in the scanner so that the compiler holds them in registers.
+ * than in the scanner so that the compiler holds them in registers (no
+ * function outside the walk gets its address).  What only values below
+ * the tape use, the key stack and their count, stays in the scanner, to
+ * leave the registers to the common case.
  */
 struct jscan_w {
 	struct jscan		*js;
@@ -105,17 +117,15 @@ struct jscan_w {
 	size_t			 n;
 	struct jtok		*tok;
 	uint32_t		 ntok, tokcap;
-	struct jscan_key	*keys;
-	uint32_t		 nkeys, keycap;
 	uint32_t		 maxlevel;
-	size_t			 nvals;
 	const struct jscan_tail	*tail;
 };
 
 /* jscan.c */
 struct jtok *jscan_grow_tok(struct jscan *, uint32_t);
 struct jscan_key *jscan_grow_keys(struct jscan *, uint32_t);
-int	 jscan_w_dup(struct jscan_w *, const struct jscan_frame *);
+int	 jscan_w_dup(struct jscan *, const unsigned char *, const struct jtok *,
+	    uint32_t, const struct jscan_frame *);
 
 /* Start a walk of the n bytes at p, whose last bytes are in tail. */
 static inline void
@@ -128,11 +138,10 @@ jscan_w_start(struct jscan_w *w, struct jscan *js, const char *p, size_t n,
 	w->tok = js->tok;
 	w->ntok = 0;
 	w->tokcap = js->tokcap;
-	w->keys = js->keys;
-	w->nkeys = 0;
-	w->keycap = js->keycap;
+	js->nkeys = 0;
 	w->maxlevel = js->maxlevel;
-	w->nvals = 0;
+	/* The values below the tape; those on it are its tokens. */
+	js->nvals = 0;
 	jscan_tail_init(tail, w->s, n);
 	w->tail = tail;
 }
@@ -142,8 +151,7 @@ static inline void
 jscan_w_end(const struct jscan_w *w)
 {
 	w->js->ntok = w->ntok;
-	w->js->nkeys = w->nkeys;
-	w->js->nvals = w->nvals;
+	w->js->nvals += w->ntok;
 }
 
 /* Append a token to the tape and return its index. */
@@ -182,6 +190,7 @@ static inline void
 jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
     size_t len, uint8_t esc)
 {
+	struct jscan		*js = w->js;
 	struct jscan_key	*k;
 	uint64_t		 bit;
 	uint32_t		 tag, i;
@@ -198,19 +207,17 @@ jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
 				    w->tok[i].len) == tag)
 					f->dup = 1;
 		} else {
-			for (i = f->keys; i < w->nkeys; i++)
-				if (w->keys[i].tag == tag)
+			for (i = f->keys; i < js->nkeys; i++)
+				if (js->keys[i].tag == tag)
 					f->dup = 1;
 		}
 	}
 	f->bloom |= bit;
 	if (f->ontape)
 		return;
-	if (__builtin_expect(w->nkeys == w->keycap, 0)) {
-		w->keys = jscan_grow_keys(w->js, w->nkeys);
-		w->keycap = w->js->keycap;
-	}
-	k = &w->keys[w->nkeys++];
+	if (__builtin_expect(js->nkeys == js->keycap, 0))
+		jscan_grow_keys(js, js->nkeys);
+	k = &js->keys[js->nkeys++];
 	k->off = (uint32_t)off;
 	k->len = (uint32_t)len;
 	k->esc = esc;
@@ -224,10 +231,15 @@ jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
 static inline int
 jscan_w_close(struct jscan_w *w, size_t pos, const struct jscan_frame *f)
 {
+	int	rc;
+
 	if (f->obj) {
-		if (f->dup && jscan_w_dup(w, f) != 0)
-			return -1;
-		w->nkeys = f->keys;
+		if (__builtin_expect(f->dup, 0)) {
+			rc = jscan_w_dup(w->js, w->s, w->tok, w->ntok, f);
+			if (rc != 0)
+				return -1;
+		}
+		w->js->nkeys = f->keys;
 	}
 	if (f->tok != UINT32_MAX) {
 		w->tok[f->tok].len = (uint32_t)(pos + 1 - w->tok[f->tok].off);

@@ -31,9 +31,9 @@ jscan_find_sse2(const struct jscan_tail *t, const unsigned char *s,
 			at = t->b + (pos - t->base);
 		x = _mm_loadu_si128((const __m128i *)at);
 		m = (unsigned int)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(
-		    _mm_cmpeq_epi8(x, _mm_load_si128((const __m128i *)t->k[0])),
-		    _mm_cmpeq_epi8(x, _mm_load_si128((const __m128i *)t->k[1]))),
-		    _mm_cmplt_epi8(x, _mm_load_si128((const __m128i *)t->k[2]))));
+		    _mm_cmpeq_epi8(x, _mm_load_si128(JSCAN_K(0))),
+		    _mm_cmpeq_epi8(x, _mm_load_si128(JSCAN_K(1)))),
+		    _mm_cmplt_epi8(x, _mm_load_si128(JSCAN_K(2)))));
 		if (m != 0) {
 			*c = at[__builtin_ctz(m)];
 			return pos + (size_t)__builtin_ctz(m);

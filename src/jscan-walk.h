@@ -103,6 +103,8 @@ JW(scalar)(struct jscan_w *w, size_t *pos, uint32_t depth)
 	}
 	if (depth <= w->maxlevel)
 		jscan_w_tok(w, type, flag, start, *pos - start);
+	else
+		w->js->nvals++;
 	return 0;
 }
 
@@ -129,6 +131,8 @@ JW(key)(struct jscan_w *w, size_t *pos, struct jscan_frame *f)
 	jscan_w_key(w, f, start, len, esc);
 	if (f->ontape)
 		jscan_w_tok(w, JT_STRING, esc ? JT_ESCAPED : 0, start, len);
+	else
+		w->js->nvals++;
 	/* Compact JSON: the ':' right after the key. */
 	if (__builtin_expect(*pos < w->n && s[*pos] == ':', 1)) {
 		*pos = jscan_ws(s, w->n, *pos + 1);
@@ -152,9 +156,11 @@ JW(open)(struct jscan_w *w, size_t pos, uint32_t depth)
 	if (depth <= w->maxlevel)
 		f->tok = jscan_w_tok(w, obj ? JT_OBJECT : JT_ARRAY,
 		    depth == w->maxlevel ? JT_OPAQUE : 0, pos, 0);
+	else
+		w->js->nvals++;
 	f->obj = obj;
 	f->ontape = depth < w->maxlevel;
-	f->keys = w->nkeys;
+	f->keys = w->js->nkeys;
 	f->bloom = 0;
 	f->dup = 0;
 	return f;
@@ -179,7 +185,6 @@ value:
 		return jscan_fail(w->js, pos, "nesting too deep");
 	if (__builtin_expect(pos >= n, 0))
 		return jscan_fail(w->js, pos, "value expected");
-	w->nvals++;
 	if (s[pos] == '{' || s[pos] == '[') {
 		f = JW(open)(w, pos, depth++);
 		pos = jscan_ws(s, n, pos + 1);
@@ -223,7 +228,6 @@ key:
 	/* Inside an object, at the start of a member. */
 	if (JW(key)(w, &pos, f) != 0)
 		return -1;
-	w->nvals++;
 	goto value;
 }
 

@@ -59,32 +59,32 @@ jscan_free(struct jscan *js)
 
 /*
  * The full duplicate check of an object whose key tags repeat (frame f,
- * closing): its keys from the tape, or from the key stack when it is not
- * on the tape.
+ * closing): its keys from the tape (tok, ntok tokens), or from the key
+ * stack when it is not on the tape.  It takes the walk's counters rather
+ * than the walk, whose address must not escape: the compiler then keeps
+ * them in registers.
  */
 int
-jscan_w_dup(struct jscan_w *w, const struct jscan_frame *f)
+jscan_w_dup(struct jscan *js, const unsigned char *s, const struct jtok *tok,
+    uint32_t ntok, const struct jscan_frame *f)
 {
 	struct jscan_key	*k;
 	uint32_t		 i, nk = 0;
 
 	if (!f->ontape)
-		return jscan_check_keys(w->js, (const char *)w->s,
-		    w->keys + f->keys, w->nkeys - f->keys);
+		return jscan_check_keys(js, (const char *)s, js->keys + f->keys,
+		    js->nkeys - f->keys);
 	/* Nested objects are closed: the stack above f->keys is free. */
-	for (i = f->tok + 1; i < w->ntok; i = w->tok[i + 1].next) {
-		if (f->keys + nk == w->keycap) {
-			w->keys = jscan_grow_keys(w->js, w->keycap);
-			w->keycap = w->js->keycap;
-		}
-		k = &w->keys[f->keys + nk++];
-		k->off = w->tok[i].off;
-		k->len = w->tok[i].len;
-		k->esc = (w->tok[i].flags & JT_ESCAPED) != 0;
-		k->tag = k->esc ? 0 : jscan_tag(w->s, k->off, k->len);
+	for (i = f->tok + 1; i < ntok; i = tok[i + 1].next) {
+		if (f->keys + nk == js->keycap)
+			jscan_grow_keys(js, js->keycap);
+		k = &js->keys[f->keys + nk++];
+		k->off = tok[i].off;
+		k->len = tok[i].len;
+		k->esc = (tok[i].flags & JT_ESCAPED) != 0;
+		k->tag = k->esc ? 0 : jscan_tag(s, k->off, k->len);
 	}
-	return jscan_check_keys(w->js, (const char *)w->s, w->keys + f->keys,
-	    nk);
+	return jscan_check_keys(js, (const char *)s, js->keys + f->keys, nk);
 }
 
 /* Make room on the tape for more than ntok tokens. */
