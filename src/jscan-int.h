@@ -37,15 +37,11 @@ struct jscan_tail {
 };
 
 /*
- * The SIMD finders' constants ('"', '\\', 0x20 in every byte), in memory
- * so that the compares read them rather than building them again at
- * every string.
+ * The SIMD finders' constants ('"', '\\', 0x20 in every byte), defined
+ * in jscan.c: the finders read them from memory, where a compiler that
+ * saw their values would build them again at every string.
  */
-#define JSCAN_K8(c)	(c), (c), (c), (c), (c), (c), (c), (c)
-#define JSCAN_K32(c)	{ JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c) }
-static const unsigned char jscan_k[3][32]
-    __attribute__((aligned(32), unused)) = { JSCAN_K32('"'),
-    JSCAN_K32('\\'), JSCAN_K32(0x20) };
+extern const unsigned char jscan_k[3][32];
 #define JSCAN_K(i)	((const void *)jscan_k[(i)])
 
 /* jscan.c */

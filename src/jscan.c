@@ -27,6 +27,12 @@
 static struct jscan	*jscan_pool[JSCAN_POOL];
 static size_t		 jscan_npool;
 
+#define JSCAN_K8(c)	(c), (c), (c), (c), (c), (c), (c), (c)
+#define JSCAN_K32(c)	{ JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c) }
+const unsigned char	 jscan_k[3][32] __attribute__((aligned(32))) = {
+	JSCAN_K32('"'), JSCAN_K32('\\'), JSCAN_K32(0x20)
+};
+
 /* Create a scanner whose tape records values up to maxlevel deep. */
 struct jscan *
 jscan_create(unsigned int maxlevel)
