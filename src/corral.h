@@ -1554,10 +1554,50 @@ int	 jscan_getn(struct jscan *, const char *, int, const char *, size_t);
 #define JSCAN_GET(js, s, obj, lit) jscan_getn((js), (s), (obj), (lit), \
 	    sizeof(lit) - 1)
 size_t	 jscan_count(const struct jscan *, int);
-int	 jscan_first(const struct jscan *, int);
-int	 jscan_next(const struct jscan *, int, int);
-const char *jscan_text(struct jscan *, const char *, int, size_t *);
 double	 jscan_number(struct jscan *, const char *, int);
+
+/*
+ * Walking the tape is done for every member of every envelope, so these
+ * are inline.
+ */
+
+/* Return the index of the first element of an array token, or -1. */
+static inline int
+jscan_first(const struct jscan *js, int arr)
+{
+	const struct jtok	*t = &js->tok[arr];
+
+	if ((t->flags & JT_OPAQUE) || (uint32_t)arr + 1 >= t->next)
+		return -1;
+	return arr + 1;
+}
+
+/* Return the element after elem inside the array token arr, or -1. */
+static inline int
+jscan_next(const struct jscan *js, int arr, int elem)
+{
+	uint32_t	n = js->tok[elem].next;
+
+	return n < js->tok[arr].next ? (int)n : -1;
+}
+
+/*
+ * Return a string token's text: the raw bytes between the quotes when it
+ * has no escapes, else the decoded copy in js->tmp (valid until the next
+ * call that uses it).
+ */
+static inline const char *
+jscan_text(struct jscan *js, const char *s, int tok, size_t *lenp)
+{
+	const struct jtok	*t = &js->tok[tok];
+
+	if (t->flags & JT_ESCAPED) {
+		*lenp = jscan_unescape(js, s + t->off, t->len);
+		return js->tmp;
+	}
+	*lenp = t->len - 2;
+	return s + t->off + 1;
+}
 
 /* ndjson.c */
 void	 ndjson_reader_init(struct ndjson_reader *, size_t, int);

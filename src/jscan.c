@@ -800,44 +800,6 @@ jscan_count(const struct jscan *js, int tok)
 	return n;
 }
 
-/* Return the index of the first element of an array token, or -1. */
-int
-jscan_first(const struct jscan *js, int arr)
-{
-	const struct jtok	*t = &js->tok[arr];
-
-	if ((t->flags & JT_OPAQUE) || (uint32_t)arr + 1 >= t->next)
-		return -1;
-	return arr + 1;
-}
-
-/* Return the element after elem inside the array token arr, or -1. */
-int
-jscan_next(const struct jscan *js, int arr, int elem)
-{
-	uint32_t	n = js->tok[elem].next;
-
-	return n < js->tok[arr].next ? (int)n : -1;
-}
-
-/*
- * Return a string token's text: the raw bytes between the quotes when it
- * has no escapes, else the decoded copy in js->tmp (valid until the next
- * call that uses it).
- */
-const char *
-jscan_text(struct jscan *js, const char *s, int tok, size_t *lenp)
-{
-	const struct jtok	*t = &js->tok[tok];
-
-	if (t->flags & JT_ESCAPED) {
-		*lenp = jscan_unescape(js, s + t->off, t->len);
-		return js->tmp;
-	}
-	*lenp = t->len - 2;
-	return s + t->off + 1;
-}
-
 /* Convert a number token to a double. */
 double
 jscan_number(struct jscan *js, const char *s, int tok)
