@@ -406,7 +406,9 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 			goto invalid;
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
-	}
+	} else if (pos - start <= 308)
+		/* No exponent and at most 308 digits: below 1e308. */
+		return pos << 1;
 	if (jscan_real_overflows(js, s + start, pos - start)) {
 		jscan_fail(js, start, "real number overflow");
 		return SIZE_MAX;

@@ -533,6 +533,18 @@ test_long_mantissa_with_large_exponent(void **state)
 		{ "1e", '0', 100000, "309", 0 },
 		{ "1e-", '0', 100000, "309", 1 },
 		{ "1e", '0', 100000, "308", 1 },
+		/*
+		 * No exponent: a real of at most 308 characters is below
+		 * 1e308 and takes a shorter way; longer ones the full check.
+		 */
+		{ "9", '9', 305, ".9", 1 },		/* 308 characters */
+		{ "-9", '9', 305, ".9", 1 },
+		{ "1", '0', 308, ".5", 1 },		/* 1e308 */
+		{ "1", '7', 308, ".0", 1 },		/* 1.77e308 */
+		{ "1", '8', 308, ".0", 0 },		/* 1.88e308 */
+		{ "2", '0', 308, ".0", 0 },		/* 2e308 */
+		{ "-2", '0', 308, ".0", 0 },
+		{ "0.", '0', 400, "1", 1 },
 	};
 	struct jscan	*js = jscan_create(4);
 	struct buf	 b = { 0 };
