@@ -266,7 +266,7 @@ engine_first(struct job *j, struct msg *req, struct jscan *js,
 		    "are cancelled", j->id, open);
 	}
 	engine_job_finish(j, marked != NULL ? marked : line, llen, 0,
-	    req->kind == MSG_INPUT && marked == NULL);
+	    req->kind == MSG_INPUT && marked == NULL, NULL, NULL);
 	free(marked);
 	(void)engine_cancel_rest(j, "REJECTED", "cancelled", "the job ended at "
 	    "its first finalize (join: first)", req);
@@ -291,7 +291,8 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 
 	if (j == NULL || j->done || engine_stopping) {
 		/* The job has its result, or corral stops: nothing follows. */
-		engine_request_end(req, line, len, ctype_error, END_BRANCH);
+		engine_request_end_tape(req, line, len, ctype_error, END_BRANCH,
+		    js, env);
 		return;
 	}
 	if (req->kind == MSG_STEP && engine_step.reply != NULL) {
@@ -302,7 +303,8 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 	if (may_reflect && engine_weak(env) && (m = engine_reflection(req, a,
 	    js, line, len, env, reply_id)) != NULL) {
 		/* The reflection carries the branch on. */
-		engine_request_end(req, line, len, 0, END_NONE);
+		engine_request_end_tape(req, line, len, 0, END_NONE, js,
+		    env);
 		engine_start(m);
 		return;
 	}
@@ -311,22 +313,26 @@ engine_follow(struct msg *req, struct agent *a, struct jscan *js,
 	    !ctype_error && req->kind != MSG_TASK;
 	if (finalize && engine_wf->join_first) {
 		engine_first(j, req, js, line, len);
-		engine_request_end(req, line, len, 0, END_BRANCH);
+		engine_request_end_tape(req, line, len, 0, END_BRANCH, js,
+		    env);
 		return;
 	}
 	if (finalize) {
-		engine_request_end(req, line, len, 0, END_FINAL);
+		engine_request_end_tape(req, line, len, 0, END_FINAL, js,
+		    env);
 		return;
 	}
 	if (!ctype_error && req->kind != MSG_TASK &&
 	    engine_actions(req, js, line, env, reply_id, &next) > 0) {
 		/* This branch goes on in its next actions. */
-		engine_request_end(req, line, len, 0, END_NONE);
+		engine_request_end_tape(req, line, len, 0, END_NONE, js,
+		    env);
 		while ((m = TAILQ_FIRST(&next)) != NULL) {
 			TAILQ_REMOVE(&next, m, entry);
 			engine_start(m);
 		}
 		return;
 	}
-	engine_request_end(req, line, len, ctype_error, END_BRANCH);
+	engine_request_end_tape(req, line, len, ctype_error, END_BRANCH, js,
+	    env);
 }

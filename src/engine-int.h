@@ -42,8 +42,11 @@ void	 engine_msg_timer_cb(struct ev_loop *, ev_timer *, int);
 
 /* engine-outcome.c: requests' ends, joins, jobs' results. */
 void	 engine_out(const char *, size_t);
-void	 engine_job_finish(struct job *, const char *, size_t, int, int);
+void	 engine_job_finish(struct job *, const char *, size_t, int, int,
+	    struct jscan *, const struct env *);
 void	 engine_request_end(struct msg *, const char *, size_t, int, int);
+void	 engine_request_end_tape(struct msg *, const char *, size_t, int, int,
+	    struct jscan *, const struct env *);
 size_t	 engine_cancel_rest(struct job *, const char *, const char *,
 	    const char *, struct msg *);
 void	 engine_run_budget(const char *);

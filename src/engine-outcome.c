@@ -83,11 +83,12 @@ engine_job_release(struct job *j)
 
 /*
  * A job has its result: write it (serve), or hand it to corral run, and
- * stop whatever of the job is still waiting.
+ * stop whatever of the job is still waiting.  tape and tenv, when given,
+ * are line's scan and check, which then need not be made again.
  */
 void
 engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
-    int linked)
+    int linked, struct jscan *tape, const struct env *tenv)
 {
 	struct env		 env;
 	struct env_error	 err;
@@ -106,6 +107,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	    line, len, &llen)) != NULL) {
 		line = marked;
 		len = llen;
+		tape = NULL;	/* the tape is the unmarked line's */
 	}
 	if (engine_step.done != NULL)
 		engine_step.done(j);
@@ -128,7 +130,12 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	 * direct answer to the input has it already (linked), and costs no
 	 * second scan.
 	 */
-	if (!linked) {
+	if (!linked && tape != NULL) {
+		/* A reply's own tape, still valid: no second scan either. */
+		if (!envelope_has_parent(tape, line, tenv, j->id))
+			relinked = envelope_add_parent(tape, line, len, tenv,
+			    j->id, &llen);
+	} else if (!linked) {
 		js = jscan_take();
 		if (jscan_run(js, line, len) == 0 &&
 		    envelope_check(js, line, len, &env, &err) == 0 &&
@@ -158,7 +165,7 @@ engine_job_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	log_warnx("job %s: %s", j->id, msg);
 	e = envelope_error("deadline", "TIMEOUT", NULL, msg, j->id, NULL, &len);
 	auditlog_envelope("error", NULL, j->id, e, len);
-	engine_job_finish(j, e, len, 1, 1);
+	engine_job_finish(j, e, len, 1, 1, NULL, NULL);
 	free(e);
 }
 
@@ -264,7 +271,7 @@ engine_join(struct job *j)
 	line = join_result(j, &len, &is_error, &linked);
 	if (j->nends > 1)
 		auditlog_envelope("join", NULL, j->id, line, len);
-	engine_job_finish(j, line, len, is_error, linked);
+	engine_job_finish(j, line, len, is_error, linked, NULL, NULL);
 	free(line);
 }
 
@@ -279,6 +286,17 @@ engine_join(struct job *j)
 void
 engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
     int end)
+{
+	engine_request_end_tape(m, line, len, is_error, end, NULL, NULL);
+}
+
+/*
+ * engine_request_end, for a line whose scan (js) and check (env) the
+ * caller holds: a job it ends needs neither again.
+ */
+void
+engine_request_end_tape(struct msg *m, const char *line, size_t len,
+    int is_error, int end, struct jscan *js, const struct env *env)
 {
 	struct job	*j;
 	struct agent	*a = NULL;
@@ -302,6 +320,7 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		    m->reports, line, len, &mlen)) != NULL) {
 			line = marked;
 			len = mlen;
+			js = NULL;	/* the tape is the unmarked line's */
 		}
 		engine_task.done(m, line, len, is_error);
 	}
@@ -329,7 +348,8 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 		j->open--;
 	if (j->open == 0 && !j->done) {
 		if (direct)
-			engine_job_finish(j, line, len, is_error != 0, linked);
+			engine_job_finish(j, line, len, is_error != 0, linked,
+			    js, env);
 		else
 			engine_join(j);
 	}
@@ -388,7 +408,7 @@ engine_limit(struct job *j, const char *code, const char *fmt, ...)
 	auditlog_event("limit", NULL, j->id, "code", code, "reason", why, NULL);
 	e = envelope_error(code, "REJECTED", NULL, why, j->id, NULL, &len);
 	auditlog_envelope("error", NULL, j->id, e, len);
-	engine_job_finish(j, e, len, 1, 1);
+	engine_job_finish(j, e, len, 1, 1, NULL, NULL);
 	free(e);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # corral serve and corral run's exit statuses.
 #   - serve writes results in completion order, not input order, and each
-#     result's trace.parents names its input's trace.id;
+#     result's trace.parents names its input's trace.id (a reflected one
+#     too);
 #   - every invalid line on stdin gets exactly one error line (empty lines
 #     none), and serving goes on;
 #   - a JSON-RPC ping on stdin is answered (a notification is not), and a
@@ -62,6 +63,29 @@ audit_all "$OUT" '.content.text == "\(.task) by \(if .task == "analyze" then "sl
     fail "a result came from the wrong agent: $(cat "$OUT")"
 expect_audit_ok "$LOG"
 rm -f "$LOG"
+
+# 1b. A reflected result names its input first in trace.parents too: the
+# critic's reply names only the reflect request, and corral adds the
+# input's id (from the reply's own scan, not a second one).
+cat >"$T/wf-r.yaml" <<YAML
+agents:
+  weak:
+    cmd: [$WA, --intent, finalize, --score, "0.2"]
+  critic:
+    cmd: [$WA, --intent, finalize]
+routes:
+  execute: weak
+  reflect: critic
+YAML
+serve_start "$T/wf-r.yaml"
+envelope in-r1 execute >&8
+wait_lines 1 5
+serve_eof
+corral_wait 20
+expect_rc 0
+got=$(jq -r '[.agent.id, (.trace.parents | length), .trace.parents[0]] | join(" ")' "$OUT")
+[ "$got" = "critic 2 in-r1" ] ||
+    fail "expected the critic's result with parents [in-r1, its request], got: $(cat "$OUT")"
 
 # 2. Invalid lines, an empty line, pings, then a valid request.
 serve_start "$T/wf.yaml" --log "$LOG"
