@@ -193,6 +193,50 @@ test_hostile_strings(void **state)
 		json_decref(lines[i]);
 }
 
+/*
+ * seq is counted as text: it goes on past 9, 99 and 999 without a gap,
+ * starts again at 1 in the next run of the same process, and t keeps
+ * six decimals and never goes back.
+ */
+static void
+test_seq_counts(void **state)
+{
+	json_error_t	 e;
+	json_t		*l;
+	char		*buf, *p, *nl, *t;
+	size_t		 len, n = 0, want;
+	double		 last = 0;
+	int		 run;
+
+	for (run = 0; run < 2; run++) {
+		assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+		for (want = 0; want < (run == 0 ? 1200 : 3); want++)
+			auditlog_event("state", "a", NULL, "to", "READY", NULL);
+		assert_int_equal(auditlog_close(), 0);
+	}
+	buf = slurp(path, &len);
+	for (p = buf; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		if ((l = json_loadb(p, (size_t)(nl - p), 0, &e)) == NULL)
+			fail_msg("line %zu is not JSON: %.*s", n + 1,
+			    (int)(nl - p), p);
+		/* 1,201 lines in the first run, then 4 from 1 again. */
+		want = n < 1201 ? n + 1 : n - 1201 + 1;
+		assert_int_equal(json_integer_value(json_object_get(l, "seq")),
+		    want);
+		if (want == 1)
+			last = 0;
+		assert_true(json_real_value(json_object_get(l, "t")) >= last);
+		last = json_real_value(json_object_get(l, "t"));
+		assert_non_null(t = strstr(p, ",\"t\":"));
+		assert_non_null(t = strchr(t, '.'));
+		assert_int_equal(strspn(t + 1, "0123456789"), 6);
+		json_decref(l);
+	}
+	assert_int_equal(n, 1201 + 4);
+	free(buf);
+}
+
 /* A log whose last line was torn gets a newline before ours. */
 static void
 test_torn_tail(void **state)
@@ -390,6 +434,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hostile_strings, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_seq_counts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
 		    teardown),
