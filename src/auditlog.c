@@ -664,14 +664,35 @@ auditlog_end(void)
 		(void)auditlog_handover(1);
 }
 
-/* Append a string member: key a literal, v from anywhere (NULL: none). */
+/*
+ * Append a string member: key a literal, v from anywhere (NULL: none).
+ * A value that needs no escape goes in with its key in one reservation.
+ */
 static void
 auditlog_pair(const char *k, const char *v)
 {
+	size_t	kl, vl;
+	char	*p;
+
 	if (v == NULL)
 		return;
-	jsonw_put_key(&audit_w, 0, k, strlen(k));
-	jsonw_put_str(&audit_w, v, strlen(v));
+	kl = strlen(k);
+	vl = strlen(v);
+	if (jsonw_plain(v, vl) != vl) {
+		jsonw_put_key(&audit_w, 0, k, kl);
+		jsonw_string(&audit_w, v, vl);
+		return;
+	}
+	/* ,"k":"v" */
+	p = jsonw_room(&audit_w, kl + vl + 7);
+	p[0] = ',';
+	p[1] = '"';
+	jsonw_copy(p + 2, k, kl);
+	p += kl + 2;
+	memcpy(p, "\":\"", 3);
+	jsonw_copy(p + 3, v, vl);
+	p[vl + 3] = '"';
+	audit_w.tail = (size_t)(p + vl + 4 - audit_w.buf);
 }
 
 /* Append the members key, value, ... up to a NULL key; end the line. */

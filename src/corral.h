@@ -1595,13 +1595,16 @@ jsonw_room(struct ndjson_writer *w, size_t n)
 }
 
 /*
- * Copy n bytes to room made for them: names and ids of up to sixteen
- * bytes in two overlapping moves of a fixed size, not a call of memcpy.
+ * Copy n bytes to room made for them: names and ids of up to 32 bytes in
+ * two overlapping moves of a fixed size, not a call of memcpy.
  */
 static inline void
 jsonw_copy(char *p, const char *s, size_t n)
 {
-	if (n >= 8 && n <= 16) {
+	if (n > 16 && n <= 32) {
+		memcpy(p, s, 16);
+		memcpy(p + n - 16, s + n - 16, 16);
+	} else if (n >= 8 && n <= 16) {
 		memcpy(p, s, 8);
 		memcpy(p + n - 8, s + n - 8, 8);
 	} else if (n >= 4 && n < 8) {
