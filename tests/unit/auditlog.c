@@ -237,6 +237,45 @@ test_seq_counts(void **state)
 	free(buf);
 }
 
+/*
+ * Names, ids and values of every length from 0 to 40 read back as they
+ * were: short ones are copied in fixed-size moves that overlap.
+ */
+static void
+test_lengths(void **state)
+{
+	json_t	*lines[48];
+	char	 s[41];
+	size_t	 i, n;
+
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i <= 40; i++) {
+		for (n = 0; n < i; n++)
+			s[n] = (char)('a' + n % 26);
+		s[i] = '\0';
+		auditlog_event(i % 2 ? "e" : "an_event_name", s, s, "k", s,
+		    "a_longer_key_of_more_than_16", s, NULL);
+	}
+	assert_int_equal(auditlog_close(), 0);
+	n = parse_log(lines, 48);
+	assert_int_equal(n, 1 + 41);
+	for (i = 0; i <= 40; i++) {
+		json_t	*l = lines[1 + i];
+
+		for (n = 0; n < i; n++)
+			s[n] = (char)('a' + n % 26);
+		s[i] = '\0';
+		assert_string_equal(str(l, "ev"), i % 2 ? "e" : "an_event_name");
+		assert_string_equal(str(l, "agent"), s);
+		assert_string_equal(str(l, "id"), s);
+		assert_string_equal(str(l, "k"), s);
+		assert_string_equal(str(l, "a_longer_key_of_more_than_16"), s);
+	}
+	n = 1 + 41;
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+}
+
 /* A log whose last line was torn gets a newline before ours. */
 static void
 test_torn_tail(void **state)
@@ -435,6 +474,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hostile_strings, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_lengths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seq_counts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
