@@ -121,6 +121,16 @@ static int	spawn_slot[3] = { -1, -1, -1 };
 static int	spawn_null = -1;
 static int	spawn_slots;
 
+/*
+ * corral's own variables that pass the allowlist (for spawn_base_wf), as
+ * NAME=value.  corral never changes its environment while it runs, so
+ * they are picked once, not for each of thousands of agents.
+ */
+static char			**spawn_base;
+static size_t			  spawn_nbase;
+static const struct workflow	 *spawn_base_wf;
+static int			  spawn_base_made;
+
 static void	spawn_find_python(void);
 
 /*
@@ -132,6 +142,7 @@ void
 spawn_init(const struct workflow *wf, int pidns)
 {
 	spawn_wf = wf;
+	spawn_base_made = 0;
 	spawn_pidns = pidns;
 	spawn_set_control(NULL);
 	spawn_find_python();
@@ -429,10 +440,13 @@ static void
 spawn_env_set(char ***envp, size_t *n, size_t *cap, const char *key,
     const char *value)
 {
-	size_t	i, kl = strlen(key);
+	size_t	i, kl = strlen(key), vl = strlen(value);
 	char	*s;
 
-	xasprintf(&s, "%s=%s", key, value);
+	s = xmalloc(kl + vl + 2);
+	memcpy(s, key, kl);
+	s[kl] = '=';
+	memcpy(s + kl + 1, value, vl + 1);
 	for (i = 0; i < *n; i++) {
 		if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
 			free((*envp)[i]);
@@ -472,6 +486,31 @@ spawn_env_get(char **envp, size_t n, const char *key)
 	return NULL;
 }
 
+/* Pick the variables of corral's environment that pass wf's allowlist. */
+static void
+spawn_base_make(const struct workflow *wf)
+{
+	char	**e, *eq, **p;
+	size_t	  cap = 0;
+
+	for (p = spawn_base; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(spawn_base);
+	spawn_base = NULL;
+	spawn_nbase = 0;
+	for (e = environ; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) == NULL)
+			continue;
+		if (!spawn_env_allowed(wf, *e, (size_t)(eq - *e)))
+			continue;
+		*eq = '\0';
+		spawn_env_set(&spawn_base, &spawn_nbase, &cap, *e, eq + 1);
+		*eq = '=';
+	}
+	spawn_base_wf = wf;
+	spawn_base_made = 1;
+}
+
 /*
  * Build the agent's environment: allowlist, then its own, then ours, then
  * what its adapter adds for one kind of process (extra, NAME=value).
@@ -482,19 +521,17 @@ static char **
 spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
     const char *id, const char *token, char *const *extra)
 {
-	char		**envp = NULL, **e, *eq, buf[32], *pp;
+	char		**envp, *eq, buf[32], *pp;
 	const char	 *v;
-	size_t		  n = 0, cap = 0, i;
+	size_t		  n, cap, i;
 
-	for (e = environ; e != NULL && *e != NULL; e++) {
-		if ((eq = strchr(*e, '=')) == NULL)
-			continue;
-		if (!spawn_env_allowed(wf, *e, (size_t)(eq - *e)))
-			continue;
-		*eq = '\0';
-		spawn_env_set(&envp, &n, &cap, *e, eq + 1);
-		*eq = '=';
-	}
+	if (!spawn_base_made || spawn_base_wf != wf)
+		spawn_base_make(wf);
+	cap = spawn_nbase + 32;
+	envp = xreallocarray(NULL, cap, sizeof *envp);
+	for (n = 0; n < spawn_nbase; n++)
+		envp[n] = xstrdup(spawn_base[n]);
+	envp[n] = NULL;
 	for (i = 0; i < ac->nenv; i++)
 		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
 	if (spawn_python != NULL) {
@@ -537,10 +574,6 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 		*eq = '\0';
 		spawn_env_set(&envp, &n, &cap, *extra, eq + 1);
 		*eq = '=';
-	}
-	if (envp == NULL) {
-		envp = xcalloc(1, sizeof *envp);
-		envp[0] = NULL;
 	}
 	return envp;
 }
