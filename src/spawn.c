@@ -919,6 +919,32 @@ spawn_user(const struct agent_conf *ac, struct spawn_child *sc, gid_t *groups,
 }
 
 /*
+ * Clone the child and wait for its exec (or its failure); an unconfined
+ * one shares the descriptor table (a confined one needs its rulesets'
+ * descriptors after the pipes are in place: a full copy).
+ */
+static pid_t
+spawn_clone(struct spawn_child *sc)
+{
+	sigset_t	old;
+	pid_t		pid;
+	int		i, saved;
+
+	if (sc->nrulesets == 0 && !sc->mountns)
+		(void)spawn_slots_take(sc);
+	spawn_block_signals(&old);
+	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD | (sc->shared ? CLONE_FILES : 0),
+	    sc);
+	saved = errno;
+	spawn_restore_signals(&old);
+	for (i = 0; sc->shared && i < 3; i++)
+		spawn_slot_free(i);
+	errno = saved;
+	return pid;
+}
+
+/*
  * Start a process for an agent's settings (environment, directory, limits,
  * user) running argv, with its three pipes, its credential (token, or
  * NULL) and extra variables.  On success fills sr (our ends
@@ -937,7 +963,6 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	char			**envp, *path = NULL, *cwd = NULL;
 	struct confine_roots	 roots = { NULL, 0 };
 	int			 rs[SPAWN_LAYERS], nrs = 0;
-	sigset_t		 old;
 	pid_t			 pid;
 	size_t			 i;
 
@@ -990,17 +1015,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 		if (ac->limits[i].resource == RLIMIT_CORE)
 			sc.set_core = 0;
 
-	/* A confined child needs its rulesets' descriptors: a full copy. */
-	if (nrs == 0 && !sc.mountns)
-		(void)spawn_slots_take(&sc);
-
-	spawn_block_signals(&old);
-	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
-	    CLONE_VM | CLONE_VFORK | SIGCHLD | (sc.shared ? CLONE_FILES : 0),
-	    &sc);
-	spawn_restore_signals(&old);
-	for (i = 0; sc.shared && i < 3; i++)
-		spawn_slot_free((int)i);
+	pid = spawn_clone(&sc);
 	while (nrs > 0)
 		close(rs[--nrs]);
 	if (pid == -1) {
