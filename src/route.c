@@ -341,12 +341,27 @@ struct route_choice {
 	int		 best_load;	/* lifecycle_load of best */
 };
 
-/* Consider agent a, a candidate of the row, for m. */
+/*
+ * Consider agent a, a candidate of the row, for m.  Once a best exists,
+ * a candidate that could not beat it is passed over on two fields alone:
+ * its load, when it has one, is its outstanding count, so one that holds
+ * more, or as many but was picked more recently, loses whatever the
+ * lifecycle, its stdin and its circuit say.  The counts route_pick gives
+ * back are read only when no best was found, and then none was skipped.
+ */
 static inline void
 route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 {
-	int	load;
+	unsigned int	 out;
+	int		 load;
 
+	if (c->best != NULL) {
+		out = lifecycle_outstanding(a);
+		if (out > (unsigned int)c->best_load ||
+		    (out == (unsigned int)c->best_load &&
+		    a->slot.last_pick >= c->best->slot.last_pick))
+			return;
+	}
 	/* One question to the lifecycle per candidate. */
 	if ((a->flags & AGENT_DEAD) || (load = lifecycle_load(a)) == -2)
 		return;
@@ -359,7 +374,7 @@ route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 		return;
 	}
 	c->others++;
-	if (breaker_is_open(a))
+	if (c->best == NULL && breaker_is_open(a))
 		route_open_circuits++;
 	if (!route_ready_at(a, load))
 		return;
@@ -373,8 +388,12 @@ route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 }
 
 /*
- * Choose an agent for m among the row's candidates.  *others is set to the
- * number of candidates (other than m->exclude) that exist at all.
+ * Choose an agent for m among the row's candidates.  When none is chosen,
+ * *others is set to the number of candidates (other than m->exclude) that
+ * exist at all, *excluded_exists to whether m->exclude does, and
+ * route_open_circuits to how many of the others' circuits are open; when
+ * one other than m->exclude is, *others is at least 1, no more is
+ * counted (route_consider), and nobody reads the rest.
  */
 static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
