@@ -342,26 +342,33 @@ struct route_choice {
 };
 
 /*
- * Consider agent a, a candidate of the row, for m.  Once a best exists,
- * a candidate that could not beat it is passed over on two fields alone:
- * its load, when it has one, is its outstanding count, so one that holds
+ * Return nonzero if agent a could not beat the best found so far: its
+ * load, when it has one, is its outstanding count, so one that holds
  * more, or as many but was picked more recently, loses whatever the
- * lifecycle, its stdin and its circuit say.  The counts route_pick gives
- * back are read only when no best was found, and then none was skipped.
+ * lifecycle, its stdin and its circuit say, and is passed over on these
+ * two numbers alone.  Before a best exists every candidate is asked
+ * everything, so the counts route_pick gives back when it finds none
+ * are whole.
  */
+static inline int
+route_beaten(const struct route_choice *c, const struct agent *a)
+{
+	unsigned int	out;
+
+	if (c->best == NULL)
+		return 0;
+	out = lifecycle_outstanding(a);
+	return out > (unsigned int)c->best_load || (out ==
+	    (unsigned int)c->best_load && a->slot.last_pick >=
+	    c->best->slot.last_pick);
+}
+
+/* Consider agent a, a candidate of the row, for m. */
 static inline void
 route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 {
-	unsigned int	 out;
-	int		 load;
+	int	load;
 
-	if (c->best != NULL) {
-		out = lifecycle_outstanding(a);
-		if (out > (unsigned int)c->best_load ||
-		    (out == (unsigned int)c->best_load &&
-		    a->slot.last_pick >= c->best->slot.last_pick))
-			return;
-	}
 	/* One question to the lifecycle per candidate. */
 	if ((a->flags & AGENT_DEAD) || (load = lifecycle_load(a)) == -2)
 		return;
@@ -393,7 +400,7 @@ route_consider(struct route_choice *c, struct msg *m, struct agent *a)
  * exist at all, *excluded_exists to whether m->exclude does, and
  * route_open_circuits to how many of the others' circuits are open; when
  * one other than m->exclude is, *others is at least 1, no more is
- * counted (route_consider), and nobody reads the rest.
+ * counted (route_beaten), and nobody reads the rest.
  */
 static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
@@ -408,13 +415,14 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	for (i = 0; i < r->nconfs; i++)
 		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
 		    slot.pool_entry)
-			route_consider(&c, m, a);
+			if (!route_beaten(&c, a))
+				route_consider(&c, m, a);
 	/* An agent of another entry that registered a capability of the row. */
 	for (i = 0; r->ncaps > 0 && i < route_wf->nagents; i++) {
 		if (route_lists(r, &route_wf->agents[i]))
 			continue;
 		TAILQ_FOREACH(a, &route_pools[i], slot.pool_entry)
-			if (route_capable(r, a))
+			if (!route_beaten(&c, a) && route_capable(r, a))
 				route_consider(&c, m, a);
 	}
 	*others = c.others;
