@@ -21,7 +21,8 @@
  * In the child, in order: every signal back to its default disposition
  * (a handler must never run on the borrowed stack), death signal SIGKILL
  * and a check that corral did not die before that was set, a new session,
- * its own descriptor table (unconfined), the three pipes on 0, 1 and 2, for a confined agent a mount namespace
+ * its own descriptor table (unconfined), the three pipes on 0, 1 and 2,
+ * for a confined agent a mount namespace
  * read-only but where it may write (confine_mount), the agent's Landlock
  * rulesets (made by confine.c in the parent; no-new-privileges first, as
  * Landlock wants), every other descriptor closed, the working directory,
@@ -114,8 +115,8 @@ static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
 /*
  * Three low descriptors held on /dev/null, where the child's ends of the
- * pipes go for a spawn, and the /dev/null they return to; made at the
- * first spawn (slots 1), or not to be had (-1).
+ * pipes go for a spawn, and the /dev/null they return to; spawn_slots is
+ * 1 once they are made (at the first spawn), -1 if they are not to be had.
  */
 static int	spawn_slot[3] = { -1, -1, -1 };
 static int	spawn_null = -1;
