@@ -1812,6 +1812,8 @@ uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
 void	 event_emit(const struct event_info *, const char *, size_t);
+void	 event_emit_flat(const struct event_info *, const char *const *,
+	    const char *const *);
 void	 event_emit_state(const char *, const char *, const char *,
 	    const char *, const char *, const char *, int);
 void	 event_drained(struct peer *);
