@@ -891,8 +891,8 @@ struct agent {
 	struct agent_dialect	 dialect PART_OF(dialect);
 	struct life		 life PART_OF(lifecycle);
 	struct slot		 slot PART_OF(route);
-	struct breaker		 breaker PART_OF(breaker);
-	struct budget		 budget PART_OF(budget);
+	struct breaker		*breaker PART_OF(breaker);	/* NULL: closed */
+	struct budget		*budget PART_OF(budget);	/* NULL: none */
 	struct work		 work PART_OF(engine);
 	struct child		 child PART_OF(subagent);
 	struct mapinfo		 map PART_OF(mapview);

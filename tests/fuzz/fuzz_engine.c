@@ -2536,8 +2536,10 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->life.life_w);
 		FZ_ADD(&a->life.recover_w);
 		FZ_ADD(&a->life.hb_w);
-		FZ_ADD(&a->breaker.timer);
-		FZ_ADD(&a->budget.timer);
+		if (a->breaker != NULL)
+			FZ_ADD(&a->breaker->timer);
+		if (a->budget != NULL)
+			FZ_ADD(&a->budget->timer);
 		FZ_ADD(&a->proc.p.pipe_w);
 	}
 	/* In flight, waiting in a queue, or for a retry. */
