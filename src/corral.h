@@ -894,7 +894,7 @@ struct agent {
 	struct breaker		*breaker PART_OF(breaker);	/* NULL: closed */
 	struct budget		*budget PART_OF(budget);	/* NULL: none */
 	struct work		 work PART_OF(engine);
-	struct child		 child PART_OF(subagent);
+	struct child		*child PART_OF(subagent);	/* NULL: none */
 	struct mapinfo		 map PART_OF(mapview);
 	struct adapter		*adapter PART_OF(adapter);
 	struct launch		*launch PART_OF(launch);	/* NULL: runs here */
