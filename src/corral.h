@@ -785,13 +785,18 @@ struct agent_dialect {
 	int			 adapted;	/* a tool's: its lines are its adapter's */
 };
 
+/* engine.c: the latest progress an agent reported on its work. */
+struct work_progress {
+	char			*text;
+	char			 req[CORRAL_ID_MAX];	/* the request's */
+	ev_tstamp		 at;
+};
+
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
 	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
-	char			*progress;	/* its latest progress */
-	char			 progress_req[CORRAL_ID_MAX];
-	ev_tstamp		 progress_at;
+	struct work_progress	*progress;	/* NULL: none */
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */
