@@ -662,7 +662,7 @@ struct proc {
 	int			 errfd PART_OF(proc);
 	ev_io			 err_w PART_OF(proc);
 	ev_child		 child_w PART_OF(proc);
-	ev_timer		 pipe_w PART_OF(proc);	/* held, or closed */
+	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
 	const char		*pipe_what PART_OF(proc);
 	double			 grace PART_OF(proc);	/* for held pipes */
 	struct ndjson_reader	 err_rd PART_OF(proc);
@@ -701,7 +701,8 @@ struct life {
 	int			 policy;	/* restart policy; -1: entry's */
 	ev_timer		 life_w;	/* stop steps, backoff */
 	ev_timer		 hb_w;		/* heartbeats */
-	ev_timer		 recover_w;	/* unavailable from timeouts */
+	ev_timer		*recover_w;	/* unavailable from timeouts;
+						   NULL: never was */
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
 	int			 hb_pinged;	/* a ping is unanswered */
