@@ -663,6 +663,9 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 	for (vl = 0, i = 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
+	if (i > EVENT_FLAT_MAX)
+		fatalx("%s: %zu members, at most %d", __func__, i,
+		    EVENT_FLAT_MAX);
 	if (ei->audit || !TAILQ_EMPTY(&event_subs)) {
 		data = event_flat_data(shape, vals, &len);
 		r = event_emit_rec(ei, data, len, vl);
