@@ -75,6 +75,16 @@ static ev_async			audit_async;
 static auditlog_error_cb	audit_on_error;
 static auditlog_line_cb		audit_on_line;	/* corral replay's */
 static size_t			audit_line;	/* where the line began */
+
+/* Every line starts {"seq":N,"t":S.UUUUUU,"ev":" (auditlog_begin). */
+#define AUDIT_HEAD_SEQ	"{\"seq\":"
+#define AUDIT_HEAD_T	",\"t\":"
+#define AUDIT_HEAD_EV	",\"ev\":\""
+static char			audit_head[40];	/* {"seq":N,"t": */
+static size_t			audit_headn;
+static uint64_t			audit_tsec;	/* t's whole seconds, */
+static char			audit_tsecd[24]; /* as text with the dot */
+static size_t			audit_tsecn;
 static char			*audit_resumes;	/* the run corral resume continues */
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
@@ -169,7 +179,12 @@ auditlog_open(const char *path, const char *wfpath)
 		audit_base = (uint64_t)st.st_size;
 	audit_handed = 0;
 	audit_path = xstrdup(path);
+	/* The first line counts this up to 1. */
 	audit_seq = 0;
+	memcpy(audit_head, AUDIT_HEAD_SEQ "0" AUDIT_HEAD_T,
+	    sizeof(AUDIT_HEAD_SEQ AUDIT_HEAD_T));
+	audit_headn = sizeof(AUDIT_HEAD_SEQ AUDIT_HEAD_T);
+	audit_tsec = UINT64_MAX;
 	audit_error = audit_cut_error = 0;
 	audit_failed = audit_told = 0;
 	audit_dirty = 0;
@@ -557,22 +572,76 @@ auditlog_close(void)
 }
 
 /*
- * Start a line: sequence, monotonic time, event, agent, id.  Written with
- * the JSON writer's appenders straight into the queue: this runs several
- * times for every envelope.  The agent's id is escaped like the rest:
- * most are names and numbers, but an adapter's sub-agents are named from
- * an agent's bytes.
+ * Count the sequence number up in its decimal text, in place: the line's
+ * first members are copied from audit_head as they are, and only a carry
+ * past the first digit (at 10, 100, ...) writes them again.
+ */
+static void
+auditlog_seq_next(void)
+{
+	char	*d = audit_head + audit_headn - (sizeof(AUDIT_HEAD_T) - 1) - 1;
+
+	audit_seq++;
+	for (; *d == '9'; d--)
+		*d = '0';
+	if (*d != ':') {
+		(*d)++;
+		return;
+	}
+	audit_headn = sizeof(AUDIT_HEAD_SEQ) - 1;
+	audit_headn += util_u64(audit_head + audit_headn, audit_seq);
+	memcpy(audit_head + audit_headn, AUDIT_HEAD_T, sizeof(AUDIT_HEAD_T));
+	audit_headn += sizeof(AUDIT_HEAD_T) - 1;
+}
+
+/*
+ * Start a line: sequence, monotonic time, event, agent, id.  Written
+ * straight into the queue, one reservation for the fixed part: this runs
+ * several times for every envelope.  The sequence number and the whole
+ * seconds of t are kept as text and copied at a fixed size; the agent's
+ * id is escaped like the rest: most are names and numbers, but an
+ * adapter's sub-agents are named from an agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
+	static const char	pairs[] =
+	    "00010203040506070809101112131415161718192021222324252627282930"
+	    "31323334353637383940414243444546474849505152535455565758596061"
+	    "62636465666768697071727374757677787980818283848586878889909192"
+	    "93949596979899";
+	uint64_t		us, sec;
+	size_t			evn = strlen(ev);
+	char			*p;
+	unsigned		r;
+
+	auditlog_seq_next();
+	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
+	sec = us / 1000000;
+	us -= sec * 1000000;
+	if (sec != audit_tsec) {
+		audit_tsec = sec;
+		audit_tsecn = util_u64(audit_tsecd, sec);
+		audit_tsecd[audit_tsecn++] = '.';
+	}
+	p = jsonw_room(&audit_w, sizeof audit_head + sizeof audit_tsecd + 6 +
+	    sizeof(AUDIT_HEAD_EV) + evn + 1);
 	audit_line = audit_w.tail;
-	JSONW_PUT_KEY(&audit_w, 1, "seq");
-	jsonw_put_u64(&audit_w, ++audit_seq);
-	JSONW_PUT_KEY(&audit_w, 0, "t");
-	jsonw_put_micros(&audit_w, (uint64_t)((util_mono() - audit_t0) * 1e6));
-	JSONW_PUT_KEY(&audit_w, 0, "ev");
-	jsonw_put_name(&audit_w, ev, strlen(ev));
+	/* Copied whole: the bytes past the text are written over next. */
+	memcpy(p, audit_head, sizeof audit_head);
+	p += audit_headn;
+	memcpy(p, audit_tsecd, sizeof audit_tsecd);
+	p += audit_tsecn;
+	r = (unsigned)us;
+	memcpy(p, pairs + 2 * (r / 10000), 2);
+	memcpy(p + 2, pairs + 2 * (r / 100 % 100), 2);
+	memcpy(p + 4, pairs + 2 * (r % 100), 2);
+	p += 6;
+	memcpy(p, AUDIT_HEAD_EV, sizeof(AUDIT_HEAD_EV) - 1);
+	p += sizeof(AUDIT_HEAD_EV) - 1;
+	jsonw_copy(p, ev, evn);
+	p[evn] = '"';
+	audit_w.tail = (size_t)(p + evn + 1 - audit_w.buf);
 	if (agent != NULL) {
 		JSONW_PUT_KEY(&audit_w, 0, "agent");
 		jsonw_put_str(&audit_w, agent, strlen(agent));
@@ -595,14 +664,35 @@ auditlog_end(void)
 		(void)auditlog_handover(1);
 }
 
-/* Append a string member: key a literal, v from anywhere (NULL: none). */
+/*
+ * Append a string member: key a literal, v from anywhere (NULL: none).
+ * A value that needs no escape goes in with its key in one reservation.
+ */
 static void
 auditlog_pair(const char *k, const char *v)
 {
+	size_t	kl, vl;
+	char	*p;
+
 	if (v == NULL)
 		return;
-	jsonw_put_key(&audit_w, 0, k, strlen(k));
-	jsonw_put_str(&audit_w, v, strlen(v));
+	kl = strlen(k);
+	vl = strlen(v);
+	if (jsonw_plain(v, vl) != vl) {
+		jsonw_put_key(&audit_w, 0, k, kl);
+		jsonw_string(&audit_w, v, vl);
+		return;
+	}
+	/* ,"k":"v" */
+	p = jsonw_room(&audit_w, kl + vl + 7);
+	p[0] = ',';
+	p[1] = '"';
+	jsonw_copy(p + 2, k, kl);
+	p += kl + 2;
+	memcpy(p, "\":\"", 3);
+	jsonw_copy(p + 3, v, vl);
+	p[vl + 3] = '"';
+	audit_w.tail = (size_t)(p + vl + 4 - audit_w.buf);
 }
 
 /* Append the members key, value, ... up to a NULL key; end the line. */
@@ -654,12 +744,17 @@ void
 auditlog_envelope(const char *ev, const char *agent, const char *id,
     const char *line, size_t len)
 {
+	char	*p;
+
 	if (audit_fd == -1 || audit_failed)
 		return;
 	auditlog_begin(ev, agent, id);
 	if (!audit_decisions) {
-		JSONW_PUT_KEY(&audit_w, 0, "env");
-		jsonw_put_raw(&audit_w, line, len);
+		/* ,"env":{...} in one reservation: the bytes as they are. */
+		p = jsonw_room(&audit_w, len + 7);
+		memcpy(p, ",\"env\":", 7);
+		memcpy(p + 7, line, len);
+		audit_w.tail += len + 7;
 	}
 	auditlog_end();
 }

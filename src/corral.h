@@ -1600,6 +1600,26 @@ jsonw_room(struct ndjson_writer *w, size_t n)
 	return w->buf + w->tail;
 }
 
+/*
+ * Copy n bytes to room made for them: names and ids of up to 32 bytes in
+ * two overlapping moves of a fixed size, not a call of memcpy.
+ */
+static inline void
+jsonw_copy(char *p, const char *s, size_t n)
+{
+	if (n > 16 && n <= 32) {
+		memcpy(p, s, 16);
+		memcpy(p + n - 16, s + n - 16, 16);
+	} else if (n >= 8 && n <= 16) {
+		memcpy(p, s, 8);
+		memcpy(p + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(p, s, 4);
+		memcpy(p + n - 4, s + n - 4, 4);
+	} else
+		memcpy(p, s, n);
+}
+
 /* {"key": when first, else ,"key": (key a literal of kl bytes). */
 static inline void
 jsonw_put_key(struct ndjson_writer *w, int first, const char *key, size_t kl)
@@ -1608,7 +1628,7 @@ jsonw_put_key(struct ndjson_writer *w, int first, const char *key, size_t kl)
 
 	p[0] = first ? '{' : ',';
 	p[1] = '"';
-	memcpy(p + 2, key, kl);
+	jsonw_copy(p + 2, key, kl);
 	p[kl + 2] = '"';
 	p[kl + 3] = ':';
 	w->tail += kl + 4;
@@ -1623,7 +1643,7 @@ jsonw_put_name(struct ndjson_writer *w, const char *s, size_t n)
 	char	*p = jsonw_room(w, n + 2);
 
 	p[0] = '"';
-	memcpy(p + 1, s, n);
+	jsonw_copy(p + 1, s, n);
 	p[n + 1] = '"';
 	w->tail += n + 2;
 }

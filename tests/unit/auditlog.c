@@ -193,6 +193,89 @@ test_hostile_strings(void **state)
 		json_decref(lines[i]);
 }
 
+/*
+ * seq is counted as text: it goes on past 9, 99 and 999 without a gap,
+ * starts again at 1 in the next run of the same process, and t keeps
+ * six decimals and never goes back.
+ */
+static void
+test_seq_counts(void **state)
+{
+	json_error_t	 e;
+	json_t		*l;
+	char		*buf, *p, *nl, *t;
+	size_t		 len, n = 0, want;
+	double		 last = 0;
+	int		 run;
+
+	for (run = 0; run < 2; run++) {
+		assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+		for (want = 0; want < (run == 0 ? 1200 : 3); want++)
+			auditlog_event("state", "a", NULL, "to", "READY", NULL);
+		assert_int_equal(auditlog_close(), 0);
+	}
+	buf = slurp(path, &len);
+	for (p = buf; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		if ((l = json_loadb(p, (size_t)(nl - p), 0, &e)) == NULL)
+			fail_msg("line %zu is not JSON: %.*s", n + 1,
+			    (int)(nl - p), p);
+		/* 1,201 lines in the first run, then 4 from 1 again. */
+		want = n < 1201 ? n + 1 : n - 1201 + 1;
+		assert_int_equal(json_integer_value(json_object_get(l, "seq")),
+		    want);
+		if (want == 1)
+			last = 0;
+		assert_true(json_real_value(json_object_get(l, "t")) >= last);
+		last = json_real_value(json_object_get(l, "t"));
+		assert_non_null(t = strstr(p, ",\"t\":"));
+		assert_non_null(t = strchr(t, '.'));
+		assert_int_equal(strspn(t + 1, "0123456789"), 6);
+		json_decref(l);
+	}
+	assert_int_equal(n, 1201 + 4);
+	free(buf);
+}
+
+/*
+ * Names, ids and values of every length from 0 to 40 read back as they
+ * were: short ones are copied in fixed-size moves that overlap.
+ */
+static void
+test_lengths(void **state)
+{
+	json_t	*lines[48];
+	char	 s[41];
+	size_t	 i, n;
+
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i <= 40; i++) {
+		for (n = 0; n < i; n++)
+			s[n] = (char)('a' + n % 26);
+		s[i] = '\0';
+		auditlog_event(i % 2 ? "e" : "an_event_name", s, s, "k", s,
+		    "a_longer_key_of_more_than_16", s, NULL);
+	}
+	assert_int_equal(auditlog_close(), 0);
+	n = parse_log(lines, 48);
+	assert_int_equal(n, 1 + 41);
+	for (i = 0; i <= 40; i++) {
+		json_t	*l = lines[1 + i];
+
+		for (n = 0; n < i; n++)
+			s[n] = (char)('a' + n % 26);
+		s[i] = '\0';
+		assert_string_equal(str(l, "ev"), i % 2 ? "e" : "an_event_name");
+		assert_string_equal(str(l, "agent"), s);
+		assert_string_equal(str(l, "id"), s);
+		assert_string_equal(str(l, "k"), s);
+		assert_string_equal(str(l, "a_longer_key_of_more_than_16"), s);
+	}
+	n = 1 + 41;
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+}
+
 /* A log whose last line was torn gets a newline before ours. */
 static void
 test_torn_tail(void **state)
@@ -390,6 +473,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hostile_strings, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_lengths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seq_counts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
 		    teardown),

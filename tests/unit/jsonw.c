@@ -383,12 +383,14 @@ test_json_string_exact_output(void **state)
 
 /*
  * jsonw_plain finds the first byte that needs an escape wherever it
- * sits: the eight-byte steps must not miss one or stop early.
+ * sits: the sixteen- and eight-byte steps must not miss one or stop
+ * early.
  */
 static void
 test_json_plain_every_byte(void **state)
 {
-	char	buf[24];
+	/* Three sixteen-byte steps: the blocks, the tail, the short forms. */
+	char	buf[48];
 	size_t	pos, len;
 	int	c, needs;
 
@@ -603,6 +605,59 @@ test_builder_numbers(void **state)
 	}
 	json_decref(j);
 	free(s);
+}
+
+/*
+ * Numbers with a few decimals (scores, costs) are written without printf:
+ * byte for byte what "%.15g" writes, for every decimal of up to six
+ * places and for the numbers next to them, which that path refuses.
+ */
+static void
+test_builder_numbers_decimal(void **state)
+{
+	static const double scale[] = { 1e-4, 1e-3, 0.01, 0.1, 1, 10, 1e3,
+	    1e5, 1e8, 999999999.0 };
+	struct jsonw	 w;
+	char		*s, want[64];
+	double		 v, near[3];
+	size_t		 i, k, len;
+	uint64_t	 r = 88172645463325252ULL;
+
+	(void)state;
+	for (i = 0; i < 200000; i++) {
+		/* xorshift: the same values every run. */
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		switch (i % 4) {
+		case 0:
+			v = (double)(r % 1000000) / 1e6;
+			break;
+		case 1:
+			v = (double)(r % 1000000000000000ULL) / 1e6;
+			break;
+		case 2:
+			v = scale[r % 10] * (double)(r >> 40) / 16777216.0;
+			break;
+		default:
+			v = -(double)(r % 100000000) / pow(10, (double)(r % 8));
+		}
+		near[0] = v;
+		near[1] = nextafter(v, INFINITY);
+		near[2] = nextafter(v, -INFINITY);
+		for (k = 0; k < 3; k++) {
+			if (near[k] == (double)(int64_t)near[k])
+				continue;
+			jsonw_init(&w);
+			jsonw_num(&w, near[k]);
+			s = jsonw_finish(&w, &len);
+			snprintf(want, sizeof want, "%.15g", near[k]);
+			if (strcmp(s, want) != 0)
+				fail_msg("%.17g: wrote %s, %%.15g writes %s",
+				    near[k], s, want);
+			free(s);
+		}
+	}
 }
 
 /*
@@ -1229,6 +1284,7 @@ main(void)
 		cmocka_unit_test(test_text_hostile),
 		cmocka_unit_test(test_builder_hostile),
 		cmocka_unit_test(test_builder_numbers),
+		cmocka_unit_test(test_builder_numbers_decimal),
 		cmocka_unit_test(test_adapter_number),
 		cmocka_unit_test(test_envelope_error_hostile),
 		cmocka_unit_test(test_envelope_fill_hostile),
