@@ -579,7 +579,8 @@ route_direct(struct msg *m)
 		return;
 	}
 	route_insert(&a->slot.direct, m);
-	route_hooks.queued(m, route_wait(NULL));
+	/* It waits for this agent alone: as long as that one's timeout. */
+	route_hooks.queued(m, a->conf->timeout);
 }
 
 /*
