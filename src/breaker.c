@@ -4,9 +4,13 @@
  * breaker.reset seconds; then breaker.probes requests go through, and
  * the first success closes the circuit again, the first failure opens
  * it anew (docs/reliability.md).
+ *
+ * Most agents never fail: an agent's breaker state is made at its first
+ * failure (NULL: closed, no failures), so an idle agent does not carry it.
  */
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "corral.h"
 
@@ -22,19 +26,23 @@ breaker_init(agent_cb half_open)
 	agent_on_free(breaker_forget);
 }
 
-/* An agent is about to be freed: its timer stops. */
+/* An agent is about to be freed: its timer stops, its state goes. */
 void
 breaker_forget(struct agent *a)
 {
-	ev_timer_stop(LOOP, &a->breaker.timer);
+	if (a->breaker == NULL)
+		return;
+	ev_timer_stop(LOOP, &a->breaker->timer);
+	free(a->breaker);
+	a->breaker = NULL;
 }
 
 /* Move an open circuit to half-open once its reset time has passed. */
 static void
 breaker_half(struct agent *a)
 {
-	a->breaker.state = BREAKER_HALF;
-	a->breaker.probes = 0;
+	a->breaker->state = BREAKER_HALF;
+	a->breaker->probes = 0;
 	log_info("agent %s: circuit half-open after %gs; %u probes", a->id,
 	    a->conf->breaker_reset, a->conf->breaker_probes);
 	auditlog_event("breaker", a->id, NULL, "state", "half-open", NULL);
@@ -46,7 +54,7 @@ breaker_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct agent	*a = w->data;
 
-	if (a->breaker.state == BREAKER_OPEN)
+	if (a->breaker->state == BREAKER_OPEN)
 		breaker_half(a);
 	if (breaker_half_hook != NULL)
 		breaker_half_hook(a);
@@ -56,7 +64,7 @@ breaker_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 breaker_open(struct agent *a, const char *why)
 {
-	struct breaker	*b = &a->breaker;
+	struct breaker	*b = a->breaker;
 
 	b->state = BREAKER_OPEN;
 	b->opened_at = ev_now(LOOP);
@@ -76,9 +84,9 @@ breaker_open(struct agent *a, const char *why)
 int
 breaker_allows(struct agent *a)
 {
-	struct breaker	*b = &a->breaker;
+	struct breaker	*b = a->breaker;
 
-	if (b->state == BREAKER_CLOSED)
+	if (b == NULL || b->state == BREAKER_CLOSED)
 		return 1;
 	if (b->state == BREAKER_OPEN) {
 		if (ev_now(LOOP) - b->opened_at < a->conf->breaker_reset)
@@ -92,25 +100,31 @@ breaker_allows(struct agent *a)
 int
 breaker_is_open(const struct agent *a)
 {
-	return a->breaker.state == BREAKER_OPEN &&
-	    ev_now(LOOP) - a->breaker.opened_at < a->conf->breaker_reset;
+	return a->breaker != NULL && a->breaker->state == BREAKER_OPEN &&
+	    ev_now(LOOP) - a->breaker->opened_at < a->conf->breaker_reset;
 }
 
 /* A request went to a: a probe, if the circuit is half-open. */
 void
 breaker_sent(struct agent *a)
 {
-	if (a->breaker.state == BREAKER_HALF)
-		a->breaker.probes++;
+	if (a->breaker != NULL && a->breaker->state == BREAKER_HALF)
+		a->breaker->probes++;
 }
 
 /* Record a failure against an agent's circuit breaker. */
 void
 breaker_failure(struct agent *a)
 {
-	struct breaker	*b = &a->breaker;
+	struct breaker	*b;
 	char		 why[64];
 
+	if (a->breaker == NULL) {
+		a->breaker = xcalloc(1, sizeof *a->breaker);
+		ev_timer_init(&a->breaker->timer, breaker_cb, 0, 0);
+		a->breaker->timer.data = a;
+	}
+	b = a->breaker;
 	if (b->state == BREAKER_HALF) {
 		breaker_open(a, "a probe failed");
 		return;
@@ -126,8 +140,10 @@ breaker_failure(struct agent *a)
 void
 breaker_success(struct agent *a)
 {
-	struct breaker	*b = &a->breaker;
+	struct breaker	*b = a->breaker;
 
+	if (b == NULL)
+		return;
 	b->failures = 0;
 	if (b->state == BREAKER_HALF) {
 		b->state = BREAKER_CLOSED;

@@ -6,9 +6,14 @@
  * and wall time from the root's start.  The run's budget bounds
  * everything.  Going over is news for the modules above: the sub-agent
  * module stops the subtree, the engine ends the run's jobs.
+ *
+ * An agent's part is made when it gets a limit or its subtree first
+ * reports a cost (NULL: none, nothing used), so an idle agent does not
+ * carry it.
  */
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "corral.h"
 
@@ -20,7 +25,28 @@ static double			 budget_tokens_out;
 static double			 budget_cost;
 static int			 budget_spent;
 
+static const struct budget	 budget_none;	/* what NULL stands for */
+
 static void	budget_timer_cb(struct ev_loop *, ev_timer *, int);
+
+/* An agent's part to read: nothing used and no limits when it has none. */
+static const struct budget *
+budget_of(const struct agent *a)
+{
+	return a->budget != NULL ? a->budget : &budget_none;
+}
+
+/* An agent's part to write, made on first use. */
+static struct budget *
+budget_get(struct agent *a)
+{
+	if (a->budget == NULL) {
+		a->budget = xcalloc(1, sizeof *a->budget);
+		ev_timer_init(&a->budget->timer, budget_timer_cb, 0, 0);
+		a->budget->timer.data = a;
+	}
+	return a->budget;
+}
 
 /* Set the module up with the run's limits. */
 void
@@ -48,11 +74,15 @@ budget_on_run(void (*cb)(const char *))
 	budget_run_hook = cb;
 }
 
-/* An agent is about to be freed: its clock stops. */
+/* An agent is about to be freed: its clock stops, its part goes. */
 void
 budget_forget(struct agent *a)
 {
-	ev_timer_stop(LOOP, &a->budget.timer);
+	if (a->budget == NULL)
+		return;
+	ev_timer_stop(LOOP, &a->budget->timer);
+	free(a->budget);
+	a->budget = NULL;
 }
 
 /*
@@ -62,16 +92,18 @@ budget_forget(struct agent *a)
 void
 budget_set(struct agent *a, double tokens, double cost, double time)
 {
-	struct budget	*b = &a->budget;
+	struct budget	*b;
 
+	if (a->budget == NULL && tokens <= 0 && cost <= 0 && time <= 0)
+		return;
+	b = budget_get(a);
 	b->max_tokens = tokens;
 	b->max_cost = cost;
 	b->max_time = time;
 	ev_timer_stop(LOOP, &b->timer);
 	if (time <= 0)
 		return;
-	ev_timer_init(&b->timer, budget_timer_cb, time, 0);
-	b->timer.data = a;
+	ev_timer_set(&b->timer, time, 0);
 	ev_timer_start(LOOP, &b->timer);
 }
 
@@ -79,7 +111,8 @@ budget_set(struct agent *a, double tokens, double cost, double time)
 void
 budget_stop_clock(struct agent *a)
 {
-	ev_timer_stop(LOOP, &a->budget.timer);
+	if (a->budget != NULL)
+		ev_timer_stop(LOOP, &a->budget->timer);
 }
 
 /* The run's totals so far. */
@@ -95,16 +128,16 @@ budget_totals(double *tokens_in, double *tokens_out, double *cost)
 void
 budget_used(const struct agent *a, double *tokens, double *cost)
 {
-	*tokens = a->budget.tokens;
-	*cost = a->budget.cost;
+	*tokens = budget_of(a)->tokens;
+	*cost = budget_of(a)->cost;
 }
 
 /* What the agent's subtree may use: its tokens and its cost (0: no limit). */
 void
 budget_limits(const struct agent *a, double *max_tokens, double *max_cost)
 {
-	*max_tokens = a->budget.max_tokens;
-	*max_cost = a->budget.max_cost;
+	*max_tokens = budget_of(a)->max_tokens;
+	*max_cost = budget_of(a)->max_cost;
 }
 
 /* Return nonzero once the run's budget is spent. */
@@ -122,20 +155,22 @@ int
 budget_over(const struct agent *a, char *why, size_t len)
 {
 	const struct agent	*p;
+	const struct budget	*b;
 
 	for (p = a; p != NULL; p = p->parent) {
-		if (p->budget.max_tokens > 0 &&
-		    p->budget.tokens >= p->budget.max_tokens) {
+		b = budget_of(p);
+		if (b->max_tokens > 0 &&
+		    b->tokens >= b->max_tokens) {
 			snprintf(why, len, "budget: the subtree of %s used %.0f "
 			    "tokens, its budget is %.0f", p->id,
-			    p->budget.tokens, p->budget.max_tokens);
+			    b->tokens, b->max_tokens);
 			return 1;
 		}
-		if (p->budget.max_cost > 0 &&
-		    p->budget.cost >= p->budget.max_cost) {
+		if (b->max_cost > 0 &&
+		    b->cost >= b->max_cost) {
 			snprintf(why, len, "budget: the subtree of %s cost "
 			    "$%.4f, its budget is $%.4f", p->id,
-			    p->budget.cost, p->budget.max_cost);
+			    b->cost, b->max_cost);
 			return 1;
 		}
 	}
@@ -197,6 +232,7 @@ void
 budget_account(struct agent *a, double tin, double tout, double cost)
 {
 	struct agent	*p;
+	struct budget	*b;
 	char		 why[256];
 
 	if (tin + tout == 0 && cost == 0)
@@ -205,26 +241,28 @@ budget_account(struct agent *a, double tin, double tout, double cost)
 	budget_tokens_out += tout;
 	budget_cost += cost;
 	for (p = a; p != NULL; p = p->parent) {
-		p->budget.tokens += tin + tout;
-		p->budget.cost += cost;
+		b = budget_get(p);
+		b->tokens += tin + tout;
+		b->cost += cost;
 	}
 	for (p = a; p != NULL; p = p->parent) {
 		if (lifecycle_stopping(p) || !lifecycle_alive(p))
 			continue;
-		if (p->budget.max_tokens > 0 &&
-		    p->budget.tokens > p->budget.max_tokens) {
+		b = p->budget;
+		if (b->max_tokens > 0 &&
+		    b->tokens > b->max_tokens) {
 			snprintf(why, sizeof why, "budget exceeded: %.0f tokens "
-			    "used, the budget is %.0f", p->budget.tokens,
-			    p->budget.max_tokens);
+			    "used, the budget is %.0f", b->tokens,
+			    b->max_tokens);
 			if (budget_subtree_hook != NULL)
 				budget_subtree_hook(p, why);
 			break;
 		}
-		if (p->budget.max_cost > 0 && p->budget.cost >
-		    p->budget.max_cost) {
+		if (b->max_cost > 0 && b->cost >
+		    b->max_cost) {
 			snprintf(why, sizeof why, "budget exceeded: $%.4f spent, "
-			    "the budget is $%.4f", p->budget.cost,
-			    p->budget.max_cost);
+			    "the budget is $%.4f", b->cost,
+			    b->max_cost);
 			if (budget_subtree_hook != NULL)
 				budget_subtree_hook(p, why);
 			break;
@@ -241,7 +279,7 @@ budget_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	char		 why[128];
 
 	snprintf(why, sizeof why, "budget exceeded: %gs of wall time",
-	    a->budget.max_time);
+	    a->budget->max_time);
 	if (budget_subtree_hook != NULL)
 		budget_subtree_hook(a, why);
 }

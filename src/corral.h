@@ -662,7 +662,7 @@ struct proc {
 	int			 errfd PART_OF(proc);
 	ev_io			 err_w PART_OF(proc);
 	ev_child		 child_w PART_OF(proc);
-	ev_timer		 pipe_w PART_OF(proc);	/* held, or closed */
+	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
 	const char		*pipe_what PART_OF(proc);
 	double			 grace PART_OF(proc);	/* for held pipes */
 	struct ndjson_reader	 err_rd PART_OF(proc);
@@ -701,7 +701,8 @@ struct life {
 	int			 policy;	/* restart policy; -1: entry's */
 	ev_timer		 life_w;	/* stop steps, backoff */
 	ev_timer		 hb_w;		/* heartbeats */
-	ev_timer		 recover_w;	/* unavailable from timeouts */
+	ev_timer		*recover_w;	/* unavailable from timeouts;
+						   NULL: never was */
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
 	int			 hb_pinged;	/* a ping is unanswered */
@@ -785,13 +786,18 @@ struct agent_dialect {
 	int			 adapted;	/* a tool's: its lines are its adapter's */
 };
 
+/* engine.c: the latest progress an agent reported on its work. */
+struct work_progress {
+	char			*text;
+	char			 req[CORRAL_ID_MAX];	/* the request's */
+	ev_tstamp		 at;
+};
+
 /* engine.c: the requests an agent works on (written by engine.c). */
 struct work {
 	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
-	char			*progress;	/* its latest progress */
-	char			 progress_req[CORRAL_ID_MAX];
-	ev_tstamp		 progress_at;
+	struct work_progress	*progress;	/* NULL: none */
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */
@@ -891,10 +897,10 @@ struct agent {
 	struct agent_dialect	 dialect PART_OF(dialect);
 	struct life		 life PART_OF(lifecycle);
 	struct slot		 slot PART_OF(route);
-	struct breaker		 breaker PART_OF(breaker);
-	struct budget		 budget PART_OF(budget);
+	struct breaker		*breaker PART_OF(breaker);	/* NULL: closed */
+	struct budget		*budget PART_OF(budget);	/* NULL: none */
 	struct work		 work PART_OF(engine);
-	struct child		 child PART_OF(subagent);
+	struct child		*child PART_OF(subagent);	/* NULL: none */
 	struct mapinfo		 map PART_OF(mapview);
 	struct adapter		*adapter PART_OF(adapter);
 	struct launch		*launch PART_OF(launch);	/* NULL: runs here */
@@ -1874,6 +1880,8 @@ uint64_t event_now_ms(void);
 void	 event_new_id(char *);
 int	 event_type_match(const char *, const char *);
 void	 event_emit(const struct event_info *, const char *, size_t);
+void	 event_emit_flat(const struct event_info *, const char *const *,
+	    const char *const *);
 void	 event_emit_state(const char *, const char *, const char *,
 	    const char *, const char *, const char *, int);
 void	 event_drained(struct peer *);

@@ -171,10 +171,12 @@ engine_progress_flush(struct msg_progress *p)
 		free(line);
 	}
 	engine_progress_event(a, m, p->seq, text, to);
-	free(a->work.progress);
-	a->work.progress = text;
-	strlcpy(a->work.progress_req, m->id, sizeof a->work.progress_req);
-	a->work.progress_at = ev_now(LOOP);
+	if (a->work.progress == NULL)
+		a->work.progress = xcalloc(1, sizeof *a->work.progress);
+	free(a->work.progress->text);
+	a->work.progress->text = text;
+	strlcpy(a->work.progress->req, m->id, sizeof a->work.progress->req);
+	a->work.progress->at = ev_now(LOOP);
 }
 
 /* The gap since the last progress of a request is over. */

@@ -241,9 +241,25 @@ engine_inflight_find(struct agent *a, const char *id, unsigned int attempts)
 const char *
 engine_progress_latest(struct agent *a, const char **req, ev_tstamp *at)
 {
-	*req = a->work.progress_req;
-	*at = a->work.progress_at;
-	return a->work.progress;
+	if (a->work.progress == NULL) {
+		*req = "";
+		*at = 0;
+		return NULL;
+	}
+	*req = a->work.progress->req;
+	*at = a->work.progress->at;
+	return a->work.progress->text;
+}
+
+/* Forget the latest progress of an agent. */
+static void
+engine_progress_drop(struct agent *a)
+{
+	if (a->work.progress == NULL)
+		return;
+	free(a->work.progress->text);
+	free(a->work.progress);
+	a->work.progress = NULL;
 }
 
 /* The live request after prev (NULL: the first), in acceptance order. */
@@ -454,11 +470,9 @@ engine_undispatch(struct msg *m)
 	a->work.by_prio[m->prio]--;
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
-	if (TAILQ_EMPTY(&a->work.inflight)) {
+	if (TAILQ_EMPTY(&a->work.inflight))
 		/* Its progress was about work it no longer has. */
-		free(a->work.progress);
-		a->work.progress = NULL;
-	}
+		engine_progress_drop(a);
 	lifecycle_work(a, -1);
 }
 
@@ -703,8 +717,7 @@ engine_forget_agent(struct agent *a)
 {
 	struct msg	*m;
 
-	free(a->work.progress);
-	a->work.progress = NULL;
+	engine_progress_drop(a);
 	TAILQ_FOREACH(m, &engine_live, live_entry) {
 		if (m->exclude == a)
 			m->exclude = NULL;

@@ -22,10 +22,14 @@
  * which, so it can fetch them with map/replay.  A slow subscriber costs
  * corral a bounded buffer, never more.
  *
- * An agent's busy/idle changes come and go with every request, on the
- * hot path: when nobody subscribes, such a change is kept as a compact
- * record (ids, time, two state names), and its text is written only when
- * a replay asks for it.  Its bytes are the same either way.
+ * Most events are about agents (registered, state changes), and the
+ * history holds every agent's start events, so they are what an idle
+ * agent costs.  An event whose data is an object of strings is kept as a
+ * compact record (its keys and the strings, NUL-separated), and its text
+ * is written again only when a replay or a filter on metadata reads it:
+ * the same bytes, by the same writer.  A busy/idle change nobody
+ * subscribes to (the hot path) is never written at all; one that goes to
+ * a subscriber or to the audit log is written once, sent, and forgotten.
  *
  * This module knows peers, not agents: whoever emits an event says who
  * its source is and the roles the filters need.
@@ -59,9 +63,12 @@ struct event_rec {
 #define EV_SOURCE	0x01
 #define EV_AGENT	0x02
 #define EV_CORR		0x04
-#define EV_LAZY		0x08	/* a state change whose text waits */
-	const char	*lz[3];		/* its previous, new, corral state */
+#define EV_LAZY		0x08	/* flat data whose text waits */
+#define EV_VAL(i)	(0x100 << (i))	/* value i of its shape is there */
+	/* Lazy: its data's member names ("?": left out when absent). */
+	const char *const *shape;
 };
+#define EVENT_FLAT_MAX	8	/* members of a flat event's data */
 
 struct event_sub {
 	char			 id[32];
@@ -90,6 +97,8 @@ static event_visible_cb		 event_visible;	/* may a peer see an agent */
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 static void	event_materialize(struct event_rec *);
+static struct event_rec *event_emit_rec(const struct event_info *,
+		    const char *, size_t, size_t);
 
 /* Forget every event and subscription (a new run; the tests set up many). */
 void
@@ -471,10 +480,11 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 
 /*
  * Take the next slot of the ring for an event ei describes: its id, its
- * time, the keys and roles the filters read.
+ * time, the keys and roles the filters read, and room for extra bytes
+ * after the keys (a lazy record's values: one allocation, made to fit).
  */
 static struct event_rec *
-event_slot(const struct event_info *ei)
+event_slot(const struct event_info *ei, size_t extra)
 {
 	struct event_rec	*r;
 	char			*p;
@@ -497,7 +507,7 @@ event_slot(const struct event_info *ei)
 	/* source, agent, corr: each NUL-terminated, empty when absent. */
 	kl = (ei->source ? strlen(ei->source) : 0) + (ei->agent ?
 	    strlen(ei->agent) : 0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
-	event_store(&r->keys, &r->kcap, kl);
+	event_store(&r->keys, &r->kcap, kl + extra);
 	p = r->keys;
 	p = stpcpy(p, ei->source ? ei->source : "") + 1;
 	p = stpcpy(p, ei->agent ? ei->agent : "") + 1;
@@ -507,49 +517,38 @@ event_slot(const struct event_info *ei)
 	return r;
 }
 
-/* The data of an agent_state_changed event (a new string). */
+/*
+ * The data of a flat event (a new string): an object of the members of
+ * shape (NULL-terminated) whose values are there, in order; a missing
+ * one is null, or left out when its name starts with '?'.
+ */
 static char *
-event_state_data(const char *agent, const char *from, const char *to,
-    const char *why, const char *cstate, size_t *len)
+event_flat_data(const char *const *shape, const char *const *vals,
+    size_t *len)
 {
 	struct jsonw	j;
+	const char	*k;
+	size_t		i;
 
 	jsonw_init(&j);
 	jsonw_object(&j);
-	jsonw_key(&j, "agentId");
-	jsonw_str(&j, agent);
-	jsonw_key(&j, "previousState");
-	jsonw_str(&j, from);
-	jsonw_key(&j, "newState");
-	jsonw_str(&j, to);
-	if (why != NULL && *why != '\0') {
-		jsonw_key(&j, "reason");
-		jsonw_str(&j, why);
+	for (i = 0; (k = shape[i]) != NULL; i++) {
+		if (*k == '?' && vals[i] == NULL)
+			continue;
+		jsonw_key(&j, *k == '?' ? k + 1 : k);
+		jsonw_str(&j, vals[i]);
 	}
-	jsonw_key(&j, "corralState");
-	jsonw_str(&j, cstate);
 	jsonw_object_end(&j);
 	return jsonw_finish(&j, len);
 }
 
-/*
- * Write the text of a lazy record, now that somebody reads it: exactly
- * what event_emit would have written.
- */
-static void
-event_materialize(struct event_rec *r)
+/* The text of an event (a new string): MAP's Event object. */
+static char *
+event_text(const struct event_rec *r, const char *source, const char *data,
+    size_t dlen, size_t *len)
 {
-	struct jsonw	 j;
-	const char	*agent;
-	char		*data, *text;
-	size_t		 dlen, len;
+	struct jsonw	j;
 
-	if (!(r->has & EV_LAZY))
-		return;
-	event_bytes -= event_cost(r);
-	agent = event_key(r, EV_AGENT);
-	data = event_state_data(agent, r->lz[0], r->lz[1], NULL, r->lz[2],
-	    &dlen);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "id");
@@ -558,12 +557,87 @@ event_materialize(struct event_rec *r)
 	jsonw_str(&j, r->type);
 	jsonw_key(&j, "timestamp");
 	jsonw_u64(&j, r->ms);
-	jsonw_key(&j, "source");
-	jsonw_str(&j, event_key(r, EV_SOURCE));
-	jsonw_key(&j, "data");
-	jsonw_raw(&j, data, dlen);
+	if (source != NULL) {
+		jsonw_key(&j, "source");
+		jsonw_str(&j, source);
+	}
+	if (data != NULL) {
+		jsonw_key(&j, "data");
+		jsonw_raw(&j, data, dlen);
+	}
 	jsonw_object_end(&j);
-	text = jsonw_finish(&j, &len);
+	return jsonw_finish(&j, len);
+}
+
+/* The values of a lazy record's data, read from its keys buffer. */
+static void
+event_lazy_vals(const struct event_rec *r, const char **vals)
+{
+	const char	*p = r->keys;
+	size_t		 i;
+
+	/* After source, agent and corr, each NUL-terminated. */
+	for (i = 0; i < 3; i++)
+		p += strlen(p) + 1;
+	for (i = 0; r->shape[i] != NULL; i++) {
+		vals[i] = (r->has & EV_VAL(i)) ? p : NULL;
+		if (vals[i] != NULL)
+			p += strlen(p) + 1;
+	}
+}
+
+/*
+ * Make a record lazy: keep its data's values after its keys, and forget
+ * its text (NULL: there is none yet).
+ */
+static void
+event_lazy(struct event_rec *r, const char *const *shape,
+    const char *const *vals)
+{
+	size_t	i, kl, vl;
+	char	*p;
+
+	event_bytes -= event_cost(r);
+	for (kl = 0, i = 0; i < 3; i++)
+		kl += strlen(r->keys + kl) + 1;
+	for (vl = 0, i = 0; shape[i] != NULL; i++)
+		if (vals[i] != NULL)
+			vl += strlen(vals[i]) + 1;
+	if (kl + vl > r->kcap) {
+		r->kcap = kl + vl;
+		r->keys = xreallocarray(r->keys, 1, r->kcap);
+	}
+	p = r->keys + kl;
+	for (i = 0; shape[i] != NULL; i++)
+		if (vals[i] != NULL) {
+			p = stpcpy(p, vals[i]) + 1;
+			r->has |= EV_VAL(i);
+		}
+	free(r->text);
+	r->text = NULL;
+	r->cap = r->len = 0;
+	r->shape = shape;
+	r->has |= EV_LAZY;
+	event_bytes += event_cost(r);
+}
+
+/*
+ * Write the text of a lazy record, now that somebody reads it: exactly
+ * what event_emit wrote, or would have written.
+ */
+static void
+event_materialize(struct event_rec *r)
+{
+	const char	*vals[EVENT_FLAT_MAX];
+	char		*data, *text;
+	size_t		 dlen, len;
+
+	if (!(r->has & EV_LAZY))
+		return;
+	event_bytes -= event_cost(r);
+	event_lazy_vals(r, vals);
+	data = event_flat_data(r->shape, vals, &dlen);
+	text = event_text(r, event_key(r, EV_SOURCE), data, dlen, &len);
 	free(data);
 	event_store(&r->text, &r->cap, len + 1);
 	memcpy(r->text, text, len + 1);
@@ -574,19 +648,53 @@ event_materialize(struct event_rec *r)
 }
 
 /*
- * Emit an agent_state_changed event: from, to and cstate are strings
- * that outlive the run (MAP's and corral's state names).  A change
- * nobody watches, without a reason and not for the audit log (busy and
- * idle), is kept as a lazy record.
+ * Emit an event whose data is an object of strings: the members of shape
+ * (NULL-terminated, at most EVENT_FLAT_MAX, literals that outlive the
+ * run; see event_flat_data) with vals.  It is kept as a compact record.
+ */
+void
+event_emit_flat(const struct event_info *ei, const char *const *shape,
+    const char *const *vals)
+{
+	struct event_rec	*r;
+	char			*data;
+	size_t			 len, vl, i;
+
+	for (vl = 0, i = 0; shape[i] != NULL; i++)
+		if (vals[i] != NULL)
+			vl += strlen(vals[i]) + 1;
+	if (i > EVENT_FLAT_MAX)
+		fatalx("%s: %zu members, at most %d", __func__, i,
+		    EVENT_FLAT_MAX);
+	if (ei->audit || !TAILQ_EMPTY(&event_subs)) {
+		data = event_flat_data(shape, vals, &len);
+		r = event_emit_rec(ei, data, len, vl);
+		free(data);
+	} else {
+		/* Nobody reads it now: its text waits for a replay. */
+		r = event_slot(ei, vl);
+		r->len = 0;
+		event_bytes += event_cost(r);
+	}
+	event_lazy(r, shape, vals);
+}
+
+/* The members of an agent_state_changed event's data. */
+static const char *const event_state_shape[] = {
+	"agentId", "previousState", "newState", "?reason", "corralState",
+	NULL
+};
+
+/*
+ * Emit an agent_state_changed event (why NULL or "": no reason).  Busy
+ * and idle changes (audit 0) come and go with every request.
  */
 void
 event_emit_state(const char *agent, const char *role, const char *from,
     const char *to, const char *cstate, const char *why, int audit)
 {
 	struct event_info	 ei;
-	struct event_rec	*r;
-	char			*data;
-	size_t			 len;
+	const char		*vals[5];
 
 	memset(&ei, 0, sizeof ei);
 	ei.type = "agent_state_changed";
@@ -595,20 +703,12 @@ event_emit_state(const char *agent, const char *role, const char *from,
 	ei.agent = agent;
 	ei.agent_role = role;
 	ei.audit = audit;
-	if (audit || (why != NULL && *why != '\0') ||
-	    !TAILQ_EMPTY(&event_subs)) {
-		data = event_state_data(agent, from, to, why, cstate, &len);
-		event_emit(&ei, data, len);
-		free(data);
-		return;
-	}
-	r = event_slot(&ei);
-	r->has |= EV_LAZY;
-	r->lz[0] = from;
-	r->lz[1] = to;
-	r->lz[2] = cstate;
-	r->len = 0;
-	event_bytes += event_cost(r);
+	vals[0] = agent;
+	vals[1] = from;
+	vals[2] = to;
+	vals[3] = why != NULL && *why != '\0' ? why : NULL;
+	vals[4] = cstate;
+	event_emit_flat(&ei, event_state_shape, vals);
 }
 
 /*
@@ -619,32 +719,25 @@ event_emit_state(const char *agent, const char *role, const char *from,
 void
 event_emit(const struct event_info *ei, const char *data, size_t dlen)
 {
+	(void)event_emit_rec(ei, data, dlen, 0);
+}
+
+/*
+ * Emit an event (event_emit), with extra bytes of room after its keys,
+ * and return its record in the history.
+ */
+static struct event_rec *
+event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
+    size_t extra)
+{
 	struct event_rec	*r;
 	struct event_sub	*s;
 	struct event_fields	 e;
-	struct jsonw		 j;
 	char			*text;
 	size_t			 len;
 
-	r = event_slot(ei);
-	jsonw_init(&j);
-	jsonw_object(&j);
-	jsonw_key(&j, "id");
-	jsonw_str(&j, r->id);
-	jsonw_key(&j, "type");
-	jsonw_str(&j, ei->type);
-	jsonw_key(&j, "timestamp");
-	jsonw_u64(&j, r->ms);
-	if (ei->source != NULL) {
-		jsonw_key(&j, "source");
-		jsonw_str(&j, ei->source);
-	}
-	if (data != NULL) {
-		jsonw_key(&j, "data");
-		jsonw_raw(&j, data, dlen);
-	}
-	jsonw_object_end(&j);
-	text = jsonw_finish(&j, &len);
+	r = event_slot(ei, extra);
+	text = event_text(r, ei->source, data, dlen, &len);
 	event_store(&r->text, &r->cap, len + 1);
 	memcpy(r->text, text, len + 1);
 	r->len = len;
@@ -663,6 +756,7 @@ event_emit(const struct event_info *ei, const char *data, size_t dlen)
 		    event_sees(s->peer, ei->agent))
 			event_deliver(s, r);
 	event_fields_done(&e);
+	return r;
 }
 
 /* A peer's channel drained: subscriptions that missed events hear of it. */

@@ -784,8 +784,6 @@ lifecycle_create(struct agent_conf *ac, unsigned int instance,
 	a->life.life_w.data = a;
 	ev_timer_init(&a->life.hb_w, lifecycle_hb_cb, 0, 0);
 	a->life.hb_w.data = a;
-	ev_timer_init(&a->life.recover_w, lifecycle_recover_cb, 0, 0);
-	a->life.recover_w.data = a;
 	adapter_attach(a, adapter_table_find(ac->adapter));
 	return a;
 }
@@ -796,7 +794,11 @@ lifecycle_forget(struct agent *a)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
 	ev_timer_stop(LOOP, &a->life.hb_w);
-	ev_timer_stop(LOOP, &a->life.recover_w);
+	if (a->life.recover_w != NULL) {
+		ev_timer_stop(LOOP, a->life.recover_w);
+		free(a->life.recover_w);
+		a->life.recover_w = NULL;
+	}
 	free(a->life.restarts);
 	free(a->life.stop_why);
 	free(a->life.cause);
@@ -991,9 +993,15 @@ static void
 life_timedout(struct agent *a, const char *why)
 {
 	a->life.flags |= LF_TIMEDOUT;
-	ev_timer_stop(LOOP, &a->life.recover_w);
-	ev_timer_set(&a->life.recover_w, a->conf->breaker_reset, 0);
-	ev_timer_start(LOOP, &a->life.recover_w);
+	if (a->life.recover_w == NULL) {
+		/* Made on first use: most agents never time out. */
+		a->life.recover_w = xcalloc(1, sizeof *a->life.recover_w);
+		ev_timer_init(a->life.recover_w, lifecycle_recover_cb, 0, 0);
+		a->life.recover_w->data = a;
+	}
+	ev_timer_stop(LOOP, a->life.recover_w);
+	ev_timer_set(a->life.recover_w, a->conf->breaker_reset, 0);
+	ev_timer_start(LOOP, a->life.recover_w);
 }
 
 /* The probation time of an agent made unavailable by timeouts is over. */
@@ -1272,7 +1280,8 @@ life_exited(struct agent *a, const char *st)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
 	ev_timer_stop(LOOP, &a->life.hb_w);
-	ev_timer_stop(LOOP, &a->life.recover_w);
+	if (a->life.recover_w != NULL)
+		ev_timer_stop(LOOP, a->life.recover_w);
 	/* A detached session is beyond reach until corral exits. */
 	agent_signal(a, SIGKILL);
 	agent_release(a);

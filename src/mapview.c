@@ -102,33 +102,35 @@ mapview_emit(const char *type, struct agent *a, struct jsonw *j, int audit)
 	free(s);
 }
 
-/* agent_registered: a new agent, in state registered. */
+/* The members of an agent_registered event's data. */
+static const char *const mapview_registered_shape[] = {
+	"agentId", "name", "?role", "?parent", "ownerId", "state", NULL
+};
+
+/*
+ * agent_registered: a new agent, in state registered.  Its data is all
+ * strings, so the history keeps it compact: every agent has one.
+ */
 static void
 mapview_registered(struct agent *a)
 {
-	struct jsonw	 j;
-	const char	*owner = mapview_owner(a);
+	struct event_info	 ei;
+	const char		*vals[6];
 
-	jsonw_init(&j);
-	jsonw_object(&j);
-	jsonw_key(&j, "agentId");
-	jsonw_str(&j, a->id);
-	jsonw_key(&j, "name");
-	jsonw_str(&j, a->conf->name);
-	if (a->conf->role != NULL) {
-		jsonw_key(&j, "role");
-		jsonw_str(&j, a->conf->role);
-	}
-	if (a->parent != NULL) {
-		jsonw_key(&j, "parent");
-		jsonw_str(&j, a->parent->id);
-	}
-	jsonw_key(&j, "ownerId");
-	jsonw_str(&j, owner);
-	jsonw_key(&j, "state");
-	jsonw_str(&j, "registered");
-	jsonw_object_end(&j);
-	mapview_emit("agent_registered", a, &j, 1);
+	vals[0] = a->id;
+	vals[1] = a->conf->name;
+	vals[2] = a->conf->role;
+	vals[3] = a->parent != NULL ? a->parent->id : NULL;
+	vals[4] = mapview_owner(a);
+	vals[5] = "registered";
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_registered";
+	ei.source = a->id;
+	ei.source_role = a->conf->role;
+	ei.agent = a->id;
+	ei.agent_role = a->conf->role;
+	ei.audit = 1;
+	event_emit_flat(&ei, mapview_registered_shape, vals);
 }
 
 /*

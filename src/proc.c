@@ -77,8 +77,31 @@ proc_init(struct proc *p)
 	memset(p, 0, sizeof *p);
 	p->pid = -1;
 	p->errfd = -1;
-	ev_timer_init(&p->pipe_w, proc_pipe_cb, 0, 0);
-	p->pipe_w.data = p;
+}
+
+/*
+ * Start the pipe timer to run out after secs: made on first use, since
+ * most processes end with their pipes at EOF, and idle ones never do.
+ */
+static void
+proc_pipe_arm(struct proc *p, double secs)
+{
+	if (p->pipe_w == NULL) {
+		p->pipe_w = xcalloc(1, sizeof *p->pipe_w);
+		ev_timer_init(p->pipe_w, proc_pipe_cb, 0, 0);
+		p->pipe_w->data = p;
+	}
+	ev_timer_stop(LOOP, p->pipe_w);
+	ev_timer_set(p->pipe_w, secs, 0);
+	ev_timer_start(LOOP, p->pipe_w);
+}
+
+/* Stop the pipe timer. */
+static void
+proc_pipe_stop(struct proc *p)
+{
+	if (p->pipe_w != NULL)
+		ev_timer_stop(LOOP, p->pipe_w);
 }
 
 /*
@@ -195,7 +218,7 @@ proc_check_done(struct proc *p)
 	    (p->flags & PROC_DONE))
 		return;
 	p->flags |= PROC_DONE;
-	ev_timer_stop(LOOP, &p->pipe_w);
+	proc_pipe_stop(p);
 	p->hooks->done(p);
 }
 
@@ -223,10 +246,9 @@ proc_pipe_closed(struct proc *p, const char *what)
 	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
 	    0 && si.si_pid == p->pid)
 		return;		/* a zombie: libev reaps it right away */
-	if (!ev_is_active(&p->pipe_w)) {
+	if (p->pipe_w == NULL || !ev_is_active(p->pipe_w)) {
 		p->pipe_what = what;
-		ev_timer_set(&p->pipe_w, 0.2, 0);
-		ev_timer_start(LOOP, &p->pipe_w);
+		proc_pipe_arm(p, 0.2);
 	}
 }
 
@@ -282,7 +304,7 @@ proc_release(struct proc *p)
 	proc_unlist(p);
 	proc_close_err(p);
 	ev_child_stop(LOOP, &p->child_w);
-	ev_timer_stop(LOOP, &p->pipe_w);
+	proc_pipe_stop(p);
 }
 
 /* Release the process and forget what its stderr said. */
@@ -292,6 +314,8 @@ proc_free(struct proc *p)
 	proc_release(p);
 	free(p->err);
 	p->err = NULL;
+	free(p->pipe_w);
+	p->pipe_w = NULL;
 }
 
 /* Append a line to the end of the tail, dropping its oldest lines. */
@@ -388,13 +412,11 @@ proc_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 	p->status = st;
 	p->flags |= PROC_EXITED;
 	proc_unlist(p);
-	ev_timer_stop(loop, &p->pipe_w);
+	proc_pipe_stop(p);
 	if ((p->flags & (PROC_OUT_EOF | PROC_ERR_EOF)) !=
-	    (PROC_OUT_EOF | PROC_ERR_EOF)) {
+	    (PROC_OUT_EOF | PROC_ERR_EOF))
 		/* EOF comes any moment, unless a descendant holds the pipes. */
-		ev_timer_set(&p->pipe_w, p->grace, 0);
-		ev_timer_start(loop, &p->pipe_w);
-	}
+		proc_pipe_arm(p, p->grace);
 	if (p->hooks->exited != NULL)
 		p->hooks->exited(p);
 	proc_check_done(p);

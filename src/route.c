@@ -341,6 +341,28 @@ struct route_choice {
 	int		 best_load;	/* lifecycle_load of best */
 };
 
+/*
+ * Return nonzero if agent a could not beat the best found so far: its
+ * load, when it has one, is its outstanding count, so one that holds
+ * more, or as many but was picked more recently, loses whatever the
+ * lifecycle, its stdin and its circuit say, and is passed over on these
+ * two numbers alone.  Before a best exists every candidate is asked
+ * everything, so the counts route_pick gives back when it finds none
+ * are whole.
+ */
+static inline int
+route_beaten(const struct route_choice *c, const struct agent *a)
+{
+	unsigned int	out;
+
+	if (c->best == NULL)
+		return 0;
+	out = lifecycle_outstanding(a);
+	return out > (unsigned int)c->best_load || (out ==
+	    (unsigned int)c->best_load && a->slot.last_pick >=
+	    c->best->slot.last_pick);
+}
+
 /* Consider agent a, a candidate of the row, for m. */
 static inline void
 route_consider(struct route_choice *c, struct msg *m, struct agent *a)
@@ -359,7 +381,7 @@ route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 		return;
 	}
 	c->others++;
-	if (breaker_is_open(a))
+	if (c->best == NULL && breaker_is_open(a))
 		route_open_circuits++;
 	if (!route_ready_at(a, load))
 		return;
@@ -373,8 +395,12 @@ route_consider(struct route_choice *c, struct msg *m, struct agent *a)
 }
 
 /*
- * Choose an agent for m among the row's candidates.  *others is set to the
- * number of candidates (other than m->exclude) that exist at all.
+ * Choose an agent for m among the row's candidates.  When none is chosen,
+ * *others is set to the number of candidates (other than m->exclude) that
+ * exist at all, *excluded_exists to whether m->exclude does, and
+ * route_open_circuits to how many of the others' circuits are open; when
+ * one other than m->exclude is, *others is at least 1, no more is
+ * counted (route_beaten), and nobody reads the rest.
  */
 static struct agent *
 route_pick(struct route *r, struct msg *m, unsigned int *others,
@@ -389,13 +415,14 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	for (i = 0; i < r->nconfs; i++)
 		TAILQ_FOREACH(a, &route_pools[r->confs[i]->index],
 		    slot.pool_entry)
-			route_consider(&c, m, a);
+			if (!route_beaten(&c, a))
+				route_consider(&c, m, a);
 	/* An agent of another entry that registered a capability of the row. */
 	for (i = 0; r->ncaps > 0 && i < route_wf->nagents; i++) {
 		if (route_lists(r, &route_wf->agents[i]))
 			continue;
 		TAILQ_FOREACH(a, &route_pools[i], slot.pool_entry)
-			if (route_capable(r, a))
+			if (!route_beaten(&c, a) && route_capable(r, a))
 				route_consider(&c, m, a);
 	}
 	*others = c.others;
@@ -552,7 +579,8 @@ route_direct(struct msg *m)
 		return;
 	}
 	route_insert(&a->slot.direct, m);
-	route_hooks.queued(m, route_wait(NULL));
+	/* It waits for this agent alone: as long as that one's timeout. */
+	route_hooks.queued(m, a->conf->timeout);
 }
 
 /*

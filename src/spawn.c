@@ -11,10 +11,18 @@
  * log as "exec ./agent: No such file or directory" rather than as a
  * mysterious exit status 127.
  *
+ * An unconfined child also shares corral's descriptor table
+ * (CLONE_FILES), with its ends of the pipes on three low descriptors
+ * corral holds for that, and its first step on descriptors is to take a
+ * private table of only those below them: copying corral's whole table,
+ * three descriptors per agent, and closing it again while corral waits
+ * made starting N agents cost O(N^2).
+ *
  * In the child, in order: every signal back to its default disposition
  * (a handler must never run on the borrowed stack), death signal SIGKILL
  * and a check that corral did not die before that was set, a new session,
- * the three pipes on 0, 1 and 2, for a confined agent a mount namespace
+ * its own descriptor table (unconfined), the three pipes on 0, 1 and 2,
+ * for a confined agent a mount namespace
  * read-only but where it may write (confine_mount), the agent's Landlock
  * rulesets (made by confine.c in the parent; no-new-privileges first, as
  * Landlock wants), every other descriptor closed, the working directory,
@@ -39,6 +47,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define SPAWN_VALGRIND()	RUNNING_ON_VALGRIND
+#endif
+#endif
+
 #include "corral.h"
 
 #define SPAWN_STACK	(64 * 1024)
@@ -51,6 +66,12 @@
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self	446
 #endif
+#ifndef SYS_close_range
+#define SYS_close_range		436
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE	(1U << 1)
+#endif
 
 extern char **environ;
 
@@ -62,6 +83,8 @@ struct spawn_child {
 	int			 in;	/* child's ends */
 	int			 out;
 	int			 err;
+	int			 shared;	/* CLONE_FILES: unshare first */
+	int			 low;		/* above the child's ends */
 	pid_t			 parent;
 	int			 pidns;
 	int			 hostproc;	/* the host's /proc, or -1 */
@@ -90,6 +113,24 @@ static const struct workflow	*spawn_wf;
 static char			*spawn_control;	/* the control socket, or NULL */
 static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
+/*
+ * Three low descriptors held on /dev/null, where the child's ends of the
+ * pipes go for a spawn, and the /dev/null they return to; spawn_slots is
+ * 1 once they are made (at the first spawn), -1 if they are not to be had.
+ */
+static int	spawn_slot[3] = { -1, -1, -1 };
+static int	spawn_null = -1;
+static int	spawn_slots;
+
+/*
+ * corral's own variables that pass the allowlist (for spawn_base_wf), as
+ * NAME=value.  corral never changes its environment while it runs, so
+ * they are picked once, not for each of thousands of agents.
+ */
+static char			**spawn_base;
+static size_t			  spawn_nbase;
+static const struct workflow	 *spawn_base_wf;
+static int			  spawn_base_made;
 
 static void	spawn_find_python(void);
 
@@ -102,6 +143,7 @@ void
 spawn_init(const struct workflow *wf, int pidns)
 {
 	spawn_wf = wf;
+	spawn_base_made = 0;
 	spawn_pidns = pidns;
 	spawn_set_control(NULL);
 	spawn_find_python();
@@ -220,6 +262,15 @@ spawn_child_main(void *arg)
 		sc->hostpid = hp;
 	}
 
+	/*
+	 * Sharing corral's descriptor table, make a private one that holds
+	 * only the descriptors below the child's ends: a few, however many
+	 * agents corral runs, where a copy of the whole table (and closing
+	 * it again before exec, while corral waits) grows with them.
+	 */
+	if (sc->shared && syscall(SYS_close_range, (unsigned int)sc->low, ~0U,
+	    CLOSE_RANGE_UNSHARE) == -1 && unshare(CLONE_FILES) == -1)
+		spawn_child_fail(sc, "unshare(CLONE_FILES)");
 	if (spawn_child_dup(sc->in, 0) == -1 ||
 	    spawn_child_dup(sc->out, 1) == -1 ||
 	    spawn_child_dup(sc->err, 2) == -1)
@@ -266,6 +317,97 @@ spawn_child_main(void *arg)
 	spawn_child_fail(sc, "exec");
 }
 
+/*
+ * Whether corral runs under valgrind, which turns a CLONE_VM clone into a
+ * fork and stops at one that also shares the descriptor table.  Without
+ * its header, by the preload it puts in every process it runs.
+ */
+static int
+spawn_valgrind(void)
+{
+	const char	*p = getenv("LD_PRELOAD");
+
+#ifdef SPAWN_VALGRIND
+	if (SPAWN_VALGRIND())
+		return 1;
+#endif
+	return p != NULL && strstr(p, "/vgpreload_") != NULL;
+}
+
+/* Hold three low descriptors on /dev/null for the child's ends, once. */
+static int
+spawn_slots_init(void)
+{
+	int	i;
+
+	if (spawn_slots != 0)
+		return spawn_slots > 0 ? 0 : -1;
+	if (spawn_valgrind()) {
+		spawn_slots = -1;
+		return -1;
+	}
+	spawn_slots = 1;
+	if ((spawn_null = open("/dev/null", O_RDONLY | O_CLOEXEC)) != -1) {
+		for (i = 0; i < 3; i++)
+			if ((spawn_slot[i] = fcntl(spawn_null, F_DUPFD_CLOEXEC,
+			    3)) == -1)
+				break;
+		if (i == 3)
+			return 0;
+	}
+	log_warn("spawn: no low descriptors for the agents' pipes, every "
+	    "spawn copies the descriptor table");
+	for (i = 0; i < 3; i++)
+		if (spawn_slot[i] >= 0)
+			close(spawn_slot[i]);
+	if (spawn_null != -1)
+		close(spawn_null);
+	spawn_slots = -1;
+	return -1;
+}
+
+/* Put a slot back on /dev/null, which closes the child's end there. */
+static void
+spawn_slot_free(int i)
+{
+	if (dup3(spawn_null, spawn_slot[i], O_CLOEXEC) == -1) {
+		/* Never seen; the end must not stay open in corral. */
+		log_warn("spawn: dup3");
+		close(spawn_slot[i]);
+		spawn_slots = -1;
+	}
+}
+
+/*
+ * Move the child's ends of its pipes to the low slots, so that it can
+ * share corral's descriptor table and keep only those below them.
+ * Returns 0, or -1 (the child then copies the whole table, as before).
+ */
+static int
+spawn_slots_take(struct spawn_child *sc)
+{
+	int	*end[3] = { &sc->in, &sc->out, &sc->err };
+	int	 i, j;
+
+	if (spawn_slots_init() == -1)
+		return -1;
+	for (i = 0; i < 3; i++) {
+		if (dup3(*end[i], spawn_slot[i], O_CLOEXEC) == -1) {
+			for (j = 0; j < i; j++)
+				spawn_slot_free(j);
+			return -1;
+		}
+	}
+	sc->low = 0;
+	for (i = 0; i < 3; i++) {
+		*end[i] = spawn_slot[i];
+		if (spawn_slot[i] >= sc->low)
+			sc->low = spawn_slot[i] + 1;
+	}
+	sc->shared = 1;
+	return 0;
+}
+
 /* Match a variable name against a pattern; a trailing '*' is a prefix. */
 static int
 spawn_env_match(const char *pat, const char *var, size_t len)
@@ -299,10 +441,13 @@ static void
 spawn_env_set(char ***envp, size_t *n, size_t *cap, const char *key,
     const char *value)
 {
-	size_t	i, kl = strlen(key);
+	size_t	i, kl = strlen(key), vl = strlen(value);
 	char	*s;
 
-	xasprintf(&s, "%s=%s", key, value);
+	s = xmalloc(kl + vl + 2);
+	memcpy(s, key, kl);
+	s[kl] = '=';
+	memcpy(s + kl + 1, value, vl + 1);
 	for (i = 0; i < *n; i++) {
 		if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
 			free((*envp)[i]);
@@ -342,6 +487,31 @@ spawn_env_get(char **envp, size_t n, const char *key)
 	return NULL;
 }
 
+/* Pick the variables of corral's environment that pass wf's allowlist. */
+static void
+spawn_base_make(const struct workflow *wf)
+{
+	char	**e, *eq, **p;
+	size_t	  cap = 0;
+
+	for (p = spawn_base; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(spawn_base);
+	spawn_base = NULL;
+	spawn_nbase = 0;
+	for (e = environ; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) == NULL)
+			continue;
+		if (!spawn_env_allowed(wf, *e, (size_t)(eq - *e)))
+			continue;
+		*eq = '\0';
+		spawn_env_set(&spawn_base, &spawn_nbase, &cap, *e, eq + 1);
+		*eq = '=';
+	}
+	spawn_base_wf = wf;
+	spawn_base_made = 1;
+}
+
 /*
  * Build the agent's environment: allowlist, then its own, then ours, then
  * what its adapter adds for one kind of process (extra, NAME=value).
@@ -352,19 +522,17 @@ static char **
 spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
     const char *id, const char *token, char *const *extra)
 {
-	char		**envp = NULL, **e, *eq, buf[32], *pp;
+	char		**envp, *eq, buf[32], *pp;
 	const char	 *v;
-	size_t		  n = 0, cap = 0, i;
+	size_t		  n, cap, i;
 
-	for (e = environ; e != NULL && *e != NULL; e++) {
-		if ((eq = strchr(*e, '=')) == NULL)
-			continue;
-		if (!spawn_env_allowed(wf, *e, (size_t)(eq - *e)))
-			continue;
-		*eq = '\0';
-		spawn_env_set(&envp, &n, &cap, *e, eq + 1);
-		*eq = '=';
-	}
+	if (!spawn_base_made || spawn_base_wf != wf)
+		spawn_base_make(wf);
+	cap = spawn_nbase + 32;
+	envp = xreallocarray(NULL, cap, sizeof *envp);
+	for (n = 0; n < spawn_nbase; n++)
+		envp[n] = xstrdup(spawn_base[n]);
+	envp[n] = NULL;
 	for (i = 0; i < ac->nenv; i++)
 		spawn_env_set(&envp, &n, &cap, ac->env[i].key, ac->env[i].value);
 	if (spawn_python != NULL) {
@@ -407,10 +575,6 @@ spawn_build_env(const struct agent_conf *ac, const struct workflow *wf,
 		*eq = '\0';
 		spawn_env_set(&envp, &n, &cap, *extra, eq + 1);
 		*eq = '=';
-	}
-	if (envp == NULL) {
-		envp = xcalloc(1, sizeof *envp);
-		envp[0] = NULL;
 	}
 	return envp;
 }
@@ -756,6 +920,32 @@ spawn_user(const struct agent_conf *ac, struct spawn_child *sc, gid_t *groups,
 }
 
 /*
+ * Clone the child and wait for its exec (or its failure); an unconfined
+ * one shares the descriptor table (a confined one needs its rulesets'
+ * descriptors after the pipes are in place: a full copy).
+ */
+static pid_t
+spawn_clone(struct spawn_child *sc)
+{
+	sigset_t	old;
+	pid_t		pid;
+	int		i, saved;
+
+	if (sc->nrulesets == 0 && !sc->mountns)
+		(void)spawn_slots_take(sc);
+	spawn_block_signals(&old);
+	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD | (sc->shared ? CLONE_FILES : 0),
+	    sc);
+	saved = errno;
+	spawn_restore_signals(&old);
+	for (i = 0; sc->shared && i < 3; i++)
+		spawn_slot_free(i);
+	errno = saved;
+	return pid;
+}
+
+/*
  * Start a process for an agent's settings (environment, directory, limits,
  * user) running argv, with its three pipes, its credential (token, or
  * NULL) and extra variables.  On success fills sr (our ends
@@ -774,7 +964,6 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 	char			**envp, *path = NULL, *cwd = NULL;
 	struct confine_roots	 roots = { NULL, 0 };
 	int			 rs[SPAWN_LAYERS], nrs = 0;
-	sigset_t		 old;
 	pid_t			 pid;
 	size_t			 i;
 
@@ -827,10 +1016,7 @@ spawn_argv(const struct agent_conf *ac, char *const *argv, const char *id,
 		if (ac->limits[i].resource == RLIMIT_CORE)
 			sc.set_core = 0;
 
-	spawn_block_signals(&old);
-	pid = clone(spawn_child_main, spawn_stack + sizeof spawn_stack,
-	    CLONE_VM | CLONE_VFORK | SIGCHLD, &sc);
-	spawn_restore_signals(&old);
+	pid = spawn_clone(&sc);
 	while (nrs > 0)
 		close(rs[--nrs]);
 	if (pid == -1) {

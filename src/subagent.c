@@ -55,6 +55,7 @@ static const struct workflow	 *subagent_wf;
 static TAILQ_HEAD(, agent)	  subagent_history =
 				    TAILQ_HEAD_INITIALIZER(subagent_history);
 static unsigned int		  subagent_nhistory;
+static const struct child	  subagent_none;	/* NULL stands for it */
 
 /* Why a spawn is refused: MAP's code, corral's old one, a reason word. */
 struct subagent_refusal {
@@ -96,11 +97,29 @@ subagent_init(const struct workflow *wf)
 	agent_on_free(subagent_forget);
 }
 
+/* An agent's part to read: no task, no limits when it has none. */
+static const struct child *
+subagent_of(const struct agent *a)
+{
+	return a->child != NULL ? a->child : &subagent_none;
+}
+
+/* An agent's part to write, made on first use. */
+static struct child *
+subagent_part(struct agent *a)
+{
+	if (a->child == NULL)
+		a->child = xcalloc(1, sizeof *a->child);
+	return a->child;
+}
+
 /* The id of a child's open task (message.c asks), or NULL. */
 static const char *
 subagent_task_id(struct agent *a)
 {
-	return a->child.task != NULL ? a->child.task->id : NULL;
+	const struct msg	*task = subagent_of(a)->task;
+
+	return task != NULL ? task->id : NULL;
 }
 
 /*
@@ -113,16 +132,20 @@ subagent_forget(struct agent *a)
 	struct agent	*p = a->parent;
 
 	if (p != NULL && p->parent != NULL && !(p->flags & AGENT_DEAD) &&
-	    lifecycle_done(p) && p->nchildren == 1 && p->child.task == NULL)
+	    lifecycle_done(p) && p->nchildren == 1 &&
+	    subagent_of(p)->task == NULL)
 		agent_mark_dead(p);
-	if (a->child.finished) {
-		TAILQ_REMOVE(&subagent_history, a, child.history);
+	if (a->child == NULL)
+		return;
+	if (a->child->finished) {
+		TAILQ_REMOVE(&subagent_history, a, child->history);
 		subagent_nhistory--;
-		a->child.finished = 0;
 	}
-	free(a->child.spawn_id);
-	free(a->child.via);
-	free(a->child.last_reply);
+	free(a->child->spawn_id);
+	free(a->child->via);
+	free(a->child->last_reply);
+	free(a->child);
+	a->child = NULL;
 }
 
 /* The effective limit: the smaller of two, where 0 means "no limit". */
@@ -152,7 +175,7 @@ subagent_alive_children(struct agent *p)
 			continue;
 		/* Done with its task and on its way out (maybe via its own
 		 * children first): it no longer holds a place. */
-		if (c->child.task == NULL && !c->child.keep &&
+		if (subagent_of(c)->task == NULL && !subagent_of(c)->keep &&
 		    lifecycle_leaving(c))
 			continue;
 		n++;
@@ -465,7 +488,7 @@ subagent_limits(struct agent *p, struct subagent_refusal *r)
 	}
 	for (x = p; x != NULL; x = x->parent) {
 		maxdepth = subagent_min(x->conf->max_depth,
-		    x->child.limit_depth);
+		    subagent_of(x)->limit_depth);
 		if (maxdepth != 0 && depth > maxdepth) {
 			snprintf(r->why, sizeof r->why, "depth limit: a child "
 			    "of %s would be at depth %u, the limit is %u%s%s",
@@ -476,8 +499,9 @@ subagent_limits(struct agent *p, struct subagent_refusal *r)
 	}
 	maxkids = subagent_min(subagent_wf->tree_children,
 	    p->conf->max_children);
-	if (p->child.limit_children != 0)
-		maxkids = subagent_min(maxkids, p->child.limit_children);
+	if (subagent_of(p)->limit_children != 0)
+		maxkids = subagent_min(maxkids,
+		    subagent_of(p)->limit_children);
 	r->code = CORRAL_E_EXHAUSTED;
 	r->reason = "fan_out";
 	if (subagent_alive_children(p) >= maxkids) {
@@ -572,7 +596,8 @@ subagent_entry(struct agent *p, json_t *params, json_t *opts, json_t **cmdp,
 static void
 subagent_refuse(struct peer *from, json_t *id, struct subagent_refusal *r)
 {
-	struct child	*c = from->agent != NULL ? &from->agent->child : NULL;
+	struct child	*c = from->agent != NULL ?
+			    subagent_part(from->agent) : NULL;
 	json_t		*details = NULL;
 	const char	*what = from->agent != NULL ? "agent " : "";
 	ev_tstamp	 now = ev_now(LOOP);
@@ -638,6 +663,7 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
     json_t *params, double *b)
 {
 	json_t		*limits, *budget, *r;
+	struct child	*ch;
 	const char	*rs;
 
 	r = json_object_get(params, "restart");
@@ -653,11 +679,12 @@ subagent_child_settings(struct agent *c, struct agent_conf *ac,
 	/* Budgets: the agent's own, narrowed by the spawn's, and inherited. */
 	limits = json_object_get(params, "limits");
 	budget = json_object_get(limits, "budget");
-	c->child.limit_depth = subagent_param_count(limits, "depth");
-	c->child.limit_children = subagent_param_count(limits, "children");
-	c->child.task_timeout = subagent_param_num(params, "timeout",
+	ch = subagent_part(c);
+	ch->limit_depth = subagent_param_count(limits, "depth");
+	ch->limit_children = subagent_param_count(limits, "children");
+	ch->task_timeout = subagent_param_num(params, "timeout",
 	    SUBAGENT_SECONDS_MAX);
-	c->child.keep = json_is_true(json_object_get(params, "keep"));
+	ch->keep = json_is_true(json_object_get(params, "keep"));
 	b[0] = subagent_narrow(ac->budget_tokens, subagent_param_num(budget,
 	    "tokens", DBL_MAX));
 	b[1] = subagent_narrow(ac->budget_cost, subagent_param_num(budget,
@@ -846,13 +873,14 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	(void)mapview_merge(c, json_object_get(params, "metadata"), r.why,
 	    sizeof r.why);
 	if (tid[0] != '\0')
-		c->child.spawn_id = xstrdup(tid);
+		subagent_part(c)->spawn_id = xstrdup(tid);
 	if (from->role & PEER_DELEGATE)
 		/* Its result goes to the MCP session that asked. */
-		c->child.via = xstrdup(from->own_name);
+		subagent_part(c)->via = xstrdup(from->own_name);
 	subagent_child_settings(c, ac, opts, budget);
 	if (p == NULL)
-		c->child.keep = 1;	/* a client's agent waits for work */
+		/* A client's agent waits for work. */
+		subagent_part(c)->keep = 1;
 	if (visible)
 		route_add_agent(c);
 	if (lifecycle_start(c) != 0) {
@@ -880,8 +908,9 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	if (line != NULL) {
 		m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
 		    MSG_TASK, intent);
-		engine_msg_setup(m, tid, c, p, env.prio, c->child.task_timeout);
-		c->child.task = m;
+		engine_msg_setup(m, tid, c, p, env.prio,
+		    subagent_of(c)->task_timeout);
+		subagent_part(c)->task = m;
 		auditlog_envelope("task", c->id, tid, line, len);
 	}
 	res = json_pack("{s:o}", "agent", mapview_describe(c));
@@ -1058,7 +1087,7 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	size_t			 olen, mlen;
 
 	if (p == NULL || !lifecycle_alive(p) || (!agent_writable(p) &&
-	    (c == NULL || c->child.via == NULL))) {
+	    (c == NULL || subagent_of(c)->via == NULL))) {
 		auditlog_event("child_result_dropped", c != NULL ? c->id : NULL,
 		    task_id, "reason", "the parent is gone", NULL);
 		return;
@@ -1087,10 +1116,12 @@ subagent_deliver(struct agent *p, struct agent *c, const char *task_id,
 	out = envelope_mark(js, line, len, member, &olen);
 	jscan_give(js);
 	free(member);
-	if (c != NULL && c->child.via != NULL &&
-	    message_delegates(p, c->child.via, c, task_id, out, olen) > 0)
+	if (c != NULL && subagent_of(c)->via != NULL &&
+	    message_delegates(p, subagent_of(c)->via, c, task_id, out,
+	    olen) > 0)
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
-	else if (agent_writable(p) && (c == NULL || c->child.via == NULL)) {
+	else if (agent_writable(p) && (c == NULL ||
+	    subagent_of(c)->via == NULL)) {
 		dialect_send(p, out, olen, DK_CHILD_RESULT);
 		auditlog_envelope("child_result", p->id, task_id, out, olen);
 	} else
@@ -1110,15 +1141,15 @@ subagent_task_done(struct msg *m, const char *line, size_t len, int is_error)
 		message_done(m, line, len, is_error);
 		return;
 	}
-	if (c != NULL && c->child.task == m)
-		c->child.task = NULL;
+	if (c != NULL && subagent_of(c)->task == m)
+		subagent_part(c)->task = NULL;
 	if (m->parent_agent == NULL && c != NULL && mapview_owner(c) != NULL)
 		/* A client's agent: its result goes to the client. */
 		message_result(mapview_owner(c), c, m->id, line, len, NULL);
 	else
 		subagent_deliver(m->parent_agent, c, m->id, line, len,
 		    is_error);
-	if (c != NULL && !c->child.keep && lifecycle_alive(c) &&
+	if (c != NULL && !subagent_of(c)->keep && lifecycle_alive(c) &&
 	    !lifecycle_stopping(c))
 		lifecycle_stop(c, is_error ? "task failed" : "task finished");
 }
@@ -1132,6 +1163,7 @@ subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
     const char *line, size_t len, struct env *env)
 {
 	struct env_error	 err;
+	struct child		*ch;
 	char			 id[CORRAL_ID_MAX], *filled;
 	size_t			 flen;
 
@@ -1157,15 +1189,16 @@ subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
 		len = flen;
 	}
 	engine_account(c, env);
-	if (c->child.task != task) {
+	if (subagent_of(c)->task != task) {
 		/* Its budget ran out on this very envelope: the task is over. */
 		free(filled);
 		return;
 	}
-	free(c->child.last_reply);
-	c->child.last_reply = xmemdup0(line, len);
-	c->child.last_reply_len = len;
-	c->child.last_reply_error = (env->ctype == CT_ERROR);
+	ch = subagent_part(c);
+	free(ch->last_reply);
+	ch->last_reply = xmemdup0(line, len);
+	ch->last_reply_len = len;
+	ch->last_reply_error = (env->ctype == CT_ERROR);
 	auditlog_envelope("reply", c->id, id, line, len);
 	if (env->intent == INTENT_FINALIZE || env->ctype == CT_ERROR)
 		engine_replied(task, c, id, NULL, line, len,
@@ -1181,8 +1214,9 @@ subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
 static void
 subagent_agent_gone(struct agent *c, const char *why)
 {
-	struct msg	*task = c->child.task;
-	char		*e;
+	const struct child	*ch = subagent_of(c);
+	struct msg		*task = ch->task;
+	char			*e;
 
 	if (task == NULL || task->where != MSG_INFLIGHT || task->agent != c)
 		return;
@@ -1195,11 +1229,11 @@ subagent_agent_gone(struct agent *c, const char *why)
 	}
 	/* Its own clean exit counts; being stopped by corral does not. */
 	if (WIFEXITED_OK(agent_status(c)) && !lifecycle_stop_asked(c) &&
-	    c->child.last_reply != NULL) {
-		e = xmemdup0(c->child.last_reply, c->child.last_reply_len);
+	    ch->last_reply != NULL) {
+		e = xmemdup0(ch->last_reply, ch->last_reply_len);
 		engine_replied(task, c, NULL, "the child stopped; its last "
-		    "envelope is its result", e, c->child.last_reply_len,
-		    c->child.last_reply_error);
+		    "envelope is its result", e, ch->last_reply_len,
+		    ch->last_reply_error);
 		free(e);
 		return;
 	}
@@ -1211,7 +1245,7 @@ subagent_agent_gone(struct agent *c, const char *why)
 static void
 subagent_failed(struct agent *c, const char *why)
 {
-	struct msg	*task = c->child.task;
+	struct msg	*task = subagent_of(c)->task;
 	char		 st[64];
 
 	if (c->parent != NULL)
@@ -1264,24 +1298,27 @@ static void
 subagent_finished(struct agent *a)
 {
 	struct agent	*old, *next;
+	struct child	*c;
 
-	if (!a->child.finished) {
-		a->child.finished = 1;
-		TAILQ_INSERT_TAIL(&subagent_history, a, child.history);
+	if (!subagent_of(a)->finished) {
+		c = subagent_part(a);
+		c->finished = 1;
+		TAILQ_INSERT_TAIL(&subagent_history, a, child->history);
 		subagent_nhistory++;
-		free(a->child.last_reply);
-		a->child.last_reply = NULL;
-		a->child.last_reply_len = 0;
+		free(c->last_reply);
+		c->last_reply = NULL;
+		c->last_reply_len = 0;
 	}
-	TAILQ_FOREACH_SAFE(old, &subagent_history, child.history, next) {
+	TAILQ_FOREACH_SAFE(old, &subagent_history, child->history, next) {
 		if (subagent_nhistory <= SUBAGENT_HISTORY)
 			break;
-		if (!TAILQ_EMPTY(&old->children) || old->child.task != NULL ||
+		if (!TAILQ_EMPTY(&old->children) ||
+		    subagent_of(old)->task != NULL ||
 		    lifecycle_outstanding(old) > 0)
 			continue;
-		TAILQ_REMOVE(&subagent_history, old, child.history);
+		TAILQ_REMOVE(&subagent_history, old, child->history);
 		subagent_nhistory--;
-		old->child.finished = 0;
+		subagent_part(old)->finished = 0;
 		agent_mark_dead(old);
 	}
 }
@@ -1296,7 +1333,8 @@ subagent_forgettable(const struct agent *a)
 {
 	const struct agent	*c;
 
-	if (a->parent == NULL || !lifecycle_done(a) || a->child.task != NULL)
+	if (a->parent == NULL || !lifecycle_done(a) ||
+	    subagent_of(a)->task != NULL)
 		return 0;
 	TAILQ_FOREACH(c, &a->children, sibling)
 		if (!(c->flags & AGENT_DEAD))
@@ -1319,11 +1357,11 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 
 	if (to == AS_BACKOFF && ev == AE_RESTART_DUE)
 		subagent_child_restarting(a);
-	if (a->child.finished && !lifecycle_done(a)) {
+	if (subagent_of(a)->finished && !lifecycle_done(a)) {
 		/* Started again: no longer history. */
-		TAILQ_REMOVE(&subagent_history, a, child.history);
+		TAILQ_REMOVE(&subagent_history, a, child->history);
 		subagent_nhistory--;
-		a->child.finished = 0;
+		subagent_part(a)->finished = 0;
 	}
 	if (to != AS_STOPPED && to != AS_FAILED)
 		return;
@@ -1341,7 +1379,7 @@ subagent_lifecycle(struct agent *a, enum agent_state from,
 static void
 subagent_budget_over(struct agent *p, const char *why)
 {
-	struct msg	*task = p->child.task;
+	struct msg	*task = subagent_of(p)->task;
 
 	log_warnx("agent %s: %s; stopping its subtree", p->id, why);
 	auditlog_event("budget_exceeded", p->id, NULL, "reason", why, NULL);

@@ -135,6 +135,8 @@ expect() {
 # 1-3, where the kernel has Landlock (corral -v names its ABI).
 serve_start "$T/wf.yaml" -v
 wait_log "confine: Landlock ABI" 10
+# The next line, written once corral has probed for mount namespaces.
+wait_log "mount namespace for" 10
 ABI=$(sed -n 's/^corral: confine: Landlock ABI \([0-9]*\)$/\1/p' "$ERR")
 # A write outside: refused by the read-only mount first, else by Landlock.
 W=EACCES

@@ -326,6 +326,76 @@ test_lazy(void **state)
 	json_decref(id);
 }
 
+/* What the peer's pipe holds so far, as written (a static buffer). */
+static char *
+raw(size_t *len)
+{
+	static char	buf[1 << 20];
+	ssize_t		n;
+
+	chan_flush_all();
+	*len = 0;
+	while ((n = read(ufd[0], buf + *len, sizeof buf - *len - 1)) > 0)
+		*len += (size_t)n;
+	buf[*len] = '\0';
+	return buf;
+}
+
+/*
+ * A flat event (its data all strings) is kept compact: the text a
+ * replay writes for it later is, byte for byte, the text its subscriber
+ * got at once, escapes, nulls and left-out members included.
+ */
+static void
+test_flat(void **state)
+{
+	static const char *const shape[] = {
+		"agentId", "name", "?role", "?parent", "ownerId", "state", NULL
+	};
+	const char		*vals[6] = { "a\"b\\c\001\xc3\xa9\xff", "n\n",
+				    NULL, "p", NULL, "registered" };
+	struct event_info	 ei;
+	json_t			*id = json_integer(4);
+	char			*live, *base, *p, *q, *t;
+	size_t			 len, tlen;
+	int			 n = 0;
+
+	event_subscribe(&upeer, id, NULL);
+	(void)raw(&len);
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_registered";
+	ei.source = vals[0];
+	ei.agent = vals[0];
+	ei.audit = 1;
+	event_emit_flat(&ei, shape, vals);
+	event_emit_state("x", NULL, "registered", "idle", "READY",
+	    "it \"said\" so", 1);
+	/* The live events: each frame ends with "event":TEXT}} */
+	p = raw(&len);
+	live = strdup(p);
+	assert_non_null(live);
+	assert_non_null(strstr(live, "\"data\":{\"agentId\":\"a\\\"b\\\\c"
+	    "\\u0001\xc3\xa9\xef\xbf\xbd\",\"name\":\"n\\n\",\"parent\":\"p\","
+	    "\"ownerId\":null,\"state\":\"registered\"}"));
+	assert_non_null(strstr(live, "\"reason\":\"it \\\"said\\\" so\""));
+	event_replay(&upeer, id, NULL);
+	base = raw(&len);
+	p = base;
+	for (t = live; (q = strchr(t, '\n')) != NULL; t = q + 1) {
+		*q = '\0';
+		t = strstr(t, ",\"event\":{\"id\":") + 9;
+		tlen = strlen(t) - 2;
+		/* The same bytes in the replay's answer, followed by its }. */
+		p = memmem(p, len - (size_t)(p - base), t, tlen);
+		assert_non_null(p);
+		assert_int_equal(p[tlen], '}');
+		n++;
+	}
+	assert_int_equal(n, 2);
+	free(live);
+	json_decref(id);
+}
+
 /* Bad filters and params are -32602, and nothing is subscribed. */
 static void
 test_bad(void **state)
@@ -358,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scopes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad, setup, teardown),

@@ -316,6 +316,51 @@ test_ready_busy_capacity(void **state)
 }
 
 /*
+ * The search passes over a candidate on its outstanding count alone only
+ * once a better one was found; one with fewer that comes later in the
+ * row is still asked whether it can take work: a full window of its own,
+ * an open circuit, a held turn each rule it out, as they do the first.
+ */
+static void
+test_later_candidates(void **state)
+{
+	static const char yaml[] =
+	    "agents:\n"
+	    "  a:\n"
+	    "    cmd: [/nonexistent/a]\n"
+	    "    instances: 2\n"
+	    "    max_inflight: 8\n"
+	    "  b:\n"
+	    "    cmd: [/nonexistent/b]\n"
+	    "    instances: 4\n"
+	    "    max_inflight: 2\n"
+	    "    breaker: {failures: 1, reset: 60s}\n"
+	    "routes:\n"
+	    "  execute: [a, b]\n";
+	struct msg	*m;
+
+	rt_setup(yaml);
+	set_load(ag("a.1"), AS_BUSY, 3);	/* the first best */
+	set_load(ag("a.2"), AS_BUSY, 3);
+	set_load(ag("b.1"), AS_BUSY, 2);	/* fewer, but at its window */
+	breaker_failure(ag("b.2"));		/* none, but its circuit open */
+	route_hold(ag("b.3"), 1);		/* none, but its turn held */
+	set_load(ag("b.4"), AS_BUSY, 1);
+	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
+	assert_string_equal(at(m), "b.4");
+	/* b.4 is full now: a.1 and a.2 tie, a.1 comes first. */
+	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
+	assert_string_equal(at(m), "a.1");
+	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
+	assert_string_equal(at(m), "a.2");
+	/* Let go, b.3 has the fewest again, though it comes late. */
+	route_hold(ag("b.3"), -1);
+	m = submit(INTENT_EXECUTE, PRIO_NORMAL);
+	assert_string_equal(at(m), "b.3");
+	rt_teardown();
+}
+
+/*
  * With no candidate ready the request is queued; the agent's handshake
  * (a lifecycle event) or a state set by hand and route_kick dispatches it.
  */
@@ -664,6 +709,7 @@ main(void)
 		cmocka_unit_test(test_fewest_outstanding),
 		cmocka_unit_test(test_ties_rotate),
 		cmocka_unit_test(test_ready_busy_capacity),
+		cmocka_unit_test(test_later_candidates),
 		cmocka_unit_test(test_queue_then_kick),
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_priority_aging),
