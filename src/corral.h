@@ -1890,6 +1890,7 @@ void	 event_unsubscribe(struct peer *, json_t *, json_t *);
 void	 event_peer_gone(struct peer *);
 void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
 void	 event_replay(struct peer *, json_t *, json_t *);
+size_t	 event_history_bytes(void);
 
 /* external.c */
 void	 external_on_change(external_cb);

@@ -96,7 +96,7 @@ static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-static void	event_materialize(struct event_rec *);
+static char	*event_render(const struct event_rec *, size_t *);
 static struct event_rec *event_emit_rec(const struct event_info *,
 		    const char *, size_t, size_t);
 
@@ -283,14 +283,21 @@ static int
 event_rec_match(const struct event_filter *f, struct event_rec *r)
 {
 	struct event_fields	e;
+	char			*text = NULL;
+	size_t			 len = 0;
 	int			ok;
 
-	/* A filter on metadata reads the text. */
-	if (event_filter_fields(f) & EVENT_FIELDS_TEXT)
-		event_materialize(r);
 	event_rec_fields(r, &e);
+	/* A filter on metadata reads the text: a lazy record's, for now. */
+	if ((r->has & EV_LAZY) &&
+	    (event_filter_fields(f) & EVENT_FIELDS_TEXT)) {
+		text = event_render(r, &len);
+		e.text = text;
+		e.len = len;
+	}
 	ok = event_filter_match(f, &e);
 	event_fields_done(&e);
+	free(text);
 	return ok;
 }
 
@@ -622,29 +629,22 @@ event_lazy(struct event_rec *r, const char *const *shape,
 }
 
 /*
- * Write the text of a lazy record, now that somebody reads it: exactly
- * what event_emit wrote, or would have written.
+ * Write the text of a lazy record for one reader: exactly what
+ * event_emit wrote, or would have written.  The record stays compact, so
+ * a replay of the whole history costs no memory once it is answered.
  */
-static void
-event_materialize(struct event_rec *r)
+static char *
+event_render(const struct event_rec *r, size_t *len)
 {
 	const char	*vals[EVENT_FLAT_MAX];
 	char		*data, *text;
-	size_t		 dlen, len;
+	size_t		 dlen;
 
-	if (!(r->has & EV_LAZY))
-		return;
-	event_bytes -= event_cost(r);
 	event_lazy_vals(r, vals);
 	data = event_flat_data(r->shape, vals, &dlen);
-	text = event_text(r, event_key(r, EV_SOURCE), data, dlen, &len);
+	text = event_text(r, event_key(r, EV_SOURCE), data, dlen, len);
 	free(data);
-	event_store(&r->text, &r->cap, len + 1);
-	memcpy(r->text, text, len + 1);
-	free(text);
-	r->len = len;
-	r->has &= ~EV_LAZY;
-	event_bytes += event_cost(r);
+	return text;
 }
 
 /*
@@ -919,7 +919,8 @@ static void
 event_replay_ring(struct event_replay *rp)
 {
 	struct event_rec	*r;
-	size_t			 i;
+	char			*text;
+	size_t			 i, len;
 
 	for (i = 0; i < event_count; i++) {
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
@@ -930,10 +931,21 @@ event_replay_ring(struct event_replay *rp)
 		    !event_rec_match(rp->filter, r) ||
 		    !event_sees(rp->peer, event_key(r, EV_AGENT)))
 			continue;
-		if (!rp->full)
-			event_materialize(r);
+		if (!rp->full && (r->has & EV_LAZY)) {
+			text = event_render(r, &len);
+			(void)event_replay_add(rp, r->id, r->ms, text, len);
+			free(text);
+			continue;
+		}
 		(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
 	}
+}
+
+/* What the history's buffers hold now: what its byte bound counts. */
+size_t
+event_history_bytes(void)
+{
+	return event_bytes;
 }
 
 /* Free a replay. */

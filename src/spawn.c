@@ -113,6 +113,7 @@ static const struct workflow	*spawn_wf;
 static char			*spawn_control;	/* the control socket, or NULL */
 static char			*spawn_python;	/* corral_agent.py's dir */
 static char	spawn_stack[SPAWN_STACK] __attribute__((aligned(64)));
+static const char spawn_unshare_step[] = "unshare(CLONE_FILES)";
 /*
  * Three low descriptors held on /dev/null, where the child's ends of the
  * pipes go for a spawn, and the /dev/null they return to; spawn_slots is
@@ -270,7 +271,7 @@ spawn_child_main(void *arg)
 	 */
 	if (sc->shared && syscall(SYS_close_range, (unsigned int)sc->low, ~0U,
 	    CLOSE_RANGE_UNSHARE) == -1 && unshare(CLONE_FILES) == -1)
-		spawn_child_fail(sc, "unshare(CLONE_FILES)");
+		spawn_child_fail(sc, spawn_unshare_step);
 	if (spawn_child_dup(sc->in, 0) == -1 ||
 	    spawn_child_dup(sc->out, 1) == -1 ||
 	    spawn_child_dup(sc->err, 2) == -1)
@@ -343,6 +344,17 @@ spawn_slots_init(void)
 	if (spawn_slots != 0)
 		return spawn_slots > 0 ? 0 : -1;
 	if (spawn_valgrind()) {
+		spawn_slots = -1;
+		return -1;
+	}
+	/*
+	 * A seccomp profile may refuse close_range (some container
+	 * runtimes do): then every spawn copies the table, as without it.
+	 * This closes nothing (no descriptor is that high).
+	 */
+	if (syscall(SYS_close_range, ~0U, ~0U, 0) == -1) {
+		log_debug("spawn: close_range: %s; every spawn copies the "
+		    "descriptor table", strerror(errno));
 		spawn_slots = -1;
 		return -1;
 	}
@@ -929,8 +941,9 @@ spawn_clone(struct spawn_child *sc)
 {
 	sigset_t	old;
 	pid_t		pid;
-	int		i, saved;
+	int		i, saved, ends[3] = { sc->in, sc->out, sc->err };
 
+again:
 	if (sc->nrulesets == 0 && !sc->mountns)
 		(void)spawn_slots_take(sc);
 	spawn_block_signals(&old);
@@ -941,6 +954,24 @@ spawn_clone(struct spawn_child *sc)
 	spawn_restore_signals(&old);
 	for (i = 0; sc->shared && i < 3; i++)
 		spawn_slot_free(i);
+	if (pid != -1 && sc->shared && sc->error != 0 &&
+	    sc->what == spawn_unshare_step) {
+		/*
+		 * The child could not take a table of its own (refused by a
+		 * seccomp profile?): it has exited, and libev reaps it.  Copy
+		 * the table from now on, and start this one so.
+		 */
+		log_warn("spawn: %s: %s; every spawn copies the descriptor "
+		    "table", spawn_unshare_step, strerror(sc->error));
+		spawn_slots = -1;
+		sc->shared = 0;
+		sc->error = 0;
+		sc->what = NULL;
+		sc->in = ends[0];
+		sc->out = ends[1];
+		sc->err = ends[2];
+		goto again;
+	}
 	errno = saved;
 	return pid;
 }

@@ -356,8 +356,9 @@ test_flat(void **state)
 				    NULL, "p", NULL, "registered" };
 	struct event_info	 ei;
 	json_t			*id = json_integer(4);
-	char			*live, *base, *p, *q, *t;
-	size_t			 len, tlen;
+	char			*live, *base, *p, *q, *t, *first;
+	json_t			*f;
+	size_t			 len, tlen, held;
 	int			 n = 0;
 
 	event_subscribe(&upeer, id, NULL);
@@ -378,6 +379,7 @@ test_flat(void **state)
 	    "\\u0001\xc3\xa9\xef\xbf\xbd\",\"name\":\"n\\n\",\"parent\":\"p\","
 	    "\"ownerId\":null,\"state\":\"registered\"}"));
 	assert_non_null(strstr(live, "\"reason\":\"it \\\"said\\\" so\""));
+	held = event_history_bytes();
 	event_replay(&upeer, id, NULL);
 	base = raw(&len);
 	p = base;
@@ -392,6 +394,22 @@ test_flat(void **state)
 		n++;
 	}
 	assert_int_equal(n, 2);
+	/*
+	 * A filter that reads the text (scopes), then the whole history
+	 * again: the records render as they did, however often they are
+	 * read, and stay compact (no reader keeps their text).
+	 */
+	first = strndup(base, len);
+	assert_non_null(first);
+	f = json_loads("{\"filter\":{\"scopes\":[\"s\"]}}", 0, NULL);
+	event_replay(&upeer, id, f);
+	json_decref(f);
+	(void)raw(&len);
+	event_replay(&upeer, id, NULL);
+	p = raw(&len);
+	assert_string_equal(p, first);
+	assert_int_equal(event_history_bytes(), held);
+	free(first);
 	free(live);
 	json_decref(id);
 }
