@@ -3,7 +3,9 @@
 # extra ones (7 and 9 here) and holds its own (pipes to other agents, the
 # audit log); also after a restart, and with or without the pid namespace.
 # corral's own descriptor count does not grow across restarts.  Each
-# count is taken while b waits B seconds (1 x SLOW) to restart.
+# count is taken while b waits B seconds (1 x SLOW) to restart.  And
+# the same where a seccomp profile refuses close_range and
+# unshare(CLONE_FILES).
 . "$(dirname "$0")/lib.sh"
 
 B=$SLOW
@@ -50,5 +52,40 @@ for mode in pidns nopidns; do
 	corral_wait 10
 	expect_rc 0
 done
+
+# Where a seccomp profile refuses close_range (all of it, or only its
+# CLOSE_RANGE_UNSHARE) and unshare(CLONE_FILES), as some container
+# runtimes do, agents start all the same, each with a copy of corral's
+# descriptor table closed before exec: still only 0, 1 and 2.
+cat >"$T/wf2.yaml" <<YAML
+agents:
+  a:
+    cmd: [$TA, --fds, $T/a.fds]
+routes:
+  "*": a
+YAML
+pidns_mode pidns
+if ! why=$("$TOOLS/nounshare" all true); then
+	note "SKIPPED (the seccomp part): $why"
+else
+	real=$CORRAL
+	for mode in all unshare; do
+		printf '#!/bin/sh\nexec "%s" %s "%s" "$@"\n' \
+		    "$TOOLS/nounshare" $mode "$real" >"$T/corral-$mode"
+		chmod +x "$T/corral-$mode"
+		CORRAL=$T/corral-$mode
+		rm -f "$T/a.fds"
+		serve_start "$T/wf2.yaml" -v
+		wait_for '[ -s "$T/a.fds" ]' 10 ||
+		    fail "seccomp $mode: agent a did not start: $(cat "$ERR")"
+		got=$(sed 's/^fd \([0-9]*\) .*/\1/' "$T/a.fds" | sort -n | tr '\n' ' ')
+		[ "$got" = "0 1 2 " ] ||
+		    fail "seccomp $mode: expected agent a to have fds 0 1 2 only, it has: $(cat "$T/a.fds")"
+		serve_eof
+		corral_wait 10
+		expect_rc 0
+		CORRAL=$real
+	done
+fi
 expect_no_leftovers
 exit 0
