@@ -361,6 +361,36 @@ test_later_candidates(void **state)
 }
 
 /*
+ * A request addressed to one agent that cannot take it waits in that
+ * agent's queue as long as the agent's timeout, not a fixed time: a
+ * redelivery held there may itself wait longer than 30 s.
+ */
+static void
+test_direct_wait(void **state)
+{
+	struct msg	*m;
+	struct agent	*a;
+
+	(void)state;
+	rt_setup("agents:\n"
+	    "  w:\n"
+	    "    cmd: [/nonexistent/w]\n"
+	    "    max_inflight: 1\n"
+	    "    timeout: 120s\n"
+	    "routes:\n"
+	    "  \"*\": w\n");
+	a = ag("w");
+	set_load(a, AS_READY, 1);		/* its window is full */
+	m = req(INTENT_EXECUTE, PRIO_NORMAL);
+	m->target = a;
+	route_direct(m);
+	assert_int_equal(m->where, MSG_QUEUED);
+	assert_true(m->deadline - ev_now(EV_DEFAULT) > 119.0);
+	assert_true(m->deadline - ev_now(EV_DEFAULT) <= 120.0);
+	rt_teardown();
+}
+
+/*
  * With no candidate ready the request is queued; the agent's handshake
  * (a lifecycle event) or a state set by hand and route_kick dispatches it.
  */
@@ -710,6 +740,7 @@ main(void)
 		cmocka_unit_test(test_ties_rotate),
 		cmocka_unit_test(test_ready_busy_capacity),
 		cmocka_unit_test(test_later_candidates),
+		cmocka_unit_test(test_direct_wait),
 		cmocka_unit_test(test_queue_then_kick),
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_priority_aging),
