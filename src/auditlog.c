@@ -605,11 +605,7 @@ auditlog_seq_next(void)
 static void
 auditlog_begin(const char *ev, const char *agent, const char *id)
 {
-	static const char	pairs[] =
-	    "00010203040506070809101112131415161718192021222324252627282930"
-	    "31323334353637383940414243444546474849505152535455565758596061"
-	    "62636465666768697071727374757677787980818283848586878889909192"
-	    "93949596979899";
+	const char		*pairs = util_pairs;
 	uint64_t		us, sec;
 	size_t			evn = strlen(ev);
 	char			*p;

@@ -1486,6 +1486,7 @@ int	 util_set_nonblock(int, int);
 int	 util_set_cloexec(int);
 void	 util_raise_nofile(void);
 size_t	 util_u64(char *, uint64_t);
+extern const char util_pairs[201];
 int	 util_utf8_valid(const char *, size_t, size_t *);
 size_t	 util_utf8_len(const unsigned char *, size_t);
 size_t	 util_utf8_cut(const char *, size_t, size_t);
