@@ -115,6 +115,8 @@ struct jscan_w {
 	uint32_t		 ntok, tokcap;
 	uint32_t		 maxlevel;
 	const struct jscan_tail	*tail;
+	size_t			 bpos;	/* the block the SIMD paths last read */
+	uint64_t		 bmask;	/* its bytes that end a string run */
 };
 
 /* jscan.c */
@@ -140,6 +142,9 @@ jscan_w_start(struct jscan_w *w, struct jscan *js, const char *p, size_t n,
 	js->nvals = 0;
 	jscan_tail_init(tail, w->s, n);
 	w->tail = tail;
+	/* No block yet: the first search reads one. */
+	w->bpos = SIZE_MAX - 64;
+	w->bmask = 0;
 }
 
 /* End a walk: the scanner's tape is what it recorded. */

@@ -6,11 +6,16 @@
  * (built with -mavx2) for theirs, each after defining
  *
  *   JW(name)	its name for a function of this file
+ *   JW_BLOCK	its block reader: (64 bytes) -> a bit for each byte that
+ *		ends a run of plain string bytes ('"', '\\', a byte below
+ *		0x20 or above 0x7F), the first byte the lowest bit
+ *
+ * or, for the portable path, instead of JW_BLOCK
+ *
  *   JW_FIND	its finder: (tail, s, n, pos, &c) -> the first byte at or
- *		after pos that ends a run of plain string bytes ('"', '\\', a
- *		byte below 0x20 or above 0x7F), or n, and that byte in c (a
- *		NUL at n); it may read the tail's padding, never past the
- *		line
+ *		after pos that ends a run of plain string bytes, or n, and
+ *		that byte in c (a NUL at n); it may read the tail's padding,
+ *		never past the line
  *
  * The paths differ only in how many bytes the finder looks at at once, so
  * they accept, record and refuse alike, with the same errors at the same
@@ -19,6 +24,46 @@
  * the scanner when it ends.  Everything else the paths share is in
  * jscan.c and jscan-int.h.
  */
+
+#ifdef JW_BLOCK
+/*
+ * The first byte at or after pos that ends a run of plain string bytes,
+ * or n; that byte in *c (a NUL at n).  The 64-byte block read last keeps
+ * a bit for each such byte, so that the strings that share a block, an
+ * envelope's short keys and values, cost a shift and a count each rather
+ * than a search of their own.
+ */
+static inline __attribute__((always_inline)) size_t
+JW(strend)(struct jscan_w *w, size_t pos, unsigned char *c)
+{
+	size_t		d = pos - w->bpos;
+	uint64_t	m;
+
+	if (__builtin_expect(d < 64, 1)) {
+		if ((m = w->bmask >> d) != 0)
+			goto found;
+		/* The rest of the block is plain. */
+		pos = w->bpos + 64;
+	}
+	for (;; pos += 64) {
+		w->bpos = pos;
+		w->bmask = m = JW_BLOCK(jscan_at(w->tail, w->s, w->n, pos, 64));
+		if (m != 0)
+			break;
+	}
+found:
+	pos += (size_t)__builtin_ctzll(m);
+	*c = pos < w->n ? w->s[pos] : 0;
+	return pos;
+}
+#else
+/* The same with the portable path's finder, which keeps no block. */
+static inline __attribute__((always_inline)) size_t
+JW(strend)(struct jscan_w *w, size_t pos, unsigned char *c)
+{
+	return JW_FIND(w->tail, w->s, w->n, pos, c);
+}
+#endif
 
 /*
  * Scan a string whose opening quote is at *posp; leave *posp after the
@@ -33,7 +78,7 @@ JW(string)(struct jscan_w *w, size_t *posp, uint8_t *esc)
 
 	*esc = 0;
 	for (;;) {
-		pos = JW_FIND(w->tail, s, w->n, pos, &c);
+		pos = JW(strend)(w, pos, &c);
 		if (__builtin_expect(c == '"', 1)) {
 			*posp = pos + 1;
 			return 0;
@@ -173,14 +218,28 @@ JW(grammar)(struct jscan_w *w)
 	const unsigned char	*s = w->s;
 	const size_t		 n = w->n;
 	struct jscan_frame	*f = NULL;
-	size_t			 pos;
+	size_t			 pos, start;
 	uint32_t		 depth = 0;
+	uint8_t			 esc;
 
 	pos = jscan_ws(s, n, 0);
 	if (pos >= n || (s[pos] != '{' && s[pos] != '['))
 		return jscan_fail(w->js, pos, "'{' or '[' expected");
 value:
 	/* Parse one value at pos; depth containers are open around it. */
+	if (__builtin_expect(pos < n && s[pos] == '"', 1) &&
+	    depth < JSCAN_MAX_DEPTH) {
+		/* Most values are strings: the checks below in their order. */
+		start = pos;
+		if (JW(string)(w, &pos, &esc) != 0)
+			return -1;
+		if (depth <= w->maxlevel)
+			jscan_w_tok(w, JT_STRING, esc ? JT_ESCAPED : 0, start,
+			    pos - start);
+		else
+			w->js->nvals++;
+		goto after;
+	}
 	if (__builtin_expect(depth + 1 > JSCAN_MAX_DEPTH, 0))
 		return jscan_fail(w->js, pos, "nesting too deep");
 	if (__builtin_expect(pos >= n, 0))
@@ -198,6 +257,13 @@ value:
 		return -1;
 after:
 	/* A value ended at pos; f is the innermost open container. */
+	if (__builtin_expect(pos < n && s[pos] == ',', 1) && depth > 0) {
+		/* Compact JSON: the ',' right after the value. */
+		pos = jscan_ws(s, n, pos + 1);
+		if (f->obj)
+			goto key;
+		goto value;
+	}
 	pos = jscan_ws(s, n, pos);
 	if (depth == 0) {
 		if (pos != n)
