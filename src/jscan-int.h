@@ -87,6 +87,21 @@ jscan_at(const struct jscan_tail *t, const unsigned char *s, size_t n,
 	return pos + w <= n ? s + pos : t->b + (pos - t->base);
 }
 
+/* The two bytes at p, to compare with a JSCAN_PAIR in one go. */
+static inline uint16_t
+jscan_pair(const unsigned char *p)
+{
+	uint16_t	v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JSCAN_PAIR(a, b)	((uint16_t)((a) | (b) << 8))
+#else
+#define JSCAN_PAIR(a, b)	((uint16_t)((a) << 8 | (b)))
+#endif
+
 /* Skip JSON whitespace. */
 static inline size_t
 jscan_ws(const unsigned char *s, size_t n, size_t pos)
@@ -156,7 +171,7 @@ jscan_w_end(const struct jscan_w *w)
 }
 
 /* Append a token to the tape and return its index. */
-static inline uint32_t
+static inline __attribute__((always_inline)) uint32_t
 jscan_w_tok(struct jscan_w *w, uint8_t type, uint8_t flags, size_t off,
     size_t len)
 {
@@ -187,7 +202,7 @@ jscan_tag(const unsigned char *s, size_t off, size_t len)
  * tape are found there; those of one that is not are kept on the key
  * stack.
  */
-static inline void
+static inline __attribute__((always_inline)) void
 jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
     size_t len, uint8_t esc)
 {
@@ -229,7 +244,7 @@ jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
  * Close the innermost container, its frame f, whose closing bracket is at
  * pos: the keys of an object that may repeat one are checked.
  */
-static inline int
+static inline __attribute__((always_inline)) int
 jscan_w_close(struct jscan_w *w, size_t pos, const struct jscan_frame *f)
 {
 	int	rc;

@@ -153,6 +153,75 @@ JW(scalar)(struct jscan_w *w, size_t *pos, uint32_t depth)
 	return 0;
 }
 
+/* After a member's key at *pos: its ':', and past it. */
+static inline __attribute__((always_inline)) int
+JW(colon)(struct jscan_w *w, size_t *pos)
+{
+	const unsigned char	*s = w->s;
+
+	/* Compact JSON: the ':' right after the key. */
+	if (__builtin_expect(*pos < w->n && s[*pos] == ':', 1)) {
+		*pos = jscan_ws(s, w->n, *pos + 1);
+		return 0;
+	}
+	*pos = jscan_ws(s, w->n, *pos);
+	if (*pos >= w->n || s[*pos] != ':')
+		return jscan_fail(w->js, *pos, "':' expected");
+	*pos = jscan_ws(s, w->n, *pos + 1);
+	return 0;
+}
+
+/* Where JW(members) leaves the grammar to go on. */
+enum { JW_KEY, JW_COLON, JW_VALUE, JW_AFTER };
+
+/*
+ * The members of the object f, depth containers deep, from the key at
+ * *pos while they are compact "key":"value" pairs of plain strings (most
+ * of an envelope): the grammar's steps for them, in its order, without
+ * the checks that cannot fail there.  Returns the step the grammar goes
+ * on with at *pos: a key, the ':' after a recorded key, a value, or
+ * what follows a recorded value.
+ */
+static inline __attribute__((always_inline)) int
+JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f,
+    uint32_t depth)
+{
+	const unsigned char	*s = w->s;
+	const size_t		 n = w->n;
+	size_t			 pos = *posp, e;
+	unsigned char		 c;
+
+	for (;; pos = e + 1) {
+		*posp = pos;
+		if (pos >= n || s[pos] != '"')
+			return JW_KEY;
+		e = JW(strend)(w, pos + 1, &c);
+		if (c != '"')
+			return JW_KEY;
+		e++;
+		jscan_w_key(w, f, pos, e - pos, 0);
+		if (f->ontape)
+			jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
+		else
+			w->js->nvals++;
+		*posp = e;
+		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(':', '"'))
+			return JW_COLON;
+		*posp = pos = e + 1;
+		e = JW(strend)(w, pos + 1, &c);
+		if (c != '"')
+			return JW_VALUE;
+		e++;
+		if (depth <= w->maxlevel)
+			jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
+		else
+			w->js->nvals++;
+		*posp = e;
+		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(',', '"'))
+			return JW_AFTER;
+	}
+}
+
 /*
  * Scan an object member's key at *pos, up to and past its ':', keeping
  * it for the duplicate check and, when the object is on the tape,
@@ -178,16 +247,7 @@ JW(key)(struct jscan_w *w, size_t *pos, struct jscan_frame *f)
 		jscan_w_tok(w, JT_STRING, esc ? JT_ESCAPED : 0, start, len);
 	else
 		w->js->nvals++;
-	/* Compact JSON: the ':' right after the key. */
-	if (__builtin_expect(*pos < w->n && s[*pos] == ':', 1)) {
-		*pos = jscan_ws(s, w->n, *pos + 1);
-		return 0;
-	}
-	*pos = jscan_ws(s, w->n, *pos);
-	if (*pos >= w->n || s[*pos] != ':')
-		return jscan_fail(w->js, *pos, "':' expected");
-	*pos = jscan_ws(s, w->n, *pos + 1);
-	return 0;
+	return JW(colon)(w, pos);
 }
 
 /* Open the object or array at pos, depth containers around it. */
@@ -292,6 +352,18 @@ close:
 	goto after;
 key:
 	/* Inside an object, at the start of a member. */
+	if (__builtin_expect(depth < JSCAN_MAX_DEPTH, 1)) {
+		switch (JW(members)(w, &pos, f, depth)) {
+		case JW_COLON:
+			if (JW(colon)(w, &pos) != 0)
+				return -1;
+			goto value;
+		case JW_VALUE:
+			goto value;
+		case JW_AFTER:
+			goto after;
+		}
+	}
 	if (JW(key)(w, &pos, f) != 0)
 		return -1;
 	goto value;
