@@ -172,19 +172,19 @@ JW(colon)(struct jscan_w *w, size_t *pos)
 }
 
 /* Where JW(members) leaves the grammar to go on. */
-enum { JW_KEY, JW_COLON, JW_VALUE, JW_AFTER };
+enum { JW_KEY, JW_COLON, JW_VALUE, JW_AFTER, JW_CLOSE };
 
 /*
- * The members of the object f, depth containers deep, from the key at
- * *pos while they are compact "key":"value" pairs of plain strings (most
- * of an envelope): the grammar's steps for them, in its order, without
- * the checks that cannot fail there.  Returns the step the grammar goes
- * on with at *pos: a key, the ':' after a recorded key, a value, or
- * what follows a recorded value.
+ * The members of the object f, on the tape, from the key at *pos while
+ * they are compact "key":"value" pairs of plain strings (most of an
+ * envelope): the grammar's steps for them, in its order, without the
+ * checks that cannot fail there.  Returns the step the grammar goes on
+ * with at *pos: a key, the ':' after a recorded key, a value, what
+ * follows a recorded value, or the object's closing brace right after
+ * one.
  */
 static inline __attribute__((always_inline)) int
-JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f,
-    uint32_t depth)
+JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 {
 	const unsigned char	*s = w->s;
 	const size_t		 n = w->n;
@@ -200,25 +200,26 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f,
 			return JW_KEY;
 		e++;
 		jscan_w_key(w, f, pos, e - pos, 0);
-		if (f->ontape)
-			jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
-		else
-			w->js->nvals++;
+		jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
-		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(':', '"'))
+		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(':', '"')) {
+			/* Another value right after the ':'. */
+			if (e + 1 < n && s[e] == ':' && s[e + 1] > ' ') {
+				*posp = e + 1;
+				return JW_VALUE;
+			}
 			return JW_COLON;
+		}
 		*posp = pos = e + 1;
 		e = JW(strend)(w, pos + 1, &c);
 		if (c != '"')
 			return JW_VALUE;
 		e++;
-		if (depth <= w->maxlevel)
-			jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
-		else
-			w->js->nvals++;
+		/* f on the tape: its values are (depth <= maxlevel). */
+		jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
 		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(',', '"'))
-			return JW_AFTER;
+			return e < n && s[e] == '}' ? JW_CLOSE : JW_AFTER;
 	}
 }
 
@@ -352,8 +353,8 @@ close:
 	goto after;
 key:
 	/* Inside an object, at the start of a member. */
-	if (__builtin_expect(depth < JSCAN_MAX_DEPTH, 1)) {
-		switch (JW(members)(w, &pos, f, depth)) {
+	if (__builtin_expect(f->ontape, 1) && depth < JSCAN_MAX_DEPTH) {
+		switch (JW(members)(w, &pos, f)) {
 		case JW_COLON:
 			if (JW(colon)(w, &pos) != 0)
 				return -1;
@@ -362,6 +363,8 @@ key:
 			goto value;
 		case JW_AFTER:
 			goto after;
+		case JW_CLOSE:
+			goto close;
 		}
 	}
 	if (JW(key)(w, &pos, f) != 0)
