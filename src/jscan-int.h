@@ -170,21 +170,37 @@ jscan_w_end(const struct jscan_w *w)
 	w->js->nvals += w->ntok;
 }
 
+/* Make room on the tape for two more tokens (it has at least 64). */
+static inline __attribute__((always_inline)) void
+jscan_w_room2(struct jscan_w *w)
+{
+	if (__builtin_expect(w->ntok + 2 > w->tokcap, 0)) {
+		w->tok = jscan_grow_tok(w->js, w->ntok);
+		w->tokcap = w->js->tokcap;
+	}
+}
+
+/* Append a token to the tape, which has room, and return its index. */
+static inline __attribute__((always_inline)) uint32_t
+jscan_w_put(struct jscan_w *w, uint8_t type, uint8_t flags, size_t off,
+    size_t len)
+{
+	w->tok[w->ntok] = (struct jtok){ .off = (uint32_t)off,
+	    .len = (uint32_t)len, .next = w->ntok + 1, .type = type,
+	    .flags = flags };
+	return w->ntok++;
+}
+
 /* Append a token to the tape and return its index. */
 static inline __attribute__((always_inline)) uint32_t
 jscan_w_tok(struct jscan_w *w, uint8_t type, uint8_t flags, size_t off,
     size_t len)
 {
-	struct jtok	*t;
-
 	if (__builtin_expect(w->ntok == w->tokcap, 0)) {
 		w->tok = jscan_grow_tok(w->js, w->ntok);
 		w->tokcap = w->js->tokcap;
 	}
-	t = &w->tok[w->ntok];
-	*t = (struct jtok){ .off = (uint32_t)off, .len = (uint32_t)len,
-	    .next = w->ntok + 1, .type = type, .flags = flags };
-	return w->ntok++;
+	return jscan_w_put(w, type, flags, off, len);
 }
 
 /* A key's tag: two plain keys can be equal only if their tags are. */

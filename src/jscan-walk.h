@@ -191,16 +191,19 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 	size_t			 pos = *posp, e;
 	unsigned char		 c;
 
+	if (pos >= n || s[pos] != '"')
+		return JW_KEY;
+	/* At a key's opening quote. */
 	for (;; pos = e + 1) {
 		*posp = pos;
-		if (pos >= n || s[pos] != '"')
-			return JW_KEY;
 		e = JW(strend)(w, pos + 1, &c);
 		if (c != '"')
 			return JW_KEY;
 		e++;
 		jscan_w_key(w, f, pos, e - pos, 0);
-		jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
+		/* The key's token and its value's. */
+		jscan_w_room2(w);
+		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
 		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(':', '"')) {
 			/* Another value right after the ':'. */
@@ -216,7 +219,7 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 			return JW_VALUE;
 		e++;
 		/* f on the tape: its values are (depth <= maxlevel). */
-		jscan_w_tok(w, JT_STRING, 0, pos, e - pos);
+		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
 		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(',', '"'))
 			return e < n && s[e] == '}' ? JW_CLOSE : JW_AFTER;
@@ -257,18 +260,16 @@ JW(open)(struct jscan_w *w, size_t pos, uint32_t depth)
 {
 	struct jscan_frame	*f = &w->js->frames[depth];
 	uint8_t			 obj = w->s[pos] == '{';
+	uint32_t		 tok = UINT32_MAX;
 
-	f->tok = UINT32_MAX;
 	if (depth <= w->maxlevel)
-		f->tok = jscan_w_tok(w, obj ? JT_OBJECT : JT_ARRAY,
+		tok = jscan_w_tok(w, obj ? JT_OBJECT : JT_ARRAY,
 		    depth == w->maxlevel ? JT_OPAQUE : 0, pos, 0);
 	else
 		w->js->nvals++;
-	f->obj = obj;
-	f->ontape = depth < w->maxlevel;
-	f->keys = w->js->nkeys;
-	f->bloom = 0;
-	f->dup = 0;
+	/* One literal: the compiler merges its stores. */
+	*f = (struct jscan_frame){ .tok = tok, .keys = w->js->nkeys,
+	    .obj = obj, .ontape = depth < w->maxlevel };
 	return f;
 }
 
@@ -307,6 +308,11 @@ value:
 		return jscan_fail(w->js, pos, "value expected");
 	if (s[pos] == '{' || s[pos] == '[') {
 		f = JW(open)(w, pos, depth++);
+		/* Compact JSON: an object's first key right after its '{'. */
+		if (s[pos] == '{' && pos + 1 < n && s[pos + 1] == '"') {
+			pos++;
+			goto key;
+		}
 		pos = jscan_ws(s, n, pos + 1);
 		if (pos < n && s[pos] == (f->obj ? '}' : ']'))
 			goto close;
