@@ -659,6 +659,15 @@ test_error_offsets(void **state)
 		{ "{\"a\" 1}", 5 },
 		{ "[truex]", 1 },
 		{ "  7", 2 },
+		/* An object's compact members, past the first. */
+		{ "{\"a\":\"b\",\"c\":\"d\",\"a\":\"e\"}", 17 },
+		{ "{\"a\":\"b\",}", 9 },
+		{ "{\"a\":\"b\"\"c\"}", 8 },
+		{ "{\"a\":\"b\"", 8 },
+		{ "{\"a\":\"b\",\"c\"\"d\"}", 12 },
+		{ "{\"a\":\"b\",\"c\":\"d\x01\"}", 15 },
+		{ "{\"a\":\"b\",\"c\":}", 13 },
+		{ "{\"a\":{\"b\":\"c\"}x}", 14 },
 	};
 	struct jscan	*js = jscan_create(4);
 	size_t		 i;
@@ -753,6 +762,104 @@ test_block_boundaries(void **state)
 	}
 	free(b.p);
 	jscan_free(js);
+	assert_int_equal(failures, 0);
+}
+
+/*
+ * Scan the n bytes at s, copied to a buffer of exactly n bytes (so that
+ * the sanitizers catch a read past the line), on the path under test and
+ * on the portable path, which keeps no block: both must give jansson's
+ * verdict, and the same tape or the same error at the same offset.
+ * Returns the number of differences, each printed.
+ */
+static int
+blocks_agree(struct jscan *js, struct jscan *ref, const char *s, size_t n)
+{
+	char	*copy = malloc(n ? n : 1);
+	int	 got, want, bad = 0;
+
+	assert_non_null(copy);
+	memcpy(copy, s, n);
+	got = jscan_accepts(js, copy, n);
+	want = jscan_run_path(ref, copy, n, JSCAN_SCALAR) == 0;
+	if (got != jansson_accepts(copy, n) || got != want) {
+		print_hex("verdict differs", copy, n);
+		bad++;
+	} else if (!got && (js->err_off != ref->err_off ||
+	    strcmp(js->err, ref->err) != 0)) {
+		print_message("%s path: %s at %zu, portable: %s at %zu\n",
+		    jscan_path_name(test_path), js->err, js->err_off, ref->err,
+		    ref->err_off);
+		print_hex("error differs", copy, n);
+		bad++;
+	}
+	free(copy);
+	return bad;
+}
+
+/*
+ * The SIMD paths keep the 64-byte block they read last, a bit for each
+ * byte that ends a run of plain string bytes, and take the strings that
+ * follow in it from those bits; an object's compact members take a
+ * shortcut through the grammar.  Every member below, after a first value
+ * of every length from 0 to 140 bytes (so that each of its bytes falls
+ * on every offset of a block, the block's last and first included), and
+ * at every length of the line around a multiple of 64 (the line's end
+ * read from its tail), gets jansson's verdict and the portable path's
+ * tape or error and offset.
+ */
+static void
+test_block_cache(void **state)
+{
+	static const char *const members[] = { "\"a\":\"b\"",
+	    "\"a\":\"b\",\"c\":\"d\",\"e\":\"f\"", "\"a\":\"\\\"\"",
+	    "\"a\\n\":\"b\"", "\"\xc3\xa9\":\"\xe2\x82\xac\"",
+	    "\"a\":\"\xf0\x9f\x98\x80x\"", "\"a\":\"\xc3\"", "\"a\":\"\x01\"",
+	    "\"a\":1,\"b\":\"c\"", "\"a\":{\"b\":\"c\"},\"d\":\"e\"",
+	    "\"a\":[\"b\",\"c\"]", "\"a\" :\"b\"", "\"a\": \"b\"",
+	    "\"a\":\"b\" ,\"c\":\"d\"", "\"a\":\"b\",\"a\":\"c\"",
+	    "\"ab\":\"x\",\"ba\":\"y\",\"ab\":\"z\"", "\"a\":\"b\",",
+	    "\"a\":\"b\"\"c\"", "\"a\"\"b\"", "\"a\":", "\"a\":\"b",
+	    "\"a\":\"b\\", "\"a\":\"b\",\"c", "\"a\":\"b\"}x", "\"a\":\"\"",
+	    "\"\":\"\"", "\"a\":true,\"b\":\"c\"", "\"a\":\"\\u00e9\"" };
+	struct jscan	*js = jscan_create(4), *ref = jscan_create(4);
+	struct buf	 b = { 0 };
+	size_t		 i, k, cut;
+	int		 failures = 0;
+
+	for (i = 0; i < sizeof members / sizeof members[0]; i++) {
+		for (k = 0; k <= 140; k++) {
+			b.n = 0;
+			buf_str(&b, "{\"p\":\"");
+			buf_rep(&b, 'x', k);
+			buf_str(&b, "\",");
+			buf_str(&b, members[i]);
+			buf_str(&b, "}");
+			failures += blocks_agree(js, ref, b.p, b.n);
+			/* Cut short: every end of the line near the member. */
+			for (cut = k + 6; cut < b.n; cut++)
+				failures += blocks_agree(js, ref, b.p, cut);
+		}
+	}
+	/* Short strings filling a line of 60 to 200 bytes, every length. */
+	for (k = 60; k <= 200; k++) {
+		b.n = 0;
+		buf_str(&b, "{");
+		for (i = 0; b.n + 12 < k; i++) {
+			char	m[32];
+
+			snprintf(m, sizeof m, "%s\"k%zu\":\"v\"", i ? "," : "",
+			    i);
+			buf_str(&b, m);
+		}
+		buf_rep(&b, ' ', k - 1 - b.n);
+		buf_str(&b, "}");
+		failures += blocks_agree(js, ref, b.p, b.n);
+		failures += blocks_agree(js, ref, b.p, b.n - 1);
+	}
+	free(b.p);
+	jscan_free(js);
+	jscan_free(ref);
 	assert_int_equal(failures, 0);
 }
 
@@ -1513,6 +1620,7 @@ main(void)
 		cmocka_unit_test(test_length_is_respected),
 		cmocka_unit_test(test_differential_random),
 		cmocka_unit_test(test_block_boundaries),
+		cmocka_unit_test(test_block_cache),
 		cmocka_unit_test(test_get_members),
 		cmocka_unit_test(test_array_walk),
 		cmocka_unit_test(test_text_decoding),
