@@ -172,16 +172,16 @@ JW(colon)(struct jscan_w *w, size_t *pos)
 }
 
 /* Where JW(members) leaves the grammar to go on. */
-enum { JW_KEY, JW_COLON, JW_VALUE, JW_AFTER, JW_CLOSE };
+enum { JW_KEY, JW_COLON, JW_VALUE, JW_OBJECT, JW_AFTER, JW_CLOSE };
 
 /*
  * The members of the object f, on the tape, from the key at *pos while
  * they are compact "key":"value" pairs of plain strings (most of an
  * envelope): the grammar's steps for them, in its order, without the
  * checks that cannot fail there.  Returns the step the grammar goes on
- * with at *pos: a key, the ':' after a recorded key, a value, what
- * follows a recorded value, or the object's closing brace right after
- * one.
+ * with at *pos: a key, the ':' after a recorded key, a value (an
+ * object's '{' told apart), what follows a recorded value, or the
+ * object's closing brace right after one.
  */
 static inline __attribute__((always_inline)) int
 JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
@@ -209,7 +209,7 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 			/* Another value right after the ':'. */
 			if (e + 1 < n && s[e] == ':' && s[e + 1] > ' ') {
 				*posp = e + 1;
-				return JW_VALUE;
+				return s[e + 1] == '{' ? JW_OBJECT : JW_VALUE;
 			}
 			return JW_COLON;
 		}
@@ -254,12 +254,11 @@ JW(key)(struct jscan_w *w, size_t *pos, struct jscan_frame *f)
 	return JW(colon)(w, pos);
 }
 
-/* Open the object or array at pos, depth containers around it. */
+/* Open the object (obj) or array at pos, depth containers around it. */
 static inline __attribute__((always_inline)) struct jscan_frame *
-JW(open)(struct jscan_w *w, size_t pos, uint32_t depth)
+JW(open)(struct jscan_w *w, size_t pos, uint32_t depth, uint8_t obj)
 {
 	struct jscan_frame	*f = &w->js->frames[depth];
-	uint8_t			 obj = w->s[pos] == '{';
 	uint32_t		 tok = UINT32_MAX;
 
 	if (depth <= w->maxlevel)
@@ -306,18 +305,25 @@ value:
 		return jscan_fail(w->js, pos, "nesting too deep");
 	if (__builtin_expect(pos >= n, 0))
 		return jscan_fail(w->js, pos, "value expected");
-	if (s[pos] == '{' || s[pos] == '[') {
-		f = JW(open)(w, pos, depth++);
-		/* Compact JSON: an object's first key right after its '{'. */
-		if (s[pos] == '{' && pos + 1 < n && s[pos + 1] == '"') {
+	if (s[pos] == '{') {
+object:
+		/* pos < n at a '{', depth + 1 <= JSCAN_MAX_DEPTH. */
+		f = JW(open)(w, pos, depth++, 1);
+		/* Compact JSON: the first key right after the '{'. */
+		if (pos + 1 < n && s[pos + 1] == '"') {
 			pos++;
 			goto key;
 		}
 		pos = jscan_ws(s, n, pos + 1);
-		if (pos < n && s[pos] == (f->obj ? '}' : ']'))
+		if (pos < n && s[pos] == '}')
 			goto close;
-		if (f->obj)
-			goto key;
+		goto key;
+	}
+	if (s[pos] == '[') {
+		f = JW(open)(w, pos, depth++, 0);
+		pos = jscan_ws(s, n, pos + 1);
+		if (pos < n && s[pos] == ']')
+			goto close;
 		goto value;
 	}
 	if (JW(scalar)(w, &pos, depth) != 0)
@@ -367,6 +373,11 @@ key:
 			goto value;
 		case JW_VALUE:
 			goto value;
+		case JW_OBJECT:
+			/* The checks at value that a '{' passes. */
+			if (__builtin_expect(depth + 1 > JSCAN_MAX_DEPTH, 0))
+				goto value;
+			goto object;
 		case JW_AFTER:
 			goto after;
 		case JW_CLOSE:
