@@ -176,9 +176,9 @@ enum { JW_KEY, JW_COLON, JW_VALUE, JW_OBJECT, JW_AFTER, JW_CLOSE };
 
 /*
  * The members of the object f, on the tape, from the key at *pos while
- * they are compact "key":"value" pairs of plain strings (most of an
- * envelope): the grammar's steps for them, in its order, without the
- * checks that cannot fail there.  Returns the step the grammar goes on
+ * they are "key":"value" pairs of plain strings (most of an envelope):
+ * the grammar's steps for them, in its order, without the checks that
+ * cannot fail there, compact JSON first.  Returns the step the grammar goes on
  * with at *pos: a key, the ':' after a recorded key, a value (an
  * object's '{' told apart), what follows a recorded value, or the
  * object's closing brace right after one.
@@ -194,7 +194,7 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 	if (pos >= n || s[pos] != '"')
 		return JW_KEY;
 	/* At a key's opening quote. */
-	for (;; pos = e + 1) {
+	for (;;) {
 		*posp = pos;
 		e = JW(strend)(w, pos + 1, &c);
 		if (c != '"')
@@ -205,7 +205,14 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 		jscan_w_room2(w);
 		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
-		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(':', '"')) {
+		if (e + 1 < n && jscan_pair(s + e) == JSCAN_PAIR(':', '"'))
+			pos = e + 1;
+		else if (__builtin_expect(e + 2 < n &&
+		    jscan_pair(s + e) == JSCAN_PAIR(':', ' ') && s[e + 2] == '"',
+		    0))
+			/* Python's json.dumps: a blank after each ':'. */
+			pos = e + 2;
+		else {
 			/* Another value right after the ':'. */
 			if (e + 1 < n && s[e] == ':' && s[e + 1] > ' ') {
 				*posp = e + 1;
@@ -213,7 +220,7 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 			}
 			return JW_COLON;
 		}
-		*posp = pos = e + 1;
+		*posp = pos;
 		e = JW(strend)(w, pos + 1, &c);
 		if (c != '"')
 			return JW_VALUE;
@@ -221,7 +228,13 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 		/* f on the tape: its values are (depth <= maxlevel). */
 		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
 		*posp = e;
-		if (e + 1 >= n || jscan_pair(s + e) != JSCAN_PAIR(',', '"'))
+		if (e + 1 < n && jscan_pair(s + e) == JSCAN_PAIR(',', '"'))
+			pos = e + 1;
+		else if (__builtin_expect(e + 2 < n &&
+		    jscan_pair(s + e) == JSCAN_PAIR(',', ' ') && s[e + 2] == '"',
+		    0))
+			pos = e + 2;
+		else
 			return e < n && s[e] == '}' ? JW_CLOSE : JW_AFTER;
 	}
 }

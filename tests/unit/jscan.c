@@ -800,8 +800,9 @@ blocks_agree(struct jscan *js, struct jscan *ref, const char *s, size_t n)
 /*
  * The SIMD paths keep the 64-byte block they read last, a bit for each
  * byte that ends a run of plain string bytes, and take the strings that
- * follow in it from those bits; an object's compact members take a
- * shortcut through the grammar.  Every member below, after a first value
+ * follow in it from those bits; an object's members of plain strings,
+ * compact or with a blank after ':' and ',', take a shortcut through the
+ * grammar.  Every member below, after a first value
  * of every length from 0 to 140 bytes (so that each of its bytes falls
  * on every offset of a block, the block's last and first included), and
  * at every length of the line around a multiple of 64 (the line's end
@@ -821,7 +822,11 @@ test_block_cache(void **state)
 	    "\"ab\":\"x\",\"ba\":\"y\",\"ab\":\"z\"", "\"a\":\"b\",",
 	    "\"a\":\"b\"\"c\"", "\"a\"\"b\"", "\"a\":", "\"a\":\"b",
 	    "\"a\":\"b\\", "\"a\":\"b\",\"c", "\"a\":\"b\"}x", "\"a\":\"\"",
-	    "\"\":\"\"", "\"a\":true,\"b\":\"c\"", "\"a\":\"\\u00e9\"" };
+	    "\"\":\"\"", "\"a\":true,\"b\":\"c\"", "\"a\":\"\\u00e9\"",
+	    "\"a\": \"b\", \"c\": \"d\"", "\"a\": \"\\n\", \"c\": \"\xc3\xa9\"",
+	    "\"a\": {\"b\": \"c\"}, \"d\": [1, 2]", "\"a\": \"b\", }",
+	    "\"a\": \"b\",  \"c\":  \"d\"", "\"a\": \"b\", \"a\": \"c\"",
+	    "\"a\": \"b\" \"c\"", "\"a\": ", "\"a\": \"b\", " };
 	struct jscan	*js = jscan_create(4), *ref = jscan_create(4);
 	struct buf	 b = { 0 };
 	size_t		 i, k, cut;
