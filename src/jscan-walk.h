@@ -189,7 +189,10 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 	const unsigned char	*s = w->s;
 	const size_t		 n = w->n;
 	size_t			 pos = *posp, e;
+	uint64_t		 bloom = f->bloom, bit;
+	uint32_t		 tag, i;
 	unsigned char		 c;
+	int			 to;
 
 	if (pos >= n || s[pos] != '"')
 		return JW_KEY;
@@ -197,10 +200,21 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 	for (;;) {
 		*posp = pos;
 		e = JW(strend)(w, pos + 1, &c);
-		if (c != '"')
-			return JW_KEY;
+		if (c != '"') {
+			to = JW_KEY;
+			break;
+		}
 		e++;
-		jscan_w_key(w, f, pos, e - pos, 0);
+		/* jscan_w_key's bloom, kept in a register here. */
+		tag = jscan_tag(s, pos, e - pos);
+		bit = 1ULL << ((tag * 0x9E3779B1u) >> 26);
+		if ((bloom & bit) && !f->dup) {
+			for (i = f->tok + 1; i < w->ntok; i = w->tok[i + 1].next)
+				if (jscan_tag(s, w->tok[i].off, w->tok[i].len) ==
+				    tag)
+					f->dup = 1;
+		}
+		bloom |= bit;
 		/* The key's token and its value's. */
 		jscan_w_room2(w);
 		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
@@ -216,14 +230,18 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 			/* Another value right after the ':'. */
 			if (e + 1 < n && s[e] == ':' && s[e + 1] > ' ') {
 				*posp = e + 1;
-				return s[e + 1] == '{' ? JW_OBJECT : JW_VALUE;
+				to = s[e + 1] == '{' ? JW_OBJECT : JW_VALUE;
+				break;
 			}
-			return JW_COLON;
+			to = JW_COLON;
+			break;
 		}
 		*posp = pos;
 		e = JW(strend)(w, pos + 1, &c);
-		if (c != '"')
-			return JW_VALUE;
+		if (c != '"') {
+			to = JW_VALUE;
+			break;
+		}
 		e++;
 		/* f on the tape: its values are (depth <= maxlevel). */
 		jscan_w_put(w, JT_STRING, 0, pos, e - pos);
@@ -234,9 +252,13 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 		    jscan_pair(s + e) == JSCAN_PAIR(',', ' ') && s[e + 2] == '"',
 		    0))
 			pos = e + 2;
-		else
-			return e < n && s[e] == '}' ? JW_CLOSE : JW_AFTER;
+		else {
+			to = e < n && s[e] == '}' ? JW_CLOSE : JW_AFTER;
+			break;
+		}
 	}
+	f->bloom = bloom;
+	return to;
 }
 
 /*
