@@ -1,7 +1,7 @@
 /*
  * The scanner's AVX2 path: jscan-walk.h's grammar with a block reader
- * that looks at 32 bytes at once.  This file is built with -mavx2; jscan_run takes
- * it only on a CPU that has AVX2 (jscan_path_has).
+ * that looks at 32 bytes at once.  This file is built with -mavx2;
+ * jscan_run takes it only on a CPU that has AVX2 (jscan_path_has).
  */
 
 #if defined(__x86_64__) && defined(__AVX2__)

@@ -170,7 +170,7 @@ jscan_w_end(const struct jscan_w *w)
 	w->js->nvals += w->ntok;
 }
 
-/* Make room on the tape for two more tokens (it has at least 64). */
+/* Make room on the tape for two more tokens (it has 64 or more: one growth). */
 static inline __attribute__((always_inline)) void
 jscan_w_room2(struct jscan_w *w)
 {

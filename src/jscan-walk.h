@@ -17,9 +17,9 @@
  *		that byte in c (a NUL at n); it may read the tail's padding,
  *		never past the line
  *
- * The paths differ only in how many bytes the finder looks at at once, so
- * they accept, record and refuse alike, with the same errors at the same
- * offsets.  The walk keeps the tape's counters in a struct jscan_w on its
+ * The paths differ only in how they find where a run of plain string
+ * bytes ends, so they accept, record and refuse alike, with the same
+ * errors at the same offsets.  The walk keeps the tape's counters in a struct jscan_w on its
  * stack, which the compiler holds in registers, and writes them back to
  * the scanner when it ends.  Everything else the paths share is in
  * jscan.c and jscan-int.h.
