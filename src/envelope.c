@@ -203,9 +203,9 @@ env_cost_slot(const char *v, size_t vl)
 
 /*
  * Find an object's known members in one pass: out[i] is the value token
- * of the member slot() files under i (the first, should a decoded name
- * repeat one), or -1.  Escaped keys are decoded first.  Inlined with
- * each slot function, whose switch then sits in the loop.
+ * of the member slot() files under i, or -1.  Escaped keys are decoded
+ * first.  Inlined with each slot function, whose switch then sits in the
+ * loop.
  */
 static inline __attribute__((always_inline)) void
 env_members(struct jscan *js, const char *s, int obj, env_slot_fn *slot,
@@ -222,7 +222,11 @@ env_members(struct jscan *js, const char *s, int obj, env_slot_fn *slot,
 	if (js->tok[obj].flags & JT_OPAQUE)
 		return;
 	end = js->tok[obj].next;
-	/* Keys are unique (the scanner refuses duplicates): stop at n. */
+	/*
+	 * Keys are unique, decoded ones too (the scanner refuses duplicates
+	 * at any depth): each slot is filled once at most, and the search
+	 * stops when all n are.
+	 */
 	for (m = (uint32_t)obj + 1; m < end && found < n;
 	    m = js->tok[m + 1].next) {
 		k = &js->tok[m];
@@ -232,7 +236,7 @@ env_members(struct jscan *js, const char *s, int obj, env_slot_fn *slot,
 			v = s + k->off + 1;
 			vl = k->len - 2;
 		}
-		if ((x = slot(v, vl)) >= 0 && out[x] == -1) {
+		if ((x = slot(v, vl)) >= 0) {
 			out[x] = (int)m + 1;
 			found++;
 		}
@@ -911,6 +915,10 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 			break;
 		}
 	}
+	/* The usual case first; env_required says which is missing. */
+	if (have == (ENV_HAVE_PROTOCOL | ENV_HAVE_ROLE | ENV_HAVE_TASK |
+	    ENV_HAVE_CONTENT) && env->intent >= 0)
+		return 0;
 	return env_required(env, have, err);
 }
 
