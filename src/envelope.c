@@ -128,9 +128,11 @@ env_intent(struct jscan *js, const char *s, int t)
 /* Which slot of an object's known members a name fills, or -1. */
 typedef int env_slot_fn(const char *, size_t);
 
-/* agent: id, name, model, version. */
+/* agent's members, in the order of their slots. */
 static const char *const agent_names[] = { "id", "name", "model",
     "version" };
+
+/* agent: id, name, model, version. */
 static inline int
 env_agent_slot(const char *v, size_t vl)
 {
@@ -184,9 +186,11 @@ env_trace_slot(const char *v, size_t vl)
 	return -1;
 }
 
-/* trace.cost: input_tokens, output_tokens, usd. */
+/* trace.cost's members, in the order of their slots. */
 static const char *const cost_names[] = { "input_tokens", "output_tokens",
     "usd" };
+
+/* trace.cost: input_tokens, output_tokens, usd. */
 static inline int
 env_cost_slot(const char *v, size_t vl)
 {
