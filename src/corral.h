@@ -1010,6 +1010,7 @@ struct msg {
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
 	uint8_t			 ENGINE_WRITES holds;	/* its agent */
+	uint8_t			 ENGINE_WRITES pooled;	/* line: a pool's block */
 	unsigned int		 ENGINE_WRITES depth;
 	unsigned int		 ENGINE_WRITES round;	/* of reflection */
 	unsigned int		 ENGINE_WRITES attempts; /* given to agents */
@@ -1451,6 +1452,7 @@ char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
 char	*xmemdup0(const void *, size_t);
 void	*xpool_get(struct xpool *);
+void	*xpool_alloc(struct xpool *);
 void	 xpool_put(struct xpool *, void *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
@@ -2416,6 +2418,7 @@ unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
+void	 engine_msg_line(struct msg *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_inherit(struct agent *, struct msg *);
 void	 engine_set_title(struct msg *, const char *, size_t);

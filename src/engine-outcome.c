@@ -13,8 +13,8 @@
 #include "engine-int.h"
 
 static uint64_t	engine_job_seq;
-/* Jobs made and freed for every input: a few kept for reuse. */
-static struct xpool	engine_job_pool = XPOOL_INITIALIZER(struct job, 64);
+/* Jobs made and freed for every input: a window's worth kept for reuse. */
+static struct xpool	engine_job_pool = XPOOL_INITIALIZER(struct job, 1024);
 
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 

@@ -170,10 +170,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 	    envelope_check(js, m->line, m->len, &env, &err) == 0) {
 		line = envelope_corral_set(js, m->line, m->len, &env,
 		    "retry_count", member, &len);
-		free(m->line);
-		engine_stats.bytes += len - m->len;
-		m->line = line;
-		m->len = len;
+		engine_msg_line(m, line, len);
 	}
 	jscan_give(js);
 	if (m->agent != NULL)

@@ -54,9 +54,23 @@ int				 engine_stopping;
 static TAILQ_HEAD(, msg)	 engine_live =
 				    TAILQ_HEAD_INITIALIZER(engine_live);
 static uint64_t			 engine_msg_seq;
-/* Requests made and freed for every envelope: a few kept for reuse. */
+/*
+ * Requests made and freed for every envelope: as many kept for reuse as
+ * a full window of corral serve's inputs has (1,024, about 430 KiB), so
+ * that a steady stream allocates none.
+ */
 static struct xpool		 engine_msg_pool =
-				     XPOOL_INITIALIZER(struct msg, 64);
+				     XPOOL_INITIALIZER(struct msg, 1024);
+/*
+ * The copies of inputs of ENGINE_LINE_MIN to ENGINE_LINE_BLOCK - 1 bytes
+ * (a typical envelope) are blocks of one size from a pool, charged to
+ * limits.memory as the whole block (at most twice the line), so that the
+ * limit still bounds what they take.
+ */
+#define ENGINE_LINE_BLOCK	1024
+#define ENGINE_LINE_MIN		512
+static struct xpool		 engine_line_pool = { NULL, ENGINE_LINE_BLOCK,
+				     0, 512 };
 
 static void	engine_dispatched(struct msg *, struct agent *);
 static const char *engine_trace_from(const struct msg *);
@@ -138,6 +152,39 @@ const struct engine_stats *
 engine_stats_get(void)
 {
 	return &engine_stats;
+}
+
+/* What a request's line is charged to limits.memory. */
+static size_t
+engine_line_cost(const struct msg *m)
+{
+	return m->pooled ? ENGINE_LINE_BLOCK : m->len;
+}
+
+/* Free a request's line, wherever it came from. */
+static void
+engine_line_free(struct msg *m)
+{
+	if (m->pooled)
+		xpool_put(&engine_line_pool, m->line);
+	else
+		free(m->line);
+	m->line = NULL;
+	m->pooled = 0;
+}
+
+/*
+ * Give a request a new line (taken over), the same envelope with what a
+ * handoff, a retry or a step adds.
+ */
+void
+engine_msg_line(struct msg *m, char *line, size_t len)
+{
+	engine_stats.bytes -= engine_line_cost(m);
+	engine_line_free(m);
+	m->line = line;
+	m->len = len;
+	engine_stats.bytes += len;
 }
 
 /* Create a request for job j from an envelope line (taken over). */
@@ -310,8 +357,8 @@ engine_msg_free(struct msg *m)
 	TAILQ_REMOVE(&engine_live, m, live_entry);
 	engine_progress_forget(m);
 	ev_timer_stop(LOOP, &m->timer);
-	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
-	free(m->line);
+	engine_stats.bytes -= engine_line_cost(m) + m->weaklen + sizeof *m;
+	engine_line_free(m);
 	free(m->weak);
 	json_decref(m->reports);
 	xpool_put(&engine_msg_pool, m);
@@ -502,11 +549,7 @@ engine_handoff(struct msg *m, struct agent *t, char *line, size_t len)
 	struct agent	*a = m->agent;
 
 	engine_undispatch(m);
-	engine_stats.bytes += len;
-	engine_stats.bytes -= m->len;
-	free(m->line);
-	m->line = line;
-	m->len = len;
+	engine_msg_line(m, line, len);
 	m->target = t;
 	route_direct(m);
 	if (a != NULL)
@@ -534,6 +577,7 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	struct msg	*m;
 	char		 id[CORRAL_ID_MAX], *copy;
 	size_t		 clen, idlen;
+	int		 pooled = 0;
 
 	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
@@ -541,7 +585,12 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	} else
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
 	if (copy == NULL) {
-		copy = xmemdup0(line, len);
+		/* The line as it came: a typical one fits a pool's block. */
+		pooled = len >= ENGINE_LINE_MIN && len < ENGINE_LINE_BLOCK;
+		copy = pooled ? xpool_alloc(&engine_line_pool) :
+		    xmalloc(len + 1);
+		memcpy(copy, line, len);
+		copy[len] = '\0';
 		clen = len;
 	}
 	/*
@@ -553,6 +602,10 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	memcpy(j->id, id, idlen);
 	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
 	    MSG_INPUT, env->intent);
+	if (pooled) {
+		m->pooled = 1;
+		engine_stats.bytes += ENGINE_LINE_BLOCK - clen;
+	}
 	memcpy(m->id, id, idlen);
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;

@@ -361,7 +361,12 @@ ndjson_writer_reserve(struct ndjson_writer *w, size_t n)
 		if (used + n <= w->cap)
 			return;
 	}
-	cap = w->cap != 0 ? w->cap : 4096;
+	/*
+	 * A builder's few bytes (jsonw, a splice's pieces, made and freed
+	 * for every envelope) come from the allocator's per-size cache,
+	 * which does not keep blocks of 4 KiB.
+	 */
+	cap = w->cap != 0 ? w->cap : used + n <= 256 ? 256 : 4096;
 	while (cap < used + n)
 		cap *= 2;
 	w->buf = xreallocarray(w->buf, cap, 1);
