@@ -1031,6 +1031,9 @@ struct msg {
 	ev_tstamp		 ENGINE_WRITES sent;	/* to its agent, last */
 	double			 ENGINE_WRITES timeout;
 	ev_timer		 ENGINE_WRITES timer;
+	/* Or its place in the list of a wait's class (engine.c). */
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES timer_entry;
+	uint8_t			 ENGINE_WRITES tclass;	/* its index + 1, or 0 */
 	char			*ENGINE_WRITES weak;	/* the weak reply */
 	size_t			 ENGINE_WRITES weaklen;
 	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */

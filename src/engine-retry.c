@@ -39,7 +39,7 @@ engine_unretry(struct msg *m)
 
 	TAILQ_REMOVE(&engine_retrying, m, entry);
 	m->where = MSG_NOWHERE;
-	ev_timer_stop(LOOP, &m->timer);
+	engine_msg_disarm(m);
 	if (!m->holds)
 		return NULL;
 	m->holds = 0;
@@ -182,7 +182,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 	engine_stats.retried++;
 	m->where = MSG_RETRYING;
 	TAILQ_INSERT_TAIL(&engine_retrying, m, entry);
-	ev_timer_stop(LOOP, &m->timer);
+	engine_msg_disarm(m);
 	ev_timer_set(&m->timer, delay, 0);
 	ev_timer_start(LOOP, &m->timer);
 }
