@@ -35,10 +35,6 @@
 #include <immintrin.h>
 #endif
 
-static const char *ndjson_stop_any(const char *, const char *);
-static const char *(*ndjson_stop)(const char *, const char *) =
-    ndjson_stop_any;
-
 /* Initialize a reader for lines of at most max bytes. */
 void
 ndjson_reader_init(struct ndjson_reader *r, size_t max, int truncate)
@@ -131,17 +127,19 @@ ndjson_stop_avx2(const char *p, const char *end)
 }
 #endif
 
-/* The first search: choose the path for this CPU, then search. */
+/*
+ * The first newline or NUL byte in [p, end), or end, by the path this
+ * CPU has.  Asked each time (a flag the C runtime set at start): no
+ * state that threads reading lines would share.
+ */
 static const char *
-ndjson_stop_any(const char *p, const char *end)
+ndjson_stop(const char *p, const char *end)
 {
-	ndjson_stop = ndjson_stop_mem;
 #if defined(__x86_64__)
-	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx2"))
-		ndjson_stop = ndjson_stop_avx2;
+		return ndjson_stop_avx2(p, end);
 #endif
-	return ndjson_stop(p, end);
+	return ndjson_stop_mem(p, end);
 }
 
 /*
