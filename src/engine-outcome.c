@@ -294,7 +294,9 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 
 /*
  * engine_request_end, for a line whose scan (js) and check (env) the
- * caller holds: a job it ends needs neither again.
+ * caller holds: a job it ends needs neither again.  Nothing between the
+ * caller's engine_follow and the job's end may scan into js again: each
+ * callee that scans takes a scanner of its own from the pool.
  */
 void
 engine_request_end_tape(struct msg *m, const char *line, size_t len,
