@@ -127,15 +127,19 @@ agents() {
 	ps -ww -eo args= | awk -v tr="$TR" '$1 == tr' | grep -c . || true
 }
 wait_for '[ "$(agents)" -eq 2 ]' 30 || fail "two agents should run under srun"
-wait_for 'log_has "agent worker.2: running on"' 20 || fail "worker.2 never said where it runs"
+# Each worker says where it runs in its own time: wait for both.
+for w in worker.1 worker.2; do
+	wait_for "log_has \"agent $w: running on\"" 20 || fail "$w never said where it runs"
+done
 in_slurm squeue -h -o '%j %T' >"$T/squeue" 2>&1
 grep -q "^worker.1 RUNNING$" "$T/squeue" && grep -q "^worker.2 RUNNING$" "$T/squeue" ||
     fail "squeue should show both agents' jobs: $(cat "$T/squeue")"
 "$CORRAL" ps -S "$SOCK" >"$T/ps.out" 2>&1
 grep -q "^  worker.1  .* $(hostname):job=[0-9][0-9]*  *$" "$T/ps.out" ||
     fail "corral ps should show worker.1's node and job: $(cat "$T/ps.out")"
-jq -s -e 'any(.[]; .ev == "host" and .agent == "worker.1" and
-    (.slurm_job | test("^[0-9]+$")))' "$LOG" >/dev/null ||
+# The audit log's writer thread may lag the stderr line: wait for it.
+wait_for "jq -s -e 'any(.[]; .ev == \"host\" and .agent == \"worker.1\" and
+    (.slurm_job | test(\"^[0-9]+\$\")))' \"\$LOG\" >/dev/null 2>&1" 20 ||
     fail "the audit log should record worker.1's job: $(grep '"ev":"host"' "$LOG")"
 
 envelope r1 plan >&8
