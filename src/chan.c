@@ -53,9 +53,11 @@ void
 chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
     void *owner)
 {
-	size_t	high = CHAN_HIGH;
+	static const struct chan_ops	none;
+	size_t				high = CHAN_HIGH;
 
 	memset(c, 0, sizeof *c);
+	c->ops = &none;		/* its owner sets its own */
 	c->name = name;
 	c->rfd = rfd;
 	c->wfd = wfd;
@@ -111,7 +113,7 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 
 	/* Whatever this line makes corral write may block this reader. */
 	chan_current = c;
-	c->on_line(c, kind, line, len, extra);
+	c->ops->line(c, kind, line, len, extra);
 	chan_current = saved;
 	if (chan_held_back(c))
 		ndjson_reader_stop(&c->rd);
@@ -221,8 +223,8 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
 		ndjson_finish(&c->rd, chan_line, c);
-		if (c->on_eof != NULL)
-			c->on_eof(c, 0);
+		if (c->ops->eof != NULL)
+			c->ops->eof(c, 0);
 		return;
 	}
 	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
@@ -266,8 +268,8 @@ chan_wake(struct chan *c)
 		r->flags &= ~CHAN_RPAUSED;
 		chan_go_on(r);
 	}
-	if (c->on_drain != NULL)
-		c->on_drain(c, 0);
+	if (c->ops->drain != NULL)
+		c->ops->drain(c, 0);
 }
 
 /*
@@ -343,8 +345,8 @@ chan_flush(struct chan *c)
 			saved = errno;
 			ndjson_writer_free(&c->wr);
 			c->flags |= CHAN_WCLOSED;
-			if (c->on_werror != NULL)
-				c->on_werror(c, saved);
+			if (c->ops->werror != NULL)
+				c->ops->werror(c, saved);
 		}
 	}
 	if (((c->flags & CHAN_WFULL) || !TAILQ_EMPTY(&c->waiters)) &&

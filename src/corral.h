@@ -282,20 +282,25 @@ typedef void (*ndjson_line_cb)(void *, enum ndjson_kind, char *, size_t,
 
 #define NDJSON_HEAD	256	/* of a line too long, handed out */
 
+/*
+ * Lengths are 32 bits: a line is at most NDJSON_MAX (max_line is at most
+ * 256 MiB), so what is held never nears 4 GiB.  Every agent has two of
+ * these, held while it idles: kept small.
+ */
+#define NDJSON_MAX	(1U << 30)
 struct ndjson_reader {
-	char	*buf;		/* the partial line */
-	size_t	 len;
-	size_t	 cap;
-	size_t	 max;
-	size_t	 discarded;
-	size_t	 lines;
-	int	 last_cr;	/* the last byte discarded was '\r' */
-	int	 discarding;
-	int	 truncate;
-	int	 stop;		/* hand out no more lines of this chunk */
-	int	 held;		/* buf holds the rest of a stopped chunk */
-	char	*head;		/* the start of a line discarded */
-	size_t	 headlen;
+	char		*buf;		/* the partial line */
+	char		*head;		/* the start of a line discarded */
+	uint64_t	 discarded;	/* a hostile line may pass 4 GiB */
+	uint32_t	 len;
+	uint32_t	 cap;
+	uint32_t	 max;
+	uint16_t	 headlen;
+	unsigned int	 last_cr:1;	/* the last byte discarded was '\r' */
+	unsigned int	 discarding:1;
+	unsigned int	 truncate:1;
+	unsigned int	 stop:1;	/* hand out no more lines of this chunk */
+	unsigned int	 held:1;	/* buf holds the rest of a stopped chunk */
 };
 
 struct ndjson_writer {
@@ -597,6 +602,14 @@ typedef void (*chan_line_cb)(struct chan *, enum ndjson_kind, char *, size_t,
     size_t);
 typedef void (*chan_event_cb)(struct chan *, int);
 
+/* What a channel tells its owner: one table per kind of owner. */
+struct chan_ops {
+	chan_line_cb		 line;
+	chan_event_cb		 eof;		/* arg: 0 read EOF */
+	chan_event_cb		 werror;	/* arg: errno */
+	chan_event_cb		 drain;		/* writer went below low */
+};
+
 struct chan {
 	int			 rfd;
 	int			 wfd;
@@ -604,13 +617,7 @@ struct chan {
 	ev_io			 ww;
 	struct ndjson_reader	 rd;
 	struct ndjson_writer	 wr;
-	chan_line_cb		 on_line;
-	chan_event_cb		 on_eof;	/* arg: 0 read EOF */
-	chan_event_cb		 on_werror;	/* arg: errno */
-	chan_event_cb		 on_drain;	/* writer went below low */
-	/* Each line written, translated (a new string), or NULL: none. */
-	char			*(*encode)(struct chan *, const char *, size_t,
-				    size_t *);
+	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
 	int			 flags;
@@ -698,9 +705,13 @@ struct life {
 #define LF_STOP_PENDING	0x40	/* stops once its children have */
 #define LF_SPOKE	0x80	/* wrote a line, or became ready by itself */
 #define LF_FAULT	0x100	/* stopped for a fault: its exit is abnormal */
+#define LF_HB		0x200	/* the timer counts heartbeats */
 	int			 policy;	/* restart policy; -1: entry's */
-	ev_timer		 life_w;	/* stop steps, backoff */
-	ev_timer		 hb_w;		/* heartbeats */
+	/*
+	 * One timer: heartbeats while it runs (LF_HB), then the stop steps
+	 * and the backoff, which begin where heartbeats end.
+	 */
+	ev_timer		 life_w;
 	ev_timer		*recover_w;	/* unavailable from timeouts;
 						   NULL: never was */
 	ev_tstamp		 last_activity;
@@ -874,7 +885,8 @@ struct mapinfo {
 #define AGENT_TOKEN_LEN	64	/* hex digits of its credential */
 struct agent {
 	char			*id;
-	char			 token[AGENT_TOKEN_LEN + 1];
+	/* The credential's bytes; agent_token writes its hex digits. */
+	uint8_t			 token[AGENT_TOKEN_LEN / 2];
 	struct agent_conf	*conf;
 	/* Frees conf after every module forgot the agent; NULL: shared. */
 	void			(*conf_free)(struct agent_conf *);
@@ -1809,6 +1821,7 @@ void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
+void	 agent_token(const struct agent *, char [AGENT_TOKEN_LEN + 1]);
 struct agent *agent_of_pid(pid_t);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);

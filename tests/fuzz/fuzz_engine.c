@@ -2536,7 +2536,6 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->life.life_w);
 		if (a->life.recover_w != NULL)
 			FZ_ADD(a->life.recover_w);
-		FZ_ADD(&a->life.hb_w);
 		if (a->breaker != NULL)
 			FZ_ADD(&a->breaker->timer);
 		if (a->budget != NULL)
@@ -2966,7 +2965,8 @@ fz_end(void)
 			break;
 		/* Time passes: grace periods and backoffs run out. */
 		for (a = agent_first(); a != NULL; a = agent_next(a))
-			if (ev_is_active(&a->life.life_w)) {
+			if (ev_is_active(&a->life.life_w) &&
+			    !(a->life.flags & LF_HB)) {
 				fz_fire(&a->life.life_w);
 				break;
 			}
