@@ -791,10 +791,10 @@ struct agent_dialect {
 	unsigned int		 notices_dropped;
 	unsigned int		 bad_streak;	/* bad lines in a row */
 	unsigned int		 env_streak;	/* invalid envelopes in a row */
-	char			*bad_first;	/* the first of them, once any */
 	int			 answered;	/* answered a request, or spoke JSON-RPC */
 	int			 failed_output;	/* failed for non-JSON output */
 	int			 adapted;	/* a tool's: its lines are its adapter's */
+	char			*bad_first;	/* the first of them, once any */
 };
 
 /* engine.c: the latest progress an agent reported on its work. */
@@ -896,9 +896,9 @@ struct agent {
 #define AGENT_DEAD	0x02	/* to be freed */
 	/* The tree. */
 	struct agent		*parent;
-	unsigned int		 depth;
 	TAILQ_HEAD(, agent)	 children;
 	TAILQ_ENTRY(agent)	 sibling;
+	unsigned int		 depth;
 	unsigned int		 nchildren;
 	/* The registry. */
 	RB_ENTRY(agent)		 by_id;
