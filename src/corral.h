@@ -668,7 +668,6 @@ struct proc {
 #define PROC_TRACE	0x40	/* hears of stops and continues */
 	int			 errfd PART_OF(proc);
 	ev_io			 err_w PART_OF(proc);
-	ev_child		 child_w PART_OF(proc);
 	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
 	const char		*pipe_what PART_OF(proc);
 	double			 grace PART_OF(proc);	/* for held pipes */
@@ -677,7 +676,7 @@ struct proc {
 	const char		*name PART_OF(proc);	/* in the log */
 	const struct proc_hooks	*hooks PART_OF(proc);
 	void			*owner PART_OF(proc);
-	TAILQ_ENTRY(proc)	 live PART_OF(proc);
+	struct proc		*hnext PART_OF(proc);	/* proc.c's pid table */
 };
 
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
@@ -2110,6 +2109,7 @@ char	*codec_encode_line(struct codec_state *, const char *, size_t,
 
 /* proc.c */
 void	 proc_init(struct proc *);
+void	 proc_waited(pid_t, int);
 int	 proc_spawn(struct proc *, const struct agent_conf *, char *const *,
 	    const char *, const char *, char *const *, int,
 	    const struct proc_hooks *, void *, struct spawn_result *);

@@ -58,11 +58,11 @@
  * three pipes and a pid above any pid_max, so the signals corral sends it
  * reach nobody.  The harness plays the process: it reads what corral
  * writes to it, writes its stdout lines into the pipe, and ends it by
- * closing its pipes and handing its exit status to the agent's ev_child
- * watcher.  It obeys signals as the kernel would: SIGKILL (the agent is
- * KILLING) ends it, SIGTERM (TERMINATING) too unless the script made it
- * stubborn, and so does EOF on its stdin; a suspended one reports being
- * stopped.  Time passes only when the script says: the loop runs only in
+ * closing its pipes and handing its exit status to proc_waited, as the
+ * child watcher does.  It obeys signals as the kernel would: SIGKILL (the
+ * agent is KILLING) ends it, SIGTERM (TERMINATING) too unless the script
+ * made it stubborn, and so does EOF on its stdin; a suspended one reports
+ * being stopped.  Time passes only when the script says: the loop runs only in
  * an L step, and a timer fires only in a T step (or at the end).
  *
  * After every step: every line corral wrote to an agent or to serve's
@@ -2151,11 +2151,9 @@ fz_status(struct fz_proc *fp, int status)
 {
 	struct agent	*a = fz_agent_of(fp);
 
-	if (a == NULL || !ev_is_active(&a->proc.p.child_w))
+	if (a == NULL || !(a->proc.p.flags & PROC_LIVE))
 		return;
-	a->proc.p.child_w.rpid = fp->pid;
-	a->proc.p.child_w.rstatus = status;
-	ev_feed_event(LOOP, &a->proc.p.child_w, EV_CHILD);
+	proc_waited(fp->pid, status);
 	ev_invoke_pending(LOOP);
 }
 
