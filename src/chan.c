@@ -72,10 +72,6 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
 	}
-	if (wfd != -1) {
-		ev_io_init(&c->ww, chan_write_cb, wfd, EV_WRITE);
-		c->ww.data = c;
-	}
 }
 
 /*
@@ -336,11 +332,17 @@ chan_flush(struct chan *c)
 		return;
 	rc = ndjson_writer_flush(&c->wr, c->wfd);
 	if (rc == 1) {
-		if (!ev_is_active(&c->ww))
-			ev_io_start(LOOP, &c->ww);
+		if (c->ww == NULL) {
+			/* Made when first needed: most pipes never fill. */
+			c->ww = xmalloc(sizeof *c->ww);
+			ev_io_init(c->ww, chan_write_cb, c->wfd, EV_WRITE);
+			c->ww->data = c;
+		}
+		if (!ev_is_active(c->ww))
+			ev_io_start(LOOP, c->ww);
 	} else {
-		if (ev_is_active(&c->ww))
-			ev_io_stop(LOOP, &c->ww);
+		if (c->ww != NULL && ev_is_active(c->ww))
+			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
 			ndjson_writer_free(&c->wr);
@@ -389,7 +391,11 @@ chan_close_write(struct chan *c)
 		c->flags &= ~CHAN_DIRTY;
 	}
 	(void)ndjson_writer_flush(&c->wr, c->wfd);
-	ev_io_stop(LOOP, &c->ww);
+	if (c->ww != NULL) {
+		ev_io_stop(LOOP, c->ww);
+		free(c->ww);
+		c->ww = NULL;
+	}
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;

@@ -614,7 +614,7 @@ struct chan {
 	int			 rfd;
 	int			 wfd;
 	ev_io			 rw;
-	ev_io			 ww;
+	ev_io			*ww;		/* NULL until a write waits */
 	struct ndjson_reader	 rd;
 	struct ndjson_writer	 wr;
 	const struct chan_ops	*ops;		/* its owner's, shared */

@@ -2398,14 +2398,14 @@ fz_feed_io(void)
 	struct agent	*a;
 	int		 fed = 0;
 
-	if (ev_is_active(&c->ww) && fz_pending(c->wfd) == 0) {
-		ev_feed_event(LOOP, &c->ww, EV_WRITE);
+	if (c->ww != NULL && ev_is_active(c->ww) && fz_pending(c->wfd) == 0) {
+		ev_feed_event(LOOP, c->ww, EV_WRITE);
 		fed = 1;
 	}
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (ev_is_active(&a->proc.io.ww) &&
+		if (a->proc.io.ww != NULL && ev_is_active(a->proc.io.ww) &&
 		    fz_pending(a->proc.io.wfd) == 0) {
-			ev_feed_event(LOOP, &a->proc.io.ww, EV_WRITE);
+			ev_feed_event(LOOP, a->proc.io.ww, EV_WRITE);
 			fed = 1;
 		}
 	if (fed)
