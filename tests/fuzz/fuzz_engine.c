@@ -2805,6 +2805,8 @@ fz_stdin_max(void)
 static void
 fz_begin(unsigned int variant)
 {
+	static const struct chan_ops	 stdio_ops = { .line = fz_stdin_line,
+	    .drain = fz_stdout_drained };
 	const struct workflow	*wf;
 	struct chan		*c;
 	struct agent		*a;
@@ -2831,8 +2833,7 @@ fz_begin(unsigned int variant)
 	fz.stdout_r = out[0];
 	c = supervisor_stdio();
 	chan_init(c, "stdin", in[0], out[1], fz_stdin_max(), NULL);
-	c->on_line = fz_stdin_line;
-	c->on_drain = fz_stdout_drained;
+	c->ops = &stdio_ops;
 	fz.client.name = "corral-serve";
 	fz.client.agent = NULL;
 	fz.client.chan = c;
