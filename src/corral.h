@@ -862,13 +862,10 @@ struct peer {
 };
 
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
+struct mapinfo_more;
 struct mapinfo {
-	char			*owner;		/* the client that spawned it */
 	const char		*state;		/* the MAP state last announced */
-	json_t			*metadata;	/* from register, spawn, update */
-	json_t			*caps;		/* capabilities it registered */
-	char			*reported;	/* state the agent reported */
-	char			*last_error;	/* its latest failed request */
+	struct mapinfo_more	*more;		/* owner, metadata ...; NULL: none */
 	uint64_t		 created_ms;
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
