@@ -296,22 +296,28 @@ struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 {
 	struct agent	*a;
-	size_t		 i;
+	char		*id;
+	size_t		 i, len;
 
-	a = xcalloc(1, sizeof *a);
+	if (parent != NULL || instance == 0)
+		/* A child, or a root agent a client spawned. */
+		xasprintf(&id, "%s-%llu", ac->name,
+		    (unsigned long long)++agent_child_seq);
+	else if (ac->instances > 1)
+		xasprintf(&id, "%s.%u", ac->name, instance);
+	else
+		id = xstrdup(ac->name);
+	/* The id lives at the end of the agent: one allocation, not two. */
+	len = strlen(id);
+	a = xcalloc(1, sizeof *a + len + 1);
+	a->id = (char *)(a + 1);
+	memcpy(a->id, id, len + 1);
+	free(id);
 	a->conf = ac;
 	a->instance = instance;
 	proc_init(&a->proc.p);
 	a->proc.io.rfd = a->proc.io.wfd = -1;
 	TAILQ_INIT(&a->children);
-	if (parent != NULL || instance == 0)
-		/* A child, or a root agent a client spawned. */
-		xasprintf(&a->id, "%s-%llu", ac->name,
-		    (unsigned long long)++agent_child_seq);
-	else if (ac->instances > 1)
-		xasprintf(&a->id, "%s.%u", ac->name, instance);
-	else
-		a->id = xstrdup(ac->name);
 	if (parent != NULL) {
 		a->parent = parent;
 		a->depth = parent->depth + 1;
@@ -739,7 +745,6 @@ agent_free(struct agent *a)
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
 	proc_free(&a->proc.p);
-	free(a->id);
 	free(a);
 }
 

@@ -781,19 +781,15 @@ struct budget {
  * dialect.c).
  */
 struct dialect;
+struct dialect_trouble;
 struct agent_dialect {
 	const struct dialect	*d;		/* NULL: its entry's, once used */
 	void			*state;		/* the dialect's own */
-	ev_tstamp		 warn_at;	/* rate limit of warnings */
-	unsigned int		 warn_count;
-	unsigned int		 warn_dropped;
-	unsigned int		 notices_dropped;
-	unsigned int		 bad_streak;	/* bad lines in a row */
-	unsigned int		 env_streak;	/* invalid envelopes in a row */
-	int			 answered;	/* answered a request, or spoke JSON-RPC */
-	int			 failed_output;	/* failed for non-JSON output */
-	int			 adapted;	/* a tool's: its lines are its adapter's */
-	char			*bad_first;	/* the first of them, once any */
+	/* Bad lines, warnings, dropped notices: NULL until the first. */
+	struct dialect_trouble	*trouble;
+	unsigned char		 answered;	/* answered a request, or spoke JSON-RPC */
+	unsigned char		 failed_output;	/* failed for non-JSON output */
+	unsigned char		 adapted;	/* a tool's: its lines are its adapter's */
 };
 
 /* engine.c: the latest progress an agent reported on its work. */
