@@ -705,7 +705,7 @@ struct life {
 #define LF_SPOKE	0x80	/* wrote a line, or became ready by itself */
 #define LF_FAULT	0x100	/* stopped for a fault: its exit is abnormal */
 #define LF_HB		0x200	/* the timer counts heartbeats */
-	int			 policy;	/* restart policy; -1: entry's */
+#define LF_PINGED	0x400	/* a heartbeat ping is unanswered */
 	/*
 	 * One timer: heartbeats while it runs (LF_HB), then the stop steps
 	 * and the backoff, which begin where heartbeats end.
@@ -715,11 +715,11 @@ struct life {
 						   NULL: never was */
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
-	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
 	unsigned int		 outstanding;	/* requests it holds */
 	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
+	int			 policy;	/* restart policy; -1: entry's */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
 	unsigned int		 restart_count;
@@ -746,11 +746,11 @@ struct msg;
 TAILQ_HEAD(msgq, msg);
 struct slot {
 	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
-	int			 in_pool;
 	uint64_t		 last_pick;
 	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
-	int			 kicking;	/* in route_kick */
+	unsigned char		 in_pool;
+	unsigned char		 kicking;	/* in route_kick */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */

@@ -933,7 +933,7 @@ life_ready(struct agent *a, const char *why)
 	a->life.flags |= LF_HB;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
-	a->life.hb_pinged = 0;
+	a->life.flags &= ~LF_PINGED;
 	ev_timer_set(&a->life.life_w, iv, iv);
 	ev_timer_start(LOOP, &a->life.life_w);
 }
@@ -947,13 +947,13 @@ lifecycle_hb(struct agent *a, ev_tstamp now)
 		return;
 	if (now - a->life.last_activity < a->conf->hb_interval * 0.999) {
 		a->life.hb_missed = 0;
-		a->life.hb_pinged = 0;
+		a->life.flags &= ~LF_PINGED;
 		return;
 	}
 	/* Silence is a miss only when a ping went unanswered. */
-	if (a->life.hb_pinged)
+	if (a->life.flags & LF_PINGED)
 		a->life.hb_missed++;
-	a->life.hb_pinged = 1;
+	a->life.flags |= LF_PINGED;
 	if (a->life.hb_missed >= a->conf->hb_misses &&
 	    a->life.state != AS_UNAVAILABLE) {
 		a->life.flags |= LF_MISSED;
@@ -974,7 +974,7 @@ lifecycle_activity(struct agent *a)
 	a->life.failed_starts = 0;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
-	a->life.hb_pinged = 0;
+	a->life.flags &= ~LF_PINGED;
 	if (a->life.state == AS_UNAVAILABLE && (a->life.flags & (LF_MISSED |
 	    LF_TIMEDOUT)) && !agent_sigstopped(a)) {
 		a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT);
