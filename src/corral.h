@@ -602,6 +602,8 @@ typedef void (*chan_line_cb)(struct chan *, enum ndjson_kind, char *, size_t,
     size_t);
 typedef void (*chan_event_cb)(struct chan *, int);
 
+struct chan_wait;
+
 /* What a channel tells its owner: one table per kind of owner. */
 struct chan_ops {
 	chan_line_cb		 line;
@@ -628,11 +630,9 @@ struct chan {
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
 #define CHAN_RESUME	0x40	/* on the resume list */
-	struct chan		*blocked_on;	/* the writer we wait for */
-	TAILQ_HEAD(, chan)	 waiters;	/* readers waiting for us */
-	TAILQ_ENTRY(chan)	 wait_entry;
+	/* Backpressure's links (chan.c); NULL until it first blocks. */
+	struct chan_wait	*wait;
 	TAILQ_ENTRY(chan)	 dirty_entry;
-	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
 /*
