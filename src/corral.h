@@ -846,15 +846,24 @@ struct peer {
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
 #define PEER_INSIDE	0x20	/* from inside: an agent's processes */
 #define PEER_HANGUP	0x40	/* close it once this answer is out */
+	unsigned int		 nsubs;		/* its subscriptions (event.c) */
 	uint64_t		 ping_seq;
+	/* What a connection says of itself (rpc_conn); NULL: nothing. */
+	struct peer_conn	*conn;
+	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
+	json_t			*held;		/* frames after them (rpc.c) */
+	TAILQ_ENTRY(peer)	 entry;		/* the participants */
+};
+
+/*
+ * rpc.c: what a connection says of itself, made when first set (most
+ * peers are agents on their pipes, which set none of it).
+ */
+struct peer_conn {
 	struct agent		*origin;	/* inside: whose, NULL: none */
 	char			*cname;		/* map/connect's name */
 	const char		*own_name;	/* a delegate's participantId */
 	uint64_t		 since_ms;	/* connected at */
-	unsigned int		 nsubs;		/* its subscriptions (event.c) */
-	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
-	json_t			*held;		/* frames after them (rpc.c) */
-	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
@@ -1868,6 +1877,10 @@ void	 rpc_batch_end(struct peer *);
 void	 rpc_batch_drop_held(struct peer *);
 size_t	 rpc_batch_bytes(const struct peer *);
 int	 rpc_batching(const struct peer *);
+struct peer_conn *rpc_conn(struct peer *);
+void	 rpc_conn_free(struct peer *);
+struct agent *rpc_origin(const struct peer *);
+const char *rpc_own_name(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);

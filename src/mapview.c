@@ -220,8 +220,7 @@ mapview_forget(struct agent *a)
 		mapview_emit("agent_unregistered", a, &j, 1);
 	}
 	event_peer_gone(agent_peer(a));
-	free(agent_peer(a)->cname);
-	agent_peer(a)->cname = NULL;
+	rpc_conn_free(agent_peer(a));
 	if (a->map.more != NULL) {
 		free(a->map.more->owner);
 		free(a->map.more->reported);

@@ -91,7 +91,8 @@ server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
 	c->peer.chan = &c->chan;
 	c->peer.role = PEER_CLIENT;
 	c->peer.flags = PEER_SOCKET | (inside ? PEER_INSIDE : 0);
-	c->peer.origin = origin;
+	if (origin != NULL)
+		rpc_conn(&c->peer)->origin = origin;
 	rpc_peer_add(&c->peer);
 	TAILQ_INSERT_TAIL(&server_clients, c, entry);
 	server_nclients++;
@@ -237,7 +238,7 @@ server_client_free(struct server_client *c)
 	if (c->flags & SC_DEAD)
 		server_ndead--;
 	chan_close(&c->chan);
-	free(c->peer.cname);
+	rpc_conn_free(&c->peer);
 	free(c->pend);
 	free(c);
 }
