@@ -1023,6 +1023,7 @@ struct msg {
 #define MSG_INFLIGHT	2
 #define MSG_RETRYING	3
 	uint8_t			 ENGINE_WRITES holds;	/* its agent */
+	uint8_t			 ENGINE_WRITES pooled;	/* line: a pool's block */
 	unsigned int		 ENGINE_WRITES depth;
 	unsigned int		 ENGINE_WRITES round;	/* of reflection */
 	unsigned int		 ENGINE_WRITES attempts; /* given to agents */
@@ -1043,6 +1044,9 @@ struct msg {
 	ev_tstamp		 ENGINE_WRITES sent;	/* to its agent, last */
 	double			 ENGINE_WRITES timeout;
 	ev_timer		 ENGINE_WRITES timer;
+	/* Or its place in the list of a wait's class (engine.c). */
+	TAILQ_ENTRY(msg)	 ENGINE_WRITES timer_entry;
+	uint8_t			 ENGINE_WRITES tclass;	/* its index + 1, or 0 */
 	char			*ENGINE_WRITES weak;	/* the weak reply */
 	size_t			 ENGINE_WRITES weaklen;
 	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */
@@ -1464,6 +1468,7 @@ char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
 char	*xmemdup0(const void *, size_t);
 void	*xpool_get(struct xpool *);
+void	*xpool_alloc(struct xpool *);
 void	 xpool_put(struct xpool *, void *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
@@ -2435,6 +2440,7 @@ unsigned int engine_jobs_count(void);
 struct msg *engine_msg_create(struct job *, char *, size_t, int, int);
 void	 engine_redirect(struct msg *);
 void	 engine_handoff(struct msg *, struct agent *, char *, size_t);
+void	 engine_msg_line(struct msg *, char *, size_t);
 void	 engine_progress(struct agent *, struct msg *, const char *, int);
 void	 engine_inherit(struct agent *, struct msg *);
 void	 engine_set_title(struct msg *, const char *, size_t);

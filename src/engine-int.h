@@ -26,6 +26,7 @@ extern int			 engine_stopping;
 int	 engine_room(size_t);
 struct job *engine_msg_detach(struct msg *);
 void	 engine_msg_free(struct msg *);
+void	 engine_msg_disarm(struct msg *);
 void	 engine_submit(struct msg *);
 void	 engine_undispatch(struct msg *);
 int	 engine_will_serve(const struct agent *);

@@ -13,8 +13,8 @@
 #include "engine-int.h"
 
 static uint64_t	engine_job_seq;
-/* Jobs made and freed for every input: a few kept for reuse. */
-static struct xpool	engine_job_pool = XPOOL_INITIALIZER(struct job, 64);
+/* Jobs made and freed for every input: a window's worth kept for reuse. */
+static struct xpool	engine_job_pool = XPOOL_INITIALIZER(struct job, 1024);
 
 static void	engine_job_deadline_cb(struct ev_loop *, ev_timer *, int);
 
@@ -64,7 +64,8 @@ engine_job_release(struct job *j)
 	if (!j->done || j->pending > 0)
 		return;
 
-	ev_timer_stop(LOOP, &j->deadline_w);
+	if (ev_is_active(&j->deadline_w))
+		ev_timer_stop(LOOP, &j->deadline_w);
 	TAILQ_REMOVE(&engine_jobs, j, entry);
 	engine_njobs--;
 	for (i = 0; i < j->nends; i++) {
@@ -101,7 +102,8 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 		return;
 	j->done = 1;
 	j->failed = is_error;
-	ev_timer_stop(LOOP, &j->deadline_w);
+	if (ev_is_active(&j->deadline_w))
+		ev_timer_stop(LOOP, &j->deadline_w);
 	/* The errors its agents reported on the way go with its result. */
 	if (j->reports != NULL && (marked = engine_report_mark(j->reports,
 	    line, len, &llen)) != NULL) {
@@ -292,7 +294,9 @@ engine_request_end(struct msg *m, const char *line, size_t len, int is_error,
 
 /*
  * engine_request_end, for a line whose scan (js) and check (env) the
- * caller holds: a job it ends needs neither again.
+ * caller holds: a job it ends needs neither again.  Nothing between the
+ * caller's engine_follow and the job's end may scan into js again: each
+ * callee that scans takes a scanner of its own from the pool.
  */
 void
 engine_request_end_tape(struct msg *m, const char *line, size_t len,

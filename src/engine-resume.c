@@ -54,11 +54,7 @@ engine_resume_retrace(struct msg *m, const char *id, unsigned int redelivery)
 	json_decref(env);
 	if (line == NULL)
 		return 0;	/* it goes as it is, under its new id */
-	engine_stats.bytes += strlen(line);
-	engine_stats.bytes -= m->len;
-	free(m->line);
-	m->line = line;
-	m->len = strlen(line);
+	engine_msg_line(m, line, strlen(line));
 	if (rename)
 		strlcpy(m->id, id, sizeof m->id);
 	return rename || strcmp(id != NULL ? id : "", m->id) == 0;

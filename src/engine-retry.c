@@ -39,7 +39,7 @@ engine_unretry(struct msg *m)
 
 	TAILQ_REMOVE(&engine_retrying, m, entry);
 	m->where = MSG_NOWHERE;
-	ev_timer_stop(LOOP, &m->timer);
+	engine_msg_disarm(m);
 	if (!m->holds)
 		return NULL;
 	m->holds = 0;
@@ -170,10 +170,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 	    envelope_check(js, m->line, m->len, &env, &err) == 0) {
 		line = envelope_corral_set(js, m->line, m->len, &env,
 		    "retry_count", member, &len);
-		free(m->line);
-		engine_stats.bytes += len - m->len;
-		m->line = line;
-		m->len = len;
+		engine_msg_line(m, line, len);
 	}
 	jscan_give(js);
 	if (m->agent != NULL)
@@ -185,7 +182,7 @@ engine_schedule_retry(struct msg *m, const char *category, const char *why,
 	engine_stats.retried++;
 	m->where = MSG_RETRYING;
 	TAILQ_INSERT_TAIL(&engine_retrying, m, entry);
-	ev_timer_stop(LOOP, &m->timer);
+	engine_msg_disarm(m);
 	ev_timer_set(&m->timer, delay, 0);
 	ev_timer_start(LOOP, &m->timer);
 }

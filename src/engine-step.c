@@ -38,10 +38,7 @@ engine_step_first(struct msg *m)
 		engine_fail(m, "UNAVAILABLE", "no_agent", "%s", why);
 		return -1;
 	}
-	engine_stats.bytes += len - m->len;
-	free(m->line);
-	m->line = line;
-	m->len = len;
+	engine_msg_line(m, line, len);
 	m->kind = MSG_STEP;
 	m->intent = (uint8_t)intent;
 	m->to_entry = entry;

@@ -54,9 +54,41 @@ int				 engine_stopping;
 static TAILQ_HEAD(, msg)	 engine_live =
 				    TAILQ_HEAD_INITIALIZER(engine_live);
 static uint64_t			 engine_msg_seq;
-/* Requests made and freed for every envelope: a few kept for reuse. */
+/*
+ * Requests made and freed for every envelope: as many kept for reuse as
+ * a full window of corral serve's inputs has (1,024, about 430 KiB), so
+ * that a steady stream allocates none.
+ */
 static struct xpool		 engine_msg_pool =
-				     XPOOL_INITIALIZER(struct msg, 64);
+				     XPOOL_INITIALIZER(struct msg, 1024);
+/*
+ * The copies of inputs of ENGINE_LINE_MIN to ENGINE_LINE_BLOCK - 1 bytes
+ * (a typical envelope) are blocks of one size from a pool, charged to
+ * limits.memory as the whole block (at most twice the line), so that the
+ * limit still bounds what they take.
+ */
+#define ENGINE_LINE_BLOCK	1024
+#define ENGINE_LINE_MIN		512
+static struct xpool		 engine_line_pool = { NULL, ENGINE_LINE_BLOCK,
+				     0, 512 };
+/*
+ * Timers of requests.  A request waits (in a queue, or at its agent) for
+ * a time its row or its agent sets, and requests that wait as long,
+ * armed one after another, expire in the order they were armed: each
+ * such wait is a class, a list in that order under one timer armed for
+ * its oldest request, so that a request's start and end are list
+ * operations, not two on libev's heap.  A request whose envelope has a
+ * TTL (it counts from acceptance), a retry's delay, and the waits beyond
+ * ENGINE_TCLASSES distinct ones keep a timer of their own.
+ */
+#define ENGINE_TCLASSES		16
+struct engine_tclass {
+	double		 wait;
+	struct msgq	 q;
+	ev_timer	 timer;
+};
+static struct engine_tclass	 engine_tclass[ENGINE_TCLASSES];
+static size_t			 engine_ntclass;
 
 static void	engine_dispatched(struct msg *, struct agent *);
 static const char *engine_trace_from(const struct msg *);
@@ -99,6 +131,8 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 
 	engine_wf = wf;
 	engine_hooks = *hooks;
+	while (engine_ntclass > 0)
+		ev_timer_stop(LOOP, &engine_tclass[--engine_ntclass].timer);
 	engine_join_then = wf->join_then != NULL ? protocol_intent(wf->join_then,
 	    strlen(wf->join_then)) : -1;
 	memset(&engine_task, 0, sizeof engine_task);
@@ -138,6 +172,39 @@ const struct engine_stats *
 engine_stats_get(void)
 {
 	return &engine_stats;
+}
+
+/* What a request's line is charged to limits.memory. */
+static size_t
+engine_line_cost(const struct msg *m)
+{
+	return m->pooled ? ENGINE_LINE_BLOCK : m->len;
+}
+
+/* Free a request's line, wherever it came from. */
+static void
+engine_line_free(struct msg *m)
+{
+	if (m->pooled)
+		xpool_put(&engine_line_pool, m->line);
+	else
+		free(m->line);
+	m->line = NULL;
+	m->pooled = 0;
+}
+
+/*
+ * Give a request a new line (taken over), the same envelope with what a
+ * handoff, a retry or a step adds.
+ */
+void
+engine_msg_line(struct msg *m, char *line, size_t len)
+{
+	engine_stats.bytes -= engine_line_cost(m);
+	engine_line_free(m);
+	m->line = line;
+	m->len = len;
+	engine_stats.bytes += len;
 }
 
 /* Create a request for job j from an envelope line (taken over). */
@@ -309,20 +376,94 @@ engine_msg_free(struct msg *m)
 	engine_msg_detach(m);
 	TAILQ_REMOVE(&engine_live, m, live_entry);
 	engine_progress_forget(m);
-	ev_timer_stop(LOOP, &m->timer);
-	engine_stats.bytes -= m->len + m->weaklen + sizeof *m;
-	free(m->line);
+	engine_msg_disarm(m);
+	engine_stats.bytes -= engine_line_cost(m) + m->weaklen + sizeof *m;
+	engine_line_free(m);
 	free(m->weak);
 	json_decref(m->reports);
 	xpool_put(&engine_msg_pool, m);
 	engine_stats.live_msgs--;
 }
 
+/* (Re)start a class's timer for the time its oldest request has left. */
+static void
+engine_tclass_start(struct engine_tclass *c, double left)
+{
+	if (ev_is_active(&c->timer))
+		ev_timer_stop(LOOP, &c->timer);
+	ev_timer_set(&c->timer, left, 0);
+	ev_timer_start(LOOP, &c->timer);
+}
+
+/*
+ * A class's timer fired: the requests at its head whose wait is over
+ * expire, in the order they were armed; the timer is set again for the
+ * next one.
+ */
+static void
+engine_tclass_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct engine_tclass	*c = w->data;
+	struct msg		*m;
+	double			 left;
+
+	while ((m = TAILQ_FIRST(&c->q)) != NULL) {
+		/* libev fires on time; a rounding of a float is not early. */
+		if ((left = m->deadline - ev_now(loop)) > 1e-4) {
+			engine_tclass_start(c, left);
+			return;
+		}
+		engine_msg_disarm(m);
+		engine_msg_timer_cb(loop, &m->timer, revents);
+	}
+}
+
+/* The class of requests that wait this long, or NULL: all are taken. */
+static struct engine_tclass *
+engine_tclass_find(double wait)
+{
+	struct engine_tclass	*c;
+	size_t			 i;
+
+	for (i = 0; i < engine_ntclass; i++)
+		if (engine_tclass[i].wait == wait)
+			return &engine_tclass[i];
+	if (engine_ntclass == ENGINE_TCLASSES)
+		return NULL;
+	c = &engine_tclass[engine_ntclass++];
+	c->wait = wait;
+	TAILQ_INIT(&c->q);
+	ev_timer_init(&c->timer, engine_tclass_cb, 0, 0);
+	c->timer.data = c;
+	return c;
+}
+
+/* Stop a request's timer, whichever it is. */
+void
+engine_msg_disarm(struct msg *m)
+{
+	struct engine_tclass	*c;
+
+	if (m->tclass == 0) {
+		if (ev_is_active(&m->timer))
+			ev_timer_stop(LOOP, &m->timer);
+		return;
+	}
+	c = &engine_tclass[m->tclass - 1];
+	TAILQ_REMOVE(&c->q, m, timer_entry);
+	m->tclass = 0;
+	/* A timer left armed for none would keep the loop from ending. */
+	if (TAILQ_EMPTY(&c->q))
+		ev_timer_stop(LOOP, &c->timer);
+}
+
 /* Arm a request's timer for the time it may still wait. */
 static void
 engine_msg_arm(struct msg *m, double wait)
 {
-	ev_timer_stop(LOOP, &m->timer);
+	struct engine_tclass	*c = NULL;
+
+	engine_msg_disarm(m);
 	if (m->timeout > 0) {
 		/* The envelope's own deadline counts from acceptance. */
 		wait = m->accepted + m->timeout - ev_now(LOOP);
@@ -332,8 +473,16 @@ engine_msg_arm(struct msg *m, double wait)
 	if (wait <= 0)
 		return;
 	m->deadline = ev_now(LOOP) + wait;
-	ev_timer_set(&m->timer, wait, 0);
-	ev_timer_start(LOOP, &m->timer);
+	if (m->timeout > 0 || (c = engine_tclass_find(wait)) == NULL) {
+		ev_timer_set(&m->timer, wait, 0);
+		ev_timer_start(LOOP, &m->timer);
+		return;
+	}
+	/* Its deadline is the latest of its class: it goes last. */
+	TAILQ_INSERT_TAIL(&c->q, m, timer_entry);
+	m->tclass = (uint8_t)(c - engine_tclass + 1);
+	if (!ev_is_active(&c->timer))
+		engine_tclass_start(c, wait);
 }
 
 /* A request was queued: bound its wait. */
@@ -502,11 +651,7 @@ engine_handoff(struct msg *m, struct agent *t, char *line, size_t len)
 	struct agent	*a = m->agent;
 
 	engine_undispatch(m);
-	engine_stats.bytes += len;
-	engine_stats.bytes -= m->len;
-	free(m->line);
-	m->line = line;
-	m->len = len;
+	engine_msg_line(m, line, len);
 	m->target = t;
 	route_direct(m);
 	if (a != NULL)
@@ -534,6 +679,7 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	struct msg	*m;
 	char		 id[CORRAL_ID_MAX], *copy;
 	size_t		 clen, idlen;
+	int		 pooled = 0;
 
 	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
@@ -541,7 +687,12 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	} else
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
 	if (copy == NULL) {
-		copy = xmemdup0(line, len);
+		/* The line as it came: a typical one fits a pool's block. */
+		pooled = len >= ENGINE_LINE_MIN && len < ENGINE_LINE_BLOCK;
+		copy = pooled ? xpool_alloc(&engine_line_pool) :
+		    xmalloc(len + 1);
+		memcpy(copy, line, len);
+		copy[len] = '\0';
 		clen = len;
 	}
 	/*
@@ -553,6 +704,10 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	memcpy(j->id, id, idlen);
 	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
 	    MSG_INPUT, env->intent);
+	if (pooled) {
+		m->pooled = 1;
+		engine_stats.bytes += ENGINE_LINE_BLOCK - clen;
+	}
 	memcpy(m->id, id, idlen);
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;

@@ -31,6 +31,10 @@
 
 #include "corral.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 /* Initialize a reader for lines of at most max bytes. */
 void
 ndjson_reader_init(struct ndjson_reader *r, size_t max, int truncate)
@@ -54,12 +58,99 @@ ndjson_reader_free(struct ndjson_reader *r)
 	r->discarded = 0;
 }
 
-/* Hand one complete line (without its newline) to the callback. */
+/*
+ * The first newline or NUL byte in [p, end), or end, by two searches:
+ * the path where the CPU has no AVX2.
+ */
+static const char *
+ndjson_stop_mem(const char *p, const char *end)
+{
+	const char	*nl, *nul;
+
+	if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+		nl = end;
+	if ((nul = memchr(p, '\0', (size_t)(nl - p))) != NULL)
+		return nul;
+	return nl;
+}
+
+#if defined(__x86_64__)
+/* 0xff in each byte of the 32 at p that is a newline or a NUL byte. */
+__attribute__((target("avx2"))) static inline __m256i
+ndjson_stopv(const char *p)
+{
+	__m256i	v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+
+	return _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
+	    _mm256_cmpeq_epi8(v, _mm256_setzero_si256()));
+}
+
+/* Where 32 bytes at p hold a newline or a NUL byte: a bit for each. */
+__attribute__((target("avx2"))) static inline uint32_t
+ndjson_stop32(const char *p)
+{
+	return (uint32_t)_mm256_movemask_epi8(ndjson_stopv(p));
+}
+
+/*
+ * The same in one pass, 128 bytes at a time: a line is searched once
+ * for its end and for a NUL byte, instead of once for each.
+ */
+__attribute__((target("avx2"))) static const char *
+ndjson_stop_avx2(const char *p, const char *end)
+{
+	uint32_t	m;
+
+	if (end - p < 32) {
+		for (; p < end; p++)
+			if (*p == '\n' || *p == '\0')
+				return p;
+		return end;
+	}
+	while (end - p >= 128) {
+		if (_mm256_movemask_epi8(_mm256_or_si256(
+		    _mm256_or_si256(ndjson_stopv(p), ndjson_stopv(p + 32)),
+		    _mm256_or_si256(ndjson_stopv(p + 64),
+		    ndjson_stopv(p + 96)))) != 0)
+			break;	/* in these 128: found by the loop below */
+		p += 128;
+	}
+	while (end - p >= 32) {
+		if ((m = ndjson_stop32(p)) != 0)
+			return p + __builtin_ctz(m);
+		p += 32;
+	}
+	/* The last 32 bytes: those before p were searched already. */
+	if (p < end && (m = ndjson_stop32(end - 32)) != 0)
+		return end - 32 + __builtin_ctz(m);
+	return end;
+}
+#endif
+
+/*
+ * The first newline or NUL byte in [p, end), or end, by the path this
+ * CPU has.  Asked each time (a flag the C runtime set at start): no
+ * state that threads reading lines would share.
+ */
+static const char *
+ndjson_stop(const char *p, const char *end)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2"))
+		return ndjson_stop_avx2(p, end);
+#endif
+	return ndjson_stop_mem(p, end);
+}
+
+/*
+ * Hand one complete line (without its newline) to the callback.  nul is
+ * where its first NUL byte is when the caller searched the line for one
+ * (scanned), else the line is searched here.
+ */
 static void
 ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
-    ndjson_line_cb cb, void *arg)
+    ndjson_line_cb cb, void *arg, int scanned, char *nul)
 {
-	char	*nul;
 
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
@@ -73,7 +164,9 @@ ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
 			    NDJSON_HEAD, len);
 		return;
 	}
-	if (!r->truncate && (nul = memchr(line, '\0', len)) != NULL) {
+	if (!scanned)
+		nul = memchr(line, '\0', len);
+	if (!r->truncate && nul != NULL) {
 		cb(arg, NDJSON_NUL, line, len, (size_t)(nul - line));
 		return;
 	}
@@ -137,11 +230,18 @@ void
 ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
     void *arg)
 {
-	char	*nl, *end = data + n;
+	char	*nl, *nul, *end = data + n;
 	size_t	 chunk, take;
 
 	while (data < end) {
-		nl = memchr(data, '\n', (size_t)(end - data));
+		/* The line's end, and its first NUL byte if it has one. */
+		nl = (char *)ndjson_stop(data, end);
+		nul = NULL;
+		if (nl < end && *nl == '\0') {
+			nul = nl;
+			nl = memchr(nl, '\n', (size_t)(end - nl));
+		} else if (nl == end)
+			nl = NULL;
 		chunk = (nl != NULL ? (size_t)(nl - data) : (size_t)(end - data));
 
 		if (r->discarding) {
@@ -211,10 +311,10 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			return;
 		}
 		if (r->len == 0)
-			ndjson_emit(r, data, chunk, cb, arg);
+			ndjson_emit(r, data, chunk, cb, arg, 1, nul);
 		else {
 			ndjson_hold(r, data, chunk);
-			ndjson_emit(r, r->buf, r->len, cb, arg);
+			ndjson_emit(r, r->buf, r->len, cb, arg, 0, NULL);
 			r->len = 0;
 			if (r->cap > 65536)
 				ndjson_drop(r);
@@ -286,7 +386,7 @@ ndjson_finish(struct ndjson_reader *r, ndjson_line_cb cb, void *arg)
 		r->discarding = 0;
 		r->discarded = 0;
 	} else if (r->len > 0)
-		ndjson_emit(r, r->buf, r->len, cb, arg);
+		ndjson_emit(r, r->buf, r->len, cb, arg, 0, NULL);
 	ndjson_drop(r);
 	ndjson_drop_head(r);
 	r->stop = r->held = 0;
@@ -360,7 +460,12 @@ ndjson_writer_reserve(struct ndjson_writer *w, size_t n)
 		if (used + n <= w->cap)
 			return;
 	}
-	cap = w->cap != 0 ? w->cap : 4096;
+	/*
+	 * A builder's few bytes (jsonw, a splice's pieces, made and freed
+	 * for every envelope) come from the allocator's per-size cache,
+	 * which does not keep blocks of 4 KiB.
+	 */
+	cap = w->cap != 0 ? w->cap : used + n <= 256 ? 256 : 4096;
 	while (cap < used + n)
 		cap *= 2;
 	w->buf = xreallocarray(w->buf, cap, 1);

@@ -28,23 +28,63 @@ static size_t	 protocol_nextra;
 static char	 protocol_run[16] = "corral";
 static uint64_t	 protocol_seq;
 
-/* Return the intent index for a name, or -1. */
-int
-protocol_intent(const char *s, size_t n)
+/* Is the name s, of a length already known to match, the literal? */
+#define PROTOCOL_IS(s, lit)	(memcmp((s), (lit), sizeof(lit) - 1) == 0)
+
+/* Return the index of a workflow's own intent, or -1. */
+static int __attribute__((noinline))
+protocol_intent_extra(const char *s, size_t n)
 {
 	size_t	i;
 
-	for (i = 0; i < INTENT_COUNT; i++) {
-		if (strlen(protocol_intents[i]) == n &&
-		    memcmp(protocol_intents[i], s, n) == 0)
-			return (int)i;
-	}
 	for (i = 0; i < protocol_nextra; i++) {
 		if (strlen(protocol_extra[i]) == n &&
 		    memcmp(protocol_extra[i], s, n) == 0)
 			return INTENT_COUNT + (int)i;
 	}
 	return -1;
+}
+
+/*
+ * Return the intent index for a name, or -1.  Every envelope asks: the
+ * standard intents by a switch on the length, a comparison or three.
+ */
+int
+protocol_intent(const char *s, size_t n)
+{
+	switch (n) {
+	case 4:
+		if (PROTOCOL_IS(s, "plan"))
+			return INTENT_PLAN;
+		break;
+	case 5:
+		if (PROTOCOL_IS(s, "route"))
+			return INTENT_ROUTE;
+		break;
+	case 7:
+		if (PROTOCOL_IS(s, "execute"))
+			return INTENT_EXECUTE;
+		if (PROTOCOL_IS(s, "analyze"))
+			return INTENT_ANALYZE;
+		if (PROTOCOL_IS(s, "reflect"))
+			return INTENT_REFLECT;
+		break;
+	case 8:
+		if (PROTOCOL_IS(s, "retrieve"))
+			return INTENT_RETRIEVE;
+		if (PROTOCOL_IS(s, "finalize"))
+			return INTENT_FINALIZE;
+		break;
+	case 9:
+		if (PROTOCOL_IS(s, "decompose"))
+			return INTENT_DECOMPOSE;
+		if (PROTOCOL_IS(s, "summarize"))
+			return INTENT_SUMMARIZE;
+		if (PROTOCOL_IS(s, "tool.call"))
+			return INTENT_TOOL_CALL;
+		break;
+	}
+	return protocol_intent_extra(s, n);
 }
 
 /* Return the name of an intent index ("*" for the fallback). */

@@ -433,6 +433,8 @@ supervisor_check_done(void)
 void
 supervisor_stdin_pause(int reason, int on)
 {
+	int	was = sv.stdin_pause;
+
 	if (sv.mode != MODE_SERVE || sv.stdio.rfd == -1)
 		return;
 	/* Queues fill from agents too: only stdin's own work pauses it. */
@@ -442,6 +444,9 @@ supervisor_stdin_pause(int reason, int on)
 		sv.stdin_pause |= reason;
 	else
 		sv.stdin_pause &= ~reason;
+	/* Every job's end says "resume": only a change is news. */
+	if (sv.stdin_pause == was)
+		return;
 	if (sv.stdin_pause != 0)
 		chan_stop_reading(&sv.stdio);
 	else

@@ -109,6 +109,22 @@ xpool_get(struct xpool *p)
 	return b;
 }
 
+/*
+ * A block from pool p whose bytes the caller writes whole (a line):
+ * not zeroed.
+ */
+void *
+xpool_alloc(struct xpool *p)
+{
+	void	*b;
+
+	if ((b = p->head) == NULL)
+		return xmalloc(p->size);
+	memcpy(&p->head, b, sizeof p->head);
+	p->n--;
+	return b;
+}
+
 /* Give block b back to pool p, which keeps it if it has room. */
 void
 xpool_put(struct xpool *p, void *b)

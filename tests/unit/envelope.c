@@ -528,6 +528,274 @@ test_each_rule_refused(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* An envelope, and the verdict envelope_check must give it, word for word. */
+struct verdict {
+	const char	*json;
+	const char	*path;		/* NULL: valid */
+	const char	*msg;
+};
+
+/* Check each case's verdict, path and message; count the mismatches. */
+static int
+check_verdicts(const struct verdict *v, size_t n)
+{
+	struct env		env;
+	struct env_error	err;
+	size_t			i;
+	int			rc, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		rc = check(v[i].json, strlen(v[i].json), &env, &err);
+		if (v[i].path == NULL ? rc == 0 : rc != 0 &&
+		    strcmp(err.path, v[i].path) == 0 &&
+		    strcmp(err.msg, v[i].msg) == 0)
+			continue;
+		print_message("%s\n  got %s \"%s\" \"%s\", want %s \"%s\" \"%s\"\n",
+		    v[i].json, rc == 0 ? "valid" : "invalid", rc == 0 ? "" :
+		    err.path, rc == 0 ? "" : err.msg, v[i].path == NULL ?
+		    "valid" : "invalid", v[i].path ? v[i].path : "",
+		    v[i].msg ? v[i].msg : "");
+		bad++;
+	}
+	return bad;
+}
+
+/*
+ * Member names are told apart by their length and bytes: a name one byte
+ * short or long of a known one, or of its length with other bytes, is an
+ * unknown member (passed on, not checked), at the top and inside agent,
+ * content, confidence, trace and trace.cost; the known spellings are
+ * checked, escaped or not.
+ */
+static void
+test_member_names_near_known_ones(void **state)
+{
+	static const struct verdict v[] = {
+		/* Unknown near misses at the top: accepted as they are. */
+		{ WITH("\"rol\":5,\"roles\":5,\"rolE\":5,\"tusk\":5,\"tasks\":5"),
+		    NULL, NULL },
+		{ WITH("\"agents\":5,\"agenT\":5,\"trac\":5,\"tracE\":5,"
+		    "\"traces\":5"), NULL, NULL },
+		{ WITH("\"intend\":5,\"inputz\":5,\"corrals\":5,\"ttl_mz\":5,"
+		    "\"ttl_m\":5,\"inten\":5"), NULL, NULL },
+		{ WITH("\"contenT\":5,\"outputz\":5,\"sessio\":5,\"jsonrp\":5,"
+		    "\"contents\":5"), NULL, NULL },
+		{ WITH("\"protocoL\":5,\"priorit\":5,\"priorityy\":5,"
+		    "\"timestamP\":5,\"timestam\":5,\"confidencE\":5,"
+		    "\"confidences\":5"), NULL, NULL },
+		/* The known ones of each length are checked. */
+		{ WITH("\"ttl_ms\":-1"), "ttl_ms",
+		    "ttl_ms must be a number of milliseconds, 0 or more" },
+		{ WITH("\"corral\":5"), "corral",
+		    "corral must be an object, not a number" },
+		{ WITH("\"inputs\":5"), "inputs",
+		    "inputs must be an object, not a number" },
+		{ WITH("\"outputs\":5"), "outputs",
+		    "outputs must be an object, not a number" },
+		{ WITH("\"trace\":5"), "trace",
+		    "trace must be an object, not a number" },
+		{ WITH("\"agent\":5"), "agent",
+		    "agent must be an object, not a number" },
+		{ WITH("\"priority\":9"), "priority", "priority must be 0 to 4 "
+		    "or one of batch, low, normal, high, critical" },
+		{ WITH("\"timestamp\":\"2026-11-27T05:00:00\""), "timestamp",
+		    "timestamp must be an RFC 3339 date-time such as "
+		    "2025-10-10T12:34:56Z" },
+		{ WITH("\"confidence\":[]"), "confidence",
+		    "confidence must be an object, not an array" },
+		{ "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\","
+		    "\"intent\":\"plan\",\"t\\u0061sk\":5,\"content\":{"
+		    "\"type\":\"text\"}}", "task",
+		    "task must be a string, not a number" },
+		/* Inside agent: the three required ones by name only. */
+		{ WITH("\"agent\":{\"ids\":\"i\",\"name\":\"n\",\"model\":\"m\"}"),
+		    "agent.id", "agent.id is required" },
+		{ WITH("\"agent\":{\"id\":\"i\",\"nam\":\"n\",\"model\":\"m\"}"),
+		    "agent.name", "agent.name is required" },
+		{ WITH("\"agent\":{\"id\":\"i\",\"name\":\"n\",\"modeL\":\"m\"}"),
+		    "agent.model", "agent.model is required" },
+		{ WITH("\"agent\":{\"id\":\"i\",\"name\":\"n\",\"model\":\"m\","
+		    "\"versions\":1,\"versioN\":1}"), NULL, NULL },
+		{ WITH("\"agent\":{\"id\":\"i\",\"name\":\"n\",\"model\":\"m\","
+		    "\"version\":1}"), "agent.version",
+		    "agent.version must be a string, not a number" },
+		{ WITH("\"agent\":{\"id\":1,\"name\":\"n\"}"), "agent.id",
+		    "agent.id must be a string, not a number" },
+		{ WITH("\"agent\":{\"model\":\"m\",\"id\":\"i\",\"name\":[]}"),
+		    "agent.name", "agent.name must be a string, not an array" },
+		{ WITH("\"agent\":{\"\\u0069d\":\"i\",\"name\":\"n\","
+		    "\"model\":\"m\"}"), NULL, NULL },
+		/* Inside content. */
+		{ "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\","
+		    "\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"typo\":"
+		    "\"text\",\"texts\":1}}", "content.type", "content.type is "
+		    "required (text, code, json, tool_result or error)" },
+		{ WITH("\"x\":1") , NULL, NULL },
+		{ "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\","
+		    "\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":"
+		    "\"text\",\"text\":1}}", "content.text",
+		    "content.text must be a string, not a number" },
+		{ "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\","
+		    "\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"text\":"
+		    "\"x\",\"type\":\"code\",\"tex\":1,\"textt\":1}}", NULL, NULL },
+		/* Inside confidence. */
+		{ WITH("\"confidence\":{\"scores\":1,\"risk\":1,\"rationalE\":1}"),
+		    "confidence.score",
+		    "confidence.score is required when confidence is given" },
+		{ WITH("\"confidence\":{\"score\":1,\"risks\":\"r\"}"),
+		    "confidence.risks",
+		    "confidence.risks must be an array, not a string" },
+		{ WITH("\"confidence\":{\"score\":1,\"risks\":[\"a\",2]}"),
+		    "confidence.risks[1]", "confidence.risks[1] must be a string" },
+		{ WITH("\"confidence\":{\"rationale\":1,\"score\":1}"),
+		    "confidence.rationale",
+		    "confidence.rationale must be a string, not a number" },
+		/* Inside trace and trace.cost. */
+		{ WITH("\"trace\":{\"ids\":1,\"parent\":1,\"tag\":1,\"costs\":1,"
+		    "\"tagz\":1}"), NULL, NULL },
+		{ WITH("\"trace\":{\"id\":\"\"}"), "trace.id",
+		    "trace.id must be 1 to 63 bytes long" },
+		{ WITH("\"trace\":{\"parents\":[\"a\",1]}"), "trace.parents[1]",
+		    "trace.parents[1] must be a string" },
+		{ WITH("\"trace\":{\"tags\":{}}"), "trace.tags",
+		    "trace.tags must be an array, not an object" },
+		{ WITH("\"trace\":{\"cost\":[]}"), "trace.cost",
+		    "trace.cost must be an object, not an array" },
+		{ WITH("\"trace\":{\"cost\":{\"usd\":-1}}"), "trace.cost.usd",
+		    "trace.cost.usd must be a number, 0 or more" },
+		{ WITH("\"trace\":{\"cost\":{\"output_tokens\":\"x\"}}"),
+		    "trace.cost.output_tokens",
+		    "trace.cost.output_tokens must be a number, 0 or more" },
+		{ WITH("\"trace\":{\"cost\":{\"input_tokens\":-1}}"),
+		    "trace.cost.input_tokens",
+		    "trace.cost.input_tokens must be a number, 0 or more" },
+		{ WITH("\"trace\":{\"cost\":{\"usdd\":-1,\"us\":-1,"
+		    "\"input_tokenz\":-1,\"output_tokenss\":-1}}"), NULL, NULL },
+	};
+
+	assert_int_equal(check_verdicts(v, sizeof v / sizeof v[0]), 0);
+}
+
+/*
+ * The values of role, content.type and protocol, and confidence.score's
+ * short decimals: the names of each length, escaped or not, and the
+ * names just off them; the score read to the same double.
+ */
+static void
+test_enumerated_values(void **state)
+{
+#define ENV_ROLE(r)	"{\"protocol\":\"multiagent-1.0\",\"role\":" r "," \
+	"\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":\"text\"}}"
+#define ENV_CTYPE(c)	"{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\"," \
+	"\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":" c "}}"
+#define ENV_PROTO(p)	"{\"protocol\":" p ",\"role\":\"agent\"," \
+	"\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":\"text\"}}"
+	static const char role_msg[] =
+	    "role must be one of agent, user, system, tool";
+	static const char ctype_msg[] =
+	    "content.type must be one of text, code, json, tool_result, error";
+	static const char proto_msg[] =
+	    "protocol must be \"multiagent-1.0\"";
+	static const char score_msg[] =
+	    "confidence.score must be between 0 and 1";
+	static const struct verdict v[] = {
+		{ ENV_ROLE("\"agents\""), "role", role_msg },
+		{ ENV_ROLE("\"Agent\""), "role", role_msg },
+		{ ENV_ROLE("\"use\""), "role", role_msg },
+		{ ENV_ROLE("\"tools\""), "role", role_msg },
+		{ ENV_ROLE("\"systen\""), "role", role_msg },
+		{ ENV_ROLE("\"\""), "role", role_msg },
+		{ ENV_ROLE("\"user\\u0020\""), "role", role_msg },
+		{ ENV_CTYPE("\"tex\""), "content.type", ctype_msg },
+		{ ENV_CTYPE("\"texts\""), "content.type", ctype_msg },
+		{ ENV_CTYPE("\"jsob\""), "content.type", ctype_msg },
+		{ ENV_CTYPE("\"tool_resulT\""), "content.type", ctype_msg },
+		{ ENV_CTYPE("\"errors\""), "content.type", ctype_msg },
+		{ ENV_CTYPE("\"cod\""), "content.type", ctype_msg },
+		{ ENV_PROTO("\"multiagent-1.1\""), "protocol", proto_msg },
+		{ ENV_PROTO("\"multiagent-1.0 \""), "protocol", proto_msg },
+		{ ENV_PROTO("\"multiagent-1\""), "protocol", proto_msg },
+		{ ENV_PROTO("\"\\u006dultiagent-1.0\""), NULL, NULL },
+		{ WITH("\"confidence\":{\"score\":1.1}"), "confidence.score",
+		    score_msg },
+		{ WITH("\"confidence\":{\"score\":9.9}"), "confidence.score",
+		    score_msg },
+		{ WITH("\"confidence\":{\"score\":-0.1}"), "confidence.score",
+		    score_msg },
+	};
+	static const struct {
+		const char	*json;
+		int		 role;
+	} roles[] = {
+		{ ENV_ROLE("\"agent\""), 0 }, { ENV_ROLE("\"user\""), 1 },
+		{ ENV_ROLE("\"system\""), 2 }, { ENV_ROLE("\"tool\""), 3 },
+		{ ENV_ROLE("\"\\u0074ool\""), 3 },
+	};
+	static const struct {
+		const char	*json;
+		int		 ctype;
+	} ctypes[] = {
+		{ ENV_CTYPE("\"text\""), CT_TEXT },
+		{ ENV_CTYPE("\"code\""), CT_CODE },
+		{ ENV_CTYPE("\"json\""), CT_JSON },
+		{ ENV_CTYPE("\"tool_result\""), CT_TOOL_RESULT },
+		{ ENV_CTYPE("\"error\""), CT_ERROR },
+		{ ENV_CTYPE("\"tool\\u005fresult\""), CT_TOOL_RESULT },
+	};
+	static const struct {
+		const char	*json;
+		double		 score;
+	} scores[] = {
+		{ WITH("\"confidence\":{\"score\":0.9}"), 0.9 },
+		{ WITH("\"confidence\":{\"score\":0.3}"), 0.3 },
+		{ WITH("\"confidence\":{\"score\":0.7}"), 0.7 },
+		{ WITH("\"confidence\":{\"score\":1.0}"), 1.0 },
+		{ WITH("\"confidence\":{\"score\":0.0}"), 0.0 },
+		{ WITH("\"confidence\":{\"score\":0}"), 0.0 },
+		{ WITH("\"confidence\":{\"score\":1}"), 1.0 },
+		{ WITH("\"confidence\":{\"score\":0.95}"), 0.95 },
+		{ WITH("\"confidence\":{\"score\":0.1e1}"), 1.0 },
+		{ WITH("\"confidence\":{\"score\":-0.0}"), 0.0 },
+	};
+	struct env	env;
+	size_t		i;
+
+	assert_int_equal(check_verdicts(v, sizeof v / sizeof v[0]), 0);
+	for (i = 0; i < sizeof roles / sizeof roles[0]; i++)
+		assert_int_equal(assert_valid(roles[i].json).role,
+		    roles[i].role);
+	for (i = 0; i < sizeof ctypes / sizeof ctypes[0]; i++)
+		assert_int_equal(assert_valid(ctypes[i].json).ctype,
+		    ctypes[i].ctype);
+	for (i = 0; i < sizeof scores / sizeof scores[0]; i++) {
+		env = assert_valid(scores[i].json);
+		assert_true(env.has_score);
+		if (env.score != scores[i].score)
+			fail_msg("%s: score %.17g, want %.17g", scores[i].json,
+			    env.score, scores[i].score);
+	}
+	/* Every d.d is the double strtod reads, and past 1.0 refused. */
+	for (i = 0; i < 100; i++) {
+		struct env_error	err;
+		char			buf[160], num[8];
+
+		snprintf(num, sizeof num, "%zu.%zu", i / 10, i % 10);
+		snprintf(buf, sizeof buf, WITH("\"confidence\":{\"score\":%s}"),
+		    num);
+		if (i > 10) {
+			assert_int_equal(check(buf, strlen(buf), &env, &err),
+			    -1);
+			assert_string_equal(err.msg, score_msg);
+			continue;
+		}
+		env = assert_valid(buf);
+		assert_true(env.score == strtod(num, NULL));
+	}
+#undef ENV_ROLE
+#undef ENV_CTYPE
+#undef ENV_PROTO
+}
+
 /* A JSON array is not an envelope. */
 static void
 test_array_is_not_an_envelope(void **state)
@@ -1284,6 +1552,8 @@ main(void)
 		cmocka_unit_test(test_priorities),
 		cmocka_unit_test(test_each_rule_refused),
 		cmocka_unit_test(test_array_is_not_an_envelope),
+		cmocka_unit_test(test_member_names_near_known_ones),
+		cmocka_unit_test(test_enumerated_values),
 		cmocka_unit_test(test_escaped_member_names_not_unchecked),
 		cmocka_unit_test(test_fill),
 		cmocka_unit_test(test_fill_with_escaped_trace_name),

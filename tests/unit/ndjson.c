@@ -500,6 +500,52 @@ test_nul_byte_reported(void **state)
 	events_free(&e);
 }
 
+/*
+ * The line's end and its first NUL byte are found wherever they fall:
+ * lines of every length up to 300 bytes (over the 32, 64 and 128 bytes
+ * the framing searches at once), each with no NUL, one NUL, or two, at
+ * every offset, between two good lines in one chunk.
+ */
+static void
+test_nul_every_offset(void **state)
+{
+	struct ndjson_reader	r;
+	struct events		e = { 0 };
+	char			buf[700];
+	size_t			len, at, n, second;
+
+	for (len = 1; len <= 300; len++) {
+		for (at = 0; at <= len; at++) {
+			/* at == len: no NUL; else one at at, maybe one more. */
+			second = at + 33 < len ? at + 33 : len;
+			memcpy(buf, "{}\n", 3);
+			n = 3;
+			memset(buf + n, 'x', len);
+			if (at < len)
+				buf[n + at] = '\0';
+			if (second < len)
+				buf[n + second] = '\0';
+			n += len;
+			memcpy(buf + n, "\n[]\n", 4);
+			n += 4;
+			ndjson_reader_init(&r, 1000, 0);
+			ndjson_feed(&r, buf, n, record, &e);
+			assert_int_equal(e.n, 3);
+			assert_line(&e, 0, "{}", 2);
+			assert_int_equal(e.ev[1].len, len);
+			if (at < len) {
+				assert_int_equal(e.ev[1].kind, NDJSON_NUL);
+				assert_int_equal(e.ev[1].arg, at);
+			} else
+				assert_int_equal(e.ev[1].kind, NDJSON_LINE);
+			assert_line(&e, 2, "[]", 2);
+			events_clear(&e);
+			ndjson_reader_free(&r);
+		}
+	}
+	events_free(&e);
+}
+
 /* At end of stream, a last line without newline is delivered. */
 static void
 test_finish_delivers_last_line(void **state)
@@ -906,6 +952,7 @@ main(void)
 		cmocka_unit_test(test_line_over_max_dropped),
 		cmocka_unit_test(test_over_max_size_excludes_cr),
 		cmocka_unit_test(test_nul_byte_reported),
+		cmocka_unit_test(test_nul_every_offset),
 		cmocka_unit_test(test_finish_delivers_last_line),
 		cmocka_unit_test(test_head_only_while_dropping),
 		cmocka_unit_test(test_finish_reports_long_last_line),

@@ -391,6 +391,55 @@ test_direct_wait(void **state)
 }
 
 /*
+ * Requests that wait as long at one agent share one timer: each still
+ * expires at its own time, in the order they were given; one answered
+ * in time does not expire; one whose envelope has a TTL expires by its
+ * own timer.  The wait is for the events, not for a time.
+ */
+static void
+test_timeouts_in_order(void **state)
+{
+	struct msg	*m[4];
+	char		 raw[4][16], id[4][20], *p[4];
+	int		 i;
+
+	(void)state;
+	rt_setup("agents:\n"
+	    "  w:\n"
+	    "    cmd: [/nonexistent/w]\n"
+	    "    max_inflight: 8\n"
+	    "    timeout: 300ms\n"
+	    "routes:\n"
+	    "  \"*\": w\n");
+	for (i = 0; i < 4; i++) {
+		m[i] = req(INTENT_EXECUTE, PRIO_NORMAL);
+		if (i == 2)
+			m[i]->timeout = 0.2;	/* its envelope's TTL */
+		assert_int_equal(route_submit(m[i]), 0);
+		assert_string_equal(at(m[i]), "w");
+		snprintf(raw[i], sizeof raw[i], "%s", m[i]->id);
+		snprintf(id[i], sizeof id[i], "\"%s\"", m[i]->id);
+	}
+	reply(ag("w"), m[1]);
+	for (i = 0; i < 100000 && engine_stats_get()->live_msgs > 0; i++)
+		ev_run(EV_DEFAULT, EVRUN_ONCE);
+	assert_int_equal(engine_stats_get()->live_msgs, 0);
+	assert_true(out_has_error("timeout", raw[0]));
+	assert_false(out_has_error("timeout", raw[1]));
+	assert_true(out_has_error("timeout", raw[2]));
+	assert_true(out_has_error("timeout", raw[3]));
+	for (i = 0; i < 4; i++)
+		p[i] = strstr(outbuf, id[i]);
+	assert_non_null(p[0]);
+	assert_non_null(p[2]);
+	assert_non_null(p[3]);
+	/* The TTL's 200 ms end first, then the others in the order given. */
+	assert_true(p[2] < p[0]);
+	assert_true(p[0] < p[3]);
+	rt_teardown();
+}
+
+/*
  * With no candidate ready the request is queued; the agent's handshake
  * (a lifecycle event) or a state set by hand and route_kick dispatches it.
  */
@@ -741,6 +790,7 @@ main(void)
 		cmocka_unit_test(test_ready_busy_capacity),
 		cmocka_unit_test(test_later_candidates),
 		cmocka_unit_test(test_direct_wait),
+		cmocka_unit_test(test_timeouts_in_order),
 		cmocka_unit_test(test_queue_then_kick),
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_priority_aging),

@@ -243,6 +243,149 @@ test_rfc3339_length(void **state)
 	assert_false(util_rfc3339_valid(s, 5));
 }
 
+/*
+ * The grammar of util_rfc3339_valid read byte by byte, the plainest way:
+ * the reference its word-at-a-time checks must agree with on every input.
+ */
+static int
+ts_ref_digits(const char *s, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+static int
+ts_ref(const char *s, size_t n)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+	    30, 31 };
+	int	year, mon, day, hh, mm, ss;
+	size_t	i;
+
+	if (n < 20 || !ts_ref_digits(s, 4) || s[4] != '-' ||
+	    !ts_ref_digits(s + 5, 2) || s[7] != '-' ||
+	    !ts_ref_digits(s + 8, 2) ||
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !ts_ref_digits(s + 11, 2) || s[13] != ':' ||
+	    !ts_ref_digits(s + 14, 2) || s[16] != ':' ||
+	    !ts_ref_digits(s + 17, 2))
+		return 0;
+	year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 +
+	    (s[3] - '0');
+	mon = (s[5] - '0') * 10 + (s[6] - '0');
+	day = (s[8] - '0') * 10 + (s[9] - '0');
+	hh = (s[11] - '0') * 10 + (s[12] - '0');
+	mm = (s[14] - '0') * 10 + (s[15] - '0');
+	ss = (s[17] - '0') * 10 + (s[18] - '0');
+	if (mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1] ||
+	    hh > 23 || mm > 59 || ss > 60)
+		return 0;
+	if (mon == 2 && day == 29 && !((year % 4 == 0 && year % 100 != 0) ||
+	    year % 400 == 0))
+		return 0;
+	i = 19;
+	if (i < n && s[i] == '.') {
+		i++;
+		if (i >= n || s[i] < '0' || s[i] > '9')
+			return 0;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+	}
+	if (i < n && (s[i] == 'Z' || s[i] == 'z'))
+		return i + 1 == n;
+	if (i < n && (s[i] == '+' || s[i] == '-')) {
+		if (n - i != 6 || !ts_ref_digits(s + i + 1, 2) ||
+		    s[i + 3] != ':' || !ts_ref_digits(s + i + 4, 2))
+			return 0;
+		return (s[i + 1] - '0') * 10 + (s[i + 2] - '0') <= 23 &&
+		    (s[i + 4] - '0') * 10 + (s[i + 5] - '0') <= 59;
+	}
+	return 0;
+}
+
+/* Check one input against the reference, from a buffer of exactly n. */
+static void
+ts_same(const char *s, size_t n)
+{
+	char	*copy = malloc(n > 0 ? n : 1);
+	int	 got, want;
+
+	assert_non_null(copy);
+	memcpy(copy, s, n);
+	got = util_rfc3339_valid(copy, n) != 0;
+	want = ts_ref(copy, n);
+	free(copy);
+	if (got != want)
+		fail_msg("\"%.*s\" (%zu bytes): %s, the grammar says %s",
+		    (int)n, s, n, got ? "valid" : "invalid", want ? "valid" :
+		    "invalid");
+}
+
+/*
+ * The same verdicts as the grammar read byte by byte, for every byte
+ * value at every place of timestamps with and without fractions and
+ * offsets, every two digits of each number (months, days, hours, minutes,
+ * seconds with the leap second, offsets), every year on February 28 and
+ * 29, and every cut of each form.
+ */
+static void
+test_rfc3339_same_verdicts(void **state)
+{
+	static const char *const seeds[] = {
+		"2026-11-27T05:00:00Z", "2026-11-27T05:00:00.123456Z",
+		"2026-11-27T05:00:00.123Z", "2026-11-27t05:00:00z",
+		"2026-11-27 05:00:00+05:30", "2026-11-27T05:00:00.5-23:59",
+		"1990-12-31T23:59:60Z", "2024-02-29T00:00:00Z",
+		"2026-11-27T05:00:00.1+00:00", "2026-11-27T05:00:00.Z",
+		"2026-11-27T05:00:00", "0000-01-01T00:00:00Z",
+		"9999-12-31T23:59:59.999999999Z",
+	};
+	static const size_t pairs[] = { 0, 2, 5, 8, 11, 14, 17 };
+	char	buf[64];
+	size_t	i, j, k, n;
+	int	c, y;
+
+	for (i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		n = strlen(seeds[i]);
+		for (k = 0; k <= n; k++)
+			ts_same(seeds[i], k);
+		for (j = 0; j < n; j++) {
+			for (c = 0; c < 256; c++) {
+				memcpy(buf, seeds[i], n);
+				buf[j] = (char)c;
+				ts_same(buf, n);
+			}
+		}
+		for (j = 0; j < sizeof pairs / sizeof pairs[0]; j++) {
+			for (c = 0; c < 100; c++) {
+				memcpy(buf, seeds[i], n);
+				buf[pairs[j]] = (char)('0' + c / 10);
+				buf[pairs[j] + 1] = (char)('0' + c % 10);
+				ts_same(buf, n);
+			}
+		}
+		/* The offset's hours and minutes, where there is one. */
+		for (j = n >= 6 ? n - 5 : 0; n >= 26 && j < n; j += 3) {
+			for (c = 0; c < 100; c++) {
+				memcpy(buf, seeds[i], n);
+				buf[j] = (char)('0' + c / 10);
+				buf[j + 1] = (char)('0' + c % 10);
+				ts_same(buf, n);
+			}
+		}
+	}
+	for (y = 0; y <= 9999; y++) {
+		snprintf(buf, sizeof buf, "%04d-02-29T12:00:00Z", y);
+		ts_same(buf, strlen(buf));
+		snprintf(buf, sizeof buf, "%04d-02-28T12:00:00Z", y);
+		ts_same(buf, strlen(buf));
+	}
+}
+
 /* The timestamps corral writes are themselves valid. */
 static void
 test_rfc3339_now(void **state)
@@ -349,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_rfc3339_invalid),
 		cmocka_unit_test(test_rfc3339_length),
 		cmocka_unit_test(test_rfc3339_now),
+		cmocka_unit_test(test_rfc3339_same_verdicts),
 		cmocka_unit_test(test_u64_digits),
 		cmocka_unit_test(test_vis),
 	};
