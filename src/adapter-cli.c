@@ -210,7 +210,8 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
 {
 	struct adapter_cli	*cli = a->adapter->state;
 	struct proc_call		*p;
-	char			 why[512];
+	char			 why[512], token[AGENT_TOKEN_LEN + 1];
+	int			 rc;
 
 	p = adapter_proc_new(a, m);
 	p->done = cli->tool->done;
@@ -218,9 +219,11 @@ adapter_cli_spawn(struct agent *a, struct msg *m, char **argv,
 	p->arg = call;
 	p->quiet = cli->quiet;
 	cli->busy = 1;
-	if (proc_call_start(p, a->conf, argv, a->id, a->token,
-	    a->adapter->env, prompt, strlen(prompt), a->conf->max_line, why,
-	    sizeof why) != 0) {
+	agent_token(a, token);
+	rc = proc_call_start(p, a->conf, argv, a->id, token, a->adapter->env,
+	    prompt, strlen(prompt), a->conf->max_line, why, sizeof why);
+	explicit_bzero(token, sizeof token);
+	if (rc != 0) {
 		p->arg = NULL;
 		cli->tool->call_free(call);
 		adapter_reply_error(a, m, "spawn_failed", "INTERNAL", why, NULL);

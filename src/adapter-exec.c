@@ -198,7 +198,9 @@ adapter_exec_request(struct agent *a, struct msg *m)
 	struct proc_call		*p;
 	json_t			*req, *v;
 	char			**argv, *in = NULL, why[512];
+	char			 token[AGENT_TOKEN_LEN + 1];
 	size_t			 i, n;
+	int			 rc;
 
 	if ((req = adapter_request_json(m)) == NULL)
 		fatalx("adapter_exec_request: the request is not JSON");
@@ -212,9 +214,11 @@ adapter_exec_request(struct agent *a, struct msg *m)
 
 	p = adapter_proc_new(a, m);
 	p->done = adapter_exec_done;
-	if (proc_call_start(p, a->conf, argv, a->id, a->token, NULL, in,
-	    in != NULL ? strlen(in) : 0, a->conf->max_line, why,
-	    sizeof why) != 0) {
+	agent_token(a, token);
+	rc = proc_call_start(p, a->conf, argv, a->id, token, NULL, in,
+	    in != NULL ? strlen(in) : 0, a->conf->max_line, why, sizeof why);
+	explicit_bzero(token, sizeof token);
+	if (rc != 0) {
 		adapter_reply_error(a, m, "spawn_failed", "INTERNAL", why, NULL);
 		adapter_proc_done(p);
 	}

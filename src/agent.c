@@ -170,35 +170,74 @@ agent_prev(struct agent *a)
 }
 
 /*
- * Give the agent a new credential: 32 random bytes as hex.  corral passes
- * it to the agent's processes (CORRAL_AGENT_TOKEN), and a connection to
- * the control socket that shows it acts as the agent (control.c).  A new
- * one at each start, so the sessions of an earlier process lose it.
+ * Give the agent a new credential: 32 random bytes, passed as hex to the
+ * agent's processes (CORRAL_AGENT_TOKEN); a connection to the control
+ * socket that shows it acts as the agent (control.c).  A new one at each
+ * start, so the sessions of an earlier process lose it.  The bytes are
+ * kept, not the digits: half the room in every agent.
  */
 static void
 agent_new_token(struct agent *a)
 {
-	static const char	hex[] = "0123456789abcdef";
-	uint8_t			b[AGENT_TOKEN_LEN / 2];
-	size_t			i;
-
-	arc4random_buf(b, sizeof b);
-	for (i = 0; i < sizeof b; i++) {
-		a->token[2 * i] = hex[b[i] >> 4];
-		a->token[2 * i + 1] = hex[b[i] & 0xf];
-	}
-	a->token[AGENT_TOKEN_LEN] = '\0';
-	explicit_bzero(b, sizeof b);
+	arc4random_buf(a->token, sizeof a->token);
 }
 
-/* Compare two tokens in time that does not depend on where they differ. */
+/* Write the agent's credential as the hex digits its processes are given. */
+void
+agent_token(const struct agent *a, char hex[AGENT_TOKEN_LEN + 1])
+{
+	static const char	digits[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < sizeof a->token; i++) {
+		hex[2 * i] = digits[a->token[i] >> 4];
+		hex[2 * i + 1] = digits[a->token[i] & 0xf];
+	}
+	hex[AGENT_TOKEN_LEN] = '\0';
+}
+
+/* The value of a lowercase hex digit, or -1. */
 static int
-agent_token_differs(const char *a, const char *b)
+agent_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/*
+ * Read a credential's hex digits (lowercase, as corral writes them) into
+ * b; returns -1 if they are not such digits.  It looks at the guess only,
+ * so its time says nothing of any agent's credential.
+ */
+static int
+agent_token_parse(const char *token, uint8_t b[AGENT_TOKEN_LEN / 2])
+{
+	size_t	i;
+	int	hi, lo;
+
+	if (strlen(token) != AGENT_TOKEN_LEN)
+		return -1;
+	for (i = 0; i < AGENT_TOKEN_LEN / 2; i++) {
+		hi = agent_hexval(token[2 * i]);
+		lo = agent_hexval(token[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* Compare two credentials in time that does not depend on where they differ. */
+static int
+agent_token_differs(const uint8_t *a, const uint8_t *b)
 {
 	unsigned char	d = 0;
 	size_t		i;
 
-	for (i = 0; i < AGENT_TOKEN_LEN; i++)
+	for (i = 0; i < AGENT_TOKEN_LEN / 2; i++)
 		d |= (unsigned char)(a[i] ^ b[i]);
 	return d != 0;
 }
@@ -211,14 +250,16 @@ struct agent *
 agent_find_token(const char *token)
 {
 	struct agent	*a, *found = NULL;
+	uint8_t		 b[AGENT_TOKEN_LEN / 2];
 
-	if (token == NULL || strlen(token) != AGENT_TOKEN_LEN)
+	if (token == NULL || agent_token_parse(token, b) != 0)
 		return NULL;
 	TAILQ_FOREACH(a, &agent_list, entry) {
-		if (!agent_token_differs(a->token, token) &&
+		if (!agent_token_differs(a->token, b) &&
 		    !(a->flags & AGENT_DEAD))
 			found = a;
 	}
+	explicit_bzero(b, sizeof b);
 	return found;
 }
 
@@ -255,22 +296,28 @@ struct agent *
 agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 {
 	struct agent	*a;
-	size_t		 i;
+	char		*id;
+	size_t		 i, len;
 
-	a = xcalloc(1, sizeof *a);
+	if (parent != NULL || instance == 0)
+		/* A child, or a root agent a client spawned. */
+		xasprintf(&id, "%s-%llu", ac->name,
+		    (unsigned long long)++agent_child_seq);
+	else if (ac->instances > 1)
+		xasprintf(&id, "%s.%u", ac->name, instance);
+	else
+		id = xstrdup(ac->name);
+	/* The id lives at the end of the agent: one allocation, not two. */
+	len = strlen(id);
+	a = xcalloc(1, sizeof *a + len + 1);
+	a->id = (char *)(a + 1);
+	memcpy(a->id, id, len + 1);
+	free(id);
 	a->conf = ac;
 	a->instance = instance;
 	proc_init(&a->proc.p);
 	a->proc.io.rfd = a->proc.io.wfd = -1;
 	TAILQ_INIT(&a->children);
-	if (parent != NULL || instance == 0)
-		/* A child, or a root agent a client spawned. */
-		xasprintf(&a->id, "%s-%llu", ac->name,
-		    (unsigned long long)++agent_child_seq);
-	else if (ac->instances > 1)
-		xasprintf(&a->id, "%s.%u", ac->name, instance);
-	else
-		a->id = xstrdup(ac->name);
 	if (parent != NULL) {
 		a->parent = parent;
 		a->depth = parent->depth + 1;
@@ -309,21 +356,25 @@ int
 agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
     char *const *env, struct spawn_result *sr)
 {
-	struct agent_proc	*p = &a->proc;
+	static const struct chan_ops	 ops = { agent_chan_line,
+	    agent_out_eof, agent_in_error, agent_in_drained };
+	struct agent_proc		*p = &a->proc;
+	char				 token[AGENT_TOKEN_LEN + 1];
+	int				 rc;
 
 	agent_new_token(a);
+	agent_token(a, token);
 	p->spawned_at = ev_now(LOOP);
-	if (proc_spawn(&p->p, ac, argv != NULL ? argv : a->conf->argv,
-	    a->id, a->token, env, PROC_TRACE, &agent_proc_hooks, a, sr) != 0)
+	rc = proc_spawn(&p->p, ac, argv != NULL ? argv : a->conf->argv,
+	    a->id, token, env, PROC_TRACE, &agent_proc_hooks, a, sr);
+	explicit_bzero(token, sizeof token);
+	if (rc != 0)
 		return -1;
 	p->flags = AP_RUNNING;
 	agent_nrunning++;
 
 	chan_init(&p->io, a->id, sr->out, sr->in, a->conf->max_line, a);
-	p->io.on_line = agent_chan_line;
-	p->io.on_eof = agent_out_eof;
-	p->io.on_werror = agent_in_error;
-	p->io.on_drain = agent_in_drained;
+	p->io.ops = &ops;
 	chan_start(&p->io);
 	log_info("agent %s: spawned (pid %ld)", a->id,
 	    (long)proc_hostpid(&p->p));
@@ -694,7 +745,6 @@ agent_free(struct agent *a)
 	if (a->conf_free != NULL)
 		a->conf_free(a->conf);
 	proc_free(&a->proc.p);
-	free(a->id);
 	free(a);
 }
 

@@ -27,9 +27,24 @@
 #define CHAN_LOW	(256 * 1024)
 #define CHAN_HIGH	(1024 * 1024)
 
+/*
+ * A channel's part in backpressure: the writer it waits for, the readers
+ * that wait for it, its place on the resume list.  Made the first time it
+ * blocks, is blocked on or has lines left to resume: most never do, and
+ * every agent has a channel.
+ */
+struct chan_wait {
+	struct chan		*c;		/* whose */
+	struct chan		*blocked_on;	/* the writer we wait for */
+	TAILQ_HEAD(, chan_wait)	 waiters;	/* readers waiting for us */
+	TAILQ_ENTRY(chan_wait)	 wait_entry;
+	TAILQ_ENTRY(chan_wait)	 resume_entry;
+};
+
 static char		chan_buf[CHAN_READ_SIZE];
 static TAILQ_HEAD(, chan) chan_dirty = TAILQ_HEAD_INITIALIZER(chan_dirty);
-static TAILQ_HEAD(, chan) chan_resumes = TAILQ_HEAD_INITIALIZER(chan_resumes);
+static TAILQ_HEAD(, chan_wait) chan_resumes =
+    TAILQ_HEAD_INITIALIZER(chan_resumes);
 static ev_timer		chan_resume_w;
 static struct chan	*chan_current;	/* whose line is being handled */
 
@@ -53,9 +68,11 @@ void
 chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
     void *owner)
 {
-	size_t	high = CHAN_HIGH;
+	static const struct chan_ops	none;
+	size_t				high = CHAN_HIGH;
 
 	memset(c, 0, sizeof *c);
+	c->ops = &none;		/* its owner sets its own */
 	c->name = name;
 	c->rfd = rfd;
 	c->wfd = wfd;
@@ -65,14 +82,9 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	if (max > high)
 		high = max;
 	ndjson_writer_init(&c->wr, CHAN_LOW, high);
-	TAILQ_INIT(&c->waiters);
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
-	}
-	if (wfd != -1) {
-		ev_io_init(&c->ww, chan_write_cb, wfd, EV_WRITE);
-		c->ww.data = c;
 	}
 }
 
@@ -94,11 +106,37 @@ chan_start(struct chan *c)
 		ev_io_start(LOOP, &c->rw);
 }
 
+/* The channel's backpressure part, made now if it had none. */
+static struct chan_wait *
+chan_wait(struct chan *c)
+{
+	if (c->wait == NULL) {
+		c->wait = xcalloc(1, sizeof *c->wait);
+		c->wait->c = c;
+		TAILQ_INIT(&c->wait->waiters);
+	}
+	return c->wait;
+}
+
+/* The writer the channel's reader waits for, or NULL. */
+static struct chan *
+chan_blocked_on(const struct chan *c)
+{
+	return c->wait != NULL ? c->wait->blocked_on : NULL;
+}
+
+/* Return nonzero if readers wait for the channel's writer. */
+static int
+chan_has_waiters(const struct chan *c)
+{
+	return c->wait != NULL && !TAILQ_EMPTY(&c->wait->waiters);
+}
+
 /* Return nonzero if the channel's reader must not hand out lines now. */
 static int
 chan_held_back(const struct chan *c)
 {
-	return c->blocked_on != NULL || (c->flags & CHAN_RSTOPPED);
+	return chan_blocked_on(c) != NULL || (c->flags & CHAN_RSTOPPED);
 }
 
 /* Deliver one framed line to the owner. */
@@ -111,7 +149,7 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 
 	/* Whatever this line makes corral write may block this reader. */
 	chan_current = c;
-	c->on_line(c, kind, line, len, extra);
+	c->ops->line(c, kind, line, len, extra);
 	chan_current = saved;
 	if (chan_held_back(c))
 		ndjson_reader_stop(&c->rd);
@@ -121,7 +159,7 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 static void
 chan_pause(struct chan *c)
 {
-	if (c->blocked_on != NULL && ev_is_active(&c->rw)) {
+	if (chan_blocked_on(c) != NULL && ev_is_active(&c->rw)) {
 		ev_io_stop(LOOP, &c->rw);
 		c->flags |= CHAN_RPAUSED;
 	}
@@ -145,7 +183,7 @@ chan_go_on(struct chan *c)
 	}
 	if (!(c->flags & CHAN_RESUME)) {
 		c->flags |= CHAN_RESUME;
-		TAILQ_INSERT_TAIL(&chan_resumes, c, resume_entry);
+		TAILQ_INSERT_TAIL(&chan_resumes, chan_wait(c), resume_entry);
 	}
 	if (!ev_is_active(&chan_resume_w)) {
 		ev_timer_init(&chan_resume_w, chan_resume_cb, 0, 0);
@@ -158,7 +196,7 @@ static void
 chan_resume_remove(struct chan *c)
 {
 	if (c->flags & CHAN_RESUME) {
-		TAILQ_REMOVE(&chan_resumes, c, resume_entry);
+		TAILQ_REMOVE(&chan_resumes, c->wait, resume_entry);
 		c->flags &= ~CHAN_RESUME;
 	}
 }
@@ -170,12 +208,14 @@ chan_resume_remove(struct chan *c)
 int
 chan_resume_pending(void)
 {
-	struct chan	*c;
-	int		 any = 0;
+	struct chan_wait	*w;
+	struct chan		*c;
+	int			 any = 0;
 
 	if (ev_is_active(&chan_resume_w))
 		ev_timer_stop(LOOP, &chan_resume_w);
-	while ((c = TAILQ_FIRST(&chan_resumes)) != NULL) {
+	while ((w = TAILQ_FIRST(&chan_resumes)) != NULL) {
+		c = w->c;
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
@@ -221,8 +261,8 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
 		ndjson_finish(&c->rd, chan_line, c);
-		if (c->on_eof != NULL)
-			c->on_eof(c, 0);
+		if (c->ops->eof != NULL)
+			c->ops->eof(c, 0);
 		return;
 	}
 	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
@@ -249,7 +289,7 @@ void
 chan_resume_reading(struct chan *c)
 {
 	c->flags &= ~CHAN_RSTOPPED;
-	if (c->blocked_on == NULL)
+	if (chan_blocked_on(c) == NULL)
 		chan_go_on(c);
 }
 
@@ -257,17 +297,10 @@ chan_resume_reading(struct chan *c)
 static void
 chan_wake(struct chan *c)
 {
-	struct chan	*r;
-
 	c->flags &= ~CHAN_WFULL;
-	while ((r = TAILQ_FIRST(&c->waiters)) != NULL) {
-		TAILQ_REMOVE(&c->waiters, r, wait_entry);
-		r->blocked_on = NULL;
-		r->flags &= ~CHAN_RPAUSED;
-		chan_go_on(r);
-	}
-	if (c->on_drain != NULL)
-		c->on_drain(c, 0);
+	chan_release_waiters(c);
+	if (c->ops->drain != NULL)
+		c->ops->drain(c, 0);
 }
 
 /*
@@ -278,13 +311,15 @@ chan_wake(struct chan *c)
 void
 chan_release_waiters(struct chan *c)
 {
-	struct chan	*r;
+	struct chan_wait	*r;
 
-	while ((r = TAILQ_FIRST(&c->waiters)) != NULL) {
-		TAILQ_REMOVE(&c->waiters, r, wait_entry);
+	if (c->wait == NULL)
+		return;
+	while ((r = TAILQ_FIRST(&c->wait->waiters)) != NULL) {
+		TAILQ_REMOVE(&c->wait->waiters, r, wait_entry);
 		r->blocked_on = NULL;
-		r->flags &= ~CHAN_RPAUSED;
-		chan_go_on(r);
+		r->c->flags &= ~CHAN_RPAUSED;
+		chan_go_on(r->c);
 	}
 }
 
@@ -296,10 +331,10 @@ chan_release_waiters(struct chan *c)
 void
 chan_block(struct chan *r, struct chan *w)
 {
-	if (r == NULL || r->blocked_on != NULL || r->rfd == -1)
+	if (r == NULL || chan_blocked_on(r) != NULL || r->rfd == -1)
 		return;
-	r->blocked_on = w;
-	TAILQ_INSERT_TAIL(&w->waiters, r, wait_entry);
+	chan_wait(r)->blocked_on = w;
+	TAILQ_INSERT_TAIL(&chan_wait(w)->waiters, r->wait, wait_entry);
 }
 
 /* Return nonzero if the channel's writer is above its high watermark. */
@@ -334,20 +369,26 @@ chan_flush(struct chan *c)
 		return;
 	rc = ndjson_writer_flush(&c->wr, c->wfd);
 	if (rc == 1) {
-		if (!ev_is_active(&c->ww))
-			ev_io_start(LOOP, &c->ww);
+		if (c->ww == NULL) {
+			/* Made when first needed: most pipes never fill. */
+			c->ww = xmalloc(sizeof *c->ww);
+			ev_io_init(c->ww, chan_write_cb, c->wfd, EV_WRITE);
+			c->ww->data = c;
+		}
+		if (!ev_is_active(c->ww))
+			ev_io_start(LOOP, c->ww);
 	} else {
-		if (ev_is_active(&c->ww))
-			ev_io_stop(LOOP, &c->ww);
+		if (c->ww != NULL && ev_is_active(c->ww))
+			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
 			ndjson_writer_free(&c->wr);
 			c->flags |= CHAN_WCLOSED;
-			if (c->on_werror != NULL)
-				c->on_werror(c, saved);
+			if (c->ops->werror != NULL)
+				c->ops->werror(c, saved);
 		}
 	}
-	if (((c->flags & CHAN_WFULL) || !TAILQ_EMPTY(&c->waiters)) &&
+	if (((c->flags & CHAN_WFULL) || chan_has_waiters(c)) &&
 	    ndjson_writer_drained(&c->wr))
 		chan_wake(c);
 }
@@ -387,12 +428,16 @@ chan_close_write(struct chan *c)
 		c->flags &= ~CHAN_DIRTY;
 	}
 	(void)ndjson_writer_flush(&c->wr, c->wfd);
-	ev_io_stop(LOOP, &c->ww);
+	if (c->ww != NULL) {
+		ev_io_stop(LOOP, c->ww);
+		free(c->ww);
+		c->ww = NULL;
+	}
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
 	ndjson_writer_free(&c->wr);
-	if (!TAILQ_EMPTY(&c->waiters))
+	if (chan_has_waiters(c))
 		chan_wake(c);
 }
 
@@ -406,10 +451,15 @@ chan_close(struct chan *c)
 		close(c->rfd);
 		c->rfd = -1;
 	}
-	if (c->blocked_on != NULL) {
-		TAILQ_REMOVE(&c->blocked_on->waiters, c, wait_entry);
-		c->blocked_on = NULL;
+	if (chan_blocked_on(c) != NULL) {
+		TAILQ_REMOVE(&c->wait->blocked_on->wait->waiters, c->wait,
+		    wait_entry);
+		c->wait->blocked_on = NULL;
 	}
 	chan_resume_remove(c);
+	/* None wait for a channel whose write side closed; if any, they go. */
+	chan_release_waiters(c);
+	free(c->wait);
+	c->wait = NULL;
 	ndjson_reader_free(&c->rd);
 }

@@ -163,14 +163,14 @@ control_forget(struct agent *a)
 	struct peer	*p;
 
 	for (p = rpc_peer_first(); p != NULL; p = rpc_peer_next(p)) {
-		if (p->origin == a)
-			p->origin = NULL;
+		if (rpc_origin(p) == a)
+			p->conn->origin = NULL;
 		if (!(p->role & PEER_DELEGATE) || p->agent != a)
 			continue;
-		log_debug("%s: its agent %s is gone", p->own_name, a->id);
+		log_debug("%s: its agent %s is gone", rpc_own_name(p), a->id);
 		event_peer_gone(p);	/* it saw what the agent saw */
 		p->agent = NULL;
-		p->name = p->own_name;
+		p->name = rpc_own_name(p);
 		p->role = 0;
 	}
 }
@@ -197,8 +197,8 @@ control_participant(struct peer *p, const char *type)
 	char			*s;
 	size_t			 len;
 
-	const char		*pid = p->own_name != NULL ? p->own_name :
-				    p->name;
+	const char		*pid = rpc_own_name(p) != NULL ?
+				    rpc_own_name(p) : p->name;
 
 	jsonw_init(&j);
 	jsonw_object(&j);
@@ -206,9 +206,9 @@ control_participant(struct peer *p, const char *type)
 	jsonw_str(&j, pid);
 	jsonw_key(&j, "participantType");
 	jsonw_str(&j, p->agent != NULL ? "agent" : "client");
-	if (p->cname != NULL) {
+	if (p->conn != NULL && p->conn->cname != NULL) {
 		jsonw_key(&j, "name");
-		jsonw_str(&j, p->cname);
+		jsonw_str(&j, p->conn->cname);
 	}
 	if ((p->role & PEER_DELEGATE) && p->agent != NULL) {
 		jsonw_key(&j, "agentId");
@@ -318,23 +318,23 @@ control_auth(struct peer *p, json_t *id, json_t *auth)
 		    "corral", "it names no running agent");
 		return -1;
 	}
-	if (!(p->flags & PEER_INSIDE) || p->origin != a) {
+	if (!(p->flags & PEER_INSIDE) || rpc_origin(p) != a) {
 		/* A stolen one: say whose it is only in the log. */
 		snprintf(why, sizeof why, "agent %s's, shown from %s%s", a->id,
 		    !(p->flags & PEER_INSIDE) ? "outside corral" :
-		    p->origin != NULL ? "the processes of agent " :
-		    "a process of no agent", p->origin != NULL ?
-		    p->origin->id : "");
+		    rpc_origin(p) != NULL ? "the processes of agent " :
+		    "a process of no agent", rpc_origin(p) != NULL ?
+		    rpc_origin(p)->id : "");
 		control_auth_refuse(p, id, CORRAL_E_CREDENTIALS, "invalid "
 		    "credentials: an agent's token is valid only from the "
 		    "processes of that agent", why);
 		return -1;
 	}
-	p->own_name = p->name;
+	rpc_conn(p)->own_name = p->name;
 	p->name = a->id;
 	p->agent = a;
 	p->role = PEER_DELEGATE;
-	log_info("%s: acts for agent %s", p->own_name, a->id);
+	log_info("%s: acts for agent %s", p->conn->own_name, a->id);
 	return 0;
 }
 
@@ -355,9 +355,9 @@ control_inside(struct peer *p, json_t *id, const char *method,
 		return 0;
 	log_escape(esc, sizeof esc, method, strlen(method));
 	control_warn_refused("%s: refused %s from %s%s: an agent reaches "
-	    "corral only as itself", p->name, esc, p->origin != NULL ?
-	    "the processes of agent " : "inside corral", p->origin != NULL ?
-	    p->origin->id : "");
+	    "corral only as itself", p->name, esc, rpc_origin(p) != NULL ?
+	    "the processes of agent " : "inside corral", rpc_origin(p) !=
+	    NULL ? rpc_origin(p)->id : "");
 	snprintf(msg, sizeof msg, "authentication required: this connection "
 	    "comes from an agent's processes, which act only as that agent: "
 	    "map/connect with auth {\"method\": \"%s\", \"credential\": "
@@ -437,8 +437,8 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	}
 	ptype = json_string_value(json_object_get(params, "participantType"));
 	v = json_object_get(params, "name");
-	if (json_is_string(v) && p->cname == NULL)
-		p->cname = xstrndup(json_string_value(v), 128);
+	if (json_is_string(v) && (p->conn == NULL || p->conn->cname == NULL))
+		rpc_conn(p)->cname = xstrndup(json_string_value(v), 128);
 	v = json_object_get(json_object_get(params, "disconnectPolicy"),
 	    "agentBehavior");
 	if (json_is_string(v) && strcmp(json_string_value(v), "orphan") == 0)
@@ -474,7 +474,7 @@ control_connect(struct peer *p, json_t *id, json_t *params)
 	rpc_reply(p, id, res);
 	if (!(p->flags & PEER_CONNECTED)) {
 		p->flags |= PEER_CONNECTED;
-		p->since_ms = event_now_ms();
+		rpc_conn(p)->since_ms = event_now_ms();
 		if (!(p->role & PEER_AGENT)) {
 			rpc_peer_add(p);	/* again, after a disconnect */
 			control_participant(p, "participant_connected");
@@ -505,8 +505,8 @@ control_ping(struct peer *p, json_t *id, json_t *params)
 static void
 control_disconnect(struct peer *p, json_t *id, json_t *params)
 {
-	uint64_t	since = p->since_ms != 0 ? p->since_ms :
-			    control_run.started_ms;
+	uint64_t	since = p->conn != NULL && p->conn->since_ms != 0 ?
+			    p->conn->since_ms : control_run.started_ms;
 
 	event_peer_gone(p);
 	rpc_batch_drop_held(p);

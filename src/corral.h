@@ -282,20 +282,25 @@ typedef void (*ndjson_line_cb)(void *, enum ndjson_kind, char *, size_t,
 
 #define NDJSON_HEAD	256	/* of a line too long, handed out */
 
+/*
+ * Lengths are 32 bits: a line is at most NDJSON_MAX (max_line is at most
+ * 256 MiB), so what is held never nears 4 GiB.  Every agent has two of
+ * these, held while it idles: kept small.
+ */
+#define NDJSON_MAX	(1U << 30)
 struct ndjson_reader {
-	char	*buf;		/* the partial line */
-	size_t	 len;
-	size_t	 cap;
-	size_t	 max;
-	size_t	 discarded;
-	size_t	 lines;
-	int	 last_cr;	/* the last byte discarded was '\r' */
-	int	 discarding;
-	int	 truncate;
-	int	 stop;		/* hand out no more lines of this chunk */
-	int	 held;		/* buf holds the rest of a stopped chunk */
-	char	*head;		/* the start of a line discarded */
-	size_t	 headlen;
+	char		*buf;		/* the partial line */
+	char		*head;		/* the start of a line discarded */
+	uint64_t	 discarded;	/* a hostile line may pass 4 GiB */
+	uint32_t	 len;
+	uint32_t	 cap;
+	uint32_t	 max;
+	uint16_t	 headlen;
+	unsigned int	 last_cr:1;	/* the last byte discarded was '\r' */
+	unsigned int	 discarding:1;
+	unsigned int	 truncate:1;
+	unsigned int	 stop:1;	/* hand out no more lines of this chunk */
+	unsigned int	 held:1;	/* buf holds the rest of a stopped chunk */
 };
 
 struct ndjson_writer {
@@ -597,20 +602,24 @@ typedef void (*chan_line_cb)(struct chan *, enum ndjson_kind, char *, size_t,
     size_t);
 typedef void (*chan_event_cb)(struct chan *, int);
 
+struct chan_wait;
+
+/* What a channel tells its owner: one table per kind of owner. */
+struct chan_ops {
+	chan_line_cb		 line;
+	chan_event_cb		 eof;		/* arg: 0 read EOF */
+	chan_event_cb		 werror;	/* arg: errno */
+	chan_event_cb		 drain;		/* writer went below low */
+};
+
 struct chan {
 	int			 rfd;
 	int			 wfd;
 	ev_io			 rw;
-	ev_io			 ww;
+	ev_io			*ww;		/* NULL until a write waits */
 	struct ndjson_reader	 rd;
 	struct ndjson_writer	 wr;
-	chan_line_cb		 on_line;
-	chan_event_cb		 on_eof;	/* arg: 0 read EOF */
-	chan_event_cb		 on_werror;	/* arg: errno */
-	chan_event_cb		 on_drain;	/* writer went below low */
-	/* Each line written, translated (a new string), or NULL: none. */
-	char			*(*encode)(struct chan *, const char *, size_t,
-				    size_t *);
+	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
 	int			 flags;
@@ -621,11 +630,9 @@ struct chan {
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
 #define CHAN_RESUME	0x40	/* on the resume list */
-	struct chan		*blocked_on;	/* the writer we wait for */
-	TAILQ_HEAD(, chan)	 waiters;	/* readers waiting for us */
-	TAILQ_ENTRY(chan)	 wait_entry;
+	/* Backpressure's links (chan.c); NULL until it first blocks. */
+	struct chan_wait	*wait;
 	TAILQ_ENTRY(chan)	 dirty_entry;
-	TAILQ_ENTRY(chan)	 resume_entry;
 };
 
 /*
@@ -661,7 +668,6 @@ struct proc {
 #define PROC_TRACE	0x40	/* hears of stops and continues */
 	int			 errfd PART_OF(proc);
 	ev_io			 err_w PART_OF(proc);
-	ev_child		 child_w PART_OF(proc);
 	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
 	const char		*pipe_what PART_OF(proc);
 	double			 grace PART_OF(proc);	/* for held pipes */
@@ -670,7 +676,7 @@ struct proc {
 	const char		*name PART_OF(proc);	/* in the log */
 	const struct proc_hooks	*hooks PART_OF(proc);
 	void			*owner PART_OF(proc);
-	TAILQ_ENTRY(proc)	 live PART_OF(proc);
+	struct proc		*hnext PART_OF(proc);	/* proc.c's pid table */
 };
 
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
@@ -698,18 +704,22 @@ struct life {
 #define LF_STOP_PENDING	0x40	/* stops once its children have */
 #define LF_SPOKE	0x80	/* wrote a line, or became ready by itself */
 #define LF_FAULT	0x100	/* stopped for a fault: its exit is abnormal */
-	int			 policy;	/* restart policy; -1: entry's */
-	ev_timer		 life_w;	/* stop steps, backoff */
-	ev_timer		 hb_w;		/* heartbeats */
+#define LF_HB		0x200	/* the timer counts heartbeats */
+#define LF_PINGED	0x400	/* a heartbeat ping is unanswered */
+	/*
+	 * One timer: heartbeats while it runs (LF_HB), then the stop steps
+	 * and the backoff, which begin where heartbeats end.
+	 */
+	ev_timer		 life_w;
 	ev_timer		*recover_w;	/* unavailable from timeouts;
 						   NULL: never was */
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
-	int			 hb_pinged;	/* a ping is unanswered */
 	unsigned int		 timeouts;	/* consecutive */
 	unsigned int		 outstanding;	/* requests it holds */
 	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
+	int			 policy;	/* restart policy; -1: entry's */
 	ev_tstamp		*restarts;	/* recent restart times, a ring */
 	unsigned int		 nrestarts;
 	unsigned int		 restart_count;
@@ -736,11 +746,11 @@ struct msg;
 TAILQ_HEAD(msgq, msg);
 struct slot {
 	TAILQ_ENTRY(agent)	 pool_entry;	/* its workflow entry's pool */
-	int			 in_pool;
 	uint64_t		 last_pick;
 	struct route_itemq	 direct;	/* waiting for it alone */
 	unsigned int		 held;		/* for retries */
-	int			 kicking;	/* in route_kick */
+	unsigned char		 in_pool;
+	unsigned char		 kicking;	/* in route_kick */
 };
 
 /* breaker.c: an agent's circuit breaker (written by breaker.c). */
@@ -771,19 +781,15 @@ struct budget {
  * dialect.c).
  */
 struct dialect;
+struct dialect_trouble;
 struct agent_dialect {
 	const struct dialect	*d;		/* NULL: its entry's, once used */
 	void			*state;		/* the dialect's own */
-	ev_tstamp		 warn_at;	/* rate limit of warnings */
-	unsigned int		 warn_count;
-	unsigned int		 warn_dropped;
-	unsigned int		 notices_dropped;
-	unsigned int		 bad_streak;	/* bad lines in a row */
-	unsigned int		 env_streak;	/* invalid envelopes in a row */
-	char			*bad_first;	/* the first of them, once any */
-	int			 answered;	/* answered a request, or spoke JSON-RPC */
-	int			 failed_output;	/* failed for non-JSON output */
-	int			 adapted;	/* a tool's: its lines are its adapter's */
+	/* Bad lines, warnings, dropped notices: NULL until the first. */
+	struct dialect_trouble	*trouble;
+	unsigned char		 answered;	/* answered a request, or spoke JSON-RPC */
+	unsigned char		 failed_output;	/* failed for non-JSON output */
+	unsigned char		 adapted;	/* a tool's: its lines are its adapter's */
 };
 
 /* engine.c: the latest progress an agent reported on its work. */
@@ -840,25 +846,31 @@ struct peer {
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
 #define PEER_INSIDE	0x20	/* from inside: an agent's processes */
 #define PEER_HANGUP	0x40	/* close it once this answer is out */
-	uint64_t		 ping_seq;
-	struct agent		*origin;	/* inside: whose, NULL: none */
-	char			*cname;		/* map/connect's name */
-	const char		*own_name;	/* a delegate's participantId */
-	uint64_t		 since_ms;	/* connected at */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
+	uint64_t		 ping_seq;
+	/* What a connection says of itself (rpc_conn); NULL: nothing. */
+	struct peer_conn	*conn;
 	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
 	json_t			*held;		/* frames after them (rpc.c) */
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
+/*
+ * rpc.c: what a connection says of itself, made when first set (most
+ * peers are agents on their pipes, which set none of it).
+ */
+struct peer_conn {
+	struct agent		*origin;	/* inside: whose, NULL: none */
+	char			*cname;		/* map/connect's name */
+	const char		*own_name;	/* a delegate's participantId */
+	uint64_t		 since_ms;	/* connected at */
+};
+
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
+struct mapinfo_more;
 struct mapinfo {
-	char			*owner;		/* the client that spawned it */
 	const char		*state;		/* the MAP state last announced */
-	json_t			*metadata;	/* from register, spawn, update */
-	json_t			*caps;		/* capabilities it registered */
-	char			*reported;	/* state the agent reported */
-	char			*last_error;	/* its latest failed request */
+	struct mapinfo_more	*more;		/* owner, metadata ...; NULL: none */
 	uint64_t		 created_ms;
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
@@ -874,7 +886,8 @@ struct mapinfo {
 #define AGENT_TOKEN_LEN	64	/* hex digits of its credential */
 struct agent {
 	char			*id;
-	char			 token[AGENT_TOKEN_LEN + 1];
+	/* The credential's bytes; agent_token writes its hex digits. */
+	uint8_t			 token[AGENT_TOKEN_LEN / 2];
 	struct agent_conf	*conf;
 	/* Frees conf after every module forgot the agent; NULL: shared. */
 	void			(*conf_free)(struct agent_conf *);
@@ -884,9 +897,9 @@ struct agent {
 #define AGENT_DEAD	0x02	/* to be freed */
 	/* The tree. */
 	struct agent		*parent;
-	unsigned int		 depth;
 	TAILQ_HEAD(, agent)	 children;
 	TAILQ_ENTRY(agent)	 sibling;
+	unsigned int		 depth;
 	unsigned int		 nchildren;
 	/* The registry. */
 	RB_ENTRY(agent)		 by_id;
@@ -1814,6 +1827,7 @@ void	 agent_on_free(agent_cb);
 void	 agent_news(struct agent *, enum agent_event, const char *);
 struct agent *agent_find(const char *);
 struct agent *agent_find_token(const char *);
+void	 agent_token(const struct agent *, char [AGENT_TOKEN_LEN + 1]);
 struct agent *agent_of_pid(pid_t);
 struct agent *agent_first(void);
 struct agent *agent_next(struct agent *);
@@ -1868,6 +1882,10 @@ void	 rpc_batch_end(struct peer *);
 void	 rpc_batch_drop_held(struct peer *);
 size_t	 rpc_batch_bytes(const struct peer *);
 int	 rpc_batching(const struct peer *);
+struct peer_conn *rpc_conn(struct peer *);
+void	 rpc_conn_free(struct peer *);
+struct agent *rpc_origin(const struct peer *);
+const char *rpc_own_name(const struct peer *);
 const char *rpc_category(int);
 int	 rpc_retryable(int);
 void	 rpc_peer_add(struct peer *);
@@ -2102,6 +2120,7 @@ char	*codec_encode_line(struct codec_state *, const char *, size_t,
 
 /* proc.c */
 void	 proc_init(struct proc *);
+void	 proc_waited(pid_t, int);
 int	 proc_spawn(struct proc *, const struct agent_conf *, char *const *,
 	    const char *, const char *, char *const *, int,
 	    const struct proc_hooks *, void *, struct spawn_result *);

@@ -44,6 +44,45 @@ static int	dialect_rpc(struct agent *, const char *, size_t);
 static void	dialect_notices_summary(struct agent *, const char *);
 
 /*
+ * What an agent that writes bad lines has: its streaks, the first bad
+ * line, its warnings' rate limit.  Made at the first such line, so a
+ * well-behaved agent holds one pointer for it.
+ */
+struct dialect_trouble {
+	ev_tstamp	 warn_at;	/* rate limit of warnings */
+	unsigned int	 warn_count;
+	unsigned int	 warn_dropped;
+	unsigned int	 notices_dropped;
+	unsigned int	 bad_streak;	/* bad lines in a row */
+	unsigned int	 env_streak;	/* invalid envelopes in a row */
+	char		*bad_first;	/* the first of them, once any */
+};
+
+/* The agent's trouble record, made now if it had none. */
+static struct dialect_trouble *
+dialect_trouble(struct agent *a)
+{
+	if (a->dialect.trouble == NULL)
+		a->dialect.trouble = xcalloc(1, sizeof *a->dialect.trouble);
+	return a->dialect.trouble;
+}
+
+/* Its invalid envelopes in a row. */
+static unsigned int
+dialect_env_streak(const struct agent *a)
+{
+	return a->dialect.trouble != NULL ? a->dialect.trouble->env_streak : 0;
+}
+
+/* A line that is no garbage ends a streak of bad ones. */
+static void
+dialect_good_line(struct agent *a)
+{
+	if (a->dialect.trouble != NULL)
+		a->dialect.trouble->bad_streak = 0;
+}
+
+/*
  * Set the module up with the consumers of what it reads (the supervisor
  * registers them), and hear of agents' lines, their stdin draining, their
  * end, and the JSON-RPC frames written to them.
@@ -136,10 +175,14 @@ dialect_switch(struct agent *a, const char *name)
 void
 dialect_spawned(struct agent *a)
 {
+	struct dialect_trouble	*t;
+
 	dialect_detach(a);
-	a->dialect.bad_streak = 0;
-	a->dialect.env_streak = 0;
-	a->dialect.notices_dropped = 0;
+	if ((t = a->dialect.trouble) != NULL) {
+		t->bad_streak = 0;
+		t->env_streak = 0;
+		t->notices_dropped = 0;
+	}
 	a->dialect.failed_output = 0;
 	/* Looked at once here, not for every line. */
 	a->dialect.adapted = adapter_attached(a);
@@ -150,8 +193,11 @@ static void
 dialect_forget(struct agent *a)
 {
 	dialect_detach(a);
-	free(a->dialect.bad_first);
-	a->dialect.bad_first = NULL;
+	if (a->dialect.trouble != NULL) {
+		free(a->dialect.trouble->bad_first);
+		free(a->dialect.trouble);
+		a->dialect.trouble = NULL;
+	}
 }
 
 /* Write a line to agent a through its dialect's encoder, if it has one. */
@@ -218,7 +264,7 @@ dialect_notice(struct agent *a, const char *code, const char *path,
 		free(e);
 		return;
 	}
-	if (agent_full(a) || a->dialect.env_streak > DIALECT_ENV_STREAK) {
+	if (agent_full(a) || dialect_env_streak(a) > DIALECT_ENV_STREAK) {
 		/*
 		 * It does not read what we send, or it answers every notice
 		 * with another bad envelope: more notices would only grow
@@ -227,7 +273,7 @@ dialect_notice(struct agent *a, const char *code, const char *path,
 		 * reads again or sends a valid envelope.
 		 */
 		dialect_counts.notices_dropped++;
-		a->dialect.notices_dropped++;
+		dialect_trouble(a)->notices_dropped++;
 		return;
 	}
 	e = envelope_error(code, "REJECTED", path, message, parent,
@@ -252,9 +298,10 @@ dialect_warn(struct agent *a, const char *fmt, ...)
 	char			 buf[512], who[96];
 
 	/* NULL: corral serve's stdin, limited the same way. */
-	at = a != NULL ? &a->dialect.warn_at : &stdin_at;
-	count = a != NULL ? &a->dialect.warn_count : &stdin_count;
-	dropped = a != NULL ? &a->dialect.warn_dropped : &stdin_dropped;
+	at = a != NULL ? &dialect_trouble(a)->warn_at : &stdin_at;
+	count = a != NULL ? &a->dialect.trouble->warn_count : &stdin_count;
+	dropped = a != NULL ? &a->dialect.trouble->warn_dropped :
+	    &stdin_dropped;
 	snprintf(who, sizeof who, a != NULL ? "agent %s" : "stdin",
 	    a != NULL ? a->id : "");
 	if (now - *at >= 1.0) {
@@ -290,11 +337,12 @@ static void
 dialect_notices_summary(struct agent *a, const char *when)
 {
 	char		 why[200];
-	unsigned int	 n = a->dialect.notices_dropped;
+	unsigned int	 n;
 
-	if (n == 0 || agent_full(a))
+	if (a->dialect.trouble == NULL ||
+	    (n = a->dialect.trouble->notices_dropped) == 0 || agent_full(a))
 		return;
-	a->dialect.notices_dropped = 0;
+	a->dialect.trouble->notices_dropped = 0;
 	snprintf(why, sizeof why, "%u notices about your output were not sent "
 	    "%s", n, when);
 	dialect_notice(a, "notices_dropped", NULL, why, NULL);
@@ -311,7 +359,7 @@ dialect_notices_summary(struct agent *a, const char *when)
 void
 dialect_bad_message(struct agent *a)
 {
-	if (++a->dialect.env_streak != DIALECT_ENV_STREAK + 1)
+	if (++dialect_trouble(a)->env_streak != DIALECT_ENV_STREAK + 1)
 		return;
 	log_warnx("agent %s: %u invalid envelopes in a row: no more notices "
 	    "until it writes a valid one (does it answer every notice?)",
@@ -322,9 +370,10 @@ dialect_bad_message(struct agent *a)
 void
 dialect_good_message(struct agent *a)
 {
-	int	muted = a->dialect.env_streak > DIALECT_ENV_STREAK;
+	int	muted = dialect_env_streak(a) > DIALECT_ENV_STREAK;
 
-	a->dialect.env_streak = 0;
+	if (a->dialect.trouble != NULL)
+		a->dialect.trouble->env_streak = 0;
 	if (muted)
 		dialect_notices_summary(a, "after many invalid envelopes in a "
 		    "row");
@@ -398,28 +447,28 @@ dialect_framing(struct agent *a, size_t max, enum ndjson_kind kind,
 static void
 dialect_garbage(struct agent *a, const char *line, size_t len)
 {
-	char	why[400], q[200];
-	size_t	n;
+	struct dialect_trouble	*t = dialect_trouble(a);
+	char			 why[400], q[200];
+	size_t			 n;
 
-	if (a->dialect.bad_streak++ == 0) {
-		if (a->dialect.bad_first == NULL)
-			a->dialect.bad_first = xmalloc(DIALECT_BAD_FIRST);
+	if (t->bad_streak++ == 0) {
+		if (t->bad_first == NULL)
+			t->bad_first = xmalloc(DIALECT_BAD_FIRST);
 		n = util_utf8_cut(line, len, DIALECT_BAD_FIRST - 1);
 		if (n > 0)
-			memcpy(a->dialect.bad_first, line, n);
-		a->dialect.bad_first[n] = '\0';
+			memcpy(t->bad_first, line, n);
+		t->bad_first[n] = '\0';
 	}
-	if (a->dialect.bad_streak < DIALECT_BAD_STREAK)
+	if (t->bad_streak < DIALECT_BAD_STREAK)
 		return;
-	log_escape(q, sizeof q, a->dialect.bad_first,
-	    strlen(a->dialect.bad_first));
+	log_escape(q, sizeof q, t->bad_first, strlen(t->bad_first));
 	snprintf(why, sizeof why, "it writes non-JSON to stdout (%u bad lines "
 	    "in a row, the first: \"%s\"); log to stderr instead",
-	    a->dialect.bad_streak, q);
+	    t->bad_streak, q);
 	/* Set first: the failure reaches the engine while fail() runs. */
 	a->dialect.failed_output = 1;
 	if (dialect_use.fail != NULL && dialect_use.fail(a, why))
-		a->dialect.bad_streak = 0;
+		t->bad_streak = 0;
 	else
 		a->dialect.failed_output = 0;
 }
@@ -546,7 +595,7 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 			dialect_use.control(agent_peer(a), f->line, f->len);
 		return;
 	case DF_CONTROL:
-		a->dialect.bad_streak = 0;
+		dialect_good_line(a);
 		a->dialect.answered = 1;
 		/* The control plane scans it again: let the tape go first. */
 		jscan_trim(f->js);
@@ -559,14 +608,14 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 		 * effect the first time.  Audited, counted, not answered (a
 		 * notice would look like the answer to a request).
 		 */
-		a->dialect.bad_streak = 0;
+		dialect_good_line(a);
 		dialect_counts.redeliveries++;
 		log_debug("agent %s: %s", a->id, f->err.msg);
 		auditlog_event("redelivery", a->id, f->id, "path", f->err.path,
 		    "reason", f->err.msg, NULL);
 		return;
 	case DF_INVALID:
-		a->dialect.bad_streak = 0;
+		dialect_good_line(a);
 		dialect_warn(a, "invalid %s: %s", a->dialect.d->noun,
 		    f->err.msg);
 		dialect_bad_message(a);
@@ -575,7 +624,7 @@ dialect_deliver(struct agent *a, struct dialect_frame *f)
 			dialect_use.invalid(a, f);
 		return;
 	default:
-		a->dialect.bad_streak = 0;
+		dialect_good_line(a);
 		if (dialect_use.envelope != NULL)
 			dialect_use.envelope(a, f);
 		return;

@@ -48,18 +48,23 @@
 #define EVENT_KEYS_KEEP		256	/* and a keys buffer this big */
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
 
+/*
+ * A record of the ring, two for each agent that starts: kept small, with
+ * 32-bit sizes (an event is far below 4 GiB: its parts are bounded by
+ * max_line, at most 256 MiB).
+ */
 struct event_rec {
 	char		 id[EVENT_ID_LEN + 1];
+	uint32_t	 kcap;
+	uint32_t	 len;
+	uint32_t	 cap;
 	uint64_t	 ms;
 	const char	*type;		/* a literal */
 	const char	*srole;		/* role of the source; outlives us */
 	const char	*arole;		/* role of data.agentId */
 	char		*text;		/* the Event object */
-	size_t		 len;
-	size_t		 cap;
 	char		*keys;		/* source, agent, corr: NUL-separated */
-	size_t		 kcap;
-	int		 has;		/* which of the keys are there */
+	uint32_t	 has;		/* which of the keys are there */
 #define EV_SOURCE	0x01
 #define EV_AGENT	0x02
 #define EV_CORR		0x04
@@ -408,7 +413,8 @@ event_deliver(struct event_sub *s, const struct event_rec *r)
 static size_t
 event_cost(const struct event_rec *r)
 {
-	return r->cap + r->kcap + ((r->has & EV_LAZY) ? EVENT_LAZY_BYTES : 0);
+	return (size_t)r->cap + r->kcap + ((r->has & EV_LAZY) ?
+	    EVENT_LAZY_BYTES : 0);
 }
 
 /*
@@ -446,11 +452,13 @@ event_evict(int reuse)
  * start and state change, so slack would cost memory per agent.
  */
 static void
-event_store(char **buf, size_t *cap, size_t need)
+event_store(char **buf, uint32_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return;
-	*cap = need;
+	if (need > UINT32_MAX)
+		fatalx("event_store: an event of %zu bytes", need);
+	*cap = (uint32_t)need;
 	*buf = xreallocarray(*buf, 1, *cap);
 }
 
@@ -611,7 +619,8 @@ event_lazy(struct event_rec *r, const char *const *shape,
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
 	if (kl + vl > r->kcap) {
-		r->kcap = kl + vl;
+		/* The values were in the record's text (event_store's bound). */
+		r->kcap = (uint32_t)(kl + vl);
 		r->keys = xreallocarray(r->keys, 1, r->kcap);
 	}
 	p = r->keys + kl;
@@ -740,7 +749,7 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	text = event_text(r, ei->source, data, dlen, &len);
 	event_store(&r->text, &r->cap, len + 1);
 	memcpy(r->text, text, len + 1);
-	r->len = len;
+	r->len = (uint32_t)len;
 	event_bytes += event_cost(r);
 	free(text);
 	/* The history is bounded in bytes too: payloads can be large. */

@@ -172,7 +172,7 @@ static int	lifecycle_may_restart(const struct agent *);
 static unsigned int lifecycle_recent_restarts(const struct agent *,
 		    ev_tstamp);
 static void	lifecycle_giveup(struct agent *, const char *, const char *);
-static void	lifecycle_hb_cb(struct ev_loop *, ev_timer *, int);
+static void	lifecycle_hb(struct agent *, ev_tstamp);
 static void	lifecycle_life_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_recover_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_forget(struct agent *);
@@ -751,20 +751,40 @@ lifecycle_set_policy(struct agent *a, int policy)
 	a->life.policy = policy;
 }
 
-/* Arm the life timer. */
+/*
+ * Arm the life timer for a stop step or a backoff.  Heartbeats end here
+ * if they still ran: every state that arms it (stopping, backoff) is one
+ * where a heartbeat would count nothing.
+ */
 static void
 lifecycle_arm(struct agent *a, double after)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
+	a->life.flags &= ~LF_HB;
 	ev_timer_set(&a->life.life_w, after, 0);
 	ev_timer_start(LOOP, &a->life.life_w);
 }
 
-/* The life timer ran out. */
+/* Stop the heartbeats, if the timer counts them. */
+static void
+lifecycle_hb_stop(struct agent *a)
+{
+	if (a->life.flags & LF_HB) {
+		ev_timer_stop(LOOP, &a->life.life_w);
+		a->life.flags &= ~LF_HB;
+	}
+}
+
+/* The life timer ran out: a heartbeat interval, or a stop step's time. */
 static void
 lifecycle_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	lifecycle_feed(w->data, AE_TIMER, NULL);
+	struct agent	*a = w->data;
+
+	if (a->life.flags & LF_HB)
+		lifecycle_hb(a, ev_now(loop));
+	else
+		lifecycle_feed(a, AE_TIMER, NULL);
 }
 
 /*
@@ -782,8 +802,6 @@ lifecycle_create(struct agent_conf *ac, unsigned int instance,
 	a->life.policy = -1;
 	ev_timer_init(&a->life.life_w, lifecycle_life_cb, 0, 0);
 	a->life.life_w.data = a;
-	ev_timer_init(&a->life.hb_w, lifecycle_hb_cb, 0, 0);
-	a->life.hb_w.data = a;
 	adapter_attach(a, adapter_table_find(ac->adapter));
 	return a;
 }
@@ -793,7 +811,7 @@ static void
 lifecycle_forget(struct agent *a)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
-	ev_timer_stop(LOOP, &a->life.hb_w);
+	a->life.flags &= ~LF_HB;
 	if (a->life.recover_w != NULL) {
 		ev_timer_stop(LOOP, a->life.recover_w);
 		free(a->life.recover_w);
@@ -908,33 +926,34 @@ life_ready(struct agent *a, const char *why)
 
 	if (iv <= 0 || adapter_per_call(a))
 		return;
-	ev_timer_stop(LOOP, &a->life.hb_w);
+	/* A stop step's time runs: no heartbeat would count now. */
+	if (ev_is_active(&a->life.life_w) && !(a->life.flags & LF_HB))
+		return;
+	ev_timer_stop(LOOP, &a->life.life_w);
+	a->life.flags |= LF_HB;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
-	a->life.hb_pinged = 0;
-	ev_timer_set(&a->life.hb_w, iv, iv);
-	ev_timer_start(LOOP, &a->life.hb_w);
+	a->life.flags &= ~LF_PINGED;
+	ev_timer_set(&a->life.life_w, iv, iv);
+	ev_timer_start(LOOP, &a->life.life_w);
 }
 
 /* Count one interval: ping, and after enough silence mark unavailable. */
 static void
-lifecycle_hb_cb(struct ev_loop *loop, ev_timer *w, int revents)
+lifecycle_hb(struct agent *a, ev_tstamp now)
 {
-	struct agent	*a = w->data;
-	ev_tstamp	 now = ev_now(loop);
-
 	if (a->life.state == AS_SUSPENDED || !lifecycle_alive(a) ||
 	    lifecycle_stopping(a))
 		return;
 	if (now - a->life.last_activity < a->conf->hb_interval * 0.999) {
 		a->life.hb_missed = 0;
-		a->life.hb_pinged = 0;
+		a->life.flags &= ~LF_PINGED;
 		return;
 	}
 	/* Silence is a miss only when a ping went unanswered. */
-	if (a->life.hb_pinged)
+	if (a->life.flags & LF_PINGED)
 		a->life.hb_missed++;
-	a->life.hb_pinged = 1;
+	a->life.flags |= LF_PINGED;
 	if (a->life.hb_missed >= a->conf->hb_misses &&
 	    a->life.state != AS_UNAVAILABLE) {
 		a->life.flags |= LF_MISSED;
@@ -955,7 +974,7 @@ lifecycle_activity(struct agent *a)
 	a->life.failed_starts = 0;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
-	a->life.hb_pinged = 0;
+	a->life.flags &= ~LF_PINGED;
 	if (a->life.state == AS_UNAVAILABLE && (a->life.flags & (LF_MISSED |
 	    LF_TIMEDOUT)) && !agent_sigstopped(a)) {
 		a->life.flags &= ~(LF_MISSED | LF_TIMEDOUT);
@@ -1041,7 +1060,7 @@ static void
 life_begin_stop(struct agent *a, const char *why)
 {
 	a->life.flags |= LF_STOP_ASKED;
-	ev_timer_stop(LOOP, &a->life.hb_w);
+	lifecycle_hb_stop(a);
 	if (adapter_per_call(a)) {
 		/* The adapter stops its calls; the last one ends it. */
 		if (adapter_stop(a) == 0)
@@ -1279,7 +1298,7 @@ static void
 life_exited(struct agent *a, const char *st)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
-	ev_timer_stop(LOOP, &a->life.hb_w);
+	a->life.flags &= ~LF_HB;
 	if (a->life.recover_w != NULL)
 		ev_timer_stop(LOOP, a->life.recover_w);
 	/* A detached session is beyond reach until corral exits. */
@@ -1295,7 +1314,7 @@ static void
 life_failed(struct agent *a, const char *why)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
-	ev_timer_stop(LOOP, &a->life.hb_w);
+	a->life.flags &= ~LF_HB;
 	a->life.flags |= LF_NORESTART;
 	if (agent_running(a)) {
 		agent_signal(a, SIGKILL);

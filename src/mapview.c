@@ -71,14 +71,45 @@ mapview_ms(ev_tstamp t)
 	return t > 0 ? (json_int_t)(t * 1000.0) : 0;
 }
 
+/*
+ * What few agents have (an owner, metadata, capabilities, a reported
+ * state, a last error): made when first written, so an idle agent holds
+ * one pointer for them.
+ */
+struct mapinfo_more {
+	char	*owner;		/* the client that spawned it */
+	json_t	*metadata;	/* from register, spawn, update */
+	json_t	*caps;		/* capabilities it registered */
+	char	*reported;	/* state the agent reported */
+	char	*last_error;	/* its latest failed request */
+};
+
+/* The rarely set part, to read (all NULL when never written). */
+static const struct mapinfo_more *
+mapview_extra(const struct agent *a)
+{
+	static const struct mapinfo_more	none;
+
+	return a->map.more != NULL ? a->map.more : &none;
+}
+
+/* The rarely set part, to write: made now if it was not. */
+static struct mapinfo_more *
+mapview_more(struct agent *a)
+{
+	if (a->map.more == NULL)
+		a->map.more = xcalloc(1, sizeof *a->map.more);
+	return a->map.more;
+}
+
 /* Who started an agent: its client, its parent, corral; NULL: orphaned. */
 const char *
 mapview_owner(const struct agent *a)
 {
 	if (a->map.flags & MAPF_ORPHANED)
 		return NULL;
-	if (a->map.owner != NULL)
-		return a->map.owner;
+	if (a->map.more != NULL && a->map.more->owner != NULL)
+		return a->map.more->owner;
 	return a->parent != NULL ? a->parent->id : "corral";
 }
 
@@ -189,13 +220,15 @@ mapview_forget(struct agent *a)
 		mapview_emit("agent_unregistered", a, &j, 1);
 	}
 	event_peer_gone(agent_peer(a));
-	free(agent_peer(a)->cname);
-	agent_peer(a)->cname = NULL;
-	free(a->map.owner);
-	free(a->map.reported);
-	free(a->map.last_error);
-	json_decref(a->map.metadata);
-	json_decref(a->map.caps);
+	rpc_conn_free(agent_peer(a));
+	if (a->map.more != NULL) {
+		free(a->map.more->owner);
+		free(a->map.more->reported);
+		free(a->map.more->last_error);
+		json_decref(a->map.more->metadata);
+		json_decref(a->map.more->caps);
+		free(a->map.more);
+	}
 	memset(&a->map, 0, sizeof a->map);
 }
 
@@ -203,8 +236,13 @@ mapview_forget(struct agent *a)
 void
 mapview_set_owner(struct agent *a, const char *owner)
 {
-	free(a->map.owner);
-	a->map.owner = owner != NULL ? xstrdup(owner) : NULL;
+	struct mapinfo_more	*m;
+
+	if (owner == NULL && a->map.more == NULL)
+		return;
+	m = mapview_more(a);
+	free(m->owner);
+	m->owner = owner != NULL ? xstrdup(owner) : NULL;
 }
 
 /* Count the JSON values in v, stopping past max. */
@@ -288,8 +326,8 @@ mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
 
 	if (!json_is_object(md))
 		return 0;
-	m = a->map.metadata != NULL ? json_copy(a->map.metadata) :
-	    json_object();
+	m = mapview_extra(a)->metadata != NULL ?
+	    json_copy(mapview_extra(a)->metadata) : json_object();
 	json_object_update(m, md);
 	/* corral's own members are not the agent's to set. */
 	for (i = 0; mapview_reserved[i] != NULL; i++)
@@ -300,8 +338,8 @@ mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
 		json_decref(m);
 		return -1;
 	}
-	json_decref(a->map.metadata);
-	a->map.metadata = m;
+	json_decref(mapview_more(a)->metadata);
+	mapview_more(a)->metadata = m;
 	return 0;
 }
 
@@ -309,30 +347,37 @@ mapview_merge(struct agent *a, json_t *md, char *why, size_t len)
 void
 mapview_report(struct agent *a, const char *state)
 {
-	free(a->map.reported);
-	a->map.reported = state != NULL ? xstrdup(state) : NULL;
+	struct mapinfo_more	*m;
+
+	if (state == NULL && a->map.more == NULL)
+		return;
+	m = mapview_more(a);
+	free(m->reported);
+	m->reported = state != NULL ? xstrdup(state) : NULL;
 }
 
 /* The state an agent says it is in, or NULL. */
 const char *
 mapview_reported_state(struct agent *a)
 {
-	return a->map.reported;
+	return mapview_extra(a)->reported;
 }
 
 /* The metadata an agent gave itself (borrowed), or NULL. */
 json_t *
 mapview_own_metadata(struct agent *a)
 {
-	return a->map.metadata;
+	return mapview_extra(a)->metadata;
 }
 
 /* A request at an agent failed: remembered for ps and top. */
 void
 mapview_note_error(struct agent *a, const char *why)
 {
-	free(a->map.last_error);
-	a->map.last_error = xstrdup(why);
+	struct mapinfo_more	*m = mapview_more(a);
+
+	free(m->last_error);
+	m->last_error = xstrdup(why);
 }
 
 /*
@@ -344,9 +389,11 @@ mapview_owner_gone(const char *owner, int orphan)
 {
 	struct agent	*a;
 	struct jsonw	 j;
+	const char	*o;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
-		if (a->map.owner == NULL || strcmp(a->map.owner, owner) != 0 ||
+		o = mapview_extra(a)->owner;
+		if (o == NULL || strcmp(o, owner) != 0 ||
 		    (a->map.flags & MAPF_ORPHANED))
 			continue;
 		if (!orphan) {
@@ -372,11 +419,14 @@ int
 mapview_owns(const char *owner)
 {
 	struct agent	*a;
+	const char	*o;
 
-	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->map.owner != NULL && strcmp(a->map.owner, owner) == 0 &&
+	for (a = agent_first(); a != NULL; a = agent_next(a)) {
+		o = mapview_extra(a)->owner;
+		if (o != NULL && strcmp(o, owner) == 0 &&
 		    !(a->map.flags & MAPF_ORPHANED) && lifecycle_alive(a))
 			return 1;
+	}
 	return 0;
 }
 
@@ -443,8 +493,8 @@ mapview_add_capabilities(struct agent *a, json_t *list)
 
 	if (!json_is_array(list))
 		return;
-	if (a->map.caps == NULL)
-		a->map.caps = json_array();
+	if (mapview_more(a)->caps == NULL)
+		a->map.more->caps = json_array();
 	json_array_foreach(list, i, c) {
 		if ((name = protocol_capability_name(c)) == NULL ||
 		    strlen(name) > 128)
@@ -452,14 +502,14 @@ mapview_add_capabilities(struct agent *a, json_t *list)
 		o = json_is_object(c) ? json_deep_copy(c) : json_object();
 		json_object_del(o, "id");
 		json_object_set_new(o, "name", json_string(name));
-		json_array_foreach(a->map.caps, k, have)
+		json_array_foreach(a->map.more->caps, k, have)
 			if ((hn = protocol_capability_name(have)) != NULL &&
 			    strcmp(hn, name) == 0)
 				break;
-		if (k < json_array_size(a->map.caps))
-			json_array_set_new(a->map.caps, k, o);
-		else if (json_array_size(a->map.caps) < MAPVIEW_CAPS)
-			json_array_append_new(a->map.caps, o);
+		if (k < json_array_size(a->map.more->caps))
+			json_array_set_new(a->map.more->caps, k, o);
+		else if (json_array_size(a->map.more->caps) < MAPVIEW_CAPS)
+			json_array_append_new(a->map.more->caps, o);
 		else
 			json_decref(o);
 	}
@@ -479,7 +529,7 @@ mapview_capabilities(struct agent *a)
 
 	json_array_foreach(a->conf->capabilities, i, c)
 		json_array_append(all, c);
-	json_array_foreach(a->map.caps, i, c) {
+	json_array_foreach(mapview_extra(a)->caps, i, c) {
 		n = protocol_capability_name(c);
 		dup = 0;
 		json_array_foreach(all, k, x)
@@ -500,7 +550,7 @@ int
 mapview_has_capability(struct agent *a, const char *name)
 {
 	return protocol_capability_in(a->conf->capabilities, name) ||
-	    protocol_capability_in(a->map.caps, name);
+	    protocol_capability_in(mapview_extra(a)->caps, name);
 }
 
 /* MAP's capabilityDescriptor for a list of capabilities (a new ref). */
@@ -560,7 +610,7 @@ mapview_describe(struct agent *a)
 	json_t		*j, *kids, *md, *extra, *caps;
 	struct agent	*c;
 	struct external	*x;
-	const char	*owner = mapview_owner(a), *progress, *preq;
+	const char	*owner = mapview_owner(a), *progress, *preq, *err;
 	uint64_t	 in, out;
 	double		 tokens, cost;
 	ev_tstamp	 pat;
@@ -597,7 +647,8 @@ mapview_describe(struct agent *a)
 		    mapview_descriptor(caps));
 
 	/* The agent's own metadata first: corral's members win. */
-	md = a->map.metadata != NULL ? json_deep_copy(a->map.metadata) :
+	md = mapview_extra(a)->metadata != NULL ?
+	    json_deep_copy(mapview_extra(a)->metadata) :
 	    json_object();
 	if ((extra = adapter_metadata(a)) != NULL) {
 		json_object_update(md, extra);
@@ -629,12 +680,12 @@ mapview_describe(struct agent *a)
 	json_decref(caps);
 	if ((extra = launch_metadata(a)) != NULL)
 		json_object_set_new(md, "host", extra);
-	if (a->map.reported != NULL)
+	if (mapview_extra(a)->reported != NULL)
 		json_object_set_new(md, "reportedState",
-		    json_string(a->map.reported));
-	if (a->map.last_error != NULL)
-		json_object_set_new(md, "lastError",
-		    jsonw_text(a->map.last_error, strlen(a->map.last_error)));
+		    json_string(mapview_extra(a)->reported));
+	if ((err = mapview_extra(a)->last_error) != NULL)
+		json_object_set_new(md, "lastError", jsonw_text(err,
+		    strlen(err)));
 	if (lifecycle_cause(a) != NULL)
 		json_object_set_new(md, "failure",
 		    jsonw_text(lifecycle_cause(a), strlen(lifecycle_cause(a))));

@@ -1272,7 +1272,7 @@ message_delegates(struct agent *p, const char *via, struct agent *c,
 
 	for (d = rpc_peer_first(); d != NULL; d = rpc_peer_next(d))
 		if ((d->role & PEER_DELEGATE) && d->agent == p &&
-		    via != NULL && strcmp(d->own_name, via) == 0 &&
+		    via != NULL && strcmp(rpc_own_name(d), via) == 0 &&
 		    !rpc_full(d))
 			mine = 1;
 	if ((payload = json_loadb(line, len, 0, NULL)) == NULL)
@@ -1285,11 +1285,11 @@ message_delegates(struct agent *p, const char *via, struct agent *c,
 	ids = json_array();
 	for (d = rpc_peer_first(); d != NULL; d = rpc_peer_next(d)) {
 		if (!(d->role & PEER_DELEGATE) || d->agent != p ||
-		    rpc_full(d) || (mine && strcmp(d->own_name, via) != 0))
+		    rpc_full(d) || (mine && strcmp(rpc_own_name(d), via) != 0))
 			continue;
 		rpc_notify(d, CORRAL_M_MESSAGE, json_pack("{s:O}", "message",
 		    msg));
-		json_array_append_new(ids, json_string(d->own_name));
+		json_array_append_new(ids, json_string(rpc_own_name(d)));
 		n++;
 	}
 	if (n > 0) {

@@ -40,8 +40,8 @@ void
 ndjson_reader_init(struct ndjson_reader *r, size_t max, int truncate)
 {
 	memset(r, 0, sizeof *r);
-	r->max = max;
-	r->truncate = truncate;
+	r->max = max < NDJSON_MAX ? (uint32_t)max : NDJSON_MAX;
+	r->truncate = truncate != 0;
 }
 
 /* Release a reader's buffers. */
@@ -154,7 +154,6 @@ ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
 
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
-	r->lines++;
 	if (len == 0)
 		return;		/* empty lines are ignored */
 	if (len > r->max) {
@@ -248,8 +247,9 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 		if (r->discarding) {
 			if (!r->truncate && r->headlen < NDJSON_HEAD) {
 				/* The start of the line, still coming. */
-				take = chunk < NDJSON_HEAD - r->headlen ? chunk :
-				    NDJSON_HEAD - r->headlen;
+				take = NDJSON_HEAD - (size_t)r->headlen;
+				if (chunk < take)
+					take = chunk;
 				memcpy(r->head + r->headlen, data, take);
 				r->headlen += take;
 			}
@@ -270,7 +270,6 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 				    r->discarded);
 			r->discarding = 0;
 			r->discarded = 0;
-			r->lines++;
 			ndjson_drop(r);
 			ndjson_drop_head(r);
 			data = nl + 1;

@@ -54,20 +54,97 @@ static void	proc_call_out_cb(struct ev_loop *, ev_io *, int);
 static void	proc_call_stop_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_call_step(struct proc_call *, enum agent_event);
 
-/* The processes whose pids are not reaped yet. */
-static TAILQ_HEAD(, proc) proc_live = TAILQ_HEAD_INITIALIZER(proc_live);
+/*
+ * The processes whose pids are not reaped yet, by pid, chained through
+ * hnext: one child watcher for them all (libev's for any pid, which it
+ * calls once for each child it reaps) finds the process here.  A watcher
+ * in each process cost 56 bytes an agent.
+ */
+static struct proc	**proc_tab;
+static size_t		  proc_tabsz;	/* a power of two, or 0 */
+static size_t		  proc_n;
+static ev_child		  proc_child_w;
 
 /* What the stop sequence of a call does next: the lifecycle's rules. */
 static proc_stop_cb	proc_stop_next;
 
-/* Take a process off the live list: its pid is reaped, or it is freed. */
+/* The chain of the table where a pid goes. */
+static struct proc **
+proc_chain(pid_t pid)
+{
+	return &proc_tab[((size_t)pid * 2654435761U) & (proc_tabsz - 1)];
+}
+
+/* Double the table (it never holds more processes than chains). */
+static void
+proc_grow(void)
+{
+	struct proc	**old = proc_tab, *p, *next, **c;
+	size_t		  oldsz = proc_tabsz, i;
+
+	proc_tabsz = oldsz != 0 ? oldsz * 2 : 64;
+	proc_tab = xcalloc(proc_tabsz, sizeof *proc_tab);
+	for (i = 0; i < oldsz; i++)
+		for (p = old[i]; p != NULL; p = next) {
+			next = p->hnext;
+			c = proc_chain(p->pid);
+			p->hnext = *c;
+			*c = p;
+		}
+	free(old);
+}
+
+/*
+ * Put a process that was just spawned on the live table; the child
+ * watcher runs while any is there, as each process's own did.
+ */
+static void
+proc_list(struct proc *p)
+{
+	struct proc	**c;
+
+	if (proc_n + 1 > proc_tabsz)
+		proc_grow();
+	c = proc_chain(p->pid);
+	p->hnext = *c;
+	*c = p;
+	p->flags |= PROC_LIVE;
+	if (proc_n++ == 0) {
+		/* Stops and continues too: PROC_TRACE says who hears them. */
+		ev_child_init(&proc_child_w, proc_child_cb, 0, 1);
+		ev_child_start(LOOP, &proc_child_w);
+	}
+}
+
+/* Take a process off the live table: its pid is reaped, or it is freed. */
 static void
 proc_unlist(struct proc *p)
 {
+	struct proc	**c;
+
 	if (!(p->flags & PROC_LIVE))
 		return;
-	TAILQ_REMOVE(&proc_live, p, live);
+	for (c = proc_chain(p->pid); *c != p; c = &(*c)->hnext)
+		;
+	*c = p->hnext;
+	p->hnext = NULL;
 	p->flags &= ~PROC_LIVE;
+	if (--proc_n == 0)
+		ev_child_stop(LOOP, &proc_child_w);
+}
+
+/* The live process with this pid (as corral sees it), or NULL. */
+static struct proc *
+proc_by_pid(pid_t pid)
+{
+	struct proc	*p;
+
+	if (proc_tabsz == 0)
+		return NULL;
+	for (p = *proc_chain(pid); p != NULL; p = p->hnext)
+		if (p->pid == pid)
+			return p;
+	return NULL;
 }
 
 /* Set up a process record that has no process yet. */
@@ -123,12 +200,12 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 	p->pid = sr->pid;
 	p->hostpid = sr->hostpid;
 	p->status = 0;
-	p->flags = PROC_LIVE | (flags & (PROC_QUIET | PROC_TRACE));
+	p->flags = flags & (PROC_QUIET | PROC_TRACE);
 	p->grace = ac->stop_grace;
 	p->name = id;
 	p->hooks = hooks;
 	p->owner = owner;
-	TAILQ_INSERT_TAIL(&proc_live, p, live);
+	proc_list(p);
 	/* The stderr of this process only. */
 	if (p->err != NULL) {
 		p->err->hlen = p->err->tlen = 0;
@@ -140,10 +217,6 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 	ev_io_init(&p->err_w, proc_err_cb, p->errfd, EV_READ);
 	p->err_w.data = p;
 	ev_io_start(LOOP, &p->err_w);
-	ev_child_init(&p->child_w, proc_child_cb, p->pid,
-	    (flags & PROC_TRACE) != 0);
-	p->child_w.data = p;
-	ev_child_start(LOOP, &p->child_w);
 	return 0;
 }
 
@@ -303,7 +376,6 @@ proc_release(struct proc *p)
 {
 	proc_unlist(p);
 	proc_close_err(p);
-	ev_child_stop(LOOP, &p->child_w);
 	proc_pipe_stop(p);
 }
 
@@ -396,19 +468,29 @@ proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ndjson_feed(&p->err_rd, buf, (size_t)n, proc_err_line, p);
 }
 
-/* libev reaped, stopped or continued the process. */
+/*
+ * libev reaped, stopped or continued a child: one of ours, or one nobody
+ * waits for (a process released, a spawn that failed, an orphan).
+ */
 static void
 proc_child_cb(struct ev_loop *loop, ev_child *w, int revents)
 {
-	struct proc	*p = w->data;
-	int		 st = w->rstatus;
+	proc_waited(w->rpid, w->rstatus);
+}
 
+/* A child's status as waitpid gave it (the fuzzers' processes give theirs). */
+void
+proc_waited(pid_t pid, int st)
+{
+	struct proc	*p;
+
+	if ((p = proc_by_pid(pid)) == NULL)
+		return;
 	if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
-		if (p->hooks->stopped != NULL)
+		if ((p->flags & PROC_TRACE) && p->hooks->stopped != NULL)
 			p->hooks->stopped(p, WIFSTOPPED(st) ? WSTOPSIG(st) : 0);
 		return;
 	}
-	ev_child_stop(loop, &p->child_w);
 	p->status = st;
 	p->flags |= PROC_EXITED;
 	proc_unlist(p);
@@ -502,10 +584,13 @@ struct proc_call *
 proc_call_find(pid_t pid)
 {
 	struct proc	*p;
+	size_t		 i;
 
-	TAILQ_FOREACH(p, &proc_live, live)
-		if (p->hooks == &proc_call_hooks && proc_has_pid(p, pid))
-			return p->owner;
+	for (i = 0; i < proc_tabsz; i++)
+		for (p = proc_tab[i]; p != NULL; p = p->hnext)
+			if (p->hooks == &proc_call_hooks &&
+			    proc_has_pid(p, pid))
+				return p->owner;
 	return NULL;
 }
 

@@ -138,6 +138,40 @@ rpc_reply_text(struct peer *p, const char *s, size_t len)
 		rpc_send_text(p, s, len);
 }
 
+/* A peer's connection record, to write: made now if it had none. */
+struct peer_conn *
+rpc_conn(struct peer *p)
+{
+	if (p->conn == NULL)
+		p->conn = xcalloc(1, sizeof *p->conn);
+	return p->conn;
+}
+
+/* Forget a peer's connection record: the peer goes. */
+void
+rpc_conn_free(struct peer *p)
+{
+	if (p->conn == NULL)
+		return;
+	free(p->conn->cname);
+	free(p->conn);
+	p->conn = NULL;
+}
+
+/* Whose processes a connection comes from, or NULL. */
+struct agent *
+rpc_origin(const struct peer *p)
+{
+	return p->conn != NULL ? p->conn->origin : NULL;
+}
+
+/* A delegate's own participantId, or NULL. */
+const char *
+rpc_own_name(const struct peer *p)
+{
+	return p->conn != NULL ? p->conn->own_name : NULL;
+}
+
 /* A batch begins: its answers are gathered, other frames held. */
 void
 rpc_batch_begin(struct peer *p)

@@ -69,8 +69,10 @@ void
 server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
     int inside)
 {
-	struct server_client	*c;
-	int			 wfd;
+	static const struct chan_ops	 ops = { server_client_line,
+	    server_client_eof, server_client_werror, server_client_drained };
+	struct server_client		*c;
+	int				 wfd;
 
 	/* Two descriptors, so that the channel closes each once. */
 	if ((wfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1) {
@@ -84,15 +86,13 @@ server_client_create(int fd, uid_t uid, pid_t pid, struct agent *origin,
 	c->pid = pid;
 	c->last = ev_now(LOOP);
 	chan_init(&c->chan, c->name, fd, wfd, CORRAL_MAX_LINE_DEFAULT, c);
-	c->chan.on_line = server_client_line;
-	c->chan.on_eof = server_client_eof;
-	c->chan.on_werror = server_client_werror;
-	c->chan.on_drain = server_client_drained;
+	c->chan.ops = &ops;
 	c->peer.name = c->name;
 	c->peer.chan = &c->chan;
 	c->peer.role = PEER_CLIENT;
 	c->peer.flags = PEER_SOCKET | (inside ? PEER_INSIDE : 0);
-	c->peer.origin = origin;
+	if (origin != NULL)
+		rpc_conn(&c->peer)->origin = origin;
 	rpc_peer_add(&c->peer);
 	TAILQ_INSERT_TAIL(&server_clients, c, entry);
 	server_nclients++;
@@ -134,7 +134,8 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 	}
 	if (kind == NDJSON_TOOLONG)
 		snprintf(why, sizeof why, "a line of %zu bytes exceeds the "
-		    "limit of %zu bytes and was dropped", extra, c->chan.rd.max);
+		    "limit of %zu bytes and was dropped", extra,
+		    (size_t)c->chan.rd.max);
 	else
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
@@ -237,7 +238,7 @@ server_client_free(struct server_client *c)
 	if (c->flags & SC_DEAD)
 		server_ndead--;
 	chan_close(&c->chan);
-	free(c->peer.cname);
+	rpc_conn_free(&c->peer);
 	free(c->pend);
 	free(c);
 }

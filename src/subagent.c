@@ -876,7 +876,7 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 		subagent_part(c)->spawn_id = xstrdup(tid);
 	if (from->role & PEER_DELEGATE)
 		/* Its result goes to the MCP session that asked. */
-		subagent_part(c)->via = xstrdup(from->own_name);
+		subagent_part(c)->via = xstrdup(rpc_own_name(from));
 	subagent_child_settings(c, ac, opts, budget);
 	if (p == NULL)
 		/* A client's agent waits for work. */

@@ -811,17 +811,17 @@ supervisor_max_line(const struct workflow *wf)
 static void
 supervisor_stdio_start(void)
 {
-	size_t	max;
+	static const struct chan_ops	ops = { supervisor_stdin_line,
+	    supervisor_stdin_eof, supervisor_stdout_error,
+	    supervisor_stdout_drained };
+	size_t				max;
 
 	/* An input may be as long as the longest line an agent takes. */
 	max = supervisor_max_line(sv.wf);
 	if (sv.wf->stdin_max_line != 0)
 		max = sv.wf->stdin_max_line;
 	chan_init(&sv.stdio, "stdin", STDIN_FILENO, STDOUT_FILENO, max, NULL);
-	sv.stdio.on_line = supervisor_stdin_line;
-	sv.stdio.on_eof = supervisor_stdin_eof;
-	sv.stdio.on_werror = supervisor_stdout_error;
-	sv.stdio.on_drain = supervisor_stdout_drained;
+	sv.stdio.ops = &ops;
 	sv.stdout_flags = fcntl(STDOUT_FILENO, F_GETFL);
 	util_set_nonblock(STDOUT_FILENO, 1);
 }

@@ -58,11 +58,11 @@
  * three pipes and a pid above any pid_max, so the signals corral sends it
  * reach nobody.  The harness plays the process: it reads what corral
  * writes to it, writes its stdout lines into the pipe, and ends it by
- * closing its pipes and handing its exit status to the agent's ev_child
- * watcher.  It obeys signals as the kernel would: SIGKILL (the agent is
- * KILLING) ends it, SIGTERM (TERMINATING) too unless the script made it
- * stubborn, and so does EOF on its stdin; a suspended one reports being
- * stopped.  Time passes only when the script says: the loop runs only in
+ * closing its pipes and handing its exit status to proc_waited, as the
+ * child watcher does.  It obeys signals as the kernel would: SIGKILL (the
+ * agent is KILLING) ends it, SIGTERM (TERMINATING) too unless the script
+ * made it stubborn, and so does EOF on its stdin; a suspended one reports
+ * being stopped.  Time passes only when the script says: the loop runs only in
  * an L step, and a timer fires only in a T step (or at the end).
  *
  * After every step: every line corral wrote to an agent or to serve's
@@ -2151,11 +2151,9 @@ fz_status(struct fz_proc *fp, int status)
 {
 	struct agent	*a = fz_agent_of(fp);
 
-	if (a == NULL || !ev_is_active(&a->proc.p.child_w))
+	if (a == NULL || !(a->proc.p.flags & PROC_LIVE))
 		return;
-	a->proc.p.child_w.rpid = fp->pid;
-	a->proc.p.child_w.rstatus = status;
-	ev_feed_event(LOOP, &a->proc.p.child_w, EV_CHILD);
+	proc_waited(fp->pid, status);
 	ev_invoke_pending(LOOP);
 }
 
@@ -2400,14 +2398,14 @@ fz_feed_io(void)
 	struct agent	*a;
 	int		 fed = 0;
 
-	if (ev_is_active(&c->ww) && fz_pending(c->wfd) == 0) {
-		ev_feed_event(LOOP, &c->ww, EV_WRITE);
+	if (c->ww != NULL && ev_is_active(c->ww) && fz_pending(c->wfd) == 0) {
+		ev_feed_event(LOOP, c->ww, EV_WRITE);
 		fed = 1;
 	}
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (ev_is_active(&a->proc.io.ww) &&
+		if (a->proc.io.ww != NULL && ev_is_active(a->proc.io.ww) &&
 		    fz_pending(a->proc.io.wfd) == 0) {
-			ev_feed_event(LOOP, &a->proc.io.ww, EV_WRITE);
+			ev_feed_event(LOOP, a->proc.io.ww, EV_WRITE);
 			fed = 1;
 		}
 	if (fed)
@@ -2536,7 +2534,6 @@ fz_timers(ev_timer **t, size_t max)
 		FZ_ADD(&a->life.life_w);
 		if (a->life.recover_w != NULL)
 			FZ_ADD(a->life.recover_w);
-		FZ_ADD(&a->life.hb_w);
 		if (a->breaker != NULL)
 			FZ_ADD(&a->breaker->timer);
 		if (a->budget != NULL)
@@ -2808,6 +2805,8 @@ fz_stdin_max(void)
 static void
 fz_begin(unsigned int variant)
 {
+	static const struct chan_ops	 stdio_ops = { .line = fz_stdin_line,
+	    .drain = fz_stdout_drained };
 	const struct workflow	*wf;
 	struct chan		*c;
 	struct agent		*a;
@@ -2834,8 +2833,7 @@ fz_begin(unsigned int variant)
 	fz.stdout_r = out[0];
 	c = supervisor_stdio();
 	chan_init(c, "stdin", in[0], out[1], fz_stdin_max(), NULL);
-	c->on_line = fz_stdin_line;
-	c->on_drain = fz_stdout_drained;
+	c->ops = &stdio_ops;
 	fz.client.name = "corral-serve";
 	fz.client.agent = NULL;
 	fz.client.chan = c;
@@ -2966,7 +2964,8 @@ fz_end(void)
 			break;
 		/* Time passes: grace periods and backoffs run out. */
 		for (a = agent_first(); a != NULL; a = agent_next(a))
-			if (ev_is_active(&a->life.life_w)) {
+			if (ev_is_active(&a->life.life_w) &&
+			    !(a->life.flags & LF_HB)) {
 				fz_fire(&a->life.life_w);
 				break;
 			}

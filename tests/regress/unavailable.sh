@@ -2,7 +2,8 @@
 # An agent stopped with SIGSTOP is UNAVAILABLE at once (corral sees the
 # child's stop status) and READY again after SIGCONT; an agent that hangs
 # (running, but silent: it stops answering pings) is UNAVAILABLE after
-# about 3 missed heartbeat intervals and READY when it answers again.
+# about 3 missed heartbeat intervals and READY when it answers again,
+# in its first process and in the one that replaces it after a crash.
 # The stop/continue part runs with and without the pid namespace.  The
 # interval is 300 ms x SLOW, so that a busy machine does not miss three.
 . "$(dirname "$0")/lib.sh"
@@ -58,6 +59,26 @@ for mode in pidns nopidns; do
 		pid_alive "$pid" || fail "the agent ($pid) died while unavailable"
 		[ "$(log_count 'corral: agent hb: spawned')" -eq 1 ] ||
 		    fail "expected no restart of the hung agent, saw $(log_count 'corral: agent hb: spawned') spawns"
+
+		# Killed, it restarts after its backoff, and the new process
+		# has heartbeats again: one timer ran the backoff and counts
+		# them once it is READY.
+		ready='corral: agent hb: INITIALIZING -> READY (ready at spawn)'
+		kill -KILL "$pid"
+		wait_for '[ "$(log_count "$ready")" -ge 2 ]' 20 ||
+		    fail "expected hb to restart and be READY after SIGKILL"
+		pid2=$(log_pid hb)
+		[ -n "$pid2" ] && [ "$pid2" != "$pid" ] ||
+		    fail "expected a new process for hb, saw pid '$pid2'"
+		pid=$pid2
+		n0=$(log_count "$missed")
+		back=$(log_count 'corral: agent hb: UNAVAILABLE -> READY (answering again)')
+		: >"$T/pause"
+		wait_for '[ "$(log_count "$missed")" -gt "$n0" ]' $((I * 10 / 1000 + 5)) ||
+		    fail "expected '$missed' after the restarted agent went silent"
+		rm -f "$T/pause"
+		wait_for '[ "$(log_count "corral: agent hb: UNAVAILABLE -> READY (answering again)")" -gt "$back" ]' $((I * 10 / 1000 + 5)) ||
+		    fail "expected the restarted agent READY again once it answers"
 	fi
 
 	# Still serving work.
