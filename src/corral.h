@@ -1024,6 +1024,7 @@ struct msg {
 #define MSG_RETRYING	3
 	uint8_t			 ENGINE_WRITES holds;	/* its agent */
 	uint8_t			 ENGINE_WRITES pooled;	/* line: a pool's block */
+	uint8_t			 ENGINE_WRITES tclass;	/* its timer's class + 1, or 0 */
 	unsigned int		 ENGINE_WRITES depth;
 	unsigned int		 ENGINE_WRITES round;	/* of reflection */
 	unsigned int		 ENGINE_WRITES attempts; /* given to agents */
@@ -1046,7 +1047,8 @@ struct msg {
 	ev_timer		 ENGINE_WRITES timer;
 	/* Or its place in the list of a wait's class (engine.c). */
 	TAILQ_ENTRY(msg)	 ENGINE_WRITES timer_entry;
-	uint8_t			 ENGINE_WRITES tclass;	/* its index + 1, or 0 */
+	/* When it expires in its class (tclass), on the monotonic clock. */
+	ev_tstamp		 ENGINE_WRITES due;
 	char			*ENGINE_WRITES weak;	/* the weak reply */
 	size_t			 ENGINE_WRITES weaklen;
 	struct msg_progress	*ENGINE_WRITES progress; /* engine-progress.c */

@@ -408,8 +408,12 @@ engine_tclass_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	double			 left;
 
 	while ((m = TAILQ_FIRST(&c->q)) != NULL) {
-		/* libev fires on time; a rounding of a float is not early. */
-		if ((left = m->deadline - ev_now(loop)) > 1e-4) {
+		/*
+		 * libev fires on time; a rounding of a float is not early.
+		 * The monotonic clock: a step of the wall clock (ev_now)
+		 * moves no request's expiry, as with a timer of its own.
+		 */
+		if ((left = m->due - util_mono()) > 1e-4) {
 			engine_tclass_start(c, left);
 			return;
 		}
@@ -479,6 +483,7 @@ engine_msg_arm(struct msg *m, double wait)
 		return;
 	}
 	/* Its deadline is the latest of its class: it goes last. */
+	m->due = util_mono() + wait;
 	TAILQ_INSERT_TAIL(&c->q, m, timer_entry);
 	m->tclass = (uint8_t)(c - engine_tclass + 1);
 	if (!ev_is_active(&c->timer))
