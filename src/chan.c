@@ -331,7 +331,9 @@ chan_release_waiters(struct chan *c)
 void
 chan_block(struct chan *r, struct chan *w)
 {
-	if (r == NULL || chan_blocked_on(r) != NULL || r->rfd == -1)
+	/* A closed writer never drains: waiting on it would be for good. */
+	if (r == NULL || w->wfd == -1 || chan_blocked_on(r) != NULL ||
+	    r->rfd == -1)
 		return;
 	chan_wait(r)->blocked_on = w;
 	TAILQ_INSERT_TAIL(&chan_wait(w)->waiters, r->wait, wait_entry);
@@ -437,6 +439,8 @@ chan_close_write(struct chan *c)
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
 	ndjson_writer_free(&c->wr);
+	/* Nothing queued is left: a reader must never wait on it again. */
+	c->flags &= ~CHAN_WFULL;
 	if (chan_has_waiters(c))
 		chan_wake(c);
 }
