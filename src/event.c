@@ -44,6 +44,7 @@
 
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
+#define EVENT_DATA_MAX		((size_t)UINT32_MAX / 2) /* an event's data */
 #define EVENT_SLOT_KEEP		512	/* a slot keeps a buffer this big */
 #define EVENT_KEYS_KEEP		256	/* and a keys buffer this big */
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
@@ -456,6 +457,7 @@ event_store(char **buf, uint32_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return;
+	/* Our invariant: event_emit_rec bounds an event's data. */
 	if (need > UINT32_MAX)
 		fatalx("event_store: an event of %zu bytes", need);
 	*cap = (uint32_t)need;
@@ -745,6 +747,17 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	char			*text;
 	size_t			 len;
 
+	/*
+	 * A record's sizes are 32 bits.  Data comes from lines of at most
+	 * 1 GiB, so this holds; should it not, the event goes out without
+	 * its data rather than stop corral.
+	 */
+	if (dlen > EVENT_DATA_MAX) {
+		log_warnx("event %s: its data (%zu bytes) is too large to keep; "
+		    "sent without it", ei->type, dlen);
+		data = NULL;
+		dlen = 0;
+	}
 	r = event_slot(ei, extra);
 	text = event_text(r, ei->source, data, dlen, &len);
 	event_store(&r->text, &r->cap, len + 1);
