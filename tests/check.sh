@@ -75,7 +75,7 @@ run_tests build-asan ON ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 # belongs to a long campaign (tests/README.md), not to the check that
 # decides whether a change lands.  A failing input is printed in base64:
 # decoded into FILE, `build-fuzz/fuzz/fuzz_TARGET FILE` runs it again.
-echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=15}s each, seed ${CORRAL_FUZZ_SEED:=1}, over their seed corpora)"
+echo "== fuzz targets (${CORRAL_FUZZ_SECONDS:=10}s each, seed ${CORRAL_FUZZ_SEED:=1}, over their seed corpora)"
 corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
     -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
 work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
