@@ -81,7 +81,7 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	/* A writer must hold at least one maximal line above its mark. */
 	if (max > high)
 		high = max;
-	ndjson_writer_init(&c->wr, CHAN_LOW, high);
+	ndjson_queue_init(&c->wr, CHAN_LOW, high);
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
@@ -242,6 +242,8 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct chan	*c = w->data;
 	ssize_t		 n;
+	char		*buf;
+	size_t		 room;
 
 	if (ndjson_reader_held(&c->rd)) {
 		/* The rest of a stopped chunk goes first (chan_go_on). */
@@ -250,7 +252,12 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			chan_go_on(c);
 		return;
 	}
-	n = read(c->rfd, chan_buf, sizeof chan_buf);
+	/* A long line's rest goes where the line is put together. */
+	if ((buf = ndjson_reader_room(&c->rd, sizeof chan_buf, &room)) == NULL) {
+		buf = chan_buf;
+		room = sizeof chan_buf;
+	}
+	n = read(c->rfd, buf, room);
 	if (n == -1) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;
@@ -265,7 +272,10 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			c->ops->eof(c, 0);
 		return;
 	}
-	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+	if (buf == chan_buf)
+		ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+	else
+		ndjson_feed_room(&c->rd, (size_t)n, chan_line, c);
 	chan_pause(c);
 	if (ndjson_reader_held(&c->rd) && ev_is_active(&c->rw)) {
 		/* Not held back, yet stopped: never read past what waits. */
@@ -352,12 +362,12 @@ chan_write_line(struct chan *c, const char *line, size_t len)
 {
 	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
 		return;
-	ndjson_writer_line(&c->wr, line, len);
+	ndjson_queue_line(&c->wr, line, len);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
 		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);
 	}
-	if (ndjson_writer_full(&c->wr))
+	if (ndjson_queue_full(&c->wr))
 		c->flags |= CHAN_WFULL;
 }
 
@@ -369,7 +379,7 @@ chan_flush(struct chan *c)
 
 	if (c->wfd == -1)
 		return;
-	rc = ndjson_writer_flush(&c->wr, c->wfd);
+	rc = ndjson_queue_flush(&c->wr, c->wfd);
 	if (rc == 1) {
 		if (c->ww == NULL) {
 			/* Made when first needed: most pipes never fill. */
@@ -384,14 +394,14 @@ chan_flush(struct chan *c)
 			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
-			ndjson_writer_free(&c->wr);
+			ndjson_queue_free(&c->wr);
 			c->flags |= CHAN_WCLOSED;
 			if (c->ops->werror != NULL)
 				c->ops->werror(c, saved);
 		}
 	}
 	if (((c->flags & CHAN_WFULL) || chan_has_waiters(c)) &&
-	    ndjson_writer_drained(&c->wr))
+	    ndjson_queue_drained(&c->wr))
 		chan_wake(c);
 }
 
@@ -429,7 +439,7 @@ chan_close_write(struct chan *c)
 		TAILQ_REMOVE(&chan_dirty, c, dirty_entry);
 		c->flags &= ~CHAN_DIRTY;
 	}
-	(void)ndjson_writer_flush(&c->wr, c->wfd);
+	(void)ndjson_queue_flush(&c->wr, c->wfd);
 	if (c->ww != NULL) {
 		ev_io_stop(LOOP, c->ww);
 		free(c->ww);
@@ -438,7 +448,7 @@ chan_close_write(struct chan *c)
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
-	ndjson_writer_free(&c->wr);
+	ndjson_queue_free(&c->wr);
 	/* Nothing queued is left: a reader must never wait on it again. */
 	c->flags &= ~CHAN_WFULL;
 	if (chan_has_waiters(c))

@@ -301,6 +301,7 @@ struct ndjson_reader {
 	unsigned int	 truncate:1;
 	unsigned int	 stop:1;	/* hand out no more lines of this chunk */
 	unsigned int	 held:1;	/* buf holds the rest of a stopped chunk */
+	unsigned int	 nul_held:1;	/* the partial line has a NUL byte */
 };
 
 struct ndjson_writer {
@@ -311,6 +312,19 @@ struct ndjson_writer {
 	size_t	 low;
 	size_t	 high;
 	size_t	 written;
+};
+
+/*
+ * ndjson-queue.c: a channel's outgoing lines, in chunks written with
+ * writev.  Empty, it holds no memory.
+ */
+struct ndjson_chunk;
+struct ndjson_queue {
+	struct ndjson_chunk	*first;
+	struct ndjson_chunk	*last;
+	size_t			 queued;
+	size_t			 low;
+	size_t			 high;
 };
 
 /* jsonw.c: a JSON text being built; commas and colons are its business. */
@@ -618,7 +632,7 @@ struct chan {
 	ev_io			 rw;
 	ev_io			*ww;		/* NULL until a write waits */
 	struct ndjson_reader	 rd;
-	struct ndjson_writer	 wr;
+	struct ndjson_queue	 wr;
 	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
@@ -1636,6 +1650,9 @@ int	 ndjson_reader_pending(const struct ndjson_reader *);
 void	 ndjson_reader_stop(struct ndjson_reader *);
 int	 ndjson_reader_held(const struct ndjson_reader *);
 void	 ndjson_resume(struct ndjson_reader *, ndjson_line_cb, void *);
+char	*ndjson_reader_room(struct ndjson_reader *, size_t, size_t *);
+void	 ndjson_feed_room(struct ndjson_reader *, size_t, ndjson_line_cb,
+	    void *);
 void	 ndjson_writer_init(struct ndjson_writer *, size_t, size_t);
 void	 ndjson_writer_free(struct ndjson_writer *);
 size_t	 ndjson_writer_queued(const struct ndjson_writer *);
@@ -1645,6 +1662,15 @@ void	 ndjson_writer_reserve(struct ndjson_writer *, size_t);
 void	 ndjson_writer_add(struct ndjson_writer *, const void *, size_t);
 void	 ndjson_writer_line(struct ndjson_writer *, const void *, size_t);
 int	 ndjson_writer_flush(struct ndjson_writer *, int);
+
+/* ndjson-queue.c */
+void	 ndjson_queue_init(struct ndjson_queue *, size_t, size_t);
+void	 ndjson_queue_free(struct ndjson_queue *);
+size_t	 ndjson_queue_len(const struct ndjson_queue *);
+int	 ndjson_queue_full(const struct ndjson_queue *);
+int	 ndjson_queue_drained(const struct ndjson_queue *);
+void	 ndjson_queue_line(struct ndjson_queue *, const void *, size_t);
+int	 ndjson_queue_flush(struct ndjson_queue *, int);
 
 /*
  * jsonw.c's appenders, for lines of a fixed shape on the hot path (the

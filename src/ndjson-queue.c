@@ -1,0 +1,228 @@
+/*
+ * A channel's outgoing queue: lines waiting for a pipe, in a list of
+ * chunks written with writev.  A part of the framing module (ndjson.c).
+ *
+ * A flat buffer had to move its unwritten part to the front whenever a
+ * pipe took only part of it and more was queued: under backpressure, a
+ * queue near its high watermark moved about a byte for every byte that
+ * went through it.  Chunks are never moved: a line goes at the end of
+ * the last chunk (and on into a new one when it does not fit), a write
+ * takes from the first, and a chunk written whole is freed.
+ *
+ * An empty queue holds no memory.  Its first chunk is sized to what is
+ * queued (256 bytes at least: a ping, a notice), the ones after are
+ * NDJSON_CHUNK bytes, from a small free list, or exactly a line's rest
+ * when it is bigger: a queue of n bytes takes n plus at most one partly
+ * filled chunk, not twice n as a doubling buffer did.
+ */
+
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define NDJSON_CHUNK	(64 * 1024)	/* a pipe's worth */
+#define NDJSON_IOV	64		/* chunks given to one writev */
+
+struct ndjson_chunk {
+	struct ndjson_chunk	*next;
+	uint32_t		 off;	/* written so far */
+	uint32_t		 len;	/* bytes queued in data */
+	uint32_t		 cap;
+	uint32_t		 pooled;
+	char			 data[];
+};
+
+/* Chunks of NDJSON_CHUNK bytes, kept for reuse (1 MiB at most). */
+static struct xpool	ndjson_chunk_pool = { NULL,
+			    sizeof(struct ndjson_chunk) + NDJSON_CHUNK, 0, 16 };
+
+/* Initialize a queue with watermarks. */
+void
+ndjson_queue_init(struct ndjson_queue *q, size_t low, size_t high)
+{
+	memset(q, 0, sizeof *q);
+	q->low = low;
+	q->high = high;
+}
+
+/* Free one chunk, wherever it came from. */
+static void
+ndjson_chunk_free(struct ndjson_chunk *c)
+{
+	if (c->pooled)
+		xpool_put(&ndjson_chunk_pool, c);
+	else
+		free(c);
+}
+
+/* Drop everything queued. */
+void
+ndjson_queue_free(struct ndjson_queue *q)
+{
+	struct ndjson_chunk	*c;
+
+	while ((c = q->first) != NULL) {
+		q->first = c->next;
+		ndjson_chunk_free(c);
+	}
+	q->last = NULL;
+	q->queued = 0;
+}
+
+/* Return the number of bytes queued. */
+size_t
+ndjson_queue_len(const struct ndjson_queue *q)
+{
+	return q->queued;
+}
+
+/* Return nonzero when the queue is at or above its high watermark. */
+int
+ndjson_queue_full(const struct ndjson_queue *q)
+{
+	return q->queued >= q->high;
+}
+
+/* Return nonzero when the queue has drained to its low watermark. */
+int
+ndjson_queue_drained(const struct ndjson_queue *q)
+{
+	return q->queued <= q->low;
+}
+
+/*
+ * Add a chunk at the tail for at least need bytes: the first one of a
+ * queue as small as it can be, a pooled one after, or one that holds a
+ * big line's rest whole.
+ */
+static struct ndjson_chunk *
+ndjson_chunk_add(struct ndjson_queue *q, size_t need)
+{
+	struct ndjson_chunk	*c;
+	size_t			 size;
+
+	if (q->first == NULL && need < NDJSON_CHUNK) {
+		size = 256;
+		while (size < sizeof *c + need)
+			size *= 2;
+		c = xmalloc(size);
+		c->cap = (uint32_t)(size - sizeof *c);
+		c->pooled = 0;
+	} else if (need <= NDJSON_CHUNK) {
+		c = xpool_alloc(&ndjson_chunk_pool);
+		c->cap = NDJSON_CHUNK;
+		c->pooled = 1;
+	} else {
+		c = xmalloc(sizeof *c + need);
+		c->cap = (uint32_t)need;
+		c->pooled = 0;
+	}
+	c->next = NULL;
+	c->off = c->len = 0;
+	if (q->last != NULL)
+		q->last->next = c;
+	else
+		q->first = c;
+	q->last = c;
+	return c;
+}
+
+/* Queue n bytes, filling the last chunk first. */
+static void
+ndjson_queue_add(struct ndjson_queue *q, const char *p, size_t n)
+{
+	struct ndjson_chunk	*c = q->last;
+	size_t			 room, take;
+
+	q->queued += n;
+	while (n > 0) {
+		room = c != NULL ? c->cap - c->len : 0;
+		if (room == 0) {
+			c = ndjson_chunk_add(q, n);
+			room = c->cap;
+		}
+		take = n < room ? n : room;
+		memcpy(c->data + c->len, p, take);
+		c->len += (uint32_t)take;
+		p += take;
+		n -= take;
+	}
+}
+
+/* Queue one line and its newline. */
+void
+ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
+{
+	struct ndjson_chunk	*c = q->last;
+
+	/* The usual case: the line and its newline fit the last chunk. */
+	if (c != NULL && c->cap - c->len > n) {
+		memcpy(c->data + c->len, line, n);
+		c->len += (uint32_t)n;
+		c->data[c->len++] = '\n';
+		q->queued += n + 1;
+		return;
+	}
+	ndjson_queue_add(q, line, n);
+	ndjson_queue_add(q, "\n", 1);
+}
+
+/* Take n written bytes off the head, freeing the chunks written whole. */
+static void
+ndjson_queue_consume(struct ndjson_queue *q, size_t n)
+{
+	struct ndjson_chunk	*c;
+	size_t			 left;
+
+	q->queued -= n;
+	while (n > 0 && (c = q->first) != NULL) {
+		left = c->len - c->off;
+		if (n < left) {
+			c->off += (uint32_t)n;
+			return;
+		}
+		n -= left;
+		q->first = c->next;
+		if (q->first == NULL)
+			q->last = NULL;
+		ndjson_chunk_free(c);
+	}
+}
+
+/*
+ * Write as much as the descriptor takes, up to NDJSON_IOV chunks a call.
+ * Returns 0 when the queue is empty, 1 when bytes remain (EAGAIN), -1 on
+ * a write error (errno set; what is queued stays).
+ */
+int
+ndjson_queue_flush(struct ndjson_queue *q, int fd)
+{
+	struct iovec		 iov[NDJSON_IOV];
+	struct ndjson_chunk	*c;
+	ssize_t			 n;
+	int			 i;
+
+	while (q->first != NULL) {
+		for (i = 0, c = q->first; c != NULL && i < NDJSON_IOV;
+		    c = c->next, i++) {
+			iov[i].iov_base = c->data + c->off;
+			iov[i].iov_len = c->len - c->off;
+		}
+		n = writev(fd, iov, i);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 1;
+			return -1;
+		}
+		ndjson_queue_consume(q, (size_t)n);
+	}
+	return 0;
+}
