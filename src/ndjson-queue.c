@@ -25,16 +25,20 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "ndjson-int.h"
 
 #define NDJSON_CHUNK	(64 * 1024)	/* a pipe's worth */
 #define NDJSON_IOV	64		/* chunks given to one writev */
 
 struct ndjson_chunk {
 	struct ndjson_chunk	*next;
+	char			*p;	/* data, or a long line's own buffer */
 	uint32_t		 off;	/* written so far */
-	uint32_t		 len;	/* bytes queued in data */
-	uint32_t		 cap;
-	uint32_t		 pooled;
+	uint32_t		 len;	/* bytes queued at p */
+	uint32_t		 cap;	/* room at p */
+	uint16_t		 pooled;
+	uint16_t		 taken;	/* p is a buffer ndjson_take gave */
+	uint32_t		 bufcap;	/* its capacity, to give back */
 	char			 data[];
 };
 
@@ -55,6 +59,8 @@ ndjson_queue_init(struct ndjson_queue *q, size_t low, size_t high)
 static void
 ndjson_chunk_free(struct ndjson_chunk *c)
 {
+	if (c->taken)
+		ndjson_give_back(c->p, c->bufcap);
 	if (c->pooled)
 		xpool_put(&ndjson_chunk_pool, c);
 	else
@@ -124,7 +130,9 @@ ndjson_chunk_add(struct ndjson_queue *q, size_t need)
 		c->pooled = 0;
 	}
 	c->next = NULL;
+	c->p = c->data;
 	c->off = c->len = 0;
+	c->taken = 0;
 	if (q->last != NULL)
 		q->last->next = c;
 	else
@@ -148,25 +156,61 @@ ndjson_queue_add(struct ndjson_queue *q, const char *p, size_t n)
 			room = c->cap;
 		}
 		take = n < room ? n : room;
-		memcpy(c->data + c->len, p, take);
+		memcpy(c->p + c->len, p, take);
 		c->len += (uint32_t)take;
 		p += take;
 		n -= take;
 	}
 }
 
-/* Queue one line and its newline. */
+/*
+ * Queue a long line whose buffer was taken over (ndjson_take): a chunk
+ * of its own, which ends with the line's newline.
+ */
+static void
+ndjson_queue_taken(struct ndjson_queue *q, char *buf, size_t n,
+    uint32_t bufcap)
+{
+	struct ndjson_chunk	*c;
+
+	c = xmalloc(sizeof *c);
+	c->next = NULL;
+	c->p = buf;
+	c->p[n] = '\n';	/* where its '\r' or newline was */
+	c->off = 0;
+	c->len = c->cap = (uint32_t)(n + 1);	/* nothing after it */
+	c->pooled = 0;
+	c->taken = 1;
+	c->bufcap = bufcap;
+	if (q->last != NULL)
+		q->last->next = c;
+	else
+		q->first = c;
+	q->last = c;
+	q->queued += n + 1;
+}
+
+/*
+ * Queue one line and its newline: copied, or, when it is the long line
+ * being read (ndjson_feed_room), its buffer taken over.
+ */
 void
 ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
 {
 	struct ndjson_chunk	*c = q->last;
+	char			*buf;
+	uint32_t		 bufcap;
 
 	/* The usual case: the line and its newline fit the last chunk. */
 	if (c != NULL && c->cap - c->len > n) {
-		memcpy(c->data + c->len, line, n);
+		memcpy(c->p + c->len, line, n);
 		c->len += (uint32_t)n;
-		c->data[c->len++] = '\n';
+		c->p[c->len++] = '\n';
 		q->queued += n + 1;
+		return;
+	}
+	if ((buf = ndjson_take(line, n, &bufcap)) != NULL) {
+		ndjson_queue_taken(q, buf, n, bufcap);
 		return;
 	}
 	ndjson_queue_add(q, line, n);
@@ -211,7 +255,7 @@ ndjson_queue_flush(struct ndjson_queue *q, int fd)
 	while (q->first != NULL) {
 		for (i = 0, c = q->first; c != NULL && i < NDJSON_IOV;
 		    c = c->next, i++) {
-			iov[i].iov_base = c->data + c->off;
+			iov[i].iov_base = c->p + c->off;
 			iov[i].iov_len = c->len - c->off;
 		}
 		n = writev(fd, iov, i);

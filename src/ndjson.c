@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "ndjson-int.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -57,6 +58,23 @@ static struct {
 	uint32_t	 cap;
 } ndjson_spares[NDJSON_SPARES];
 static size_t	ndjson_spare_bytes;
+
+/*
+ * The long line being handed out by ndjson_feed_room, whose buffer the
+ * reader lets go of: a queue it is written to may take the buffer over
+ * (ndjson_take) rather than copy the line, and gives it back once it is
+ * written (ndjson_give_back).  Given back while the line is still being
+ * handled (a queue dropped), it is kept until the callback returns.
+ */
+#define NDJSON_LENT	1	/* the callback may take it */
+#define NDJSON_TAKEN	2	/* a queue took it */
+#define NDJSON_BACK	3	/* given back before the callback returned */
+static struct {
+	char		*buf;
+	size_t		 len;
+	uint32_t	 cap;
+	int		 state;
+} ndjson_lent;
 
 /* Initialize a reader for lines of at most max bytes. */
 void
@@ -255,6 +273,35 @@ ndjson_spare_get(uint32_t cap, uint32_t *got)
 	ndjson_spares[big].buf = NULL;
 	ndjson_spares[big].cap = 0;
 	return buf;
+}
+
+/*
+ * Take over the buffer of the line being handed out, if line is that line
+ * and no one took it yet: the caller owns the buffer (its capacity in
+ * *cap, the byte after the line its own) and gives it back with
+ * ndjson_give_back.  NULL otherwise.
+ */
+char *
+ndjson_take(const void *line, size_t len, uint32_t *cap)
+{
+	if (line != ndjson_lent.buf || len != ndjson_lent.len ||
+	    ndjson_lent.state != NDJSON_LENT)
+		return NULL;
+	ndjson_lent.state = NDJSON_TAKEN;
+	*cap = ndjson_lent.cap;
+	return ndjson_lent.buf;
+}
+
+/* Give back a buffer ndjson_take gave: kept for the next long line. */
+void
+ndjson_give_back(char *buf, uint32_t cap)
+{
+	if (buf == ndjson_lent.buf && ndjson_lent.state == NDJSON_TAKEN) {
+		/* Its line is still being handled: freed after. */
+		ndjson_lent.state = NDJSON_BACK;
+		return;
+	}
+	ndjson_spare_put(buf, cap);
 }
 
 /*
@@ -484,6 +531,8 @@ ndjson_feed_room(struct ndjson_reader *r, size_t n, ndjson_line_cb cb,
 	char		*nul;
 	size_t		 len;
 	uint32_t	 cap;
+	int		 state;
+	__typeof__(ndjson_lent) saved;
 
 	nl = (char *)ndjson_stop(p, end);
 	if (nl == end && r->len + n <= (size_t)r->max + 1) {
@@ -508,7 +557,17 @@ ndjson_feed_room(struct ndjson_reader *r, size_t n, ndjson_line_cb cb,
 	r->buf = NULL;
 	r->len = r->cap = 0;
 	r->nul_held = 0;
+	saved = ndjson_lent;
+	ndjson_lent.buf = buf;
+	/* The length the callback sees: without a "\r" before the newline. */
+	ndjson_lent.len = len > 0 && buf[len - 1] == '\r' ? len - 1 : len;
+	ndjson_lent.cap = cap;
+	ndjson_lent.state = NDJSON_LENT;
 	ndjson_emit(r, buf, len, cb, arg, 1, nul);
+	/*
+	 * What follows the line is in buf too, taken or not: buf stays lent
+	 * (so not freed, if given back) until that is handed out.
+	 */
 	p = nl + 1;
 	if (r->stop) {
 		r->stop = 0;
@@ -518,7 +577,11 @@ ndjson_feed_room(struct ndjson_reader *r, size_t n, ndjson_line_cb cb,
 		}
 	} else if (p < end)
 		ndjson_feed(r, p, (size_t)(end - p), cb, arg);
-	ndjson_keep_buffer(r, buf, cap);
+	state = ndjson_lent.state;
+	ndjson_lent = saved;
+	/* A queue that took buf gives it back when it is written. */
+	if (state != NDJSON_TAKEN)
+		ndjson_keep_buffer(r, buf, cap);
 }
 
 /*

@@ -1104,6 +1104,106 @@ test_room_same_lines(void **state)
 	free(chunk);
 }
 
+/* Where test_room_queue_takes_line's callback writes its lines. */
+struct room_out {
+	struct ndjson_queue	 q;	/* every line */
+	struct ndjson_queue	 q2;	/* every line too, dropped often */
+	int			 fd;
+	size_t			 n;
+};
+
+static void
+room_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct room_out	*o = arg;
+
+	assert_int_equal(kind, NDJSON_LINE);
+	ndjson_queue_line(&o->q, line, len);
+	ndjson_queue_line(&o->q2, line, len);
+	/* Written, or dropped, while the line is still being handled. */
+	if (o->n % 3 == 0)
+		(void)ndjson_queue_flush(&o->q, o->fd);
+	if (o->n % 2 == 0)
+		ndjson_queue_free(&o->q2);
+	o->n++;
+}
+
+/*
+ * A queue takes over the buffer of a long line read into the reader's
+ * room instead of copying it, and gives it back once written: written
+ * or dropped while the line is handled, with a "\r\n" ending, with the
+ * next lines in the same buffer, every byte arrives as it was sent.
+ */
+static void
+test_room_queue_takes_line(void **state)
+{
+	struct ndjson_reader	 r;
+	struct room_out		 o;
+	char			*data, *want, *got, *room, chunk[65536];
+	size_t			 n = 0, wn = 0, gn = 0, len, i, k, off, take;
+	size_t			 roomlen, cap = 8 << 20;
+	int			 fds[2], rc;
+
+	data = malloc(cap);
+	want = malloc(cap);
+	got = malloc(cap);
+	assert_non_null(data);
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
+	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	rng_state = 3;
+	for (i = 0; i < 40; i++) {
+		len = i % 4 == 3 ? 1 + rng(100) : 40000 + rng(200000);
+		for (k = 0; k < len; k++)
+			data[n + k] = (char)('a' + rng(26));
+		memcpy(want + wn, data + n, len);
+		wn += len;
+		want[wn++] = '\n';
+		n += len;
+		if (i % 5 == 1)
+			data[n++] = '\r';
+		data[n++] = '\n';
+	}
+	memset(&o, 0, sizeof o);
+	ndjson_queue_init(&o.q, 0, 1 << 30);
+	ndjson_queue_init(&o.q2, 0, 1 << 30);
+	o.fd = fds[1];
+	ndjson_reader_init(&r, 1 << 20, 0);
+	for (off = 0; off < n; off += take) {
+		take = 1 + rng(sizeof chunk);
+		if (take > n - off)
+			take = n - off;
+		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
+			take = roomlen;
+			memcpy(room, data + off, take);
+			ndjson_feed_room(&r, take, room_out_line, &o);
+		} else {
+			memcpy(chunk, data + off, take);
+			ndjson_feed(&r, chunk, take, room_out_line, &o);
+		}
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	}
+	ndjson_finish(&r, room_out_line, &o);
+	while ((rc = ndjson_queue_flush(&o.q, fds[1])) == 1)
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(rc, 0);
+	gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(o.n, 40);
+	assert_int_equal(gn, wn);
+	assert_memory_equal(got, want, wn);
+	ndjson_queue_free(&o.q);
+	ndjson_queue_free(&o.q2);
+	ndjson_reader_free(&r);
+	close(fds[0]);
+	close(fds[1]);
+	free(data);
+	free(want);
+	free(got);
+}
+
 /* The stopping callback: record, then stop the chunk after each line. */
 struct stopper {
 	struct ndjson_reader	*r;
@@ -1198,6 +1298,7 @@ main(void)
 		cmocka_unit_test(test_queue_partial_writes),
 		cmocka_unit_test(test_queue_broken_pipe),
 		cmocka_unit_test(test_room_same_lines),
+		cmocka_unit_test(test_room_queue_takes_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
