@@ -323,8 +323,8 @@ struct ndjson_queue {
 	struct ndjson_chunk	*first;
 	struct ndjson_chunk	*last;
 	size_t			 queued;
-	size_t			 low;
-	size_t			 high;
+	uint32_t		 low;
+	uint32_t		 high;	/* at most NDJSON_MAX and a mark */
 };
 
 /* jsonw.c: a JSON text being built; commas and colons are its business. */

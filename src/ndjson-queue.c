@@ -19,7 +19,6 @@
 #include <sys/uio.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,8 +50,8 @@ void
 ndjson_queue_init(struct ndjson_queue *q, size_t low, size_t high)
 {
 	memset(q, 0, sizeof *q);
-	q->low = low;
-	q->high = high;
+	q->low = low < UINT32_MAX ? (uint32_t)low : UINT32_MAX;
+	q->high = high < UINT32_MAX ? (uint32_t)high : UINT32_MAX;
 }
 
 /* Free one chunk, wherever it came from. */
