@@ -9,11 +9,12 @@
  * the last chunk (and on into a new one when it does not fit), a write
  * takes from the first, and a chunk written whole is freed.
  *
- * An empty queue holds no memory.  Its first chunk is sized to what is
- * queued (256 bytes at least: a ping, a notice), the ones after are
- * NDJSON_CHUNK bytes, from a small free list, or exactly a line's rest
- * when it is bigger: a queue of n bytes takes n plus at most one partly
- * filled chunk, not twice n as a doubling buffer did.
+ * An empty queue holds no memory.  Its first chunk is as small as what
+ * is queued allows (1 KiB: a ping, a notice, an envelope), the ones
+ * after are bigger up to NDJSON_CHUNK bytes, all from free lists, or
+ * exactly a line's rest when it is bigger: a queue of n bytes takes n
+ * plus at most one partly filled chunk, not twice n as a doubling
+ * buffer did.
  */
 
 #include <sys/uio.h>
@@ -28,6 +29,7 @@
 
 #define NDJSON_CHUNK	(64 * 1024)	/* a pipe's worth */
 #define NDJSON_IOV	64		/* chunks given to one writev */
+#define NDJSON_TAKE_MIN	1024		/* shorter lines are not asked for */
 
 struct ndjson_chunk {
 	struct ndjson_chunk	*next;
@@ -35,15 +37,25 @@ struct ndjson_chunk {
 	uint32_t		 off;	/* written so far */
 	uint32_t		 len;	/* bytes queued at p */
 	uint32_t		 cap;	/* room at p */
-	uint16_t		 pooled;
+	uint16_t		 pool;	/* its pool + 1, or 0 */
 	uint16_t		 taken;	/* p is a buffer ndjson_take gave */
 	uint32_t		 bufcap;	/* its capacity, to give back */
 	char			 data[];
 };
 
-/* Chunks of NDJSON_CHUNK bytes, kept for reuse (1 MiB at most). */
-static struct xpool	ndjson_chunk_pool = { NULL,
-			    sizeof(struct ndjson_chunk) + NDJSON_CHUNK, 0, 16 };
+/*
+ * Chunks come in three sizes, each from a free list of 1 MiB at most: a
+ * queue starts with the smallest that holds what it is given (most
+ * agents get a line or two between flushes), and the next chunk is of
+ * the next size, up to a pipe's worth.
+ */
+#define NDJSON_POOLS	3
+#define NDJSON_CHUNK_CAP(size)	((size) - sizeof(struct ndjson_chunk))
+static struct xpool	ndjson_pools[NDJSON_POOLS] = {
+	{ NULL, 1024, 0, 1024 },
+	{ NULL, 8192, 0, 128 },
+	{ NULL, sizeof(struct ndjson_chunk) + NDJSON_CHUNK, 0, 16 },
+};
 
 /* Initialize a queue with watermarks. */
 void
@@ -60,8 +72,8 @@ ndjson_chunk_free(struct ndjson_chunk *c)
 {
 	if (c->taken)
 		ndjson_give_back(c->p, c->bufcap);
-	if (c->pooled)
-		xpool_put(&ndjson_chunk_pool, c);
+	if (c->pool != 0)
+		xpool_put(&ndjson_pools[c->pool - 1], c);
 	else
 		free(c);
 }
@@ -102,31 +114,30 @@ ndjson_queue_drained(const struct ndjson_queue *q)
 }
 
 /*
- * Add a chunk at the tail for at least need bytes: the first one of a
- * queue as small as it can be, a pooled one after, or one that holds a
- * big line's rest whole.
+ * Add a chunk at the tail for at least need bytes: from the smallest pool
+ * that holds them and is not smaller than the last chunk's next, or one
+ * that holds a big line's rest whole.
  */
 static struct ndjson_chunk *
 ndjson_chunk_add(struct ndjson_queue *q, size_t need)
 {
 	struct ndjson_chunk	*c;
-	size_t			 size;
+	int			 i;
 
-	if (q->first == NULL && need < NDJSON_CHUNK) {
-		size = 256;
-		while (size < sizeof *c + need)
-			size *= 2;
-		c = xmalloc(size);
-		c->cap = (uint32_t)(size - sizeof *c);
-		c->pooled = 0;
-	} else if (need <= NDJSON_CHUNK) {
-		c = xpool_alloc(&ndjson_chunk_pool);
-		c->cap = NDJSON_CHUNK;
-		c->pooled = 1;
+	i = q->last != NULL && q->last->pool != 0 ? q->last->pool : 0;
+	if (i >= NDJSON_POOLS)
+		i = NDJSON_POOLS - 1;
+	while (i < NDJSON_POOLS && NDJSON_CHUNK_CAP(ndjson_pools[i].size) <
+	    need)
+		i++;
+	if (i < NDJSON_POOLS) {
+		c = xpool_alloc(&ndjson_pools[i]);
+		c->cap = (uint32_t)NDJSON_CHUNK_CAP(ndjson_pools[i].size);
+		c->pool = (uint16_t)(i + 1);
 	} else {
 		c = xmalloc(sizeof *c + need);
 		c->cap = (uint32_t)need;
-		c->pooled = 0;
+		c->pool = 0;
 	}
 	c->next = NULL;
 	c->p = c->data;
@@ -178,7 +189,7 @@ ndjson_queue_taken(struct ndjson_queue *q, char *buf, size_t n,
 	c->p[n] = '\n';	/* where its '\r' or newline was */
 	c->off = 0;
 	c->len = c->cap = (uint32_t)(n + 1);	/* nothing after it */
-	c->pooled = 0;
+	c->pool = 0;
 	c->taken = 1;
 	c->bufcap = bufcap;
 	if (q->last != NULL)
@@ -200,16 +211,22 @@ ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
 	char			*buf;
 	uint32_t		 bufcap;
 
+	/* A long line read in place (only those are) is not copied. */
+	if (n >= NDJSON_TAKE_MIN && (buf = ndjson_take(line, n, &bufcap)) !=
+	    NULL) {
+		ndjson_queue_taken(q, buf, n, bufcap);
+		return;
+	}
+	if ((c == NULL || c->len == c->cap) && n < NDJSON_CHUNK) {
+		/* The first line since a flush, say: a chunk that holds it. */
+		c = ndjson_chunk_add(q, n + 1);
+	}
 	/* The usual case: the line and its newline fit the last chunk. */
 	if (c != NULL && c->cap - c->len > n) {
 		memcpy(c->p + c->len, line, n);
 		c->len += (uint32_t)n;
 		c->p[c->len++] = '\n';
 		q->queued += n + 1;
-		return;
-	}
-	if ((buf = ndjson_take(line, n, &bufcap)) != NULL) {
-		ndjson_queue_taken(q, buf, n, bufcap);
 		return;
 	}
 	ndjson_queue_add(q, line, n);
