@@ -3,9 +3,11 @@
  * agent's stdout and stdin, or corral serve's own stdin and stdout), with
  * framing on the way in and a queue on the way out.
  *
- * Writes are queued and flushed once per loop iteration from the
- * supervisor's prepare watcher, so a burst of lines to one peer becomes one
- * write(2).  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
+ * Writes are queued (ndjson-queue.c) and flushed once per loop iteration
+ * from the supervisor's prepare watcher, so a burst of lines to one peer
+ * becomes one writev(2).  The rest of a long line is read straight into
+ * its line reader's buffer (ndjson_reader_room), not into the shared
+ * one: the line is not copied out of each read.  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
  * line went to a writer above its high watermark stops reading (chan_block)
  * and waits on that writer; when the writer drains to its low watermark,
  * every reader waiting on it reads again.  A reader stops at once, between

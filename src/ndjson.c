@@ -19,9 +19,15 @@
  * (answers, say) is stopped this way the moment the writer is full, not
  * a whole chunk of lines later.
  *
- * The writer is a byte queue with high and low watermarks.  Its owner
- * pauses producers when ndjson_writer_full() says so and resumes them when
- * ndjson_writer_drained() does.
+ * A reader whose partial line is long offers room at its end for the
+ * next read (ndjson_reader_room, ndjson_feed_room): the line is put
+ * together where it is read, and lent, while it is handed out, to a
+ * queue that may take the buffer over (ndjson-int.h).
+ *
+ * The writer is a byte queue with high and low watermarks, a builder for
+ * jsonw and the audit log; a channel's queue is ndjson-queue.c's.  Its
+ * owner pauses producers when ndjson_writer_full() says so and resumes
+ * them when ndjson_writer_drained() does.
  */
 
 #include <errno.h>
