@@ -1004,6 +1004,7 @@ struct room_rec {
 	int			 stops;
 };
 
+/* Record a line, and stop the reader after one line in three. */
 static void
 record_maybe_stop(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
@@ -1112,6 +1113,7 @@ struct room_out {
 	size_t			 n;
 };
 
+/* Queue a line twice; write one queue, drop the other, now and then. */
 static void
 room_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
     size_t extra)
