@@ -75,12 +75,13 @@ static size_t	ndjson_spare_bytes;
 #define NDJSON_LENT	1	/* the callback may take it */
 #define NDJSON_TAKEN	2	/* a queue took it */
 #define NDJSON_BACK	3	/* given back before the callback returned */
-static struct {
+struct ndjson_lent {
 	char		*buf;
 	size_t		 len;
 	uint32_t	 cap;
 	int		 state;
-} ndjson_lent;
+};
+static struct ndjson_lent	ndjson_lent;
 
 /* Initialize a reader for lines of at most max bytes. */
 void
@@ -312,8 +313,9 @@ ndjson_give_back(char *buf, uint32_t cap)
 
 /*
  * A long line's buffer, handed out: keep it if the next line is under
- * way (what the reader holds of it is moved there), else give it back.  A stream of big lines is put together in one
- * buffer, not in one grown from 64 KiB for each.
+ * way (what the reader holds of it is moved there), else give it back.
+ * A stream of big lines is put together in one buffer, not in one grown
+ * from 64 KiB for each.
  */
 static void
 ndjson_keep_buffer(struct ndjson_reader *r, char *buf, uint32_t cap)
@@ -538,7 +540,7 @@ ndjson_feed_room(struct ndjson_reader *r, size_t n, ndjson_line_cb cb,
 	size_t		 len;
 	uint32_t	 cap;
 	int		 state;
-	__typeof__(ndjson_lent) saved;
+	struct ndjson_lent saved;
 
 	nl = (char *)ndjson_stop(p, end);
 	if (nl == end && r->len + n <= (size_t)r->max + 1) {
