@@ -37,9 +37,14 @@ struct jscan_tail {
 };
 
 /*
- * The SIMD finders' constants ('"', '\\', 0x20 in every byte), defined
+ * The SIMD finders' constants (0x02, '\\', 0x21 in every byte), defined
  * in jscan.c: the finders read them from memory, where a compiler that
- * saw their values would build them again at every string.
+ * saw their values would build them again at every string.  A byte ends
+ * a run of plain string bytes when it is '\\' or when, with its bit 1
+ * flipped, it is below 0x21 as a signed byte: '"' (0x20 flipped), the
+ * control characters (they stay below 0x20) and the bytes above 0x7F
+ * (negative); no other byte comes below 0x21.  Two comparisons, not
+ * three.
  */
 extern const unsigned char jscan_k[3][32];
 #define JSCAN_K(i)	((const void *)jscan_k[(i)])
