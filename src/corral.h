@@ -1994,6 +1994,29 @@ char	*envelope_mark(struct jscan *, const char *, size_t,
 #define FORGED_SENDER	0x2	/* its agent.id named someone else */
 char	*envelope_own(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, int *, size_t *);
+/*
+ * Would envelope_own leave a checked line as it is?  No corral member,
+ * and agent.id (when sender is given) sender itself, written plainly: what
+ * honest agents send, answered without a call.  Zero when in doubt (an
+ * escaped id): envelope_own then decides.
+ */
+static inline int
+envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
+    const char *sender)
+{
+	const struct jtok	*k;
+	size_t			 n;
+
+	if (env->corral != -1)
+		return 0;
+	if (sender == NULL || env->agent_id == -1)
+		return 1;
+	k = &js->tok[env->agent_id];
+	if (k->type != JT_STRING || (k->flags & JT_ESCAPED))
+		return 0;
+	n = k->len - 2;
+	return strlen(sender) == n && memcmp(s + k->off + 1, sender, n) == 0;
+}
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
 char	*envelope_corral_set(struct jscan *, const char *, size_t,
