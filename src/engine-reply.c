@@ -21,18 +21,13 @@
  * its tape), or NULL when the copy could not be scanned.
  */
 const char *
-engine_unforge(struct jscan *js, struct agent *a, const char *line,
+engine_unforge_copy(struct jscan *js, struct agent *a, const char *line,
     size_t *len, struct env *env, char **copy)
 {
 	struct env_error	err;
 	size_t			clen;
 	int			forged;
 
-	/* What honest peers send is known from the check's findings. */
-	if (envelope_is_own(js, line, env, a != NULL ? a->id : NULL)) {
-		*copy = NULL;
-		return line;
-	}
 	*copy = envelope_own(js, line, *len, env, a != NULL ? a->id : NULL,
 	    &forged, &clen);
 	if (*copy == NULL)

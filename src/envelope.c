@@ -1001,42 +1001,6 @@ envelope_check_ttls(struct jscan *js, const char *line, const struct env *env,
 	return -1;
 }
 
-/* Copy a trace id (trace.id) into buf; returns 0 when there is one. */
-int
-envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
-    char *buf, size_t len)
-{
-	const char	*v;
-	size_t		 vl;
-
-	if (env->trace_id == -1)
-		return -1;
-	v = jscan_text(js, s, env->trace_id, &vl);
-	if (vl >= len)
-		return -1;
-	memcpy(buf, v, vl);
-	buf[vl] = '\0';
-	return 0;
-}
-
-/* Return nonzero if trace.parents holds id. */
-int
-envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
-    const char *id)
-{
-	size_t	idlen = strlen(id);
-	int	e;
-
-	if (env->parents == -1)
-		return 0;
-	for (e = jscan_first(js, env->parents); e != -1;
-	    e = jscan_next(js, env->parents, e)) {
-		if (env_str_is(js, s, (uint32_t)e, id, idlen))
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * The trace.id of a line that scanned but is not a valid envelope, if it
  * has a usable one, so the error can name what it answers.
