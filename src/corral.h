@@ -2020,14 +2020,80 @@ char	*envelope_mark(struct jscan *, const char *, size_t,
 #define FORGED_SENDER	0x2	/* its agent.id named someone else */
 char	*envelope_own(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, int *, size_t *);
+/*
+ * Would envelope_own leave a checked line as it is?  No corral member,
+ * and agent.id (when sender is given) sender itself, written plainly: what
+ * honest agents send, answered without a call.  Zero when in doubt (an
+ * escaped id): envelope_own then decides.
+ */
+static inline int
+envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
+    const char *sender)
+{
+	const struct jtok	*k;
+	size_t			 n;
+
+	if (env->corral != -1)
+		return 0;
+	if (sender == NULL || env->agent_id == -1)
+		return 1;
+	k = &js->tok[env->agent_id];
+	if (k->type != JT_STRING || (k->flags & JT_ESCAPED))
+		return 0;
+	n = k->len - 2;
+	return strlen(sender) == n && memcmp(s + k->off + 1, sender, n) == 0;
+}
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
 char	*envelope_corral_set(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
-int	 envelope_trace_id(struct jscan *, const char *,
-	    const struct env *, char *, size_t);
-int	 envelope_has_parent(struct jscan *, const char *,
-	    const struct env *, const char *);
+
+/*
+ * Copy a trace id (trace.id) into buf; returns 0 when there is one.
+ * Inline: the engine copies one for every input and every reply.
+ */
+static inline int
+envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
+    char *buf, size_t len)
+{
+	const char	*v;
+	size_t		 vl;
+
+	if (env->trace_id == -1)
+		return -1;
+	v = jscan_text(js, s, env->trace_id, &vl);
+	if (vl >= len)
+		return -1;
+	memcpy(buf, v, vl);
+	buf[vl] = '\0';
+	return 0;
+}
+
+/*
+ * Return nonzero if trace.parents holds id.  Inline: every reply is
+ * matched to its request by it.
+ */
+static inline int
+envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
+    const char *id)
+{
+	const struct jtok	*k;
+	size_t			 idlen;
+	int			 e;
+
+	if (env->parents == -1)
+		return 0;
+	idlen = strlen(id);
+	for (e = jscan_first(js, env->parents); e != -1;
+	    e = jscan_next(js, env->parents, e)) {
+		k = &js->tok[e];
+		if (!(k->flags & JT_ESCAPED) ? k->len == idlen + 2 &&
+		    memcmp(s + k->off + 1, id, idlen) == 0 :
+		    jscan_str_equal(js, s + k->off, k->len, 1, id, idlen))
+			return 1;
+	}
+	return 0;
+}
 const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
 
 /* adr007.c */

@@ -591,7 +591,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 
 	metrics_outcome(m, outcome, code);
 	otlp_outcome(m, outcome, code, why);
-	if (strcmp(outcome, "replied") == 0 || why == NULL)
+	if (why == NULL || strcmp(outcome, "replied") == 0)
 		return;
 	if (a != NULL)
 		mapview_note_error(a, why);
