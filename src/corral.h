@@ -1667,6 +1667,7 @@ int	 ndjson_writer_flush(struct ndjson_writer *, int);
 void	 ndjson_queue_init(struct ndjson_queue *, size_t, size_t);
 void	 ndjson_queue_free(struct ndjson_queue *);
 size_t	 ndjson_queue_len(const struct ndjson_queue *);
+size_t	 ndjson_queue_held(const struct ndjson_queue *);
 int	 ndjson_queue_full(const struct ndjson_queue *);
 int	 ndjson_queue_drained(const struct ndjson_queue *);
 void	 ndjson_queue_line(struct ndjson_queue *, const void *, size_t);

@@ -66,6 +66,18 @@ ndjson_queue_init(struct ndjson_queue *q, size_t low, size_t high)
 	q->high = high < UINT32_MAX ? (uint32_t)high : UINT32_MAX;
 }
 
+/* The bytes a queue's chunks hold, written or not: its memory. */
+size_t
+ndjson_queue_held(const struct ndjson_queue *q)
+{
+	const struct ndjson_chunk	*c;
+	size_t				 n = 0;
+
+	for (c = q->first; c != NULL; c = c->next)
+		n += sizeof *c + (c->taken ? c->bufcap : c->cap);
+	return n;
+}
+
 /* Free one chunk, wherever it came from. */
 static void
 ndjson_chunk_free(struct ndjson_chunk *c)
@@ -211,9 +223,13 @@ ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
 	char			*buf;
 	uint32_t		 bufcap;
 
-	/* A long line read in place (only those are) is not copied. */
-	if (n >= NDJSON_TAKE_MIN && (buf = ndjson_take(line, n, &bufcap)) !=
-	    NULL) {
+	/*
+	 * A long line read in place (only those are) is not copied, if the
+	 * queue is empty: behind a partly filled chunk, taking it would close
+	 * that chunk off, and a queue could hold many half-empty chunks.
+	 */
+	if (n >= NDJSON_TAKE_MIN && q->first == NULL &&
+	    (buf = ndjson_take(line, n, &bufcap)) != NULL) {
 		ndjson_queue_taken(q, buf, n, bufcap);
 		return;
 	}

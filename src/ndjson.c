@@ -262,23 +262,29 @@ ndjson_spare_put(char *buf, uint32_t cap)
 	free(buf);
 }
 
-/* Take the biggest kept buffer if it is bigger than cap, else NULL. */
+/*
+ * Take the biggest kept buffer bigger than cap and no bigger than this
+ * reader can use (limit), else NULL.
+ */
 static char *
-ndjson_spare_get(uint32_t cap, uint32_t *got)
+ndjson_spare_get(size_t cap, size_t limit, uint32_t *got)
 {
 	char	*buf;
-	int	 i, big = 0;
+	int	 i, best = -1;
 
-	for (i = 1; i < NDJSON_SPARES; i++)
-		if (ndjson_spares[i].cap > ndjson_spares[big].cap)
-			big = i;
-	if (ndjson_spares[big].cap <= cap)
+	for (i = 0; i < NDJSON_SPARES; i++)
+		if (ndjson_spares[i].buf != NULL &&
+		    ndjson_spares[i].cap > cap &&
+		    ndjson_spares[i].cap <= limit && (best == -1 ||
+		    ndjson_spares[i].cap > ndjson_spares[best].cap))
+			best = i;
+	if (best == -1)
 		return NULL;
-	buf = ndjson_spares[big].buf;
-	*got = ndjson_spares[big].cap;
+	buf = ndjson_spares[best].buf;
+	*got = ndjson_spares[best].cap;
 	ndjson_spare_bytes -= *got;
-	ndjson_spares[big].buf = NULL;
-	ndjson_spares[big].cap = 0;
+	ndjson_spares[best].buf = NULL;
+	ndjson_spares[best].cap = 0;
 	return buf;
 }
 
@@ -286,13 +292,15 @@ ndjson_spare_get(uint32_t cap, uint32_t *got)
  * Take over the buffer of the line being handed out, if line is that line
  * and no one took it yet: the caller owns the buffer (its capacity in
  * *cap, the byte after the line its own) and gives it back with
- * ndjson_give_back.  NULL otherwise.
+ * ndjson_give_back.  NULL otherwise, and for a buffer more than twice the
+ * line: a queue counts the line, and the memory bound allows it double.
  */
 char *
 ndjson_take(const void *line, size_t len, uint32_t *cap)
 {
 	if (line != ndjson_lent.buf || len != ndjson_lent.len ||
-	    ndjson_lent.state != NDJSON_LENT)
+	    ndjson_lent.state != NDJSON_LENT ||
+	    ndjson_lent.cap / 2 > len + 1)	/* queued, it counts len + 1 */
 		return NULL;
 	ndjson_lent.state = NDJSON_TAKEN;
 	*cap = ndjson_lent.cap;
@@ -504,7 +512,8 @@ ndjson_reader_room(struct ndjson_reader *r, size_t want, size_t *room)
 	if (need > (size_t)r->max + 2)
 		need = (size_t)r->max + 2;
 	if (need > r->cap) {
-		if ((buf = ndjson_spare_get(r->cap, &got)) != NULL) {
+		if ((buf = ndjson_spare_get(r->cap, 2 * ((size_t)r->max + 2),
+		    &got)) != NULL) {
 			/* A buffer that held such a line: no growing. */
 			memcpy(buf, r->buf, r->len);
 			free(r->buf);

@@ -1206,6 +1206,101 @@ test_room_queue_takes_line(void **state)
 	free(got);
 }
 
+/* Forward lines shorter than below to a queue nobody writes. */
+struct held_out {
+	struct ndjson_queue	q;
+	size_t			below;
+};
+
+static void
+held_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct held_out	*o = arg;
+
+	(void)extra;
+	if (kind == NDJSON_LINE && len < o->below)
+		ndjson_queue_line(&o->q, line, len);
+}
+
+/* Feed as chan_read_cb does: into the reader's room when it offers it. */
+static void
+held_feed(struct ndjson_reader *r, const char *data, size_t n,
+    struct held_out *o)
+{
+	static char	 chunk[65536];
+	char		*room;
+	size_t		 roomlen, take, off;
+
+	for (off = 0; off < n; off += take) {
+		take = n - off < sizeof chunk ? n - off : sizeof chunk;
+		if ((room = ndjson_reader_room(r, take, &roomlen)) != NULL) {
+			take = roomlen;
+			memcpy(room, data + off, take);
+			ndjson_feed_room(r, take, held_out_line, o);
+		} else {
+			memcpy(chunk, data + off, take);
+			ndjson_feed(r, chunk, take, held_out_line, o);
+		}
+	}
+}
+
+/*
+ * A queue holds at most twice what it counts, plus one partly filled
+ * chunk, however long lines arrive: a line of 33 KB read in two parts
+ * (its buffer grown to 128 KiB), or after a 1 MiB line that was not
+ * forwarded left its buffer for the next long line; and a reader never
+ * takes a kept buffer bigger than its own limit allows.
+ */
+static void
+test_queue_holds_what_it_counts(void **state)
+{
+	struct ndjson_reader	 r, small;
+	struct held_out		 o;
+	char			*big, *s;
+	size_t			 i, bign = (1 << 20) - 100, sn = 33000;
+
+	(void)state;
+	big = malloc(bign + 1);
+	s = malloc(sn + 1);
+	assert_non_null(big);
+	assert_non_null(s);
+	memset(big, 'b', bign);
+	big[bign] = '\n';
+	memset(s, 's', sn);
+	s[sn] = '\n';
+	for (int spares = 0; spares < 2; spares++) {
+		memset(&o, 0, sizeof o);
+		ndjson_queue_init(&o.q, 0, 1U << 30);
+		o.below = 65536;
+		ndjson_reader_init(&r, 1 << 20, 0);
+		for (i = 0; i < 32; i++) {
+			if (spares)
+				held_feed(&r, big, bign + 1, &o);
+			held_feed(&r, s, 32800, &o);
+			held_feed(&r, s + 32800, sn + 1 - 32800, &o);
+		}
+		assert_int_equal(ndjson_queue_len(&o.q), 32 * (sn + 1));
+		assert_true(ndjson_queue_held(&o.q) <=
+		    2 * ndjson_queue_len(&o.q) + 65536 + 1024);
+		ndjson_queue_free(&o.q);
+		ndjson_reader_free(&r);
+	}
+	/* A big line's buffer kept; a reader of at most 1 KiB does not take it. */
+	memset(&o, 0, sizeof o);
+	ndjson_queue_init(&o.q, 0, 1U << 30);
+	ndjson_reader_init(&r, 4 << 20, 0);
+	held_feed(&r, big, bign + 1, &o);
+	ndjson_reader_init(&small, 1024, 0);
+	held_feed(&small, s, 900, &o);
+	assert_true(small.cap <= 2 * (1024 + 2));
+	ndjson_reader_free(&small);
+	ndjson_reader_free(&r);
+	ndjson_queue_free(&o.q);
+	free(big);
+	free(s);
+}
+
 /* The stopping callback: record, then stop the chunk after each line. */
 struct stopper {
 	struct ndjson_reader	*r;
@@ -1301,6 +1396,7 @@ main(void)
 		cmocka_unit_test(test_queue_broken_pipe),
 		cmocka_unit_test(test_room_same_lines),
 		cmocka_unit_test(test_room_queue_takes_line),
+		cmocka_unit_test(test_queue_holds_what_it_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
