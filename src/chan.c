@@ -69,7 +69,6 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
     void *owner)
 {
 	static const struct chan_ops	none;
-	size_t				high = CHAN_HIGH;
 
 	memset(c, 0, sizeof *c);
 	c->ops = &none;		/* its owner sets its own */
@@ -77,15 +76,48 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	c->rfd = rfd;
 	c->wfd = wfd;
 	c->owner = owner;
-	ndjson_reader_init(&c->rd, max, 0);
-	/* A writer must hold at least one maximal line above its mark. */
-	if (max > high)
-		high = max;
-	ndjson_writer_init(&c->wr, CHAN_LOW, high);
+	c->max = max < NDJSON_MAX ? (uint32_t)max : NDJSON_MAX;
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
 	}
+}
+
+/*
+ * The channel's line reader, made at its first byte: an idle agent's
+ * stdout never has one.
+ */
+static struct ndjson_reader *
+chan_reader(struct chan *c)
+{
+	if (c->rd == NULL) {
+		c->rd = xmalloc(sizeof *c->rd);
+		ndjson_reader_init(c->rd, c->max, 0);
+	}
+	return c->rd;
+}
+
+/* Return nonzero if the reader holds the rest of a stopped chunk. */
+static int
+chan_rheld(const struct chan *c)
+{
+	return c->rd != NULL && ndjson_reader_held(c->rd);
+}
+
+/*
+ * The channel's write queue, made at its first line: most agents are
+ * never written to while they idle.
+ */
+static struct ndjson_writer *
+chan_writer(struct chan *c)
+{
+	if (c->wr == NULL) {
+		c->wr = xmalloc(sizeof *c->wr);
+		/* It must hold at least one maximal line above its mark. */
+		ndjson_writer_init(c->wr, CHAN_LOW,
+		    c->max > CHAN_HIGH ? c->max : CHAN_HIGH);
+	}
+	return c->wr;
 }
 
 /*
@@ -152,7 +184,7 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	c->ops->line(c, kind, line, len, extra);
 	chan_current = saved;
 	if (chan_held_back(c))
-		ndjson_reader_stop(&c->rd);
+		ndjson_reader_stop(c->rd);
 }
 
 /* Pause reading while the reader is held back. */
@@ -177,7 +209,7 @@ chan_go_on(struct chan *c)
 {
 	if (c->rfd == -1 || (c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 		return;
-	if (!ndjson_reader_held(&c->rd)) {
+	if (!chan_rheld(c)) {
 		ev_io_start(LOOP, &c->rw);
 		return;
 	}
@@ -219,10 +251,11 @@ chan_resume_pending(void)
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
-		ndjson_resume(&c->rd, chan_line, c);
+		if (c->rd != NULL)
+			ndjson_resume(c->rd, chan_line, c);
 		any = 1;
 		chan_pause(c);
-		if (!chan_held_back(c) && !ndjson_reader_held(&c->rd) &&
+		if (!chan_held_back(c) && !chan_rheld(c) &&
 		    !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 			ev_io_start(LOOP, &c->rw);
 	}
@@ -243,7 +276,7 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct chan	*c = w->data;
 	ssize_t		 n;
 
-	if (ndjson_reader_held(&c->rd)) {
+	if (chan_rheld(c)) {
 		/* The rest of a stopped chunk goes first (chan_go_on). */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
@@ -260,14 +293,15 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (n == 0) {
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
-		ndjson_finish(&c->rd, chan_line, c);
+		if (c->rd != NULL)
+			ndjson_finish(c->rd, chan_line, c);
 		if (c->ops->eof != NULL)
 			c->ops->eof(c, 0);
 		return;
 	}
-	ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+	ndjson_feed(chan_reader(c), chan_buf, (size_t)n, chan_line, c);
 	chan_pause(c);
-	if (ndjson_reader_held(&c->rd) && ev_is_active(&c->rw)) {
+	if (chan_rheld(c) && ev_is_active(&c->rw)) {
 		/* Not held back, yet stopped: never read past what waits. */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
@@ -352,12 +386,12 @@ chan_write_line(struct chan *c, const char *line, size_t len)
 {
 	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
 		return;
-	ndjson_writer_line(&c->wr, line, len);
+	ndjson_writer_line(chan_writer(c), line, len);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
 		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);
 	}
-	if (ndjson_writer_full(&c->wr))
+	if (ndjson_writer_full(c->wr))
 		c->flags |= CHAN_WFULL;
 }
 
@@ -369,7 +403,8 @@ chan_flush(struct chan *c)
 
 	if (c->wfd == -1)
 		return;
-	rc = ndjson_writer_flush(&c->wr, c->wfd);
+	/* A channel never written to has no queue: nothing to write. */
+	rc = c->wr != NULL ? ndjson_writer_flush(c->wr, c->wfd) : 0;
 	if (rc == 1) {
 		if (c->ww == NULL) {
 			/* Made when first needed: most pipes never fill. */
@@ -384,14 +419,14 @@ chan_flush(struct chan *c)
 			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
-			ndjson_writer_free(&c->wr);
+			ndjson_writer_free(c->wr);
 			c->flags |= CHAN_WCLOSED;
 			if (c->ops->werror != NULL)
 				c->ops->werror(c, saved);
 		}
 	}
 	if (((c->flags & CHAN_WFULL) || chan_has_waiters(c)) &&
-	    ndjson_writer_drained(&c->wr))
+	    (c->wr == NULL || ndjson_writer_drained(c->wr)))
 		chan_wake(c);
 }
 
@@ -429,7 +464,8 @@ chan_close_write(struct chan *c)
 		TAILQ_REMOVE(&chan_dirty, c, dirty_entry);
 		c->flags &= ~CHAN_DIRTY;
 	}
-	(void)ndjson_writer_flush(&c->wr, c->wfd);
+	if (c->wr != NULL)
+		(void)ndjson_writer_flush(c->wr, c->wfd);
 	if (c->ww != NULL) {
 		ev_io_stop(LOOP, c->ww);
 		free(c->ww);
@@ -438,7 +474,11 @@ chan_close_write(struct chan *c)
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
-	ndjson_writer_free(&c->wr);
+	if (c->wr != NULL) {
+		ndjson_writer_free(c->wr);
+		free(c->wr);
+		c->wr = NULL;
+	}
 	/* Nothing queued is left: a reader must never wait on it again. */
 	c->flags &= ~CHAN_WFULL;
 	if (chan_has_waiters(c))
@@ -465,5 +505,9 @@ chan_close(struct chan *c)
 	chan_release_waiters(c);
 	free(c->wait);
 	c->wait = NULL;
-	ndjson_reader_free(&c->rd);
+	if (c->rd != NULL) {
+		ndjson_reader_free(c->rd);
+		free(c->rd);
+		c->rd = NULL;
+	}
 }

@@ -617,11 +617,13 @@ struct chan {
 	int			 wfd;
 	ev_io			 rw;
 	ev_io			*ww;		/* NULL until a write waits */
-	struct ndjson_reader	 rd;
-	struct ndjson_writer	 wr;
+	/* Made at the first byte read and the first line written. */
+	struct ndjson_reader	*rd;
+	struct ndjson_writer	*wr;
 	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
+	uint32_t		 max;		/* its lines' limit */
 	int			 flags;
 #define CHAN_DIRTY	0x01	/* on the dirty list */
 #define CHAN_RPAUSED	0x02	/* reading paused by backpressure */
@@ -671,7 +673,8 @@ struct proc {
 	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
 	const char		*pipe_what PART_OF(proc);
 	double			 grace PART_OF(proc);	/* for held pipes */
-	struct ndjson_reader	 err_rd PART_OF(proc);
+	/* Made at its first byte: most agents never write to stderr. */
+	struct ndjson_reader	*err_rd PART_OF(proc);
 	struct proc_stderr	*err PART_OF(proc);	/* from its first line */
 	const char		*name PART_OF(proc);	/* in the log */
 	const struct proc_hooks	*hooks PART_OF(proc);

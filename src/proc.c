@@ -213,7 +213,6 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 	}
 	p->errfd = sr->err;
 	sr->err = -1;
-	ndjson_reader_init(&p->err_rd, 4096, 1);
 	ev_io_init(&p->err_w, proc_err_cb, p->errfd, EV_READ);
 	p->err_w.data = p;
 	ev_io_start(LOOP, &p->err_w);
@@ -354,7 +353,11 @@ proc_close_err(struct proc *p)
 	ev_io_stop(LOOP, &p->err_w);
 	close(p->errfd);
 	p->errfd = -1;
-	ndjson_reader_free(&p->err_rd);
+	if (p->err_rd != NULL) {
+		ndjson_reader_free(p->err_rd);
+		free(p->err_rd);
+		p->err_rd = NULL;
+	}
 }
 
 /*
@@ -459,13 +462,18 @@ proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	if (n <= 0) {
 		ev_io_stop(loop, &p->err_w);
-		ndjson_finish(&p->err_rd, proc_err_line, p);
+		if (p->err_rd != NULL)
+			ndjson_finish(p->err_rd, proc_err_line, p);
 		proc_close_err(p);
 		p->flags |= PROC_ERR_EOF;
 		proc_check_done(p);
 		return;
 	}
-	ndjson_feed(&p->err_rd, buf, (size_t)n, proc_err_line, p);
+	if (p->err_rd == NULL) {
+		p->err_rd = xmalloc(sizeof *p->err_rd);
+		ndjson_reader_init(p->err_rd, 4096, 1);
+	}
+	ndjson_feed(p->err_rd, buf, (size_t)n, proc_err_line, p);
 }
 
 /*
