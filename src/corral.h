@@ -1920,6 +1920,7 @@ void	 event_peer_gone(struct peer *);
 void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
 void	 event_replay(struct peer *, json_t *, json_t *);
 size_t	 event_history_bytes(void);
+size_t	 event_history_slots(void);
 
 /* external.c */
 void	 external_on_change(external_cb);

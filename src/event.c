@@ -30,6 +30,10 @@
  * the same bytes, by the same writer.  A busy/idle change nobody
  * subscribes to (the hot path) is never written at all; one that goes to
  * a subscriber or to the audit log is written once, sent, and forgotten.
+ * An agent's first state change, which follows its agent_registered at
+ * once (the next id), shares that event's record: one slot and one
+ * buffer, its keys kept once.  The history still counts, evicts and
+ * replays them as two events.
  *
  * This module knows peers, not agents: whoever emits an event says who
  * its source is and the roles the filters need.
@@ -70,11 +74,21 @@ struct event_rec {
 #define EV_AGENT	0x02
 #define EV_CORR		0x04
 #define EV_LAZY		0x08	/* flat data whose text waits */
+#define EV_PAIR		0x10	/* and the state change that followed it */
 #define EV_VAL(i)	(0x100 << (i))	/* value i of its shape is there */
+#define EV_VAL2(i)	(0x10000 << (i))	/* value i of the second's */
 	/* Lazy: its data's member names ("?": left out when absent). */
 	const char *const *shape;
 };
 #define EVENT_FLAT_MAX	8	/* members of a flat event's data */
+#define EV_VALS		0xff00		/* the EV_VAL bits */
+#define EV_KEYS		(EV_SOURCE | EV_AGENT | EV_CORR)
+
+/* The members of an agent_state_changed event's data. */
+static const char *const event_state_shape[] = {
+	"agentId", "previousState", "newState", "?reason", "corralState",
+	NULL
+};
 
 struct event_sub {
 	char			 id[32];
@@ -89,7 +103,8 @@ struct event_sub {
 
 static struct event_rec		*event_ring;	/* EVENT_HISTORY slots */
 static size_t			 event_head;	/* the next slot */
-static size_t			 event_count;
+static size_t			 event_count;	/* slots in use */
+static size_t			 event_nevents;	/* events: a pair is two */
 static size_t			 event_bytes;	/* the ring's buffers (event_cost) */
 static uint64_t			 event_total;
 static uint64_t			 event_dropped_total;
@@ -103,6 +118,7 @@ static event_visible_cb		 event_visible;	/* may a peer see an agent */
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 static char	*event_render(const struct event_rec *, size_t *);
+static void	 event_unpair(struct event_rec *);
 static struct event_rec *event_emit_rec(const struct event_info *,
 		    const char *, size_t, size_t);
 
@@ -126,7 +142,7 @@ event_init(void)
 		free(event_ring);
 		event_ring = NULL;
 	}
-	event_head = event_count = event_bytes = 0;
+	event_head = event_count = event_nevents = event_bytes = 0;
 	event_total = event_dropped_total = 0;
 	event_log_init();
 }
@@ -415,7 +431,140 @@ static size_t
 event_cost(const struct event_rec *r)
 {
 	return (size_t)r->cap + r->kcap + ((r->has & EV_LAZY) ?
-	    EVENT_LAZY_BYTES : 0);
+	    EVENT_LAZY_BYTES : 0) + ((r->has & EV_PAIR) ? EVENT_LAZY_BYTES : 0);
+}
+
+/* The id after id: the next ULID of the same millisecond (id + 1). */
+static void
+event_next_id(const char *id, char *out)
+{
+	const char	*c;
+	int		 i;
+
+	memcpy(out, id, EVENT_ID_LEN + 1);
+	for (i = EVENT_ID_LEN - 1; i >= 0; i--) {
+		c = strchr(event_b32, out[i]);
+		if (c != NULL && c[1] != '\0') {
+			out[i] = c[1];
+			return;
+		}
+		out[i] = event_b32[0];
+	}
+}
+
+/*
+ * Where a lazy record's values start in its keys buffer (after source,
+ * agent and corr), or with second, where a pair's second event's start.
+ */
+static size_t
+event_vals_at(const struct event_rec *r, int second)
+{
+	size_t	off = 0, i;
+
+	for (i = 0; i < 3; i++)
+		off += strlen(r->keys + off) + 1;
+	if (second)
+		for (i = 0; r->shape[i] != NULL; i++)
+			if (r->has & EV_VAL(i))
+				off += strlen(r->keys + off) + 1;
+	return off;
+}
+
+/* The bytes of the values a record has of shape, from at in its keys. */
+static size_t
+event_vals_len(const struct event_rec *r, size_t at,
+    const char *const *shape, uint32_t bits)
+{
+	size_t	vl = 0, i;
+
+	for (i = 0; shape[i] != NULL; i++)
+		if (bits & EV_VAL(i))
+			vl += strlen(r->keys + at + vl) + 1;
+	return vl;
+}
+
+/*
+ * A pair's second event as a record of its own, for a reader or for the
+ * slot once the first is evicted: its keys and values are copied into
+ * v->keys, which the caller owns.
+ */
+static void
+event_second(const struct event_rec *r, struct event_rec *v)
+{
+	size_t		kl, at, vl;
+	uint32_t	bits = (r->has >> 8) & EV_VALS;
+
+	*v = *r;
+	kl = event_vals_at(r, 0);
+	at = event_vals_at(r, 1);
+	vl = event_vals_len(r, at, event_state_shape, bits);
+	v->kcap = (uint32_t)(kl + vl);
+	v->keys = xmalloc(v->kcap);
+	memcpy(v->keys, r->keys, kl);
+	memcpy(v->keys + kl, r->keys + at, vl);
+	event_next_id(r->id, v->id);
+	v->type = "agent_state_changed";
+	v->shape = event_state_shape;
+	v->has = (r->has & EV_KEYS) | EV_LAZY | bits;
+}
+
+/* The oldest event of a pair is evicted: the slot keeps the second. */
+static void
+event_unpair(struct event_rec *r)
+{
+	struct event_rec	v;
+
+	event_bytes -= event_cost(r);
+	event_second(r, &v);
+	free(r->keys);
+	*r = v;
+	event_bytes += event_cost(r);
+}
+
+/*
+ * Keep the state change r (the newest record, lazy) in the slot of the
+ * agent_registered event it follows at once: the two events every
+ * agent's start makes take one slot and one buffer, and the keys they
+ * share are kept once.  Readers still see two events (event_second).
+ */
+static void
+event_pair(struct event_rec *r)
+{
+	struct event_rec	*prev;
+	char			 next[EVENT_ID_LEN + 1];
+	size_t			 kl, used, vl;
+
+	if (event_count < 2)
+		return;
+	prev = &event_ring[(event_head + EVENT_HISTORY - 2) % EVENT_HISTORY];
+	if ((prev->has & (EV_LAZY | EV_PAIR)) != EV_LAZY ||
+	    strcmp(prev->type, "agent_registered") != 0 ||
+	    prev->ms != r->ms || prev->srole != r->srole ||
+	    prev->arole != r->arole ||
+	    (prev->has & EV_KEYS) != (r->has & EV_KEYS))
+		return;
+	/* The id a reader gives the second is the first's plus one. */
+	event_next_id(prev->id, next);
+	kl = event_vals_at(r, 0);
+	if (strcmp(next, r->id) != 0 || event_vals_at(prev, 0) != kl ||
+	    memcmp(prev->keys, r->keys, kl) != 0)
+		return;
+	used = event_vals_at(prev, 1);
+	vl = event_vals_len(r, kl, r->shape, r->has);
+	event_bytes -= event_cost(prev) + event_cost(r);
+	if (used + vl > prev->kcap) {
+		prev->kcap = (uint32_t)(used + vl);
+		prev->keys = xreallocarray(prev->keys, 1, prev->kcap);
+	}
+	memcpy(prev->keys + used, r->keys + kl, vl);
+	prev->has |= EV_PAIR | (r->has & EV_VALS) << 8;
+	event_bytes += event_cost(prev);
+	/* r's slot is free again; the history still counts two events. */
+	free(r->keys);
+	free(r->text);
+	memset(r, 0, sizeof *r);
+	event_head = (event_head + EVENT_HISTORY - 1) % EVENT_HISTORY;
+	event_count--;
 }
 
 /*
@@ -431,6 +580,12 @@ event_evict(int reuse)
 
 	r = &event_ring[(event_head + EVENT_HISTORY - event_count) %
 	    EVENT_HISTORY];
+	event_nevents--;
+	if (r->has & EV_PAIR) {
+		/* Its first event goes; the state change keeps the slot. */
+		event_unpair(r);
+		return;
+	}
 	event_bytes -= event_cost(r);
 	r->len = 0;
 	r->has = 0;
@@ -509,11 +664,16 @@ event_slot(const struct event_info *ei, size_t extra)
 
 	if (event_ring == NULL)
 		event_ring = xcalloc(EVENT_HISTORY, sizeof *event_ring);
-	if (event_count == EVENT_HISTORY)
-		event_evict(1);
+	/*
+	 * The history keeps EVENT_HISTORY events, a pair counting two; a
+	 * full ring of slots holds no pair, so its oldest slot is freed.
+	 */
+	if (event_nevents == EVENT_HISTORY)
+		event_evict(event_count == EVENT_HISTORY);
 	r = &event_ring[event_head];
 	event_head = (event_head + 1) % EVENT_HISTORY;
 	event_count++;
+	event_nevents++;
 	event_total++;
 
 	event_new_id(r->id);
@@ -688,13 +848,9 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 		event_bytes += event_cost(r);
 	}
 	event_lazy(r, shape, vals);
+	if (shape == event_state_shape)
+		event_pair(r);
 }
-
-/* The members of an agent_state_changed event's data. */
-static const char *const event_state_shape[] = {
-	"agentId", "previousState", "newState", "?reason", "corralState",
-	NULL
-};
 
 /*
  * Emit an agent_state_changed event (why NULL or "": no reason).  Busy
@@ -934,33 +1090,68 @@ event_oldest_id(void)
 }
 
 /*
+ * Consider one event of the ring for a replay (a pair's slot is its
+ * first).  Returns nonzero past the newest the replay may see.
+ */
+static int
+event_replay_rec(struct event_replay *rp, struct event_rec *r)
+{
+	char	*text;
+	size_t	 len;
+
+	if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
+		return 1;
+	if (!event_replay_in(rp, r->id, r->ms) ||
+	    !event_rec_match(rp->filter, r) ||
+	    !event_sees(rp->peer, event_key(r, EV_AGENT)))
+		return 0;
+	if (!rp->full && (r->has & EV_LAZY)) {
+		text = event_render(r, &len);
+		(void)event_replay_add(rp, r->id, r->ms, text, len);
+		free(text);
+		return 0;
+	}
+	(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
+	return 0;
+}
+
+/*
  * Consider the events of the ring for a replay, oldest first, up to the
  * newest it may see (stop; "": all of them).
  */
 static void
 event_replay_ring(struct event_replay *rp)
 {
-	struct event_rec	*r;
-	char			*text;
-	size_t			 i, len;
+	struct event_rec	*r, second;
+	size_t			 i;
+	int			 past;
 
 	for (i = 0; i < event_count; i++) {
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
 		    EVENT_HISTORY];
-		if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
+		if (event_replay_rec(rp, r))
 			break;
-		if (!event_replay_in(rp, r->id, r->ms) ||
-		    !event_rec_match(rp->filter, r) ||
-		    !event_sees(rp->peer, event_key(r, EV_AGENT)))
-			continue;
-		if (!rp->full && (r->has & EV_LAZY)) {
-			text = event_render(r, &len);
-			(void)event_replay_add(rp, r->id, r->ms, text, len);
-			free(text);
-			continue;
+		if (r->has & EV_PAIR) {
+			event_second(r, &second);
+			past = event_replay_rec(rp, &second);
+			free(second.keys);
+			if (past)
+				break;
 		}
-		(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
 	}
+}
+
+/* The id of the ring's newest event (a pair's second's). */
+static void
+event_newest_id(char *out)
+{
+	const struct event_rec	*r;
+
+	r = &event_ring[(event_head + EVENT_HISTORY - 1) % EVENT_HISTORY];
+	if (r->has & EV_PAIR)
+		event_next_id(r->id, out);
+	else
+		memcpy(out, r->id, EVENT_ID_LEN + 1);
 }
 
 /* What the history's buffers hold now: what its byte bound counts. */
@@ -968,6 +1159,13 @@ size_t
 event_history_bytes(void)
 {
 	return event_bytes;
+}
+
+/* The history's slots in use: an agent's two start events take one. */
+size_t
+event_history_slots(void)
+{
+	return event_count;
 }
 
 /* Free a replay. */
@@ -1106,7 +1304,7 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 		return;
 	oldest = event_oldest_id();
 	/* Events older than the ring exist only when it went round. */
-	if (oldest == NULL || event_total == event_count ||
+	if (oldest == NULL || event_total == event_nevents ||
 	    !event_log_usable() || (rp->after[0] != '\0' ?
 	    strcmp(rp->after, oldest) >= 0 : rp->from >= event_ring[(event_head +
 	    EVENT_HISTORY - event_count) % EVENT_HISTORY].ms)) {
@@ -1129,7 +1327,6 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	/* It sees the events there are now, not those that come meanwhile. */
-	strlcpy(rp->stop, event_ring[(event_head + EVENT_HISTORY - 1) %
-	    EVENT_HISTORY].id, sizeof rp->stop);
+	event_newest_id(rp->stop);
 	event_log_start(rp);
 }
