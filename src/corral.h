@@ -695,6 +695,7 @@ struct agent_proc {
 };
 
 /* lifecycle.c: where an agent is in its life (written by lifecycle.c). */
+struct life_more;
 struct life {
 	enum agent_state	 state;
 	int			 flags;
@@ -714,8 +715,11 @@ struct life {
 	 * and the backoff, which begin where heartbeats end.
 	 */
 	ev_timer		 life_w;
-	ev_timer		*recover_w;	/* unavailable from timeouts;
-						   NULL: never was */
+	/*
+	 * Its restarts, exits, causes, a pending stop's reason and the
+	 * timeouts' recovery timer: NULL until the first of them.
+	 */
+	struct life_more	*more;
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
 	unsigned int		 timeouts;	/* consecutive */
@@ -723,13 +727,7 @@ struct life {
 	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	int			 policy;	/* restart policy; -1: entry's */
-	ev_tstamp		*restarts;	/* recent restart times, a ring */
-	unsigned int		 nrestarts;
-	unsigned int		 restart_count;
 	uint64_t		 start_seq;
-	char			*stop_why;	/* of a pending stop */
-	char			*cause;		/* why it failed for good */
-	char			*last_exit;	/* its last exit, and stderr */
 };
 
 /*
