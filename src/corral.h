@@ -644,6 +644,7 @@ struct chan {
  */
 struct proc;
 struct proc_stderr;
+struct proc_pipe;
 struct proc_hooks {
 	void	(*done)(struct proc *);		/* reaped, both pipes at EOF */
 	void	(*exited)(struct proc *);	/* reaped (before done) */
@@ -668,10 +669,8 @@ struct proc {
 #define PROC_LIVE	0x10	/* its pid is not reaped (proc_find) */
 #define PROC_QUIET	0x20	/* its stderr to the debug log */
 #define PROC_TRACE	0x40	/* hears of stops and continues */
-	int			 errfd PART_OF(proc);
-	ev_io			 err_w PART_OF(proc);
-	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
-	const char		*pipe_what PART_OF(proc);
+	ev_io			 err_w PART_OF(proc);	/* its fd: -1 closed */
+	struct proc_pipe	*pipe_w PART_OF(proc);	/* held, or closed */
 	double			 grace PART_OF(proc);	/* for held pipes */
 	/* Made at its first byte: most agents never write to stderr. */
 	struct ndjson_reader	*err_rd PART_OF(proc);
@@ -831,6 +830,7 @@ struct child {
  * client (a control socket connection, corral serve's stdin).  Its name
  * is its MAP participantId.
  */
+struct peer_batch;
 struct peer {
 	const char		*name;		/* in logs; its participantId */
 	struct agent		*agent;		/* NULL: not an agent */
@@ -848,11 +848,11 @@ struct peer {
 #define PEER_INSIDE	0x20	/* from inside: an agent's processes */
 #define PEER_HANGUP	0x40	/* close it once this answer is out */
 	unsigned int		 nsubs;		/* its subscriptions (event.c) */
-	uint64_t		 ping_seq;
+	uint32_t		 ping_seq;	/* wraps: ids are not matched */
 	/* What a connection says of itself (rpc_conn); NULL: nothing. */
 	struct peer_conn	*conn;
-	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
-	json_t			*held;		/* frames after them (rpc.c) */
+	/* A batch's answers and the frames after them (rpc.c). */
+	struct peer_batch	*batch;
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
