@@ -799,11 +799,17 @@ struct work_progress {
 	ev_tstamp		 at;
 };
 
-/* engine.c: the requests an agent works on (written by engine.c). */
-struct work {
+/*
+ * engine.c: the requests an agent works on (written by engine.c), made
+ * at its first: most idle agents never had one.
+ */
+struct work_busy {
 	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	struct work_progress	*progress;	/* NULL: none */
+};
+struct work {
+	struct work_busy	*busy;		/* NULL: no request yet */
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */

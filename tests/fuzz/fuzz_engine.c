@@ -2617,7 +2617,8 @@ fz_inflight(struct fz_proc *fp, unsigned int k)
 
 	if (a == NULL)
 		return NULL;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
+	for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 		if (k-- == 0 || TAILQ_NEXT(m, entry) == NULL)
 			return m->id;
 	return NULL;
@@ -2636,7 +2637,8 @@ fz_reply(struct fz_rd *r)
 
 	if (fp == NULL || (a = fz_agent_of(fp)) == NULL)
 		return;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
+	for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 		if (k-- == 0 || TAILQ_NEXT(m, entry) == NULL)
 			break;
 	if (m != NULL)
@@ -2875,7 +2877,8 @@ fz_dump(void)
 			if (m->where == MSG_QUEUED && m->target == a)
 				fprintf(stderr, "    waits: %s (kind %d)\n",
 				    m->id, m->kind);
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
+		for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 			fprintf(stderr, "    in flight: %s (kind %d)\n", m->id,
 			    m->kind);
 	}
