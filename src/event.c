@@ -75,6 +75,9 @@ struct event_rec {
 #define EV_CORR		0x04
 #define EV_LAZY		0x08	/* flat data whose text waits */
 #define EV_PAIR		0x10	/* and the state change that followed it */
+#define EV_SAME		0x20	/* the agent is the source: its key kept once */
+#define EV_IS_AGENT	0x1000000	/* value 0 is the agent: not kept */
+#define EV_IS_AGENT2	0x2000000	/* and of a pair's second */
 #define EV_VAL(i)	(0x100 << (i))	/* value i of its shape is there */
 #define EV_VAL2(i)	(0x10000 << (i))	/* value i of the second's */
 	/* Lazy: its data's member names ("?": left out when absent). */
@@ -82,7 +85,7 @@ struct event_rec {
 };
 #define EVENT_FLAT_MAX	8	/* members of a flat event's data */
 #define EV_VALS		0xff00		/* the EV_VAL bits */
-#define EV_KEYS		(EV_SOURCE | EV_AGENT | EV_CORR)
+#define EV_KEYS		(EV_SOURCE | EV_AGENT | EV_CORR | EV_SAME)
 
 /* The members of an agent_state_changed event's data. */
 static const char *const event_state_shape[] = {
@@ -119,6 +122,8 @@ static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 static char	*event_render(const struct event_rec *, size_t *);
 static void	 event_unpair(struct event_rec *);
+static size_t	 event_vals_len(const struct event_rec *, size_t,
+		    const char *const *, uint32_t);
 static struct event_rec *event_emit_rec(const struct event_info *,
 		    const char *, size_t, size_t);
 
@@ -275,6 +280,8 @@ event_key(const struct event_rec *r, int which)
 
 	if (!(r->has & which))
 		return NULL;
+	if (which == EV_AGENT && (r->has & EV_SAME))
+		which = EV_SOURCE;
 	/* The keys are stored in this order, each NUL-terminated. */
 	if (which == EV_SOURCE)
 		return p;
@@ -464,13 +471,14 @@ event_vals_at(const struct event_rec *r, int second)
 	for (i = 0; i < 3; i++)
 		off += strlen(r->keys + off) + 1;
 	if (second)
-		for (i = 0; r->shape[i] != NULL; i++)
-			if (r->has & EV_VAL(i))
-				off += strlen(r->keys + off) + 1;
+		off += event_vals_len(r, off, r->shape, r->has);
 	return off;
 }
 
-/* The bytes of the values a record has of shape, from at in its keys. */
+/*
+ * The bytes of the values a record keeps of shape, from at in its keys:
+ * those bits says are there, but the first when it is the agent's key.
+ */
 static size_t
 event_vals_len(const struct event_rec *r, size_t at,
     const char *const *shape, uint32_t bits)
@@ -478,7 +486,7 @@ event_vals_len(const struct event_rec *r, size_t at,
 	size_t	vl = 0, i;
 
 	for (i = 0; shape[i] != NULL; i++)
-		if (bits & EV_VAL(i))
+		if ((bits & EV_VAL(i)) && (i > 0 || !(bits & EV_IS_AGENT)))
 			vl += strlen(r->keys + at + vl) + 1;
 	return vl;
 }
@@ -492,7 +500,8 @@ static void
 event_second(const struct event_rec *r, struct event_rec *v)
 {
 	size_t		kl, at, vl;
-	uint32_t	bits = (r->has >> 8) & EV_VALS;
+	uint32_t	bits = ((r->has >> 8) & EV_VALS) |
+			    ((r->has & EV_IS_AGENT2) ? EV_IS_AGENT : 0);
 
 	*v = *r;
 	kl = event_vals_at(r, 0);
@@ -557,7 +566,8 @@ event_pair(struct event_rec *r)
 		prev->keys = xreallocarray(prev->keys, 1, prev->kcap);
 	}
 	memcpy(prev->keys + used, r->keys + kl, vl);
-	prev->has |= EV_PAIR | (r->has & EV_VALS) << 8;
+	prev->has |= EV_PAIR | (r->has & EV_VALS) << 8 |
+	    ((r->has & EV_IS_AGENT) ? EV_IS_AGENT2 : 0);
 	event_bytes += event_cost(prev);
 	/* r's slot is free again; the history still counts two events. */
 	free(r->keys);
@@ -650,6 +660,16 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 	free(s);
 }
 
+/* The agent key a record keeps of ei: NULL when none, or the source's. */
+static const char *
+event_agent_key(const struct event_info *ei)
+{
+	if (ei->agent == NULL || (ei->source != NULL &&
+	    strcmp(ei->agent, ei->source) == 0))
+		return NULL;
+	return ei->agent;
+}
+
 /*
  * Take the next slot of the ring for an event ei describes: its id, its
  * time, the keys and roles the filters read, and room for extra bytes
@@ -659,6 +679,7 @@ static struct event_rec *
 event_slot(const struct event_info *ei, size_t extra)
 {
 	struct event_rec	*r;
+	const char		*agent;
 	char			*p;
 	size_t			 kl;
 
@@ -681,16 +702,21 @@ event_slot(const struct event_info *ei, size_t extra)
 	r->type = ei->type;
 	r->srole = ei->source_role;
 	r->arole = ei->agent_role;
-	/* source, agent, corr: each NUL-terminated, empty when absent. */
-	kl = (ei->source ? strlen(ei->source) : 0) + (ei->agent ?
-	    strlen(ei->agent) : 0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
+	/*
+	 * source, agent, corr: each NUL-terminated, empty when absent; the
+	 * agent empty too when it is the source (most events).
+	 */
+	agent = event_agent_key(ei);
+	kl = (ei->source ? strlen(ei->source) : 0) + (agent ? strlen(agent) :
+	    0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
 	event_store(&r->keys, &r->kcap, kl + extra);
 	p = r->keys;
 	p = stpcpy(p, ei->source ? ei->source : "") + 1;
-	p = stpcpy(p, ei->agent ? ei->agent : "") + 1;
+	p = stpcpy(p, agent ? agent : "") + 1;
 	(void)stpcpy(p, ei->corr ? ei->corr : "");
 	r->has = (ei->source ? EV_SOURCE : 0) | (ei->agent ? EV_AGENT : 0) |
-	    (ei->corr ? EV_CORR : 0);
+	    (ei->corr ? EV_CORR : 0) | (ei->agent != NULL && agent == NULL ?
+	    EV_SAME : 0);
 	return r;
 }
 
@@ -757,9 +783,14 @@ event_lazy_vals(const struct event_rec *r, const char **vals)
 	for (i = 0; i < 3; i++)
 		p += strlen(p) + 1;
 	for (i = 0; r->shape[i] != NULL; i++) {
-		vals[i] = (r->has & EV_VAL(i)) ? p : NULL;
-		if (vals[i] != NULL)
+		if (!(r->has & EV_VAL(i)))
+			vals[i] = NULL;
+		else if (i == 0 && (r->has & EV_IS_AGENT))
+			vals[i] = event_key(r, EV_AGENT);
+		else {
+			vals[i] = p;
 			p += strlen(p) + 1;
+		}
 	}
 }
 
@@ -771,13 +802,17 @@ static void
 event_lazy(struct event_rec *r, const char *const *shape,
     const char *const *vals)
 {
-	size_t	i, kl, vl;
-	char	*p;
+	const char	*agent = event_key(r, EV_AGENT);
+	size_t		 i, kl, vl;
+	char		*p;
+	int		 same;
 
 	event_bytes -= event_cost(r);
+	/* A first value that is the agent's key (agentId) is not kept. */
+	same = agent != NULL && vals[0] != NULL && strcmp(vals[0], agent) == 0;
 	for (kl = 0, i = 0; i < 3; i++)
 		kl += strlen(r->keys + kl) + 1;
-	for (vl = 0, i = 0; shape[i] != NULL; i++)
+	for (vl = 0, i = same ? 1 : 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
 	if (kl + vl > r->kcap) {
@@ -788,9 +823,12 @@ event_lazy(struct event_rec *r, const char *const *shape,
 	p = r->keys + kl;
 	for (i = 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL) {
-			p = stpcpy(p, vals[i]) + 1;
+			if (i > 0 || !same)
+				p = stpcpy(p, vals[i]) + 1;
 			r->has |= EV_VAL(i);
 		}
+	if (same)
+		r->has |= EV_IS_AGENT;
 	free(r->text);
 	r->text = NULL;
 	r->cap = r->len = 0;
@@ -831,7 +869,10 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 	char			*data;
 	size_t			 len, vl, i;
 
-	for (vl = 0, i = 0; shape[i] != NULL; i++)
+	/* The room its values take (event_lazy keeps agentId as a key). */
+	i = shape[0] != NULL && vals[0] != NULL && ei->agent != NULL &&
+	    strcmp(vals[0], ei->agent) == 0;
+	for (vl = 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
 	if (i > EVENT_FLAT_MAX)

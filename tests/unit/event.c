@@ -472,25 +472,35 @@ static void
 test_pair(void **state)
 {
 	static const char	 role[] = "worker";
+	static const char *const shape[] = { "agentId", "?note", NULL };
+	const char		*vals[2] = { "a2", "x" };
+	struct event_info	 ei;
 	json_t			*id = json_integer(6), *evs, *p;
-	char			*live, *t, *q, *base, ids[5][EVENT_ID_LEN + 1];
+	char			*live, *t, *q, *base, ids[6][EVENT_ID_LEN + 1];
 	size_t			 len, tlen, n = 0, i;
 
 	event_subscribe(&upeer, id, NULL);
 	(void)raw(&len);
 	start("a", role);
 	start("b", NULL);
+	/* About an agent that is not its source: both keys kept. */
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_state_changed";
+	ei.source = "s";
+	ei.agent = "a2";
+	ei.audit = 1;
+	event_emit_flat(&ei, shape, vals);
 	emit("message_sent", "b", NULL);
 	live = strdup(raw(&len));
 	assert_non_null(live);
-	assert_int_equal(event_history_slots(), 3);
+	assert_int_equal(event_history_slots(), 4);
 	event_replay(&upeer, id, NULL);
 	base = raw(&len);
 	for (t = live; (q = strchr(t, '\n')) != NULL; t = q + 1) {
 		*q = '\0';
 		t = strstr(t, ",\"event\":{\"id\":") + 9;
 		tlen = strlen(t) - 2;
-		assert_true(n < 5);
+		assert_true(n < 6);
 		memcpy(ids[n], t + 7, EVENT_ID_LEN);
 		ids[n][EVENT_ID_LEN] = '\0';
 		/* In order, the same bytes in the replay's answer. */
@@ -499,14 +509,14 @@ test_pair(void **state)
 		assert_int_equal(base[tlen], '}');
 		n++;
 	}
-	assert_int_equal(n, 5);
+	assert_int_equal(n, 6);
 	free(live);
 
 	/* From the first's id: its pair's second first. */
 	p = json_pack("{s:s}", "afterEventId", ids[0]);
 	evs = replayed(p);
 	json_decref(p);
-	assert_int_equal(json_array_size(evs), 4);
+	assert_int_equal(json_array_size(evs), 5);
 	assert_string_equal(json_string_value(json_object_get(
 	    json_array_get(evs, 0), "eventId")), ids[1]);
 	json_decref(evs);
@@ -514,14 +524,14 @@ test_pair(void **state)
 	    "agent_state_changed");
 	evs = replayed(p);
 	json_decref(p);
-	assert_int_equal(json_array_size(evs), 2);
+	assert_int_equal(json_array_size(evs), 3);
 	assert_string_equal(json_string_value(json_object_get(
 	    json_array_get(evs, 1), "eventId")), ids[3]);
 	json_decref(evs);
 
 	/* A full history: the oldest event leaves, its pair's second stays. */
 	event_peer_gone(&upeer);
-	for (i = 5; i < 10001; i++)
+	for (i = 6; i < 10001; i++)
 		emit("message_sent", "c", NULL);
 	p = json_pack("{s:i}", "limit", 2);
 	evs = replayed(p);
