@@ -54,21 +54,15 @@
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
 
 /*
- * A record of the ring, two for each agent that starts: kept small, with
- * 32-bit sizes (an event is far below 4 GiB: its parts are bounded by
- * max_line, at most 256 MiB).
+ * A record of the ring, one for each agent that starts: kept small, with
+ * its id's bits rather than its 26 characters and 32-bit sizes (an event
+ * is far below 4 GiB: its parts are bounded by max_line, at most 256 MiB).
  */
 struct event_rec {
-	char		 id[EVENT_ID_LEN + 1];
+	uint8_t		 id[16];	/* a ULID's bits (event_rec_id) */
 	uint32_t	 kcap;
 	uint32_t	 len;
 	uint32_t	 cap;
-	uint64_t	 ms;
-	const char	*type;		/* a literal */
-	const char	*srole;		/* role of the source; outlives us */
-	const char	*arole;		/* role of data.agentId */
-	char		*text;		/* the Event object */
-	char		*keys;		/* source, agent, corr: NUL-separated */
 	uint32_t	 has;		/* which of the keys are there */
 #define EV_SOURCE	0x01
 #define EV_AGENT	0x02
@@ -78,6 +72,12 @@ struct event_rec {
 #define EV_SAME		0x20	/* the agent is the source: its key kept once */
 #define EV_IS_AGENT	0x1000000	/* value 0 is the agent: not kept */
 #define EV_IS_AGENT2	0x2000000	/* and of a pair's second */
+	uint64_t	 ms;
+	const char	*type;		/* a literal */
+	const char	*srole;		/* role of the source; outlives us */
+	const char	*arole;		/* role of data.agentId */
+	char		*text;		/* the Event object */
+	char		*keys;		/* source, agent, corr: NUL-separated */
 #define EV_VAL(i)	(0x100 << (i))	/* value i of its shape is there */
 #define EV_VAL2(i)	(0x10000 << (i))	/* value i of the second's */
 	/* Lazy: its data's member names ("?": left out when absent). */
@@ -209,12 +209,12 @@ event_ulid_encode(const uint8_t *b, char *out)
 }
 
 /*
- * Make a new id: a ULID, greater than every one made before it in this
- * process (the same millisecond counts the random part up; a clock that
- * went back is ignored).
+ * Make a new id's 128 bits: a ULID, greater than every one made before it
+ * in this process (the same millisecond counts the random part up; a
+ * clock that went back is ignored).
  */
-void
-event_new_id(char *out)
+static void
+event_new_ulid(uint8_t *b)
 {
 	uint64_t	ms = event_now_ms();
 	int		i;
@@ -237,7 +237,24 @@ event_new_id(char *out)
 	}
 	for (i = 0; i < 6; i++)
 		event_ulid[i] = (uint8_t)(event_ulid_ms >> (8 * (5 - i)));
-	event_ulid_encode(event_ulid, out);
+	memcpy(b, event_ulid, sizeof event_ulid);
+}
+
+/* Make a new id (event_new_ulid), as its 26 characters. */
+void
+event_new_id(char *out)
+{
+	uint8_t	b[16];
+
+	event_new_ulid(b);
+	event_ulid_encode(b, out);
+}
+
+/* A record's id, as its 26 characters. */
+static void
+event_rec_id(const struct event_rec *r, char *out)
+{
+	event_ulid_encode(r->id, out);
 }
 
 /* Turn '_' and '-' into '.', so that every naming style compares equal. */
@@ -414,19 +431,19 @@ event_send_dropped(struct event_sub *s)
 
 /* Hand an event to a subscription, or count it as dropped. */
 static void
-event_deliver(struct event_sub *s, const struct event_rec *r)
+event_deliver(struct event_sub *s, const struct event_rec *r, const char *id)
 {
 	if (rpc_full(s->peer)) {
 		if (s->dropped++ == 0)
-			strlcpy(s->first_dropped, r->id,
+			strlcpy(s->first_dropped, id,
 			    sizeof s->first_dropped);
-		strlcpy(s->last_dropped, r->id, sizeof s->last_dropped);
+		strlcpy(s->last_dropped, id, sizeof s->last_dropped);
 		event_dropped_total++;
 		return;
 	}
 	if (s->dropped > 0)
 		event_send_dropped(s);
-	event_send(s, r->id, r->ms, r->text, r->len);
+	event_send(s, id, r->ms, r->text, r->len);
 }
 
 /*
@@ -441,22 +458,15 @@ event_cost(const struct event_rec *r)
 	    EVENT_LAZY_BYTES : 0) + ((r->has & EV_PAIR) ? EVENT_LAZY_BYTES : 0);
 }
 
-/* The id after id: the next ULID of the same millisecond (id + 1). */
+/* The id after b, in place: the next ULID of the same millisecond. */
 static void
-event_next_id(const char *id, char *out)
+event_ulid_next(uint8_t *b)
 {
-	const char	*c;
-	int		 i;
+	int	i;
 
-	memcpy(out, id, EVENT_ID_LEN + 1);
-	for (i = EVENT_ID_LEN - 1; i >= 0; i--) {
-		c = strchr(event_b32, out[i]);
-		if (c != NULL && c[1] != '\0') {
-			out[i] = c[1];
-			return;
-		}
-		out[i] = event_b32[0];
-	}
+	for (i = 15; i >= 0; i--)
+		if (++b[i] != 0)
+			break;
 }
 
 /*
@@ -511,7 +521,7 @@ event_second(const struct event_rec *r, struct event_rec *v)
 	v->keys = xmalloc(v->kcap);
 	memcpy(v->keys, r->keys, kl);
 	memcpy(v->keys + kl, r->keys + at, vl);
-	event_next_id(r->id, v->id);
+	event_ulid_next(v->id);
 	v->type = "agent_state_changed";
 	v->shape = event_state_shape;
 	v->has = (r->has & EV_KEYS) | EV_LAZY | bits;
@@ -540,7 +550,7 @@ static void
 event_pair(struct event_rec *r)
 {
 	struct event_rec	*prev;
-	char			 next[EVENT_ID_LEN + 1];
+	uint8_t			 next[16];
 	size_t			 kl, used, vl;
 
 	if (event_count < 2)
@@ -553,9 +563,10 @@ event_pair(struct event_rec *r)
 	    (prev->has & EV_KEYS) != (r->has & EV_KEYS))
 		return;
 	/* The id a reader gives the second is the first's plus one. */
-	event_next_id(prev->id, next);
+	memcpy(next, prev->id, sizeof next);
+	event_ulid_next(next);
 	kl = event_vals_at(r, 0);
-	if (strcmp(next, r->id) != 0 || event_vals_at(prev, 0) != kl ||
+	if (memcmp(next, r->id, sizeof next) != 0 || event_vals_at(prev, 0) != kl ||
 	    memcmp(prev->keys, r->keys, kl) != 0)
 		return;
 	used = event_vals_at(prev, 1);
@@ -631,7 +642,8 @@ event_store(char **buf, uint32_t *cap, size_t need)
 
 /* Record an event in the audit log, with what replay's filters need. */
 static void
-event_audit(const struct event_info *ei, const struct event_rec *r)
+event_audit(const struct event_info *ei, const struct event_rec *r,
+    const char *id)
 {
 	struct jsonw	 j;
 	char		*s;
@@ -655,7 +667,7 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 	jsonw_object_end(&j);
 	s = jsonw_finish(&j, &len);
 	/* Where its line starts: the index of replays that read the log. */
-	event_log_audited(r->id, r->ms, auditlog_offset());
+	event_log_audited(id, r->ms, auditlog_offset());
 	auditlog_fields("map_event", ei->agent, NULL, s, len);
 	free(s);
 }
@@ -697,7 +709,7 @@ event_slot(const struct event_info *ei, size_t extra)
 	event_nevents++;
 	event_total++;
 
-	event_new_id(r->id);
+	event_new_ulid(r->id);
 	r->ms = event_now_ms();
 	r->type = ei->type;
 	r->srole = ei->source_role;
@@ -751,11 +763,13 @@ event_text(const struct event_rec *r, const char *source, const char *data,
     size_t dlen, size_t *len)
 {
 	struct jsonw	j;
+	char		id[EVENT_ID_LEN + 1];
 
+	event_rec_id(r, id);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "id");
-	jsonw_str(&j, r->id);
+	jsonw_str(&j, id);
 	jsonw_key(&j, "type");
 	jsonw_str(&j, r->type);
 	jsonw_key(&j, "timestamp");
@@ -941,7 +955,7 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	struct event_rec	*r;
 	struct event_sub	*s;
 	struct event_fields	 e;
-	char			*text;
+	char			*text, id[EVENT_ID_LEN + 1];
 	size_t			 len;
 
 	/*
@@ -966,14 +980,15 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	while (event_bytes > EVENT_HISTORY_BYTES && event_count > 1)
 		event_evict(0);
 
+	event_rec_id(r, id);
 	if (ei->audit)
-		event_audit(ei, r);
+		event_audit(ei, r, id);
 	/* The event's metadata is parsed once for all the filters. */
 	event_rec_fields(r, &e);
 	TAILQ_FOREACH(s, &event_subs, entry)
 		if (event_filter_match(s->filter, &e) &&
 		    event_sees(s->peer, ei->agent))
-			event_deliver(s, r);
+			event_deliver(s, r, id);
 	event_fields_done(&e);
 	return r;
 }
@@ -1124,10 +1139,13 @@ event_replay_add(struct event_replay *rp, const char *id, uint64_t ms,
 const char *
 event_oldest_id(void)
 {
+	static char	id[EVENT_ID_LEN + 1];
+
 	if (event_count == 0)
 		return NULL;
-	return event_ring[(event_head + EVENT_HISTORY - event_count) %
-	    EVENT_HISTORY].id;
+	event_rec_id(&event_ring[(event_head + EVENT_HISTORY - event_count) %
+	    EVENT_HISTORY], id);
+	return id;
 }
 
 /*
@@ -1137,22 +1155,23 @@ event_oldest_id(void)
 static int
 event_replay_rec(struct event_replay *rp, struct event_rec *r)
 {
-	char	*text;
+	char	*text, id[EVENT_ID_LEN + 1];
 	size_t	 len;
 
-	if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
+	event_rec_id(r, id);
+	if (rp->stop[0] != '\0' && strcmp(id, rp->stop) > 0)
 		return 1;
-	if (!event_replay_in(rp, r->id, r->ms) ||
+	if (!event_replay_in(rp, id, r->ms) ||
 	    !event_rec_match(rp->filter, r) ||
 	    !event_sees(rp->peer, event_key(r, EV_AGENT)))
 		return 0;
 	if (!rp->full && (r->has & EV_LAZY)) {
 		text = event_render(r, &len);
-		(void)event_replay_add(rp, r->id, r->ms, text, len);
+		(void)event_replay_add(rp, id, r->ms, text, len);
 		free(text);
 		return 0;
 	}
-	(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
+	(void)event_replay_add(rp, id, r->ms, r->text, r->len);
 	return 0;
 }
 
@@ -1187,12 +1206,13 @@ static void
 event_newest_id(char *out)
 {
 	const struct event_rec	*r;
+	uint8_t			 b[16];
 
 	r = &event_ring[(event_head + EVENT_HISTORY - 1) % EVENT_HISTORY];
+	memcpy(b, r->id, sizeof b);
 	if (r->has & EV_PAIR)
-		event_next_id(r->id, out);
-	else
-		memcpy(out, r->id, EVENT_ID_LEN + 1);
+		event_ulid_next(b);
+	event_ulid_encode(b, out);
 }
 
 /* What the history's buffers hold now: what its byte bound counts. */
