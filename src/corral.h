@@ -462,6 +462,11 @@ struct agent_conf {
 #define CONF_OWN_ARGV	0x02
 #define CONF_OWN_LIMITS	0x04
 #define CONF_OWN_CONFINE 0x08
+	/*
+	 * A child's copy: frees it after every module forgot its agent
+	 * (subagent.c); NULL: shared by its entry's agents.
+	 */
+	void			(*conf_free)(struct agent_conf *);
 };
 
 /* What a step's success: false with proceed does (success_false:). */
@@ -684,9 +689,6 @@ struct proc {
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
 struct agent_proc {
 	struct proc		 p;		/* the process (proc.c) */
-	int			 flags;
-#define AP_SIGSTOPPED	0x01	/* stopped by SIGSTOP */
-#define AP_RUNNING	0x02	/* spawned, not yet released */
 	struct chan		 io;		/* stdin and stdout */
 	ev_tstamp		 spawned_at;
 	uint64_t		 msgs_in;
@@ -841,11 +843,12 @@ struct peer {
 	const char		*name;		/* in logs; its participantId */
 	struct agent		*agent;		/* NULL: not an agent */
 	struct chan		*chan;		/* where frames go */
-	int			 role;
+	uint8_t			 role;
 #define PEER_AGENT	0x01	/* an agent process on its pipes */
 #define PEER_CLIENT	0x02	/* a client (socket, corral serve's stdin) */
 #define PEER_DELEGATE	0x04	/* a connection acting for its agent */
-	int			 flags;
+	uint8_t			 nsubs;		/* its subscriptions (event.c) */
+	uint16_t		 flags;
 #define PEER_CONNECTED	0x01	/* map/connect answered */
 #define PEER_ORPHAN	0x02	/* its agents outlive it */
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
@@ -853,7 +856,6 @@ struct peer {
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
 #define PEER_INSIDE	0x20	/* from inside: an agent's processes */
 #define PEER_HANGUP	0x40	/* close it once this answer is out */
-	unsigned int		 nsubs;		/* its subscriptions (event.c) */
 	uint32_t		 ping_seq;	/* wraps: ids are not matched */
 	/* What a connection says of itself (rpc_conn); NULL: nothing. */
 	struct peer_conn	*conn;
@@ -876,14 +878,12 @@ struct peer_conn {
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
 struct mapinfo_more;
 struct mapinfo {
-	const char		*state;		/* the MAP state last announced */
+	/* The MAP state last announced; NULL: agent_registered is due. */
+	const char		*state;
 	struct mapinfo_more	*more;		/* owner, metadata ...; NULL: none */
 	uint64_t		 created_ms;
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
-	int			 flags;
-#define MAPF_REGISTERED	0x01	/* agent_registered was emitted */
-#define MAPF_ORPHANED	0x02	/* its owner left; it runs on */
 };
 
 /*
@@ -895,13 +895,13 @@ struct agent {
 	char			*id;
 	/* The credential's bytes; agent_token writes its hex digits. */
 	uint8_t			 token[AGENT_TOKEN_LEN / 2];
-	struct agent_conf	*conf;
-	/* Frees conf after every module forgot the agent; NULL: shared. */
-	void			(*conf_free)(struct agent_conf *);
+	struct agent_conf	*conf;		/* conf_free: its own */
 	unsigned int		 instance;
 	int			 flags;
 #define AGENT_HIDDEN	0x01	/* a child hidden from the routing table */
 #define AGENT_DEAD	0x02	/* to be freed */
+#define AGENT_SIGSTOPPED 0x04	/* its process stopped by SIGSTOP */
+#define AGENT_RUNNING	0x08	/* spawned, not yet released */
 	/* The tree. */
 	struct agent		*parent;
 	TAILQ_HEAD(, agent)	 children;

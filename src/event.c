@@ -46,6 +46,8 @@
 #include "corral.h"
 #include "event-int.h"
 
+_Static_assert(EVENT_SUBS_MAX <= UINT8_MAX, "a peer counts them in 8 bits");
+
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
 #define EVENT_DATA_MAX		((size_t)UINT32_MAX / 2) /* an event's data */

@@ -2066,7 +2066,7 @@ fz_agent_of(const struct fz_proc *fp)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->proc.p.pid == fp->pid && (a->proc.flags & AP_RUNNING))
+		if (a->proc.p.pid == fp->pid && (a->flags & AGENT_RUNNING))
 			return a;
 	return NULL;
 }
@@ -2870,7 +2870,7 @@ fz_dump(void)
 		fprintf(stderr, "  agent %s: %s, running %d, outstanding %u, "
 		    "direct %d, flags %#x, life flags %#x\n", a->id,
 		    lifecycle_state_name(a->life.state),
-		    (a->proc.flags & AP_RUNNING) != 0, a->life.outstanding,
+		    (a->flags & AGENT_RUNNING) != 0, a->life.outstanding,
 		    !TAILQ_EMPTY(&a->slot.direct), a->flags, a->life.flags);
 		for (m = engine_live_next(NULL); m != NULL;
 		    m = engine_live_next(m))
