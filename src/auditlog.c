@@ -90,7 +90,8 @@ static char			*audit_resumes;	/* the run corral resume continues */
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
 static void	*auditlog_thread(void *);
-static void	 auditlog_begin(const char *, const char *, const char *);
+static void	 auditlog_begin(const char *, size_t, const char *,
+		    const char *);
 static void	 auditlog_members(const char *, ...);
 
 /*
@@ -198,7 +199,7 @@ auditlog_open(const char *path, const char *wfpath)
 	    NULL) == 0;
 	audit_t0 = util_mono();
 	util_rfc3339(ts, sizeof ts);
-	auditlog_begin("run_start", NULL, NULL);
+	auditlog_begin("run_start", 9, NULL, NULL);
 	ndjson_writer_add(&audit_w, ",\"format\":" AUDITLOG_FORMAT_S, 10 +
 	    strlen(AUDITLOG_FORMAT_S));
 	auditlog_members("run", protocol_run_id(), "time", ts, "version",
@@ -595,21 +596,46 @@ auditlog_seq_next(void)
 }
 
 /*
- * Start a line: sequence, monotonic time, event, agent, id.  Written
- * straight into the queue, one reservation for the fixed part: this runs
- * several times for every envelope.  The sequence number and the whole
- * seconds of t are kept as text and copied at a fixed size; the agent's
- * id is escaped like the rest: most are names and numbers, but an
+ * Append a string member: kq is the literal ,"key":" (AUDIT_KEY), v of vl
+ * bytes.  With plain, v is a name corral spells (nothing to escape, no
+ * check); else it is checked, and escaped when it needs it.  One
+ * reservation for both when it needs no escape: this runs for every
+ * member of the lines written for every envelope.
+ */
+static inline void
+auditlog_put(const char *kq, size_t kql, const char *v, size_t vl, int plain)
+{
+	char	*p;
+
+	if (!plain && jsonw_plain(v, vl) != vl) {
+		/* The key without the value's opening quote. */
+		ndjson_writer_add(&audit_w, kq, kql - 1);
+		jsonw_string(&audit_w, v, vl);
+		return;
+	}
+	p = jsonw_room(&audit_w, kql + vl + 1);
+	jsonw_copy(p, kq, kql);
+	jsonw_copy(p + kql, v, vl);
+	p[kql + vl] = '"';
+	audit_w.tail += kql + vl + 1;
+}
+#define AUDIT_KEY(k)	",\"" k "\":\"", sizeof(k) + 4
+
+/*
+ * Start a line: sequence, monotonic time, event (evn bytes), agent, id.
+ * Written straight into the queue, one reservation for the fixed part:
+ * this runs several times for every envelope.  The sequence number and
+ * the whole seconds of t are kept as text and copied at a fixed size; the
+ * agent's id is escaped like the rest: most are names and numbers, but an
  * adapter's sub-agents are named from an agent's bytes.
  */
 static void
-auditlog_begin(const char *ev, const char *agent, const char *id)
+auditlog_begin(const char *ev, size_t evn, const char *agent, const char *id)
 {
 	const char		*pairs = util_pairs;
 	uint64_t		us, sec;
-	size_t			evn = strlen(ev);
 	char			*p;
-	unsigned		r;
+	unsigned		r, q;
 
 	auditlog_seq_next();
 	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
@@ -628,24 +654,23 @@ auditlog_begin(const char *ev, const char *agent, const char *id)
 	p += audit_headn;
 	memcpy(p, audit_tsecd, sizeof audit_tsecd);
 	p += audit_tsecn;
+	/* Six decimals, two at a time: one division by 100 a pair. */
 	r = (unsigned)us;
-	memcpy(p, pairs + 2 * (r / 10000), 2);
-	memcpy(p + 2, pairs + 2 * (r / 100 % 100), 2);
-	memcpy(p + 4, pairs + 2 * (r % 100), 2);
+	q = r / 100;
+	memcpy(p + 4, pairs + 2 * (r - q * 100), 2);
+	r = q / 100;
+	memcpy(p + 2, pairs + 2 * (q - r * 100), 2);
+	memcpy(p, pairs + 2 * r, 2);
 	p += 6;
 	memcpy(p, AUDIT_HEAD_EV, sizeof(AUDIT_HEAD_EV) - 1);
 	p += sizeof(AUDIT_HEAD_EV) - 1;
 	jsonw_copy(p, ev, evn);
 	p[evn] = '"';
 	audit_w.tail = (size_t)(p + evn + 1 - audit_w.buf);
-	if (agent != NULL) {
-		JSONW_PUT_KEY(&audit_w, 0, "agent");
-		jsonw_put_str(&audit_w, agent, strlen(agent));
-	}
-	if (id != NULL) {
-		JSONW_PUT_KEY(&audit_w, 0, "id");
-		jsonw_put_str(&audit_w, id, strlen(id));
-	}
+	if (agent != NULL)
+		auditlog_put(AUDIT_KEY("agent"), agent, strlen(agent), 0);
+	if (id != NULL)
+		auditlog_put(AUDIT_KEY("id"), id, strlen(id), 0);
 }
 
 /* End a line; flush early if a lot is queued. */
@@ -726,7 +751,7 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin(ev, agent, id);
+	auditlog_begin(ev, strlen(ev), agent, id);
 	va_start(ap, id);
 	auditlog_vmembers(va_arg(ap, const char *), ap);
 	va_end(ap);
@@ -744,7 +769,7 @@ auditlog_envelope(const char *ev, const char *agent, const char *id,
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin(ev, agent, id);
+	auditlog_begin(ev, strlen(ev), agent, id);
 	if (!audit_decisions) {
 		/* ,"env":{...} in one reservation: the bytes as they are. */
 		p = jsonw_room(&audit_w, len + 7);
@@ -765,7 +790,7 @@ auditlog_fields(const char *ev, const char *agent, const char *id,
 {
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin(ev, agent, id);
+	auditlog_begin(ev, strlen(ev), agent, id);
 	if (len > 2) {
 		/* Splice the object's members after ours. */
 		jsonw_put_raw(&audit_w, ",", 1);
@@ -784,7 +809,7 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 		json_decref(fields);
 		return;
 	}
-	auditlog_begin(ev, agent, NULL);
+	auditlog_begin(ev, strlen(ev), agent, NULL);
 	if (fields != NULL && json_object_size(fields) > 0 &&
 	    (s = json_dumps(fields, CORRAL_JSON_FLAGS)) != NULL) {
 		/* Splice the object's members after ours. */
@@ -793,5 +818,60 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 		free(s);
 	}
 	json_decref(fields);
+	auditlog_end();
+}
+
+/*
+ * The lines written for every request, with what auditlog_event would
+ * write for them, member for member, without its walk of the arguments:
+ * "route" to agent, for intent, with reason (a phrase corral spells).
+ */
+void
+auditlog_route(const char *agent, const char *id, const char *intent,
+    const char *reason)
+{
+	if (audit_fd == -1 || audit_failed)
+		return;
+	auditlog_begin("route", 5, agent, id);
+	/* A workflow may name its own intents: checked like any string. */
+	auditlog_put(AUDIT_KEY("intent"), intent, strlen(intent), 0);
+	auditlog_put(AUDIT_KEY("reason"), reason, strlen(reason), 1);
+	auditlog_end();
+}
+
+/*
+ * Record request id's outcome "replied" by agent (NULL: none), with the
+ * reply's id, and reason and risk when there are (NULL: none).
+ */
+void
+auditlog_replied(const char *agent, const char *id, const char *reply,
+    const char *reason, const char *risk)
+{
+	if (audit_fd == -1 || audit_failed)
+		return;
+	auditlog_begin("outcome", 7, agent, id);
+	auditlog_put(AUDIT_KEY("outcome"), "replied", 7, 1);
+	if (reply != NULL)
+		auditlog_put(AUDIT_KEY("reply"), reply, strlen(reply), 0);
+	if (reason != NULL)
+		auditlog_put(AUDIT_KEY("reason"), reason, strlen(reason), 0);
+	if (risk != NULL)
+		auditlog_put(AUDIT_KEY("risk"), risk, strlen(risk), 0);
+	auditlog_end();
+}
+
+/* Record that job id ended, failed or not, with its risk (NULL: none). */
+void
+auditlog_job_end(const char *id, int failed, const char *risk)
+{
+	if (audit_fd == -1 || audit_failed)
+		return;
+	auditlog_begin("job_end", 7, NULL, id);
+	if (failed)
+		auditlog_put(AUDIT_KEY("status"), "failed", 6, 1);
+	else
+		auditlog_put(AUDIT_KEY("status"), "ok", 2, 1);
+	if (risk != NULL)
+		auditlog_put(AUDIT_KEY("risk"), risk, strlen(risk), 0);
 	auditlog_end();
 }

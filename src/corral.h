@@ -2540,6 +2540,11 @@ void	 auditlog_envelope(const char *, const char *, const char *,
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
+void	 auditlog_route(const char *, const char *, const char *,
+	    const char *);
+void	 auditlog_replied(const char *, const char *, const char *,
+	    const char *, const char *);
+void	 auditlog_job_end(const char *, int, const char *);
 int	 auditlog_read_open(struct auditlog_reader *, const char *);
 int	 auditlog_read_next(struct auditlog_reader *, json_t **);
 void	 auditlog_read_report(struct auditlog_reader *, FILE *);

@@ -113,8 +113,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	}
 	if (engine_step.done != NULL)
 		engine_step.done(j);
-	auditlog_event("job_end", NULL, j->id, "status", is_error ? "failed" :
-	    "ok", "risk", ENGINE_RISK(j, risk), NULL);
+	auditlog_job_end(j->id, is_error, ENGINE_RISK(j, risk));
 	if (is_error) {
 		/* One line for every failed job: what happened, and a hint. */
 		join_summary(line, len, summary, sizeof summary);
@@ -184,9 +183,8 @@ engine_replied(struct msg *m, struct agent *a, const char *reply_id,
 	char			risk[2048];
 
 	engine_stats.replied++;
-	auditlog_event("outcome", a != NULL ? a->id : NULL, m->id, "outcome",
-	    "replied", "reply", reply_id, "reason", reason, "risk",
-	    ENGINE_RISK(m, risk), NULL);
+	auditlog_replied(a != NULL ? a->id : NULL, m->id, reply_id, reason,
+	    ENGINE_RISK(m, risk));
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(m, "replied", NULL, NULL, reason);
 	if (engine_hooks.ended != NULL) {

@@ -188,8 +188,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		free(unforged);
 		return;
 	}
-	auditlog_event("outcome", a->id, req->id, "outcome", "replied",
-	    "reply", reply_id, "risk", ENGINE_RISK(req, risk), NULL);
+	auditlog_replied(a->id, req->id, reply_id, NULL, ENGINE_RISK(req,
+	    risk));
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	engine_reply_ended(req, a, js, line, len, env);

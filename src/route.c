@@ -444,11 +444,10 @@ route_dispatch(struct msg *m, struct agent *a)
 	breaker_sent(a);
 	route_hooks.dispatched(m, a);
 	if (auditlog_enabled())
-		auditlog_event("route", a->id, m->id, "intent",
-		    protocol_intent_name(m->intent), "reason",
+		auditlog_route(a->id, m->id, protocol_intent_name(m->intent),
 		    m->exclude != NULL ? "reflection: fewest outstanding, not "
 		    "the author" : m->target != NULL ? "addressed" :
-		    "fewest outstanding", NULL);
+		    "fewest outstanding");
 	if (answered) {
 		/* Its answer comes on the next iteration, as a reply of a's. */
 		agent_count_in(a);

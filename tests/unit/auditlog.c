@@ -10,7 +10,9 @@
  * is reported once through the error callback with its errno, after which
  * nothing more is queued and auditlog_close returns that errno.  And the
  * reader (src/auditlog-read.c): whole lines only, a torn last line left
- * out and counted, a newer format refused; --log-sync's values.
+ * out and counted, a newer format refused; --log-sync's values.  The
+ * writers of the lines every request makes (route, outcome, job_end)
+ * write what auditlog_event writes.
  */
 
 #include <errno.h>
@@ -191,6 +193,67 @@ test_hostile_strings(void **state)
 	    "b\"");
 	for (i = 0; i < n; i++)
 		json_decref(lines[i]);
+}
+
+/*
+ * The lines written for every request (route, outcome replied, job_end)
+ * have writers of their own: each line is byte for byte what
+ * auditlog_event writes for the same members, whatever bytes the strings
+ * carry, with every optional member there or not.
+ */
+static void
+test_request_lines(void **state)
+{
+	static const char	*v[] = {
+		"echo.1",
+		"quote\" and \\backslash",
+		"\",\"forged\":\"member",
+		"new\nline\x01",
+		"bad \xff utf8",
+		"an id of more than thirty-two bytes, to be copied whole",
+	};
+	static const char	*opt[] = { NULL, "a reason", "risk \"x\"" };
+	char	*buf, *p, *nl, *a, *b;
+	size_t	 i, j, len, n = 0, na, nb;
+	int	 lines = 0;
+
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		const char	*w = v[(i + 1) % (sizeof v / sizeof v[0])];
+
+		auditlog_route(v[i], w, v[i], "fewest outstanding");
+		auditlog_event("route", v[i], w, "intent", v[i], "reason",
+		    "fewest outstanding", NULL);
+		for (j = 0; j < 3; j++) {
+			auditlog_replied(j == 0 ? NULL : v[i], w,
+			    j == 1 ? NULL : v[i], opt[j], opt[2 - j]);
+			auditlog_event("outcome", j == 0 ? NULL : v[i], w,
+			    "outcome", "replied", "reply", j == 1 ? NULL : v[i],
+			    "reason", opt[j], "risk", opt[2 - j], NULL);
+			auditlog_job_end(w, j == 1, opt[j]);
+			auditlog_event("job_end", NULL, w, "status", j == 1 ?
+			    "failed" : "ok", "risk", opt[j], NULL);
+		}
+	}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	/* Past run_start: pairs of lines, the same after "ev". */
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		a = strstr(p, ",\"ev\":");
+		na = (size_t)(nl - a);
+		p = nl + 1;
+		assert_non_null(nl = strchr(p, '\n'));
+		b = strstr(p, ",\"ev\":");
+		nb = (size_t)(nl - b);
+		if (na != nb || memcmp(a, b, na) != 0)
+			fail_msg("line pair %zu differs:\n%.*s\n%.*s", n,
+			    (int)na, a, (int)nb, b);
+		lines += 2;
+	}
+	assert_int_equal(lines, 2 * 6 * (1 + 2 * 3));
+	free(buf);
 }
 
 /*
@@ -475,6 +538,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_strings, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_lengths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_lines, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_seq_counts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_torn_tail, setup,
