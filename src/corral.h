@@ -649,7 +649,16 @@ struct chan {
  */
 struct proc;
 struct proc_stderr;
-struct proc_pipe;
+
+/*
+ * proc.c: the timer for a process's held or closed pipes, and which pipe
+ * closed: made on first use, since most processes end with their pipes
+ * at EOF, and idle ones never do.
+ */
+struct proc_pipe {
+	ev_timer	 w;
+	const char	*what;
+};
 struct proc_hooks {
 	void	(*done)(struct proc *);		/* reaped, both pipes at EOF */
 	void	(*exited)(struct proc *);	/* reaped (before done) */
@@ -695,8 +704,22 @@ struct agent_proc {
 	uint64_t		 msgs_out;
 };
 
+/*
+ * lifecycle.c: what an agent that restarted, exited, failed, timed out or
+ * waits to stop keeps (struct life's more): most agents idle and need
+ * none.
+ */
+struct life_more {
+	ev_timer		 recover_w;	/* unavailable from timeouts */
+	ev_tstamp		*restarts;	/* recent restart times, a ring */
+	unsigned int		 nrestarts;
+	unsigned int		 restart_count;
+	char			*stop_why;	/* of a pending stop */
+	char			*cause;		/* why it failed for good */
+	char			*last_exit;	/* its last exit, and stderr */
+};
+
 /* lifecycle.c: where an agent is in its life (written by lifecycle.c). */
-struct life_more;
 struct life {
 	enum agent_state	 state;
 	int			 flags;

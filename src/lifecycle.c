@@ -130,20 +130,6 @@ static struct {
 	signed char	 to;
 	life_action	*act;
 } lifecycle_table[AS_COUNT][AE_COUNT];
-/*
- * What an agent that restarted, exited, failed, timed out or waits to
- * stop keeps (struct life's more): most agents idle and need none.
- */
-struct life_more {
-	ev_timer		 recover_w;	/* unavailable from timeouts */
-	ev_tstamp		*restarts;	/* recent restart times, a ring */
-	unsigned int		 nrestarts;
-	unsigned int		 restart_count;
-	char			*stop_why;	/* of a pending stop */
-	char			*cause;		/* why it failed for good */
-	char			*last_exit;	/* its last exit, and stderr */
-};
-
 static int	lifecycle_built;
 
 static const char *lifecycle_states[AS_COUNT] = {

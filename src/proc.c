@@ -38,16 +38,6 @@
 #define PROC_LINE	240	/* bytes of each line proc_stderr_lines gives */
 
 /* What a proc's stderr said first and last (made at its first line). */
-/*
- * The timer for a process's held or closed pipes, and which pipe closed:
- * made on first use, since most processes end with their pipes at EOF,
- * and idle ones never do.
- */
-struct proc_pipe {
-	ev_timer	 w;
-	const char	*what;
-};
-
 struct proc_stderr {
 	char		 head[PROC_HEAD];
 	size_t		 hlen;

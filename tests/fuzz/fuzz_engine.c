@@ -2532,14 +2532,14 @@ fz_timers(ev_timer **t, size_t max)
 
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		FZ_ADD(&a->life.life_w);
-		if (a->life.recover_w != NULL)
-			FZ_ADD(a->life.recover_w);
+		if (a->life.more != NULL)
+			FZ_ADD(&a->life.more->recover_w);
 		if (a->breaker != NULL)
 			FZ_ADD(&a->breaker->timer);
 		if (a->budget != NULL)
 			FZ_ADD(&a->budget->timer);
 		if (a->proc.p.pipe_w != NULL)
-			FZ_ADD(a->proc.p.pipe_w);
+			FZ_ADD(&a->proc.p.pipe_w->w);
 	}
 	/* In flight, waiting in a queue, or for a retry. */
 	for (m = engine_live_next(NULL); m != NULL; m = engine_live_next(m))
