@@ -97,6 +97,21 @@ chan_reader(struct chan *c)
 	return c->rd;
 }
 
+/*
+ * The reader handed out its lines (CHAN_FEEDING was set around it).  One
+ * of them may have closed the channel: the reader, kept while it ran,
+ * goes now.
+ */
+static void
+chan_fed(struct chan *c)
+{
+	c->flags &= ~CHAN_FEEDING;
+	if (c->rfd == -1 && c->rd != NULL) {
+		free(c->rd);
+		c->rd = NULL;
+	}
+}
+
 /* Return nonzero if the reader holds the rest of a stopped chunk. */
 static int
 chan_rheld(const struct chan *c)
@@ -251,8 +266,11 @@ chan_resume_pending(void)
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
-		if (c->rd != NULL)
+		if (c->rd != NULL) {
+			c->flags |= CHAN_FEEDING;
 			ndjson_resume(c->rd, chan_line, c);
+			chan_fed(c);
+		}
 		any = 1;
 		chan_pause(c);
 		if (!chan_held_back(c) && !chan_rheld(c) &&
@@ -293,13 +311,18 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (n == 0) {
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
-		if (c->rd != NULL)
+		if (c->rd != NULL) {
+			c->flags |= CHAN_FEEDING;
 			ndjson_finish(c->rd, chan_line, c);
+			chan_fed(c);
+		}
 		if (c->ops->eof != NULL)
 			c->ops->eof(c, 0);
 		return;
 	}
+	c->flags |= CHAN_FEEDING;
 	ndjson_feed(chan_reader(c), chan_buf, (size_t)n, chan_line, c);
+	chan_fed(c);
 	chan_pause(c);
 	if (chan_rheld(c) && ev_is_active(&c->rw)) {
 		/* Not held back, yet stopped: never read past what waits. */
@@ -507,7 +530,10 @@ chan_close(struct chan *c)
 	c->wait = NULL;
 	if (c->rd != NULL) {
 		ndjson_reader_free(c->rd);
-		free(c->rd);
-		c->rd = NULL;
+		/* Closed by one of its lines: the reader goes after (chan_fed). */
+		if (!(c->flags & CHAN_FEEDING)) {
+			free(c->rd);
+			c->rd = NULL;
+		}
 	}
 }

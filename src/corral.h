@@ -637,6 +637,7 @@ struct chan {
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
 #define CHAN_RESUME	0x40	/* on the resume list */
+#define CHAN_FEEDING	0x80	/* its reader is handing out lines */
 	/* Backpressure's links (chan.c); NULL until it first blocks. */
 	struct chan_wait	*wait;
 	TAILQ_ENTRY(chan)	 dirty_entry;
@@ -683,6 +684,7 @@ struct proc {
 #define PROC_LIVE	0x10	/* its pid is not reaped (proc_find) */
 #define PROC_QUIET	0x20	/* its stderr to the debug log */
 #define PROC_TRACE	0x40	/* hears of stops and continues */
+#define PROC_FEEDING	0x80	/* its stderr reader hands out lines */
 	ev_io			 err_w PART_OF(proc);	/* its fd: -1 closed */
 	struct proc_pipe	*pipe_w PART_OF(proc);	/* held, or closed */
 	double			 grace PART_OF(proc);	/* for held pipes */

@@ -351,8 +351,11 @@ proc_close_err(struct proc *p)
 	ev_io_set(&p->err_w, -1, EV_READ);
 	if (p->err_rd != NULL) {
 		ndjson_reader_free(p->err_rd);
-		free(p->err_rd);
-		p->err_rd = NULL;
+		/* Closed by one of its lines: the reader goes after them. */
+		if (!(p->flags & PROC_FEEDING)) {
+			free(p->err_rd);
+			p->err_rd = NULL;
+		}
 	}
 }
 
@@ -443,6 +446,21 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	proc_keep_tail(e, line, len);
 }
 
+/*
+ * The stderr reader handed out its lines (PROC_FEEDING was set around
+ * it).  One of them may have closed stderr: the reader, kept while it
+ * ran, goes now.
+ */
+static void
+proc_err_fed(struct proc *p)
+{
+	p->flags &= ~PROC_FEEDING;
+	if (p->err_w.fd == -1 && p->err_rd != NULL) {
+		free(p->err_rd);
+		p->err_rd = NULL;
+	}
+}
+
 /* Drain stderr into the log; it must never block the process. */
 static void
 proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -458,8 +476,11 @@ proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	if (n <= 0) {
 		ev_io_stop(loop, &p->err_w);
-		if (p->err_rd != NULL)
+		if (p->err_rd != NULL) {
+			p->flags |= PROC_FEEDING;
 			ndjson_finish(p->err_rd, proc_err_line, p);
+			proc_err_fed(p);
+		}
 		proc_close_err(p);
 		p->flags |= PROC_ERR_EOF;
 		proc_check_done(p);
@@ -469,7 +490,9 @@ proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 		p->err_rd = xmalloc(sizeof *p->err_rd);
 		ndjson_reader_init(p->err_rd, 4096, 1);
 	}
+	p->flags |= PROC_FEEDING;
 	ndjson_feed(p->err_rd, buf, (size_t)n, proc_err_line, p);
+	proc_err_fed(p);
 }
 
 /*
