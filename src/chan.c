@@ -3,9 +3,11 @@
  * agent's stdout and stdin, or corral serve's own stdin and stdout), with
  * framing on the way in and a queue on the way out.
  *
- * Writes are queued and flushed once per loop iteration from the
- * supervisor's prepare watcher, so a burst of lines to one peer becomes one
- * write(2).  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
+ * Writes are queued (ndjson-queue.c) and flushed once per loop iteration
+ * from the supervisor's prepare watcher, so a burst of lines to one peer
+ * becomes one writev(2).  The rest of a long line is read straight into
+ * its line reader's buffer (ndjson_reader_room), not into the shared
+ * one: the line is not copied out of each read.  Backpressure is XON/XOFF, as bgpd does it: a reader whose last
  * line went to a writer above its high watermark stops reading (chan_block)
  * and waits on that writer; when the writer drains to its low watermark,
  * every reader waiting on it reads again.  A reader stops at once, between
@@ -76,7 +78,7 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	c->rfd = rfd;
 	c->wfd = wfd;
 	c->owner = owner;
-	c->max = max < NDJSON_MAX ? (uint32_t)max : NDJSON_MAX;
+	ndjson_reader_init(&c->rd, max, 0);
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
@@ -84,53 +86,17 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 }
 
 /*
- * The channel's line reader, made at its first byte: an idle agent's
- * stdout never has one.
- */
-static struct ndjson_reader *
-chan_reader(struct chan *c)
-{
-	if (c->rd == NULL) {
-		c->rd = xmalloc(sizeof *c->rd);
-		ndjson_reader_init(c->rd, c->max, 0);
-	}
-	return c->rd;
-}
-
-/*
- * The reader handed out its lines (CHAN_FEEDING was set around it).  One
- * of them may have closed the channel: the reader, kept while it ran,
- * goes now.
- */
-static void
-chan_fed(struct chan *c)
-{
-	c->flags &= ~CHAN_FEEDING;
-	if (c->rfd == -1 && c->rd != NULL) {
-		free(c->rd);
-		c->rd = NULL;
-	}
-}
-
-/* Return nonzero if the reader holds the rest of a stopped chunk. */
-static int
-chan_rheld(const struct chan *c)
-{
-	return c->rd != NULL && ndjson_reader_held(c->rd);
-}
-
-/*
  * The channel's write queue, made at its first line: most agents are
  * never written to while they idle.
  */
-static struct ndjson_writer *
-chan_writer(struct chan *c)
+static struct ndjson_queue *
+chan_queue(struct chan *c)
 {
 	if (c->wr == NULL) {
 		c->wr = xmalloc(sizeof *c->wr);
 		/* It must hold at least one maximal line above its mark. */
-		ndjson_writer_init(c->wr, CHAN_LOW,
-		    c->max > CHAN_HIGH ? c->max : CHAN_HIGH);
+		ndjson_queue_init(c->wr, CHAN_LOW, c->rd.max > CHAN_HIGH ?
+		    c->rd.max : CHAN_HIGH);
 	}
 	return c->wr;
 }
@@ -199,7 +165,7 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	c->ops->line(c, kind, line, len, extra);
 	chan_current = saved;
 	if (chan_held_back(c))
-		ndjson_reader_stop(c->rd);
+		ndjson_reader_stop(&c->rd);
 }
 
 /* Pause reading while the reader is held back. */
@@ -224,7 +190,7 @@ chan_go_on(struct chan *c)
 {
 	if (c->rfd == -1 || (c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 		return;
-	if (!chan_rheld(c)) {
+	if (!ndjson_reader_held(&c->rd)) {
 		ev_io_start(LOOP, &c->rw);
 		return;
 	}
@@ -266,14 +232,10 @@ chan_resume_pending(void)
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
-		if (c->rd != NULL) {
-			c->flags |= CHAN_FEEDING;
-			ndjson_resume(c->rd, chan_line, c);
-			chan_fed(c);
-		}
+		ndjson_resume(&c->rd, chan_line, c);
 		any = 1;
 		chan_pause(c);
-		if (!chan_held_back(c) && !chan_rheld(c) &&
+		if (!chan_held_back(c) && !ndjson_reader_held(&c->rd) &&
 		    !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 			ev_io_start(LOOP, &c->rw);
 	}
@@ -293,15 +255,22 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct chan	*c = w->data;
 	ssize_t		 n;
+	char		*buf;
+	size_t		 room;
 
-	if (chan_rheld(c)) {
+	if (ndjson_reader_held(&c->rd)) {
 		/* The rest of a stopped chunk goes first (chan_go_on). */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
 			chan_go_on(c);
 		return;
 	}
-	n = read(c->rfd, chan_buf, sizeof chan_buf);
+	/* A long line's rest goes where the line is put together. */
+	if ((buf = ndjson_reader_room(&c->rd, sizeof chan_buf, &room)) == NULL) {
+		buf = chan_buf;
+		room = sizeof chan_buf;
+	}
+	n = read(c->rfd, buf, room);
 	if (n == -1) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;
@@ -311,20 +280,17 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (n == 0) {
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
-		if (c->rd != NULL) {
-			c->flags |= CHAN_FEEDING;
-			ndjson_finish(c->rd, chan_line, c);
-			chan_fed(c);
-		}
+		ndjson_finish(&c->rd, chan_line, c);
 		if (c->ops->eof != NULL)
 			c->ops->eof(c, 0);
 		return;
 	}
-	c->flags |= CHAN_FEEDING;
-	ndjson_feed(chan_reader(c), chan_buf, (size_t)n, chan_line, c);
-	chan_fed(c);
+	if (buf == chan_buf)
+		ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+	else
+		ndjson_feed_room(&c->rd, (size_t)n, chan_line, c);
 	chan_pause(c);
-	if (chan_rheld(c) && ev_is_active(&c->rw)) {
+	if (ndjson_reader_held(&c->rd) && ev_is_active(&c->rw)) {
 		/* Not held back, yet stopped: never read past what waits. */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
@@ -409,12 +375,12 @@ chan_write_line(struct chan *c, const char *line, size_t len)
 {
 	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
 		return;
-	ndjson_writer_line(chan_writer(c), line, len);
+	ndjson_queue_line(chan_queue(c), line, len);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
 		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);
 	}
-	if (ndjson_writer_full(c->wr))
+	if (ndjson_queue_full(c->wr))
 		c->flags |= CHAN_WFULL;
 }
 
@@ -427,7 +393,7 @@ chan_flush(struct chan *c)
 	if (c->wfd == -1)
 		return;
 	/* A channel never written to has no queue: nothing to write. */
-	rc = c->wr != NULL ? ndjson_writer_flush(c->wr, c->wfd) : 0;
+	rc = c->wr != NULL ? ndjson_queue_flush(c->wr, c->wfd) : 0;
 	if (rc == 1) {
 		if (c->ww == NULL) {
 			/* Made when first needed: most pipes never fill. */
@@ -442,14 +408,14 @@ chan_flush(struct chan *c)
 			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
-			ndjson_writer_free(c->wr);
+			ndjson_queue_free(c->wr);
 			c->flags |= CHAN_WCLOSED;
 			if (c->ops->werror != NULL)
 				c->ops->werror(c, saved);
 		}
 	}
 	if (((c->flags & CHAN_WFULL) || chan_has_waiters(c)) &&
-	    (c->wr == NULL || ndjson_writer_drained(c->wr)))
+	    (c->wr == NULL || ndjson_queue_drained(c->wr)))
 		chan_wake(c);
 }
 
@@ -488,7 +454,7 @@ chan_close_write(struct chan *c)
 		c->flags &= ~CHAN_DIRTY;
 	}
 	if (c->wr != NULL)
-		(void)ndjson_writer_flush(c->wr, c->wfd);
+		(void)ndjson_queue_flush(c->wr, c->wfd);
 	if (c->ww != NULL) {
 		ev_io_stop(LOOP, c->ww);
 		free(c->ww);
@@ -498,7 +464,7 @@ chan_close_write(struct chan *c)
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
 	if (c->wr != NULL) {
-		ndjson_writer_free(c->wr);
+		ndjson_queue_free(c->wr);
 		free(c->wr);
 		c->wr = NULL;
 	}
@@ -528,12 +494,5 @@ chan_close(struct chan *c)
 	chan_release_waiters(c);
 	free(c->wait);
 	c->wait = NULL;
-	if (c->rd != NULL) {
-		ndjson_reader_free(c->rd);
-		/* Closed by one of its lines: the reader goes after (chan_fed). */
-		if (!(c->flags & CHAN_FEEDING)) {
-			free(c->rd);
-			c->rd = NULL;
-		}
-	}
+	ndjson_reader_free(&c->rd);
 }

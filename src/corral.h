@@ -301,6 +301,7 @@ struct ndjson_reader {
 	unsigned int	 truncate:1;
 	unsigned int	 stop:1;	/* hand out no more lines of this chunk */
 	unsigned int	 held:1;	/* buf holds the rest of a stopped chunk */
+	unsigned int	 nul_held:1;	/* the partial line has a NUL byte */
 };
 
 struct ndjson_writer {
@@ -311,6 +312,19 @@ struct ndjson_writer {
 	size_t	 low;
 	size_t	 high;
 	size_t	 written;
+};
+
+/*
+ * ndjson-queue.c: a channel's outgoing lines, in chunks written with
+ * writev.  Empty, it holds no memory.
+ */
+struct ndjson_chunk;
+struct ndjson_queue {
+	struct ndjson_chunk	*first;
+	struct ndjson_chunk	*last;
+	size_t			 queued;
+	uint32_t		 low;
+	uint32_t		 high;	/* at most NDJSON_MAX and a mark */
 };
 
 /* jsonw.c: a JSON text being built; commas and colons are its business. */
@@ -622,13 +636,11 @@ struct chan {
 	int			 wfd;
 	ev_io			 rw;
 	ev_io			*ww;		/* NULL until a write waits */
-	/* Made at the first byte read and the first line written. */
-	struct ndjson_reader	*rd;
-	struct ndjson_writer	*wr;
+	struct ndjson_reader	 rd;
+	struct ndjson_queue	*wr;		/* NULL until a line is queued */
 	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
-	uint32_t		 max;		/* its lines' limit */
 	int			 flags;
 #define CHAN_DIRTY	0x01	/* on the dirty list */
 #define CHAN_RPAUSED	0x02	/* reading paused by backpressure */
@@ -637,7 +649,6 @@ struct chan {
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
 #define CHAN_RESUME	0x40	/* on the resume list */
-#define CHAN_FEEDING	0x80	/* its reader is handing out lines */
 	/* Backpressure's links (chan.c); NULL until it first blocks. */
 	struct chan_wait	*wait;
 	TAILQ_ENTRY(chan)	 dirty_entry;
@@ -1668,6 +1679,9 @@ int	 ndjson_reader_pending(const struct ndjson_reader *);
 void	 ndjson_reader_stop(struct ndjson_reader *);
 int	 ndjson_reader_held(const struct ndjson_reader *);
 void	 ndjson_resume(struct ndjson_reader *, ndjson_line_cb, void *);
+char	*ndjson_reader_room(struct ndjson_reader *, size_t, size_t *);
+void	 ndjson_feed_room(struct ndjson_reader *, size_t, ndjson_line_cb,
+	    void *);
 void	 ndjson_writer_init(struct ndjson_writer *, size_t, size_t);
 void	 ndjson_writer_free(struct ndjson_writer *);
 size_t	 ndjson_writer_queued(const struct ndjson_writer *);
@@ -1677,6 +1691,15 @@ void	 ndjson_writer_reserve(struct ndjson_writer *, size_t);
 void	 ndjson_writer_add(struct ndjson_writer *, const void *, size_t);
 void	 ndjson_writer_line(struct ndjson_writer *, const void *, size_t);
 int	 ndjson_writer_flush(struct ndjson_writer *, int);
+
+/* ndjson-queue.c */
+void	 ndjson_queue_init(struct ndjson_queue *, size_t, size_t);
+void	 ndjson_queue_free(struct ndjson_queue *);
+size_t	 ndjson_queue_len(const struct ndjson_queue *);
+int	 ndjson_queue_full(const struct ndjson_queue *);
+int	 ndjson_queue_drained(const struct ndjson_queue *);
+void	 ndjson_queue_line(struct ndjson_queue *, const void *, size_t);
+int	 ndjson_queue_flush(struct ndjson_queue *, int);
 
 /*
  * jsonw.c's appenders, for lines of a fixed shape on the hot path (the
@@ -2027,14 +2050,80 @@ char	*envelope_mark(struct jscan *, const char *, size_t,
 #define FORGED_SENDER	0x2	/* its agent.id named someone else */
 char	*envelope_own(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, int *, size_t *);
+/*
+ * Would envelope_own leave a checked line as it is?  No corral member,
+ * and agent.id (when sender is given) sender itself, written plainly: what
+ * honest agents send, answered without a call.  Zero when in doubt (an
+ * escaped id): envelope_own then decides.
+ */
+static inline int
+envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
+    const char *sender)
+{
+	const struct jtok	*k;
+	size_t			 n;
+
+	if (env->corral != -1)
+		return 0;
+	if (sender == NULL || env->agent_id == -1)
+		return 1;
+	k = &js->tok[env->agent_id];
+	if (k->type != JT_STRING || (k->flags & JT_ESCAPED))
+		return 0;
+	n = k->len - 2;
+	return strlen(sender) == n && memcmp(s + k->off + 1, sender, n) == 0;
+}
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
 char	*envelope_corral_set(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
-int	 envelope_trace_id(struct jscan *, const char *,
-	    const struct env *, char *, size_t);
-int	 envelope_has_parent(struct jscan *, const char *,
-	    const struct env *, const char *);
+
+/*
+ * Copy a trace id (trace.id) into buf; returns 0 when there is one.
+ * Inline: the engine copies one for every input and every reply.
+ */
+static inline int
+envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
+    char *buf, size_t len)
+{
+	const char	*v;
+	size_t		 vl;
+
+	if (env->trace_id == -1)
+		return -1;
+	v = jscan_text(js, s, env->trace_id, &vl);
+	if (vl >= len)
+		return -1;
+	memcpy(buf, v, vl);
+	buf[vl] = '\0';
+	return 0;
+}
+
+/*
+ * Return nonzero if trace.parents holds id.  Inline: every reply is
+ * matched to its request by it.
+ */
+static inline int
+envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
+    const char *id)
+{
+	const struct jtok	*k;
+	size_t			 idlen;
+	int			 e;
+
+	if (env->parents == -1)
+		return 0;
+	idlen = strlen(id);
+	for (e = jscan_first(js, env->parents); e != -1;
+	    e = jscan_next(js, env->parents, e)) {
+		k = &js->tok[e];
+		if (!(k->flags & JT_ESCAPED) ? k->len == idlen + 2 &&
+		    memcmp(s + k->off + 1, id, idlen) == 0 :
+		    jscan_str_equal(js, s + k->off, k->len, 1, id, idlen))
+			return 1;
+	}
+	return 0;
+}
 const char *envelope_raw_id(struct jscan *, const char *, char *, size_t);
 
 /* adr007.c */

@@ -21,7 +21,7 @@
  * its tape), or NULL when the copy could not be scanned.
  */
 const char *
-engine_unforge(struct jscan *js, struct agent *a, const char *line,
+engine_unforge_copy(struct jscan *js, struct agent *a, const char *line,
     size_t *len, struct env *env, char **copy)
 {
 	struct env_error	err;
@@ -66,6 +66,11 @@ engine_fill(struct jscan *js, struct msg *req, const char *line,
 	size_t			flen;
 
 	*filled = NULL;
+	if (env->trace_id != -1 && env->parents != -1 && env->timestamp != -1) {
+		/* Nothing is missing: the usual reply. */
+		(void)envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX);
+		return line;
+	}
 	if (envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX) != 0) {
 		protocol_new_id(reply_id, CORRAL_ID_MAX);
 		*filled = envelope_fill(js, line, *len, env, reply_id, req->id,

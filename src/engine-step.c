@@ -24,12 +24,14 @@ int
 engine_step_first(struct msg *m)
 {
 	const struct agent_conf	*entry = NULL;
-	char			*line, why[256] = "";
+	char			*line, why[256];
 	size_t			 len;
 	int			 intent = m->intent;
 
 	if (engine_step.first == NULL)
 		return 0;
+	/* Not zeroed whole before the test: every input comes here. */
+	why[0] = '\0';
 	if ((line = engine_step.first(m->job, m->line, m->len, &len, &intent,
 	    &entry, why, sizeof why)) == NULL) {
 		if (why[0] == '\0')

@@ -715,8 +715,10 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
 		protocol_new_id(id, sizeof id);
 		copy = envelope_fill(js, line, len, env, id, NULL, &clen);
-	} else
+	} else if (env->timestamp == -1)
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
+	else
+		copy = NULL;	/* nothing is missing: the usual input */
 	if (copy == NULL) {
 		/* The line as it came: a typical one fits a pool's block. */
 		pooled = len >= ENGINE_LINE_MIN && len < ENGINE_LINE_BLOCK;

@@ -812,10 +812,23 @@ env_required(const struct env *env, int have, struct env_error *err)
 static inline void
 env_start(struct env *env, struct env_error *err)
 {
-	*env = (struct env){ .intent = -1, .prio = PRIO_NORMAL, .trace = -1,
-	    .trace_id = -1, .parents = -1, .timestamp = -1,
-	    .next_actions = -1, .content = -1, .corral = -1, .task = -1,
-	    .session = -1, .agent_id = -1 };
+	/*
+	 * Field by field: a compound literal was zeroed whole first (a
+	 * string instruction of 14 words), then written again.
+	 */
+	env->intent = -1;
+	env->role = 0;
+	env->ctype = 0;
+	env->has_score = 0;
+	env->score = 0;
+	env->prio = PRIO_NORMAL;
+	env->ttl = 0;
+	env->trace = env->trace_id = env->parents = env->timestamp = -1;
+	env->next_actions = env->content = env->corral = env->task = -1;
+	env->session = -1;
+	env->jsonrpc = 0;
+	env->agent_id = -1;
+	env->tokens_in = env->tokens_out = env->cost = 0;
 	/* Not all 392 bytes: this runs for every envelope. */
 	err->code = NULL;
 	err->path[0] = err->msg[0] = '\0';
@@ -986,42 +999,6 @@ envelope_check_ttls(struct jscan *js, const char *line, const struct env *env,
 	snprintf(err->msg, sizeof err->msg, "%s must be a number >= 0",
 	    err->path);
 	return -1;
-}
-
-/* Copy a trace id (trace.id) into buf; returns 0 when there is one. */
-int
-envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
-    char *buf, size_t len)
-{
-	const char	*v;
-	size_t		 vl;
-
-	if (env->trace_id == -1)
-		return -1;
-	v = jscan_text(js, s, env->trace_id, &vl);
-	if (vl >= len)
-		return -1;
-	memcpy(buf, v, vl);
-	buf[vl] = '\0';
-	return 0;
-}
-
-/* Return nonzero if trace.parents holds id. */
-int
-envelope_has_parent(struct jscan *js, const char *s, const struct env *env,
-    const char *id)
-{
-	size_t	idlen = strlen(id);
-	int	e;
-
-	if (env->parents == -1)
-		return 0;
-	for (e = jscan_first(js, env->parents); e != -1;
-	    e = jscan_next(js, env->parents, e)) {
-		if (env_str_is(js, s, (uint32_t)e, id, idlen))
-			return 1;
-	}
-	return 0;
 }
 
 /*

@@ -37,9 +37,14 @@ struct jscan_tail {
 };
 
 /*
- * The SIMD finders' constants ('"', '\\', 0x20 in every byte), defined
+ * The SIMD finders' constants (0x02, '\\', 0x21 in every byte), defined
  * in jscan.c: the finders read them from memory, where a compiler that
- * saw their values would build them again at every string.
+ * saw their values would build them again at every string.  A byte ends
+ * a run of plain string bytes when it is '\\' or when, with its bit 1
+ * flipped, it is below 0x21 as a signed byte: '"' (0x20 flipped), the
+ * control characters (they stay below 0x20) and the bytes above 0x7F
+ * (negative); no other byte comes below 0x21.  Two comparisons, not
+ * three.
  */
 extern const unsigned char jscan_k[3][32];
 #define JSCAN_K(i)	((const void *)jscan_k[(i)])
@@ -203,6 +208,18 @@ jscan_w_tok(struct jscan_w *w, uint8_t type, uint8_t flags, size_t off,
 	return jscan_w_put(w, type, flags, off, len);
 }
 
+/*
+ * A key tag's bit in its object's bloom: the tag times this constant, the
+ * top six bits.  The constant gives the keys of an envelope's objects
+ * (protocol, role, agent, timestamp, intent, task, content, trace,
+ * confidence, priority, routing, metadata, ttl_ms, session, cost, ...;
+ * id, name, model; id, parents; type, text, data; score, rationale;
+ * JSON-RPC's) bits of their own: a shared bit sends the key to a search
+ * of the object's earlier keys.  Only keys whose tags are equal
+ * ("content", "context") still share one.
+ */
+#define JSCAN_BLOOM_K	0x5C6E4337u
+
 /* A key's tag: two plain keys can be equal only if their tags are. */
 static inline uint32_t
 jscan_tag(const unsigned char *s, size_t off, size_t len)
@@ -228,7 +245,7 @@ jscan_w_key(struct jscan_w *w, struct jscan_frame *f, size_t off,
 	uint32_t		 tag, i;
 
 	tag = esc ? 0 : jscan_tag(w->s, off, len);
-	bit = 1ULL << ((tag * 0x9E3779B1u) >> 26);
+	bit = 1ULL << ((tag * JSCAN_BLOOM_K) >> 26);
 	if (esc)
 		f->dup = 1;
 	else if ((f->bloom & bit) && !f->dup) {

@@ -17,11 +17,11 @@ jscan_block16(const unsigned char *p)
 {
 	__m128i	x = _mm_loadu_si128((const __m128i *)p);
 
-	/* Signed: below 0x20 holds for bytes below 0x20 and above 0x7F. */
+	/* jscan-int.h says why these two comparisons find them all. */
 	return (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_or_si128(
-	    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_load_si128(JSCAN_K(0))),
-	    _mm_cmpeq_epi8(x, _mm_load_si128(JSCAN_K(1)))),
-	    _mm_cmplt_epi8(x, _mm_load_si128(JSCAN_K(2)))));
+	    _mm_cmplt_epi8(_mm_xor_si128(x, _mm_load_si128(JSCAN_K(0))),
+	    _mm_load_si128(JSCAN_K(2))),
+	    _mm_cmpeq_epi8(x, _mm_load_si128(JSCAN_K(1)))));
 }
 
 /*

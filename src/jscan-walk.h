@@ -207,7 +207,7 @@ JW(members)(struct jscan_w *w, size_t *posp, struct jscan_frame *f)
 		e++;
 		/* jscan_w_key's bloom, kept in a register here. */
 		tag = jscan_tag(s, pos, e - pos);
-		bit = 1ULL << ((tag * 0x9E3779B1u) >> 26);
+		bit = 1ULL << ((tag * JSCAN_BLOOM_K) >> 26);
 		if ((bloom & bit) && !f->dup) {
 			for (i = f->tok + 1; i < w->ntok; i = w->tok[i + 1].next)
 				if (jscan_tag(s, w->tok[i].off, w->tok[i].len) ==

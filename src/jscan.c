@@ -30,7 +30,7 @@ static size_t		 jscan_npool;
 #define JSCAN_K8(c)	(c), (c), (c), (c), (c), (c), (c), (c)
 #define JSCAN_K32(c)	{ JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c), JSCAN_K8(c) }
 const unsigned char	 jscan_k[3][32] __attribute__((aligned(32))) = {
-	JSCAN_K32('"'), JSCAN_K32('\\'), JSCAN_K32(0x20)
+	JSCAN_K32(0x02), JSCAN_K32('\\'), JSCAN_K32(0x21)
 };
 
 /* Create a scanner whose tape records values up to maxlevel deep. */

@@ -19,9 +19,15 @@
  * (answers, say) is stopped this way the moment the writer is full, not
  * a whole chunk of lines later.
  *
- * The writer is a byte queue with high and low watermarks.  Its owner
- * pauses producers when ndjson_writer_full() says so and resumes them when
- * ndjson_writer_drained() does.
+ * A reader whose partial line is long offers room at its end for the
+ * next read (ndjson_reader_room, ndjson_feed_room): the line is put
+ * together where it is read, and lent, while it is handed out, to a
+ * queue that may take the buffer over (ndjson-int.h).
+ *
+ * The writer is a byte queue with high and low watermarks, a builder for
+ * jsonw and the audit log; a channel's queue is ndjson-queue.c's.  Its
+ * owner pauses producers when ndjson_writer_full() says so and resumes
+ * them when ndjson_writer_drained() does.
  */
 
 #include <errno.h>
@@ -30,10 +36,52 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "ndjson-int.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+/*
+ * A partial line of NDJSON_ROOM_FROM bytes or more (or half the longest
+ * line) is read into, with room for NDJSON_ROOM_MIN more at least (a
+ * pipe's worth).
+ */
+#define NDJSON_ROOM_FROM	(32 * 1024)
+#define NDJSON_ROOM_MIN		(64 * 1024)
+
+/*
+ * The buffers of long lines handed out, kept for the next long line of
+ * any channel (at most NDJSON_SPARES of them, NDJSON_SPARE_BYTES in
+ * all): a stream of 1 MiB lines is put together in buffers of its size,
+ * not in one grown from 64 KiB by doubling, copied at each step, for
+ * every line.  Only the channels' reads use them (the loop's thread).
+ */
+#define NDJSON_SPARES		4
+#define NDJSON_SPARE_BYTES	(16 * 1024 * 1024)
+static struct {
+	char		*buf;
+	uint32_t	 cap;
+} ndjson_spares[NDJSON_SPARES];
+static size_t	ndjson_spare_bytes;
+
+/*
+ * The long line being handed out by ndjson_feed_room, whose buffer the
+ * reader lets go of: a queue it is written to may take the buffer over
+ * (ndjson_take) rather than copy the line, and gives it back once it is
+ * written (ndjson_give_back).  Given back while the line is still being
+ * handled (a queue dropped), it is kept until the callback returns.
+ */
+#define NDJSON_LENT	1	/* the callback may take it */
+#define NDJSON_TAKEN	2	/* a queue took it */
+#define NDJSON_BACK	3	/* given back before the callback returned */
+struct ndjson_lent {
+	char		*buf;
+	size_t		 len;
+	uint32_t	 cap;
+	int		 state;
+};
+static struct ndjson_lent	ndjson_lent;
 
 /* Initialize a reader for lines of at most max bytes. */
 void
@@ -54,7 +102,7 @@ ndjson_reader_free(struct ndjson_reader *r)
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;
-	r->stop = r->held = r->discarding = r->last_cr = 0;
+	r->stop = r->held = r->discarding = r->last_cr = r->nul_held = 0;
 	r->discarded = 0;
 }
 
@@ -191,6 +239,97 @@ ndjson_hold(struct ndjson_reader *r, const char *data, size_t n)
 	r->len = need;
 }
 
+/* Keep a long line's buffer for the next one, if there is room. */
+static void
+ndjson_spare_put(char *buf, uint32_t cap)
+{
+	int	i, small = -1;
+
+	for (i = 0; i < NDJSON_SPARES; i++)
+		if (small == -1 || ndjson_spares[i].cap <
+		    ndjson_spares[small].cap)
+			small = i;
+	/* Make room by the smallest one, if it is smaller. */
+	if (ndjson_spares[small].cap < cap && ndjson_spare_bytes -
+	    ndjson_spares[small].cap + cap <= NDJSON_SPARE_BYTES) {
+		ndjson_spare_bytes -= ndjson_spares[small].cap;
+		free(ndjson_spares[small].buf);
+		ndjson_spares[small].buf = buf;
+		ndjson_spares[small].cap = cap;
+		ndjson_spare_bytes += cap;
+		return;
+	}
+	free(buf);
+}
+
+/* Take the biggest kept buffer if it is bigger than cap, else NULL. */
+static char *
+ndjson_spare_get(uint32_t cap, uint32_t *got)
+{
+	char	*buf;
+	int	 i, big = 0;
+
+	for (i = 1; i < NDJSON_SPARES; i++)
+		if (ndjson_spares[i].cap > ndjson_spares[big].cap)
+			big = i;
+	if (ndjson_spares[big].cap <= cap)
+		return NULL;
+	buf = ndjson_spares[big].buf;
+	*got = ndjson_spares[big].cap;
+	ndjson_spare_bytes -= *got;
+	ndjson_spares[big].buf = NULL;
+	ndjson_spares[big].cap = 0;
+	return buf;
+}
+
+/*
+ * Take over the buffer of the line being handed out, if line is that line
+ * and no one took it yet: the caller owns the buffer (its capacity in
+ * *cap, the byte after the line its own) and gives it back with
+ * ndjson_give_back.  NULL otherwise.
+ */
+char *
+ndjson_take(const void *line, size_t len, uint32_t *cap)
+{
+	if (line != ndjson_lent.buf || len != ndjson_lent.len ||
+	    ndjson_lent.state != NDJSON_LENT)
+		return NULL;
+	ndjson_lent.state = NDJSON_TAKEN;
+	*cap = ndjson_lent.cap;
+	return ndjson_lent.buf;
+}
+
+/* Give back a buffer ndjson_take gave: kept for the next long line. */
+void
+ndjson_give_back(char *buf, uint32_t cap)
+{
+	if (buf == ndjson_lent.buf && ndjson_lent.state == NDJSON_TAKEN) {
+		/* Its line is still being handled: freed after. */
+		ndjson_lent.state = NDJSON_BACK;
+		return;
+	}
+	ndjson_spare_put(buf, cap);
+}
+
+/*
+ * A long line's buffer, handed out: keep it if the next line is under
+ * way (what the reader holds of it is moved there), else give it back.
+ * A stream of big lines is put together in one buffer, not in one grown
+ * from 64 KiB for each.
+ */
+static void
+ndjson_keep_buffer(struct ndjson_reader *r, char *buf, uint32_t cap)
+{
+	if (r->len > 0 && cap > r->cap && !r->discarding) {
+		memcpy(buf, r->buf, r->len);
+		free(r->buf);
+		r->buf = buf;
+		r->cap = cap;
+		return;
+	}
+	ndjson_spare_put(buf, cap);
+}
+
 /* Drop the held partial line to bound memory. */
 static void
 ndjson_drop(struct ndjson_reader *r)
@@ -198,6 +337,7 @@ ndjson_drop(struct ndjson_reader *r)
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;
+	r->nul_held = 0;
 }
 
 /* Forget the head of a line too long, once it was reported. */
@@ -231,7 +371,7 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
     void *arg)
 {
 	char	*nl, *nul, *end = data + n;
-	size_t	 chunk, take;
+	size_t	 chunk, take, at;
 
 	while (data < end) {
 		/* The line's end, and its first NUL byte if it has one. */
@@ -308,13 +448,22 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 
 		if (nl == NULL) {
 			ndjson_hold(r, data, chunk);
+			if (nul != NULL)
+				r->nul_held = 1;
 			return;
 		}
 		if (r->len == 0)
 			ndjson_emit(r, data, chunk, cb, arg, 1, nul);
 		else {
+			/* Each part was searched for a NUL byte once. */
+			at = r->len;
 			ndjson_hold(r, data, chunk);
-			ndjson_emit(r, r->buf, r->len, cb, arg, 0, NULL);
+			if (r->nul_held)
+				nul = memchr(r->buf, '\0', at);
+			else if (nul != NULL)
+				nul = r->buf + at + (nul - data);
+			r->nul_held = 0;
+			ndjson_emit(r, r->buf, r->len, cb, arg, 1, nul);
 			r->len = 0;
 			if (r->cap > 65536)
 				ndjson_drop(r);
@@ -331,6 +480,116 @@ ndjson_feed(struct ndjson_reader *r, char *data, size_t n, ndjson_line_cb cb,
 			r->held = 1;
 		}
 	}
+}
+
+/*
+ * Room at the end of a long partial line for the next read, of at most
+ * want bytes, or NULL when reading into the shared buffer is better: the
+ * rest of a line of many reads is read where the line is put together,
+ * not into a chunk it is then copied from.  A line of a few hundred
+ * bytes is read whole with its neighbours and handed out in place.
+ */
+char *
+ndjson_reader_room(struct ndjson_reader *r, size_t want, size_t *room)
+{
+	size_t		 need, cap;
+	char		*buf;
+	uint32_t	 got;
+
+	if ((r->len < NDJSON_ROOM_FROM && r->len * 2 < r->max) ||
+	    r->discarding || r->held || r->truncate)
+		return NULL;
+	/* Enough for a pipe's worth, but not much past the longest line. */
+	need = (size_t)r->len + NDJSON_ROOM_MIN;
+	if (need > (size_t)r->max + 2)
+		need = (size_t)r->max + 2;
+	if (need > r->cap) {
+		if ((buf = ndjson_spare_get(r->cap, &got)) != NULL) {
+			/* A buffer that held such a line: no growing. */
+			memcpy(buf, r->buf, r->len);
+			free(r->buf);
+			r->buf = buf;
+			r->cap = got;
+		}
+		cap = r->cap;
+		while (cap < need)
+			cap *= 2;
+		if (cap != r->cap) {
+			r->buf = xreallocarray(r->buf, cap, 1);
+			r->cap = (uint32_t)cap;
+		}
+	}
+	*room = r->cap - r->len;
+	if (*room > want)
+		*room = want;
+	return r->buf + r->len;
+}
+
+/*
+ * Hand out what n bytes read into ndjson_reader_room's room complete.
+ * Most such reads only add to the line; the one that ends it hands the
+ * line out from where it was put together, and what follows it is fed
+ * as a chunk of its own.
+ */
+void
+ndjson_feed_room(struct ndjson_reader *r, size_t n, ndjson_line_cb cb,
+    void *arg)
+{
+	char		*p = r->buf + r->len, *end = p + n, *nl, *buf, *tmp;
+	char		*nul;
+	size_t		 len;
+	uint32_t	 cap;
+	int		 state;
+	struct ndjson_lent saved;
+
+	nl = (char *)ndjson_stop(p, end);
+	if (nl == end && r->len + n <= (size_t)r->max + 1) {
+		r->len += (uint32_t)n;	/* the line goes on */
+		return;
+	}
+	if (nl == end || *nl == '\0' || r->len + (size_t)(nl - p) >
+	    (size_t)r->max + 1) {
+		/* Too long, or a NUL byte: the ordinary path's business. */
+		tmp = xmalloc(n);
+		memcpy(tmp, p, n);
+		ndjson_feed(r, tmp, n, cb, arg);
+		free(tmp);
+		return;
+	}
+	/* The line ends: hand it out from a buffer the reader lets go. */
+	buf = r->buf;
+	cap = r->cap;
+	len = r->len + (size_t)(nl - p);
+	/* Its parts were searched for a NUL byte as they came. */
+	nul = r->nul_held ? memchr(buf, '\0', r->len) : NULL;
+	r->buf = NULL;
+	r->len = r->cap = 0;
+	r->nul_held = 0;
+	saved = ndjson_lent;
+	ndjson_lent.buf = buf;
+	/* The length the callback sees: without a "\r" before the newline. */
+	ndjson_lent.len = len > 0 && buf[len - 1] == '\r' ? len - 1 : len;
+	ndjson_lent.cap = cap;
+	ndjson_lent.state = NDJSON_LENT;
+	ndjson_emit(r, buf, len, cb, arg, 1, nul);
+	/*
+	 * What follows the line is in buf too, taken or not: buf stays lent
+	 * (so not freed, if given back) until that is handed out.
+	 */
+	p = nl + 1;
+	if (r->stop) {
+		r->stop = 0;
+		if (p < end) {
+			ndjson_hold(r, p, (size_t)(end - p));
+			r->held = 1;
+		}
+	} else if (p < end)
+		ndjson_feed(r, p, (size_t)(end - p), cb, arg);
+	state = ndjson_lent.state;
+	ndjson_lent = saved;
+	/* A queue that took buf gives it back when it is written. */
+	if (state != NDJSON_TAKEN)
+		ndjson_keep_buffer(r, buf, cap);
 }
 
 /*

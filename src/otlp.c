@@ -448,10 +448,11 @@ otlp_outcome(const struct msg *m, const char *outcome, const char *code,
 	struct msg	*p;
 	char		 tid[33], sid[17], pid[17], pbuf[CORRAL_ID_MAX];
 	const char	*parent;
-	int		 ok = strcmp(outcome, "replied") == 0;
+	int		 ok;
 
 	if (!otlp_on)
 		return;
+	ok = strcmp(outcome, "replied") == 0;
 	parent = otlp_parent(m, pbuf, sizeof pbuf);
 	/* A request an agent made joins the trace of the one it works on. */
 	if (m->job == NULL && parent != NULL && (p = engine_find(parent)) !=

@@ -526,7 +526,7 @@ supervisor_drain_stdout(void)
 		return;
 	util_set_nonblock(sv.stdio.wfd, 0);
 	if (sv.stdio.wr != NULL)
-		(void)ndjson_writer_flush(sv.stdio.wr, sv.stdio.wfd);
+		(void)ndjson_queue_flush(sv.stdio.wr, sv.stdio.wfd);
 	if (sv.stdout_flags != -1)
 		(void)fcntl(STDOUT_FILENO, F_SETFL, sv.stdout_flags);
 }
@@ -592,7 +592,7 @@ supervisor_outcome(const struct msg *m, const char *outcome,
 
 	metrics_outcome(m, outcome, code);
 	otlp_outcome(m, outcome, code, why);
-	if (strcmp(outcome, "replied") == 0 || why == NULL)
+	if (why == NULL || strcmp(outcome, "replied") == 0)
 		return;
 	if (a != NULL)
 		mapview_note_error(a, why);

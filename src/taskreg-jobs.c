@@ -98,8 +98,14 @@ taskreg_jobs_slot(void)
 			taskreg_ring_cap = TASKREG_ENDED;
 		taskreg_ring = xreallocarray(taskreg_ring, taskreg_ring_cap,
 		    sizeof *taskreg_ring);
-		memset(taskreg_ring + i, 0, (taskreg_ring_cap - i) *
-		    sizeof *taskreg_ring);
+		/*
+		 * A record fills every field but its buffers when it is
+		 * made: zeroing the new slots whole (1.4 MB at the bound)
+		 * cost as much as their records.
+		 */
+		for (r = taskreg_ring + i; r < taskreg_ring + taskreg_ring_cap;
+		    r++)
+			r->result = r->error = r->session = r->risk = NULL;
 	}
 	r = &taskreg_ring[i];
 	taskreg_ring_n++;

@@ -2,7 +2,9 @@
  * Fuzz the line framer: the input is cut into chunks of sizes taken from
  * its own bytes, and what comes out must be exactly the lines of the whole
  * input (split at '\n', '\r' dropped, empty lines skipped), with lines
- * over the maximum reported instead and lines with a NUL flagged.
+ * over the maximum reported instead and lines with a NUL flagged.  Half
+ * the inputs are read as a channel reads them: the rest of a long line
+ * straight into the reader's room (ndjson_reader_room).
  */
 
 #include <stdlib.h>
@@ -82,18 +84,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ndjson_reader	 r;
 	struct expect		 x = { (const char *)data, size, 0, 0 };
-	char			*copy;
-	size_t			 off = 0, chunk, i = 0;
+	char			*copy, *room;
+	size_t			 off = 0, chunk, i = 0, roomlen;
+	int			 room_mode;
 
 	if (size > 1 << 16)
 		return 0;
 	copy = xmalloc(size + 1);
 	memcpy(copy, data, size);
 	ndjson_reader_init(&r, FUZZ_MAX, 0);
+	/* Half the inputs: read into the reader's room when it has one. */
+	room_mode = size > 0 && (data[size - 1] & 1);
 	while (off < size) {
 		chunk = 1 + (size_t)data[i++ % size] % 97;
 		if (chunk > size - off)
 			chunk = size - off;
+		if (room_mode && (room = ndjson_reader_room(&r, chunk,
+		    &roomlen)) != NULL) {
+			memcpy(room, copy + off, roomlen);
+			ndjson_feed_room(&r, roomlen, fuzz_line, &x);
+			off += roomlen;
+			continue;
+		}
 		ndjson_feed(&r, copy + off, chunk, fuzz_line, &x);
 		off += chunk;
 	}

@@ -10,6 +10,9 @@
 #   3. a slow reader of corral serve's stdout, with 200,000 invalid lines
 #      (600 KB): their error results must not pile up without bound
 #      either (RSS under 64 MB while stdout is blocked)
+#   4. a slow reader of corral serve's stdout, with envelopes of 1.5 MB
+#      that an agent echoes back (read in place, their buffers queued
+#      for stdout as they are): every one comes back whole, once
 # RSS limits are not checked under the sanitizers.
 . "$(dirname "$0")/rel-lib.sh"
 
@@ -27,6 +30,14 @@ agents:
     cmd: [$RA]
 routes:
   "*": fast
+YAML
+cat >"$T/echo.yaml" <<YAML
+agents:
+  echo:
+    cmd: [$AGENTS/echo, --low, "0"]
+    max_line: 4MiB
+routes:
+  "*": echo
 YAML
 
 # stdin_pos PID: how far PID has read its stdin (a file), or "".
@@ -74,9 +85,10 @@ if [ "$SAN" = 0 ] && [ "$hwm" -ge 40960 ]; then
 	fail "1: corral's peak RSS was ${hwm} kB (limit 40 MB) with a slow agent"
 fi
 
-# slow_stdout INPUT: run corral serve with a stdout nobody reads until it
-# has stopped reading its stdin (0.6 s without progress: its stdout is
-# full), note its RSS then, and let a reader drain it.  Sets rss.
+# slow_stdout INPUT [WORKFLOW]: run corral serve (on fast.yaml) with a
+# stdout nobody reads until it has stopped reading its stdin (0.6 s
+# without progress: its stdout is full), note its RSS then, and let a
+# reader drain it.  Sets rss.
 slow_stdout() {
 	rm -f "$T/out.fifo" "$T/drain"
 	: >"$OUT"
@@ -86,7 +98,7 @@ slow_stdout() {
 	 exec cat) >"$OUT" &
 	reader=$!
 	: >"$ERR"
-	"$CORRAL" serve "$T/fast.yaml" -v <"$1" >"$T/out.fifo" 2>"$ERR" &
+	"$CORRAL" serve "${2:-$T/fast.yaml}" -v <"$1" >"$T/out.fifo" 2>"$ERR" &
 	CORRAL_PID=$!
 	sup=$(sup_pid)
 	wait_for '[ "$(stdin_pos "$sup")" -gt 0 ] 2>/dev/null' 10 ||
@@ -123,6 +135,23 @@ if [ "$SAN" = 0 ] && [ "$rss" -ge 65536 ]; then
      bad input lines are queued without pausing stdin (engine_notice
      writes them to stdout without chan_block)"
 fi
+
+# 4. Envelopes of 1.5 MB echoed back, stdout blocked: each result holds
+# its input's text (trace.parents names the input), whole.
+"$RG" env 16 --id b- --size 1500000 >"$T/in4"
+slow_stdout "$T/in4" "$T/echo.yaml"
+note "4: 16 envelopes of 1.5 MB echoed, stdout blocked: RSS ${rss} kB"
+[ "$(wc -l <"$OUT")" -eq 16 ] || fail "4: expected 16 results, got $(wc -l <"$OUT")"
+# "b-K LENGTH" for each input and for each result (the input its
+# trace.parents names, the length of its text): the same sixteen lines.
+awk '{ t = $0; sub(/.*"text":"/, "", t); sub(/".*/, "", t)
+       i = $0; sub(/.*"id":"/, "", i); sub(/".*/, "", i)
+       print i, length(t) }' "$T/in4" | sort >"$T/want4"
+awk '{ t = $0; sub(/.*"text":"/, "", t); sub(/".*/, "", t)
+       i = $0; sub(/.*"parents":\["/, "", i); sub(/".*/, "", i)
+       print i, length(t) }' "$OUT" | sort >"$T/got4"
+cmp -s "$T/want4" "$T/got4" ||
+    fail "4: the results' texts differ from the inputs' (id, length): $(diff "$T/want4" "$T/got4" | head -5)"
 [ -z "$problems" ] || fail "$problems"
 expect_no_leftovers
 exit 0

@@ -36,6 +36,9 @@
  *                      before the handshake, record how many arrived
  *                      meanwhile ("early N"), then send map/connect
  *   --hang             read requests but never answer them
+ *   --hold-file FILE   keep requests unanswered while FILE exists (looked
+ *                      for every 20 ms), then answer them in order; pings
+ *                      are answered meanwhile
  *   --reply-text TEXT  the reply's content.text (default "ok AGENT_ID")
  *
  * Pids are as /proc names them (tool_pid in tool.h): namespace pids in
@@ -78,6 +81,9 @@ static const char	*fds_path;
 static const char	*env_path;
 static const char	*pause_path;
 static const char	*exit_when;
+static const char	*hold_path;
+static char		**held;	/* requests kept while hold_path exists */
+static size_t		 nheld;
 static const char	*reply_text;
 static int		 exit_code = -1;
 static int		 crash_first = -1;
@@ -110,7 +116,7 @@ usage(void)
 	    "[--ignore-term] [--linger] [--grandchild FILE] "
 	    "[--grandchild-life MS] [--grandchild-keep] [--stderr-bytes N] "
 	    "[--stderr-line N] [--oversize N] [--fds FILE] [--env FILE] [--no-pings] "
-	    "[--pause-file FILE] [--handshake MS] [--hang] "
+	    "[--pause-file FILE] [--handshake MS] [--hang] [--hold-file FILE] "
 	    "[--reply-text TEXT]\n");
 	exit(64);
 }
@@ -402,7 +408,29 @@ handle(const char *line)
 	}
 	if (hang)
 		return;
+	if (hold_path != NULL && access(hold_path, F_OK) == 0) {
+		if ((held = realloc(held, (nheld + 1) * sizeof *held)) == NULL ||
+		    (held[nheld] = strdup(line)) == NULL)
+			exit(70);
+		nheld++;
+		return;
+	}
 	reply(line);
+}
+
+/* Answer the held requests, in order, once the hold file is gone. */
+static void
+release_held(void)
+{
+	size_t	i;
+
+	if (nheld == 0 || access(hold_path, F_OK) == 0)
+		return;
+	for (i = 0; i < nheld; i++) {
+		reply(held[i]);
+		free(held[i]);
+	}
+	nheld = 0;
 }
 
 /* Read what is available on stdin and handle the complete lines. */
@@ -489,6 +517,8 @@ main(int argc, char **argv)
 			handshake_ms = atol(ARG());
 		else if (strcmp(o, "--hang") == 0)
 			hang = 1;
+		else if (strcmp(o, "--hold-file") == 0)
+			hold_path = ARG();
 		else if (strcmp(o, "--reply-text") == 0)
 			reply_text = ARG();
 		else
@@ -561,6 +591,11 @@ main(int argc, char **argv)
 				record("die");
 				exit(1);
 			}
+			if (left < 0 || left > 20)
+				left = 20;
+		}
+		if (hold_path != NULL) {
+			release_held();
 			if (left < 0 || left > 20)
 				left = 20;
 		}

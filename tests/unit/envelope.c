@@ -1478,6 +1478,67 @@ test_trace_lookups(void **state)
 	assert_false(envelope_has_parent(js, MINIMAL, &env, "a"));
 }
 
+/*
+ * Making a line honest: the corral member dropped, agent.id made the
+ * sender's; envelope_is_own, which lets the engine skip envelope_own,
+ * says "nothing to change" exactly when envelope_own changes nothing,
+ * and never for a line it would change.
+ */
+static void
+test_own(void **state)
+{
+	static const struct {
+		const char	*line;
+		const char	*sender;
+		int		 forged;	/* what envelope_own finds */
+		int		 own;		/* envelope_is_own */
+	} cases[] = {
+	    { MINIMAL, NULL, 0, 1 },
+	    { MINIMAL, "echo-1", 0, 1 },
+	    { WITH("\"agent\":{\"id\":\"echo-1\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", 0, 1 },
+	    { WITH("\"agent\":{\"id\":\"echo-1\",\"name\":\"e\","
+		"\"model\":\"m\"}"), NULL, 0, 1 },
+	    { WITH("\"agent\":{\"id\":\"echo-2\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", FORGED_SENDER, 0 },
+	    { WITH("\"agent\":{\"id\":\"echo-10\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", FORGED_SENDER, 0 },
+	    { WITH("\"agent\":{\"id\":\"echo\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", FORGED_SENDER, 0 },
+	    { WITH("\"agent\":{\"id\":\"\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", FORGED_SENDER, 0 },
+	    /* Escaped, yet the same id: envelope_own decides (no change). */
+	    { WITH("\"agent\":{\"id\":\"echo\\u002d1\",\"name\":\"e\","
+		"\"model\":\"m\"}"), "echo-1", 0, 0 },
+	    { WITH("\"corral\":{\"kind\":\"task\"}"), NULL, FORGED_CORRAL,
+		0 },
+	    { WITH("\"corral\":{},\"agent\":{\"id\":\"x\",\"name\":"
+		"\"e\",\"model\":\"m\"}"), "echo-1",
+		FORGED_CORRAL | FORGED_SENDER, 0 },
+	};
+	struct env	 env;
+	size_t		 i, len, olen;
+	char		*out;
+	int		 forged;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		len = strlen(cases[i].line);
+		env = assert_valid(cases[i].line);
+		out = envelope_own(js, cases[i].line, len, &env,
+		    cases[i].sender, &forged, &olen);
+		if (forged != cases[i].forged)
+			fail_msg("case %zu: forged %d, not %d", i, forged,
+			    cases[i].forged);
+		assert_int_equal(out == NULL, forged == 0);
+		assert_int_equal(envelope_is_own(js, cases[i].line, &env,
+		    cases[i].sender), cases[i].own);
+		if (cases[i].own)
+			assert_null(out);
+		free(out);
+	}
+}
+
 /* Intent names, as routes and envelopes spell them. */
 static void
 test_intent_names(void **state)
@@ -1564,6 +1625,7 @@ main(void)
 		cmocka_unit_test(test_goal_envelope),
 		cmocka_unit_test(test_reals_print_short),
 		cmocka_unit_test(test_trace_lookups),
+		cmocka_unit_test(test_own),
 		cmocka_unit_test(test_intent_names),
 	};
 

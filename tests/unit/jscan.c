@@ -1372,6 +1372,94 @@ test_differential_random(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/*
+ * The SIMD paths find the bytes that end a run of plain string bytes with
+ * two comparisons (a byte with its bit 1 flipped below 0x21, or '\\'):
+ * every byte value, at every offset of a block, in a key and in a value,
+ * gets the portable path's verdict, error and offset, and jansson's
+ * verdict.  The byte after it, 'z', is no escape's: a plain byte taken
+ * for a backslash is refused.
+ */
+static void
+test_every_byte_in_strings(void **state)
+{
+	struct jscan	*js = jscan_create(4), *ref = jscan_create(4);
+	struct buf	 b = { 0 };
+	size_t		 k;
+	int		 c, key, failures = 0;
+	char		 ch;
+
+	for (c = 0; c < 256; c++) {
+		ch = (char)c;
+		for (k = 0; k <= 70; k++) {
+			for (key = 0; key < 2; key++) {
+				b.n = 0;
+				buf_str(&b, "{\"p\":\"");
+				buf_rep(&b, 'x', k);
+				buf_str(&b, key ? "\",\"" : "\",\"q\":\"a");
+				buf_rep(&b, ch, 1);
+				buf_str(&b, key ? "z\":\"v\"}" : "z\"}");
+				failures += blocks_agree(js, ref, b.p, b.n);
+			}
+		}
+	}
+	free(b.p);
+	jscan_free(js);
+	jscan_free(ref);
+	assert_int_equal(failures, 0);
+}
+
+/*
+ * An envelope's keys have bloom bits of their own, so that their objects
+ * skip the search for a repeated key; a repeated one is still refused,
+ * wherever it comes, with the offset of its second occurrence.
+ */
+static void
+test_envelope_keys_repeated(void **state)
+{
+	static const char *const keys[] = { "protocol", "role", "agent",
+	    "timestamp", "intent", "task", "content", "trace", "confidence",
+	    "priority", "routing", "metadata", "ttl_ms", "session", "cost",
+	    "artifacts", "corral", "error", "context", "id", "name", "model",
+	    "parents", "type", "text", "data", "score" };
+	const size_t	 nk = sizeof keys / sizeof keys[0];
+	struct jscan	*js = jscan_create(4), *ref = jscan_create(4);
+	struct buf	 b = { 0 };
+	size_t		 i, j, at;
+	int		 failures = 0;
+
+	for (i = 0; i <= nk; i++) {
+		b.n = 0;
+		at = 0;
+		buf_str(&b, "{");
+		for (j = 0; j < nk; j++) {
+			buf_str(&b, j ? ",\"" : "\"");
+			buf_str(&b, keys[j]);
+			buf_str(&b, "\":\"v\"");
+		}
+		if (i < nk) {
+			at = b.n + 1;
+			buf_str(&b, ",\"");
+			buf_str(&b, keys[i]);
+			buf_str(&b, "\":\"w\"");
+		}
+		buf_str(&b, "}");
+		failures += blocks_agree(js, ref, b.p, b.n);
+		if (i == nk) {
+			assert_int_equal(jscan_run_path(js, b.p, b.n, test_path),
+			    0);
+			continue;
+		}
+		assert_int_equal(jscan_run_path(js, b.p, b.n, test_path), -1);
+		assert_string_equal(js->err, "duplicate key");
+		assert_int_equal(js->err_off, at);
+	}
+	free(b.p);
+	jscan_free(js);
+	jscan_free(ref);
+	assert_int_equal(failures, 0);
+}
+
 /* jscan_get finds members by decoded name, escaped spellings included. */
 static void
 test_get_members(void **state)
@@ -1626,6 +1714,8 @@ main(void)
 		cmocka_unit_test(test_differential_random),
 		cmocka_unit_test(test_block_boundaries),
 		cmocka_unit_test(test_block_cache),
+		cmocka_unit_test(test_every_byte_in_strings),
+		cmocka_unit_test(test_envelope_keys_repeated),
 		cmocka_unit_test(test_get_members),
 		cmocka_unit_test(test_array_walk),
 		cmocka_unit_test(test_text_decoding),

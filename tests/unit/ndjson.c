@@ -512,7 +512,7 @@ test_nul_every_offset(void **state)
 	struct ndjson_reader	r;
 	struct events		e = { 0 };
 	char			buf[700];
-	size_t			len, at, n, second;
+	size_t			len, at, n, second, k, cut;
 
 	for (len = 1; len <= 300; len++) {
 		for (at = 0; at <= len; at++) {
@@ -541,6 +541,22 @@ test_nul_every_offset(void **state)
 			assert_line(&e, 2, "[]", 2);
 			events_clear(&e);
 			ndjson_reader_free(&r);
+			/* The line in two reads: cut at, after, before the NUL. */
+			for (k = 0; k < 3; k++) {
+				cut = 3 + (k == 0 ? at : k == 1 ? at + 1 : at / 2);
+				if (cut >= n)
+					continue;
+				ndjson_reader_init(&r, 1000, 0);
+				ndjson_feed(&r, buf, cut, record, &e);
+				ndjson_feed(&r, buf + cut, n - cut, record, &e);
+				assert_int_equal(e.n, 3);
+				assert_int_equal(e.ev[1].kind, at < len ?
+				    NDJSON_NUL : NDJSON_LINE);
+				if (at < len)
+					assert_int_equal(e.ev[1].arg, at);
+				events_clear(&e);
+				ndjson_reader_free(&r);
+			}
 		}
 	}
 	events_free(&e);
@@ -873,6 +889,323 @@ test_writer_releases_big_buffer(void **state)
 	free(sink);
 }
 
+/*
+ * The channel's queue: watermarks count what is queued, and an empty
+ * queue holds no memory.
+ */
+static void
+test_queue_watermarks(void **state)
+{
+	struct ndjson_queue	q;
+	char			buf[100];
+
+	memset(buf, 'x', sizeof buf);
+	ndjson_queue_init(&q, 10, 50);
+	assert_int_equal(ndjson_queue_len(&q), 0);
+	assert_true(ndjson_queue_drained(&q));
+	assert_false(ndjson_queue_full(&q));
+	ndjson_queue_line(&q, buf, 10);
+	assert_false(ndjson_queue_drained(&q));
+	ndjson_queue_line(&q, buf, 38);
+	assert_int_equal(ndjson_queue_len(&q), 50);
+	assert_true(ndjson_queue_full(&q));
+	ndjson_queue_free(&q);
+	assert_null(q.first);
+	assert_int_equal(ndjson_queue_len(&q), 0);
+}
+
+/*
+ * Lines of every size, from a few bytes to several chunks, go through a
+ * non-blocking pipe that fills up, while more are queued: the reader
+ * gets every byte in order, and the queue, once empty, holds nothing.
+ */
+static void
+test_queue_partial_writes(void **state)
+{
+	struct ndjson_queue	 q;
+	char			*expect, *got, *line;
+	size_t			 elen = 0, glen = 0, len, i, k, cap = 64 << 20;
+	int			 fds[2], rc, saw_eagain = 0;
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
+	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	expect = malloc(cap);
+	got = malloc(cap);
+	line = malloc(300000);
+	assert_non_null(expect);
+	assert_non_null(got);
+	assert_non_null(line);
+	rng_state = 11;
+	ndjson_queue_init(&q, 4096, 65536);
+	for (i = 0; i < 3000; i++) {
+		len = rng(20) == 0 ? rng(300000) : rng(700);
+		for (k = 0; k < len; k++)
+			line[k] = (char)('a' + (i + k) % 26);
+		ndjson_queue_line(&q, line, len);
+		memcpy(expect + elen, line, len);
+		elen += len;
+		expect[elen++] = '\n';
+		if (rng(8) == 0) {
+			rc = ndjson_queue_flush(&q, fds[1]);
+			assert_true(rc == 0 || rc == 1);
+			assert_int_equal(ndjson_queue_len(&q) == 0, rc == 0);
+			assert_int_equal(q.first == NULL, rc == 0);
+			if (rc == 1)
+				saw_eagain = 1;
+			if (rng(3) == 0)
+				glen += drain_pipe(fds[0], got + glen,
+				    cap - glen);
+		}
+	}
+	while ((rc = ndjson_queue_flush(&q, fds[1])) == 1)
+		glen += drain_pipe(fds[0], got + glen, cap - glen);
+	assert_int_equal(rc, 0);
+	glen += drain_pipe(fds[0], got + glen, cap - glen);
+	assert_true(saw_eagain);
+	assert_int_equal(glen, elen);
+	assert_memory_equal(got, expect, elen);
+	assert_null(q.first);
+	assert_null(q.last);
+	ndjson_queue_free(&q);
+	close(fds[0]);
+	close(fds[1]);
+	free(expect);
+	free(got);
+	free(line);
+}
+
+/* A queue to a pipe with no reader fails (EPIPE) and keeps its bytes. */
+static void
+test_queue_broken_pipe(void **state)
+{
+	struct ndjson_queue	q;
+	int			fds[2];
+	void			(*old)(int);
+
+	old = signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe(fds), 0);
+	close(fds[0]);
+	ndjson_queue_init(&q, 0, 100);
+	ndjson_queue_line(&q, "{}", 2);
+	errno = 0;
+	assert_int_equal(ndjson_queue_flush(&q, fds[1]), -1);
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(ndjson_queue_len(&q), 3);
+	ndjson_queue_free(&q);
+	close(fds[1]);
+	signal(SIGPIPE, old);
+}
+
+/* A callback that records, and stops the chunk after some lines. */
+struct room_rec {
+	struct ndjson_reader	*r;
+	struct events		*e;
+	int			 stops;
+};
+
+/* Record a line, and stop the reader after one line in three. */
+static void
+record_maybe_stop(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct room_rec	*rr = arg;
+
+	record(rr->e, kind, line, len, extra);
+	if (rr->stops && rng(3) == 0)
+		ndjson_reader_stop(rr->r);
+}
+
+/*
+ * Reading the rest of a long line straight into the reader's room, as a
+ * channel does, hands out exactly what feeding the same bytes in chunks
+ * does: long lines, lines too long, lines with a NUL byte or a "\r\n",
+ * small lines between them, and a reader stopped between lines.
+ */
+static void
+test_room_same_lines(void **state)
+{
+	struct ndjson_reader	 r;
+	struct events		 want = { 0 }, e = { 0 };
+	struct room_rec		 rr = { &r, &e, 0 };
+	char			*data, *chunk, *room;
+	size_t			 n = 0, cap = 16 << 20, len, i, k, off, take;
+	size_t			 roomlen, used = 0;
+	uint64_t		 seed;
+
+	data = malloc(cap);
+	chunk = malloc(1 << 18);
+	assert_non_null(data);
+	assert_non_null(chunk);
+	rng_state = 5;
+	for (i = 0; i < 300; i++) {
+		len = rng(3) == 0 ? rng(600) : 20000 + rng(130000);
+		for (k = 0; k < len; k++)
+			data[n + k] = (char)('!' + rng(90));
+		if (len > 0 && rng(10) == 0)
+			data[n + rng(len)] = '\0';
+		n += len;
+		if (rng(5) == 0)
+			data[n++] = '\r';
+		data[n++] = '\n';
+	}
+	/* What feeding it in chunks hands out. */
+	ndjson_reader_init(&r, 100000, 0);
+	for (off = 0; off < n; off += take) {
+		take = 1 + rng(65536);
+		if (take > n - off)
+			take = n - off;
+		memcpy(chunk, data + off, take);
+		ndjson_feed(&r, chunk, take, record, &want);
+	}
+	ndjson_finish(&r, record, &want);
+	ndjson_reader_free(&r);
+	for (seed = 1; seed <= 6; seed++) {
+		rng_state = seed * 0x9e3779b97f4a7c15ULL;
+		rr.stops = seed % 2 == 0;
+		ndjson_reader_init(&r, 100000, 0);
+		for (off = 0; off < n; off += take) {
+			/* The rest of a stopped chunk goes first. */
+			while (ndjson_reader_held(&r))
+				ndjson_resume(&r, record_maybe_stop, &rr);
+			take = 1 + rng(seed % 3 == 0 ? 300 : 1 << 18);
+			if (take > n - off)
+				take = n - off;
+			if ((room = ndjson_reader_room(&r, take, &roomlen)) !=
+			    NULL) {
+				assert_true(roomlen > 0 && roomlen <= take);
+				take = roomlen;
+				memcpy(room, data + off, take);
+				ndjson_feed_room(&r, take, record_maybe_stop,
+				    &rr);
+				used++;
+				continue;
+			}
+			memcpy(chunk, data + off, take);
+			ndjson_feed(&r, chunk, take, record_maybe_stop, &rr);
+		}
+		while (ndjson_reader_held(&r))
+			ndjson_resume(&r, record_maybe_stop, &rr);
+		ndjson_finish(&r, record, &e);
+		assert_int_equal(e.n, want.n);
+		for (i = 0; i < e.n; i++) {
+			assert_int_equal(e.ev[i].kind, want.ev[i].kind);
+			assert_int_equal(e.ev[i].len, want.ev[i].len);
+			assert_int_equal(e.ev[i].arg, want.ev[i].arg);
+			assert_memory_equal(e.ev[i].data, want.ev[i].data,
+			    e.ev[i].len);
+		}
+		events_clear(&e);
+		ndjson_reader_free(&r);
+	}
+	assert_true(used > 100);
+	events_free(&want);
+	events_free(&e);
+	free(data);
+	free(chunk);
+}
+
+/* Where test_room_queue_takes_line's callback writes its lines. */
+struct room_out {
+	struct ndjson_queue	 q;	/* every line */
+	struct ndjson_queue	 q2;	/* every line too, dropped often */
+	int			 fd;
+	size_t			 n;
+};
+
+/* Queue a line twice; write one queue, drop the other, now and then. */
+static void
+room_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct room_out	*o = arg;
+
+	assert_int_equal(kind, NDJSON_LINE);
+	ndjson_queue_line(&o->q, line, len);
+	ndjson_queue_line(&o->q2, line, len);
+	/* Written, or dropped, while the line is still being handled. */
+	if (o->n % 3 == 0)
+		(void)ndjson_queue_flush(&o->q, o->fd);
+	if (o->n % 2 == 0)
+		ndjson_queue_free(&o->q2);
+	o->n++;
+}
+
+/*
+ * A queue takes over the buffer of a long line read into the reader's
+ * room instead of copying it, and gives it back once written: written
+ * or dropped while the line is handled, with a "\r\n" ending, with the
+ * next lines in the same buffer, every byte arrives as it was sent.
+ */
+static void
+test_room_queue_takes_line(void **state)
+{
+	struct ndjson_reader	 r;
+	struct room_out		 o;
+	char			*data, *want, *got, *room, chunk[65536];
+	size_t			 n = 0, wn = 0, gn = 0, len, i, k, off, take;
+	size_t			 roomlen, cap = 8 << 20;
+	int			 fds[2], rc;
+
+	data = malloc(cap);
+	want = malloc(cap);
+	got = malloc(cap);
+	assert_non_null(data);
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
+	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	rng_state = 3;
+	for (i = 0; i < 40; i++) {
+		len = i % 4 == 3 ? 1 + rng(100) : 40000 + rng(200000);
+		for (k = 0; k < len; k++)
+			data[n + k] = (char)('a' + rng(26));
+		memcpy(want + wn, data + n, len);
+		wn += len;
+		want[wn++] = '\n';
+		n += len;
+		if (i % 5 == 1)
+			data[n++] = '\r';
+		data[n++] = '\n';
+	}
+	memset(&o, 0, sizeof o);
+	ndjson_queue_init(&o.q, 0, 1 << 30);
+	ndjson_queue_init(&o.q2, 0, 1 << 30);
+	o.fd = fds[1];
+	ndjson_reader_init(&r, 1 << 20, 0);
+	for (off = 0; off < n; off += take) {
+		take = 1 + rng(sizeof chunk);
+		if (take > n - off)
+			take = n - off;
+		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
+			take = roomlen;
+			memcpy(room, data + off, take);
+			ndjson_feed_room(&r, take, room_out_line, &o);
+		} else {
+			memcpy(chunk, data + off, take);
+			ndjson_feed(&r, chunk, take, room_out_line, &o);
+		}
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	}
+	ndjson_finish(&r, room_out_line, &o);
+	while ((rc = ndjson_queue_flush(&o.q, fds[1])) == 1)
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(rc, 0);
+	gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(o.n, 40);
+	assert_int_equal(gn, wn);
+	assert_memory_equal(got, want, wn);
+	ndjson_queue_free(&o.q);
+	ndjson_queue_free(&o.q2);
+	ndjson_reader_free(&r);
+	close(fds[0]);
+	close(fds[1]);
+	free(data);
+	free(want);
+	free(got);
+}
+
 /* The stopping callback: record, then stop the chunk after each line. */
 struct stopper {
 	struct ndjson_reader	*r;
@@ -963,6 +1296,11 @@ main(void)
 		cmocka_unit_test(test_writer_partial_writes),
 		cmocka_unit_test(test_writer_broken_pipe),
 		cmocka_unit_test(test_writer_releases_big_buffer),
+		cmocka_unit_test(test_queue_watermarks),
+		cmocka_unit_test(test_queue_partial_writes),
+		cmocka_unit_test(test_queue_broken_pipe),
+		cmocka_unit_test(test_room_same_lines),
+		cmocka_unit_test(test_room_queue_takes_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
