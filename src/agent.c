@@ -277,7 +277,7 @@ agent_of_pid(pid_t pid)
 	if (pid <= 0)
 		return NULL;
 	TAILQ_FOREACH(a, &agent_list, entry)
-		if (!(a->flags & AGENT_DEAD) && (a->proc.flags & AP_RUNNING) &&
+		if (!(a->flags & AGENT_DEAD) && (a->flags & AGENT_RUNNING) &&
 		    proc_has_pid(&a->proc.p, pid))
 			return a;
 	if ((c = proc_call_find(pid)) != NULL && c->agent != NULL &&
@@ -370,7 +370,7 @@ agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
 	explicit_bzero(token, sizeof token);
 	if (rc != 0)
 		return -1;
-	p->flags = AP_RUNNING;
+	a->flags = (a->flags & ~AGENT_SIGSTOPPED) | AGENT_RUNNING;
 	agent_nrunning++;
 
 	chan_init(&p->io, a->id, sr->out, sr->in, a->conf->max_line, a);
@@ -385,7 +385,7 @@ agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
 void
 agent_spawn_none(struct agent *a)
 {
-	a->proc.flags = AP_RUNNING;
+	a->flags = (a->flags & ~AGENT_SIGSTOPPED) | AGENT_RUNNING;
 	a->proc.spawned_at = ev_now(LOOP);
 	agent_nrunning++;
 }
@@ -464,7 +464,7 @@ agent_proc_exited(struct proc *pp)
 {
 	struct agent	*a = proc_owner(pp);
 
-	a->proc.flags &= ~AP_SIGSTOPPED;
+	a->flags &= ~AGENT_SIGSTOPPED;
 }
 
 /*
@@ -498,10 +498,10 @@ agent_proc_stopped(struct proc *pp, int sig)
 	struct agent	*a = proc_owner(pp);
 
 	if (sig != 0) {
-		a->proc.flags |= AP_SIGSTOPPED;
+		a->flags |= AGENT_SIGSTOPPED;
 		agent_news(a, AE_SIGSTOP, util_signame(sig));
-	} else if (a->proc.flags & AP_SIGSTOPPED) {
-		a->proc.flags &= ~AP_SIGSTOPPED;
+	} else if (a->flags & AGENT_SIGSTOPPED) {
+		a->flags &= ~AGENT_SIGSTOPPED;
 		agent_news(a, AE_SIGCONT, "continued");
 	}
 }
@@ -566,7 +566,7 @@ agent_stderr_tail(const struct agent *a, char *buf, size_t len,
 int
 agent_sigstopped(const struct agent *a)
 {
-	return (a->proc.flags & AP_SIGSTOPPED) != 0;
+	return (a->flags & AGENT_SIGSTOPPED) != 0;
 }
 
 /* Who the agent is to the control plane: the peer on its pipes. */
@@ -587,7 +587,7 @@ agent_exited(const struct agent *a)
 int
 agent_running(const struct agent *a)
 {
-	return (a->proc.flags & AP_RUNNING) != 0;
+	return (a->flags & AGENT_RUNNING) != 0;
 }
 
 /* Its last process's exit status (waitpid's); 127 when it never ran. */
@@ -699,8 +699,8 @@ agent_release(struct agent *a)
 	agent_close_output(a);
 	chan_close(&p->io);
 	proc_release(&p->p);
-	if (p->flags & AP_RUNNING) {
-		p->flags &= ~AP_RUNNING;
+	if (a->flags & AGENT_RUNNING) {
+		a->flags &= ~AGENT_RUNNING;
 		agent_nrunning--;
 	}
 }
@@ -742,8 +742,8 @@ agent_free(struct agent *a)
 	RB_REMOVE(agent_tree, &agent_tree, a);
 	TAILQ_REMOVE(&agent_list, a, entry);
 	agent_release(a);
-	if (a->conf_free != NULL)
-		a->conf_free(a->conf);
+	if (a->conf->conf_free != NULL)
+		a->conf->conf_free(a->conf);
 	proc_free(&a->proc.p);
 	free(a);
 }
@@ -771,7 +771,7 @@ agent_reap_dead(int all)
 		return;
 	TAILQ_FOREACH_SAFE(a, &agent_list, entry, next) {
 		if (!all && (!(a->flags & AGENT_DEAD) ||
-		    (a->proc.flags & AP_RUNNING)))
+		    (a->flags & AGENT_RUNNING)))
 			continue;
 		if (a->flags & AGENT_DEAD)
 			agent_ndead--;

@@ -71,7 +71,6 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
     void *owner)
 {
 	static const struct chan_ops	none;
-	size_t				high = CHAN_HIGH;
 
 	memset(c, 0, sizeof *c);
 	c->ops = &none;		/* its owner sets its own */
@@ -80,14 +79,26 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	c->wfd = wfd;
 	c->owner = owner;
 	ndjson_reader_init(&c->rd, max, 0);
-	/* A writer must hold at least one maximal line above its mark. */
-	if (max > high)
-		high = max;
-	ndjson_queue_init(&c->wr, CHAN_LOW, high);
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
 	}
+}
+
+/*
+ * The channel's write queue, made at its first line: most agents are
+ * never written to while they idle.
+ */
+static struct ndjson_queue *
+chan_queue(struct chan *c)
+{
+	if (c->wr == NULL) {
+		c->wr = xmalloc(sizeof *c->wr);
+		/* It must hold at least one maximal line above its mark. */
+		ndjson_queue_init(c->wr, CHAN_LOW, c->rd.max > CHAN_HIGH ?
+		    c->rd.max : CHAN_HIGH);
+	}
+	return c->wr;
 }
 
 /*
@@ -364,12 +375,12 @@ chan_write_line(struct chan *c, const char *line, size_t len)
 {
 	if (c->wfd == -1 || (c->flags & CHAN_WCLOSED))
 		return;
-	ndjson_queue_line(&c->wr, line, len);
+	ndjson_queue_line(chan_queue(c), line, len);
 	if (!(c->flags & CHAN_DIRTY)) {
 		c->flags |= CHAN_DIRTY;
 		TAILQ_INSERT_TAIL(&chan_dirty, c, dirty_entry);
 	}
-	if (ndjson_queue_full(&c->wr))
+	if (ndjson_queue_full(c->wr))
 		c->flags |= CHAN_WFULL;
 }
 
@@ -381,7 +392,8 @@ chan_flush(struct chan *c)
 
 	if (c->wfd == -1)
 		return;
-	rc = ndjson_queue_flush(&c->wr, c->wfd);
+	/* A channel never written to has no queue: nothing to write. */
+	rc = c->wr != NULL ? ndjson_queue_flush(c->wr, c->wfd) : 0;
 	if (rc == 1) {
 		if (c->ww == NULL) {
 			/* Made when first needed: most pipes never fill. */
@@ -396,14 +408,14 @@ chan_flush(struct chan *c)
 			ev_io_stop(LOOP, c->ww);
 		if (rc == -1) {
 			saved = errno;
-			ndjson_queue_free(&c->wr);
+			ndjson_queue_free(c->wr);
 			c->flags |= CHAN_WCLOSED;
 			if (c->ops->werror != NULL)
 				c->ops->werror(c, saved);
 		}
 	}
 	if (((c->flags & CHAN_WFULL) || chan_has_waiters(c)) &&
-	    ndjson_queue_drained(&c->wr))
+	    (c->wr == NULL || ndjson_queue_drained(c->wr)))
 		chan_wake(c);
 }
 
@@ -441,7 +453,8 @@ chan_close_write(struct chan *c)
 		TAILQ_REMOVE(&chan_dirty, c, dirty_entry);
 		c->flags &= ~CHAN_DIRTY;
 	}
-	(void)ndjson_queue_flush(&c->wr, c->wfd);
+	if (c->wr != NULL)
+		(void)ndjson_queue_flush(c->wr, c->wfd);
 	if (c->ww != NULL) {
 		ev_io_stop(LOOP, c->ww);
 		free(c->ww);
@@ -450,7 +463,11 @@ chan_close_write(struct chan *c)
 	close(c->wfd);
 	c->wfd = -1;
 	c->flags |= CHAN_WCLOSED;
-	ndjson_queue_free(&c->wr);
+	if (c->wr != NULL) {
+		ndjson_queue_free(c->wr);
+		free(c->wr);
+		c->wr = NULL;
+	}
 	/* Nothing queued is left: a reader must never wait on it again. */
 	c->flags &= ~CHAN_WFULL;
 	if (chan_has_waiters(c))

@@ -476,6 +476,11 @@ struct agent_conf {
 #define CONF_OWN_ARGV	0x02
 #define CONF_OWN_LIMITS	0x04
 #define CONF_OWN_CONFINE 0x08
+	/*
+	 * A child's copy: frees it after every module forgot its agent
+	 * (subagent.c); NULL: shared by its entry's agents.
+	 */
+	void			(*conf_free)(struct agent_conf *);
 };
 
 /* What a step's success: false with proceed does (success_false:). */
@@ -632,7 +637,7 @@ struct chan {
 	ev_io			 rw;
 	ev_io			*ww;		/* NULL until a write waits */
 	struct ndjson_reader	 rd;
-	struct ndjson_queue	 wr;
+	struct ndjson_queue	*wr;		/* NULL until a line is queued */
 	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
@@ -656,6 +661,16 @@ struct chan {
  */
 struct proc;
 struct proc_stderr;
+
+/*
+ * proc.c: the timer for a process's held or closed pipes, and which pipe
+ * closed: made on first use, since most processes end with their pipes
+ * at EOF, and idle ones never do.
+ */
+struct proc_pipe {
+	ev_timer	 w;
+	const char	*what;
+};
 struct proc_hooks {
 	void	(*done)(struct proc *);		/* reaped, both pipes at EOF */
 	void	(*exited)(struct proc *);	/* reaped (before done) */
@@ -680,12 +695,12 @@ struct proc {
 #define PROC_LIVE	0x10	/* its pid is not reaped (proc_find) */
 #define PROC_QUIET	0x20	/* its stderr to the debug log */
 #define PROC_TRACE	0x40	/* hears of stops and continues */
-	int			 errfd PART_OF(proc);
-	ev_io			 err_w PART_OF(proc);
-	ev_timer		*pipe_w PART_OF(proc);	/* held, or closed */
-	const char		*pipe_what PART_OF(proc);
+#define PROC_FEEDING	0x80	/* its stderr reader hands out lines */
+	ev_io			 err_w PART_OF(proc);	/* its fd: -1 closed */
+	struct proc_pipe	*pipe_w PART_OF(proc);	/* held, or closed */
 	double			 grace PART_OF(proc);	/* for held pipes */
-	struct ndjson_reader	 err_rd PART_OF(proc);
+	/* Made at its first byte: most agents never write to stderr. */
+	struct ndjson_reader	*err_rd PART_OF(proc);
 	struct proc_stderr	*err PART_OF(proc);	/* from its first line */
 	const char		*name PART_OF(proc);	/* in the log */
 	const struct proc_hooks	*hooks PART_OF(proc);
@@ -696,13 +711,25 @@ struct proc {
 /* agent.c: an agent's process and its pipes (written by agent.c only). */
 struct agent_proc {
 	struct proc		 p;		/* the process (proc.c) */
-	int			 flags;
-#define AP_SIGSTOPPED	0x01	/* stopped by SIGSTOP */
-#define AP_RUNNING	0x02	/* spawned, not yet released */
 	struct chan		 io;		/* stdin and stdout */
 	ev_tstamp		 spawned_at;
 	uint64_t		 msgs_in;
 	uint64_t		 msgs_out;
+};
+
+/*
+ * lifecycle.c: what an agent that restarted, exited, failed, timed out or
+ * waits to stop keeps (struct life's more): most agents idle and need
+ * none.
+ */
+struct life_more {
+	ev_timer		 recover_w;	/* unavailable from timeouts */
+	ev_tstamp		*restarts;	/* recent restart times, a ring */
+	unsigned int		 nrestarts;
+	unsigned int		 restart_count;
+	char			*stop_why;	/* of a pending stop */
+	char			*cause;		/* why it failed for good */
+	char			*last_exit;	/* its last exit, and stderr */
 };
 
 /* lifecycle.c: where an agent is in its life (written by lifecycle.c). */
@@ -725,8 +752,11 @@ struct life {
 	 * and the backoff, which begin where heartbeats end.
 	 */
 	ev_timer		 life_w;
-	ev_timer		*recover_w;	/* unavailable from timeouts;
-						   NULL: never was */
+	/*
+	 * Its restarts, exits, causes, a pending stop's reason and the
+	 * timeouts' recovery timer: NULL until the first of them.
+	 */
+	struct life_more	*more;
 	ev_tstamp		 last_activity;
 	unsigned int		 hb_missed;
 	unsigned int		 timeouts;	/* consecutive */
@@ -734,13 +764,7 @@ struct life {
 	unsigned int		 window;	/* adaptive: it may hold */
 	unsigned int		 failed_starts;	/* exits in a row before a line */
 	int			 policy;	/* restart policy; -1: entry's */
-	ev_tstamp		*restarts;	/* recent restart times, a ring */
-	unsigned int		 nrestarts;
-	unsigned int		 restart_count;
 	uint64_t		 start_seq;
-	char			*stop_why;	/* of a pending stop */
-	char			*cause;		/* why it failed for good */
-	char			*last_exit;	/* its last exit, and stderr */
 };
 
 /*
@@ -813,11 +837,17 @@ struct work_progress {
 	ev_tstamp		 at;
 };
 
-/* engine.c: the requests an agent works on (written by engine.c). */
-struct work {
+/*
+ * engine.c: the requests an agent works on (written by engine.c), made
+ * at its first: most idle agents never had one.
+ */
+struct work_busy {
 	unsigned int		 by_prio[PRIO_COUNT];	/* of inflight */
 	struct msgq		 inflight;	/* sent, awaiting a reply */
 	struct work_progress	*progress;	/* NULL: none */
+};
+struct work {
+	struct work_busy	*busy;		/* NULL: no request yet */
 };
 
 /* subagent.c: a spawned child's task and limits (written by subagent.c). */
@@ -844,15 +874,17 @@ struct child {
  * client (a control socket connection, corral serve's stdin).  Its name
  * is its MAP participantId.
  */
+struct peer_batch;
 struct peer {
 	const char		*name;		/* in logs; its participantId */
 	struct agent		*agent;		/* NULL: not an agent */
 	struct chan		*chan;		/* where frames go */
-	int			 role;
+	uint8_t			 role;
 #define PEER_AGENT	0x01	/* an agent process on its pipes */
 #define PEER_CLIENT	0x02	/* a client (socket, corral serve's stdin) */
 #define PEER_DELEGATE	0x04	/* a connection acting for its agent */
-	int			 flags;
+	uint8_t			 nsubs;		/* its subscriptions (event.c) */
+	uint16_t		 flags;
 #define PEER_CONNECTED	0x01	/* map/connect answered */
 #define PEER_ORPHAN	0x02	/* its agents outlive it */
 #define PEER_MAPAGENT	0x04	/* connected as participantType "agent" */
@@ -860,12 +892,11 @@ struct peer {
 #define PEER_SOCKET	0x10	/* a connection to the control socket */
 #define PEER_INSIDE	0x20	/* from inside: an agent's processes */
 #define PEER_HANGUP	0x40	/* close it once this answer is out */
-	unsigned int		 nsubs;		/* its subscriptions (event.c) */
-	uint64_t		 ping_seq;
+	uint32_t		 ping_seq;	/* wraps: ids are not matched */
 	/* What a connection says of itself (rpc_conn); NULL: nothing. */
 	struct peer_conn	*conn;
-	struct jsonw		*batch;		/* a batch's answers (rpc.c) */
-	json_t			*held;		/* frames after them (rpc.c) */
+	/* A batch's answers and the frames after them (rpc.c). */
+	struct peer_batch	*batch;
 	TAILQ_ENTRY(peer)	 entry;		/* the participants */
 };
 
@@ -883,14 +914,12 @@ struct peer_conn {
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
 struct mapinfo_more;
 struct mapinfo {
-	const char		*state;		/* the MAP state last announced */
+	/* The MAP state last announced; NULL: agent_registered is due. */
+	const char		*state;
 	struct mapinfo_more	*more;		/* owner, metadata ...; NULL: none */
 	uint64_t		 created_ms;
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
-	int			 flags;
-#define MAPF_REGISTERED	0x01	/* agent_registered was emitted */
-#define MAPF_ORPHANED	0x02	/* its owner left; it runs on */
 };
 
 /*
@@ -902,13 +931,13 @@ struct agent {
 	char			*id;
 	/* The credential's bytes; agent_token writes its hex digits. */
 	uint8_t			 token[AGENT_TOKEN_LEN / 2];
-	struct agent_conf	*conf;
-	/* Frees conf after every module forgot the agent; NULL: shared. */
-	void			(*conf_free)(struct agent_conf *);
+	struct agent_conf	*conf;		/* conf_free: its own */
 	unsigned int		 instance;
 	int			 flags;
 #define AGENT_HIDDEN	0x01	/* a child hidden from the routing table */
 #define AGENT_DEAD	0x02	/* to be freed */
+#define AGENT_SIGSTOPPED 0x04	/* its process stopped by SIGSTOP */
+#define AGENT_RUNNING	0x08	/* spawned, not yet released */
 	/* The tree. */
 	struct agent		*parent;
 	TAILQ_HEAD(, agent)	 children;
@@ -1944,6 +1973,7 @@ void	 event_peer_gone(struct peer *);
 void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
 void	 event_replay(struct peer *, json_t *, json_t *);
 size_t	 event_history_bytes(void);
+size_t	 event_history_slots(void);
 
 /* external.c */
 void	 external_on_change(external_cb);

@@ -19,6 +19,8 @@ extern struct engine_task_hooks	 engine_task;
 extern struct engine_step_hooks	 engine_step;
 extern TAILQ_HEAD(engine_jobq, job) engine_jobs;
 extern struct msgq		 engine_retrying;
+struct work_busy *engine_busy(struct agent *);
+struct msgq	*engine_queue(struct agent *);
 extern unsigned int		 engine_njobs;
 extern int			 engine_join_then;
 extern struct engine_stats	 engine_stats;

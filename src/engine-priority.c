@@ -61,13 +61,14 @@ engine_raise_made_by(struct agent *a, unsigned int prio,
 static void
 engine_raise_at(struct agent *a, struct msg *m)
 {
-	struct msg	*w, *next;
-	unsigned int	 p;
+	struct work_busy	*b = a->work.busy;
+	struct msg		*w, *next;
+	unsigned int		 p;
 
-	for (p = 0; p < m->prio && a->work.by_prio[p] == 0; p++)
+	for (p = 0; b != NULL && p < m->prio && b->by_prio[p] == 0; p++)
 		;
-	if (p < m->prio)
-		TAILQ_FOREACH_SAFE(w, &a->work.inflight, entry, next)
+	if (b != NULL && p < m->prio)
+		TAILQ_FOREACH_SAFE(w, &b->inflight, entry, next)
 			if (w->prio < m->prio)
 				engine_raise(w, m->prio, m);
 	for (w = route_direct_first(a); w != NULL && w != m; w = next) {
@@ -92,8 +93,9 @@ engine_raise(struct msg *w, unsigned int prio, const struct msg *cause)
 	engine_raise_note(w->agent != NULL ? w->agent : w->target != NULL ?
 	    w->target : w->requester, w, prio, cause->id);
 	if (w->where == MSG_INFLIGHT && w->agent != NULL) {
-		w->agent->work.by_prio[w->prio]--;
-		w->agent->work.by_prio[prio]++;
+		/* In flight there: its part is made. */
+		w->agent->work.busy->by_prio[w->prio]--;
+		w->agent->work.busy->by_prio[prio]++;
 	}
 	from = w->prio;
 	w->prio = (uint8_t)prio;
@@ -129,7 +131,7 @@ engine_inherit(struct agent *a, struct msg *m)
 	struct msg	*w, *top = NULL;
 
 	m->requester = a;
-	TAILQ_FOREACH(w, &a->work.inflight, entry)
+	TAILQ_FOREACH(w, engine_queue(a), entry)
 		if (w->prio > m->prio && (top == NULL || w->prio > top->prio))
 			top = w;
 	if (top == NULL)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "corral.h"
+#include "engine-int.h"
 
 #define PROGRESS_GAP	0.5	/* seconds between two of a request */
 #define PROGRESS_PIECE	400	/* bytes kept of one piece */
@@ -148,10 +149,11 @@ engine_progress_envelope(struct agent *a, struct msg *m, unsigned int seq,
 static void
 engine_progress_flush(struct msg_progress *p)
 {
-	struct msg	*m = p->msg;
-	struct agent	*a = p->agent, *to = m->parent_agent;
-	char		*text, *line;
-	size_t		 len;
+	struct msg		*m = p->msg;
+	struct agent		*a = p->agent, *to = m->parent_agent;
+	struct work_busy	*b;
+	char			*text, *line;
+	size_t			 len;
 
 	if (p->len == 0 || m->where != MSG_INFLIGHT || m->agent != a) {
 		p->len = 0;
@@ -171,12 +173,13 @@ engine_progress_flush(struct msg_progress *p)
 		free(line);
 	}
 	engine_progress_event(a, m, p->seq, text, to);
-	if (a->work.progress == NULL)
-		a->work.progress = xcalloc(1, sizeof *a->work.progress);
-	free(a->work.progress->text);
-	a->work.progress->text = text;
-	strlcpy(a->work.progress->req, m->id, sizeof a->work.progress->req);
-	a->work.progress->at = ev_now(LOOP);
+	b = engine_busy(a);
+	if (b->progress == NULL)
+		b->progress = xcalloc(1, sizeof *b->progress);
+	free(b->progress->text);
+	b->progress->text = text;
+	strlcpy(b->progress->req, m->id, sizeof b->progress->req);
+	b->progress->at = ev_now(LOOP);
 }
 
 /* The gap since the last progress of a request is over. */

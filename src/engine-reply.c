@@ -225,12 +225,12 @@ engine_match(struct agent *a, struct jscan *js, const char *line,
 	struct msg	*m;
 
 	if (env->parents != -1) {
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
+		TAILQ_FOREACH(m, engine_queue(a), entry)
 			if (envelope_has_parent(js, line, env, m->id))
 				return m;
 		return NULL;
 	}
-	return TAILQ_FIRST(&a->work.inflight);
+	return TAILQ_FIRST(engine_queue(a));
 }
 
 /*
@@ -249,7 +249,7 @@ engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 	if ((t = JSCAN_GET(js, line, 0, "trace")) == -1 ||
 	    (js->tok[t].type == JT_OBJECT &&
 	    JSCAN_GET(js, line, t, "parents") == -1))
-		return TAILQ_FIRST(&a->work.inflight);
+		return TAILQ_FIRST(engine_queue(a));
 	if (js->tok[t].type != JT_OBJECT ||
 	    (p = JSCAN_GET(js, line, t, "parents")) == -1 ||
 	    js->tok[p].type != JT_ARRAY)
@@ -257,7 +257,7 @@ engine_raw_match(struct agent *a, struct jscan *js, const char *line)
 	for (e = jscan_first(js, p); e != -1; e = jscan_next(js, p, e)) {
 		if (js->tok[e].type != JT_STRING)
 			continue;
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
+		TAILQ_FOREACH(m, engine_queue(a), entry)
 			if (jscan_str_equal(js, line + js->tok[e].off,
 			    js->tok[e].len, js->tok[e].flags & JT_ESCAPED,
 			    m->id, strlen(m->id)))
@@ -282,7 +282,7 @@ engine_agent_invalid(struct agent *a, struct dialect_frame *f)
 	 * breaks a rule of its protocol (ADR-007), are the agent's answer.
 	 */
 	if (strcmp(f->err.code, "invalid_output") == 0)
-		req = TAILQ_FIRST(&a->work.inflight);	/* it names none */
+		req = TAILQ_FIRST(engine_queue(a));	/* it names none */
 	else if (strncmp(f->err.path, "outputs.next_actions", 20) == 0)
 		req = engine_raw_match(a, f->js, f->line);
 	else

@@ -330,7 +330,7 @@ engine_cancel_agent(struct agent *a, const char *why)
 
 	TAILQ_FOREACH_SAFE(c, &a->children, sibling, next)
 		n += engine_cancel_agent(c, why);
-	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+	while ((m = TAILQ_FIRST(engine_queue(a))) != NULL) {
 		engine_cancel(m, why);
 		n++;
 	}

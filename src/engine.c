@@ -271,11 +271,34 @@ engine_msg_setup(struct msg *m, const char *id, struct agent *target,
 	m->timeout = timeout;
 }
 
+/* The agent's requests part, made now if it had none. */
+struct work_busy *
+engine_busy(struct agent *a)
+{
+	if (a->work.busy == NULL) {
+		a->work.busy = xcalloc(1, sizeof *a->work.busy);
+		TAILQ_INIT(&a->work.busy->inflight);
+	}
+	return a->work.busy;
+}
+
+/*
+ * The requests agent a works on, to read: an empty list shared by every
+ * agent that never had one.
+ */
+struct msgq *
+engine_queue(struct agent *a)
+{
+	static struct msgq	none = TAILQ_HEAD_INITIALIZER(none);
+
+	return a->work.busy != NULL ? &a->work.busy->inflight : &none;
+}
+
 /* The oldest request agent a works on, or NULL. */
 struct msg *
 engine_inflight_first(struct agent *a)
 {
-	return TAILQ_FIRST(&a->work.inflight);
+	return TAILQ_FIRST(engine_queue(a));
 }
 
 /* The request its agent got after m, or NULL. */
@@ -294,7 +317,7 @@ engine_inflight_find(struct agent *a, const char *id, unsigned int attempts)
 {
 	struct msg	*m;
 
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
+	TAILQ_FOREACH(m, engine_queue(a), entry)
 		if (strcmp(m->id, id) == 0 && (attempts == 0 ||
 		    m->attempts == attempts))
 			return m;
@@ -308,25 +331,27 @@ engine_inflight_find(struct agent *a, const char *id, unsigned int attempts)
 const char *
 engine_progress_latest(struct agent *a, const char **req, ev_tstamp *at)
 {
-	if (a->work.progress == NULL) {
+	const struct work_progress	*p;
+
+	if (a->work.busy == NULL || (p = a->work.busy->progress) == NULL) {
 		*req = "";
 		*at = 0;
 		return NULL;
 	}
-	*req = a->work.progress->req;
-	*at = a->work.progress->at;
-	return a->work.progress->text;
+	*req = p->req;
+	*at = p->at;
+	return p->text;
 }
 
 /* Forget the latest progress of an agent. */
 static void
 engine_progress_drop(struct agent *a)
 {
-	if (a->work.progress == NULL)
+	if (a->work.busy == NULL || a->work.busy->progress == NULL)
 		return;
-	free(a->work.progress->text);
-	free(a->work.progress);
-	a->work.progress = NULL;
+	free(a->work.busy->progress->text);
+	free(a->work.busy->progress);
+	a->work.busy->progress = NULL;
 }
 
 /* The live request after prev (NULL: the first), in acceptance order. */
@@ -524,8 +549,8 @@ engine_dispatched(struct msg *m, struct agent *a)
 	m->where = MSG_INFLIGHT;
 	m->attempts++;
 	m->sent = ev_now(LOOP);
-	TAILQ_INSERT_TAIL(&a->work.inflight, m, entry);
-	a->work.by_prio[m->prio]++;
+	TAILQ_INSERT_TAIL(&engine_busy(a)->inflight, m, entry);
+	a->work.busy->by_prio[m->prio]++;
 	lifecycle_work(a, 1);
 	engine_msg_arm(m, a->conf->timeout);
 }
@@ -620,11 +645,12 @@ engine_undispatch(struct msg *m)
 
 	if (m->where != MSG_INFLIGHT)
 		return;
-	TAILQ_REMOVE(&a->work.inflight, m, entry);
-	a->work.by_prio[m->prio]--;
+	/* In flight there: its part is made. */
+	TAILQ_REMOVE(&a->work.busy->inflight, m, entry);
+	a->work.busy->by_prio[m->prio]--;
 	m->where = MSG_NOWHERE;
 	m->agent = NULL;
-	if (TAILQ_EMPTY(&a->work.inflight))
+	if (TAILQ_EMPTY(&a->work.busy->inflight))
 		/* Its progress was about work it no longer has. */
 		engine_progress_drop(a);
 	lifecycle_work(a, -1);
@@ -813,7 +839,7 @@ engine_agent_gone(struct agent *a, const char *why, const char *note,
 		engine_fail(m, "UNAVAILABLE", "agent_lost", "agent %s %s",
 		    a->id, why);
 	}
-	while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+	while ((m = TAILQ_FIRST(engine_queue(a))) != NULL) {
 		if (!engine_stopping && lifecycle_will_restart(a) &&
 		    adapter_keeps(a, m)) {
 			/* Its adapter restarted it for this request. */
@@ -866,11 +892,11 @@ engine_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	}
 }
 
-/* A new agent: it works on nothing yet. */
+/* A new agent: it works on nothing yet (its part comes with the first). */
 static void
 engine_new_agent(struct agent *a)
 {
-	TAILQ_INIT(&a->work.inflight);
+	a->work.busy = NULL;
 }
 
 /* An agent is about to be freed: requests must not point at it. */
@@ -894,6 +920,8 @@ engine_forget_agent(struct agent *a)
 			m->holds = 0;
 		}
 	}
+	free(a->work.busy);
+	a->work.busy = NULL;
 }
 
 /*

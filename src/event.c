@@ -30,6 +30,10 @@
  * the same bytes, by the same writer.  A busy/idle change nobody
  * subscribes to (the hot path) is never written at all; one that goes to
  * a subscriber or to the audit log is written once, sent, and forgotten.
+ * An agent's first state change, which follows its agent_registered at
+ * once (the next id), shares that event's record: one slot and one
+ * buffer, its keys kept once.  The history still counts, evicts and
+ * replays them as two events.
  *
  * This module knows peers, not agents: whoever emits an event says who
  * its source is and the roles the filters need.
@@ -42,6 +46,8 @@
 #include "corral.h"
 #include "event-int.h"
 
+_Static_assert(EVENT_SUBS_MAX <= UINT8_MAX, "a peer counts them in 8 bits");
+
 #define EVENT_HISTORY		10000	/* events kept for map/replay */
 #define EVENT_HISTORY_BYTES	(16 * 1024 * 1024)	/* and their bytes */
 #define EVENT_DATA_MAX		((size_t)UINT32_MAX / 2) /* an event's data */
@@ -50,31 +56,44 @@
 #define EVENT_LAZY_BYTES	192	/* what a lazy event is counted as */
 
 /*
- * A record of the ring, two for each agent that starts: kept small, with
- * 32-bit sizes (an event is far below 4 GiB: its parts are bounded by
- * max_line, at most 256 MiB).
+ * A record of the ring, one for each agent that starts: kept small, with
+ * its id's bits rather than its 26 characters and 32-bit sizes (an event
+ * is far below 4 GiB: its parts are bounded by max_line, at most 256 MiB).
  */
 struct event_rec {
-	char		 id[EVENT_ID_LEN + 1];
+	uint8_t		 id[16];	/* a ULID's bits (event_rec_id) */
 	uint32_t	 kcap;
 	uint32_t	 len;
 	uint32_t	 cap;
+	uint32_t	 has;		/* which of the keys are there */
+#define EV_SOURCE	0x01
+#define EV_AGENT	0x02
+#define EV_CORR		0x04
+#define EV_LAZY		0x08	/* flat data whose text waits */
+#define EV_PAIR		0x10	/* and the state change that followed it */
+#define EV_SAME		0x20	/* the agent is the source: its key kept once */
+#define EV_IS_AGENT	0x1000000	/* value 0 is the agent: not kept */
+#define EV_IS_AGENT2	0x2000000	/* and of a pair's second */
 	uint64_t	 ms;
 	const char	*type;		/* a literal */
 	const char	*srole;		/* role of the source; outlives us */
 	const char	*arole;		/* role of data.agentId */
 	char		*text;		/* the Event object */
 	char		*keys;		/* source, agent, corr: NUL-separated */
-	uint32_t	 has;		/* which of the keys are there */
-#define EV_SOURCE	0x01
-#define EV_AGENT	0x02
-#define EV_CORR		0x04
-#define EV_LAZY		0x08	/* flat data whose text waits */
 #define EV_VAL(i)	(0x100 << (i))	/* value i of its shape is there */
+#define EV_VAL2(i)	(0x10000 << (i))	/* value i of the second's */
 	/* Lazy: its data's member names ("?": left out when absent). */
 	const char *const *shape;
 };
 #define EVENT_FLAT_MAX	8	/* members of a flat event's data */
+#define EV_VALS		0xff00		/* the EV_VAL bits */
+#define EV_KEYS		(EV_SOURCE | EV_AGENT | EV_CORR | EV_SAME)
+
+/* The members of an agent_state_changed event's data. */
+static const char *const event_state_shape[] = {
+	"agentId", "previousState", "newState", "?reason", "corralState",
+	NULL
+};
 
 struct event_sub {
 	char			 id[32];
@@ -89,7 +108,8 @@ struct event_sub {
 
 static struct event_rec		*event_ring;	/* EVENT_HISTORY slots */
 static size_t			 event_head;	/* the next slot */
-static size_t			 event_count;
+static size_t			 event_count;	/* slots in use */
+static size_t			 event_nevents;	/* events: a pair is two */
 static size_t			 event_bytes;	/* the ring's buffers (event_cost) */
 static uint64_t			 event_total;
 static uint64_t			 event_dropped_total;
@@ -103,6 +123,9 @@ static event_visible_cb		 event_visible;	/* may a peer see an agent */
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 static char	*event_render(const struct event_rec *, size_t *);
+static void	 event_unpair(struct event_rec *);
+static size_t	 event_vals_len(const struct event_rec *, size_t,
+		    const char *const *, uint32_t);
 static struct event_rec *event_emit_rec(const struct event_info *,
 		    const char *, size_t, size_t);
 
@@ -126,7 +149,7 @@ event_init(void)
 		free(event_ring);
 		event_ring = NULL;
 	}
-	event_head = event_count = event_bytes = 0;
+	event_head = event_count = event_nevents = event_bytes = 0;
 	event_total = event_dropped_total = 0;
 	event_log_init();
 }
@@ -188,12 +211,12 @@ event_ulid_encode(const uint8_t *b, char *out)
 }
 
 /*
- * Make a new id: a ULID, greater than every one made before it in this
- * process (the same millisecond counts the random part up; a clock that
- * went back is ignored).
+ * Make a new id's 128 bits: a ULID, greater than every one made before it
+ * in this process (the same millisecond counts the random part up; a
+ * clock that went back is ignored).
  */
-void
-event_new_id(char *out)
+static void
+event_new_ulid(uint8_t *b)
 {
 	uint64_t	ms = event_now_ms();
 	int		i;
@@ -216,7 +239,24 @@ event_new_id(char *out)
 	}
 	for (i = 0; i < 6; i++)
 		event_ulid[i] = (uint8_t)(event_ulid_ms >> (8 * (5 - i)));
-	event_ulid_encode(event_ulid, out);
+	memcpy(b, event_ulid, sizeof event_ulid);
+}
+
+/* Make a new id (event_new_ulid), as its 26 characters. */
+void
+event_new_id(char *out)
+{
+	uint8_t	b[16];
+
+	event_new_ulid(b);
+	event_ulid_encode(b, out);
+}
+
+/* A record's id, as its 26 characters. */
+static void
+event_rec_id(const struct event_rec *r, char *out)
+{
+	event_ulid_encode(r->id, out);
 }
 
 /* Turn '_' and '-' into '.', so that every naming style compares equal. */
@@ -259,6 +299,8 @@ event_key(const struct event_rec *r, int which)
 
 	if (!(r->has & which))
 		return NULL;
+	if (which == EV_AGENT && (r->has & EV_SAME))
+		which = EV_SOURCE;
 	/* The keys are stored in this order, each NUL-terminated. */
 	if (which == EV_SOURCE)
 		return p;
@@ -391,19 +433,19 @@ event_send_dropped(struct event_sub *s)
 
 /* Hand an event to a subscription, or count it as dropped. */
 static void
-event_deliver(struct event_sub *s, const struct event_rec *r)
+event_deliver(struct event_sub *s, const struct event_rec *r, const char *id)
 {
 	if (rpc_full(s->peer)) {
 		if (s->dropped++ == 0)
-			strlcpy(s->first_dropped, r->id,
+			strlcpy(s->first_dropped, id,
 			    sizeof s->first_dropped);
-		strlcpy(s->last_dropped, r->id, sizeof s->last_dropped);
+		strlcpy(s->last_dropped, id, sizeof s->last_dropped);
 		event_dropped_total++;
 		return;
 	}
 	if (s->dropped > 0)
 		event_send_dropped(s);
-	event_send(s, r->id, r->ms, r->text, r->len);
+	event_send(s, id, r->ms, r->text, r->len);
 }
 
 /*
@@ -415,7 +457,137 @@ static size_t
 event_cost(const struct event_rec *r)
 {
 	return (size_t)r->cap + r->kcap + ((r->has & EV_LAZY) ?
-	    EVENT_LAZY_BYTES : 0);
+	    EVENT_LAZY_BYTES : 0) + ((r->has & EV_PAIR) ? EVENT_LAZY_BYTES : 0);
+}
+
+/* The id after b, in place: the next ULID of the same millisecond. */
+static void
+event_ulid_next(uint8_t *b)
+{
+	int	i;
+
+	for (i = 15; i >= 0; i--)
+		if (++b[i] != 0)
+			break;
+}
+
+/*
+ * Where a lazy record's values start in its keys buffer (after source,
+ * agent and corr), or with second, where a pair's second event's start.
+ */
+static size_t
+event_vals_at(const struct event_rec *r, int second)
+{
+	size_t	off = 0, i;
+
+	for (i = 0; i < 3; i++)
+		off += strlen(r->keys + off) + 1;
+	if (second)
+		off += event_vals_len(r, off, r->shape, r->has);
+	return off;
+}
+
+/*
+ * The bytes of the values a record keeps of shape, from at in its keys:
+ * those bits says are there, but the first when it is the agent's key.
+ */
+static size_t
+event_vals_len(const struct event_rec *r, size_t at,
+    const char *const *shape, uint32_t bits)
+{
+	size_t	vl = 0, i;
+
+	for (i = 0; shape[i] != NULL; i++)
+		if ((bits & EV_VAL(i)) && (i > 0 || !(bits & EV_IS_AGENT)))
+			vl += strlen(r->keys + at + vl) + 1;
+	return vl;
+}
+
+/*
+ * A pair's second event as a record of its own, for a reader or for the
+ * slot once the first is evicted: its keys and values are copied into
+ * v->keys, which the caller owns.
+ */
+static void
+event_second(const struct event_rec *r, struct event_rec *v)
+{
+	size_t		kl, at, vl;
+	uint32_t	bits = ((r->has >> 8) & EV_VALS) |
+			    ((r->has & EV_IS_AGENT2) ? EV_IS_AGENT : 0);
+
+	*v = *r;
+	kl = event_vals_at(r, 0);
+	at = event_vals_at(r, 1);
+	vl = event_vals_len(r, at, event_state_shape, bits);
+	v->kcap = (uint32_t)(kl + vl);
+	v->keys = xmalloc(v->kcap);
+	memcpy(v->keys, r->keys, kl);
+	memcpy(v->keys + kl, r->keys + at, vl);
+	event_ulid_next(v->id);
+	v->type = "agent_state_changed";
+	v->shape = event_state_shape;
+	v->has = (r->has & EV_KEYS) | EV_LAZY | bits;
+}
+
+/* The oldest event of a pair is evicted: the slot keeps the second. */
+static void
+event_unpair(struct event_rec *r)
+{
+	struct event_rec	v;
+
+	event_bytes -= event_cost(r);
+	event_second(r, &v);
+	free(r->keys);
+	*r = v;
+	event_bytes += event_cost(r);
+}
+
+/*
+ * Keep the state change r (the newest record, lazy) in the slot of the
+ * agent_registered event it follows at once: the two events every
+ * agent's start makes take one slot and one buffer, and the keys they
+ * share are kept once.  Readers still see two events (event_second).
+ */
+static void
+event_pair(struct event_rec *r)
+{
+	struct event_rec	*prev;
+	uint8_t			 next[16];
+	size_t			 kl, used, vl;
+
+	if (event_count < 2)
+		return;
+	prev = &event_ring[(event_head + EVENT_HISTORY - 2) % EVENT_HISTORY];
+	if ((prev->has & (EV_LAZY | EV_PAIR)) != EV_LAZY ||
+	    strcmp(prev->type, "agent_registered") != 0 ||
+	    prev->ms != r->ms || prev->srole != r->srole ||
+	    prev->arole != r->arole ||
+	    (prev->has & EV_KEYS) != (r->has & EV_KEYS))
+		return;
+	/* The id a reader gives the second is the first's plus one. */
+	memcpy(next, prev->id, sizeof next);
+	event_ulid_next(next);
+	kl = event_vals_at(r, 0);
+	if (memcmp(next, r->id, sizeof next) != 0 || event_vals_at(prev, 0) != kl ||
+	    memcmp(prev->keys, r->keys, kl) != 0)
+		return;
+	used = event_vals_at(prev, 1);
+	vl = event_vals_len(r, kl, r->shape, r->has);
+	event_bytes -= event_cost(prev) + event_cost(r);
+	if (used + vl > prev->kcap) {
+		prev->kcap = (uint32_t)(used + vl);
+		prev->keys = xreallocarray(prev->keys, 1, prev->kcap);
+	}
+	memcpy(prev->keys + used, r->keys + kl, vl);
+	prev->has |= EV_PAIR | (r->has & EV_VALS) << 8 |
+	    ((r->has & EV_IS_AGENT) ? EV_IS_AGENT2 : 0);
+	event_bytes += event_cost(prev);
+	/* r's slot is free again; the history still counts two events. */
+	free(r->keys);
+	free(r->text);
+	memset(r, 0, sizeof *r);
+	event_head = (event_head + EVENT_HISTORY - 1) % EVENT_HISTORY;
+	event_count--;
 }
 
 /*
@@ -431,6 +603,12 @@ event_evict(int reuse)
 
 	r = &event_ring[(event_head + EVENT_HISTORY - event_count) %
 	    EVENT_HISTORY];
+	event_nevents--;
+	if (r->has & EV_PAIR) {
+		/* Its first event goes; the state change keeps the slot. */
+		event_unpair(r);
+		return;
+	}
 	event_bytes -= event_cost(r);
 	r->len = 0;
 	r->has = 0;
@@ -466,7 +644,8 @@ event_store(char **buf, uint32_t *cap, size_t need)
 
 /* Record an event in the audit log, with what replay's filters need. */
 static void
-event_audit(const struct event_info *ei, const struct event_rec *r)
+event_audit(const struct event_info *ei, const struct event_rec *r,
+    const char *id)
 {
 	struct jsonw	 j;
 	char		*s;
@@ -490,9 +669,19 @@ event_audit(const struct event_info *ei, const struct event_rec *r)
 	jsonw_object_end(&j);
 	s = jsonw_finish(&j, &len);
 	/* Where its line starts: the index of replays that read the log. */
-	event_log_audited(r->id, r->ms, auditlog_offset());
+	event_log_audited(id, r->ms, auditlog_offset());
 	auditlog_fields("map_event", ei->agent, NULL, s, len);
 	free(s);
+}
+
+/* The agent key a record keeps of ei: NULL when none, or the source's. */
+static const char *
+event_agent_key(const struct event_info *ei)
+{
+	if (ei->agent == NULL || (ei->source != NULL &&
+	    strcmp(ei->agent, ei->source) == 0))
+		return NULL;
+	return ei->agent;
 }
 
 /*
@@ -504,33 +693,44 @@ static struct event_rec *
 event_slot(const struct event_info *ei, size_t extra)
 {
 	struct event_rec	*r;
+	const char		*agent;
 	char			*p;
 	size_t			 kl;
 
 	if (event_ring == NULL)
 		event_ring = xcalloc(EVENT_HISTORY, sizeof *event_ring);
-	if (event_count == EVENT_HISTORY)
-		event_evict(1);
+	/*
+	 * The history keeps EVENT_HISTORY events, a pair counting two; a
+	 * full ring of slots holds no pair, so its oldest slot is freed.
+	 */
+	if (event_nevents == EVENT_HISTORY)
+		event_evict(event_count == EVENT_HISTORY);
 	r = &event_ring[event_head];
 	event_head = (event_head + 1) % EVENT_HISTORY;
 	event_count++;
+	event_nevents++;
 	event_total++;
 
-	event_new_id(r->id);
+	event_new_ulid(r->id);
 	r->ms = event_now_ms();
 	r->type = ei->type;
 	r->srole = ei->source_role;
 	r->arole = ei->agent_role;
-	/* source, agent, corr: each NUL-terminated, empty when absent. */
-	kl = (ei->source ? strlen(ei->source) : 0) + (ei->agent ?
-	    strlen(ei->agent) : 0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
+	/*
+	 * source, agent, corr: each NUL-terminated, empty when absent; the
+	 * agent empty too when it is the source (most events).
+	 */
+	agent = event_agent_key(ei);
+	kl = (ei->source ? strlen(ei->source) : 0) + (agent ? strlen(agent) :
+	    0) + (ei->corr ? strlen(ei->corr) : 0) + 3;
 	event_store(&r->keys, &r->kcap, kl + extra);
 	p = r->keys;
 	p = stpcpy(p, ei->source ? ei->source : "") + 1;
-	p = stpcpy(p, ei->agent ? ei->agent : "") + 1;
+	p = stpcpy(p, agent ? agent : "") + 1;
 	(void)stpcpy(p, ei->corr ? ei->corr : "");
 	r->has = (ei->source ? EV_SOURCE : 0) | (ei->agent ? EV_AGENT : 0) |
-	    (ei->corr ? EV_CORR : 0);
+	    (ei->corr ? EV_CORR : 0) | (ei->agent != NULL && agent == NULL ?
+	    EV_SAME : 0);
 	return r;
 }
 
@@ -565,11 +765,13 @@ event_text(const struct event_rec *r, const char *source, const char *data,
     size_t dlen, size_t *len)
 {
 	struct jsonw	j;
+	char		id[EVENT_ID_LEN + 1];
 
+	event_rec_id(r, id);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "id");
-	jsonw_str(&j, r->id);
+	jsonw_str(&j, id);
 	jsonw_key(&j, "type");
 	jsonw_str(&j, r->type);
 	jsonw_key(&j, "timestamp");
@@ -597,9 +799,14 @@ event_lazy_vals(const struct event_rec *r, const char **vals)
 	for (i = 0; i < 3; i++)
 		p += strlen(p) + 1;
 	for (i = 0; r->shape[i] != NULL; i++) {
-		vals[i] = (r->has & EV_VAL(i)) ? p : NULL;
-		if (vals[i] != NULL)
+		if (!(r->has & EV_VAL(i)))
+			vals[i] = NULL;
+		else if (i == 0 && (r->has & EV_IS_AGENT))
+			vals[i] = event_key(r, EV_AGENT);
+		else {
+			vals[i] = p;
 			p += strlen(p) + 1;
+		}
 	}
 }
 
@@ -611,13 +818,17 @@ static void
 event_lazy(struct event_rec *r, const char *const *shape,
     const char *const *vals)
 {
-	size_t	i, kl, vl;
-	char	*p;
+	const char	*agent = event_key(r, EV_AGENT);
+	size_t		 i, kl, vl;
+	char		*p;
+	int		 same;
 
 	event_bytes -= event_cost(r);
+	/* A first value that is the agent's key (agentId) is not kept. */
+	same = agent != NULL && vals[0] != NULL && strcmp(vals[0], agent) == 0;
 	for (kl = 0, i = 0; i < 3; i++)
 		kl += strlen(r->keys + kl) + 1;
-	for (vl = 0, i = 0; shape[i] != NULL; i++)
+	for (vl = 0, i = same ? 1 : 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
 	if (kl + vl > r->kcap) {
@@ -628,9 +839,12 @@ event_lazy(struct event_rec *r, const char *const *shape,
 	p = r->keys + kl;
 	for (i = 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL) {
-			p = stpcpy(p, vals[i]) + 1;
+			if (i > 0 || !same)
+				p = stpcpy(p, vals[i]) + 1;
 			r->has |= EV_VAL(i);
 		}
+	if (same)
+		r->has |= EV_IS_AGENT;
 	free(r->text);
 	r->text = NULL;
 	r->cap = r->len = 0;
@@ -671,7 +885,10 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 	char			*data;
 	size_t			 len, vl, i;
 
-	for (vl = 0, i = 0; shape[i] != NULL; i++)
+	/* The room its values take (event_lazy keeps agentId as a key). */
+	i = shape[0] != NULL && vals[0] != NULL && ei->agent != NULL &&
+	    strcmp(vals[0], ei->agent) == 0;
+	for (vl = 0; shape[i] != NULL; i++)
 		if (vals[i] != NULL)
 			vl += strlen(vals[i]) + 1;
 	if (i > EVENT_FLAT_MAX)
@@ -688,13 +905,9 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 		event_bytes += event_cost(r);
 	}
 	event_lazy(r, shape, vals);
+	if (shape == event_state_shape)
+		event_pair(r);
 }
-
-/* The members of an agent_state_changed event's data. */
-static const char *const event_state_shape[] = {
-	"agentId", "previousState", "newState", "?reason", "corralState",
-	NULL
-};
 
 /*
  * Emit an agent_state_changed event (why NULL or "": no reason).  Busy
@@ -744,7 +957,7 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	struct event_rec	*r;
 	struct event_sub	*s;
 	struct event_fields	 e;
-	char			*text;
+	char			*text, id[EVENT_ID_LEN + 1];
 	size_t			 len;
 
 	/*
@@ -769,14 +982,15 @@ event_emit_rec(const struct event_info *ei, const char *data, size_t dlen,
 	while (event_bytes > EVENT_HISTORY_BYTES && event_count > 1)
 		event_evict(0);
 
+	event_rec_id(r, id);
 	if (ei->audit)
-		event_audit(ei, r);
+		event_audit(ei, r, id);
 	/* The event's metadata is parsed once for all the filters. */
 	event_rec_fields(r, &e);
 	TAILQ_FOREACH(s, &event_subs, entry)
 		if (event_filter_match(s->filter, &e) &&
 		    event_sees(s->peer, ei->agent))
-			event_deliver(s, r);
+			event_deliver(s, r, id);
 	event_fields_done(&e);
 	return r;
 }
@@ -927,10 +1141,40 @@ event_replay_add(struct event_replay *rp, const char *id, uint64_t ms,
 const char *
 event_oldest_id(void)
 {
+	static char	id[EVENT_ID_LEN + 1];
+
 	if (event_count == 0)
 		return NULL;
-	return event_ring[(event_head + EVENT_HISTORY - event_count) %
-	    EVENT_HISTORY].id;
+	event_rec_id(&event_ring[(event_head + EVENT_HISTORY - event_count) %
+	    EVENT_HISTORY], id);
+	return id;
+}
+
+/*
+ * Consider one event of the ring for a replay (a pair's slot is its
+ * first).  Returns nonzero past the newest the replay may see.
+ */
+static int
+event_replay_rec(struct event_replay *rp, struct event_rec *r)
+{
+	char	*text, id[EVENT_ID_LEN + 1];
+	size_t	 len;
+
+	event_rec_id(r, id);
+	if (rp->stop[0] != '\0' && strcmp(id, rp->stop) > 0)
+		return 1;
+	if (!event_replay_in(rp, id, r->ms) ||
+	    !event_rec_match(rp->filter, r) ||
+	    !event_sees(rp->peer, event_key(r, EV_AGENT)))
+		return 0;
+	if (!rp->full && (r->has & EV_LAZY)) {
+		text = event_render(r, &len);
+		(void)event_replay_add(rp, id, r->ms, text, len);
+		free(text);
+		return 0;
+	}
+	(void)event_replay_add(rp, id, r->ms, r->text, r->len);
+	return 0;
 }
 
 /*
@@ -940,27 +1184,37 @@ event_oldest_id(void)
 static void
 event_replay_ring(struct event_replay *rp)
 {
-	struct event_rec	*r;
-	char			*text;
-	size_t			 i, len;
+	struct event_rec	*r, second;
+	size_t			 i;
+	int			 past;
 
 	for (i = 0; i < event_count; i++) {
 		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
 		    EVENT_HISTORY];
-		if (rp->stop[0] != '\0' && strcmp(r->id, rp->stop) > 0)
+		if (event_replay_rec(rp, r))
 			break;
-		if (!event_replay_in(rp, r->id, r->ms) ||
-		    !event_rec_match(rp->filter, r) ||
-		    !event_sees(rp->peer, event_key(r, EV_AGENT)))
-			continue;
-		if (!rp->full && (r->has & EV_LAZY)) {
-			text = event_render(r, &len);
-			(void)event_replay_add(rp, r->id, r->ms, text, len);
-			free(text);
-			continue;
+		if (r->has & EV_PAIR) {
+			event_second(r, &second);
+			past = event_replay_rec(rp, &second);
+			free(second.keys);
+			if (past)
+				break;
 		}
-		(void)event_replay_add(rp, r->id, r->ms, r->text, r->len);
 	}
+}
+
+/* The id of the ring's newest event (a pair's second's). */
+static void
+event_newest_id(char *out)
+{
+	const struct event_rec	*r;
+	uint8_t			 b[16];
+
+	r = &event_ring[(event_head + EVENT_HISTORY - 1) % EVENT_HISTORY];
+	memcpy(b, r->id, sizeof b);
+	if (r->has & EV_PAIR)
+		event_ulid_next(b);
+	event_ulid_encode(b, out);
 }
 
 /* What the history's buffers hold now: what its byte bound counts. */
@@ -968,6 +1222,13 @@ size_t
 event_history_bytes(void)
 {
 	return event_bytes;
+}
+
+/* The history's slots in use: an agent's two start events take one. */
+size_t
+event_history_slots(void)
+{
+	return event_count;
 }
 
 /* Free a replay. */
@@ -1106,7 +1367,7 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 		return;
 	oldest = event_oldest_id();
 	/* Events older than the ring exist only when it went round. */
-	if (oldest == NULL || event_total == event_count ||
+	if (oldest == NULL || event_total == event_nevents ||
 	    !event_log_usable() || (rp->after[0] != '\0' ?
 	    strcmp(rp->after, oldest) >= 0 : rp->from >= event_ring[(event_head +
 	    EVENT_HISTORY - event_count) % EVENT_HISTORY].ms)) {
@@ -1129,7 +1390,6 @@ event_replay(struct peer *p, json_t *id, json_t *params)
 		return;
 	}
 	/* It sees the events there are now, not those that come meanwhile. */
-	strlcpy(rp->stop, event_ring[(event_head + EVENT_HISTORY - 1) %
-	    EVENT_HISTORY].id, sizeof rp->stop);
+	event_newest_id(rp->stop);
 	event_log_start(rp);
 }

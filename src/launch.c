@@ -512,6 +512,7 @@ static void
 launch_local_conf(struct agent_conf *lc, const struct agent_conf *ac)
 {
 	*lc = *ac;
+	lc->conf_free = NULL;	/* a copy on the stack, for this spawn */
 	lc->cwd = NULL;
 	lc->limits = NULL;
 	lc->nlimits = 0;

@@ -176,6 +176,9 @@ static void	lifecycle_hb(struct agent *, ev_tstamp);
 static void	lifecycle_life_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_recover_cb(struct ev_loop *, ev_timer *, int);
 static void	lifecycle_forget(struct agent *);
+static struct life_more *life_more(struct agent *);
+static char	*life_take_stop_why(struct agent *);
+static void	 life_set_stop_why(struct agent *, const char *);
 static void	lifecycle_after_child(struct agent *);
 static int	lifecycle_stop_children(struct agent *, const char *);
 
@@ -446,7 +449,8 @@ lifecycle_feed(struct agent *a, enum agent_event ev, const char *why)
 static void
 lifecycle_note_exit(struct agent *a, const char *why)
 {
-	char	note[1024], tail[800];
+	struct life_more	*m;
+	char			 note[1024], tail[800];
 
 	if (!lifecycle_alive(a) || adapter_per_call(a))
 		return;
@@ -456,14 +460,15 @@ lifecycle_note_exit(struct agent *a, const char *why)
 	else
 		snprintf(note, sizeof note, "%s, and wrote nothing on stderr",
 		    why);
-	free(a->life.last_exit);
-	a->life.last_exit = xstrdup(note);
+	m = life_more(a);
+	free(m->last_exit);
+	m->last_exit = xstrdup(note);
 	if (!(a->life.flags & (LF_SPOKE | LF_STOP_ASKED)) &&
 	    ++a->life.failed_starts >= a->conf->failed_starts) {
 		snprintf(note, sizeof note, "failed to start %u times in a row",
 		    a->life.failed_starts);
-		free(a->life.cause);
-		a->life.cause = xstrdup(note);
+		free(m->cause);
+		m->cause = xstrdup(note);
 	}
 }
 
@@ -499,7 +504,7 @@ lifecycle_news(struct agent *a, enum agent_event ev, const char *why)
 			snprintf(cause, sizeof cause, "failed to start %u times "
 			    "in a row", a->life.failed_starts);
 			snprintf(buf, sizeof buf, "%s: %s", cause,
-			    a->life.last_exit);
+			    lifecycle_last_exit(a));
 			lifecycle_giveup(a, cause, buf);
 			return;
 		}
@@ -684,7 +689,7 @@ lifecycle_last_activity(const struct agent *a)
 unsigned int
 lifecycle_restarts(const struct agent *a)
 {
-	return a->life.restart_count;
+	return a->life.more != NULL ? a->life.more->restart_count : 0;
 }
 
 /* When its process started, in the order of all agents' starts. */
@@ -722,7 +727,7 @@ lifecycle_work(struct agent *a, int delta)
 const char *
 lifecycle_cause(const struct agent *a)
 {
-	return a->life.cause;
+	return a->life.more != NULL ? a->life.more->cause : NULL;
 }
 
 /*
@@ -732,15 +737,19 @@ lifecycle_cause(const struct agent *a)
 const char *
 lifecycle_last_exit(const struct agent *a)
 {
-	return a->life.last_exit;
+	return a->life.more != NULL ? a->life.more->last_exit : NULL;
 }
 
 /* Remember why the agent fails for good, then fail it. */
 static void
 lifecycle_giveup(struct agent *a, const char *cause, const char *why)
 {
-	free(a->life.cause);
-	a->life.cause = xstrdup(cause);
+	struct life_more	*m = life_more(a);
+	char			*old = m->cause;
+
+	/* cause may be the one it replaces (lifecycle_cause). */
+	m->cause = xstrdup(cause);
+	free(old);
 	lifecycle_feed(a, AE_GIVEUP, why);
 }
 
@@ -806,21 +815,58 @@ lifecycle_create(struct agent_conf *ac, unsigned int instance,
 	return a;
 }
 
+/* The agent's rarely needed part, made now if it had none. */
+static struct life_more *
+life_more(struct agent *a)
+{
+	if (a->life.more == NULL) {
+		a->life.more = xcalloc(1, sizeof *a->life.more);
+		ev_timer_init(&a->life.more->recover_w, lifecycle_recover_cb,
+		    0, 0);
+		a->life.more->recover_w.data = a;
+	}
+	return a->life.more;
+}
+
+/* Take the reason of a pending stop (the caller frees it), or NULL. */
+static char *
+life_take_stop_why(struct agent *a)
+{
+	char	*why;
+
+	if (a->life.more == NULL)
+		return NULL;
+	why = a->life.more->stop_why;
+	a->life.more->stop_why = NULL;
+	return why;
+}
+
+/* Remember the reason of a pending stop, replacing any. */
+static void
+life_set_stop_why(struct agent *a, const char *why)
+{
+	struct life_more	*m = life_more(a);
+	char			*old = m->stop_why;
+
+	m->stop_why = xstrdup(why);
+	free(old);
+}
+
 /* An agent is about to be freed: stop its timers, drop what it holds. */
 static void
 lifecycle_forget(struct agent *a)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
 	a->life.flags &= ~LF_HB;
-	if (a->life.recover_w != NULL) {
-		ev_timer_stop(LOOP, a->life.recover_w);
-		free(a->life.recover_w);
-		a->life.recover_w = NULL;
+	if (a->life.more != NULL) {
+		ev_timer_stop(LOOP, &a->life.more->recover_w);
+		free(a->life.more->restarts);
+		free(a->life.more->stop_why);
+		free(a->life.more->cause);
+		free(a->life.more->last_exit);
+		free(a->life.more);
+		a->life.more = NULL;
 	}
-	free(a->life.restarts);
-	free(a->life.stop_why);
-	free(a->life.cause);
-	free(a->life.last_exit);
 	adapter_free(a);
 }
 
@@ -1011,16 +1057,12 @@ lifecycle_replied(struct agent *a)
 static void
 life_timedout(struct agent *a, const char *why)
 {
+	struct life_more	*m = life_more(a);
+
 	a->life.flags |= LF_TIMEDOUT;
-	if (a->life.recover_w == NULL) {
-		/* Made on first use: most agents never time out. */
-		a->life.recover_w = xcalloc(1, sizeof *a->life.recover_w);
-		ev_timer_init(a->life.recover_w, lifecycle_recover_cb, 0, 0);
-		a->life.recover_w->data = a;
-	}
-	ev_timer_stop(LOOP, a->life.recover_w);
-	ev_timer_set(a->life.recover_w, a->conf->breaker_reset, 0);
-	ev_timer_start(LOOP, a->life.recover_w);
+	ev_timer_stop(LOOP, &m->recover_w);
+	ev_timer_set(&m->recover_w, a->conf->breaker_reset, 0);
+	ev_timer_start(LOOP, &m->recover_w);
 }
 
 /* The probation time of an agent made unavailable by timeouts is over. */
@@ -1182,10 +1224,11 @@ lifecycle_wants_restart(const struct agent *a)
 static unsigned int
 lifecycle_recent_restarts(const struct agent *a, ev_tstamp now)
 {
-	unsigned int	i, recent = 0;
+	const struct life_more	*m = a->life.more;
+	unsigned int		 i, recent = 0;
 
-	for (i = 0; i < a->life.nrestarts; i++)
-		if (now - a->life.restarts[i] <= a->conf->restart_within)
+	for (i = 0; m != NULL && i < m->nrestarts; i++)
+		if (now - m->restarts[i] <= a->conf->restart_within)
 			recent++;
 	return recent;
 }
@@ -1228,7 +1271,7 @@ lifecycle_will_restart(const struct agent *a)
 static void
 lifecycle_count_restart(struct agent *a, ev_tstamp now)
 {
-	struct life	*l = &a->life;
+	struct life_more	*l = life_more(a);
 
 	if (l->restarts == NULL)
 		l->restarts = xcalloc(a->conf->restart_max + 1,
@@ -1299,8 +1342,8 @@ life_exited(struct agent *a, const char *st)
 {
 	ev_timer_stop(LOOP, &a->life.life_w);
 	a->life.flags &= ~LF_HB;
-	if (a->life.recover_w != NULL)
-		ev_timer_stop(LOOP, a->life.recover_w);
+	if (a->life.more != NULL)
+		ev_timer_stop(LOOP, &a->life.more->recover_w);
 	/* A detached session is beyond reach until corral exits. */
 	agent_signal(a, SIGKILL);
 	agent_release(a);
@@ -1413,10 +1456,9 @@ lifecycle_stop(struct agent *a, const char *why)
 	    "its parent is stopping")) {
 		a->life.flags |= LF_STOP_PENDING;
 		/* The first reason to stop stays the one the log gives. */
-		if (!stopping || a->life.stop_why == NULL) {
-			free(a->life.stop_why);
-			a->life.stop_why = xstrdup(why);
-		}
+		if (!stopping || a->life.more == NULL ||
+		    a->life.more->stop_why == NULL)
+			life_set_stop_why(a, why);
 		return;
 	}
 	/*
@@ -1426,8 +1468,7 @@ lifecycle_stop(struct agent *a, const char *why)
 	 * and keeps its reason.
 	 */
 	a->life.flags &= ~LF_STOP_PENDING;
-	pending = a->life.stop_why;
-	a->life.stop_why = NULL;
+	pending = life_take_stop_why(a);
 	lifecycle_feed(a, AE_STOP, stopping && pending != NULL ? pending : why);
 	free(pending);
 }
@@ -1443,14 +1484,12 @@ lifecycle_restart(struct agent *a, const char *why)
 	a->life.flags |= LF_RESTART_REQ;
 	if (lifecycle_stop_children(a, "its parent is restarting")) {
 		a->life.flags |= LF_STOP_PENDING;
-		free(a->life.stop_why);
-		a->life.stop_why = xstrdup(why);
+		life_set_stop_why(a, why);
 		return;
 	}
 	/* Nothing to wait for: a restart that waited is this one. */
 	a->life.flags &= ~LF_STOP_PENDING;
-	free(a->life.stop_why);
-	a->life.stop_why = NULL;
+	free(life_take_stop_why(a));
 	lifecycle_feed(a, AE_RESTART, why);
 }
 
@@ -1484,8 +1523,7 @@ lifecycle_after_child(struct agent *a)
 	    lifecycle_has_live_children(p))
 		return;
 	p->life.flags &= ~LF_STOP_PENDING;
-	why = p->life.stop_why;
-	p->life.stop_why = NULL;
+	why = life_take_stop_why(p);
 	if (p->life.flags & LF_NORESTART)
 		lifecycle_stop(p, why != NULL ? why : "its children stopped");
 	else if (p->life.flags & LF_RESTART_REQ)

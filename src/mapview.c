@@ -82,6 +82,7 @@ struct mapinfo_more {
 	json_t	*caps;		/* capabilities it registered */
 	char	*reported;	/* state the agent reported */
 	char	*last_error;	/* its latest failed request */
+	int	 orphaned;	/* its owner left; it runs on */
 };
 
 /* The rarely set part, to read (all NULL when never written). */
@@ -106,7 +107,7 @@ mapview_more(struct agent *a)
 const char *
 mapview_owner(const struct agent *a)
 {
-	if (a->map.flags & MAPF_ORPHANED)
+	if (mapview_extra(a)->orphaned)
 		return NULL;
 	if (a->map.more != NULL && a->map.more->owner != NULL)
 		return a->map.more->owner;
@@ -177,8 +178,7 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	uint64_t	 now = event_now_ms();
 	int		 audit;
 
-	if (!(a->map.flags & MAPF_REGISTERED)) {
-		a->map.flags |= MAPF_REGISTERED;
+	if (a->map.state == NULL) {
 		a->map.created_ms = now;
 		a->map.state = "registered";
 		mapview_registered(a);
@@ -209,7 +209,7 @@ mapview_forget(struct agent *a)
 	struct jsonw	j;
 
 	external_forget(a->id);
-	if (a->map.flags & MAPF_REGISTERED) {
+	if (a->map.state != NULL) {
 		jsonw_init(&j);
 		jsonw_object(&j);
 		jsonw_key(&j, "agentId");
@@ -394,7 +394,7 @@ mapview_owner_gone(const char *owner, int orphan)
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		o = mapview_extra(a)->owner;
 		if (o == NULL || strcmp(o, owner) != 0 ||
-		    (a->map.flags & MAPF_ORPHANED))
+		    mapview_extra(a)->orphaned)
 			continue;
 		if (!orphan) {
 			if (lifecycle_alive(a) ||
@@ -402,7 +402,7 @@ mapview_owner_gone(const char *owner, int orphan)
 				lifecycle_stop(a, "its client disconnected");
 			continue;
 		}
-		a->map.flags |= MAPF_ORPHANED;
+		mapview_more(a)->orphaned = 1;
 		jsonw_init(&j);
 		jsonw_object(&j);
 		jsonw_key(&j, "agentId");
@@ -424,7 +424,7 @@ mapview_owns(const char *owner)
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		o = mapview_extra(a)->owner;
 		if (o != NULL && strcmp(o, owner) == 0 &&
-		    !(a->map.flags & MAPF_ORPHANED) && lifecycle_alive(a))
+		    !mapview_extra(a)->orphaned && lifecycle_alive(a))
 			return 1;
 	}
 	return 0;

@@ -153,24 +153,21 @@ proc_init(struct proc *p)
 {
 	memset(p, 0, sizeof *p);
 	p->pid = -1;
-	p->errfd = -1;
+	ev_io_init(&p->err_w, proc_err_cb, -1, EV_READ);
 }
 
-/*
- * Start the pipe timer to run out after secs: made on first use, since
- * most processes end with their pipes at EOF, and idle ones never do.
- */
+/* Start the pipe timer to run out after secs (made on first use). */
 static void
 proc_pipe_arm(struct proc *p, double secs)
 {
 	if (p->pipe_w == NULL) {
 		p->pipe_w = xcalloc(1, sizeof *p->pipe_w);
-		ev_timer_init(p->pipe_w, proc_pipe_cb, 0, 0);
-		p->pipe_w->data = p;
+		ev_timer_init(&p->pipe_w->w, proc_pipe_cb, 0, 0);
+		p->pipe_w->w.data = p;
 	}
-	ev_timer_stop(LOOP, p->pipe_w);
-	ev_timer_set(p->pipe_w, secs, 0);
-	ev_timer_start(LOOP, p->pipe_w);
+	ev_timer_stop(LOOP, &p->pipe_w->w);
+	ev_timer_set(&p->pipe_w->w, secs, 0);
+	ev_timer_start(LOOP, &p->pipe_w->w);
 }
 
 /* Stop the pipe timer. */
@@ -178,7 +175,7 @@ static void
 proc_pipe_stop(struct proc *p)
 {
 	if (p->pipe_w != NULL)
-		ev_timer_stop(LOOP, p->pipe_w);
+		ev_timer_stop(LOOP, &p->pipe_w->w);
 }
 
 /*
@@ -211,10 +208,8 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 		p->err->hlen = p->err->tlen = 0;
 		p->err->headfull = 0;
 	}
-	p->errfd = sr->err;
+	ev_io_init(&p->err_w, proc_err_cb, sr->err, EV_READ);
 	sr->err = -1;
-	ndjson_reader_init(&p->err_rd, 4096, 1);
-	ev_io_init(&p->err_w, proc_err_cb, p->errfd, EV_READ);
 	p->err_w.data = p;
 	ev_io_start(LOOP, &p->err_w);
 	return 0;
@@ -319,9 +314,9 @@ proc_pipe_closed(struct proc *p, const char *what)
 	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
 	    0 && si.si_pid == p->pid)
 		return;		/* a zombie: libev reaps it right away */
-	if (p->pipe_w == NULL || !ev_is_active(p->pipe_w)) {
-		p->pipe_what = what;
+	if (p->pipe_w == NULL || !ev_is_active(&p->pipe_w->w)) {
 		proc_pipe_arm(p, 0.2);
+		p->pipe_w->what = what;
 	}
 }
 
@@ -342,19 +337,26 @@ proc_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	if (p->hooks->broken != NULL)
-		p->hooks->broken(p, p->pipe_what);
+		p->hooks->broken(p, p->pipe_w->what);
 }
 
 /* Close stderr's read end. */
 static void
 proc_close_err(struct proc *p)
 {
-	if (p->errfd == -1)
+	if (p->err_w.fd == -1)
 		return;
 	ev_io_stop(LOOP, &p->err_w);
-	close(p->errfd);
-	p->errfd = -1;
-	ndjson_reader_free(&p->err_rd);
+	close(p->err_w.fd);
+	ev_io_set(&p->err_w, -1, EV_READ);
+	if (p->err_rd != NULL) {
+		ndjson_reader_free(p->err_rd);
+		/* Closed by one of its lines: the reader goes after them. */
+		if (!(p->flags & PROC_FEEDING)) {
+			free(p->err_rd);
+			p->err_rd = NULL;
+		}
+	}
 }
 
 /*
@@ -444,6 +446,21 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	proc_keep_tail(e, line, len);
 }
 
+/*
+ * The stderr reader handed out its lines (PROC_FEEDING was set around
+ * it).  One of them may have closed stderr: the reader, kept while it
+ * ran, goes now.
+ */
+static void
+proc_err_fed(struct proc *p)
+{
+	p->flags &= ~PROC_FEEDING;
+	if (p->err_w.fd == -1 && p->err_rd != NULL) {
+		free(p->err_rd);
+		p->err_rd = NULL;
+	}
+}
+
 /* Drain stderr into the log; it must never block the process. */
 static void
 proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -454,18 +471,28 @@ proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ssize_t		 n;
 
 	buf = chan_read_buffer(&size);
-	n = read(p->errfd, buf, size);
+	n = read(p->err_w.fd, buf, size);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
 		ev_io_stop(loop, &p->err_w);
-		ndjson_finish(&p->err_rd, proc_err_line, p);
+		if (p->err_rd != NULL) {
+			p->flags |= PROC_FEEDING;
+			ndjson_finish(p->err_rd, proc_err_line, p);
+			proc_err_fed(p);
+		}
 		proc_close_err(p);
 		p->flags |= PROC_ERR_EOF;
 		proc_check_done(p);
 		return;
 	}
-	ndjson_feed(&p->err_rd, buf, (size_t)n, proc_err_line, p);
+	if (p->err_rd == NULL) {
+		p->err_rd = xmalloc(sizeof *p->err_rd);
+		ndjson_reader_init(p->err_rd, 4096, 1);
+	}
+	p->flags |= PROC_FEEDING;
+	ndjson_feed(p->err_rd, buf, (size_t)n, proc_err_line, p);
+	proc_err_fed(p);
 }
 
 /*

@@ -22,6 +22,12 @@
 
 #include "corral.h"
 
+/* A batch being handled: its answers, and the frames held for after them. */
+struct peer_batch {
+	struct jsonw	 answers;
+	json_t		*held;
+};
+
 static TAILQ_HEAD(, peer) rpc_peers = TAILQ_HEAD_INITIALIZER(rpc_peers);
 static rpc_agent_cb	 rpc_agent_hook;
 
@@ -64,8 +70,8 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 {
 	int	wrote;
 
-	if (p->held != NULL) {
-		json_array_append_new(p->held, json_stringn(s, len));
+	if (p->batch != NULL) {
+		json_array_append_new(p->batch->held, json_stringn(s, len));
 		return;
 	}
 	/* Its dialect wrote it (and counted it): the same pressure holds. */
@@ -92,8 +98,8 @@ rpc_send_text(struct peer *p, const char *s, size_t len)
 void
 rpc_send_event(struct peer *p, const char *s, size_t len)
 {
-	if (p->held != NULL) {
-		json_array_append_new(p->held, json_stringn(s, len));
+	if (p->batch != NULL) {
+		json_array_append_new(p->batch->held, json_stringn(s, len));
 		return;
 	}
 	if (rpc_agent_wrote(p, s, len))
@@ -113,7 +119,7 @@ rpc_answer(struct peer *p, json_t *f)
 
 	if (p->batch != NULL && f != NULL) {
 		if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
-			jsonw_raw(p->batch, s, strlen(s));
+			jsonw_raw(&p->batch->answers, s, strlen(s));
 		else
 			log_warnx("%s: a control frame could not be built",
 			    p->name);
@@ -133,7 +139,7 @@ void
 rpc_reply_text(struct peer *p, const char *s, size_t len)
 {
 	if (p->batch != NULL)
-		jsonw_raw(p->batch, s, len);
+		jsonw_raw(&p->batch->answers, s, len);
 	else
 		rpc_send_text(p, s, len);
 }
@@ -177,9 +183,9 @@ void
 rpc_batch_begin(struct peer *p)
 {
 	p->batch = xcalloc(1, sizeof *p->batch);
-	jsonw_init(p->batch);
-	jsonw_array(p->batch);
-	p->held = json_array();
+	jsonw_init(&p->batch->answers);
+	jsonw_array(&p->batch->answers);
+	p->batch->held = json_array();
 }
 
 /* Is a batch of this peer's being handled (its answers gathered)? */
@@ -193,7 +199,8 @@ rpc_batching(const struct peer *p)
 size_t
 rpc_batch_bytes(const struct peer *p)
 {
-	return p->batch != NULL ? ndjson_writer_queued(&p->batch->w) : 0;
+	return p->batch != NULL ?
+	    ndjson_writer_queued(&p->batch->answers.w) : 0;
 }
 
 /*
@@ -203,15 +210,14 @@ rpc_batch_bytes(const struct peer *p)
 void
 rpc_batch_end(struct peer *p)
 {
-	struct jsonw	*batch = p->batch;
-	json_t		*held = p->held, *v;
-	char		*s;
-	size_t		 i, len;
+	struct peer_batch	*batch = p->batch;
+	json_t			*held = batch->held, *v;
+	char			*s;
+	size_t			 i, len;
 
 	p->batch = NULL;
-	p->held = NULL;
-	jsonw_array_end(batch);
-	s = jsonw_finish(batch, &len);
+	jsonw_array_end(&batch->answers);
+	s = jsonw_finish(&batch->answers, &len);
 	if (len > 2)	/* more than "[]" */
 		rpc_send_text(p, s, len);
 	free(s);
@@ -225,8 +231,8 @@ rpc_batch_end(struct peer *p)
 void
 rpc_batch_drop_held(struct peer *p)
 {
-	if (p->held != NULL)
-		json_array_clear(p->held);
+	if (p->batch != NULL)
+		json_array_clear(p->batch->held);
 }
 
 /* Answer request id with a result (stolen reference). */

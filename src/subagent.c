@@ -234,7 +234,7 @@ subagent_limits_merge(const struct agent_conf *p, const struct agent_conf *c,
  * An inline command (when the workflow allows it) runs with its parent's
  * settings and another argv; an inline entry is in no route, so its
  * children are never routable.  Returns the entry itself when nothing
- * changes, else a copy the child owns (freed with the agent: agent.conf_free).
+ * changes, else a copy the child owns (freed with the agent: its conf_free).
  */
 static struct agent_conf *
 subagent_child_conf(struct agent *p, struct agent_conf *entry, json_t *cmd)
@@ -864,7 +864,7 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	ac = subagent_child_conf(p, entry, cmd);
 	c = lifecycle_create(ac, 0, p);
 	if (ac->own & CONF_OWN)
-		c->conf_free = subagent_conf_free;	/* once all forgot c */
+		ac->conf_free = subagent_conf_free;	/* once all forgot c */
 	if (!visible)
 		c->flags |= AGENT_HIDDEN;
 	if (p == NULL)

@@ -525,7 +525,8 @@ supervisor_drain_stdout(void)
 	if (sv.stdio.wfd == -1)
 		return;
 	util_set_nonblock(sv.stdio.wfd, 0);
-	(void)ndjson_queue_flush(&sv.stdio.wr, sv.stdio.wfd);
+	if (sv.stdio.wr != NULL)
+		(void)ndjson_queue_flush(sv.stdio.wr, sv.stdio.wfd);
 	if (sv.stdout_flags != -1)
 		(void)fcntl(STDOUT_FILENO, F_SETFL, sv.stdout_flags);
 }

@@ -2066,7 +2066,7 @@ fz_agent_of(const struct fz_proc *fp)
 	struct agent	*a;
 
 	for (a = agent_first(); a != NULL; a = agent_next(a))
-		if (a->proc.p.pid == fp->pid && (a->proc.flags & AP_RUNNING))
+		if (a->proc.p.pid == fp->pid && (a->flags & AGENT_RUNNING))
 			return a;
 	return NULL;
 }
@@ -2532,14 +2532,14 @@ fz_timers(ev_timer **t, size_t max)
 
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
 		FZ_ADD(&a->life.life_w);
-		if (a->life.recover_w != NULL)
-			FZ_ADD(a->life.recover_w);
+		if (a->life.more != NULL)
+			FZ_ADD(&a->life.more->recover_w);
 		if (a->breaker != NULL)
 			FZ_ADD(&a->breaker->timer);
 		if (a->budget != NULL)
 			FZ_ADD(&a->budget->timer);
 		if (a->proc.p.pipe_w != NULL)
-			FZ_ADD(a->proc.p.pipe_w);
+			FZ_ADD(&a->proc.p.pipe_w->w);
 	}
 	/* In flight, waiting in a queue, or for a retry. */
 	for (m = engine_live_next(NULL); m != NULL; m = engine_live_next(m))
@@ -2617,7 +2617,8 @@ fz_inflight(struct fz_proc *fp, unsigned int k)
 
 	if (a == NULL)
 		return NULL;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
+	for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 		if (k-- == 0 || TAILQ_NEXT(m, entry) == NULL)
 			return m->id;
 	return NULL;
@@ -2636,7 +2637,8 @@ fz_reply(struct fz_rd *r)
 
 	if (fp == NULL || (a = fz_agent_of(fp)) == NULL)
 		return;
-	TAILQ_FOREACH(m, &a->work.inflight, entry)
+	for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 		if (k-- == 0 || TAILQ_NEXT(m, entry) == NULL)
 			break;
 	if (m != NULL)
@@ -2868,14 +2870,15 @@ fz_dump(void)
 		fprintf(stderr, "  agent %s: %s, running %d, outstanding %u, "
 		    "direct %d, flags %#x, life flags %#x\n", a->id,
 		    lifecycle_state_name(a->life.state),
-		    (a->proc.flags & AP_RUNNING) != 0, a->life.outstanding,
+		    (a->flags & AGENT_RUNNING) != 0, a->life.outstanding,
 		    !TAILQ_EMPTY(&a->slot.direct), a->flags, a->life.flags);
 		for (m = engine_live_next(NULL); m != NULL;
 		    m = engine_live_next(m))
 			if (m->where == MSG_QUEUED && m->target == a)
 				fprintf(stderr, "    waits: %s (kind %d)\n",
 				    m->id, m->kind);
-		TAILQ_FOREACH(m, &a->work.inflight, entry)
+		for (m = engine_inflight_first(a); m != NULL;
+	    m = engine_inflight_next(m))
 			fprintf(stderr, "    in flight: %s (kind %d)\n", m->id,
 			    m->kind);
 	}

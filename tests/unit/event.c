@@ -326,16 +326,25 @@ test_lazy(void **state)
 	json_decref(id);
 }
 
+static char	rawbuf[1 << 20];
+
+/* The buffer raw() fills. */
+static char *
+raw_buf(void)
+{
+	return rawbuf;
+}
+
 /* What the peer's pipe holds so far, as written (a static buffer). */
 static char *
 raw(size_t *len)
 {
-	static char	buf[1 << 20];
+	char		*buf = rawbuf;
 	ssize_t		n;
 
 	chan_flush_all();
 	*len = 0;
-	while ((n = read(ufd[0], buf + *len, sizeof buf - *len - 1)) > 0)
+	while ((n = read(ufd[0], buf + *len, sizeof rawbuf - *len - 1)) > 0)
 		*len += (size_t)n;
 	buf[*len] = '\0';
 	return buf;
@@ -414,6 +423,138 @@ test_flat(void **state)
 	json_decref(id);
 }
 
+/* Emit an agent's start: agent_registered, then its first state change. */
+static void
+start(const char *agent, const char *role)
+{
+	static const char *const shape[] = {
+		"agentId", "name", "?role", "?parent", "ownerId", "state", NULL
+	};
+	const char		*vals[6] = { agent, "echo", role, NULL,
+				    "corral", "registered" };
+	struct event_info	 ei;
+
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_registered";
+	ei.source = agent;
+	ei.source_role = role;
+	ei.agent = agent;
+	ei.agent_role = role;
+	ei.audit = 1;
+	event_emit_flat(&ei, shape, vals);
+	event_emit_state(agent, role, "registered", "idle", "READY", NULL, 1);
+}
+
+/* The events of one map/replay answer (a new JSON array). */
+static json_t *
+replayed(json_t *params)
+{
+	json_t	*id = json_integer(5), *f, *evs;
+
+	event_replay(&upeer, id, params);
+	json_decref(id);
+	f = frames();
+	evs = json_object_get(json_object_get(json_array_get(f, 0), "result"),
+	    "events");
+	assert_non_null(evs);
+	json_incref(evs);
+	json_decref(f);
+	return evs;
+}
+
+/*
+ * An agent's two start events share one record of the history until
+ * read: a replay, filtered or from an id, gives the same events, in the
+ * same order and with the same bytes as their subscriber got, and so it
+ * does once the oldest of them leaves a full history.
+ */
+static void
+test_pair(void **state)
+{
+	static const char	 role[] = "worker";
+	static const char *const shape[] = { "agentId", "?note", NULL };
+	const char		*vals[2] = { "a2", "x" };
+	struct event_info	 ei;
+	json_t			*id = json_integer(6), *evs, *p;
+	char			*live, *t, *q, *base, ids[6][EVENT_ID_LEN + 1];
+	size_t			 len, tlen, n = 0, i;
+
+	event_subscribe(&upeer, id, NULL);
+	(void)raw(&len);
+	start("a", role);
+	start("b", NULL);
+	/* About an agent that is not its source: both keys kept. */
+	memset(&ei, 0, sizeof ei);
+	ei.type = "agent_state_changed";
+	ei.source = "s";
+	ei.agent = "a2";
+	ei.audit = 1;
+	event_emit_flat(&ei, shape, vals);
+	emit("message_sent", "b", NULL);
+	live = strdup(raw(&len));
+	assert_non_null(live);
+	assert_int_equal(event_history_slots(), 4);
+	event_replay(&upeer, id, NULL);
+	base = raw(&len);
+	for (t = live; (q = strchr(t, '\n')) != NULL; t = q + 1) {
+		*q = '\0';
+		t = strstr(t, ",\"event\":{\"id\":") + 9;
+		tlen = strlen(t) - 2;
+		assert_true(n < 6);
+		memcpy(ids[n], t + 7, EVENT_ID_LEN);
+		ids[n][EVENT_ID_LEN] = '\0';
+		/* In order, the same bytes in the replay's answer. */
+		base = memmem(base, len - (size_t)(base - raw_buf()), t, tlen);
+		assert_non_null(base);
+		assert_int_equal(base[tlen], '}');
+		n++;
+	}
+	assert_int_equal(n, 6);
+	free(live);
+
+	/* From the first's id: its pair's second first. */
+	p = json_pack("{s:s}", "afterEventId", ids[0]);
+	evs = replayed(p);
+	json_decref(p);
+	assert_int_equal(json_array_size(evs), 5);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(evs, 0), "eventId")), ids[1]);
+	json_decref(evs);
+	p = json_pack("{s:{s:[s]}}", "filter", "eventTypes",
+	    "agent_state_changed");
+	evs = replayed(p);
+	json_decref(p);
+	assert_int_equal(json_array_size(evs), 3);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(evs, 1), "eventId")), ids[3]);
+	json_decref(evs);
+
+	/* A full history: the oldest event leaves, its pair's second stays. */
+	event_peer_gone(&upeer);
+	for (i = 6; i < 10001; i++)
+		emit("message_sent", "c", NULL);
+	p = json_pack("{s:i}", "limit", 2);
+	evs = replayed(p);
+	json_decref(p);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(evs, 0), "eventId")), ids[1]);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_array_get(evs, 0), "event"), "type")), "agent_state_changed");
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(evs, 1), "eventId")), ids[2]);
+	json_decref(evs);
+	assert_int_equal(event_history_slots(), 9999);
+	emit("message_sent", "c", NULL);
+	emit("message_sent", "c", NULL);
+	p = json_pack("{s:i}", "limit", 1);
+	evs = replayed(p);
+	json_decref(p);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(evs, 0), "eventId")), ids[3]);
+	json_decref(evs);
+	json_decref(id);
+}
+
 /* Bad filters and params are -32602, and nothing is subscribed. */
 static void
 test_bad(void **state)
@@ -447,6 +588,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pair, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scopes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad, setup, teardown),

@@ -82,7 +82,7 @@ rt_teardown(void)
 
 	engine_shutdown("the test is over");	/* no retries */
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
-		while ((m = TAILQ_FIRST(&a->work.inflight)) != NULL) {
+		while ((m = engine_inflight_first(a)) != NULL) {
 			e = envelope_error("shutdown", "UNAVAILABLE", NULL,
 			    "the test is over", m->id, NULL, &len);
 			engine_request_done(m, e, len, 1);
@@ -508,7 +508,7 @@ holding(void)
 	struct agent	*s = ag("s");
 
 	assert_int_equal(s->life.outstanding, 1);
-	return TAILQ_FIRST(&s->work.inflight);
+	return engine_inflight_first(s);
 }
 
 /* Queues are served highest priority first, FIFO within a level. */
@@ -648,7 +648,7 @@ test_reflection_only_author(void **state)
 	m->exclude = solo;
 	assert_int_equal(route_submit(m), 0);
 	assert_int_equal(m->where, MSG_QUEUED);
-	reply(solo, TAILQ_FIRST(&solo->work.inflight));
+	reply(solo, engine_inflight_first(solo));
 	assert_string_equal(at(m), "solo");
 	rt_teardown();
 }
