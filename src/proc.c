@@ -197,7 +197,9 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 	p->pid = sr->pid;
 	p->hostpid = sr->hostpid;
 	p->status = 0;
-	p->flags = flags & (PROC_QUIET | PROC_TRACE);
+	/* A spawn from a stderr line's hook: its reader is still feeding. */
+	p->flags = (p->flags & PROC_FEEDING) | (flags & (PROC_QUIET |
+	    PROC_TRACE));
 	p->grace = ac->stop_grace;
 	p->name = id;
 	p->hooks = hooks;
@@ -456,6 +458,8 @@ proc_err_fed(struct proc *p)
 {
 	p->flags &= ~PROC_FEEDING;
 	if (p->err_w.fd == -1 && p->err_rd != NULL) {
+		/* The rest of the read may have started a line since. */
+		ndjson_reader_free(p->err_rd);
 		free(p->err_rd);
 		p->err_rd = NULL;
 	}
