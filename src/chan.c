@@ -78,11 +78,48 @@ chan_init(struct chan *c, const char *name, int rfd, int wfd, size_t max,
 	c->rfd = rfd;
 	c->wfd = wfd;
 	c->owner = owner;
-	ndjson_reader_init(&c->rd, max, 0);
+	c->max = max < NDJSON_MAX ? (uint32_t)max : NDJSON_MAX;
 	if (rfd != -1) {
 		ev_io_init(&c->rw, chan_read_cb, rfd, EV_READ);
 		c->rw.data = c;
 	}
+}
+
+/*
+ * The channel's line reader, made at its first byte: an idle agent's
+ * stdout never has one.
+ */
+static struct ndjson_reader *
+chan_reader(struct chan *c)
+{
+	if (c->rd == NULL) {
+		c->rd = xmalloc(sizeof *c->rd);
+		ndjson_reader_init(c->rd, c->max, 0);
+	}
+	return c->rd;
+}
+
+/*
+ * The reader handed out its lines (CHAN_FEEDING was set around it).  One
+ * of them may have closed the channel: the reader, kept while it ran,
+ * goes now.
+ */
+static void
+chan_fed(struct chan *c)
+{
+	c->flags &= ~CHAN_FEEDING;
+	if (c->rfd == -1 && c->rd != NULL) {
+		ndjson_reader_free(c->rd);
+		free(c->rd);
+		c->rd = NULL;
+	}
+}
+
+/* Return nonzero if the reader holds the rest of a stopped chunk. */
+static int
+chan_rheld(const struct chan *c)
+{
+	return c->rd != NULL && ndjson_reader_held(c->rd);
 }
 
 /*
@@ -95,8 +132,8 @@ chan_queue(struct chan *c)
 	if (c->wr == NULL) {
 		c->wr = xmalloc(sizeof *c->wr);
 		/* It must hold at least one maximal line above its mark. */
-		ndjson_queue_init(c->wr, CHAN_LOW, c->rd.max > CHAN_HIGH ?
-		    c->rd.max : CHAN_HIGH);
+		ndjson_queue_init(c->wr, CHAN_LOW, c->max > CHAN_HIGH ?
+		    c->max : CHAN_HIGH);
 	}
 	return c->wr;
 }
@@ -164,8 +201,9 @@ chan_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	chan_current = c;
 	c->ops->line(c, kind, line, len, extra);
 	chan_current = saved;
+	/* Lines come from the reader: it exists (kept if this one closed). */
 	if (chan_held_back(c))
-		ndjson_reader_stop(&c->rd);
+		ndjson_reader_stop(c->rd);
 }
 
 /* Pause reading while the reader is held back. */
@@ -190,7 +228,7 @@ chan_go_on(struct chan *c)
 {
 	if (c->rfd == -1 || (c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 		return;
-	if (!ndjson_reader_held(&c->rd)) {
+	if (!chan_rheld(c)) {
 		ev_io_start(LOOP, &c->rw);
 		return;
 	}
@@ -232,10 +270,14 @@ chan_resume_pending(void)
 		chan_resume_remove(c);
 		if (c->rfd == -1 || chan_held_back(c))
 			continue;	/* held back again: its waker calls */
-		ndjson_resume(&c->rd, chan_line, c);
+		if (c->rd != NULL) {
+			c->flags |= CHAN_FEEDING;
+			ndjson_resume(c->rd, chan_line, c);
+			chan_fed(c);
+		}
 		any = 1;
 		chan_pause(c);
-		if (!chan_held_back(c) && !ndjson_reader_held(&c->rd) &&
+		if (!chan_held_back(c) && !chan_rheld(c) &&
 		    !(c->flags & (CHAN_REOF | CHAN_RSTOPPED)))
 			ev_io_start(LOOP, &c->rw);
 	}
@@ -258,15 +300,19 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	char		*buf;
 	size_t		 room;
 
-	if (ndjson_reader_held(&c->rd)) {
+	if (chan_rheld(c)) {
 		/* The rest of a stopped chunk goes first (chan_go_on). */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
 			chan_go_on(c);
 		return;
 	}
-	/* A long line's rest goes where the line is put together. */
-	if ((buf = ndjson_reader_room(&c->rd, sizeof chan_buf, &room)) == NULL) {
+	/*
+	 * A long line's rest goes where the line is put together.  A channel
+	 * with no reader yet holds no line: its first bytes go the usual way.
+	 */
+	if (c->rd == NULL || (buf = ndjson_reader_room(c->rd, sizeof chan_buf,
+	    &room)) == NULL) {
 		buf = chan_buf;
 		room = sizeof chan_buf;
 	}
@@ -280,17 +326,23 @@ chan_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (n == 0) {
 		ev_io_stop(loop, &c->rw);
 		c->flags |= CHAN_REOF;
-		ndjson_finish(&c->rd, chan_line, c);
+		if (c->rd != NULL) {
+			c->flags |= CHAN_FEEDING;
+			ndjson_finish(c->rd, chan_line, c);
+			chan_fed(c);
+		}
 		if (c->ops->eof != NULL)
 			c->ops->eof(c, 0);
 		return;
 	}
+	c->flags |= CHAN_FEEDING;
 	if (buf == chan_buf)
-		ndjson_feed(&c->rd, chan_buf, (size_t)n, chan_line, c);
+		ndjson_feed(chan_reader(c), chan_buf, (size_t)n, chan_line, c);
 	else
-		ndjson_feed_room(&c->rd, (size_t)n, chan_line, c);
+		ndjson_feed_room(c->rd, (size_t)n, chan_line, c);
+	chan_fed(c);
 	chan_pause(c);
-	if (ndjson_reader_held(&c->rd) && ev_is_active(&c->rw)) {
+	if (chan_rheld(c) && ev_is_active(&c->rw)) {
 		/* Not held back, yet stopped: never read past what waits. */
 		ev_io_stop(loop, &c->rw);
 		if (!chan_held_back(c))
@@ -494,5 +546,12 @@ chan_close(struct chan *c)
 	chan_release_waiters(c);
 	free(c->wait);
 	c->wait = NULL;
-	ndjson_reader_free(&c->rd);
+	if (c->rd != NULL) {
+		ndjson_reader_free(c->rd);
+		/* Closed by one of its lines: the reader goes after (chan_fed). */
+		if (!(c->flags & CHAN_FEEDING)) {
+			free(c->rd);
+			c->rd = NULL;
+		}
+	}
 }

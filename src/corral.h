@@ -636,11 +636,12 @@ struct chan {
 	int			 wfd;
 	ev_io			 rw;
 	ev_io			*ww;		/* NULL until a write waits */
-	struct ndjson_reader	 rd;
+	struct ndjson_reader	*rd;		/* NULL until a byte is read */
 	struct ndjson_queue	*wr;		/* NULL until a line is queued */
 	const struct chan_ops	*ops;		/* its owner's, shared */
 	void			*owner;
 	const char		*name;
+	uint32_t		 max;		/* its lines' limit */
 	int			 flags;
 #define CHAN_DIRTY	0x01	/* on the dirty list */
 #define CHAN_RPAUSED	0x02	/* reading paused by backpressure */
@@ -649,6 +650,7 @@ struct chan {
 #define CHAN_WFULL	0x10	/* writer above its high watermark */
 #define CHAN_RSTOPPED	0x20	/* reading stopped by the owner */
 #define CHAN_RESUME	0x40	/* on the resume list */
+#define CHAN_FEEDING	0x80	/* its reader is handing out lines */
 	/* Backpressure's links (chan.c); NULL until it first blocks. */
 	struct chan_wait	*wait;
 	TAILQ_ENTRY(chan)	 dirty_entry;

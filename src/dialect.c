@@ -683,7 +683,7 @@ dialect_input(struct peer *from, char *line, size_t len,
 	char			 why[512];
 
 	if (kind != NDJSON_LINE && dialect_framing(NULL, from->chan != NULL ?
-	    from->chan->rd.max : 0, kind, extra))
+	    from->chan->max : 0, kind, extra))
 		return;
 	f.js = jscan_take();
 	f.made = NULL;

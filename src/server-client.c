@@ -135,7 +135,7 @@ server_client_handle(struct server_client *c, enum ndjson_kind kind,
 	if (kind == NDJSON_TOOLONG)
 		snprintf(why, sizeof why, "a line of %zu bytes exceeds the "
 		    "limit of %zu bytes and was dropped", extra,
-		    (size_t)c->chan.rd.max);
+		    (size_t)c->chan.max);
 	else
 		snprintf(why, sizeof why, "the line holds a NUL byte at offset "
 		    "%zu and was dropped", extra);
