@@ -81,17 +81,17 @@ start: execute
 agents:
   odd:
     cmd: [sh, @T@/chain.sh, $RECV, "$LINKS", $GATE]
-    timeout: $((30 * SLOW))s
+    timeout: $((90 * SLOW))s
   even:
     cmd: [sh, @T@/chain.sh, $RECV, "$LINKS", $GATE]
-    timeout: $((30 * SLOW))s
+    timeout: $((90 * SLOW))s
   root:
     cmd: [@TR@, --record, @REC@, --plan, @T@/root.json]
-    timeout: $((30 * SLOW))s
+    timeout: $((90 * SLOW))s
   worker:
     cmd: [@TR@, --record, @REC@]
     autostart: false
-    timeout: $((30 * SLOW))s
+    timeout: $((90 * SLOW))s
 routes:
   execute: odd
   analyze: even
@@ -114,7 +114,7 @@ result() {
 # with.
 touch "$T/ga" "$T/gb"
 rm -f "$GATE"
-corral_run 30 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+corral_run 90 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
 expect_rc 0
 WANT=$(result)
 [ "$WANT" = "all done" ] || fail "the run never killed: result '$WANT'"
@@ -137,18 +137,18 @@ crash() {
 	corral_start run "${CRASH_WF:-$T/wf.yaml}" --goal go --log "$LOG" \
 	    --no-control
 	case $1 in
-	19|20) wait_for '[ "$(routes)" -ge 21 ]' 20 ||
+	19|20) wait_for '[ "$(routes)" -ge 21 ]' 60 ||
 	    fail "run $1: the workers' tasks were not routed: $(routes) routes" ;;
-	*) wait_for '[ "$(routes)" -ge "$K" ] && grep -q "^recv $K " "$RECV"' 20 ||
+	*) wait_for '[ "$(routes)" -ge "$K" ] && grep -q "^recv $K " "$RECV"' 60 ||
 	    fail "run $1: link $1 did not reach its agent" ;;
 	esac
-	[ "$1" = 20 ] && { wait_for 'grep -q "\"ev\":\"child_result\"" "$LOG"' 20 ||
+	[ "$1" = 20 ] && { wait_for 'grep -q "\"ev\":\"child_result\"" "$LOG"' 60 ||
 	    fail "run 20: worker a's result is not in the log"; }
 	kill -KILL "$CORRAL_PID"
 	wait "$CORRAL_PID" 2>/dev/null
 	CORRAL_PID=
 	# Its agents die with it.
-	wait_for '[ -z "$(marker_procs)" ]' 10 ||
+	wait_for '[ -z "$(marker_procs)" ]' 30 ||
 	    fail "run $1: agents left after corral was killed: $(marker_procs)"
 }
 
@@ -157,7 +157,7 @@ crash() {
 resume() {
 	rm -f "$GATE"
 	touch "$T/ga" "$T/gb"
-	corral_run 30 resume "$LOG" --no-control
+	corral_run 90 resume "$LOG" --no-control
 	[ "$RC" = 0 ] || fail "resume after crash $1: exit $RC: $(cat "$ERR")"
 	got=$(result)
 	[ "$got" = "$WANT" ] || fail "resume after crash $1: result '$got', not '$WANT'"
@@ -216,17 +216,17 @@ done
 crash 6
 echo 12 >"$GATE"
 corral_start resume "$LOG" --no-control
-wait_for 'grep -q "^recv 12 " "$RECV"' 20 || fail "the first resume did not reach link 12"
+wait_for 'grep -q "^recv 12 " "$RECV"' 60 || fail "the first resume did not reach link 12"
 # Links 2, 4 and 6 are analyze routes of the killed run; the resume
 # routes 2 to 12 again (2 and 4 answered from the log): link 12's route
 # is the ninth.  Lines reach the log in order, so with it the answers of
 # links 6 to 11 are there too.
-wait_for '[ "$(grep -c "\"ev\":\"route\".*\"intent\":\"analyze\"" "$LOG")" -ge 9 ]' 20 ||
+wait_for '[ "$(grep -c "\"ev\":\"route\".*\"intent\":\"analyze\"" "$LOG")" -ge 9 ]' 60 ||
     fail "the first resume's route of link 12 is not in the log"
 kill -KILL "$CORRAL_PID"
 wait "$CORRAL_PID" 2>/dev/null
 CORRAL_PID=
-wait_for '[ -z "$(marker_procs)" ]' 10 || fail "agents left after the resume was killed"
+wait_for '[ -z "$(marker_procs)" ]' 30 || fail "agents left after the resume was killed"
 resume 12
 for i in 6 12; do
 	[ "$(grep -c "^recv $i " "$RECV")" = 2 ] || fail "double crash: link $i reached an agent $(grep -c "^recv $i " "$RECV") times, not 2"
@@ -248,7 +248,7 @@ log_has "the last line is cut short (it has no newline)" ||
 crash 4
 printf '{"seq":9999,"t":100.5,"ev":"note"}\n' >>"$LOG"
 sed 's/^limits:$/limits:\n  deadline: 60s/' "$T/wf.yaml" >"$T/wf-deadline.yaml"
-corral_run 30 resume "$LOG" "$T/wf-deadline.yaml" --no-control
+corral_run 90 resume "$LOG" "$T/wf-deadline.yaml" --no-control
 expect_rc 1
 [ "$(out_get content.data.code)" = deadline ] ||
     fail "a deadline spent before: not ended by the deadline: $(cat "$OUT")"
@@ -267,14 +267,14 @@ for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
 	[ "$code" = budget ] && code=budget_exceeded
 	sed "s/^  max_steps: 50\$/  $limit/" "$T/wf.yaml" >"$T/wf-limit.yaml"
 	rm -f "$LOG" "$RECV" "$GATE"
-	corral_run 30 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
+	corral_run 90 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, never killed: not ended by $code: $(cat "$OUT")"
 	want=$(links)
 	CRASH_WF=$T/wf-limit.yaml crash 5
 	rm -f "$GATE"
-	corral_run 30 resume "$LOG" --no-control
+	corral_run 90 resume "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, resumed: not ended by $code: $(cat "$OUT")"
