@@ -698,7 +698,8 @@ struct proc {
 #define PROC_QUIET	0x20	/* its stderr to the debug log */
 #define PROC_TRACE	0x40	/* hears of stops and continues */
 #define PROC_FEEDING	0x80	/* its stderr reader hands out lines */
-	ev_io			 err_w PART_OF(proc);	/* its fd: -1 closed */
+	/* stderr's read end (-1: closed), in proc.c's epoll set. */
+	int			 errfd PART_OF(proc);
 	struct proc_pipe	*pipe_w PART_OF(proc);	/* held, or closed */
 	double			 grace PART_OF(proc);	/* for held pipes */
 	/* Made at its first byte: most agents never write to stderr. */
@@ -2261,6 +2262,9 @@ void	 proc_signal(struct proc *, int);
 void	 proc_out_eof(struct proc *);
 void	 proc_pipe_closed(struct proc *, const char *);
 void	 proc_abandon_pipes(struct proc *);
+void	 proc_err_watch(struct proc *, int);
+int	 proc_err_open(const struct proc *);
+void	 proc_err_read(struct proc *);
 void	 proc_release(struct proc *);
 void	 proc_free(struct proc *);
 size_t	 proc_stderr_lines(const struct proc *, char *, size_t, unsigned int);

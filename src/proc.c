@@ -23,6 +23,7 @@
  * the stop timeout, and a second later its pipes are let go.
  */
 
+#include <sys/epoll.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -36,6 +37,7 @@
 #define PROC_HEAD	1024	/* bytes of stderr's first lines kept */
 #define PROC_TAIL	2048	/* and of its last lines */
 #define PROC_LINE	240	/* bytes of each line proc_stderr_lines gives */
+#define PROC_ERR_BATCH	64	/* stderr reads before the loop's next turn */
 
 /* What a proc's stderr said first and last (made at its first line). */
 struct proc_stderr {
@@ -46,7 +48,7 @@ struct proc_stderr {
 	size_t		 tlen;
 };
 
-static void	proc_err_cb(struct ev_loop *, ev_io *, int);
+static void	proc_errs_cb(struct ev_loop *, ev_io *, int);
 static void	proc_child_cb(struct ev_loop *, ev_child *, int);
 static void	proc_pipe_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_call_in_cb(struct ev_loop *, ev_io *, int);
@@ -64,6 +66,15 @@ static struct proc	**proc_tab;
 static size_t		  proc_tabsz;	/* a power of two, or 0 */
 static size_t		  proc_n;
 static ev_child		  proc_child_w;
+
+/*
+ * Every process's stderr in one epoll set, which one watcher of the loop
+ * watches: a watcher in each process cost 48 bytes an agent, and most
+ * agents seldom write to stderr.
+ */
+static int		  proc_epfd = -1;
+static ev_io		  proc_errs_w;
+static size_t		  proc_nerr;	/* descriptors in the set */
 
 /* What the stop sequence of a call does next: the lifecycle's rules. */
 static proc_stop_cb	proc_stop_next;
@@ -153,7 +164,43 @@ proc_init(struct proc *p)
 {
 	memset(p, 0, sizeof *p);
 	p->pid = -1;
-	ev_io_init(&p->err_w, proc_err_cb, -1, EV_READ);
+	p->errfd = -1;
+}
+
+/*
+ * Read fd, a process's stderr, from now on: it joins the shared epoll set.
+ * Should the set refuse it (the system's limit on watched descriptors),
+ * stderr is closed, with a warning, rather than left to fill.
+ */
+void
+proc_err_watch(struct proc *p, int fd)
+{
+	struct epoll_event	ev;
+
+	if (proc_epfd == -1 &&
+	    (proc_epfd = epoll_create1(EPOLL_CLOEXEC)) != -1)
+		ev_io_init(&proc_errs_w, proc_errs_cb, proc_epfd, EV_READ);
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.ptr = p;
+	if (proc_epfd == -1 ||
+	    epoll_ctl(proc_epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		log_warn("%s: its stderr cannot be watched; closed", p->name);
+		close(fd);
+		p->errfd = -1;
+		p->flags |= PROC_ERR_EOF;
+		return;
+	}
+	p->errfd = fd;
+	if (proc_nerr++ == 0)
+		ev_io_start(LOOP, &proc_errs_w);
+}
+
+/* Return nonzero while the process's stderr is open. */
+int
+proc_err_open(const struct proc *p)
+{
+	return p->errfd != -1;
 }
 
 /* Start the pipe timer to run out after secs (made on first use). */
@@ -210,10 +257,8 @@ proc_spawn(struct proc *p, const struct agent_conf *ac, char *const *argv,
 		p->err->hlen = p->err->tlen = 0;
 		p->err->headfull = 0;
 	}
-	ev_io_init(&p->err_w, proc_err_cb, sr->err, EV_READ);
+	proc_err_watch(p, sr->err);
 	sr->err = -1;
-	p->err_w.data = p;
-	ev_io_start(LOOP, &p->err_w);
 	return 0;
 }
 
@@ -346,11 +391,13 @@ proc_pipe_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 proc_close_err(struct proc *p)
 {
-	if (p->err_w.fd == -1)
+	if (p->errfd == -1)
 		return;
-	ev_io_stop(LOOP, &p->err_w);
-	close(p->err_w.fd);
-	ev_io_set(&p->err_w, -1, EV_READ);
+	(void)epoll_ctl(proc_epfd, EPOLL_CTL_DEL, p->errfd, NULL);
+	close(p->errfd);
+	p->errfd = -1;
+	if (--proc_nerr == 0)
+		ev_io_stop(LOOP, &proc_errs_w);
 	if (p->err_rd != NULL) {
 		ndjson_reader_free(p->err_rd);
 		/* Closed by one of its lines: the reader goes after them. */
@@ -457,7 +504,7 @@ static void
 proc_err_fed(struct proc *p)
 {
 	p->flags &= ~PROC_FEEDING;
-	if (p->err_w.fd == -1 && p->err_rd != NULL) {
+	if (p->errfd == -1 && p->err_rd != NULL) {
 		/* The rest of the read may have started a line since. */
 		ndjson_reader_free(p->err_rd);
 		free(p->err_rd);
@@ -465,21 +512,40 @@ proc_err_fed(struct proc *p)
 	}
 }
 
-/* Drain stderr into the log; it must never block the process. */
+/*
+ * Some processes' stderr can be read: one at a time, each taken from the
+ * set just before it is read, since a line's hook may end or free
+ * another process.  The set is level-triggered: what is left of a busy
+ * stderr comes round again, after the others.
+ */
 static void
-proc_err_cb(struct ev_loop *loop, ev_io *w, int revents)
+proc_errs_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct proc	*p = w->data;
+	struct epoll_event	ev;
+	int			i;
+
+	for (i = 0; i < PROC_ERR_BATCH; i++) {
+		if (epoll_wait(proc_epfd, &ev, 1, 0) != 1)
+			return;
+		proc_err_read(ev.data.ptr);
+	}
+}
+
+/* Drain stderr into the log (it can be read); it must never block. */
+void
+proc_err_read(struct proc *p)
+{
 	char		*buf;
 	size_t		 size;
 	ssize_t		 n;
 
+	if (p->errfd == -1)
+		return;
 	buf = chan_read_buffer(&size);
-	n = read(p->err_w.fd, buf, size);
+	n = read(p->errfd, buf, size);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		ev_io_stop(loop, &p->err_w);
 		if (p->err_rd != NULL) {
 			p->flags |= PROC_FEEDING;
 			ndjson_finish(p->err_rd, proc_err_line, p);

@@ -2178,8 +2178,8 @@ fz_close_output(struct fz_proc *fp, int out, int err)
 			return;
 		if (out && ev_is_active(&a->proc.io.rw))
 			ev_feed_event(LOOP, &a->proc.io.rw, EV_READ);
-		else if (err && ev_is_active(&a->proc.p.err_w))
-			ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
+		else if (err && proc_err_open(&a->proc.p))
+			proc_err_read(&a->proc.p);
 		else
 			return;
 		ev_invoke_pending(LOOP);
@@ -2705,8 +2705,8 @@ fz_trouble(struct fz_rd *r)
 		if (fp->err != -1 && write(fp->err, w->buf, w->tail) > 0) {
 			struct agent *a = fz_agent_of(fp);
 
-			if (a != NULL && ev_is_active(&a->proc.p.err_w)) {
-				ev_feed_event(LOOP, &a->proc.p.err_w, EV_READ);
+			if (a != NULL && proc_err_open(&a->proc.p)) {
+				proc_err_read(&a->proc.p);
 				ev_invoke_pending(LOOP);
 			}
 		}

@@ -4,6 +4,11 @@
  * reader, kept while it handed out its lines, is freed whole afterwards
  * (LeakSanitizer, in the sanitizer pass, sees a partial line's buffer
  * left behind).
+ *
+ * Every process's stderr is read through one shared epoll set: lines of
+ * two processes reach each one's own hook and tail, and a line whose hook
+ * closes the other process's stderr, while the other has bytes waiting,
+ * leaves nothing to read on a closed process.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,16 +50,93 @@ test_close_in_line(void **state)
 	proc_init(&P);
 	P.hooks = &hooks;
 	P.name = "x";
-	ev_io_set(&P.err_w, fd[0], EV_READ);
-	P.err_w.data = &P;
-	ev_io_start(EV_DEFAULT, &P.err_w);
+	proc_err_watch(&P, fd[0]);
 	assert_int_equal(write(fd[1], "first\nsecond-without-newline", 28), 28);
 	ev_run(EV_DEFAULT, EVRUN_ONCE);
 	assert_int_equal(lines, 1);
-	assert_int_equal(P.err_w.fd, -1);
+	assert_false(proc_err_open(&P));
 	assert_null(P.err_rd);
 	proc_free(&P);
 	close(fd[1]);
+}
+
+static struct proc	Q[2];
+static int		qlines[2];
+
+/* Count a line of Q[i]; Q[0]'s first line closes Q[1]'s stderr. */
+static int
+qline(struct proc *p, const char *line, size_t len)
+{
+	int	i = p == &Q[0] ? 0 : 1;
+
+	(void)line;
+	(void)len;
+	if (++qlines[i] == 1 && i == 0)
+		proc_abandon_pipes(&Q[1]);
+	return 0;
+}
+
+static const struct proc_hooks qhooks = { .errline = qline };
+
+/* Run the loop until n turns found nothing more to do. */
+static void
+spin(void)
+{
+	int	i;
+
+	for (i = 0; i < 8; i++)
+		ev_run(EV_DEFAULT, EVRUN_NOWAIT);
+}
+
+/* Two processes' stderr, one watcher: each line to its own process. */
+static void
+test_shared_set(void **state)
+{
+	int	a[2], b[2];
+	size_t	len;
+
+	(void)state;
+	assert_non_null(ev_default_loop(EVFLAG_AUTO));
+	assert_int_equal(pipe(a), 0);
+	assert_int_equal(pipe(b), 0);
+	proc_init(&Q[0]);
+	proc_init(&Q[1]);
+	Q[0].hooks = Q[1].hooks = &qhooks;
+	Q[0].name = "q0";
+	Q[1].name = "q1";
+	Q[0].flags = Q[1].flags = PROC_QUIET;
+	proc_err_watch(&Q[0], a[0]);
+	proc_err_watch(&Q[1], b[0]);
+	assert_true(proc_err_open(&Q[0]));
+	assert_true(proc_err_open(&Q[1]));
+
+	/* Q[1] alone: its line, in its own tail. */
+	assert_int_equal(write(b[1], "from q1\n", 8), 8);
+	spin();
+	assert_int_equal(qlines[1], 1);
+	assert_int_equal(qlines[0], 0);
+	assert_string_equal(proc_stderr_tail(&Q[1], &len), "from q1\n");
+	assert_string_equal(proc_stderr_tail(&Q[0], &len), "");
+
+	/* Both ready; Q[0]'s line closes Q[1], whose bytes are not read. */
+	assert_int_equal(write(b[1], "late\n", 5), 5);
+	assert_int_equal(write(a[1], "from q0\n", 8), 8);
+	spin();
+	assert_int_equal(qlines[0], 1);
+	assert_false(proc_err_open(&Q[1]));
+	assert_true(proc_err_open(&Q[0]));
+	assert_string_equal(proc_stderr_tail(&Q[0], &len), "from q0\n");
+	/* Either order: Q[1]'s late line came first, or never. */
+	assert_true(qlines[1] == 1 || qlines[1] == 2);
+
+	/* EOF closes Q[0]'s stderr. */
+	close(a[1]);
+	spin();
+	assert_false(proc_err_open(&Q[0]));
+	assert_true(Q[0].flags & PROC_ERR_EOF);
+	proc_free(&Q[0]);
+	proc_free(&Q[1]);
+	close(b[1]);
 }
 
 int
@@ -62,6 +144,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_close_in_line),
+		cmocka_unit_test(test_shared_set),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
