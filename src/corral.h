@@ -917,12 +917,16 @@ struct peer_conn {
 /* mapview.c: how MAP sees an agent (written by mapview.c). */
 struct mapinfo_more;
 struct mapinfo {
-	/* The MAP state last announced; NULL: agent_registered is due. */
-	const char		*state;
 	struct mapinfo_more	*more;		/* owner, metadata ...; NULL: none */
 	uint64_t		 created_ms;
 	uint64_t		 started_ms;
 	uint64_t		 stopped_ms;
+	/*
+	 * The MAP state last announced, as 1 + the agent_state it names
+	 * (mapview_announced); 0: agent_registered is due.
+	 */
+	uint8_t			 state;
+	uint32_t		 hist;		/* its start events' slot + 1 */
 };
 
 /*
@@ -1298,6 +1302,11 @@ struct event_info {
 	const char	*agent_role;	/* that agent's role, or NULL */
 	const char	*corr;		/* data.correlationId, or NULL */
 	int		 audit;		/* also into the audit log */
+	/*
+	 * source stays as it is until event_release: a compact record may
+	 * keep it rather than a copy (an agent's id, for its start events).
+	 */
+	int		 lend;
 };
 typedef int (*event_visible_cb)(const struct peer *, const char *);
 
@@ -1977,6 +1986,8 @@ void	 event_counts(uint64_t *, uint64_t *, unsigned int *);
 void	 event_replay(struct peer *, json_t *, json_t *);
 size_t	 event_history_bytes(void);
 size_t	 event_history_slots(void);
+uint32_t event_lent_slot(void);
+void	 event_release(const char *, uint32_t);
 
 /* external.c */
 void	 external_on_change(external_cb);

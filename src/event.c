@@ -33,7 +33,10 @@
  * An agent's first state change, which follows its agent_registered at
  * once (the next id), shares that event's record: one slot and one
  * buffer, its keys kept once.  The history still counts, evicts and
- * replays them as two events.
+ * replays them as two events.  While the agent lives, the pair keeps
+ * its id rather than a copy (its emitter lends it: event_release ends
+ * the loan), and the rest of its keys and values, the same for every
+ * instance of an agent, in a buffer the pairs share (struct event_tail).
  *
  * This module knows peers, not agents: whoever emits an event says who
  * its source is and the roles the filters need.
@@ -72,6 +75,7 @@ struct event_rec {
 #define EV_LAZY		0x08	/* flat data whose text waits */
 #define EV_PAIR		0x10	/* and the state change that followed it */
 #define EV_SAME		0x20	/* the agent is the source: its key kept once */
+#define EV_BORROW	0x40	/* keys: the source, lent; text: the rest */
 #define EV_IS_AGENT	0x1000000	/* value 0 is the agent: not kept */
 #define EV_IS_AGENT2	0x2000000	/* and of a pair's second */
 	uint64_t	 ms;
@@ -122,12 +126,154 @@ static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+/*
+ * What a borrowed record keeps after its source: the agent and corr keys
+ * and its values, shared by every record with the same bytes (an agent's
+ * instances start alike), counted, found by a hash of the bytes.
+ */
+struct event_tail {
+	struct event_tail	*next;
+	uint32_t		 refs;
+	uint32_t		 len;
+	uint32_t		 hash;
+	char			 bytes[];
+};
+static struct event_tail	**event_tails;	/* a power of two, or NULL */
+static size_t			  event_tailsz;
+static size_t			  event_ntails;
+
 static char	*event_render(const struct event_rec *, size_t *);
 static void	 event_unpair(struct event_rec *);
+static void	 event_lend(struct event_rec *, const char *);
 static size_t	 event_vals_len(const struct event_rec *, size_t,
 		    const char *const *, uint32_t);
 static struct event_rec *event_emit_rec(const struct event_info *,
 		    const char *, size_t, size_t);
+static void	 event_tail_put(const char *);
+
+/* FNV-1a of a tail's bytes. */
+static uint32_t
+event_tail_hash(const char *b, size_t len)
+{
+	uint32_t	h = 2166136261U;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)b[i]) * 16777619U;
+	return h;
+}
+
+/* Double the table of tails. */
+static void
+event_tails_grow(void)
+{
+	struct event_tail	**old = event_tails, *t, *next;
+	size_t			  oldsz = event_tailsz, i;
+
+	event_tailsz = oldsz != 0 ? oldsz * 2 : 64;
+	event_tails = xcalloc(event_tailsz, sizeof *event_tails);
+	for (i = 0; i < oldsz; i++)
+		for (t = old[i]; t != NULL; t = next) {
+			next = t->next;
+			t->next = event_tails[t->hash & (event_tailsz - 1)];
+			event_tails[t->hash & (event_tailsz - 1)] = t;
+		}
+	free(old);
+}
+
+/* The shared copy of len bytes, counted once more: its bytes. */
+static char *
+event_tail_get(const char *b, size_t len)
+{
+	struct event_tail	*t, **c;
+	uint32_t		 h = event_tail_hash(b, len);
+
+	if (event_tailsz != 0)
+		for (t = event_tails[h & (event_tailsz - 1)]; t != NULL;
+		    t = t->next)
+			if (t->hash == h && t->len == len &&
+			    memcmp(t->bytes, b, len) == 0) {
+				t->refs++;
+				return t->bytes;
+			}
+	if (event_ntails + 1 > event_tailsz)
+		event_tails_grow();
+	t = xmalloc(sizeof *t + len);
+	t->refs = 1;
+	t->len = (uint32_t)len;
+	t->hash = h;
+	memcpy(t->bytes, b, len);
+	c = &event_tails[h & (event_tailsz - 1)];
+	t->next = *c;
+	*c = t;
+	event_ntails++;
+	return t->bytes;
+}
+
+/* A record lets go of a shared tail (its bytes); the last frees it. */
+static void
+event_tail_put(const char *bytes)
+{
+	struct event_tail	*t, **c;
+
+	t = (struct event_tail *)(void *)((char *)(uintptr_t)bytes -
+	    offsetof(struct event_tail, bytes));
+	if (--t->refs > 0)
+		return;
+	for (c = &event_tails[t->hash & (event_tailsz - 1)]; *c != t;
+	    c = &(*c)->next)
+		;
+	*c = t->next;
+	free(t);
+	if (--event_ntails == 0) {
+		free(event_tails);
+		event_tails = NULL;
+		event_tailsz = 0;
+	}
+}
+
+/* A borrowed record's keys as one buffer, as an own record keeps them. */
+static char *
+event_join(const struct event_rec *r)
+{
+	size_t	sl = strlen(r->keys) + 1;
+	char	*k = xmalloc(r->kcap);
+
+	memcpy(k, r->keys, sl);
+	memcpy(k + sl, r->text, r->kcap - sl);
+	return k;
+}
+
+/*
+ * A record as its readers take it: a borrowed one as a copy whose keys
+ * are one buffer, which the caller frees (returns 1), else itself.
+ */
+static int
+event_view(const struct event_rec *r, struct event_rec *v)
+{
+	*v = *r;
+	if (!(r->has & EV_BORROW))
+		return 0;
+	v->keys = event_join(r);
+	v->text = NULL;
+	v->has &= ~EV_BORROW;
+	return 1;
+}
+
+/* A borrowed record takes its own copy of its keys (its source goes). */
+static void
+event_own(struct event_rec *r)
+{
+	char	*k;
+
+	if (!(r->has & EV_BORROW))
+		return;
+	k = event_join(r);
+	event_tail_put(r->text);
+	r->text = NULL;
+	r->keys = k;
+	r->has &= ~EV_BORROW;
+}
 
 /* Forget every event and subscription (a new run; the tests set up many). */
 void
@@ -143,6 +289,10 @@ event_init(void)
 	}
 	if (event_ring != NULL) {
 		for (i = 0; i < EVENT_HISTORY; i++) {
+			if (event_ring[i].has & EV_BORROW) {
+				event_tail_put(event_ring[i].text);
+				continue;
+			}
 			free(event_ring[i].text);
 			free(event_ring[i].keys);
 		}
@@ -535,6 +685,7 @@ event_unpair(struct event_rec *r)
 {
 	struct event_rec	v;
 
+	event_own(r);
 	event_bytes -= event_cost(r);
 	event_second(r, &v);
 	free(r->keys);
@@ -552,6 +703,7 @@ static void
 event_pair(struct event_rec *r)
 {
 	struct event_rec	*prev;
+	const char		*lent;
 	uint8_t			 next[16];
 	size_t			 kl, used, vl;
 
@@ -567,10 +719,18 @@ event_pair(struct event_rec *r)
 	/* The id a reader gives the second is the first's plus one. */
 	memcpy(next, prev->id, sizeof next);
 	event_ulid_next(next);
-	kl = event_vals_at(r, 0);
-	if (memcmp(next, r->id, sizeof next) != 0 || event_vals_at(prev, 0) != kl ||
-	    memcmp(prev->keys, r->keys, kl) != 0)
+	if (memcmp(next, r->id, sizeof next) != 0)
 		return;
+	/* A lent source: its keys as one buffer meanwhile, lent again after. */
+	lent = (prev->has & EV_BORROW) ? prev->keys : NULL;
+	event_own(prev);
+	kl = event_vals_at(r, 0);
+	if (event_vals_at(prev, 0) != kl ||
+	    memcmp(prev->keys, r->keys, kl) != 0) {
+		if (lent != NULL)
+			event_lend(prev, lent);
+		return;
+	}
 	used = event_vals_at(prev, 1);
 	vl = event_vals_len(r, kl, r->shape, r->has);
 	event_bytes -= event_cost(prev) + event_cost(r);
@@ -588,6 +748,63 @@ event_pair(struct event_rec *r)
 	memset(r, 0, sizeof *r);
 	event_head = (event_head + EVENT_HISTORY - 1) % EVENT_HISTORY;
 	event_count--;
+	if (lent != NULL)
+		event_lend(prev, lent);
+}
+
+/* The bytes an own lazy record's keys hold: keys, values, its pair's. */
+static size_t
+event_keys_used(const struct event_rec *r)
+{
+	size_t		at = event_vals_at(r, 1);
+	uint32_t	bits = ((r->has >> 8) & EV_VALS) |
+			    ((r->has & EV_IS_AGENT2) ? EV_IS_AGENT : 0);
+
+	if (!(r->has & EV_PAIR))
+		return at;
+	return at + event_vals_len(r, at, event_state_shape, bits);
+}
+
+/*
+ * Keep an own lazy record's source as lent (the emitter's string, until
+ * event_release) and the rest of its keys in a shared tail: an agent's
+ * start events cost no buffer of their own while it lives.
+ */
+static void
+event_lend(struct event_rec *r, const char *source)
+{
+	size_t	sl = strlen(source) + 1, used = event_keys_used(r);
+
+	event_bytes -= event_cost(r);
+	r->text = event_tail_get(r->keys + sl, used - sl);
+	free(r->keys);
+	r->keys = (char *)(uintptr_t)source;
+	r->kcap = (uint32_t)used;
+	r->has |= EV_BORROW;
+	event_bytes += event_cost(r);
+}
+
+/* The slot of the ring's newest record: where a lent source is kept. */
+uint32_t
+event_lent_slot(void)
+{
+	return (uint32_t)((event_head + EVENT_HISTORY - 1) % EVENT_HISTORY);
+}
+
+/*
+ * The emitter of a lent source is done with it (an agent is freed): the
+ * record in slot that keeps it (if it still does) takes its own copy.
+ */
+void
+event_release(const char *source, uint32_t slot)
+{
+	struct event_rec	*r;
+
+	if (event_ring == NULL || slot >= EVENT_HISTORY)
+		return;
+	r = &event_ring[slot];
+	if ((r->has & EV_BORROW) && r->keys == source)
+		event_own(r);
 }
 
 /*
@@ -610,6 +827,12 @@ event_evict(int reuse)
 		return;
 	}
 	event_bytes -= event_cost(r);
+	if (r->has & EV_BORROW) {
+		/* Neither buffer is its own. */
+		event_tail_put(r->text);
+		r->text = r->keys = NULL;
+		r->cap = r->kcap = 0;
+	}
 	r->len = 0;
 	r->has = 0;
 	if (!reuse || r->cap > EVENT_SLOT_KEEP) {
@@ -907,6 +1130,8 @@ event_emit_flat(const struct event_info *ei, const char *const *shape,
 	event_lazy(r, shape, vals);
 	if (shape == event_state_shape)
 		event_pair(r);
+	else if (ei->lend && ei->source != NULL)
+		event_lend(r, ei->source);
 }
 
 /*
@@ -1184,22 +1409,23 @@ event_replay_rec(struct event_replay *rp, struct event_rec *r)
 static void
 event_replay_ring(struct event_replay *rp)
 {
-	struct event_rec	*r, second;
+	struct event_rec	 v, second;
 	size_t			 i;
-	int			 past;
+	int			 past, copy;
 
 	for (i = 0; i < event_count; i++) {
-		r = &event_ring[(event_head + EVENT_HISTORY - event_count + i) %
-		    EVENT_HISTORY];
-		if (event_replay_rec(rp, r))
-			break;
-		if (r->has & EV_PAIR) {
-			event_second(r, &second);
+		copy = event_view(&event_ring[(event_head + EVENT_HISTORY -
+		    event_count + i) % EVENT_HISTORY], &v);
+		past = event_replay_rec(rp, &v);
+		if (!past && (v.has & EV_PAIR)) {
+			event_second(&v, &second);
 			past = event_replay_rec(rp, &second);
 			free(second.keys);
-			if (past)
-				break;
 		}
+		if (copy)
+			free(v.keys);
+		if (past)
+			break;
 	}
 }
 

@@ -43,6 +43,16 @@ static const char *const mapview_states[AS_COUNT] = {
 	"stopping", "stopped", "failed", "stopping", "stopping", "stopped"
 };
 
+/* The MAP state an agent last announced, or NULL before the first. */
+static const char *
+mapview_announced(const struct agent *a)
+{
+	if (a->map.state == 0)
+		return NULL;
+	return a->map.state <= AS_COUNT ? mapview_states[a->map.state - 1] :
+	    "x-unknown";
+}
+
 /* Set the module up: it hears of every transition and every free. */
 void
 mapview_init(void)
@@ -162,6 +172,7 @@ mapview_registered(struct agent *a)
 	ei.agent = a->id;
 	ei.agent_role = a->conf->role;
 	ei.audit = 1;
+	ei.lend = 1;
 	event_emit_flat(&ei, mapview_registered_shape, vals);
 }
 
@@ -178,10 +189,12 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 	uint64_t	 now = event_now_ms();
 	int		 audit;
 
-	if (a->map.state == NULL) {
+	if (a->map.state == 0) {
 		a->map.created_ms = now;
-		a->map.state = "registered";
+		a->map.state = AS_INITIALIZING + 1;	/* "registered" */
 		mapview_registered(a);
+		/* Its id is lent to the history until it is freed. */
+		a->map.hist = event_lent_slot() + 1;
 	}
 	if (ev == AE_SPAWNED)
 		a->map.started_ms = now;
@@ -192,10 +205,10 @@ mapview_lifecycle(struct agent *a, enum agent_state from, enum agent_state to,
 		/* What ran inside its process ended with it. */
 		external_parent_ended(a->id, "its agent's process ended");
 	}
-	if (strcmp(ns, a->map.state) == 0)
+	os = mapview_announced(a);
+	if (strcmp(ns, os) == 0)
 		return;
-	os = a->map.state;
-	a->map.state = ns;
+	a->map.state = (uint8_t)(to < AS_COUNT ? to + 1 : AS_COUNT + 1);
 	audit = !((to == AS_BUSY && from == AS_READY) || (to == AS_READY &&
 	    from == AS_BUSY));
 	event_emit_state(a->id, a->conf->role, os, ns,
@@ -209,7 +222,9 @@ mapview_forget(struct agent *a)
 	struct jsonw	j;
 
 	external_forget(a->id);
-	if (a->map.state != NULL) {
+	if (a->map.hist != 0)
+		event_release(a->id, a->map.hist - 1);
+	if (a->map.state != 0) {
 		jsonw_init(&j);
 		jsonw_object(&j);
 		jsonw_key(&j, "agentId");
