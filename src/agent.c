@@ -287,6 +287,66 @@ agent_of_pid(pid_t pid)
 }
 
 /*
+ * An agent's place in the tree, made when it gets a parent or its first
+ * child: most agents have neither, and the links cost them 40 bytes.
+ */
+struct agent_kin {
+	TAILQ_HEAD(, agent_kin)	 children;
+	TAILQ_ENTRY(agent_kin)	 sibling;
+	struct agent		*agent;
+	unsigned int		 depth;
+	unsigned int		 nchildren;
+};
+
+/* An agent's place in the tree, to write: made now if it was not. */
+static struct agent_kin *
+agent_kin(struct agent *a)
+{
+	if (a->kin == NULL) {
+		a->kin = xcalloc(1, sizeof *a->kin);
+		TAILQ_INIT(&a->kin->children);
+		a->kin->agent = a;
+	}
+	return a->kin;
+}
+
+/* How deep an agent is in the tree: 0 for a root (or an orphan's). */
+unsigned int
+agent_depth(const struct agent *a)
+{
+	return a->kin != NULL ? a->kin->depth : 0;
+}
+
+/* How many children an agent has. */
+unsigned int
+agent_nchildren(const struct agent *a)
+{
+	return a->kin != NULL ? a->kin->nchildren : 0;
+}
+
+/* An agent's first child (the oldest), or NULL. */
+struct agent *
+agent_first_child(const struct agent *a)
+{
+	struct agent_kin	*k;
+
+	if (a->kin == NULL || (k = TAILQ_FIRST(&a->kin->children)) == NULL)
+		return NULL;
+	return k->agent;
+}
+
+/* The next child of an agent's parent, or NULL. */
+struct agent *
+agent_next_sibling(const struct agent *a)
+{
+	struct agent_kin	*k;
+
+	if (a->kin == NULL || (k = TAILQ_NEXT(a->kin, sibling)) == NULL)
+		return NULL;
+	return k->agent;
+}
+
+/*
  * Create an agent (not started).  Root agents are named after their
  * workflow entry ("planner", or "echo.2" for the second of several
  * instances); children, and instance 0 (agents a client spawned), get a
@@ -317,12 +377,12 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a->instance = instance;
 	proc_init(&a->proc.p);
 	a->proc.io.rfd = a->proc.io.wfd = -1;
-	TAILQ_INIT(&a->children);
 	if (parent != NULL) {
 		a->parent = parent;
-		a->depth = parent->depth + 1;
-		TAILQ_INSERT_TAIL(&parent->children, a, sibling);
-		parent->nchildren++;
+		agent_kin(a)->depth = agent_depth(parent) + 1;
+		TAILQ_INSERT_TAIL(&agent_kin(parent)->children, a->kin,
+		    sibling);
+		parent->kin->nchildren++;
 	}
 	agent_new_token(a);
 	a->peer.name = a->id;
@@ -726,19 +786,21 @@ agent_count_running(void)
 static void
 agent_free(struct agent *a)
 {
-	struct agent	*c;
-	size_t		 i;
+	struct agent_kin	*k;
+	size_t			 i;
 
 	for (i = 0; i < agent_nfree_hooks; i++)
 		agent_free_hooks[i](a);
-	while ((c = TAILQ_FIRST(&a->children)) != NULL) {
-		TAILQ_REMOVE(&a->children, c, sibling);
-		c->parent = NULL;
+	while (a->kin != NULL && (k = TAILQ_FIRST(&a->kin->children)) !=
+	    NULL) {
+		TAILQ_REMOVE(&a->kin->children, k, sibling);
+		k->agent->parent = NULL;
 	}
 	if (a->parent != NULL) {
-		TAILQ_REMOVE(&a->parent->children, a, sibling);
-		a->parent->nchildren--;
+		TAILQ_REMOVE(&a->parent->kin->children, a->kin, sibling);
+		a->parent->kin->nchildren--;
 	}
+	free(a->kin);
 	RB_REMOVE(agent_tree, &agent_tree, a);
 	TAILQ_REMOVE(&agent_list, a, entry);
 	agent_release(a);

@@ -945,12 +945,9 @@ struct agent {
 #define AGENT_DEAD	0x02	/* to be freed */
 #define AGENT_SIGSTOPPED 0x04	/* its process stopped by SIGSTOP */
 #define AGENT_RUNNING	0x08	/* spawned, not yet released */
-	/* The tree. */
+	/* The tree: its children, siblings and depth made at the first. */
 	struct agent		*parent;
-	TAILQ_HEAD(, agent)	 children;
-	TAILQ_ENTRY(agent)	 sibling;
-	unsigned int		 depth;
-	unsigned int		 nchildren;
+	struct agent_kin	*kin;		/* NULL: no parent, no child */
 	/* The registry. */
 	RB_ENTRY(agent)		 by_id;
 	TAILQ_ENTRY(agent)	 entry;		/* all agents, start order */
@@ -970,6 +967,14 @@ struct agent {
 };
 TAILQ_HEAD(agents, agent);
 RB_HEAD(agent_tree, agent);
+
+/* An agent's children, in the order they were made (agent_first_child). */
+#define AGENT_FOREACH_CHILD(c, a)					\
+	for ((c) = agent_first_child(a); (c) != NULL;			\
+	    (c) = agent_next_sibling(c))
+#define AGENT_FOREACH_CHILD_SAFE(c, a, n)				\
+	for ((c) = agent_first_child(a); (c) != NULL &&			\
+	    ((n) = agent_next_sibling(c), 1); (c) = (n))
 
 /*
  * agent.c: news from an agent's process, for the modules above: its
@@ -1904,6 +1909,10 @@ struct agent *agent_next(struct agent *);
 struct agent *agent_last(void);
 struct agent *agent_prev(struct agent *);
 struct agent *agent_create(struct agent_conf *, unsigned int, struct agent *);
+unsigned int agent_depth(const struct agent *);
+unsigned int agent_nchildren(const struct agent *);
+struct agent *agent_first_child(const struct agent *);
+struct agent *agent_next_sibling(const struct agent *);
 int	 agent_spawn(struct agent *, char **, char *const *,
 	    struct spawn_result *);
 int	 agent_spawn_as(struct agent *, const struct agent_conf *, char **,

@@ -328,7 +328,7 @@ engine_cancel_agent(struct agent *a, const char *why)
 	struct msg	*m;
 	unsigned int	 n = 0;
 
-	TAILQ_FOREACH_SAFE(c, &a->children, sibling, next)
+	AGENT_FOREACH_CHILD_SAFE(c, a, next)
 		n += engine_cancel_agent(c, why);
 	while ((m = TAILQ_FIRST(engine_queue(a))) != NULL) {
 		engine_cancel(m, why);

@@ -921,7 +921,7 @@ life_spawn(struct agent *a, const char *why)
 		jsonw_key(&j, "pid");
 		jsonw_u64(&j, (uint64_t)agent_hostpid(a));
 		jsonw_key(&j, "depth");
-		jsonw_u64(&j, a->depth);
+		jsonw_u64(&j, agent_depth(a));
 		if (a->parent != NULL) {
 			jsonw_key(&j, "parent");
 			jsonw_str(&j, a->parent->id);
@@ -1414,7 +1414,7 @@ lifecycle_stop_children(struct agent *a, const char *why)
 	struct agent	*c;
 	int		 waiting = 0;
 
-	TAILQ_FOREACH(c, &a->children, sibling) {
+	AGENT_FOREACH_CHILD(c, a) {
 		if (!lifecycle_alive(c) && c->life.state != AS_BACKOFF)
 			continue;
 		lifecycle_stop(c, why);
@@ -1430,7 +1430,7 @@ lifecycle_has_live_children(const struct agent *a)
 {
 	const struct agent	*c;
 
-	TAILQ_FOREACH(c, &a->children, sibling)
+	AGENT_FOREACH_CHILD(c, a)
 		if (lifecycle_alive(c))
 			return 1;
 	return 0;

@@ -631,7 +631,7 @@ mapview_describe(struct agent *a)
 	ev_tstamp	 pat;
 
 	kids = json_array();
-	TAILQ_FOREACH(c, &a->children, sibling)
+	AGENT_FOREACH_CHILD(c, a)
 		if (!(c->flags & AGENT_DEAD))
 			json_array_append_new(kids, json_string(c->id));
 	for (x = external_first(); x != NULL; x = external_next(x))
@@ -674,7 +674,7 @@ mapview_describe(struct agent *a)
 	extra = json_pack("{s:s, s:i, s:I, s:f, s:f, s:b, s:i, s:i, s:i, "
 	    "s:i, s:I, s:I}",
 	    "corralState", lifecycle_state_name(lifecycle_state(a)),
-	    "depth", (int)a->depth,
+	    "depth", (int)agent_depth(a),
 	    "pid", (json_int_t)agent_hostpid(a),
 	    "tokens", jsonw_finite(tokens),
 	    "cost", jsonw_finite(cost),
@@ -765,7 +765,7 @@ mapview_describe_external(struct external *x)
 	md = json_pack("{s:s, s:i, s:b, s:s, s:s, s:f, s:f, s:I, s:b, s:i, "
 	    "s:i, s:i, s:i, s:i, s:i}",
 	    "corralState", x->state,
-	    "depth", (int)(p != NULL ? p->depth : 0) +
+	    "depth", (int)(p != NULL ? agent_depth(p) : 0) +
 	    (int)external_depth(x),
 	    "virtual", 1,
 	    "inside", x->parent,
@@ -924,7 +924,7 @@ mapview_match(struct agent *a, json_t *f)
 		return 0;
 	v = json_object_get(f, "hasChildren");
 	if (json_is_boolean(v)) {
-		kids = !TAILQ_EMPTY(&a->children);
+		kids = agent_first_child(a) != NULL;
 		if (kids != json_is_true(v))
 			return 0;
 	}
@@ -1082,7 +1082,7 @@ mapview_descend(struct peer *p, struct agent *a, json_t *list, int depth)
 
 	if (depth == 0)
 		return;
-	TAILQ_FOREACH(c, &a->children, sibling) {
+	AGENT_FOREACH_CHILD(c, a) {
 		if (!mapview_sees(p, c))
 			continue;
 		json_array_append_new(list, mapview_describe(c));

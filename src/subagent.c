@@ -132,7 +132,7 @@ subagent_forget(struct agent *a)
 	struct agent	*p = a->parent;
 
 	if (p != NULL && p->parent != NULL && !(p->flags & AGENT_DEAD) &&
-	    lifecycle_done(p) && p->nchildren == 1 &&
+	    lifecycle_done(p) && agent_nchildren(p) == 1 &&
 	    subagent_of(p)->task == NULL)
 		agent_mark_dead(p);
 	if (a->child == NULL)
@@ -170,7 +170,7 @@ subagent_alive_children(struct agent *p)
 	struct agent	*c;
 	unsigned int	 n = 0;
 
-	TAILQ_FOREACH(c, &p->children, sibling) {
+	AGENT_FOREACH_CHILD(c, p) {
 		if (!lifecycle_alive(c) || (c->flags & AGENT_DEAD))
 			continue;
 		/* Done with its task and on its way out (maybe via its own
@@ -477,7 +477,7 @@ subagent_limits(struct agent *p, struct subagent_refusal *r)
 	}
 	if (p == NULL)
 		goto alive;
-	depth = p->depth + 1;
+	depth = agent_depth(p) + 1;
 	r->code = CORRAL_E_QUOTA;
 	r->reason = "depth";
 	if (subagent_wf->tree_depth == 0 || depth > subagent_wf->tree_depth) {
@@ -739,7 +739,7 @@ subagent_audit_edge(struct agent *c)
 	jsonw_key(&j, "parent");
 	jsonw_str(&j, c->parent->id);
 	jsonw_key(&j, "depth");
-	jsonw_u64(&j, c->depth);
+	jsonw_u64(&j, agent_depth(c));
 	jsonw_object_end(&j);
 	s = jsonw_finish(&j, &len);
 	auditlog_fields("edge", c->id, NULL, s, len);
@@ -903,7 +903,7 @@ subagent_spawn(struct peer *from, json_t *id, json_t *params)
 	subagent_audit_edge(c);
 	scope_join(json_object_get(params, "scopes"), c, from->name);
 	log_info("%s: spawned %s %s (depth %u)", from->name, p != NULL ?
-	    "child" : "agent", c->id, c->depth);
+	    "child" : "agent", c->id, agent_depth(c));
 
 	if (line != NULL) {
 		m = engine_msg_create(cur != NULL ? cur->job : NULL, line, len,
@@ -1272,7 +1272,7 @@ subagent_child_restarting(struct agent *c)
 
 	if (p == NULL || p->conf->strategy == STRATEGY_ONE_FOR_ONE)
 		return;
-	TAILQ_FOREACH(s, &p->children, sibling) {
+	AGENT_FOREACH_CHILD(s, p) {
 		/* On its way out already: stopping for good, or restarting. */
 		if (s == c || !lifecycle_alive(s) || lifecycle_leaving(s))
 			continue;
@@ -1312,7 +1312,7 @@ subagent_finished(struct agent *a)
 	TAILQ_FOREACH_SAFE(old, &subagent_history, child->history, next) {
 		if (subagent_nhistory <= SUBAGENT_HISTORY)
 			break;
-		if (!TAILQ_EMPTY(&old->children) ||
+		if (agent_first_child(old) != NULL ||
 		    subagent_of(old)->task != NULL ||
 		    lifecycle_outstanding(old) > 0)
 			continue;
@@ -1336,7 +1336,7 @@ subagent_forgettable(const struct agent *a)
 	if (a->parent == NULL || !lifecycle_done(a) ||
 	    subagent_of(a)->task != NULL)
 		return 0;
-	TAILQ_FOREACH(c, &a->children, sibling)
+	AGENT_FOREACH_CHILD(c, a)
 		if (!(c->flags & AGENT_DEAD))
 			return 0;
 	return 1;

@@ -334,9 +334,9 @@ supervisor_stop_next(void)
 		}
 		if (!lifecycle_alive(a))
 			continue;
-		if (pick == NULL || a->depth > pick->depth ||
-		    (a->depth == pick->depth && lifecycle_start_seq(a) >
-		    lifecycle_start_seq(pick)))
+		if (pick == NULL || agent_depth(a) > agent_depth(pick) ||
+		    (agent_depth(a) == agent_depth(pick) &&
+		    lifecycle_start_seq(a) > lifecycle_start_seq(pick)))
 			pick = a;
 	}
 	sv.picking = 0;
