@@ -702,9 +702,8 @@ struct proc {
 	int			 errfd PART_OF(proc);
 	struct proc_pipe	*pipe_w PART_OF(proc);	/* held, or closed */
 	double			 grace PART_OF(proc);	/* for held pipes */
-	/* Made at its first byte: most agents never write to stderr. */
-	struct ndjson_reader	*err_rd PART_OF(proc);
-	struct proc_stderr	*err PART_OF(proc);	/* from its first line */
+	/* Its reader, head and tail: made at its first byte. */
+	struct proc_stderr	*err PART_OF(proc);
 	const char		*name PART_OF(proc);	/* in the log */
 	const struct proc_hooks	*hooks PART_OF(proc);
 	void			*owner PART_OF(proc);

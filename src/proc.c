@@ -39,8 +39,13 @@
 #define PROC_LINE	240	/* bytes of each line proc_stderr_lines gives */
 #define PROC_ERR_BATCH	64	/* stderr reads before the loop's next turn */
 
-/* What a proc's stderr said first and last (made at its first line). */
+/*
+ * A proc's stderr: its reader, and what it said first and last (made at
+ * its first byte: most agents never write to stderr).  The reader's
+ * buffers go when stderr closes; what it said stays until proc_free.
+ */
 struct proc_stderr {
+	struct ndjson_reader rd;
 	char		 head[PROC_HEAD];
 	size_t		 hlen;
 	int		 headfull;
@@ -398,14 +403,9 @@ proc_close_err(struct proc *p)
 	p->errfd = -1;
 	if (--proc_nerr == 0)
 		ev_io_stop(LOOP, &proc_errs_w);
-	if (p->err_rd != NULL) {
-		ndjson_reader_free(p->err_rd);
-		/* Closed by one of its lines: the reader goes after them. */
-		if (!(p->flags & PROC_FEEDING)) {
-			free(p->err_rd);
-			p->err_rd = NULL;
-		}
-	}
+	/* Closed by one of its lines: what the read left goes after them. */
+	if (p->err != NULL)
+		ndjson_reader_free(&p->err->rd);
 }
 
 /*
@@ -480,10 +480,7 @@ proc_err_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 	else
 		log_agent_line(p->name, line, len, kind == NDJSON_CUT ?
 		    extra : 0);
-	/* Most agents never write to stderr: no room kept for them. */
-	if (p->err == NULL)
-		p->err = xcalloc(1, sizeof *p->err);
-	e = p->err;
+	e = p->err;		/* the reader's: made at the first byte */
 	if (e->hlen + len + 2 > sizeof e->head)
 		e->headfull = 1;
 	if (!e->headfull) {
@@ -504,12 +501,9 @@ static void
 proc_err_fed(struct proc *p)
 {
 	p->flags &= ~PROC_FEEDING;
-	if (p->errfd == -1 && p->err_rd != NULL) {
+	if (p->errfd == -1 && p->err != NULL)
 		/* The rest of the read may have started a line since. */
-		ndjson_reader_free(p->err_rd);
-		free(p->err_rd);
-		p->err_rd = NULL;
-	}
+		ndjson_reader_free(&p->err->rd);
 }
 
 /*
@@ -546,9 +540,9 @@ proc_err_read(struct proc *p)
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		if (p->err_rd != NULL) {
+		if (p->err != NULL) {
 			p->flags |= PROC_FEEDING;
-			ndjson_finish(p->err_rd, proc_err_line, p);
+			ndjson_finish(&p->err->rd, proc_err_line, p);
 			proc_err_fed(p);
 		}
 		proc_close_err(p);
@@ -556,12 +550,12 @@ proc_err_read(struct proc *p)
 		proc_check_done(p);
 		return;
 	}
-	if (p->err_rd == NULL) {
-		p->err_rd = xmalloc(sizeof *p->err_rd);
-		ndjson_reader_init(p->err_rd, 4096, 1);
+	if (p->err == NULL) {
+		p->err = xcalloc(1, sizeof *p->err);
+		ndjson_reader_init(&p->err->rd, 4096, 1);
 	}
 	p->flags |= PROC_FEEDING;
-	ndjson_feed(p->err_rd, buf, (size_t)n, proc_err_line, p);
+	ndjson_feed(&p->err->rd, buf, (size_t)n, proc_err_line, p);
 	proc_err_fed(p);
 }
 

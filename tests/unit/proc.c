@@ -55,7 +55,7 @@ test_close_in_line(void **state)
 	ev_run(EV_DEFAULT, EVRUN_ONCE);
 	assert_int_equal(lines, 1);
 	assert_false(proc_err_open(&P));
-	assert_null(P.err_rd);
+	/* The partial line's buffer is gone: LeakSanitizer says if not. */
 	proc_free(&P);
 	close(fd[1]);
 }
