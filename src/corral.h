@@ -751,9 +751,11 @@ struct life {
 #define LF_PINGED	0x400	/* a heartbeat ping is unanswered */
 	/*
 	 * One timer: heartbeats while it runs (LF_HB), then the stop steps
-	 * and the backoff, which begin where heartbeats end.
+	 * and the backoff, which begin where heartbeats end.  Made when
+	 * first armed: heartbeats are off by default, so an idle agent
+	 * seldom has one.
 	 */
-	ev_timer		 life_w;
+	ev_timer		*life_w;
 	/*
 	 * Its restarts, exits, causes, a pending stop's reason and the
 	 * timeouts' recovery timer: NULL until the first of them.

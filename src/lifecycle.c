@@ -760,6 +760,33 @@ lifecycle_set_policy(struct agent *a, int policy)
 	a->life.policy = policy;
 }
 
+/* The life timer, to arm: made now if it was not. */
+static ev_timer *
+lifecycle_timer(struct agent *a)
+{
+	if (a->life.life_w == NULL) {
+		a->life.life_w = xmalloc(sizeof *a->life.life_w);
+		ev_timer_init(a->life.life_w, lifecycle_life_cb, 0, 0);
+		a->life.life_w->data = a;
+	}
+	return a->life.life_w;
+}
+
+/* Stop the life timer, if there is one. */
+static void
+lifecycle_timer_stop(struct agent *a)
+{
+	if (a->life.life_w != NULL)
+		ev_timer_stop(LOOP, a->life.life_w);
+}
+
+/* Is the life timer running? */
+static int
+lifecycle_timer_active(const struct agent *a)
+{
+	return a->life.life_w != NULL && ev_is_active(a->life.life_w);
+}
+
 /*
  * Arm the life timer for a stop step or a backoff.  Heartbeats end here
  * if they still ran: every state that arms it (stopping, backoff) is one
@@ -768,10 +795,12 @@ lifecycle_set_policy(struct agent *a, int policy)
 static void
 lifecycle_arm(struct agent *a, double after)
 {
-	ev_timer_stop(LOOP, &a->life.life_w);
+	ev_timer	*w = lifecycle_timer(a);
+
+	ev_timer_stop(LOOP, w);
 	a->life.flags &= ~LF_HB;
-	ev_timer_set(&a->life.life_w, after, 0);
-	ev_timer_start(LOOP, &a->life.life_w);
+	ev_timer_set(w, after, 0);
+	ev_timer_start(LOOP, w);
 }
 
 /* Stop the heartbeats, if the timer counts them. */
@@ -779,7 +808,7 @@ static void
 lifecycle_hb_stop(struct agent *a)
 {
 	if (a->life.flags & LF_HB) {
-		ev_timer_stop(LOOP, &a->life.life_w);
+		lifecycle_timer_stop(a);
 		a->life.flags &= ~LF_HB;
 	}
 }
@@ -809,8 +838,6 @@ lifecycle_create(struct agent_conf *ac, unsigned int instance,
 	a = agent_create(ac, instance, parent);
 	a->life.state = AS_STOPPED;
 	a->life.policy = -1;
-	ev_timer_init(&a->life.life_w, lifecycle_life_cb, 0, 0);
-	a->life.life_w.data = a;
 	adapter_attach(a, adapter_table_find(ac->adapter));
 	return a;
 }
@@ -856,7 +883,9 @@ life_set_stop_why(struct agent *a, const char *why)
 static void
 lifecycle_forget(struct agent *a)
 {
-	ev_timer_stop(LOOP, &a->life.life_w);
+	lifecycle_timer_stop(a);
+	free(a->life.life_w);
+	a->life.life_w = NULL;
 	a->life.flags &= ~LF_HB;
 	if (a->life.more != NULL) {
 		ev_timer_stop(LOOP, &a->life.more->recover_w);
@@ -968,20 +997,22 @@ lifecycle_ready(struct agent *a, const char *why)
 static void
 life_ready(struct agent *a, const char *why)
 {
-	double	iv = a->conf->hb_interval;
+	double		 iv = a->conf->hb_interval;
+	ev_timer	*w;
 
 	if (iv <= 0 || adapter_per_call(a))
 		return;
 	/* A stop step's time runs: no heartbeat would count now. */
-	if (ev_is_active(&a->life.life_w) && !(a->life.flags & LF_HB))
+	if (lifecycle_timer_active(a) && !(a->life.flags & LF_HB))
 		return;
-	ev_timer_stop(LOOP, &a->life.life_w);
+	w = lifecycle_timer(a);
+	ev_timer_stop(LOOP, w);
 	a->life.flags |= LF_HB;
 	a->life.last_activity = ev_now(LOOP);
 	a->life.hb_missed = 0;
 	a->life.flags &= ~LF_PINGED;
-	ev_timer_set(&a->life.life_w, iv, iv);
-	ev_timer_start(LOOP, &a->life.life_w);
+	ev_timer_set(w, iv, iv);
+	ev_timer_start(LOOP, w);
 }
 
 /* Count one interval: ping, and after enough silence mark unavailable. */
@@ -1340,7 +1371,7 @@ lifecycle_after_stop(struct agent *a, const char *st)
 static void
 life_exited(struct agent *a, const char *st)
 {
-	ev_timer_stop(LOOP, &a->life.life_w);
+	lifecycle_timer_stop(a);
 	a->life.flags &= ~LF_HB;
 	if (a->life.more != NULL)
 		ev_timer_stop(LOOP, &a->life.more->recover_w);
@@ -1356,7 +1387,7 @@ life_exited(struct agent *a, const char *st)
 static void
 life_failed(struct agent *a, const char *why)
 {
-	ev_timer_stop(LOOP, &a->life.life_w);
+	lifecycle_timer_stop(a);
 	a->life.flags &= ~LF_HB;
 	a->life.flags |= LF_NORESTART;
 	if (agent_running(a)) {
@@ -1371,7 +1402,7 @@ life_failed(struct agent *a, const char *why)
 static void
 life_cancel_backoff(struct agent *a, const char *why)
 {
-	ev_timer_stop(LOOP, &a->life.life_w);
+	lifecycle_timer_stop(a);
 	a->life.flags |= LF_NORESTART;
 	lifecycle_after_child(a);
 }

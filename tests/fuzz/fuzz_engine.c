@@ -2531,7 +2531,8 @@ fz_timers(ev_timer **t, size_t max)
 } while (0)
 
 	for (a = agent_first(); a != NULL; a = agent_next(a)) {
-		FZ_ADD(&a->life.life_w);
+		if (a->life.life_w != NULL)
+			FZ_ADD(a->life.life_w);
 		if (a->life.more != NULL)
 			FZ_ADD(&a->life.more->recover_w);
 		if (a->breaker != NULL)
@@ -2967,9 +2968,10 @@ fz_end(void)
 			break;
 		/* Time passes: grace periods and backoffs run out. */
 		for (a = agent_first(); a != NULL; a = agent_next(a))
-			if (ev_is_active(&a->life.life_w) &&
+			if (a->life.life_w != NULL &&
+			    ev_is_active(a->life.life_w) &&
 			    !(a->life.flags & LF_HB)) {
-				fz_fire(&a->life.life_w);
+				fz_fire(a->life.life_w);
 				break;
 			}
 	}

@@ -5,6 +5,7 @@
  * depth counts from the root, and a parent freed leaves its children
  * orphaned at their depth while the other links stay whole
  * (LeakSanitizer, in the sanitizer pass, sees a part left behind).
+ * And the lifecycle's timer is made when first armed, not with the agent.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,11 +82,32 @@ test_kin(void **state)
 	agent_reap_dead(1);
 }
 
+/*
+ * An agent made with its lifecycle has no life timer until one is armed
+ * (a stop step, a backoff, heartbeats: off by default).
+ */
+static void
+test_no_timer(void **state)
+{
+	struct agent_conf	 ac;
+	struct agent		*a;
+
+	(void)state;
+	memset(&ac, 0, sizeof ac);
+	ac.name = "t";
+	ac.instances = 1;
+	a = lifecycle_create(&ac, 1, NULL);
+	assert_null(a->life.life_w);
+	assert_int_equal(lifecycle_state(a), AS_STOPPED);
+	agent_reap_dead(1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kin),
+		cmocka_unit_test(test_no_timer),
 	};
 
 	if (ev_default_loop(EVFLAG_AUTO) == NULL)
