@@ -15,9 +15,6 @@
  */
 
 #include <math.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,22 +33,6 @@ static const unsigned char jsonw_escape[256] = {
 };
 
 #ifdef __SSE2__
-/*
- * Return a bit for each of the sixteen bytes in x that needs a closer
- * look.  Compared as signed bytes, those below 0x20 and those from 0x80
- * on are both less than 0x20.
- */
-static inline unsigned
-jsonw_special16(__m128i x)
-{
-	__m128i	s;
-
-	s = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
-	    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-	    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
-	return (unsigned)_mm_movemask_epi8(s);
-}
-
 /*
  * Return how many bytes at the start of s are plain ASCII that needs no
  * escape inside a JSON string.  Sixteen bytes at a time with SSE2 (always
