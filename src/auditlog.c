@@ -616,8 +616,8 @@ auditlog_head_seq(void)
 }
 
 /*
- * Start a line in the queue, with room for more bytes after its head:
- * {"seq":N,"t":S.mmmuuu then evq, the literal ,"ev":"EV" of evql bytes.
+ * Start a line at time now in the queue, with room for more bytes after
+ * its head: {"seq":N,"t":S.mmmuuu then evq, the literal ,"ev":"EV" of evql bytes.
  * Returns where the line goes on; auditlog_tail ends it.  Inlined in
  * the writers of the lines every envelope makes: the sequence number is
  * counted up in its text (only a carry past its first digit writes it
@@ -626,9 +626,9 @@ auditlog_head_seq(void)
  * writes only t's last three digits of its own.
  */
 static inline __attribute__((always_inline)) char *
-auditlog_head(const char *evq, size_t evql, size_t more)
+auditlog_head_at(const struct timespec *now, const char *evq, size_t evql,
+    size_t more)
 {
-	struct timespec		 ts;
 	int64_t			 sec;
 	char			*p, *d;
 	unsigned		 us, ms;
@@ -641,9 +641,8 @@ auditlog_head(const char *evq, size_t evql, size_t more)
 		(*d)++;
 	else
 		auditlog_head_seq();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	sec = (int64_t)ts.tv_sec - (int64_t)audit_t0.tv_sec;
-	if ((ns = ts.tv_nsec - audit_t0.tv_nsec) < 0) {
+	sec = (int64_t)now->tv_sec - (int64_t)audit_t0.tv_sec;
+	if ((ns = now->tv_nsec - audit_t0.tv_nsec) < 0) {
 		ns += 1000000000L;
 		sec--;
 	}
@@ -666,6 +665,16 @@ auditlog_head(const char *evq, size_t evql, size_t more)
 	return p + evql;
 }
 #define AUDIT_EV(ev)	AUDIT_HEAD_EV ev "\"", sizeof(AUDIT_HEAD_EV ev)
+
+/* The same, at the time it is now. */
+static inline __attribute__((always_inline)) char *
+auditlog_head(const char *evq, size_t evql, size_t more)
+{
+	struct timespec	now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return auditlog_head_at(&now, evq, evql, more);
+}
 
 /*
  * End the line that goes on to p (room made for it and two bytes more):
@@ -995,6 +1004,95 @@ auditlog_replied(const char *agent, const char *id, const char *reply,
 	AUDIT_COPY(p, "reason", reason, rn);
 	AUDIT_COPY(p, "risk", risk, kn);
 	auditlog_tail(p);
+}
+
+/*
+ * Record agent's reply (its id reply, the envelope line of len bytes as
+ * it travelled) to request id, and the request's outcome "replied", with
+ * its risk (NULL: none): the lines auditlog_envelope and auditlog_replied
+ * write, one after the other, at one reading of the clock and with the
+ * strings they share measured and checked once.
+ */
+void
+auditlog_reply(const char *agent, const char *id, const char *reply,
+    const char *line, size_t len, const char *risk)
+{
+	struct timespec	 now;
+	size_t		 an, in, pn, kn, n;
+	char		*p;
+
+	if (audit_fd == -1 || audit_failed)
+		return;
+	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
+	    auditlog_special(reply, &pn) | auditlog_special(risk, &kn)) {
+		auditlog_envelope("reply", agent, reply, line, len);
+		auditlog_replied(agent, id, reply, NULL, risk);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	n = audit_decisions ? 0 : len + 7;
+	p = auditlog_head_at(&now, AUDIT_EV("reply"), AUDIT_ROOM("agent",
+	    an) + AUDIT_ROOM("id", pn) + n + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", reply, pn);
+	if (n != 0) {
+		/* ,"env":{...}: the bytes as they are. */
+		memcpy(p, ",\"env\":", 7);
+		memcpy(p + 7, line, len);
+		p += n;
+	}
+	auditlog_tail(p);
+	if (audit_failed)
+		return;
+	p = auditlog_head_at(&now, AUDIT_EV("outcome"), AUDIT_ROOM("agent",
+	    an) + AUDIT_ROOM("id", in) + AUDIT_ROOM("outcome", 7) +
+	    AUDIT_ROOM("reply", pn) + AUDIT_ROOM("risk", kn) + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", id, in);
+	p = auditlog_copy(p, AUDIT_KEY("outcome"), "replied", 7);
+	AUDIT_COPY(p, "reply", reply, pn);
+	AUDIT_COPY(p, "risk", risk, kn);
+	auditlog_tail(p);
+}
+
+/*
+ * Record that request id, made by agent (NULL: none), reflects on the
+ * reply of id of, whose score is score (has_score 0: none, null): what
+ * auditlog_fields writes for {"of":of,"score":score}.
+ */
+void
+auditlog_reflect(const char *agent, const char *id, const char *of,
+    int has_score, double score)
+{
+	char	 num[JSONW_NUMBER_MAX], *p;
+	size_t	 an, in, on, nn;
+
+	if (audit_fd == -1 || audit_failed)
+		return;
+	if (has_score)
+		nn = jsonw_number(num, score);
+	else {
+		memcpy(num, "null", 4);
+		nn = 4;
+	}
+	if (of == NULL || (auditlog_special(agent, &an) |
+	    auditlog_special(id, &in) | auditlog_special(of, &on))) {
+		auditlog_begin("reflect", 7, agent, id);
+		if (of != NULL)
+			auditlog_put(AUDIT_KEY("of"), of, strlen(of), 0);
+		else
+			ndjson_writer_add(&audit_w, ",\"of\":null", 10);
+		p = jsonw_room(&audit_w, nn + 11);
+	} else {
+		p = auditlog_head(AUDIT_EV("reflect"), AUDIT_ROOM("agent", an) +
+		    AUDIT_ROOM("id", in) + AUDIT_ROOM("of", on) + nn + 11);
+		AUDIT_COPY(p, "agent", agent, an);
+		AUDIT_COPY(p, "id", id, in);
+		p = auditlog_copy(p, AUDIT_KEY("of"), of, on);
+	}
+	memcpy(p, ",\"score\":", 9);
+	memcpy(p + 9, num, nn);
+	auditlog_tail(p + 9 + nn);
 }
 
 /* Record that job id ended, failed or not, with its risk (NULL: none). */

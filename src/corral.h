@@ -1583,6 +1583,8 @@ void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
 void	 jsonw_num(struct jsonw *, double);
+#define JSONW_NUMBER_MAX	40
+size_t	 jsonw_number(char *, double);
 double	 jsonw_finite(double);
 void	 jsonw_bool(struct jsonw *, int);
 void	 jsonw_raw(struct jsonw *, const char *, size_t);
@@ -2714,6 +2716,10 @@ void	 auditlog_route_n(const char *, const char *, const char *,
 void	 auditlog_replied(const char *, const char *, const char *,
 	    const char *, const char *);
 void	 auditlog_job_end(const char *, int, const char *);
+void	 auditlog_reply(const char *, const char *, const char *,
+	    const char *, size_t, const char *);
+void	 auditlog_reflect(const char *, const char *, const char *, int,
+	    double);
 
 /*
  * Record an envelope as it travelled, as event ev (a literal: inlined

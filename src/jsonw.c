@@ -391,23 +391,34 @@ jsonw_decimal(char *buf, double v)
 void
 jsonw_num(struct jsonw *j, double v)
 {
-	char	buf[40];
+	char	buf[JSONW_NUMBER_MAX];
+
+	jsonw_raw(j, buf, jsonw_number(buf, v));
+}
+
+/*
+ * Write number v as jsonw_num writes it (null when not finite) to buf, of
+ * JSONW_NUMBER_MAX bytes; returns the length.
+ */
+size_t
+jsonw_number(char *buf, double v)
+{
 	int	n;
 
 	if (!isfinite(v)) {
-		jsonw_raw(j, "null", 4);
-		return;
+		memcpy(buf, "null", 4);
+		return 4;
 	}
 	if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v)
-		n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%lld", (long long)v);
 	else if ((n = jsonw_decimal(buf, v)) > 0)
 		;
 	else if (fabs(v) > 1.79769313486231e308)
 		/* 15 digits would round the largest doubles past DBL_MAX. */
-		n = snprintf(buf, sizeof buf, "%.17g", v);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%.17g", v);
 	else
-		n = snprintf(buf, sizeof buf, "%.15g", v);
-	jsonw_raw(j, buf, (size_t)n);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%.15g", v);
+	return (size_t)n;
 }
 
 /* Write true or false. */

@@ -11,8 +11,9 @@
  * nothing more is queued and auditlog_close returns that errno.  And the
  * reader (src/auditlog-read.c): whole lines only, a torn last line left
  * out and counted, a newer format refused; --log-sync's values.  The
- * writers of the lines every request makes (route, outcome, job_end)
- * write what auditlog_event writes.
+ * writers of the lines every request makes (route, outcome, job_end, a
+ * reply's two lines, an envelope's, a reflection's) write what
+ * auditlog_event and auditlog_fields write, and these bytes exactly.
  */
 
 #include <errno.h>
@@ -288,6 +289,18 @@ test_request_bytes(void **state)
 		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"\xef\xbf\xbd\","
 		    "\"env\":{\"intent\":\"execute\",\"n\":[1,2]}}",
 		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\"}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\"}",
+		",\"ev\":\"outcome\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"outcome\":\"replied\",\"reply\":\"echo.1-1\"}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\","
+		    "\"env\":{\"intent\":\"execute\",\"n\":[1,2]}}",
+		",\"ev\":\"outcome\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"outcome\":\"replied\",\"reply\":\"echo.1-1\","
+		    "\"risk\":\"high\"}",
+		",\"ev\":\"reflect\",\"agent\":\"echo.1\",\"id\":\"b-1-r1\","
+		    "\"of\":\"echo.1-1\",\"score\":0.4}",
+		",\"ev\":\"reflect\",\"id\":\"b-1-r1\",\"of\":\"echo.1-1\","
+		    "\"score\":null}",
 	};
 	char	*buf, *p, *nl, *a, *b;
 	size_t	 i, j, len, n = 0, na, nb;
@@ -318,6 +331,91 @@ test_request_bytes(void **state)
 	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
 	free(buf);
 
+	/*
+	 * A reply's two lines at once: what auditlog_fields and
+	 * auditlog_event write for them, in fours (two and two).
+	 */
+	unlink(path);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (j = 0; j < sizeof v / sizeof v[0]; j++) {
+			const char	*w = v[(i + j) % (sizeof v / sizeof v[0])];
+			const char	*r = j % 3 == 0 ? NULL : v[j];
+
+			auditlog_reply(v[i], v[j], w, env, sizeof env - 1, r);
+			auditlog_fields("reply", v[i], w, obj, sizeof obj - 1);
+			auditlog_event("outcome", v[i], v[j], "outcome",
+			    "replied", "reply", w, "risk", r, NULL);
+		}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, n = 0; *p != '\0'; n++) {
+		const char	*l[4];
+		size_t		 ln[4];
+
+		for (j = 0; j < 4; j++) {
+			assert_non_null(nl = strchr(p, '\n'));
+			assert_non_null(l[j] = strstr(p, ",\"ev\":"));
+			ln[j] = (size_t)(nl - l[j]);
+			p = nl + 1;
+		}
+		for (j = 0; j < 2; j++)
+			if (ln[j] != ln[j + 2] || memcmp(l[j], l[j + 2],
+			    ln[j]) != 0)
+				fail_msg("group %zu line %zu differs:\n%.*s\n"
+				    "%.*s", n, j, (int)ln[j], l[j],
+				    (int)ln[j + 2], l[j + 2]);
+	}
+	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
+	free(buf);
+
+	/* A reflection's line: what auditlog_fields writes for its object. */
+	unlink(path);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (j = 0; j < sizeof v / sizeof v[0]; j++) {
+			static const double	 sc[] = { 0.4, 0.95, 1, -2.5,
+			    1e-7, 123456.789012, 1e300 };
+			const char	*w = v[(i + j) % (sizeof v / sizeof v[0])];
+			struct jsonw	 o;
+			double		 x = sc[(i + j) % 7];
+			char		*f;
+			size_t		 fl;
+
+			auditlog_reflect(v[i], v[j], w, j % 4 != 0, x);
+			jsonw_init(&o);
+			jsonw_object(&o);
+			jsonw_key(&o, "of");
+			jsonw_str(&o, w);
+			jsonw_key(&o, "score");
+			if (j % 4 != 0)
+				jsonw_num(&o, x);
+			else
+				jsonw_raw(&o, "null", 4);
+			jsonw_object_end(&o);
+			f = jsonw_finish(&o, &fl);
+			auditlog_fields("reflect", v[i], v[j], f, fl);
+			free(f);
+		}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, n = 0; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		a = strstr(p, ",\"ev\":");
+		na = (size_t)(nl - a);
+		p = nl + 1;
+		assert_non_null(nl = strchr(p, '\n'));
+		b = strstr(p, ",\"ev\":");
+		nb = (size_t)(nl - b);
+		if (na != nb || memcmp(a, b, na) != 0)
+			fail_msg("reflect pair %zu differs:\n%.*s\n%.*s", n,
+			    (int)na, a, (int)nb, b);
+	}
+	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
+	free(buf);
+
 	unlink(path);
 	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
 	auditlog_route("echo.1", "b-1", "execute", "fewest outstanding");
@@ -328,7 +426,13 @@ test_request_bytes(void **state)
 	auditlog_envelope("reply", "echo.1", "\xff", env, sizeof env - 1);
 	assert_int_equal(auditlog_level("decisions"), 0);
 	auditlog_envelope("reply", "echo.1", "echo.1-1", env, sizeof env - 1);
+	auditlog_reply("echo.1", "b-1", "echo.1-1", env, sizeof env - 1,
+	    NULL);
 	assert_int_equal(auditlog_level("full"), 0);
+	auditlog_reply("echo.1", "b-1", "echo.1-1", env, sizeof env - 1,
+	    "high");
+	auditlog_reflect("echo.1", "b-1-r1", "echo.1-1", 1, 0.4);
+	auditlog_reflect(NULL, "b-1-r1", "echo.1-1", 0, 0);
 	assert_int_equal(auditlog_close(), 0);
 	buf = slurp(path, &len);
 	assert_non_null(p = strchr(buf, '\n'));
