@@ -1,7 +1,8 @@
 /*
  * Unit tests for chan.c's read side: lines put together across reads
  * (a long line's rest read into the reader's buffer), the reader made at
- * the first byte, and a channel closed by one of its own lines.
+ * the first byte, a channel closed by one of its own lines, and a writer
+ * closed while full.
  */
 
 #include <fcntl.h>
@@ -132,12 +133,46 @@ test_closed_by_its_line(void **state)
 	close(wfd);
 }
 
+/*
+ * A writer closed while full is neither full nor waited on: a reader
+ * blocked on it would otherwise wait for good, as nothing drains it.
+ */
+static void
+test_closed_writer_not_waited_on(void **state)
+{
+	struct chan	 r, w;
+	char		 line[4096];
+	int		 p[2], wfd;
+
+	(void)state;
+	t_open(&r, &wfd);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+	chan_init(&w, "w", -1, p[1], 4096, NULL);
+	w.ops = &t_ops;
+	memset(line, 'x', sizeof line);
+	/* Queued, never flushed: the queue passes its high mark. */
+	while (!chan_full(&w))
+		chan_write_line(&w, line, sizeof line);
+	chan_close_write(&w);
+	assert_false(chan_full(&w));
+	chan_block(&r, &w);
+	/* Not held back: both lines of one read come out. */
+	t_write(wfd, "a\nb\n", 4);
+	assert_int_equal(nlines, 2);
+	chan_close(&w);
+	chan_close(&r);
+	close(p[0]);
+	close(wfd);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines_across_reads),
 		cmocka_unit_test(test_closed_by_its_line),
+		cmocka_unit_test(test_closed_writer_not_waited_on),
 	};
 
 	assert_non_null(ev_default_loop(0));
