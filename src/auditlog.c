@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -42,7 +43,6 @@ static int			audit_fd = -1;
 static char			*audit_path;
 static struct ndjson_writer	audit_w;
 static uint64_t			audit_seq;
-static double			audit_t0;
 static ev_timer			audit_timer;
 static double			audit_last;	/* the last handover */
 static int			audit_decisions; /* --log-level decisions */
@@ -76,20 +76,27 @@ static auditlog_error_cb	audit_on_error;
 static auditlog_line_cb		audit_on_line;	/* corral replay's */
 static size_t			audit_line;	/* where the line began */
 
-/* Every line starts {"seq":N,"t":S.UUUUUU,"ev":" (auditlog_begin). */
+/*
+ * Every line starts {"seq":N,"t":S.mmmuuu,"ev":" (auditlog_head).  The
+ * part up to t's milliseconds is kept as text: seq is counted up in its
+ * digits, t's milliseconds are written again once a millisecond, its
+ * whole seconds once a second.
+ */
 #define AUDIT_HEAD_SEQ	"{\"seq\":"
 #define AUDIT_HEAD_T	",\"t\":"
 #define AUDIT_HEAD_EV	",\"ev\":\""
-static char			audit_head[40];	/* {"seq":N,"t": */
+static char			audit_head[64];	/* {"seq":N,"t":S.mmm */
 static size_t			audit_headn;
-static uint64_t			audit_tsec;	/* t's whole seconds, */
-static char			audit_tsecd[24]; /* as text with the dot */
-static size_t			audit_tsecn;
+static size_t			audit_seqend;	/* where N ends */
+static struct timespec		audit_t0;	/* when the log opened */
+static int64_t			audit_tsec;	/* S in audit_head */
+static unsigned			audit_tms;	/* mmm in audit_head */
 static char			*audit_resumes;	/* the run corral resume continues */
 
 static void	auditlog_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	auditlog_async_cb(struct ev_loop *, ev_async *, int);
 static void	*auditlog_thread(void *);
+static void	 auditlog_head_seq(void);
 static void	 auditlog_begin(const char *, size_t, const char *,
 		    const char *);
 static void	 auditlog_members(const char *, ...);
@@ -182,10 +189,8 @@ auditlog_open(const char *path, const char *wfpath)
 	audit_path = xstrdup(path);
 	/* The first line counts this up to 1. */
 	audit_seq = 0;
-	memcpy(audit_head, AUDIT_HEAD_SEQ "0" AUDIT_HEAD_T,
-	    sizeof(AUDIT_HEAD_SEQ AUDIT_HEAD_T));
-	audit_headn = sizeof(AUDIT_HEAD_SEQ AUDIT_HEAD_T);
-	audit_tsec = UINT64_MAX;
+	audit_tsec = 0;
+	auditlog_head_seq();
 	audit_error = audit_cut_error = 0;
 	audit_failed = audit_told = 0;
 	audit_dirty = 0;
@@ -197,7 +202,7 @@ auditlog_open(const char *path, const char *wfpath)
 	ndjson_writer_init(&audit_out, 0, AUDIT_FLUSH);
 	audit_threaded = pthread_create(&audit_thread, NULL, auditlog_thread,
 	    NULL) == 0;
-	audit_t0 = util_mono();
+	clock_gettime(CLOCK_MONOTONIC, &audit_t0);
 	util_rfc3339(ts, sizeof ts);
 	auditlog_begin("run_start", 9, NULL, NULL);
 	ndjson_writer_add(&audit_w, ",\"format\":" AUDITLOG_FORMAT_S, 10 +
@@ -573,36 +578,141 @@ auditlog_close(void)
 }
 
 /*
- * Count the sequence number up in its decimal text, in place: the line's
- * first members are copied from audit_head as they are, and only a carry
- * past the first digit (at 10, 100, ...) writes them again.
+ * Write t's whole seconds, sec, after seq in the kept head, with the dot
+ * and room for the milliseconds, which the next line writes.
  */
 static void
-auditlog_seq_next(void)
+auditlog_head_sec(int64_t sec)
 {
-	char	*d = audit_head + audit_headn - (sizeof(AUDIT_HEAD_T) - 1) - 1;
+	char	*p = audit_head + audit_seqend;
+
+	audit_tsec = sec;
+	audit_tms = UINT_MAX;
+	memcpy(p, AUDIT_HEAD_T, sizeof(AUDIT_HEAD_T) - 1);
+	p += sizeof(AUDIT_HEAD_T) - 1;
+	p += util_u64(p, (uint64_t)sec);
+	*p++ = '.';
+	audit_headn = (size_t)(p - audit_head) + 3;
+}
+
+/* Write v, 0 to 999, as three digits at p. */
+static inline void
+auditlog_digits3(char *p, unsigned v)
+{
+	unsigned	q = v / 100;
+
+	p[0] = (char)('0' + q);
+	memcpy(p + 1, util_pairs + 2 * (v - q * 100), 2);
+}
+
+/* Write the kept head again from audit_seq, for a new digit. */
+static void
+auditlog_head_seq(void)
+{
+	memcpy(audit_head, AUDIT_HEAD_SEQ, sizeof(AUDIT_HEAD_SEQ) - 1);
+	audit_seqend = sizeof(AUDIT_HEAD_SEQ) - 1;
+	audit_seqend += util_u64(audit_head + audit_seqend, audit_seq);
+	auditlog_head_sec(audit_tsec);
+}
+
+/*
+ * Start a line at time now in the queue, with room for more bytes after
+ * its head: {"seq":N,"t":S.mmmuuu then evq, the literal ,"ev":"EV" of evql bytes.
+ * Returns where the line goes on; auditlog_tail ends it.  Inlined in
+ * the writers of the lines every envelope makes: the sequence number is
+ * counted up in its text (only a carry past its first digit writes it
+ * again), t's whole seconds are written once a second, its milliseconds
+ * once a millisecond, and the head is copied at a fixed size: a line
+ * writes only t's last three digits of its own.
+ */
+static inline __attribute__((always_inline)) char *
+auditlog_head_at(const struct timespec *now, const char *evq, size_t evql,
+    size_t more)
+{
+	int64_t			 sec;
+	char			*p, *d;
+	unsigned		 us, ms;
+	long			 ns;
 
 	audit_seq++;
-	for (; *d == '9'; d--)
+	for (d = audit_head + audit_seqend - 1; *d == '9'; d--)
 		*d = '0';
-	if (*d != ':') {
+	if (*d != ':')
 		(*d)++;
-		return;
+	else
+		auditlog_head_seq();
+	sec = (int64_t)now->tv_sec - (int64_t)audit_t0.tv_sec;
+	if ((ns = now->tv_nsec - audit_t0.tv_nsec) < 0) {
+		ns += 1000000000L;
+		sec--;
 	}
-	audit_headn = sizeof(AUDIT_HEAD_SEQ) - 1;
-	audit_headn += util_u64(audit_head + audit_headn, audit_seq);
-	memcpy(audit_head + audit_headn, AUDIT_HEAD_T, sizeof(AUDIT_HEAD_T));
-	audit_headn += sizeof(AUDIT_HEAD_T) - 1;
+	if (sec != audit_tsec)
+		auditlog_head_sec(sec);
+	us = (unsigned)ns / 1000;
+	ms = us / 1000;
+	if (ms != audit_tms) {
+		audit_tms = ms;
+		auditlog_digits3(audit_head + audit_headn - 3, ms);
+	}
+	p = jsonw_room(&audit_w, sizeof audit_head + 3 + evql + more);
+	audit_line = audit_w.tail;
+	/* Copied whole: the bytes past the text are written over next. */
+	memcpy(p, audit_head, sizeof audit_head);
+	p += audit_headn;
+	auditlog_digits3(p, us - ms * 1000);
+	p += 3;
+	memcpy(p, evq, evql);
+	return p + evql;
 }
+#define AUDIT_EV(ev)	AUDIT_HEAD_EV ev "\"", sizeof(AUDIT_HEAD_EV ev)
+
+/* The same, at the time it is now. */
+static inline __attribute__((always_inline)) char *
+auditlog_head(const char *evq, size_t evql, size_t more)
+{
+	struct timespec	now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return auditlog_head_at(&now, evq, evql, more);
+}
+
+/*
+ * End the line that goes on to p (room made for it and two bytes more):
+ * tell corral replay, and flush early if a lot is queued.
+ */
+static inline __attribute__((always_inline)) void
+auditlog_tail(char *p)
+{
+	p[0] = '}';
+	p[1] = '\n';
+	audit_w.tail = (size_t)(p + 2 - audit_w.buf);
+	if (audit_on_line != NULL)
+		audit_on_line(audit_w.buf + audit_line, audit_w.tail -
+		    audit_line);
+	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
+		(void)auditlog_handover(1);
+}
+
+/*
+ * Copy a string member that needs no escape to p: kq is the literal
+ * ,"key":" (AUDIT_KEY), v of vl bytes.  Returns where the line goes on.
+ */
+static inline __attribute__((always_inline)) char *
+auditlog_copy(char *p, const char *kq, size_t kql, const char *v, size_t vl)
+{
+	memcpy(p, kq, kql);
+	jsonw_copy(p + kql, v, vl);
+	p[kql + vl] = '"';
+	return p + kql + vl + 1;
+}
+#define AUDIT_KEY(k)	",\"" k "\":\"", sizeof(k) + 4
 
 /*
  * Append a string member: kq is the literal ,"key":" (AUDIT_KEY), v of vl
  * bytes.  With plain, v is a name corral spells (nothing to escape, no
- * check); else it is checked, and escaped when it needs it.  One
- * reservation for both when it needs no escape: this runs for every
- * member of the lines written for every envelope.
+ * check); else it is checked, and escaped when it needs it.
  */
-static inline void
+static void
 auditlog_put(const char *kq, size_t kql, const char *v, size_t vl, int plain)
 {
 	char	*p;
@@ -614,56 +724,22 @@ auditlog_put(const char *kq, size_t kql, const char *v, size_t vl, int plain)
 		return;
 	}
 	p = jsonw_room(&audit_w, kql + vl + 1);
-	jsonw_copy(p, kq, kql);
-	jsonw_copy(p + kql, v, vl);
-	p[kql + vl] = '"';
-	audit_w.tail += kql + vl + 1;
+	audit_w.tail = (size_t)(auditlog_copy(p, kq, kql, v, vl) -
+	    audit_w.buf);
 }
-#define AUDIT_KEY(k)	",\"" k "\":\"", sizeof(k) + 4
 
 /*
- * Start a line: sequence, monotonic time, event (evn bytes), agent, id.
- * Written straight into the queue, one reservation for the fixed part:
- * this runs several times for every envelope.  The sequence number and
- * the whole seconds of t are kept as text and copied at a fixed size; the
- * agent's id is escaped like the rest: most are names and numbers, but an
- * adapter's sub-agents are named from an agent's bytes.
+ * Start a line: sequence, monotonic time, event (evn bytes), agent, id
+ * (NULL: none), each checked and escaped when it needs it: most are
+ * names and numbers, but an adapter's sub-agents are named from an
+ * agent's bytes.
  */
 static void
 auditlog_begin(const char *ev, size_t evn, const char *agent, const char *id)
 {
-	const char		*pairs = util_pairs;
-	uint64_t		us, sec;
-	char			*p;
-	unsigned		r, q;
+	char	*p;
 
-	auditlog_seq_next();
-	us = (uint64_t)((util_mono() - audit_t0) * 1e6);
-	sec = us / 1000000;
-	us -= sec * 1000000;
-	if (sec != audit_tsec) {
-		audit_tsec = sec;
-		audit_tsecn = util_u64(audit_tsecd, sec);
-		audit_tsecd[audit_tsecn++] = '.';
-	}
-	p = jsonw_room(&audit_w, sizeof audit_head + sizeof audit_tsecd + 6 +
-	    sizeof(AUDIT_HEAD_EV) + evn + 1);
-	audit_line = audit_w.tail;
-	/* Copied whole: the bytes past the text are written over next. */
-	memcpy(p, audit_head, sizeof audit_head);
-	p += audit_headn;
-	memcpy(p, audit_tsecd, sizeof audit_tsecd);
-	p += audit_tsecn;
-	/* Six decimals, two at a time: one division by 100 a pair. */
-	r = (unsigned)us;
-	q = r / 100;
-	memcpy(p + 4, pairs + 2 * (r - q * 100), 2);
-	r = q / 100;
-	memcpy(p + 2, pairs + 2 * (q - r * 100), 2);
-	memcpy(p, pairs + 2 * r, 2);
-	p += 6;
-	memcpy(p, AUDIT_HEAD_EV, sizeof(AUDIT_HEAD_EV) - 1);
-	p += sizeof(AUDIT_HEAD_EV) - 1;
+	p = auditlog_head(AUDIT_HEAD_EV, sizeof(AUDIT_HEAD_EV) - 1, evn + 1);
 	jsonw_copy(p, ev, evn);
 	p[evn] = '"';
 	audit_w.tail = (size_t)(p + evn + 1 - audit_w.buf);
@@ -677,12 +753,7 @@ auditlog_begin(const char *ev, size_t evn, const char *agent, const char *id)
 static void
 auditlog_end(void)
 {
-	jsonw_put_end(&audit_w);
-	if (audit_on_line != NULL)
-		audit_on_line(audit_w.buf + audit_line, audit_w.tail -
-		    audit_line);
-	if (audit_w.tail - audit_w.head >= AUDIT_FLUSH)
-		(void)auditlog_handover(1);
+	auditlog_tail(jsonw_room(&audit_w, 2));
 }
 
 /*
@@ -758,26 +829,65 @@ auditlog_event(const char *ev, const char *agent, const char *id, ...)
 }
 
 /*
+ * Measure s (NULL: none, 0 bytes) into *n; return nonzero when it cannot
+ * go in as it is, without an escape.  The answers for a line's strings
+ * are or'ed, and tested once.
+ */
+static inline __attribute__((always_inline)) unsigned
+auditlog_special(const char *s, size_t *n)
+{
+	if (s == NULL) {
+		*n = 0;
+		return 0;
+	}
+	*n = strlen(s);
+	return jsonw_special(s, *n);
+}
+
+/* Copy string member v of vl bytes to p unless v is NULL. */
+#define AUDIT_COPY(p, k, v, vl) do {					\
+	if ((v) != NULL)						\
+		(p) = auditlog_copy((p), AUDIT_KEY(k), (v), (vl));	\
+} while (0)
+/* The room a member takes: ,"k":"v" */
+#define AUDIT_ROOM(k, vl)	(sizeof(k) + 5 + (vl))
+
+/*
  * Record an envelope as it travelled (valid JSON, embedded as is); at
- * --log-level decisions, the line without it.
+ * --log-level decisions, the line without it.  When agent and id need
+ * no escape, the line is written in one reservation.
  */
 void
-auditlog_envelope(const char *ev, const char *agent, const char *id,
-    const char *line, size_t len)
+auditlog_envelope_n(const char *ev, size_t evn, const char *agent,
+    const char *id, const char *line, size_t len)
 {
+	size_t	 an, in;
 	char	*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin(ev, strlen(ev), agent, id);
+	if (audit_decisions)
+		len = 0;
+	if (auditlog_special(agent, &an) | auditlog_special(id, &in)) {
+		auditlog_begin(ev, evn, agent, id);
+		p = jsonw_room(&audit_w, len + 9);
+	} else {
+		p = auditlog_head(AUDIT_HEAD_EV, sizeof(AUDIT_HEAD_EV) - 1,
+		    evn + 1 + AUDIT_ROOM("agent", an) + AUDIT_ROOM("id", in) +
+		    len + 9);
+		jsonw_copy(p, ev, evn);
+		p[evn] = '"';
+		p += evn + 1;
+		AUDIT_COPY(p, "agent", agent, an);
+		AUDIT_COPY(p, "id", id, in);
+	}
 	if (!audit_decisions) {
-		/* ,"env":{...} in one reservation: the bytes as they are. */
-		p = jsonw_room(&audit_w, len + 7);
+		/* ,"env":{...}: the bytes as they are. */
 		memcpy(p, ",\"env\":", 7);
 		memcpy(p + 7, line, len);
-		audit_w.tail += len + 7;
+		p += len + 7;
 	}
-	auditlog_end();
+	auditlog_tail(p);
 }
 
 /*
@@ -823,20 +933,37 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 
 /*
  * The lines written for every request, with what auditlog_event would
- * write for them, member for member, without its walk of the arguments:
- * "route" to agent, for intent, with reason (a phrase corral spells).
+ * write for them, member for member, without its walk of the arguments;
+ * when none of their strings needs an escape, in one reservation and
+ * one pass.  "route" to agent, for intent, with reason (a phrase corral
+ * spells).
  */
 void
-auditlog_route(const char *agent, const char *id, const char *intent,
-    const char *reason)
+auditlog_route_n(const char *agent, const char *id, const char *intent,
+    const char *reason, size_t rn)
 {
+	size_t	 an, in, tn;
+	char	*p;
+
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin("route", 5, agent, id);
 	/* A workflow may name its own intents: checked like any string. */
-	auditlog_put(AUDIT_KEY("intent"), intent, strlen(intent), 0);
-	auditlog_put(AUDIT_KEY("reason"), reason, strlen(reason), 1);
-	auditlog_end();
+	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
+	    auditlog_special(intent, &tn)) {
+		auditlog_begin("route", 5, agent, id);
+		auditlog_put(AUDIT_KEY("intent"), intent, tn, 0);
+		auditlog_put(AUDIT_KEY("reason"), reason, rn, 1);
+		auditlog_end();
+		return;
+	}
+	p = auditlog_head(AUDIT_EV("route"), AUDIT_ROOM("agent", an) +
+	    AUDIT_ROOM("id", in) + AUDIT_ROOM("intent", tn) +
+	    AUDIT_ROOM("reason", rn) + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", id, in);
+	p = auditlog_copy(p, AUDIT_KEY("intent"), intent, tn);
+	p = auditlog_copy(p, AUDIT_KEY("reason"), reason, rn);
+	auditlog_tail(p);
 }
 
 /*
@@ -847,31 +974,154 @@ void
 auditlog_replied(const char *agent, const char *id, const char *reply,
     const char *reason, const char *risk)
 {
+	size_t	 an, in, pn, rn, kn;
+	char	*p;
+
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin("outcome", 7, agent, id);
-	auditlog_put(AUDIT_KEY("outcome"), "replied", 7, 1);
-	if (reply != NULL)
-		auditlog_put(AUDIT_KEY("reply"), reply, strlen(reply), 0);
-	if (reason != NULL)
-		auditlog_put(AUDIT_KEY("reason"), reason, strlen(reason), 0);
-	if (risk != NULL)
-		auditlog_put(AUDIT_KEY("risk"), risk, strlen(risk), 0);
-	auditlog_end();
+	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
+	    auditlog_special(reply, &pn) | auditlog_special(reason, &rn) |
+	    auditlog_special(risk, &kn)) {
+		auditlog_begin("outcome", 7, agent, id);
+		auditlog_put(AUDIT_KEY("outcome"), "replied", 7, 1);
+		if (reply != NULL)
+			auditlog_put(AUDIT_KEY("reply"), reply, pn, 0);
+		if (reason != NULL)
+			auditlog_put(AUDIT_KEY("reason"), reason, rn, 0);
+		if (risk != NULL)
+			auditlog_put(AUDIT_KEY("risk"), risk, kn, 0);
+		auditlog_end();
+		return;
+	}
+	p = auditlog_head(AUDIT_EV("outcome"), AUDIT_ROOM("agent", an) +
+	    AUDIT_ROOM("id", in) + AUDIT_ROOM("outcome", 7) +
+	    AUDIT_ROOM("reply", pn) + AUDIT_ROOM("reason", rn) +
+	    AUDIT_ROOM("risk", kn) + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", id, in);
+	p = auditlog_copy(p, AUDIT_KEY("outcome"), "replied", 7);
+	AUDIT_COPY(p, "reply", reply, pn);
+	AUDIT_COPY(p, "reason", reason, rn);
+	AUDIT_COPY(p, "risk", risk, kn);
+	auditlog_tail(p);
+}
+
+/*
+ * Record agent's reply (its id reply, the envelope line of len bytes as
+ * it travelled) to request id, and the request's outcome "replied", with
+ * its risk (NULL: none): the lines auditlog_envelope and auditlog_replied
+ * write, one after the other, at one reading of the clock and with the
+ * strings they share measured and checked once.
+ */
+void
+auditlog_reply(const char *agent, const char *id, const char *reply,
+    const char *line, size_t len, const char *risk)
+{
+	struct timespec	 now;
+	size_t		 an, in, pn, kn, n;
+	char		*p;
+
+	if (audit_fd == -1 || audit_failed)
+		return;
+	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
+	    auditlog_special(reply, &pn) | auditlog_special(risk, &kn)) {
+		auditlog_envelope("reply", agent, reply, line, len);
+		auditlog_replied(agent, id, reply, NULL, risk);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	n = audit_decisions ? 0 : len + 7;
+	p = auditlog_head_at(&now, AUDIT_EV("reply"), AUDIT_ROOM("agent",
+	    an) + AUDIT_ROOM("id", pn) + n + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", reply, pn);
+	if (n != 0) {
+		/* ,"env":{...}: the bytes as they are. */
+		memcpy(p, ",\"env\":", 7);
+		memcpy(p + 7, line, len);
+		p += n;
+	}
+	auditlog_tail(p);
+	if (audit_failed)
+		return;
+	p = auditlog_head_at(&now, AUDIT_EV("outcome"), AUDIT_ROOM("agent",
+	    an) + AUDIT_ROOM("id", in) + AUDIT_ROOM("outcome", 7) +
+	    AUDIT_ROOM("reply", pn) + AUDIT_ROOM("risk", kn) + 2);
+	AUDIT_COPY(p, "agent", agent, an);
+	AUDIT_COPY(p, "id", id, in);
+	p = auditlog_copy(p, AUDIT_KEY("outcome"), "replied", 7);
+	AUDIT_COPY(p, "reply", reply, pn);
+	AUDIT_COPY(p, "risk", risk, kn);
+	auditlog_tail(p);
+}
+
+/*
+ * Record that request id, made by agent (NULL: none), reflects on the
+ * reply of id of, whose score is score (has_score 0: none, null): what
+ * auditlog_fields writes for {"of":of,"score":score}.
+ */
+void
+auditlog_reflect(const char *agent, const char *id, const char *of,
+    int has_score, double score)
+{
+	char	 num[JSONW_NUMBER_MAX], *p;
+	size_t	 an, in, on, nn;
+
+	if (audit_fd == -1 || audit_failed)
+		return;
+	if (has_score)
+		nn = jsonw_number(num, score);
+	else {
+		memcpy(num, "null", 4);
+		nn = 4;
+	}
+	if (of == NULL || (auditlog_special(agent, &an) |
+	    auditlog_special(id, &in) | auditlog_special(of, &on))) {
+		auditlog_begin("reflect", 7, agent, id);
+		if (of != NULL)
+			auditlog_put(AUDIT_KEY("of"), of, strlen(of), 0);
+		else
+			ndjson_writer_add(&audit_w, ",\"of\":null", 10);
+		p = jsonw_room(&audit_w, nn + 11);
+	} else {
+		p = auditlog_head(AUDIT_EV("reflect"), AUDIT_ROOM("agent", an) +
+		    AUDIT_ROOM("id", in) + AUDIT_ROOM("of", on) + nn + 11);
+		AUDIT_COPY(p, "agent", agent, an);
+		AUDIT_COPY(p, "id", id, in);
+		p = auditlog_copy(p, AUDIT_KEY("of"), of, on);
+	}
+	memcpy(p, ",\"score\":", 9);
+	memcpy(p + 9, num, nn);
+	auditlog_tail(p + 9 + nn);
 }
 
 /* Record that job id ended, failed or not, with its risk (NULL: none). */
 void
 auditlog_job_end(const char *id, int failed, const char *risk)
 {
+	size_t	 in, kn;
+	char	*p;
+
 	if (audit_fd == -1 || audit_failed)
 		return;
-	auditlog_begin("job_end", 7, NULL, id);
+	if (auditlog_special(id, &in) | auditlog_special(risk, &kn)) {
+		auditlog_begin("job_end", 7, NULL, id);
+		if (failed)
+			auditlog_put(AUDIT_KEY("status"), "failed", 6, 1);
+		else
+			auditlog_put(AUDIT_KEY("status"), "ok", 2, 1);
+		if (risk != NULL)
+			auditlog_put(AUDIT_KEY("risk"), risk, kn, 0);
+		auditlog_end();
+		return;
+	}
+	p = auditlog_head(AUDIT_EV("job_end"), AUDIT_ROOM("id", in) +
+	    AUDIT_ROOM("status", 6) + AUDIT_ROOM("risk", kn) + 2);
+	AUDIT_COPY(p, "id", id, in);
 	if (failed)
-		auditlog_put(AUDIT_KEY("status"), "failed", 6, 1);
+		p = auditlog_copy(p, AUDIT_KEY("status"), "failed", 6);
 	else
-		auditlog_put(AUDIT_KEY("status"), "ok", 2, 1);
-	if (risk != NULL)
-		auditlog_put(AUDIT_KEY("risk"), risk, strlen(risk), 0);
-	auditlog_end();
+		p = auditlog_copy(p, AUDIT_KEY("status"), "ok", 2);
+	AUDIT_COPY(p, "risk", risk, kn);
+	auditlog_tail(p);
 }

@@ -18,6 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include <ev.h>
 #include <jansson.h>
 
@@ -1579,6 +1583,8 @@ void	 jsonw_strn(struct jsonw *, const char *, size_t);
 void	 jsonw_str(struct jsonw *, const char *);
 void	 jsonw_u64(struct jsonw *, uint64_t);
 void	 jsonw_num(struct jsonw *, double);
+#define JSONW_NUMBER_MAX	40
+size_t	 jsonw_number(char *, double);
 double	 jsonw_finite(double);
 void	 jsonw_bool(struct jsonw *, int);
 void	 jsonw_raw(struct jsonw *, const char *, size_t);
@@ -1703,6 +1709,54 @@ int	 ndjson_queue_full(const struct ndjson_queue *);
 int	 ndjson_queue_drained(const struct ndjson_queue *);
 void	 ndjson_queue_line(struct ndjson_queue *, const void *, size_t);
 int	 ndjson_queue_flush(struct ndjson_queue *, int);
+
+#ifdef __SSE2__
+/*
+ * Return a bit for each of the sixteen bytes in x that needs a closer
+ * look inside a JSON string.  Compared as signed bytes, those below 0x20
+ * and those from 0x80 on are both less than 0x20.
+ */
+static inline unsigned
+jsonw_special16(__m128i x)
+{
+	__m128i	s;
+
+	s = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+	    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+	    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+	return (unsigned)_mm_movemask_epi8(s);
+}
+#endif
+
+/*
+ * Return nonzero when a byte of the n at s needs an escape or a closer
+ * look (jsonw_plain(s, n) != n): inline for 4 to 16 bytes, the size of
+ * most ids and names, which the audit log checks several times an
+ * envelope.  Several strings' answers can be or'ed and tested once.
+ */
+static inline unsigned
+jsonw_special(const char *s, size_t n)
+{
+#ifdef __SSE2__
+	uint64_t	x, y;
+	uint32_t	a, b;
+
+	if (n - 8 <= 8) {
+		/* The first eight bytes and the last eight, at once. */
+		memcpy(&x, s, 8);
+		memcpy(&y, s + n - 8, 8);
+		return jsonw_special16(_mm_set_epi64x((long long)y,
+		    (long long)x));
+	}
+	if (n - 4 < 4) {
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		return jsonw_special16(_mm_set_epi32(0x20202020, 0x20202020,
+		    (int)b, (int)a));
+	}
+#endif
+	return jsonw_plain(s, n) != n;
+}
 
 /*
  * jsonw.c's appenders, for lines of a fixed shape on the hot path (the
@@ -2652,16 +2706,39 @@ void	 auditlog_on_line(auditlog_line_cb);
 void	 auditlog_flush(void);
 void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
-void	 auditlog_envelope(const char *, const char *, const char *,
-	    const char *, size_t);
+void	 auditlog_envelope_n(const char *, size_t, const char *,
+	    const char *, const char *, size_t);
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
-void	 auditlog_route(const char *, const char *, const char *,
-	    const char *);
+void	 auditlog_route_n(const char *, const char *, const char *,
+	    const char *, size_t);
 void	 auditlog_replied(const char *, const char *, const char *,
 	    const char *, const char *);
 void	 auditlog_job_end(const char *, int, const char *);
+void	 auditlog_reply(const char *, const char *, const char *,
+	    const char *, size_t, const char *);
+void	 auditlog_reflect(const char *, const char *, const char *, int,
+	    double);
+
+/*
+ * Record an envelope as it travelled, as event ev (a literal: inlined
+ * here, the compiler knows its length).
+ */
+static inline void
+auditlog_envelope(const char *ev, const char *agent, const char *id,
+    const char *line, size_t len)
+{
+	auditlog_envelope_n(ev, strlen(ev), agent, id, line, len);
+}
+
+/* Record that a request went to agent, for intent, with reason (a literal). */
+static inline void
+auditlog_route(const char *agent, const char *id, const char *intent,
+    const char *reason)
+{
+	auditlog_route_n(agent, id, intent, reason, strlen(reason));
+}
 int	 auditlog_read_open(struct auditlog_reader *, const char *);
 int	 auditlog_read_next(struct auditlog_reader *, json_t **);
 void	 auditlog_read_report(struct auditlog_reader *, FILE *);

@@ -57,26 +57,8 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 	log_info("request %s: reply %s from %s has confidence %s; reflecting "
 	    "(round %u)", req->id, reply_id, a != NULL ? a->id : "?",
 	    env->has_score ? "below the threshold" : "missing", m->round);
-	if (auditlog_enabled()) {
-		struct jsonw	 w;
-		char		*f;
-		size_t		 flen;
-
-		jsonw_init(&w);
-		jsonw_object(&w);
-		jsonw_key(&w, "of");
-		jsonw_str(&w, reply_id);
-		jsonw_key(&w, "score");
-		if (env->has_score)
-			jsonw_num(&w, env->score);
-		else
-			jsonw_raw(&w, "null", 4);
-		jsonw_object_end(&w);
-		f = jsonw_finish(&w, &flen);
-		auditlog_fields("reflect", a != NULL ? a->id : NULL, id, f,
-		    flen);
-		free(f);
-	}
+	auditlog_reflect(a != NULL ? a->id : NULL, id, reply_id,
+	    env->has_score, env->score);
 	auditlog_envelope("env", NULL, id, rl, rlen);
 	return m;
 }

@@ -186,15 +186,18 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		    "could not be completed with a trace id", a->id);
 		return;
 	}
-	auditlog_envelope("reply", a->id, reply_id, line, len);
-	if ((engine_wf->task_tokens > 0 || engine_wf->task_cost > 0) &&
-	    engine_over_task_budget(a, req, env)) {
-		free(filled);
-		free(unforged);
-		return;
-	}
-	auditlog_replied(a->id, req->id, reply_id, NULL, ENGINE_RISK(req,
-	    risk));
+	if (engine_wf->task_tokens > 0 || engine_wf->task_cost > 0) {
+		auditlog_envelope("reply", a->id, reply_id, line, len);
+		if (engine_over_task_budget(a, req, env)) {
+			free(filled);
+			free(unforged);
+			return;
+		}
+		auditlog_replied(a->id, req->id, reply_id, NULL,
+		    ENGINE_RISK(req, risk));
+	} else	/* The reply's line and the outcome's, at once. */
+		auditlog_reply(a->id, req->id, reply_id, line, len,
+		    ENGINE_RISK(req, risk));
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	engine_reply_ended(req, a, js, line, len, env);

@@ -15,9 +15,6 @@
  */
 
 #include <math.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,22 +33,6 @@ static const unsigned char jsonw_escape[256] = {
 };
 
 #ifdef __SSE2__
-/*
- * Return a bit for each of the sixteen bytes in x that needs a closer
- * look.  Compared as signed bytes, those below 0x20 and those from 0x80
- * on are both less than 0x20.
- */
-static inline unsigned
-jsonw_special16(__m128i x)
-{
-	__m128i	s;
-
-	s = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
-	    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-	    _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
-	return (unsigned)_mm_movemask_epi8(s);
-}
-
 /*
  * Return how many bytes at the start of s are plain ASCII that needs no
  * escape inside a JSON string.  Sixteen bytes at a time with SSE2 (always
@@ -410,23 +391,34 @@ jsonw_decimal(char *buf, double v)
 void
 jsonw_num(struct jsonw *j, double v)
 {
-	char	buf[40];
+	char	buf[JSONW_NUMBER_MAX];
+
+	jsonw_raw(j, buf, jsonw_number(buf, v));
+}
+
+/*
+ * Write number v as jsonw_num writes it (null when not finite) to buf, of
+ * JSONW_NUMBER_MAX bytes; returns the length.
+ */
+size_t
+jsonw_number(char *buf, double v)
+{
 	int	n;
 
 	if (!isfinite(v)) {
-		jsonw_raw(j, "null", 4);
-		return;
+		memcpy(buf, "null", 4);
+		return 4;
 	}
 	if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v)
-		n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%lld", (long long)v);
 	else if ((n = jsonw_decimal(buf, v)) > 0)
 		;
 	else if (fabs(v) > 1.79769313486231e308)
 		/* 15 digits would round the largest doubles past DBL_MAX. */
-		n = snprintf(buf, sizeof buf, "%.17g", v);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%.17g", v);
 	else
-		n = snprintf(buf, sizeof buf, "%.15g", v);
-	jsonw_raw(j, buf, (size_t)n);
+		n = snprintf(buf, JSONW_NUMBER_MAX, "%.15g", v);
+	return (size_t)n;
 }
 
 /* Write true or false. */

@@ -11,8 +11,9 @@
  * nothing more is queued and auditlog_close returns that errno.  And the
  * reader (src/auditlog-read.c): whole lines only, a torn last line left
  * out and counted, a newer format refused; --log-sync's values.  The
- * writers of the lines every request makes (route, outcome, job_end)
- * write what auditlog_event writes.
+ * writers of the lines every request makes (route, outcome, job_end, a
+ * reply's two lines, an envelope's, a reflection's) write what
+ * auditlog_event and auditlog_fields write, and these bytes exactly.
  */
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -253,6 +255,238 @@ test_request_lines(void **state)
 		lines += 2;
 	}
 	assert_int_equal(lines, 2 * 6 * (1 + 2 * 3));
+	free(buf);
+}
+
+/*
+ * An envelope's line, written in one pass when its agent and id need no
+ * escape, is what the generic writer makes of the same members (the
+ * envelope spliced as auditlog_fields splices an object's members), for
+ * hostile agents and ids, none, and at --log-level decisions; and the
+ * request's lines are these bytes exactly.
+ */
+static void
+test_request_bytes(void **state)
+{
+	static const char	*v[] = {
+		"echo.1", "b-0000000000", "x", "", "quote\" and \\backslash",
+		"new\nline\x01", "bad \xff utf8", NULL,
+		"an id of more than thirty-two bytes, to be copied whole",
+	};
+	static const char	 env[] = "{\"intent\":\"execute\",\"n\":[1,2]}";
+	static const char	 obj[] = "{\"env\":{\"intent\":\"execute\","
+	    "\"n\":[1,2]}}";
+	static const char	*want[] = {
+		",\"ev\":\"route\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"intent\":\"execute\",\"reason\":\"fewest outstanding\"}",
+		",\"ev\":\"outcome\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"outcome\":\"replied\",\"reply\":\"echo.1-1\"}",
+		",\"ev\":\"job_end\",\"id\":\"b-1\",\"status\":\"ok\"}",
+		",\"ev\":\"input\",\"id\":\"b-1\",\"env\":{\"intent\":"
+		    "\"execute\",\"n\":[1,2]}}",
+		",\"ev\":\"route\",\"agent\":\"a\\\"b\",\"id\":\"\\u0001\","
+		    "\"intent\":\"\\\\\",\"reason\":\"addressed\"}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"\xef\xbf\xbd\","
+		    "\"env\":{\"intent\":\"execute\",\"n\":[1,2]}}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\"}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\"}",
+		",\"ev\":\"outcome\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"outcome\":\"replied\",\"reply\":\"echo.1-1\"}",
+		",\"ev\":\"reply\",\"agent\":\"echo.1\",\"id\":\"echo.1-1\","
+		    "\"env\":{\"intent\":\"execute\",\"n\":[1,2]}}",
+		",\"ev\":\"outcome\",\"agent\":\"echo.1\",\"id\":\"b-1\","
+		    "\"outcome\":\"replied\",\"reply\":\"echo.1-1\","
+		    "\"risk\":\"high\"}",
+		",\"ev\":\"reflect\",\"agent\":\"echo.1\",\"id\":\"b-1-r1\","
+		    "\"of\":\"echo.1-1\",\"score\":0.4}",
+		",\"ev\":\"reflect\",\"id\":\"b-1-r1\",\"of\":\"echo.1-1\","
+		    "\"score\":null}",
+	};
+	char	*buf, *p, *nl, *a, *b;
+	size_t	 i, j, len, n = 0, na, nb;
+
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (j = 0; j < sizeof v / sizeof v[0]; j++) {
+			auditlog_envelope("reply", v[i], v[j], env,
+			    sizeof env - 1);
+			auditlog_fields("reply", v[i], v[j], obj,
+			    sizeof obj - 1);
+		}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		a = strstr(p, ",\"ev\":");
+		na = (size_t)(nl - a);
+		p = nl + 1;
+		assert_non_null(nl = strchr(p, '\n'));
+		b = strstr(p, ",\"ev\":");
+		nb = (size_t)(nl - b);
+		if (na != nb || memcmp(a, b, na) != 0)
+			fail_msg("line pair %zu differs:\n%.*s\n%.*s", n,
+			    (int)na, a, (int)nb, b);
+	}
+	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
+	free(buf);
+
+	/*
+	 * A reply's two lines at once: what auditlog_fields and
+	 * auditlog_event write for them, in fours (two and two).
+	 */
+	unlink(path);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (j = 0; j < sizeof v / sizeof v[0]; j++) {
+			const char	*w = v[(i + j) % (sizeof v / sizeof v[0])];
+			const char	*r = j % 3 == 0 ? NULL : v[j];
+
+			auditlog_reply(v[i], v[j], w, env, sizeof env - 1, r);
+			auditlog_fields("reply", v[i], w, obj, sizeof obj - 1);
+			auditlog_event("outcome", v[i], v[j], "outcome",
+			    "replied", "reply", w, "risk", r, NULL);
+		}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, n = 0; *p != '\0'; n++) {
+		const char	*l[4];
+		size_t		 ln[4];
+
+		for (j = 0; j < 4; j++) {
+			assert_non_null(nl = strchr(p, '\n'));
+			assert_non_null(l[j] = strstr(p, ",\"ev\":"));
+			ln[j] = (size_t)(nl - l[j]);
+			p = nl + 1;
+		}
+		for (j = 0; j < 2; j++)
+			if (ln[j] != ln[j + 2] || memcmp(l[j], l[j + 2],
+			    ln[j]) != 0)
+				fail_msg("group %zu line %zu differs:\n%.*s\n"
+				    "%.*s", n, j, (int)ln[j], l[j],
+				    (int)ln[j + 2], l[j + 2]);
+	}
+	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
+	free(buf);
+
+	/* A reflection's line: what auditlog_fields writes for its object. */
+	unlink(path);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (j = 0; j < sizeof v / sizeof v[0]; j++) {
+			static const double	 sc[] = { 0.4, 0.95, 1, -2.5,
+			    1e-7, 123456.789012, 1e300 };
+			const char	*w = v[(i + j) % (sizeof v / sizeof v[0])];
+			struct jsonw	 o;
+			double		 x = sc[(i + j) % 7];
+			char		*f;
+			size_t		 fl;
+
+			auditlog_reflect(v[i], v[j], w, j % 4 != 0, x);
+			jsonw_init(&o);
+			jsonw_object(&o);
+			jsonw_key(&o, "of");
+			jsonw_str(&o, w);
+			jsonw_key(&o, "score");
+			if (j % 4 != 0)
+				jsonw_num(&o, x);
+			else
+				jsonw_raw(&o, "null", 4);
+			jsonw_object_end(&o);
+			f = jsonw_finish(&o, &fl);
+			auditlog_fields("reflect", v[i], v[j], f, fl);
+			free(f);
+		}
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, n = 0; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		a = strstr(p, ",\"ev\":");
+		na = (size_t)(nl - a);
+		p = nl + 1;
+		assert_non_null(nl = strchr(p, '\n'));
+		b = strstr(p, ",\"ev\":");
+		nb = (size_t)(nl - b);
+		if (na != nb || memcmp(a, b, na) != 0)
+			fail_msg("reflect pair %zu differs:\n%.*s\n%.*s", n,
+			    (int)na, a, (int)nb, b);
+	}
+	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
+	free(buf);
+
+	unlink(path);
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	auditlog_route("echo.1", "b-1", "execute", "fewest outstanding");
+	auditlog_replied("echo.1", "b-1", "echo.1-1", NULL, NULL);
+	auditlog_job_end("b-1", 0, NULL);
+	auditlog_envelope("input", NULL, "b-1", env, sizeof env - 1);
+	auditlog_route("a\"b", "\x01", "\\", "addressed");
+	auditlog_envelope("reply", "echo.1", "\xff", env, sizeof env - 1);
+	assert_int_equal(auditlog_level("decisions"), 0);
+	auditlog_envelope("reply", "echo.1", "echo.1-1", env, sizeof env - 1);
+	auditlog_reply("echo.1", "b-1", "echo.1-1", env, sizeof env - 1,
+	    NULL);
+	assert_int_equal(auditlog_level("full"), 0);
+	auditlog_reply("echo.1", "b-1", "echo.1-1", env, sizeof env - 1,
+	    "high");
+	auditlog_reflect("echo.1", "b-1-r1", "echo.1-1", 1, 0.4);
+	auditlog_reflect(NULL, "b-1-r1", "echo.1-1", 0, 0);
+	assert_int_equal(auditlog_close(), 0);
+	buf = slurp(path, &len);
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, i = 0; *p != '\0'; p = nl + 1, i++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		assert_true(i < sizeof want / sizeof want[0]);
+		assert_non_null(a = strstr(p, ",\"ev\":"));
+		if ((size_t)(nl - a) != strlen(want[i]) ||
+		    memcmp(a, want[i], strlen(want[i])) != 0)
+			fail_msg("line %zu:\n%.*s\nwanted\n%s", i,
+			    (int)(nl - a), a, want[i]);
+	}
+	assert_int_equal(i, sizeof want / sizeof want[0]);
+	free(buf);
+}
+
+/*
+ * t's milliseconds and seconds are kept as text and written again only
+ * when they change: lines a tenth of a millisecond apart, over more than
+ * a millisecond, each have six decimals and a t that never goes back and
+ * goes on by at least the time slept.
+ */
+static void
+test_t_digits(void **state)
+{
+	struct timespec	 d = { 0, 100000 };
+	json_t		*lines[64];
+	double		 t, last = 0;
+	char		*buf, *p;
+	size_t		 i, n, len;
+
+	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+	for (i = 0; i < 40; i++) {
+		nanosleep(&d, NULL);
+		auditlog_job_end("b-1", 0, NULL);
+	}
+	assert_int_equal(auditlog_close(), 0);
+	n = parse_log(lines, 64);
+	assert_int_equal(n, 1 + 40);
+	for (i = 1; i < n; i++) {
+		t = json_real_value(json_object_get(lines[i], "t"));
+		if (i > 1 && t < last + 0.0001 - 0.0000011)
+			fail_msg("line %zu: t %.6f after %.6f", i + 1, t, last);
+		last = t;
+	}
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+	buf = slurp(path, &len);
+	for (p = buf, i = 0; (p = strstr(p, ",\"t\":")) != NULL; p++, i++) {
+		assert_non_null(p = strchr(p, '.'));
+		assert_int_equal(strspn(p + 1, "0123456789"), 6);
+		assert_int_equal(p[7], ',');
+	}
+	assert_int_equal(i, 1 + 40);
 	free(buf);
 }
 
@@ -539,6 +773,10 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_lengths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_lines, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_request_bytes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_t_digits, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_seq_counts, setup,
 		    teardown),

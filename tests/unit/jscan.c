@@ -1410,6 +1410,62 @@ test_every_byte_in_strings(void **state)
 }
 
 /*
+ * Envelopes as agents write them, compact and spaced as Python's
+ * json.dumps spaces them, with escapes, a UTF-8 character, numbers,
+ * literals and nested containers.  The SIMD paths read a block from
+ * where a string's search begins, so k bytes more in the first string
+ * (at the '@', k from 0 to 64) put each later byte on every offset of a
+ * block: every such line, and every prefix of those with k 0, 1 and 63
+ * (the line ending on every byte), gets jansson's verdict and the
+ * portable path's tape or error and offset.
+ */
+static void
+test_envelope_prefixes(void **state)
+{
+	static const char *const lines[] = {
+	    "{\"protocol\":\"@multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"echo.1\",\"name\":\"echo\",\"model\":\"echo\"},"
+	    "\"timestamp\":\"2026-11-27T11:23:52Z\",\"intent\":\"execute\","
+	    "\"task\":\"echo\",\"content\":{\"type\":\"text\",\"text\":"
+	    "\"#1 a\\\"b\\\\\\u00e9 \xc3\xa9\\n\"},\"confidence\":{\"score\":"
+	    "0.9},\"trace\":{\"parents\":[\"b-1\",\"b-2\"],\"id\":\"e-1\"},"
+	    "\"ttl_ms\":-12e3,\"x\":[true,false,null,[],{}]}",
+	    "{\"protocol\": \"@multiagent-1.0\", \"role\": \"agent\", "
+	    "\"agent\": {\"id\": \"echo.1\", \"name\": \"echo\"}, \"content\": "
+	    "{\"type\": \"text\", \"text\": \"a\\tb \\ud83d\\ude00\"}, "
+	    "\"confidence\": {\"score\": 0.9}, \"trace\": {\"parents\": "
+	    "[\"b-1\", \"b-2\"]}, \"n\": [1, -2.5e-3, 0, 9223372036854775807], "
+	    "\"k\": \"v\"}",
+	    "[\"@a\",{\"b\":[[[\"c\"]]],\"d\":{}},1234567890123,\"\\\\\\\\\","
+	    "null , true\t,\n\"e\"\r]" };
+	struct jscan	*js = jscan_create(4), *ref = jscan_create(4);
+	struct buf	 b = { 0 };
+	const char	*at;
+	size_t		 i, k, cut;
+	int		 failures = 0;
+
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		at = strchr(lines[i], '@');
+		for (k = 0; k <= 64; k++) {
+			b.n = 0;
+			buf_add(&b, lines[i], (size_t)(at - lines[i]));
+			buf_rep(&b, 'x', k);
+			buf_str(&b, at + 1);
+			assert_true(jansson_accepts(b.p, b.n));
+			failures += blocks_agree(js, ref, b.p, b.n);
+			if (k != 0 && k != 1 && k != 63)
+				continue;
+			for (cut = 1; cut < b.n; cut++)
+				failures += blocks_agree(js, ref, b.p, cut);
+		}
+	}
+	free(b.p);
+	jscan_free(js);
+	jscan_free(ref);
+	assert_int_equal(failures, 0);
+}
+
+/*
  * An envelope's keys have bloom bits of their own, so that their objects
  * skip the search for a repeated key; a repeated one is still refused,
  * wherever it comes, with the offset of its second occurrence.
@@ -1715,6 +1771,7 @@ main(void)
 		cmocka_unit_test(test_block_boundaries),
 		cmocka_unit_test(test_block_cache),
 		cmocka_unit_test(test_every_byte_in_strings),
+		cmocka_unit_test(test_envelope_prefixes),
 		cmocka_unit_test(test_envelope_keys_repeated),
 		cmocka_unit_test(test_get_members),
 		cmocka_unit_test(test_array_walk),
