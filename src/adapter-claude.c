@@ -226,7 +226,7 @@ adapter_claude_send(struct agent *a, json_t *j)
 {
 	char	*s;
 
-	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(j, CORRAL_JSON_FLAGS);
 	json_decref(j);
 	if (s == NULL) {
 		log_warnx("agent %s: a line for claude could not be encoded",
@@ -1057,7 +1057,7 @@ adapter_claude_message(struct agent *a, const char *type, json_t *j)
 			continue;
 		if (strcmp(bt, "tool_use") == 0) {
 			name = json_string_value(json_object_get(b, "name"));
-			in = json_dumps(json_object_get(b, "input"),
+			in = jsonw_dumps(json_object_get(b, "input"),
 			    CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
 			log_debug("agent %s: claude calls %s", a->id,
 			    name != NULL ? name : "?");

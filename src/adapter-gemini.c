@@ -159,7 +159,7 @@ adapter_gemini_audit(struct proc_call *p, const char *kind, json_t *j)
 	    "status"));
 	if (f == NULL)
 		return;
-	if ((s = json_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
+	if ((s = jsonw_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
 	    "parameters" : "output"), CORRAL_JSON_FLAGS | JSON_ENCODE_ANY)) !=
 	    NULL) {
 		n = strlen(s);
@@ -177,7 +177,7 @@ adapter_gemini_progress(struct proc_call *p, const char *kind, json_t *j)
 {
 	char	*s;
 
-	s = json_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
+	s = jsonw_dumps(json_object_get(j, strcmp(kind, "tool_use") == 0 ?
 	    "parameters" : "output"), CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
 	if (strcmp(kind, "tool_use") == 0)
 		adapter_progressf(p->agent, p->msg, "%s %.200s",

@@ -121,7 +121,7 @@ adapter_mcp_send(struct agent *a, json_t *j)
 
 	if (j == NULL)
 		fatalx("adapter_mcp_send: json_pack");
-	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(j, CORRAL_JSON_FLAGS);
 	json_decref(j);
 	if (s == NULL)
 		fatalx("adapter_mcp_send: json_dumps");
@@ -432,7 +432,7 @@ adapter_mcp_notification(struct agent *a, const char *method, json_t *params)
 		else
 			adapter_mcp_list(a, NULL);
 	} else if (strcmp(method, "notifications/message") == 0) {
-		s = json_dumps(json_object_get(params, "data"),
+		s = jsonw_dumps(json_object_get(params, "data"),
 		    CORRAL_JSON_FLAGS | JSON_ENCODE_ANY);
 		log_info("agent %s: MCP %s: %.300s", a->id, json_is_string(
 		    json_object_get(params, "level")) ? json_string_value(

@@ -194,7 +194,7 @@ adapter_replay_send(struct replay_pending *p, const char *method,
 	f = json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", id,
 	    "method", method, "params", params);
 	if (f == NULL || replay_frame == NULL ||
-	    (s = json_dumps(f, CORRAL_JSON_FLAGS)) == NULL) {
+	    (s = jsonw_dumps(f, CORRAL_JSON_FLAGS)) == NULL) {
 		json_decref(f);
 		return;
 	}

@@ -190,7 +190,7 @@ adapter_tools_write(struct agent *a, const char *path, json_t *doc)
 		log_warn("agent %s: tools: %s", a->id, tmp);
 		return -1;
 	}
-	rc = json_dumpfd(doc, fd, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	rc = jsonw_dumpfd(doc, fd, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
 	if (close(fd) == -1 || rc != 0 || rename(tmp, path) == -1) {
 		log_warn("agent %s: tools: %s", a->id, path);
 		(void)unlink(tmp);

@@ -546,7 +546,7 @@ adapter_prompt_build(json_t *req, struct msg *m)
 		}
 	}
 	if (data != NULL && !json_is_null(data) &&
-	    (s = json_dumps(data, JSON_INDENT(1) | JSON_ENCODE_ANY)) != NULL) {
+	    (s = jsonw_dumps(data, JSON_INDENT(1) | JSON_ENCODE_ANY)) != NULL) {
 		xasprintf(&line, "Data:\n%s", s);
 		adapter_append(&out, line, "\n\n");
 		free(line);
@@ -607,7 +607,7 @@ adapter_reply(struct agent *a, struct msg *m, json_t *env)
 {
 	char	*s;
 
-	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
 	if (s == NULL)
 		fatalx("adapter_reply: json_dumps");
@@ -692,7 +692,7 @@ adapter_template_text(struct ndjson_writer *w, json_t *v)
 		    json_string_length(v));
 		return;
 	}
-	if ((s = json_dumps(v, CORRAL_JSON_FLAGS | JSON_ENCODE_ANY)) != NULL) {
+	if ((s = jsonw_dumps(v, CORRAL_JSON_FLAGS | JSON_ENCODE_ANY)) != NULL) {
 		ndjson_writer_add(w, s, strlen(s));
 		free(s);
 	}
@@ -745,7 +745,7 @@ adapter_template_filter(json_t *v, const char *name, size_t n)
 				ndjson_writer_add(&w, "\n", 1);
 		}
 	} else if (n == 4 && memcmp(name, "json", 4) == 0) {
-		s = json_dumps(v != NULL ? v : json_null(), CORRAL_JSON_FLAGS |
+		s = jsonw_dumps(v != NULL ? v : json_null(), CORRAL_JSON_FLAGS |
 		    JSON_ENCODE_ANY);
 		if (s != NULL)
 			ndjson_writer_add(&w, s, strlen(s));

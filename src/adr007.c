@@ -50,7 +50,7 @@ adr007_dump(json_t *j, size_t *len)
 {
 	char	*s;
 
-	if ((s = json_dumps(j, CORRAL_JSON_FLAGS)) == NULL)
+	if ((s = jsonw_dumps(j, CORRAL_JSON_FLAGS)) == NULL)
 		fatalx("adr007: cannot serialize an envelope");
 	*len = strlen(s);
 	return s;

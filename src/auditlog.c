@@ -921,7 +921,7 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
 	}
 	auditlog_begin(ev, strlen(ev), agent, NULL);
 	if (fields != NULL && json_object_size(fields) > 0 &&
-	    (s = json_dumps(fields, CORRAL_JSON_FLAGS)) != NULL) {
+	    (s = jsonw_dumps(fields, CORRAL_JSON_FLAGS)) != NULL) {
 		/* Splice the object's members after ours. */
 		jsonw_put_raw(&audit_w, ",", 1);
 		jsonw_put_raw(&audit_w, s + 1, strlen(s) - 2);

@@ -322,7 +322,7 @@ client_write(struct client *c, json_t *frame)
 	size_t	 len;
 	int	 rc;
 
-	if ((s = json_dumps(frame, CORRAL_JSON_FLAGS)) == NULL)
+	if ((s = jsonw_dumps(frame, CORRAL_JSON_FLAGS)) == NULL)
 		return -1;
 	len = strlen(s);
 	s[len] = '\n';
@@ -444,7 +444,7 @@ client_queue(struct client *c, const char *method, json_t *params,
 	    method);
 	if (params != NULL)
 		json_object_set_new(f, "params", params);
-	s = json_dumps(f, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(f, CORRAL_JSON_FLAGS);
 	json_decref(f);
 	*len = s != NULL ? strlen(s) : SIZE_MAX;
 	if (s == NULL || *len > max) {

@@ -44,7 +44,7 @@ cmd_events_dump(json_t *v)
 {
 	char	*s;
 
-	if (v == NULL || (s = json_dumps(v, JSON_ENCODE_ANY |
+	if (v == NULL || (s = jsonw_dumps(v, JSON_ENCODE_ANY |
 	    CORRAL_JSON_FLAGS)) == NULL)
 		return xstrdup("-");
 	return s;

@@ -139,7 +139,7 @@ cmd_mcp_out(json_t *f)
 {
 	char	*s;
 
-	if (mcp.out_broken || (s = json_dumps(f, CORRAL_JSON_FLAGS)) == NULL)
+	if (mcp.out_broken || (s = jsonw_dumps(f, CORRAL_JSON_FLAGS)) == NULL)
 		return;
 	ndjson_writer_line(&mcp.out, s, strlen(s));
 	free(s);
@@ -475,7 +475,7 @@ cmd_mcp_result_text(struct cmd_mcp_child *k, char **buf)
 			    "message"));
 	}
 	if ((text == NULL || *text == '\0') && data != NULL)
-		text = dump = json_dumps(data, JSON_ENCODE_ANY |
+		text = dump = jsonw_dumps(data, JSON_ENCODE_ANY |
 		    CORRAL_JSON_FLAGS);
 	if (text == NULL)
 		text = "";

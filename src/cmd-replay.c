@@ -203,7 +203,7 @@ cmd_replay_exec(struct cmd *c)
 		errx(EXIT_USAGE, "replay: %s names no workflow: give it",
 		    c->argv[0]);
 	wf = cmd_replay_load(file, cmd_get(c, "agents"));
-	if ((goal = json_dumps(cmd_replay_rec.goal, CORRAL_JSON_FLAGS)) ==
+	if ((goal = jsonw_dumps(cmd_replay_rec.goal, CORRAL_JSON_FLAGS)) ==
 	    NULL)
 		fatalx("replay: json_dumps");
 	replay_run_init(&cmd_replay_now);

@@ -137,14 +137,14 @@ cmd_run_resume(json_t *rec, const char *path, const struct workflow *wf,
 		return NULL;
 	}
 	if (action == STEP_PROCEED && sc->next == STEP_END) {
-		line = json_dumps(json_object_get(rec, "reply"),
+		line = jsonw_dumps(json_object_get(rec, "reply"),
 		    CORRAL_JSON_FLAGS);
 		printf("%s\n", line != NULL ? line : "null");
 		free(line);
 		*rc = 0;
 		return NULL;
 	}
-	return json_dumps(json_object_get(rec, "goal"), CORRAL_JSON_FLAGS);
+	return jsonw_dumps(json_object_get(rec, "goal"), CORRAL_JSON_FLAGS);
 }
 
 /* Read --on-escalate's value. */
@@ -313,7 +313,7 @@ cmd_resume_exec(struct cmd *c)
 	if (wf->deadline > 0)
 		wf->deadline = wf->deadline > rl.elapsed ? wf->deadline -
 		    rl.elapsed : 0.001;
-	if ((line = json_dumps(rl.goal, CORRAL_JSON_FLAGS)) == NULL)
+	if ((line = jsonw_dumps(rl.goal, CORRAL_JSON_FLAGS)) == NULL)
 		errx(EXIT_USAGE, "resume: %s: its goal cannot be written back",
 		    c->argv[0]);
 	fprintf(stderr, "corral: resume: %s: run %s (part %u): %zu request%s "

@@ -104,7 +104,7 @@ cmd_send_wait(struct client *c, const char *mid, int timeout_ms)
 		    (json_is_string(json_object_get(content, "type")) &&
 		    strcmp(json_string_value(json_object_get(content,
 		    "type")), "error") == 0)) ? 1 : 0;
-		if ((s = json_dumps(payload, JSON_ENCODE_ANY |
+		if ((s = jsonw_dumps(payload, JSON_ENCODE_ANY |
 		    CORRAL_JSON_FLAGS)) != NULL) {
 			printf("%s\n", s);
 			free(s);
@@ -172,7 +172,7 @@ cmd_send_exec(struct cmd *c)
 	if (res == NULL)
 		goto out;
 	mid = json_string_value(json_object_get(res, "messageId"));
-	ids = json_dumps(json_object_get(res, "delivered"), JSON_ENCODE_ANY |
+	ids = jsonw_dumps(json_object_get(res, "delivered"), JSON_ENCODE_ANY |
 	    CORRAL_JSON_FLAGS);
 	fprintf(stderr, "corral: sent %s %s %s\n", mid != NULL ? mid : "?",
 	    is_agent ? "to" : "through the routes for", is_agent && ids !=

@@ -432,7 +432,7 @@ cmd_print_json(const json_t *v)
 {
 	char	*s;
 
-	if ((s = json_dumps(v, CORRAL_JSON_FLAGS)) == NULL) {
+	if ((s = jsonw_dumps(v, CORRAL_JSON_FLAGS)) == NULL) {
 		fprintf(stderr, "corral: out of memory writing JSON\n");
 		return;
 	}

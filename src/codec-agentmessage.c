@@ -633,7 +633,7 @@ am_encode_answer_env(struct codec_state *cs, json_t *env, const char *corr,
 		    "UNABLE_TO_HELP" : "DIRECT_ANSWER", "content", *text != '\0'
 		    ? text : "", "follow_up_required", 0, "estimated_effort", 0);
 		if (*text == '\0' && d != NULL &&
-		    (s = json_dumps(d, CORRAL_JSON_FLAGS | JSON_ENCODE_ANY)) !=
+		    (s = jsonw_dumps(d, CORRAL_JSON_FLAGS | JSON_ENCODE_ANY)) !=
 		    NULL) {
 			json_object_set_new(p, "content", json_string(s));
 			free(s);

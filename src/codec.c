@@ -705,7 +705,7 @@ codec_decode_line(struct codec_state *cs, const char *line, size_t len,
 	rc = cs->ops->decode(cs, msg, frames, err);
 	if (rc == 0 && json_array_size(frames) != 1)
 		rc = codec_refuse(err, "", "the message made no frame");
-	if (rc == 0 && (*made = json_dumps(json_array_get(frames, 0),
+	if (rc == 0 && (*made = jsonw_dumps(json_array_get(frames, 0),
 	    CORRAL_JSON_FLAGS)) == NULL)
 		rc = codec_refuse(err, "", "the message could not be written");
 	if (rc == 0) {
@@ -757,7 +757,7 @@ codec_encode_line(struct codec_state *cs, const char *line, size_t len,
 	json_decref(frame);
 	if (msg == NULL)
 		return NULL;
-	s = json_dumps(msg, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(msg, CORRAL_JSON_FLAGS);
 	json_decref(msg);
 	if (s != NULL)
 		*outlen = strlen(s);

@@ -305,7 +305,7 @@ config_steps_print_params(FILE *f, const struct config_key *k,
 
 	if (sc->params == NULL || json_object_size(sc->params) == 0)
 		return;
-	s = json_dumps(sc->params, JSON_COMPACT | JSON_SORT_KEYS);
+	s = jsonw_dumps(sc->params, JSON_COMPACT | JSON_SORT_KEYS);
 	fprintf(f, "%*sparams: %s\n", indent, "", s != NULL ? s : "{}");
 	free(s);
 }

@@ -1436,7 +1436,7 @@ config_table_print_adapter(FILE *f, const struct config_key *k,
 
 	if (ac->adapter == NULL)
 		return;
-	s = json_dumps(ac->adapter_conf, CORRAL_JSON_FLAGS | JSON_SORT_KEYS);
+	s = jsonw_dumps(ac->adapter_conf, CORRAL_JSON_FLAGS | JSON_SORT_KEYS);
 	fprintf(f, "%*sadapter: %s\n", indent, "", s != NULL ? s : "{}");
 	free(s);
 }
@@ -1755,7 +1755,7 @@ config_table_print_capabilities(FILE *f, const struct config_key *k,
 		return;
 	fprintf(f, "%*scapabilities:\n", indent, "");
 	json_array_foreach(ac->capabilities, i, c) {
-		s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		s = jsonw_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		fprintf(f, "%*s- %s\n", indent + 2, "", s != NULL ? s : "{}");
 		free(s);
 	}

@@ -1602,6 +1602,9 @@ void	 jsonw_num(struct jsonw *, double);
 #define JSONW_NUMBER_MAX	40
 size_t	 jsonw_number(char *, double);
 double	 jsonw_finite(double);
+char	*jsonw_dumps(const json_t *, size_t);
+size_t	 jsonw_dumpb(const json_t *, char *, size_t, size_t);
+int	 jsonw_dumpfd(const json_t *, int, size_t);
 void	 jsonw_bool(struct jsonw *, int);
 void	 jsonw_raw(struct jsonw *, const char *, size_t);
 char	*jsonw_finish(struct jsonw *, size_t *);

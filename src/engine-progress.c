@@ -134,7 +134,7 @@ engine_progress_envelope(struct agent *a, struct msg *m, unsigned int seq,
 	    "request", m->id, "seq", (json_int_t)seq);
 	if (j == NULL)
 		fatalx("engine_progress_envelope: json_pack");
-	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(j, CORRAL_JSON_FLAGS);
 	json_decref(j);
 	if (s == NULL)
 		fatalx("engine_progress_envelope: json_dumps");

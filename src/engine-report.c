@@ -151,7 +151,7 @@ engine_report_mark(json_t *reports, const char *line, size_t len,
 	jsonw_init(&w);
 	jsonw_str(&w, risk);
 	text = jsonw_finish(&w, &tlen);
-	errors = json_dumps(reports, CORRAL_JSON_FLAGS);
+	errors = jsonw_dumps(reports, CORRAL_JSON_FLAGS);
 	one = envelope_corral_set(js, line, len, &env, "risk", text, &n);
 	if (errors != NULL && jscan_run(js, one, n) == 0 &&
 	    envelope_check(js, one, n, &env, &err) == 0)

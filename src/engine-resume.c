@@ -50,7 +50,7 @@ engine_resume_retrace(struct msg *m, const char *id, unsigned int redelivery)
 		json_object_set_new(corral, "redelivery",
 		    json_integer(redelivery));
 	}
-	line = json_dumps(env, CORRAL_JSON_FLAGS);
+	line = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
 	if (line == NULL)
 		return 0;	/* it goes as it is, under its new id */

@@ -1503,7 +1503,7 @@ envelope_dump(json_t *j, size_t *outlen)
 {
 	char	*s;
 
-	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(j, CORRAL_JSON_FLAGS);
 	if (s == NULL)
 		fatalx("json_dumps failed");
 	*outlen = strlen(s);

@@ -113,7 +113,7 @@ event_filter_measure(json_t *f, size_t *nstr, size_t *nbytes, char *why,
 	}
 	json_object_foreach(a, k, x) {
 		*nstr += 1;
-		*nbytes += strlen(k) + 1 + json_dumpb(x, NULL, 0, EF_DUMP) + 1;
+		*nbytes += strlen(k) + 1 + jsonw_dumpb(x, NULL, 0, EF_DUMP) + 1;
 	}
 	if (*nstr > EVENT_FILTER_STRINGS || *nbytes > EVENT_FILTER_TEXT) {
 		snprintf(why, len, "the filter holds %zu strings (%zu bytes): a "
@@ -230,7 +230,7 @@ event_filter_compile(json_t *f, struct event_filter **out, char *why,
 	ef->mval = slot + json_object_size(md);
 	json_object_foreach(md, k, x) {
 		ef->mkey[ef->nmeta] = event_filter_put(&text, k, strlen(k));
-		size = json_dumpb(x, text, (size_t)(end - text), EF_DUMP);
+		size = jsonw_dumpb(x, text, (size_t)(end - text), EF_DUMP);
 		ef->mval[ef->nmeta++] = text;
 		text[size] = '\0';
 		text += size + 1;
@@ -351,7 +351,7 @@ event_filter_meta(const struct event_filter *ef, struct event_fields *e)
 			return 0;
 		/* Equal JSON values have equal canonical text. */
 		want = strlen(ef->mval[i]);
-		n = json_dumpb(v, buf, sizeof buf, EF_DUMP);
+		n = jsonw_dumpb(v, buf, sizeof buf, EF_DUMP);
 		if (n != want || memcmp(buf, ef->mval[i], n) != 0)
 			return 0;
 	}

@@ -1489,7 +1489,7 @@ event_replay_finish(struct event_replay *rp)
 	jsonw_init(&rp->out);
 
 	/* The response, with the events as they went out. */
-	ids = json_dumps(rp->id, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS);
+	ids = jsonw_dumps(rp->id, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS);
 	jsonw_init(&j);
 	jsonw_object(&j);
 	jsonw_key(&j, "jsonrpc");

@@ -471,3 +471,95 @@ jsonw_finite(double v)
 		return -1.79769313486231e308;
 	return v;
 }
+
+/* A real of a tree being dumped, and the value it goes back to after. */
+struct jsonw_real {
+	json_t	*v;
+	double	 was;
+};
+
+/*
+ * Clamp every real of j that jansson would write past DBL_MAX (one a
+ * peer sent, copied into a tree whole), remembering each in *saved.
+ */
+static void
+jsonw_tame(json_t *j, struct jsonw_real **saved, size_t *n, size_t *cap)
+{
+	const char	*k;
+	json_t		*v;
+	size_t		 i;
+	double		 d;
+
+	if (json_is_real(j)) {
+		d = json_real_value(j);
+		if (d == jsonw_finite(d))
+			return;
+		if (*n == *cap) {
+			*cap = *cap == 0 ? 4 : *cap * 2;
+			*saved = xreallocarray(*saved, *cap, sizeof **saved);
+		}
+		(*saved)[*n].v = j;
+		(*saved)[(*n)++].was = d;
+		json_real_set(j, jsonw_finite(d));
+	} else if (json_is_object(j)) {
+		json_object_foreach(j, k, v)
+			jsonw_tame(v, saved, n, cap);
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v)
+			jsonw_tame(v, saved, n, cap);
+	}
+}
+
+/* Put back what jsonw_tame clamped. */
+static void
+jsonw_untame(struct jsonw_real *saved, size_t n)
+{
+	while (n-- > 0)
+		json_real_set(saved[n].v, saved[n].was);
+	free(saved);
+}
+
+/*
+ * json_dumps, except that no real comes out as a number no reader takes:
+ * corral writes reals with 15 digits, which rounds the largest doubles
+ * past DBL_MAX.  The tree is as it was on return.
+ */
+char *
+jsonw_dumps(const json_t *j, size_t flags)
+{
+	struct jsonw_real	*saved = NULL;
+	size_t			 n = 0, cap = 0;
+	char			*s;
+
+	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	s = json_dumps(j, flags);
+	jsonw_untame(saved, n);
+	return s;
+}
+
+/* json_dumpb, with reals as jsonw_dumps writes them. */
+size_t
+jsonw_dumpb(const json_t *j, char *buf, size_t size, size_t flags)
+{
+	struct jsonw_real	*saved = NULL;
+	size_t			 n = 0, cap = 0, len;
+
+	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	len = json_dumpb(j, buf, size, flags);
+	jsonw_untame(saved, n);
+	return len;
+}
+
+/* json_dumpfd, with reals as jsonw_dumps writes them. */
+int
+jsonw_dumpfd(const json_t *j, int fd, size_t flags)
+{
+	struct jsonw_real	*saved = NULL;
+	size_t			 n = 0, cap = 0;
+	int			 rc;
+
+	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	rc = json_dumpfd(j, fd, flags);
+	jsonw_untame(saved, n);
+	return rc;
+}

@@ -655,7 +655,7 @@ launch_hello(struct agent *a, const char *json, size_t len)
 	    ln->where, "pidns")) ? ", in its own pid namespace" : "");
 	json_object_set_new(ln->where, "name", json_string(name != NULL ?
 	    name : ""));
-	if ((s = json_dumps(ln->where, CORRAL_JSON_FLAGS)) != NULL) {
+	if ((s = jsonw_dumps(ln->where, CORRAL_JSON_FLAGS)) != NULL) {
 		auditlog_fields("host", a->id, NULL, s, strlen(s));
 		free(s);
 	}

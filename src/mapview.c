@@ -296,7 +296,7 @@ mapview_metadata_check(json_t *md, char *why, size_t len)
 
 	if (md == NULL)
 		return 0;
-	bytes = json_dumpb(md, NULL, 0, JSON_COMPACT);
+	bytes = jsonw_dumpb(md, NULL, 0, JSON_COMPACT);
 	values = mapview_values(md, MAPVIEW_METADATA_VALUES);
 	if (bytes <= MAPVIEW_METADATA_BYTES &&
 	    values <= MAPVIEW_METADATA_VALUES)

@@ -168,7 +168,7 @@ message_json(struct jsonw *j, json_t *v)
 {
 	char	*s;
 
-	if ((s = json_dumps(v, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS)) == NULL) {
+	if ((s = jsonw_dumps(v, JSON_ENCODE_ANY | CORRAL_JSON_FLAGS)) == NULL) {
 		jsonw_raw(j, "null", 4);
 		return;
 	}
@@ -287,7 +287,7 @@ message_envelope(json_t *payload, const char *role, const char *trace_id,
 		}
 		json_object_set_new(trace, "id", json_string(trace_id));
 	}
-	s = json_dumps(t, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(t, CORRAL_JSON_FLAGS);
 	json_decref(t);
 	if (s == NULL) {
 		snprintf(why, whylen, "params.payload could not be serialized");
@@ -665,7 +665,7 @@ message_caused_by(char *line, size_t *lenp, const char *cause)
 		json_object_set_new(env, "trace", trace);
 	}
 	json_object_set_new(trace, "parents", json_pack("[s]", cause));
-	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
 	if (s == NULL)
 		return line;
@@ -775,7 +775,7 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	    (task = message_task_hook(a)) == NULL || strcmp(task, corr) != 0))
 		return 0;
 	valid = 0;
-	if (json_is_object(payload) && (line = json_dumps(payload,
+	if (json_is_object(payload) && (line = jsonw_dumps(payload,
 	    CORRAL_JSON_FLAGS)) != NULL) {
 		js = jscan_take();
 		valid = jscan_run(js, line, strlen(line)) == 0 &&
@@ -796,7 +796,7 @@ message_agent_reply(struct peer *from, json_t *id, json_t *payload,
 	}
 	if (json_object_get(trace, "parents") == NULL)
 		json_object_set_new(trace, "parents", json_pack("[s]", corr));
-	line = json_dumps(e, CORRAL_JSON_FLAGS);
+	line = jsonw_dumps(e, CORRAL_JSON_FLAGS);
 	json_decref(e);
 	event_new_id(mid);
 	rpc_reply(from, id, json_pack("{s:s, s:[s]}", "messageId", mid,
@@ -1380,7 +1380,7 @@ message_handoff_line(struct msg *m, struct agent *from, struct agent *to,
 		json_object_set(ho, "constraints", json_object_get(params,
 		    "constraints"));
 	json_object_set_new(env, "handoff", ho);
-	s = json_dumps(env, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
 	if (s != NULL)
 		*lenp = strlen(s);

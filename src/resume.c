@@ -291,7 +291,7 @@ resume_reply(struct msg *m, json_t *answer, const char *path)
 		json_object_set_new(env, "trace", trace);
 	}
 	json_object_set_new(trace, "parents", json_pack("[s]", m->id));
-	line = json_dumps(env, CORRAL_JSON_FLAGS);
+	line = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	json_decref(env);
 	if (line == NULL) {
 		/* The log's answer cannot be written: the agent is asked. */

@@ -55,7 +55,7 @@ rpc_send(struct peer *p, json_t *frame)
 {
 	char	*s;
 
-	if (frame == NULL || (s = json_dumps(frame, CORRAL_JSON_FLAGS)) ==
+	if (frame == NULL || (s = jsonw_dumps(frame, CORRAL_JSON_FLAGS)) ==
 	    NULL) {
 		log_warnx("%s: a control frame could not be built", p->name);
 		return;
@@ -118,7 +118,7 @@ rpc_answer(struct peer *p, json_t *f)
 	char	*s;
 
 	if (p->batch != NULL && f != NULL) {
-		if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
+		if ((s = jsonw_dumps(f, CORRAL_JSON_FLAGS)) != NULL)
 			jsonw_raw(&p->batch->answers, s, strlen(s));
 		else
 			log_warnx("%s: a control frame could not be built",

@@ -362,7 +362,7 @@ server_refuse(int fd, int code, const char *why)
 	f = json_pack("{s:s, s:n, s:{s:i, s:s, s:{s:s, s:b}}}", "jsonrpc",
 	    "2.0", "id", "error", "code", code, "message", why, "data",
 	    "category", rpc_category(code), "retryable", rpc_retryable(code));
-	if ((s = json_dumps(f, CORRAL_JSON_FLAGS)) != NULL) {
+	if ((s = jsonw_dumps(f, CORRAL_JSON_FLAGS)) != NULL) {
 		(void)!write(fd, s, strlen(s));
 		(void)!write(fd, "\n", 1);
 		free(s);

@@ -51,7 +51,7 @@ step_event(const char *type, const char *agent, json_t *data)
 	struct event_info	 ei;
 	char			*s;
 
-	s = json_dumps(data, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(data, CORRAL_JSON_FLAGS);
 	memset(&ei, 0, sizeof ei);
 	ei.type = type;
 	ei.source = agent != NULL && agent[0] != '\0' ? agent : "corral";
@@ -142,7 +142,7 @@ step_escalate(struct steprun *sr, const char *reason)
 		    info, "step"), "iteration", json_object_get(info,
 		    "iteration"), "reason", reason, "summary",
 		    json_object_get(info, "summary"));
-		s = json_dumps(f, CORRAL_JSON_FLAGS);
+		s = jsonw_dumps(f, CORRAL_JSON_FLAGS);
 		auditlog_fields("escalate", sr->agent, sr->id, s, strlen(s));
 		free(s);
 		json_decref(f);
@@ -269,7 +269,7 @@ step_answer(const char *job, const char *step, int action, const char *text,
 		/* The text too: corral replay answers with it again. */
 		f = json_pack("{s:s, s:s, s:s, s:s?}", "step", step, "action",
 		    step_action_name(action), "by", by, "text", text);
-		s = json_dumps(f, CORRAL_JSON_FLAGS);
+		s = jsonw_dumps(f, CORRAL_JSON_FLAGS);
 		auditlog_fields("answer", NULL, sr->id, s, strlen(s));
 		free(s);
 		json_decref(f);

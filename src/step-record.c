@@ -59,7 +59,7 @@ step_record_save(json_t *obj, const char *path, char *why, size_t len)
 		free(tmp);
 		return -1;
 	}
-	text = json_dumps(obj, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	text = jsonw_dumps(obj, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
 	if (fputs(text, f) == EOF || fputc('\n', f) == EOF || fflush(f) ==
 	    EOF || fsync(fileno(f)) == -1)
 		snprintf(why, len, "%s: %s", tmp, strerror(errno));

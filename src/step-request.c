@@ -211,7 +211,7 @@ step_request(struct steprun *sr, const struct step_conf *sc, const char *id,
 	if (parent != NULL && parent[0] != '\0')
 		json_object_set_new(json_object_get(env, "trace"), "parents",
 		    json_pack("[s]", parent));
-	line = json_dumps(env, CORRAL_JSON_FLAGS);
+	line = jsonw_dumps(env, CORRAL_JSON_FLAGS);
 	*len = strlen(line);
 	json_decref(env);
 	return line;
@@ -241,7 +241,7 @@ step_audit_step(struct steprun *sr, const char *id)
 	else
 		json_object_set_new(f, "capability",
 		    json_string(sc->capability));
-	s = json_dumps(f, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(f, CORRAL_JSON_FLAGS);
 	auditlog_fields("step", NULL, id, s, strlen(s));
 	free(s);
 	json_decref(f);

@@ -188,7 +188,7 @@ step_audit_reply(struct steprun *sr)
 	    "recommendation", json_object_get(sr->out, "recommendation"),
 	    "notes", (int)json_array_size(json_object_get(sr->out, "notes")),
 	    "artifacts", sr->written);
-	s = json_dumps(f, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(f, CORRAL_JSON_FLAGS);
 	auditlog_fields("step_reply", sr->agent, sr->reply_id, s, strlen(s));
 	free(s);
 	json_decref(f);
@@ -387,7 +387,7 @@ step_fail(struct steprun *sr, const char *code, const char *msg, json_t *more)
 	if (e != NULL && more != NULL)
 		json_object_update(json_object_get(json_object_get(e,
 		    "content"), "data"), more);
-	s = json_dumps(e, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(e, CORRAL_JSON_FLAGS);
 	auditlog_envelope("error", NULL, sr->id, s, strlen(s));
 	step_end(sr, s, strlen(s), 1);
 	free(s);

@@ -389,7 +389,7 @@ subagent_task_line(json_t *task, const char *id, const char *parent,
 	/* Tell the child this is its task: it answers with finalize. */
 	json_object_set_new(t, "corral", json_pack("{s:s, s:s}", "kind", "task",
 	    "parent", from));
-	s = json_dumps(t, CORRAL_JSON_FLAGS);
+	s = jsonw_dumps(t, CORRAL_JSON_FLAGS);
 	json_decref(t);
 	if (s == NULL) {
 		snprintf(why, whylen, "params.task could not be serialized");

@@ -554,7 +554,7 @@ supervisor_print_result(void)
 	data = json_object_get(content, "data");
 	if (json_is_string(text))
 		printf("%s\n", json_string_value(text));
-	else if (data != NULL && (s = json_dumps(data, JSON_INDENT(2) |
+	else if (data != NULL && (s = jsonw_dumps(data, JSON_INDENT(2) |
 	    JSON_REAL_PRECISION(15))) != NULL) {
 		printf("%s\n", s);
 		free(s);

@@ -263,7 +263,7 @@ taskreg_end(const char *id, const char *agent, const char *line, size_t len,
 			t->result = json_object_get(c, "text");
 		if (t->result != NULL) {
 			t->result = json_deep_copy(t->result);
-			if ((text = json_dumps(t->result, JSON_ENCODE_ANY)) !=
+			if ((text = jsonw_dumps(t->result, JSON_ENCODE_ANY)) !=
 			    NULL && strlen(text) > TASKREG_TEXT) {
 				json_decref(t->result);
 				t->result = json_pack("{s:b, s:I}", "truncated",

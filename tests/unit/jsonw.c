@@ -1273,6 +1273,55 @@ test_auditlog_hostile(void **state)
 	assert_int_equal(nlines, 1 + 4 * len);
 }
 
+/*
+ * A tree holding the largest doubles (a peer's, copied whole) dumps as
+ * JSON that reads back, each real within 15 digits, and is unchanged.
+ */
+static void
+test_dumps_largest_reals(void **state)
+{
+	static const char	 in[] = "{\"a\":1.7976931348623157e308,"
+	    "\"b\":[-1.7976931348623157e308,0.9],\"c\":{\"d\":1e308}}";
+	json_t			*j, *back;
+	json_error_t		 e;
+	char			*s, buf[256];
+	size_t			 n;
+	int			 fd[2];
+	ssize_t			 r;
+
+	(void)state;
+	j = json_loads(in, 0, &e);
+	assert_non_null(j);
+	/* jansson alone writes a number past DBL_MAX, which it refuses. */
+	s = json_dumps(j, CORRAL_JSON_FLAGS);
+	assert_null(json_loads(s, 0, &e));
+	free(s);
+	s = jsonw_dumps(j, CORRAL_JSON_FLAGS);
+	back = json_loads(s, CORRAL_JSON_LOAD, &e);
+	assert_non_null(back);
+	assert_true(json_real_value(json_object_get(back, "a")) > 1.7976e308);
+	assert_true(json_real_value(json_array_get(json_object_get(back,
+	    "b"), 0)) < -1.7976e308);
+	assert_non_null(strstr(s, "0.9]"));
+	assert_non_null(strstr(s, "\"d\":1e308"));
+	json_decref(back);
+	/* The tree itself keeps what the peer sent. */
+	assert_true(json_real_value(json_object_get(j, "a")) == DBL_MAX);
+	n = jsonw_dumpb(j, buf, sizeof buf, CORRAL_JSON_FLAGS);
+	assert_true(n > 0 && n < sizeof buf);
+	assert_int_equal(n, strlen(s));
+	assert_memory_equal(buf, s, n);
+	assert_int_equal(pipe(fd), 0);
+	assert_int_equal(jsonw_dumpfd(j, fd[1], CORRAL_JSON_FLAGS), 0);
+	close(fd[1]);
+	r = read(fd[0], buf, sizeof buf);
+	close(fd[0]);
+	assert_int_equal((size_t)r, n);
+	assert_memory_equal(buf, s, n);
+	free(s);
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -1294,6 +1343,7 @@ main(void)
 		cmocka_unit_test(test_envelope_goal_hostile),
 		cmocka_unit_test(test_rpc_hostile),
 		cmocka_unit_test(test_auditlog_hostile),
+		cmocka_unit_test(test_dumps_largest_reals),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
