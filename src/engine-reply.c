@@ -200,7 +200,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		}
 		auditlog_replied(a->id, req->id, reply_id, NULL,
 		    ENGINE_RISK(req, risk));
-	} else	/* The reply's line and the outcome's, at once. */
+	} else if (auditlog_enabled())
+		/* The reply's line and the outcome's, at once. */
 		auditlog_reply_q(a->id, agent_idq(a), req->id, req->idq,
 		    reply_id, rq, line, len, ENGINE_RISK(req, risk));
 	if (engine_hooks.outcome != NULL)
