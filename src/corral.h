@@ -1975,6 +1975,15 @@ agent_idq(const struct agent *a)
 {
 	return a != NULL ? ((unsigned)a->flags >> AGENT_IDQ_SHIFT) & 0xff : 0;
 }
+
+/* The length of a's id: agent_idq's when it says it, else measured. */
+static inline size_t
+agent_idlen(const struct agent *a)
+{
+	unsigned	q = agent_idq(a);
+
+	return (q & JSONW_PLAIN) ? JSONW_IDQ_LEN(q) : strlen(a->id);
+}
 int	 agent_spawn(struct agent *, char **, char *const *,
 	    struct spawn_result *);
 int	 agent_spawn_as(struct agent *, const struct agent_conf *, char **,
@@ -2136,13 +2145,14 @@ char	*envelope_own(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, int *, size_t *);
 /*
  * Would envelope_own leave a checked line as it is?  No corral member,
- * and agent.id (when sender is given) sender itself, written plainly: what
+ * and agent.id (when sender, of sn bytes, is given) sender itself,
+ * written plainly: what
  * honest agents send, answered without a call.  Zero when in doubt (an
  * escaped id): envelope_own then decides.
  */
 static inline int
 envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
-    const char *sender)
+    const char *sender, size_t sn)
 {
 	const struct jtok	*k;
 	size_t			 n;
@@ -2155,7 +2165,7 @@ envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
 	if (k->type != JT_STRING || (k->flags & JT_ESCAPED))
 		return 0;
 	n = k->len - 2;
-	return strlen(sender) == n && memcmp(s + k->off + 1, sender, n) == 0;
+	return sn == n && memcmp(s + k->off + 1, sender, n) == 0;
 }
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);

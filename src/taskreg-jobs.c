@@ -214,19 +214,13 @@ taskreg_request_ended(const struct msg *m, const struct engine_end *e)
 	struct taskrec	*r;
 	char		 risk[2048];
 	size_t		 n;
-	unsigned	 q;
 
 	if (m->kind == MSG_SEND)
 		return;
 	r = taskreg_jobs_slot();
 	memcpy(r->id, m->id, sizeof r->id);
 	r->id[sizeof r->id - 1] = '\0';
-	/* The agent's id's length as the agent keeps it, when it does. */
-	q = agent_idq(e->agent);
-	if (q & JSONW_PLAIN)
-		n = JSONW_IDQ_LEN(q);
-	else
-		n = e->agent != NULL ? strlen(e->agent->id) : 0;
+	n = e->agent != NULL ? agent_idlen(e->agent) : 0;
 	if (n >= sizeof r->agent)
 		n = sizeof r->agent - 1;
 	memcpy(r->agent, n > 0 ? e->agent->id : "", n);
