@@ -955,16 +955,20 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
  */
 void
 auditlog_route_q(const char *agent, unsigned aq, const char *id,
-    unsigned iq, const char *intent, const char *reason, size_t rn)
+    unsigned iq, const char *intent, unsigned tq, const char *reason,
+    size_t rn)
 {
 	size_t	 an, in, tn;
 	char	*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	/* A workflow may name its own intents: checked like any string. */
+	/*
+	 * A workflow may name its own intents: checked like any string,
+	 * unless tq says (protocol_intent_q) what it is.
+	 */
 	if (auditlog_known(agent, aq, &an) | auditlog_known(id, iq, &in) |
-	    auditlog_special(intent, &tn)) {
+	    auditlog_known(intent, tq, &tn)) {
 		auditlog_begin("route", 5, agent, id);
 		auditlog_put(AUDIT_KEY("intent"), intent, tn, 0);
 		auditlog_put(AUDIT_KEY("reason"), reason, rn, 1);

@@ -1602,6 +1602,7 @@ void	 protocol_set_intents(char **, size_t);
 size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
+unsigned protocol_intent_q(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
 int	 protocol_capability_equal(const char *, const char *);
 const char *protocol_capability_name(json_t *);
@@ -2750,7 +2751,7 @@ void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
 void	 auditlog_route_q(const char *, unsigned, const char *, unsigned,
-	    const char *, const char *, size_t);
+	    const char *, unsigned, const char *, size_t);
 void	 auditlog_replied(const char *, const char *, const char *,
 	    const char *, const char *);
 void	 auditlog_job_end_q(const char *, unsigned, int, const char *);
@@ -2782,7 +2783,7 @@ static inline void
 auditlog_route(const char *agent, const char *id, const char *intent,
     const char *reason)
 {
-	auditlog_route_q(agent, 0, id, 0, intent, reason, strlen(reason));
+	auditlog_route_q(agent, 0, id, 0, intent, 0, reason, strlen(reason));
 }
 
 /* Record that job id ended, failed or not, with its risk (NULL: none). */

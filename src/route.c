@@ -435,7 +435,8 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 /* The "route" line: the ids' lengths as their owners keep them. */
 #define ROUTE_AUDIT(m, a, reason)					\
 	auditlog_route_q((a)->id, agent_idq(a), (m)->id, (m)->idq,	\
-	    protocol_intent_name((m)->intent), reason, sizeof(reason) - 1)
+	    protocol_intent_name((m)->intent),				\
+	    protocol_intent_q((m)->intent), reason, sizeof(reason) - 1)
 
 /* Record that m went to agent a, and why. */
 static void

@@ -485,8 +485,9 @@ known_lines(int told)
 			qw = told ? known(w) : 0;
 			auditlog_envelope_q("input", 5, v[i], qi, v[j], qj, env,
 			    sizeof env - 1);
-			auditlog_route_q(v[i], qi, v[j], qj, "execute",
-			    "addressed", 9);
+			/* The intent: any string but none. */
+			auditlog_route_q(v[i], qi, v[j], qj, w != NULL ? w :
+			    "execute", w != NULL ? qw : 0, "addressed", 9);
 			auditlog_reply_q(v[i], qi, v[j], qj, w, qw, env,
 			    sizeof env - 1, r);
 			auditlog_job_end_q(v[j], qj, (int)(j & 1), r);
@@ -509,6 +510,10 @@ test_known_ids(void **state)
 	assert_int_equal(jsonw_idq("", 0), JSONW_PLAIN);
 	assert_int_equal(jsonw_idq("a\"b", 3), 0);
 	assert_int_equal(jsonw_idq("bad \xff", 5), 0);
+	/* The intents' names, as the route line is told them. */
+	assert_int_equal(protocol_intent_q(INTENT_EXECUTE), 7 | JSONW_PLAIN);
+	assert_int_equal(protocol_intent_q(INTENT_TOOL_CALL), 9 | JSONW_PLAIN);
+	assert_int_equal(protocol_intent_q(-1), 1 | JSONW_PLAIN);
 	for (k = 0; k < 2; k++) {
 		unlink(path);
 		assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
