@@ -708,8 +708,8 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 {
 	struct job	*j;
 	struct msg	*m;
-	char		 id[CORRAL_ID_MAX], *copy;
-	size_t		 clen, idlen;
+	char		 id[CORRAL_ID_MAX] = { 0 }, *copy;
+	size_t		 clen;
 	int		 pooled = 0, n;
 	uint8_t		 idq;
 
@@ -732,13 +732,14 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	}
 	/*
 	 * The id fits the job's and the request's (CORRAL_ID_MAX each):
-	 * copied by its length, which is cheaper than strlcpy on every input.
+	 * copied whole, a few stores, without measuring it (id was zeroed).
 	 */
-	idlen = (size_t)n + 1;
 	/* For the audit log's lines: checked once here, not in each. */
 	idq = auditlog_enabled() ? jsonw_idq(id, (size_t)n) : 0;
 	j = engine_job_create(origin);
-	memcpy(j->id, id, idlen);
+	_Static_assert(sizeof j->id == sizeof id && sizeof m->id == sizeof id,
+	    "a job's and a request's ids are CORRAL_ID_MAX bytes");
+	memcpy(j->id, id, sizeof j->id);
 	j->idq = idq;
 	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
 	    MSG_INPUT, env->intent);
@@ -746,7 +747,7 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		m->pooled = 1;
 		engine_stats.bytes += ENGINE_LINE_BLOCK - clen;
 	}
-	memcpy(m->id, id, idlen);
+	memcpy(m->id, id, sizeof m->id);
 	m->idq = idq;
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;

@@ -87,6 +87,22 @@ got=$(jq -r '[.agent.id, (.trace.parents | length), .trace.parents[0]] | join(" 
 [ "$got" = "critic 2 in-r1" ] ||
     fail "expected the critic's result with parents [in-r1, its request], got: $(cat "$OUT")"
 
+# 1c. A trace.id of the longest length kept (63 bytes) is its job's and
+# its request's id whole; an input without one gets an id of corral's.
+long=$(printf 'L%.0s' $(seq 63))
+serve_start "$T/wf.yaml"
+envelope "$long" execute >&8
+printf '{"protocol":"multiagent-1.0","role":"user","intent":"execute","task":"t","content":{"type":"text","text":"x"}}\n' >&8
+wait_lines 2 5
+serve_eof
+corral_wait 20
+expect_rc 0
+[ "$(jq -r 'select(.trace.parents[0] == "'"$long"'") | .content.text' "$OUT")" = "execute by fast" ] ||
+    fail "expected the result of the 63-byte id naming it whole, got: $(cat "$OUT")"
+got=$(jq -r 'select(.trace.parents[0] != "'"$long"'") | .trace.parents[0] | length' "$OUT")
+[ "$got" -gt 0 ] && [ "$got" -lt 64 ] ||
+    fail "expected the input without trace.id answered under an id of corral's, got: $(cat "$OUT")"
+
 # 2. Invalid lines, an empty line, pings, then a valid request.
 serve_start "$T/wf.yaml" --log "$LOG"
 {
