@@ -372,6 +372,7 @@ agent_create(struct agent_conf *ac, unsigned int instance, struct agent *parent)
 	a = xcalloc(1, sizeof *a + len + 1);
 	a->id = (char *)(a + 1);
 	memcpy(a->id, id, len + 1);
+	a->flags = (int)jsonw_idq(a->id, len) << AGENT_IDQ_SHIFT;
 	free(id);
 	a->conf = ac;
 	a->instance = instance;

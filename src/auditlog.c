@@ -844,6 +844,20 @@ auditlog_special(const char *s, size_t *n)
 	return jsonw_special(s, *n);
 }
 
+/*
+ * As auditlog_special, for a string whose jsonw_idq q its owner kept:
+ * when q says it needs no escape, its length is q's, with no look at it.
+ */
+static inline __attribute__((always_inline)) unsigned
+auditlog_known(const char *s, unsigned q, size_t *n)
+{
+	if (q & JSONW_PLAIN) {
+		*n = JSONW_IDQ_LEN(q);
+		return 0;
+	}
+	return auditlog_special(s, n);
+}
+
 /* Copy string member v of vl bytes to p unless v is NULL. */
 #define AUDIT_COPY(p, k, v, vl) do {					\
 	if ((v) != NULL)						\
@@ -855,11 +869,12 @@ auditlog_special(const char *s, size_t *n)
 /*
  * Record an envelope as it travelled (valid JSON, embedded as is); at
  * --log-level decisions, the line without it.  When agent and id need
- * no escape, the line is written in one reservation.
+ * no escape (aq and iq may say so: jsonw_idq), the line is written in one
+ * reservation.
  */
 void
-auditlog_envelope_n(const char *ev, size_t evn, const char *agent,
-    const char *id, const char *line, size_t len)
+auditlog_envelope_q(const char *ev, size_t evn, const char *agent,
+    unsigned aq, const char *id, unsigned iq, const char *line, size_t len)
 {
 	size_t	 an, in;
 	char	*p;
@@ -868,7 +883,7 @@ auditlog_envelope_n(const char *ev, size_t evn, const char *agent,
 		return;
 	if (audit_decisions)
 		len = 0;
-	if (auditlog_special(agent, &an) | auditlog_special(id, &in)) {
+	if (auditlog_known(agent, aq, &an) | auditlog_known(id, iq, &in)) {
 		auditlog_begin(ev, evn, agent, id);
 		p = jsonw_room(&audit_w, len + 9);
 	} else {
@@ -939,17 +954,21 @@ auditlog_json(const char *ev, const char *agent, json_t *fields)
  * spells).
  */
 void
-auditlog_route_n(const char *agent, const char *id, const char *intent,
-    const char *reason, size_t rn)
+auditlog_route_q(const char *agent, unsigned aq, const char *id,
+    unsigned iq, const char *intent, unsigned tq, const char *reason,
+    size_t rn)
 {
 	size_t	 an, in, tn;
 	char	*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	/* A workflow may name its own intents: checked like any string. */
-	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
-	    auditlog_special(intent, &tn)) {
+	/*
+	 * A workflow may name its own intents: checked like any string,
+	 * unless tq says (protocol_intent_q) what it is.
+	 */
+	if (auditlog_known(agent, aq, &an) | auditlog_known(id, iq, &in) |
+	    auditlog_known(intent, tq, &tn)) {
 		auditlog_begin("route", 5, agent, id);
 		auditlog_put(AUDIT_KEY("intent"), intent, tn, 0);
 		auditlog_put(AUDIT_KEY("reason"), reason, rn, 1);
@@ -1011,11 +1030,13 @@ auditlog_replied(const char *agent, const char *id, const char *reply,
  * it travelled) to request id, and the request's outcome "replied", with
  * its risk (NULL: none): the lines auditlog_envelope and auditlog_replied
  * write, one after the other, at one reading of the clock and with the
- * strings they share measured and checked once.
+ * strings they share measured and checked once (or not at all: aq, iq and
+ * pq, jsonw_idq of agent, id and reply, may say what they are).
  */
 void
-auditlog_reply(const char *agent, const char *id, const char *reply,
-    const char *line, size_t len, const char *risk)
+auditlog_reply_q(const char *agent, unsigned aq, const char *id,
+    unsigned iq, const char *reply, unsigned pq, const char *line, size_t len,
+    const char *risk)
 {
 	struct timespec	 now;
 	size_t		 an, in, pn, kn, n;
@@ -1023,8 +1044,8 @@ auditlog_reply(const char *agent, const char *id, const char *reply,
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	if (auditlog_special(agent, &an) | auditlog_special(id, &in) |
-	    auditlog_special(reply, &pn) | auditlog_special(risk, &kn)) {
+	if (auditlog_known(agent, aq, &an) | auditlog_known(id, iq, &in) |
+	    auditlog_known(reply, pq, &pn) | auditlog_special(risk, &kn)) {
 		auditlog_envelope("reply", agent, reply, line, len);
 		auditlog_replied(agent, id, reply, NULL, risk);
 		return;
@@ -1095,16 +1116,19 @@ auditlog_reflect(const char *agent, const char *id, const char *of,
 	auditlog_tail(p + 9 + nn);
 }
 
-/* Record that job id ended, failed or not, with its risk (NULL: none). */
+/*
+ * Record that job id (jsonw_idq iq) ended, failed or not, with its risk
+ * (NULL: none).
+ */
 void
-auditlog_job_end(const char *id, int failed, const char *risk)
+auditlog_job_end_q(const char *id, unsigned iq, int failed, const char *risk)
 {
 	size_t	 in, kn;
 	char	*p;
 
 	if (audit_fd == -1 || audit_failed)
 		return;
-	if (auditlog_special(id, &in) | auditlog_special(risk, &kn)) {
+	if (auditlog_known(id, iq, &in) | auditlog_special(risk, &kn)) {
 		auditlog_begin("job_end", 7, NULL, id);
 		if (failed)
 			auditlog_put(AUDIT_KEY("status"), "failed", 6, 1);

@@ -950,6 +950,8 @@ struct agent {
 #define AGENT_DEAD	0x02	/* to be freed */
 #define AGENT_SIGSTOPPED 0x04	/* its process stopped by SIGSTOP */
 #define AGENT_RUNNING	0x08	/* spawned, not yet released */
+	/* Bits 8-15: jsonw_idq of its id (agent_idq), in no field of its own. */
+#define AGENT_IDQ_SHIFT	8
 	/* The tree: its children, siblings and depth made at the first. */
 	struct agent		*parent;
 	struct agent_kin	*kin;		/* NULL: no parent, no child */
@@ -1036,6 +1038,7 @@ struct branch_end {
 struct job {
 	uint64_t		 ENGINE_WRITES seq;
 	char			 ENGINE_WRITES id[CORRAL_ID_MAX]; /* its root's */
+	uint8_t			 ENGINE_WRITES idq;	/* jsonw_idq; 0: unknown */
 	int			 ENGINE_WRITES origin;
 #define JOB_RUN		0
 #define JOB_SERVE	1
@@ -1064,6 +1067,7 @@ struct msg_progress;
  */
 struct msg {
 	char			 ENGINE_WRITES id[CORRAL_ID_MAX];
+	uint8_t			 ENGINE_WRITES idq;	/* jsonw_idq; 0: unknown */
 	char			*ENGINE_WRITES line;
 	size_t			 ENGINE_WRITES len;
 	uint8_t			 ENGINE_WRITES intent;
@@ -1617,6 +1621,7 @@ void	 protocol_set_intents(char **, size_t);
 size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
+unsigned protocol_intent_q(int);
 int	 protocol_filter_allows(json_t *, const char *, const char *);
 int	 protocol_capability_equal(const char *, const char *);
 const char *protocol_capability_name(json_t *);
@@ -1775,6 +1780,22 @@ jsonw_special(const char *s, size_t n)
 	}
 #endif
 	return jsonw_plain(s, n) != n;
+}
+
+/*
+ * What is known of an id of n bytes at s, kept beside it where it is made
+ * so that the audit log's writers need not measure and check it again:
+ * n | JSONW_PLAIN when it needs no escape, 0 (nothing known) when it does
+ * or is too long to say so in a byte.
+ */
+#define JSONW_PLAIN	0x80
+#define JSONW_IDQ_LEN(q)	((size_t)((q) & ~JSONW_PLAIN))
+static inline uint8_t
+jsonw_idq(const char *s, size_t n)
+{
+	if (n >= JSONW_PLAIN || jsonw_special(s, n))
+		return 0;
+	return (uint8_t)(n | JSONW_PLAIN);
 }
 
 /*
@@ -1971,6 +1992,22 @@ unsigned int agent_depth(const struct agent *);
 unsigned int agent_nchildren(const struct agent *);
 struct agent *agent_first_child(const struct agent *);
 struct agent *agent_next_sibling(const struct agent *);
+
+/* What is known of a's id (jsonw_idq): 0 for none (a NULL). */
+static inline unsigned
+agent_idq(const struct agent *a)
+{
+	return a != NULL ? ((unsigned)a->flags >> AGENT_IDQ_SHIFT) & 0xff : 0;
+}
+
+/* The length of a's id: agent_idq's when it says it, else measured. */
+static inline size_t
+agent_idlen(const struct agent *a)
+{
+	unsigned	q = agent_idq(a);
+
+	return (q & JSONW_PLAIN) ? JSONW_IDQ_LEN(q) : strlen(a->id);
+}
 int	 agent_spawn(struct agent *, char **, char *const *,
 	    struct spawn_result *);
 int	 agent_spawn_as(struct agent *, const struct agent_conf *, char **,
@@ -2134,13 +2171,14 @@ char	*envelope_own(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, int *, size_t *);
 /*
  * Would envelope_own leave a checked line as it is?  No corral member,
- * and agent.id (when sender is given) sender itself, written plainly: what
+ * and agent.id (when sender, of sn bytes, is given) sender itself,
+ * written plainly: what
  * honest agents send, answered without a call.  Zero when in doubt (an
  * escaped id): envelope_own then decides.
  */
 static inline int
 envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
-    const char *sender)
+    const char *sender, size_t sn)
 {
 	const struct jtok	*k;
 	size_t			 n;
@@ -2153,7 +2191,7 @@ envelope_is_own(const struct jscan *js, const char *s, const struct env *env,
 	if (k->type != JT_STRING || (k->flags & JT_ESCAPED))
 		return 0;
 	n = k->len - 2;
-	return strlen(sender) == n && memcmp(s + k->off + 1, sender, n) == 0;
+	return sn == n && memcmp(s + k->off + 1, sender, n) == 0;
 }
 char	*envelope_add_parent(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, size_t *);
@@ -2161,8 +2199,9 @@ char	*envelope_corral_set(struct jscan *, const char *, size_t,
 	    const struct env *, const char *, const char *, size_t *);
 
 /*
- * Copy a trace id (trace.id) into buf; returns 0 when there is one.
- * Inline: the engine copies one for every input and every reply.
+ * Copy a trace id (trace.id) into buf; returns its length when there is
+ * one (and it fits), -1 when not.  Inline: the engine copies one for
+ * every input and every reply.
  */
 static inline int
 envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
@@ -2178,7 +2217,7 @@ envelope_trace_id(struct jscan *js, const char *s, const struct env *env,
 		return -1;
 	memcpy(buf, v, vl);
 	buf[vl] = '\0';
-	return 0;
+	return (int)vl;
 }
 
 /*
@@ -2734,20 +2773,27 @@ void	 auditlog_on_line(auditlog_line_cb);
 void	 auditlog_flush(void);
 void	 auditlog_tick(void);
 void	 auditlog_event(const char *, const char *, const char *, ...);
-void	 auditlog_envelope_n(const char *, size_t, const char *,
-	    const char *, const char *, size_t);
+void	 auditlog_envelope_q(const char *, size_t, const char *, unsigned,
+	    const char *, unsigned, const char *, size_t);
 void	 auditlog_fields(const char *, const char *, const char *,
 	    const char *, size_t);
 void	 auditlog_json(const char *, const char *, json_t *);
-void	 auditlog_route_n(const char *, const char *, const char *,
-	    const char *, size_t);
+void	 auditlog_route_q(const char *, unsigned, const char *, unsigned,
+	    const char *, unsigned, const char *, size_t);
 void	 auditlog_replied(const char *, const char *, const char *,
 	    const char *, const char *);
-void	 auditlog_job_end(const char *, int, const char *);
-void	 auditlog_reply(const char *, const char *, const char *,
-	    const char *, size_t, const char *);
+void	 auditlog_job_end_q(const char *, unsigned, int, const char *);
+void	 auditlog_reply_q(const char *, unsigned, const char *, unsigned,
+	    const char *, unsigned, const char *, size_t, const char *);
 void	 auditlog_reflect(const char *, const char *, const char *, int,
 	    double);
+
+/*
+ * The writers of a request's lines take, beside each id, what is known of
+ * it (jsonw_idq: its length, and that it needs no escape), or 0 when
+ * nothing is: the ids the engine keeps are measured and checked once,
+ * where they are made, not in every line.  These forms know nothing.
+ */
 
 /*
  * Record an envelope as it travelled, as event ev (a literal: inlined
@@ -2757,7 +2803,7 @@ static inline void
 auditlog_envelope(const char *ev, const char *agent, const char *id,
     const char *line, size_t len)
 {
-	auditlog_envelope_n(ev, strlen(ev), agent, id, line, len);
+	auditlog_envelope_q(ev, strlen(ev), agent, 0, id, 0, line, len);
 }
 
 /* Record that a request went to agent, for intent, with reason (a literal). */
@@ -2765,7 +2811,25 @@ static inline void
 auditlog_route(const char *agent, const char *id, const char *intent,
     const char *reason)
 {
-	auditlog_route_n(agent, id, intent, reason, strlen(reason));
+	auditlog_route_q(agent, 0, id, 0, intent, 0, reason, strlen(reason));
+}
+
+/* Record that job id ended, failed or not, with its risk (NULL: none). */
+static inline void
+auditlog_job_end(const char *id, int failed, const char *risk)
+{
+	auditlog_job_end_q(id, 0, failed, risk);
+}
+
+/*
+ * Record agent's reply reply (its line of len bytes) to request id, and
+ * the request's outcome "replied" with its risk (NULL: none).
+ */
+static inline void
+auditlog_reply(const char *agent, const char *id, const char *reply,
+    const char *line, size_t len, const char *risk)
+{
+	auditlog_reply_q(agent, 0, id, 0, reply, 0, line, len, risk);
 }
 int	 auditlog_read_open(struct auditlog_reader *, const char *);
 int	 auditlog_read_next(struct auditlog_reader *, json_t **);

@@ -76,7 +76,8 @@ static inline const char *
 engine_unforge(struct jscan *js, struct agent *a, const char *line,
     size_t *len, struct env *env, char **copy)
 {
-	if (envelope_is_own(js, line, env, a != NULL ? a->id : NULL)) {
+	if (envelope_is_own(js, line, env, a != NULL ? a->id : NULL,
+	    a != NULL ? agent_idlen(a) : 0)) {
 		*copy = NULL;
 		return line;
 	}

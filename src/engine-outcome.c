@@ -113,7 +113,9 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 	}
 	if (engine_step.done != NULL)
 		engine_step.done(j);
-	auditlog_job_end(j->id, is_error, ENGINE_RISK(j, risk));
+	if (auditlog_enabled())	/* not even the call without it */
+		auditlog_job_end_q(j->id, j->idq, is_error,
+		    ENGINE_RISK(j, risk));
 	if (is_error) {
 		/* One line for every failed job: what happened, and a hint. */
 		join_summary(line, len, summary, sizeof summary);

@@ -60,18 +60,22 @@ engine_unforge_copy(struct jscan *js, struct agent *a, const char *line,
  */
 static const char *
 engine_fill(struct jscan *js, struct msg *req, const char *line,
-    size_t *len, struct env *env, char *reply_id, char **filled)
+    size_t *len, struct env *env, char *reply_id, uint8_t *rq, char **filled)
 {
 	struct env_error	err;
 	size_t			flen;
+	int			n;
 
 	*filled = NULL;
 	if (env->trace_id != -1 && env->parents != -1 && env->timestamp != -1) {
 		/* Nothing is missing: the usual reply. */
-		(void)envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX);
+		n = envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX);
+		*rq = n >= 0 && auditlog_enabled() ?
+		    jsonw_idq(reply_id, (size_t)n) : 0;
 		return line;
 	}
-	if (envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX) != 0) {
+	*rq = 0;
+	if (envelope_trace_id(js, line, env, reply_id, CORRAL_ID_MAX) < 0) {
 		protocol_new_id(reply_id, CORRAL_ID_MAX);
 		*filled = envelope_fill(js, line, *len, env, reply_id, req->id,
 		    &flen);
@@ -173,13 +177,14 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 {
 	char		 reply_id[CORRAL_ID_MAX], *filled, *unforged;
 	char		 risk[2048];
+	uint8_t		 rq;
 
 	lifecycle_replied(a);
 	breaker_success(a);
 	engine_stats.replied++;
 	if ((line = engine_unforge(js, a, line, &len, env, &unforged)) ==
 	    NULL || (line = engine_fill(js, req, line, &len, env, reply_id,
-	    &filled)) == NULL) {
+	    &rq, &filled)) == NULL) {
 		free(unforged);
 		engine_stats.replied--;
 		engine_fail(req, "INTERNAL", "bad_reply", "the reply of agent %s "
@@ -195,9 +200,10 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		}
 		auditlog_replied(a->id, req->id, reply_id, NULL,
 		    ENGINE_RISK(req, risk));
-	} else	/* The reply's line and the outcome's, at once. */
-		auditlog_reply(a->id, req->id, reply_id, line, len,
-		    ENGINE_RISK(req, risk));
+	} else if (auditlog_enabled())
+		/* The reply's line and the outcome's, at once. */
+		auditlog_reply_q(a->id, agent_idq(a), req->id, req->idq,
+		    reply_id, rq, line, len, ENGINE_RISK(req, risk));
 	if (engine_hooks.outcome != NULL)
 		engine_hooks.outcome(req, "replied", NULL, NULL, NULL);
 	engine_reply_ended(req, a, js, line, len, env);

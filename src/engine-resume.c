@@ -55,8 +55,10 @@ engine_resume_retrace(struct msg *m, const char *id, unsigned int redelivery)
 	if (line == NULL)
 		return 0;	/* it goes as it is, under its new id */
 	engine_msg_line(m, line, strlen(line));
-	if (rename)
+	if (rename) {
 		strlcpy(m->id, id, sizeof m->id);
+		m->idq = 0;	/* measured again where it is written */
+	}
 	return rename || strcmp(id != NULL ? id : "", m->id) == 0;
 }
 

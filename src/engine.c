@@ -710,10 +710,12 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	struct msg	*m;
 	char		 id[CORRAL_ID_MAX] = { 0 }, *copy;
 	size_t		 clen;
-	int		 pooled = 0;
+	int		 pooled = 0, n;
+	uint8_t		 idq;
 
-	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+	if ((n = envelope_trace_id(js, line, env, id, sizeof id)) < 0) {
 		protocol_new_id(id, sizeof id);
+		n = (int)strlen(id);
 		copy = envelope_fill(js, line, len, env, id, NULL, &clen);
 	} else if (env->timestamp == -1)
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
@@ -732,10 +734,13 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	 * The id fits the job's and the request's (CORRAL_ID_MAX each):
 	 * copied whole, a few stores, without measuring it (id was zeroed).
 	 */
+	/* For the audit log's lines: checked once here, not in each. */
+	idq = auditlog_enabled() ? jsonw_idq(id, (size_t)n) : 0;
 	j = engine_job_create(origin);
 	_Static_assert(sizeof j->id == sizeof id && sizeof m->id == sizeof id,
 	    "a job's and a request's ids are CORRAL_ID_MAX bytes");
 	memcpy(j->id, id, sizeof j->id);
+	j->idq = idq;
 	m = engine_msg_create(j, copy, clen, origin == JOB_RUN ? MSG_GOAL :
 	    MSG_INPUT, env->intent);
 	if (pooled) {
@@ -743,13 +748,16 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		engine_stats.bytes += ENGINE_LINE_BLOCK - clen;
 	}
 	memcpy(m->id, id, sizeof m->id);
+	m->idq = idq;
 	m->prio = (uint8_t)env->prio;
 	m->timeout = env->ttl;
 	engine_title(m, js, line, env->task);
 	if (env->session != -1)
 		engine_job_session(j, js, line, env->session);
-	auditlog_envelope(origin == JOB_RUN ? "goal" : "input", NULL, id, copy,
-	    clen);
+	if (origin == JOB_RUN)
+		auditlog_envelope_q("goal", 4, NULL, 0, id, idq, copy, clen);
+	else
+		auditlog_envelope_q("input", 5, NULL, 0, id, idq, copy, clen);
 	if (engine_step_first(m) != 0)
 		return NULL;	/* it failed at once: nothing to route */
 	return m;

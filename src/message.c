@@ -1199,7 +1199,7 @@ message_reply(struct agent *a, struct msg *m, struct jscan *js,
 	char			 id[CORRAL_ID_MAX], *filled;
 	size_t			 flen;
 
-	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+	if (envelope_trace_id(js, line, env, id, sizeof id) < 0) {
 		protocol_new_id(id, sizeof id);
 		filled = envelope_fill(js, line, len, env, id, m->id, &flen);
 	} else

@@ -23,6 +23,7 @@ static const char *protocol_prios[PRIO_COUNT] = {
 
 /* The workflow's own intents, after the standard ones. */
 static char	*protocol_extra[INTENT_EXTRA];
+static uint8_t	 protocol_extra_q[INTENT_EXTRA];	/* jsonw_idq of each */
 static size_t	 protocol_nextra;
 
 static char	 protocol_run[16] = "corral";
@@ -99,6 +100,26 @@ protocol_intent_name(int i)
 }
 
 /*
+ * jsonw_idq of an intent's name (protocol_intent_name): the audit log
+ * writes one a request, and need not measure and check it each time.
+ */
+unsigned
+protocol_intent_q(int i)
+{
+	static uint8_t	q[INTENT_COUNT];	/* 0: not measured yet */
+
+	if (i >= 0 && i < INTENT_COUNT) {
+		if (q[i] == 0)
+			q[i] = jsonw_idq(protocol_intents[i],
+			    strlen(protocol_intents[i]));
+		return q[i];
+	}
+	if (i >= INTENT_COUNT && (size_t)(i - INTENT_COUNT) < protocol_nextra)
+		return protocol_extra_q[i - INTENT_COUNT];
+	return 1 | JSONW_PLAIN;	/* "*" */
+}
+
+/*
  * Say what is wrong with a name for a workflow's own intent, or NULL: a
  * lowercase letter, then letters, digits, '.', '_' or '-', at most
  * INTENT_NAME_MAX bytes, and not a standard intent.
@@ -137,8 +158,11 @@ protocol_set_intents(char **names, size_t n)
 	for (i = 0; i < protocol_nextra; i++)
 		free(protocol_extra[i]);
 	protocol_nextra = 0;
-	for (i = 0; i < n && i < INTENT_EXTRA; i++)
+	for (i = 0; i < n && i < INTENT_EXTRA; i++) {
+		protocol_extra_q[protocol_nextra] = jsonw_idq(names[i],
+		    strlen(names[i]));
 		protocol_extra[protocol_nextra++] = xstrdup(names[i]);
+	}
 }
 
 /* How many intents there are: the standard ones and the workflow's. */

@@ -432,6 +432,25 @@ route_pick(struct route *r, struct msg *m, unsigned int *others,
 	return c.best;
 }
 
+/* The "route" line: the ids' lengths as their owners keep them. */
+#define ROUTE_AUDIT(m, a, reason)					\
+	auditlog_route_q((a)->id, agent_idq(a), (m)->id, (m)->idq,	\
+	    protocol_intent_name((m)->intent),				\
+	    protocol_intent_q((m)->intent), reason, sizeof(reason) - 1)
+
+/* Record that m went to agent a, and why. */
+static void
+route_audit(struct msg *m, struct agent *a)
+{
+	if (m->exclude != NULL)
+		ROUTE_AUDIT(m, a, "reflection: fewest outstanding, not the "
+		    "author");
+	else if (m->target != NULL)
+		ROUTE_AUDIT(m, a, "addressed");
+	else
+		ROUTE_AUDIT(m, a, "fewest outstanding");
+}
+
 /* Hand m to agent a. */
 static void
 route_dispatch(struct msg *m, struct agent *a)
@@ -444,10 +463,7 @@ route_dispatch(struct msg *m, struct agent *a)
 	breaker_sent(a);
 	route_hooks.dispatched(m, a);
 	if (auditlog_enabled())
-		auditlog_route(a->id, m->id, protocol_intent_name(m->intent),
-		    m->exclude != NULL ? "reflection: fewest outstanding, not "
-		    "the author" : m->target != NULL ? "addressed" :
-		    "fewest outstanding");
+		route_audit(m, a);
 	if (answered) {
 		/* Its answer comes on the next iteration, as a reply of a's. */
 		agent_count_in(a);

@@ -1171,7 +1171,7 @@ subagent_task_reply(struct agent *c, struct msg *task, struct jscan *js,
 		message_reply(c, task, js, line, len, env);
 		return;
 	}
-	if (envelope_trace_id(js, line, env, id, sizeof id) != 0) {
+	if (envelope_trace_id(js, line, env, id, sizeof id) < 0) {
 		protocol_new_id(id, sizeof id);
 		filled = envelope_fill(js, line, len, env, id, task->id, &flen);
 	} else

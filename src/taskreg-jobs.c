@@ -220,7 +220,7 @@ taskreg_request_ended(const struct msg *m, const struct engine_end *e)
 	r = taskreg_jobs_slot();
 	memcpy(r->id, m->id, sizeof r->id);
 	r->id[sizeof r->id - 1] = '\0';
-	n = e->agent != NULL ? strlen(e->agent->id) : 0;
+	n = e->agent != NULL ? agent_idlen(e->agent) : 0;
 	if (n >= sizeof r->agent)
 		n = sizeof r->agent - 1;
 	memcpy(r->agent, n > 0 ? e->agent->id : "", n);

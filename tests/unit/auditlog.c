@@ -449,6 +449,97 @@ test_request_bytes(void **state)
 	free(buf);
 }
 
+/* What the engine keeps of an id: jsonw_idq of it, 0 for none. */
+static unsigned
+known(const char *s)
+{
+	return s != NULL ? jsonw_idq(s, strlen(s)) : 0;
+}
+
+/*
+ * Write a request's lines for every pair of hostile and usual ids, told
+ * what is known of them (known) or nothing (0).
+ */
+static void
+known_lines(int told)
+{
+	static const char	*v[] = {
+		"echo.1", "b-0000000000", "x", "", "quote\" and \\backslash",
+		"new\nline\x01", "bad \xff utf8", NULL,
+		"an id of more than thirty-two bytes, to be copied whole",
+		"an id of more than a hundred and twenty-seven bytes, whose "
+		    "length does not fit beside the bit that says it is plain "
+		    "in one byte",
+	};
+	static const char	 env[] = "{\"intent\":\"execute\"}";
+	size_t			 i, j, nv = sizeof v / sizeof v[0];
+
+	for (i = 0; i < nv; i++)
+		for (j = 0; j < nv; j++) {
+			const char	*w = v[(i + j) % nv], *r;
+			unsigned	 qi, qj, qw;
+
+			r = j % 3 == 0 ? NULL : v[j];
+			qi = told ? known(v[i]) : 0;
+			qj = told ? known(v[j]) : 0;
+			qw = told ? known(w) : 0;
+			auditlog_envelope_q("input", 5, v[i], qi, v[j], qj, env,
+			    sizeof env - 1);
+			/* The intent: any string but none. */
+			auditlog_route_q(v[i], qi, v[j], qj, w != NULL ? w :
+			    "execute", w != NULL ? qw : 0, "addressed", 9);
+			auditlog_reply_q(v[i], qi, v[j], qj, w, qw, env,
+			    sizeof env - 1, r);
+			auditlog_job_end_q(v[j], qj, (int)(j & 1), r);
+		}
+}
+
+/*
+ * The request's lines are the same bytes whether the writers are told
+ * the ids' lengths and that they need no escape, or measure and check
+ * them: for ids of every kind, and those too long to be told.
+ */
+static void
+test_known_ids(void **state)
+{
+	char	*buf[2], *p[2], *nl[2], *a[2];
+	size_t	 len, n, k, na[2];
+
+	(void)state;
+	assert_int_equal(jsonw_idq("echo.1", 6), 6 | JSONW_PLAIN);
+	assert_int_equal(jsonw_idq("", 0), JSONW_PLAIN);
+	assert_int_equal(jsonw_idq("a\"b", 3), 0);
+	assert_int_equal(jsonw_idq("bad \xff", 5), 0);
+	/* The intents' names, as the route line is told them. */
+	assert_int_equal(protocol_intent_q(INTENT_EXECUTE), 7 | JSONW_PLAIN);
+	assert_int_equal(protocol_intent_q(INTENT_TOOL_CALL), 9 | JSONW_PLAIN);
+	assert_int_equal(protocol_intent_q(-1), 1 | JSONW_PLAIN);
+	for (k = 0; k < 2; k++) {
+		unlink(path);
+		assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
+		known_lines(k == 0);
+		assert_int_equal(auditlog_close(), 0);
+		buf[k] = slurp(path, &len);
+		assert_non_null(p[k] = strchr(buf[k], '\n'));
+		p[k]++;
+	}
+	for (n = 0; *p[0] != '\0' || *p[1] != '\0'; n++) {
+		for (k = 0; k < 2; k++) {
+			assert_non_null(nl[k] = strchr(p[k], '\n'));
+			assert_non_null(a[k] = strstr(p[k], ",\"ev\":"));
+			na[k] = (size_t)(nl[k] - a[k]);
+			p[k] = nl[k] + 1;
+		}
+		if (na[0] != na[1] || memcmp(a[0], a[1], na[0]) != 0)
+			fail_msg("line %zu differs:\n%.*s\n%.*s", n,
+			    (int)na[0], a[0], (int)na[1], a[1]);
+	}
+	/* Five lines a pair: input, route, reply, outcome, job_end. */
+	assert_int_equal(n, 10 * 10 * 5);
+	free(buf[0]);
+	free(buf[1]);
+}
+
 /*
  * t's milliseconds and seconds are kept as text and written again only
  * when they change: lines a tenth of a millisecond apart, over more than
@@ -775,6 +866,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_request_lines, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_request_bytes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_known_ids, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_t_digits, setup,
 		    teardown),
