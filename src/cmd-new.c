@@ -81,7 +81,7 @@ static const struct cmd_new_lang cmd_new_langs[] = {
 "static void\n"
 "put(json_t *j)\n"
 "{\n"
-"\tchar\t*s = jsonw_dumps(j, JSON_COMPACT);\n"
+"\tchar\t*s = json_dumps(j, JSON_COMPACT);\n"
 "\n"
 "\tif (s != NULL)\n"
 "\t\tprintf(\"%s\\n\", s);\n"

@@ -520,6 +520,20 @@ jsonw_untame(struct jsonw_real *saved, size_t n)
 }
 
 /*
+ * Clamp what needs it for a dump with these flags: only fewer than 17
+ * digits (JSON_REAL_PRECISION) round the largest doubles past DBL_MAX.
+ */
+static void
+jsonw_tame_for(const json_t *j, size_t flags, struct jsonw_real **saved,
+    size_t *n, size_t *cap)
+{
+	size_t	digits = (flags >> 11) & 0x1f;
+
+	if (digits > 0 && digits < 17)
+		jsonw_tame((json_t *)j, saved, n, cap);
+}
+
+/*
  * json_dumps, except that no real comes out as a number no reader takes:
  * corral writes reals with 15 digits, which rounds the largest doubles
  * past DBL_MAX.  The tree is as it was on return.
@@ -531,7 +545,7 @@ jsonw_dumps(const json_t *j, size_t flags)
 	size_t			 n = 0, cap = 0;
 	char			*s;
 
-	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	jsonw_tame_for(j, flags, &saved, &n, &cap);
 	s = json_dumps(j, flags);
 	jsonw_untame(saved, n);
 	return s;
@@ -544,7 +558,7 @@ jsonw_dumpb(const json_t *j, char *buf, size_t size, size_t flags)
 	struct jsonw_real	*saved = NULL;
 	size_t			 n = 0, cap = 0, len;
 
-	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	jsonw_tame_for(j, flags, &saved, &n, &cap);
 	len = json_dumpb(j, buf, size, flags);
 	jsonw_untame(saved, n);
 	return len;
@@ -558,7 +572,7 @@ jsonw_dumpfd(const json_t *j, int fd, size_t flags)
 	size_t			 n = 0, cap = 0;
 	int			 rc;
 
-	jsonw_tame((json_t *)j, &saved, &n, &cap);
+	jsonw_tame_for(j, flags, &saved, &n, &cap);
 	rc = json_dumpfd(j, fd, flags);
 	jsonw_untame(saved, n);
 	return rc;

@@ -1319,6 +1319,13 @@ test_dumps_largest_reals(void **state)
 	assert_int_equal((size_t)r, n);
 	assert_memory_equal(buf, s, n);
 	free(s);
+	/* With all 17 digits nothing rounds past DBL_MAX: nothing clamped. */
+	s = jsonw_dumps(j, JSON_COMPACT);
+	back = json_loads(s, 0, &e);
+	assert_non_null(back);
+	assert_true(json_real_value(json_object_get(back, "a")) == DBL_MAX);
+	json_decref(back);
+	free(s);
 	json_decref(j);
 }
 
