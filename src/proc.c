@@ -507,10 +507,10 @@ proc_err_fed(struct proc *p)
 }
 
 /*
- * Some processes' stderr can be read: one at a time, each taken from the
- * set just before it is read, since a line's hook may end or free
- * another process.  The set is level-triggered: what is left of a busy
- * stderr comes round again, after the others.
+ * Some processes' stderr can be read: one at a time, each event asked of
+ * the set just before its process is read, since a line's hook may end
+ * or free another process.  The set is level-triggered: what is left of
+ * a busy stderr comes round again, after the others.
  */
 static void
 proc_errs_cb(struct ev_loop *loop, ev_io *w, int revents)

@@ -139,12 +139,95 @@ test_shared_set(void **state)
 	close(b[1]);
 }
 
+static struct proc	*F[2];
+static int		 flines[2];
+
+/* Count a line; F[0]'s first line frees F[1] whole, as a freed owner does. */
+static int
+fline(struct proc *p, const char *line, size_t len)
+{
+	int	i = p == F[0] ? 0 : 1;
+
+	(void)line;
+	(void)len;
+	if (++flines[i] == 1 && i == 0) {
+		proc_free(F[1]);
+		free(F[1]);
+		F[1] = NULL;
+	}
+	return 0;
+}
+
+static const struct proc_hooks fhooks = { .errline = fline };
+
+/*
+ * F[0] has bytes first, then F[1]: F[0]'s line frees F[1] while F[1] is
+ * ready in the set.  Nothing reads the freed process (AddressSanitizer).
+ */
+static void
+test_shared_set_free(void **state)
+{
+	int	a[2], b[2];
+
+	(void)state;
+	assert_non_null(ev_default_loop(EVFLAG_AUTO));
+	assert_int_equal(pipe(a), 0);
+	assert_int_equal(pipe(b), 0);
+	F[0] = calloc(1, sizeof *F[0]);
+	F[1] = calloc(1, sizeof *F[1]);
+	proc_init(F[0]);
+	proc_init(F[1]);
+	F[0]->hooks = F[1]->hooks = &fhooks;
+	F[0]->name = "f0";
+	F[1]->name = "f1";
+	F[0]->flags = F[1]->flags = PROC_QUIET;
+	proc_err_watch(F[0], a[0]);
+	proc_err_watch(F[1], b[0]);
+	/* F[0] ready first: its line is read first. */
+	assert_int_equal(write(a[1], "from f0\n", 8), 8);
+	assert_int_equal(write(b[1], "from f1\n", 8), 8);
+	spin();
+	assert_int_equal(flines[0], 1);
+	assert_int_equal(flines[1], 0);
+	assert_null(F[1]);
+	proc_free(F[0]);
+	free(F[0]);
+	close(a[1]);
+	close(b[1]);
+}
+
+/* A buffered partial line completed by the read whose line closes stderr. */
+static void
+test_close_after_partial(void **state)
+{
+	int	fd[2];
+
+	(void)state;
+	lines = 0;
+	assert_int_equal(pipe(fd), 0);
+	proc_init(&P);
+	P.hooks = &hooks;
+	P.name = "x";
+	P.flags = PROC_QUIET;
+	proc_err_watch(&P, fd[0]);
+	assert_int_equal(write(fd[1], "par", 3), 3);
+	spin();
+	assert_int_equal(write(fd[1], "tial\nnext\nmore", 15), 15);
+	spin();
+	assert_true(lines >= 1);
+	assert_false(proc_err_open(&P));
+	proc_free(&P);
+	close(fd[1]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_close_in_line),
 		cmocka_unit_test(test_shared_set),
+		cmocka_unit_test(test_shared_set_free),
+		cmocka_unit_test(test_close_after_partial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
