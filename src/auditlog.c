@@ -853,6 +853,12 @@ auditlog_known(const char *s, unsigned q, size_t *n)
 {
 	if (q & JSONW_PLAIN) {
 		*n = JSONW_IDQ_LEN(q);
+#ifdef CORRAL_SANITIZE
+		/* Kept where the id was made: a rename that forgot it shows. */
+		if (s != NULL && jsonw_idq(s, strlen(s)) != q)
+			fatalx("auditlog: id \"%.64s\" kept as %zu plain bytes",
+			    s, *n);
+#endif
 		return 0;
 	}
 	return auditlog_special(s, n);
