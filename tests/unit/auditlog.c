@@ -198,6 +198,32 @@ test_hostile_strings(void **state)
 }
 
 /*
+ * Compare the log's lines past run_start in pairs, each pair the same
+ * after "ev"; returns how many pairs there were.
+ */
+static size_t
+t_pairs(const char *buf, const char *what)
+{
+	const char	*p, *nl, *a, *b;
+	size_t		 n, na, nb;
+
+	assert_non_null(p = strchr(buf, '\n'));
+	for (p++, n = 0; *p != '\0'; p = nl + 1, n++) {
+		assert_non_null(nl = strchr(p, '\n'));
+		a = strstr(p, ",\"ev\":");
+		na = (size_t)(nl - a);
+		p = nl + 1;
+		assert_non_null(nl = strchr(p, '\n'));
+		b = strstr(p, ",\"ev\":");
+		nb = (size_t)(nl - b);
+		if (na != nb || memcmp(a, b, na) != 0)
+			fail_msg("%s pair %zu differs:\n%.*s\n%.*s", what, n,
+			    (int)na, a, (int)nb, b);
+	}
+	return n;
+}
+
+/*
  * The lines written for every request (route, outcome replied, job_end)
  * have writers of their own: each line is byte for byte what
  * auditlog_event writes for the same members, whatever bytes the strings
@@ -215,8 +241,8 @@ test_request_lines(void **state)
 		"an id of more than thirty-two bytes, to be copied whole",
 	};
 	static const char	*opt[] = { NULL, "a reason", "risk \"x\"" };
-	char	*buf, *p, *nl, *a, *b;
-	size_t	 i, j, len, n = 0, na, nb;
+	char	*buf;
+	size_t	 i, j, len;
 	int	 lines = 0;
 
 	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
@@ -240,20 +266,7 @@ test_request_lines(void **state)
 	assert_int_equal(auditlog_close(), 0);
 	buf = slurp(path, &len);
 	/* Past run_start: pairs of lines, the same after "ev". */
-	assert_non_null(p = strchr(buf, '\n'));
-	for (p++; *p != '\0'; p = nl + 1, n++) {
-		assert_non_null(nl = strchr(p, '\n'));
-		a = strstr(p, ",\"ev\":");
-		na = (size_t)(nl - a);
-		p = nl + 1;
-		assert_non_null(nl = strchr(p, '\n'));
-		b = strstr(p, ",\"ev\":");
-		nb = (size_t)(nl - b);
-		if (na != nb || memcmp(a, b, na) != 0)
-			fail_msg("line pair %zu differs:\n%.*s\n%.*s", n,
-			    (int)na, a, (int)nb, b);
-		lines += 2;
-	}
+	lines = 2 * (int)t_pairs(buf, "line");
 	assert_int_equal(lines, 2 * 6 * (1 + 2 * 3));
 	free(buf);
 }
@@ -302,8 +315,8 @@ test_request_bytes(void **state)
 		",\"ev\":\"reflect\",\"id\":\"b-1-r1\",\"of\":\"echo.1-1\","
 		    "\"score\":null}",
 	};
-	char	*buf, *p, *nl, *a, *b;
-	size_t	 i, j, len, n = 0, na, nb;
+	char	*buf, *p, *nl, *a;
+	size_t	 i, j, len, n = 0;
 
 	assert_int_equal(auditlog_open(path, "wf.yaml"), 0);
 	for (i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -315,19 +328,7 @@ test_request_bytes(void **state)
 		}
 	assert_int_equal(auditlog_close(), 0);
 	buf = slurp(path, &len);
-	assert_non_null(p = strchr(buf, '\n'));
-	for (p++; *p != '\0'; p = nl + 1, n++) {
-		assert_non_null(nl = strchr(p, '\n'));
-		a = strstr(p, ",\"ev\":");
-		na = (size_t)(nl - a);
-		p = nl + 1;
-		assert_non_null(nl = strchr(p, '\n'));
-		b = strstr(p, ",\"ev\":");
-		nb = (size_t)(nl - b);
-		if (na != nb || memcmp(a, b, na) != 0)
-			fail_msg("line pair %zu differs:\n%.*s\n%.*s", n,
-			    (int)na, a, (int)nb, b);
-	}
+	n = t_pairs(buf, "line");
 	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
 	free(buf);
 
@@ -400,19 +401,7 @@ test_request_bytes(void **state)
 		}
 	assert_int_equal(auditlog_close(), 0);
 	buf = slurp(path, &len);
-	assert_non_null(p = strchr(buf, '\n'));
-	for (p++, n = 0; *p != '\0'; p = nl + 1, n++) {
-		assert_non_null(nl = strchr(p, '\n'));
-		a = strstr(p, ",\"ev\":");
-		na = (size_t)(nl - a);
-		p = nl + 1;
-		assert_non_null(nl = strchr(p, '\n'));
-		b = strstr(p, ",\"ev\":");
-		nb = (size_t)(nl - b);
-		if (na != nb || memcmp(a, b, na) != 0)
-			fail_msg("reflect pair %zu differs:\n%.*s\n%.*s", n,
-			    (int)na, a, (int)nb, b);
-	}
+	n = t_pairs(buf, "reflect");
 	assert_int_equal(n, (sizeof v / sizeof v[0]) * (sizeof v / sizeof v[0]));
 	free(buf);
 
