@@ -78,7 +78,16 @@ static struct xpool		 engine_line_pool = { NULL, ENGINE_LINE_BLOCK,
  * is charged to limits.memory as the buffer's capacity (at most twice
  * the line).  Below, a copy costs less than the reference's upkeep.
  */
+#ifndef CORRAL_SANITIZE
 #define ENGINE_LINE_SHARED	(16 * 1024)
+#else
+/*
+ * Every input, in the sanitizers' and the fuzzers' builds: the lifetime
+ * of a line its agent's queue still holds is what they must see, and
+ * their tests and fuzzers send mostly short lines.
+ */
+#define ENGINE_LINE_SHARED	1
+#endif
 /*
  * Timers of requests.  A request waits (in a queue, or at its agent) for
  * a time its row or its agent sets, and requests that wait as long,
