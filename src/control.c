@@ -45,6 +45,7 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 #define BOTH	(PEER_AGENT | PEER_CLIENT)
 #define ALL	(PEER_AGENT | PEER_CLIENT | PEER_DELEGATE)
+#define Q	CONTROL_QUERY
 
 /*
  * The most JSON values (and keys) a frame may hold.  jansson takes 40 to
@@ -65,7 +66,7 @@ static void	control_shutdown(struct peer *, json_t *, json_t *);
 
 static const struct control_method control_methods[] = {
 	{ CORRAL_M_CONNECT,	ALL,		control_connect },
-	{ CORRAL_M_PING,	ALL,		control_ping },
+	{ CORRAL_M_PING,	ALL | Q,	control_ping },
 	{ CORRAL_M_DISCONNECT,	ALL,		control_disconnect },
 	{ CORRAL_M_REGISTER,	ALL,		control_register },
 	{ CORRAL_M_UNREGISTER,	ALL,		control_unregister },
@@ -75,35 +76,35 @@ static const struct control_method control_methods[] = {
 	{ CORRAL_M_STOP,	ALL,		subagent_stop },
 	{ CORRAL_M_SUSPEND,	BOTH,		subagent_suspend },
 	{ CORRAL_M_RESUME,	BOTH,		subagent_resume },
-	{ CORRAL_M_LIST,	ALL,		mapview_list },
-	{ CORRAL_M_GET,		ALL,		mapview_get },
-	{ CORRAL_M_GRAPH,	ALL,		mapview_graph },
+	{ CORRAL_M_LIST,	ALL | Q,	mapview_list },
+	{ CORRAL_M_GET,		ALL | Q,	mapview_get },
+	{ CORRAL_M_GRAPH,	ALL | Q,	mapview_graph },
 	{ CORRAL_M_SUBSCRIBE,	ALL,		event_subscribe },
 	{ CORRAL_M_UNSUBSCRIBE,	ALL,		event_unsubscribe },
-	{ CORRAL_M_REPLAY,	ALL,		event_replay },
-	{ CORRAL_M_SCOPES,	BOTH,		scope_list_request },
-	{ CORRAL_M_SCOPE_GET,	BOTH,		scope_get_request },
+	{ CORRAL_M_REPLAY,	ALL | Q,	event_replay },
+	{ CORRAL_M_SCOPES,	BOTH | Q,	scope_list_request },
+	{ CORRAL_M_SCOPE_GET,	BOTH | Q,	scope_get_request },
 	{ CORRAL_M_SCOPE_CREATE, BOTH,		scope_create_request },
 	{ CORRAL_M_SCOPE_DELETE, BOTH,		scope_delete_request },
 	{ CORRAL_M_SCOPE_JOIN,	BOTH,		scope_join_request },
 	{ CORRAL_M_SCOPE_LEAVE,	BOTH,		scope_leave_request },
-	{ CORRAL_M_SCOPE_MEMBERS, BOTH,		scope_members_request },
+	{ CORRAL_M_SCOPE_MEMBERS, BOTH | Q,	scope_members_request },
 	{ CORRAL_M_TASKS_CREATE, BOTH,		taskreg_create_request },
 	{ CORRAL_M_TASKS_ASSIGN, BOTH,		message_task_assign },
 	{ CORRAL_M_TASKS_UPDATE, BOTH,		taskreg_update_request },
-	{ CORRAL_M_TASKS_LIST,	BOTH,		taskreg_list_request },
-	{ CORRAL_M_SESSION_LIST, BOTH,		session_list_request },
+	{ CORRAL_M_TASKS_LIST,	BOTH | Q,	taskreg_list_request },
+	{ CORRAL_M_SESSION_LIST, BOTH | Q,	session_list_request },
 	{ CORRAL_M_SESSION_LOAD, BOTH,		session_load_request },
 	{ CORRAL_M_SESSION_CLOSE, BOTH,		session_close_request },
-	{ CORRAL_M_METRICS,	BOTH,		metrics_request },
+	{ CORRAL_M_METRICS,	BOTH | Q,	metrics_request },
 	{ CORRAL_M_ROUTE,	BOTH,		message_route },
 	{ CORRAL_M_HANDOFF,	PEER_AGENT,	message_handoff },
 	{ CORRAL_M_PROGRESS,	PEER_AGENT,	message_progress },
 	{ CORRAL_M_REPORT,	PEER_AGENT,	message_report },
 	{ CORRAL_M_SHUTDOWN,	PEER_CLIENT,	control_shutdown },
 	{ CORRAL_M_CANCEL,	BOTH,		cancel_request },
-	{ CORRAL_M_REQUESTS,	BOTH,		cancel_list },
-	{ CORRAL_M_STEPS,	PEER_CLIENT,	step_rpc_list },
+	{ CORRAL_M_REQUESTS,	BOTH | Q,	cancel_list },
+	{ CORRAL_M_STEPS,	PEER_CLIENT | Q, step_rpc_list },
 	{ CORRAL_M_ANSWER,	PEER_CLIENT,	step_rpc_answer },
 };
 
@@ -743,7 +744,7 @@ control_allowed(struct peer *p, json_t *id, const struct control_method *cm)
 		if (cm->who & p->role)
 			return 1;
 		snprintf(msg, sizeof msg, "Method not found: %s is for %s",
-		    cm->name, cm->who == PEER_CLIENT ? "clients of the "
+		    cm->name, (cm->who & ALL) == PEER_CLIENT ? "clients of the "
 		    "control socket" : "agents");
 		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
 		return 0;
@@ -802,6 +803,17 @@ control_one(struct peer *p, json_t *j)
 		snprintf(msg, sizeof msg, "Method not found: %.100s",
 		    json_string_value(method));
 		rpc_error(p, id, CORRAL_E_NOMETHOD, msg, NULL);
+		return;
+	}
+	/*
+	 * A query whose answer can no longer reach its peer (an agent whose
+	 * stdin corral has closed to stop it) is not run: each answer can be
+	 * as large as the run's agent list, and a stopping agent's pipe can
+	 * still hold a thousand of them, all read while it drains.
+	 */
+	if ((cm->who & CONTROL_QUERY) && rpc_deaf(p)) {
+		control_warn_refused("%s: %s not answered: corral no longer "
+		    "writes to it", p->name, cm->name);
 		return;
 	}
 	if (!control_allowed(p, id, cm))

@@ -1319,6 +1319,7 @@ struct engine_step_hooks {
 struct control_method {
 	const char	*name;
 	int		 who;		/* PEER_AGENT, PEER_CLIENT or both */
+#define CONTROL_QUERY	0x100	/* only reads: its answer is all it does */
 	void		(*fn)(struct peer *, json_t *, json_t *);
 };
 
@@ -2088,6 +2089,7 @@ struct peer *rpc_peer_find(const char *);
 struct peer *rpc_peer_first(void);
 struct peer *rpc_peer_next(struct peer *);
 int	 rpc_full(const struct peer *);
+int	 rpc_deaf(const struct peer *);
 json_t	*rpc_prefix_id(const char *, size_t);
 
 /* event.c */

@@ -393,6 +393,14 @@ rpc_full(const struct peer *p)
 	    (p->chan->flags & CHAN_WCLOSED) || chan_full(p->chan);
 }
 
+/* Return nonzero if nothing written to p now would reach it. */
+int
+rpc_deaf(const struct peer *p)
+{
+	return p->chan == NULL || p->chan->wfd == -1 ||
+	    (p->chan->flags & CHAN_WCLOSED);
+}
+
 /* Skip white space; returns the next position. */
 static size_t
 rpc_ws(const char *p, size_t i, size_t len)

@@ -112,6 +112,11 @@ wait_stuck "list flood" "$T/list.done"
 serve_eof
 corral_wait 30
 expect_rc 0
+# The requests still in its pipe when corral closed its stdin to stop it
+# are read (its last lines may matter) but not answered: nothing reads
+# the answers, each 300 KB.
+grep -q 'flood[^ ]*: map/agents/list not answered: corral no longer writes to it' "$ERR" ||
+    fail "list flood: the lists left in a stopping agent's pipe were answered (or not said so in the log)"
 check_peak "list flood" "$(mem_bound $MEM 0 100000 $((64 * KI)):1 \
     $((64 * KI)):1 $((64 * KI)):1 $((64 * KI)):1)"
 
