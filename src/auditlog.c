@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -53,6 +54,7 @@ static uint64_t			audit_handed;	/* bytes handed over since */
 static pthread_t		audit_thread;
 static pthread_mutex_t		audit_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		audit_cv = PTHREAD_COND_INITIALIZER;
+static sem_t			audit_sem;	/* wakes the writer */
 static struct ndjson_writer	audit_out;
 static int			audit_busy;	/* audit_out is being written */
 static int			audit_quit;
@@ -200,8 +202,12 @@ auditlog_open(const char *path, const char *wfpath)
 	ev_unref(LOOP);
 	ndjson_writer_init(&audit_w, 0, AUDIT_FLUSH);
 	ndjson_writer_init(&audit_out, 0, AUDIT_FLUSH);
+	if (sem_init(&audit_sem, 0, 0) == -1)
+		fatal("audit log: sem_init");
 	audit_threaded = pthread_create(&audit_thread, NULL, auditlog_thread,
 	    NULL) == 0;
+	if (!audit_threaded)
+		sem_destroy(&audit_sem);
 	clock_gettime(CLOCK_MONOTONIC, &audit_t0);
 	util_rfc3339(ts, sizeof ts);
 	auditlog_begin("run_start", 9, NULL, NULL);
@@ -337,18 +343,25 @@ auditlog_sync(int force)
 }
 
 /*
- * Wait on the writer's condition (the mutex held): until told, or, with
- * lines written and not synced, until the next sync is due.  Returns
- * nonzero when a sync is due.
+ * Wait for the writer's semaphore (the mutex held, and released while
+ * it waits): until posted, or, with lines written and not synced, until
+ * the next sync is due.  Returns nonzero when a sync is due.  Not the
+ * condition variable the loop waits on: a thread woken from
+ * pthread_cond_wait takes the mutex back marked contended, and its next
+ * unlock is one more futex(2) a batch.
  */
 static int
 auditlog_wait(void)
 {
 	struct timespec	ts;
 	double		left;
+	int		rc, due;
 
 	if (!audit_dirty || audit_sync_ms <= 0) {
-		pthread_cond_wait(&audit_cv, &audit_mu);
+		pthread_mutex_unlock(&audit_mu);
+		while (sem_wait(&audit_sem) == -1 && errno == EINTR)
+			;
+		pthread_mutex_lock(&audit_mu);
 		return 0;
 	}
 	left = audit_synced + audit_sync_ms / 1000.0 - util_mono();
@@ -361,7 +374,12 @@ auditlog_wait(void)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	return pthread_cond_timedwait(&audit_cv, &audit_mu, &ts) == ETIMEDOUT;
+	pthread_mutex_unlock(&audit_mu);
+	while ((rc = sem_timedwait(&audit_sem, &ts)) == -1 && errno == EINTR)
+		;
+	due = rc == -1 && errno == ETIMEDOUT;
+	pthread_mutex_lock(&audit_mu);
+	return due;
 }
 
 /*
@@ -457,8 +475,9 @@ auditlog_handover(int wait)
 	audit_w.head = audit_w.tail = 0;
 	audit_busy = 1;
 	audit_last = util_mono();
-	pthread_cond_broadcast(&audit_cv);
 	pthread_mutex_unlock(&audit_mu);
+	/* Posted after the unlock: the writer wakes to a free mutex. */
+	sem_post(&audit_sem);
 	return 1;
 }
 
@@ -555,9 +574,10 @@ auditlog_close(void)
 	if (audit_threaded) {
 		pthread_mutex_lock(&audit_mu);
 		audit_quit = 1;
-		pthread_cond_broadcast(&audit_cv);
 		pthread_mutex_unlock(&audit_mu);
+		sem_post(&audit_sem);
 		pthread_join(audit_thread, NULL);
+		sem_destroy(&audit_sem);
 		audit_threaded = 0;
 		audit_quit = 0;
 	}

@@ -122,6 +122,8 @@ static TAILQ_HEAD(, event_sub)	 event_subs =
 static uint64_t			 event_sub_seq;
 static uint8_t			 event_ulid[16];
 static uint64_t			 event_ulid_ms;
+static uint8_t			 event_rand[240];	/* for new ids */
+static size_t			 event_randn;	/* bytes of it unused */
 static event_visible_cb		 event_visible;	/* may a peer see an agent */
 
 static const char event_b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -361,6 +363,22 @@ event_ulid_encode(const uint8_t *b, char *out)
 }
 
 /*
+ * Ten random bytes for an id of a new millisecond, from a pool filled 24
+ * at a time: arc4random_buf may be a getrandom(2) each call (glibc 2.36
+ * to 2.40), and a busy corral starts a new millisecond every millisecond.
+ */
+static void
+event_random(uint8_t *b)
+{
+	if (event_randn < 10) {
+		arc4random_buf(event_rand, sizeof event_rand);
+		event_randn = sizeof event_rand;
+	}
+	event_randn -= 10;
+	memcpy(b, event_rand + event_randn, 10);
+}
+
+/*
  * Make a new id's 128 bits: a ULID, greater than every one made before it
  * in this process (the same millisecond counts the random part up; a
  * clock that went back is ignored).
@@ -378,12 +396,12 @@ event_new_ulid(uint8_t *b)
 		if (i < 6) {
 			/* 2^80 ids in one millisecond: move time on. */
 			event_ulid_ms++;
-			arc4random_buf(event_ulid + 6, 10);
+			event_random(event_ulid + 6);
 			event_ulid[6] &= 0x7f;
 		}
 	} else {
 		event_ulid_ms = ms;
-		arc4random_buf(event_ulid + 6, 10);
+		event_random(event_ulid + 6);
 		/* Room to count up in the same millisecond. */
 		event_ulid[6] &= 0x7f;
 	}

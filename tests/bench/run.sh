@@ -88,7 +88,7 @@ build() {
 	cmake --build "$BUILD" -j2 --target corral >>"$B/cmake.log" 2>&1 ||
 	    die "building corral failed; see $B/cmake.log"
 	CFLAGS="-O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wformat=2"
-	for p in driver relay lean spawnbench; do
+	for p in driver relay lean spawnbench logwrite; do
 		cc $CFLAGS -o "$B/$p" "$SRC/tests/bench/$p.c" ||
 		    die "cc $p.c failed"
 	done

@@ -110,6 +110,32 @@ test_ids(void **state)
 	}
 }
 
+/*
+ * Ids of different milliseconds have random parts of their own: 60 of
+ * them take the pool of random bytes through two refills.
+ */
+static void
+test_ids_random(void **state)
+{
+	char		 id[60][EVENT_ID_LEN + 1];
+	uint64_t	 ms;
+	int		 i, j;
+
+	for (i = 0; i < 60; i++) {
+		ms = event_now_ms();
+		do {	/* the next millisecond of the loop's clock */
+			usleep(200);
+			ev_now_update(LOOP);
+		} while (event_now_ms() == ms);
+		event_new_id(id[i]);
+		/* The first 10 characters are the time, the rest random. */
+		for (j = 0; j < i; j++) {
+			assert_true(strcmp(id[i], id[j]) > 0);
+			assert_memory_not_equal(id[i] + 10, id[j] + 10, 16);
+		}
+	}
+}
+
 /* Filters name event types in any style, with prefixes and "*". */
 static void
 test_types(void **state)
@@ -688,6 +714,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_ids_random),
 		cmocka_unit_test(test_types),
 		cmocka_unit_test_setup_teardown(test_subscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay, setup, teardown),
