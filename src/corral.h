@@ -323,6 +323,20 @@ struct ndjson_writer {
  * writev.  Empty, it holds no memory.
  */
 struct ndjson_chunk;
+/*
+ * A long line shared by its owner (a request) and the queues it is
+ * written to, freed when the last lets go (ndjson-queue.c): a queue
+ * refers to it instead of copying it.  Its bytes, with a NUL after
+ * them, are not changed while it is shared.
+ */
+struct ndjson_buf {
+	char			*p;
+	size_t			 len;
+	uint32_t		 cap;	/* the memory it holds */
+	uint32_t		 refs;
+	int			 taken;	/* p is a reader's buffer (ndjson_take) */
+};
+
 struct ndjson_queue {
 	struct ndjson_chunk	*first;
 	struct ndjson_chunk	*last;
@@ -1089,6 +1103,8 @@ struct msg {
 #define MSG_RETRYING	3
 	uint8_t			 ENGINE_WRITES holds;	/* its agent */
 	uint8_t			 ENGINE_WRITES pooled;	/* line: a pool's block */
+	/* Or a long line shared with the queues it is written to. */
+	struct ndjson_buf	*ENGINE_WRITES lbuf;
 	uint8_t			 ENGINE_WRITES tclass;	/* its timer's class + 1, or 0 */
 	unsigned int		 ENGINE_WRITES depth;
 	unsigned int		 ENGINE_WRITES round;	/* of reflection */
@@ -1742,6 +1758,10 @@ int	 ndjson_queue_full(const struct ndjson_queue *);
 int	 ndjson_queue_drained(const struct ndjson_queue *);
 void	 ndjson_queue_line(struct ndjson_queue *, const void *, size_t);
 int	 ndjson_queue_flush(struct ndjson_queue *, int);
+struct ndjson_buf *ndjson_buf_new(const char *, size_t);
+struct ndjson_buf *ndjson_buf_wrap(char *, size_t);
+void	 ndjson_buf_put(struct ndjson_buf *);
+void	 ndjson_buf_offer(struct ndjson_buf *, int);
 
 #ifdef __SSE2__
 /*

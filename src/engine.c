@@ -72,6 +72,23 @@ static struct xpool		 engine_msg_pool =
 static struct xpool		 engine_line_pool = { NULL, ENGINE_LINE_BLOCK,
 				     0, 512 };
 /*
+ * An input of ENGINE_LINE_SHARED bytes or more is kept in a shared line
+ * (struct ndjson_buf): the reader's own buffer when the line was read in
+ * place, and its agent's queue refers to it instead of copying it.  It
+ * is charged to limits.memory as the buffer's capacity (at most twice
+ * the line).  Below, a copy costs less than the reference's upkeep.
+ */
+#ifndef CORRAL_SANITIZE
+#define ENGINE_LINE_SHARED	(16 * 1024)
+#else
+/*
+ * Every input, in the sanitizers' and the fuzzers' builds: the lifetime
+ * of a line its agent's queue still holds is what they must see, and
+ * their tests and fuzzers send mostly short lines.
+ */
+#define ENGINE_LINE_SHARED	1
+#endif
+/*
  * Timers of requests.  A request waits (in a queue, or at its agent) for
  * a time its row or its agent sets, and requests that wait as long,
  * armed one after another, expire in the order they were armed: each
@@ -178,6 +195,8 @@ engine_stats_get(void)
 static size_t
 engine_line_cost(const struct msg *m)
 {
+	if (m->lbuf != NULL)
+		return m->lbuf->cap;
 	return m->pooled ? ENGINE_LINE_BLOCK : m->len;
 }
 
@@ -185,7 +204,11 @@ engine_line_cost(const struct msg *m)
 static void
 engine_line_free(struct msg *m)
 {
-	if (m->pooled)
+	if (m->lbuf != NULL) {
+		/* A queue may still hold it: the last to let go frees it. */
+		ndjson_buf_put(m->lbuf);
+		m->lbuf = NULL;
+	} else if (m->pooled)
 		xpool_put(&engine_line_pool, m->line);
 	else
 		free(m->line);
@@ -706,12 +729,13 @@ static struct msg *
 engine_job_start(struct jscan *js, const char *line, size_t len,
     struct env *env, int origin)
 {
-	struct job	*j;
-	struct msg	*m;
-	char		 id[CORRAL_ID_MAX] = { 0 }, *copy;
-	size_t		 clen;
-	int		 pooled = 0, n;
-	uint8_t		 idq;
+	struct job		*j;
+	struct msg		*m;
+	struct ndjson_buf	*lb = NULL;
+	char			 id[CORRAL_ID_MAX] = { 0 }, *copy;
+	size_t			 clen;
+	int			 pooled = 0, n;
+	uint8_t			 idq;
 
 	if ((n = envelope_trace_id(js, line, env, id, sizeof id)) < 0) {
 		protocol_new_id(id, sizeof id);
@@ -721,7 +745,17 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
 	else
 		copy = NULL;	/* nothing is missing: the usual input */
-	if (copy == NULL) {
+	if (copy != NULL && clen >= ENGINE_LINE_SHARED)
+		lb = ndjson_buf_wrap(copy, clen);	/* shared as it is */
+	else if (copy == NULL && len >= ENGINE_LINE_SHARED) {
+		/*
+		 * A long line as it came: the reader's buffer if it was read
+		 * in place, shared with its agent's queue, not copied again.
+		 */
+		lb = ndjson_buf_new(line, len);
+		copy = lb->p;
+		clen = len;
+	} else if (copy == NULL) {
 		/* The line as it came: a typical one fits a pool's block. */
 		pooled = len >= ENGINE_LINE_MIN && len < ENGINE_LINE_BLOCK;
 		copy = pooled ? xpool_alloc(&engine_line_pool) :
@@ -746,6 +780,9 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 	if (pooled) {
 		m->pooled = 1;
 		engine_stats.bytes += ENGINE_LINE_BLOCK - clen;
+	} else if (lb != NULL) {
+		m->lbuf = lb;
+		engine_stats.bytes += lb->cap - clen;
 	}
 	memcpy(m->id, id, sizeof m->id);
 	m->idq = idq;

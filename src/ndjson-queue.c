@@ -15,6 +15,10 @@
  * exactly a line's rest when it is bigger: a queue of n bytes takes n
  * plus at most one partly filled chunk, not twice n as a doubling
  * buffer did.
+ *
+ * A long line its owner keeps anyway (a request's, which a retry may
+ * send again) is not copied at all: the queue holds a reference to it
+ * (struct ndjson_buf), and its newline is written from a constant.
  */
 
 #include <sys/uio.h>
@@ -28,7 +32,7 @@
 #include "ndjson-int.h"
 
 #define NDJSON_CHUNK	(64 * 1024)	/* a pipe's worth */
-#define NDJSON_IOV	64		/* chunks given to one writev */
+#define NDJSON_IOV	128		/* iovecs given to one writev */
 #define NDJSON_TAKE_MIN	1024		/* shorter lines are not asked for */
 
 struct ndjson_chunk {
@@ -40,6 +44,7 @@ struct ndjson_chunk {
 	uint16_t		 pool;	/* its pool + 1, or 0 */
 	uint16_t		 taken;	/* p is a buffer ndjson_take gave */
 	uint32_t		 bufcap;	/* its capacity, to give back */
+	struct ndjson_buf	*ref;	/* p is its line, then a newline */
 	char			 data[];
 };
 
@@ -56,6 +61,76 @@ static struct xpool	ndjson_pools[NDJSON_POOLS] = {
 	{ NULL, 8192, 0, 128 },
 	{ NULL, sizeof(struct ndjson_chunk) + NDJSON_CHUNK, 0, 16 },
 };
+
+/* The shared line the next ndjson_queue_line of its bytes refers to. */
+static struct ndjson_buf	*ndjson_offered;
+
+/*
+ * A shared copy of a long line (len bytes at line, a NUL after them):
+ * the reader's own buffer when line is the long line it is handing out
+ * (ndjson_take), else a copy.  Its owner holds the one reference.
+ */
+struct ndjson_buf *
+ndjson_buf_new(const char *line, size_t len)
+{
+	struct ndjson_buf	*b;
+
+	b = xmalloc(sizeof *b);
+	b->len = len;
+	b->refs = 1;
+	if ((b->p = ndjson_take(line, len, &b->cap)) != NULL)
+		b->taken = 1;
+	else {
+		b->p = xmalloc(len + 1);
+		memcpy(b->p, line, len);
+		b->cap = (uint32_t)(len + 1);
+		b->taken = 0;
+	}
+	/* The byte after the line (its newline, or a "\r") is its own. */
+	b->p[len] = '\0';
+	return b;
+}
+
+/*
+ * A shared line of len bytes at p (allocated, a NUL after them), taken
+ * over.  Its owner holds the one reference.
+ */
+struct ndjson_buf *
+ndjson_buf_wrap(char *p, size_t len)
+{
+	struct ndjson_buf	*b;
+
+	b = xmalloc(sizeof *b);
+	b->p = p;
+	b->len = len;
+	b->cap = (uint32_t)(len + 1);
+	b->refs = 1;
+	b->taken = 0;
+	return b;
+}
+
+/* Let go of a reference to a shared line: the last frees it. */
+void
+ndjson_buf_put(struct ndjson_buf *b)
+{
+	if (b == NULL || --b->refs > 0)
+		return;
+	if (b->taken)
+		ndjson_give_back(b->p, b->cap);
+	else
+		free(b->p);
+	free(b);
+}
+
+/*
+ * Offer shared line b to the queues (on nonzero) or no longer: while
+ * offered, a queue given exactly its bytes refers to it.
+ */
+void
+ndjson_buf_offer(struct ndjson_buf *b, int on)
+{
+	ndjson_offered = on ? b : NULL;
+}
 
 /* Initialize a queue with watermarks. */
 void
@@ -74,7 +149,8 @@ ndjson_queue_held(const struct ndjson_queue *q)
 	size_t				 n = 0;
 
 	for (c = q->first; c != NULL; c = c->next)
-		n += sizeof *c + (c->taken ? c->bufcap : c->cap);
+		n += sizeof *c + (c->taken ? c->bufcap : c->ref != NULL ?
+		    c->ref->cap : c->cap);
 	return n;
 }
 
@@ -84,6 +160,7 @@ ndjson_chunk_free(struct ndjson_chunk *c)
 {
 	if (c->taken)
 		ndjson_give_back(c->p, c->bufcap);
+	ndjson_buf_put(c->ref);
 	if (c->pool != 0)
 		xpool_put(&ndjson_pools[c->pool - 1], c);
 	else
@@ -155,6 +232,7 @@ ndjson_chunk_add(struct ndjson_queue *q, size_t need)
 	c->p = c->data;
 	c->off = c->len = 0;
 	c->taken = 0;
+	c->ref = NULL;
 	if (q->last != NULL)
 		q->last->next = c;
 	else
@@ -204,6 +282,7 @@ ndjson_queue_taken(struct ndjson_queue *q, char *buf, size_t n,
 	c->pool = 0;
 	c->taken = 1;
 	c->bufcap = bufcap;
+	c->ref = NULL;
 	if (q->last != NULL)
 		q->last->next = c;
 	else
@@ -213,8 +292,36 @@ ndjson_queue_taken(struct ndjson_queue *q, char *buf, size_t n,
 }
 
 /*
- * Queue one line and its newline: copied, or, when it is the long line
- * being read (ndjson_feed_room), its buffer taken over.
+ * Queue a reference to shared line b: a chunk of its own, its newline
+ * not stored (ndjson_queue_flush writes it).  After a partly filled
+ * chunk: that chunk is closed off, at most a chunk per such line.
+ */
+static void
+ndjson_queue_ref(struct ndjson_queue *q, struct ndjson_buf *b)
+{
+	struct ndjson_chunk	*c;
+
+	c = xmalloc(sizeof *c);
+	c->next = NULL;
+	c->p = b->p;
+	c->off = 0;
+	c->len = c->cap = (uint32_t)(b->len + 1);
+	c->pool = 0;
+	c->taken = 0;
+	c->ref = b;
+	b->refs++;
+	if (q->last != NULL)
+		q->last->next = c;
+	else
+		q->first = c;
+	q->last = c;
+	q->queued += b->len + 1;
+}
+
+/*
+ * Queue one line and its newline: a reference when it is the shared line
+ * offered (ndjson_buf_offer); copied, or, when it is the long line being
+ * read (ndjson_feed_room), its buffer taken over.
  */
 void
 ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
@@ -223,6 +330,11 @@ ndjson_queue_line(struct ndjson_queue *q, const void *line, size_t n)
 	char			*buf;
 	uint32_t		 bufcap;
 
+	if (ndjson_offered != NULL && line == ndjson_offered->p &&
+	    n == ndjson_offered->len) {
+		ndjson_queue_ref(q, ndjson_offered);
+		return;
+	}
 	/*
 	 * A long line read in place (only those are) is not copied, if the
 	 * queue is empty: behind a partly filled chunk, taking it would close
@@ -279,16 +391,26 @@ ndjson_queue_consume(struct ndjson_queue *q, size_t n)
 int
 ndjson_queue_flush(struct ndjson_queue *q, int fd)
 {
+	static char		 nl = '\n';
 	struct iovec		 iov[NDJSON_IOV];
 	struct ndjson_chunk	*c;
 	ssize_t			 n;
+	uint32_t		 end;
 	int			 i;
 
 	while (q->first != NULL) {
-		for (i = 0, c = q->first; c != NULL && i < NDJSON_IOV;
-		    c = c->next, i++) {
-			iov[i].iov_base = c->p + c->off;
-			iov[i].iov_len = c->len - c->off;
+		for (i = 0, c = q->first; c != NULL && i < NDJSON_IOV - 1;
+		    c = c->next) {
+			/* A shared line's newline is not in its chunk. */
+			end = c->ref != NULL ? c->len - 1 : c->len;
+			if (c->off < end) {
+				iov[i].iov_base = c->p + c->off;
+				iov[i++].iov_len = end - c->off;
+			}
+			if (c->ref != NULL) {
+				iov[i].iov_base = &nl;
+				iov[i++].iov_len = 1;
+			}
 		}
 		n = writev(fd, iov, i);
 		if (n == -1) {

@@ -455,7 +455,8 @@ route_audit(struct msg *m, struct agent *a)
 static void
 route_dispatch(struct msg *m, struct agent *a)
 {
-	int	answered;
+	struct ndjson_buf	*lb;
+	int			 answered;
 
 	a->slot.last_pick = ++route_pick_seq;
 	/* Asked first: it may give m back its recorded trace id. */
@@ -473,8 +474,13 @@ route_dispatch(struct msg *m, struct agent *a)
 		adapter_request(a, m);
 		return;
 	}
+	/* A long line its request shares is queued by reference. */
+	if ((lb = m->lbuf) != NULL)
+		ndjson_buf_offer(lb, 1);
 	dialect_send(a, m->line, m->len, m->kind == MSG_TASK ? DK_TASK :
 	    DK_REQUEST);
+	if (lb != NULL)
+		ndjson_buf_offer(NULL, 0);
 	if (agent_full(a))
 		agent_block_reader(a);
 }

@@ -8,6 +8,10 @@
 #   B: an agent writes 200,000 invalid lines ("{}", 600 KB) and never
 #      reads the notices corral sends back: corral's RSS stays under
 #      64 MB (the notices must not pile up without bound).
+#   C: an agent that starts reading only after its requests have timed
+#      out (their long lines, 100 KB, queued by reference to the
+#      requests' own bytes, which outlive the requests): every line it
+#      reads is an input, whole.
 # RSS limits are not checked under the sanitizers (SAN=1).  Both floods
 # take what the machine takes: the test waits for them as long as corral
 # makes progress, and fails when it stops for 15 s (x SLOW).
@@ -114,6 +118,48 @@ if [ "$SAN" = 0 ] && [ "$rss" -ge $LIMIT_B ]; then
      (\"{}\", $((NFLOOD * 3)) bytes) without reading its stdin (limit
      $LIMIT_B kB): the notices queued for it are not bounded"
 fi
+
+# C: requests that end while their lines wait in the agent's queue.  The
+# agent reads nothing until every request has its result (timeouts, then
+# fail fast on the open circuit), then copies its stdin to a file.
+cat >"$T/late.yaml" <<YAML
+agents:
+  late:
+    cmd: [sh, -c, 'while [ ! -e $T/go ]; do sleep 0.05; done; exec cat >$T/late.got']
+    timeout: 300ms
+    heartbeat: off
+    stop: {grace: 200ms, timeout: 2s}
+routes:
+  plan: late
+retry: {max: 0}
+YAML
+rm -f "$AUD"
+serve_start "$T/late.yaml" --log "$AUD"
+# With a timestamp, an input goes to its agent as it came (else corral
+# adds one): the agent's lines can be compared with the inputs.
+"$RG" env 12 --id l- --size 102400 --intent plan --tag "$T" |
+    sed 's/^{/{"timestamp":"2026-11-27T12:00:00Z",/' >"$T/late.in"
+cat "$T/late.in" >&8
+wait_lines 12 30 || fail "C: expected 12 results within 30s (x$SLOW), got $(out_lines)"
+awk 'BEGIN { for (i = 1; i <= 12; i++) print "l-" i }' >"$T/ids"
+expect_one_each "$T/ids"
+# The inputs given to the agent (the rest failed fast): their lines.
+nsent=$(aud_count route)
+[ "$nsent" -ge 1 ] || fail "C: no request was given to the agent"
+: >"$T/go"
+wait_for '[ "$(awk "length > 100000" "$T/late.got" 2>/dev/null | wc -l)" -ge "$nsent" ]' 30 ||
+    fail "C: the agent read $(awk 'length > 100000' "$T/late.got" 2>/dev/null | wc -l) long lines of the $nsent given to it within 30s (x$SLOW)"
+serve_eof
+corral_wait 30
+expect_rc 0
+awk 'length > 100000' "$T/late.got" | sort >"$T/late.got.long"
+sort "$T/late.in" >"$T/late.in.sorted"
+bad=$(comm -23 "$T/late.got.long" "$T/late.in.sorted" | wc -l)
+[ "$bad" -eq 0 ] ||
+    fail "C: $bad of the lines the agent read after its requests ended are not inputs as sent (torn or overwritten): $(comm -23 "$T/late.got.long" "$T/late.in.sorted" | head -n 1 | cut -c1-200)"
+[ "$(wc -l <"$T/late.got.long")" -eq "$nsent" ] ||
+    fail "C: the agent read $(wc -l <"$T/late.got.long") long lines, $nsent were given to it"
+note "C: $nsent requests timed out with their lines queued; the agent read each whole afterwards"
 expect_no_leftovers
 [ -z "$problems" ] || fail "$problems"
 exit 0

@@ -1206,6 +1206,143 @@ test_room_queue_takes_line(void **state)
 	free(got);
 }
 
+/* Where test_queue_shared_line's callback writes its lines. */
+struct shared_out {
+	struct ndjson_queue	 q;	/* every line */
+	struct ndjson_queue	 q2;	/* every line too, dropped often */
+	struct ndjson_buf	*kept[4]; /* owners that let go later */
+	int			 fd;
+	size_t			 n;
+	size_t			 taken;	/* lines that were the reader's buffer */
+};
+
+/*
+ * Keep a long line as a request does (a shared line, the reader's buffer
+ * when it can be), queue it by reference to two queues and short lines
+ * as copies; the owner lets go at once, or some lines later, the queues
+ * are written or dropped meanwhile.
+ */
+static void
+shared_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
+    size_t extra)
+{
+	struct shared_out	*o = arg;
+	struct ndjson_buf	*b;
+	size_t			 k;
+
+	(void)extra;
+	assert_int_equal(kind, NDJSON_LINE);
+	if (len < 1024) {
+		ndjson_queue_line(&o->q, line, len);
+		ndjson_queue_line(&o->q2, line, len);
+	} else {
+		b = ndjson_buf_new(line, len);
+		assert_memory_equal(b->p, line, len);
+		assert_int_equal(b->p[len], '\0');
+		assert_true(b->cap >= len + 1);
+		o->taken += b->taken;
+		ndjson_buf_offer(b, 1);
+		ndjson_queue_line(&o->q, b->p, b->len);
+		ndjson_queue_line(&o->q2, b->p, b->len);
+		ndjson_buf_offer(NULL, 0);
+		/* Refer to it, not copy it: the queue holds its capacity. */
+		assert_int_equal(b->refs, 3);
+		k = o->n % 4;
+		ndjson_buf_put(o->kept[k]);
+		o->kept[k] = NULL;
+		if (o->n % 3 == 0)
+			ndjson_buf_put(b);	/* its request ended at once */
+		else
+			o->kept[k] = b;
+	}
+	if (o->n % 3 == 1)
+		(void)ndjson_queue_flush(&o->q, o->fd);
+	if (o->n % 2 == 0)
+		ndjson_queue_free(&o->q2);
+	o->n++;
+}
+
+/*
+ * A long line shared by its owner and the queues it is written to
+ * (ndjson_buf) arrives whole and in order among copied lines, however
+ * the pipe takes it (a line's newline written apart from it), whoever
+ * lets go first; the reader's buffer is the line's when it was read in
+ * place.  Under the sanitizers, a buffer freed while still queued fails.
+ */
+static void
+test_queue_shared_line(void **state)
+{
+	struct ndjson_reader	 r;
+	struct shared_out	 o;
+	char			*data, *want, *got, *room, chunk[65536];
+	size_t			 n = 0, wn = 0, gn = 0, len, i, k, off, take;
+	size_t			 roomlen, cap = 8 << 20;
+	int			 fds[2], rc;
+
+	data = malloc(cap);
+	want = malloc(cap);
+	got = malloc(cap);
+	assert_non_null(data);
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
+	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	rng_state = 5;
+	for (i = 0; i < 60; i++) {
+		len = i % 3 == 2 ? 1 + rng(100) : i % 7 == 0 ?
+		    1024 + rng(4000) : 40000 + rng(200000);
+		for (k = 0; k < len; k++)
+			data[n + k] = (char)('a' + rng(26));
+		memcpy(want + wn, data + n, len);
+		wn += len;
+		want[wn++] = '\n';
+		n += len;
+		if (i % 5 == 1)
+			data[n++] = '\r';
+		data[n++] = '\n';
+	}
+	memset(&o, 0, sizeof o);
+	ndjson_queue_init(&o.q, 0, 1 << 30);
+	ndjson_queue_init(&o.q2, 0, 1 << 30);
+	o.fd = fds[1];
+	ndjson_reader_init(&r, 1 << 20, 0);
+	for (off = 0; off < n; off += take) {
+		take = 1 + rng(sizeof chunk);
+		if (take > n - off)
+			take = n - off;
+		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
+			take = roomlen;
+			memcpy(room, data + off, take);
+			ndjson_feed_room(&r, take, shared_out_line, &o);
+		} else {
+			memcpy(chunk, data + off, take);
+			ndjson_feed(&r, chunk, take, shared_out_line, &o);
+		}
+		/* A pipe that takes what it takes: newlines written apart. */
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	}
+	ndjson_finish(&r, shared_out_line, &o);
+	for (i = 0; i < 4; i++)
+		ndjson_buf_put(o.kept[i]);
+	while ((rc = ndjson_queue_flush(&o.q, fds[1])) == 1)
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(rc, 0);
+	gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(o.n, 60);
+	assert_true(o.taken > 0);
+	assert_int_equal(gn, wn);
+	assert_memory_equal(got, want, wn);
+	ndjson_queue_free(&o.q);
+	ndjson_queue_free(&o.q2);
+	ndjson_reader_free(&r);
+	close(fds[0]);
+	close(fds[1]);
+	free(data);
+	free(want);
+	free(got);
+}
+
 /* Forward lines shorter than below to a queue nobody writes. */
 struct held_out {
 	struct ndjson_queue	q;
@@ -1396,6 +1533,7 @@ main(void)
 		cmocka_unit_test(test_queue_broken_pipe),
 		cmocka_unit_test(test_room_same_lines),
 		cmocka_unit_test(test_room_queue_takes_line),
+		cmocka_unit_test(test_queue_shared_line),
 		cmocka_unit_test(test_queue_holds_what_it_counts),
 	};
 
