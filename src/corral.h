@@ -847,6 +847,7 @@ struct agent_dialect {
 	void			*state;		/* the dialect's own */
 	/* Bad lines, warnings, dropped notices: NULL until the first. */
 	struct dialect_trouble	*trouble;
+	struct jscan_memo	*memo;		/* its lines' (jscan_run_memo) */
 	unsigned char		 answered;	/* answered a request, or spoke JSON-RPC */
 	unsigned char		 failed_output;	/* failed for non-JSON output */
 	unsigned char		 adapted;	/* a tool's: its lines are its adapter's */
@@ -1660,6 +1661,14 @@ void	 jscan_give(struct jscan *);
 void	 jscan_drain(void);
 int	 jscan_run(struct jscan *, const char *, size_t);
 int	 jscan_run_path(struct jscan *, const char *, size_t, enum jscan_path);
+struct jscan_memo;
+struct jscan_memo *jscan_memo_create(void);
+void	 jscan_memo_free(struct jscan_memo *);
+void	 jscan_memo_reset(struct jscan_memo *);
+int	 jscan_run_memo(struct jscan *, const char *, size_t,
+	    struct jscan_memo *);
+int	 jscan_run_memo_path(struct jscan *, const char *, size_t,
+	    struct jscan_memo *, enum jscan_path);
 int	 jscan_path_has(enum jscan_path);
 const char *jscan_path_name(enum jscan_path);
 enum jscan_path jscan_path_get(void);

@@ -193,6 +193,8 @@ static void
 dialect_forget(struct agent *a)
 {
 	dialect_detach(a);
+	jscan_memo_free(a->dialect.memo);
+	a->dialect.memo = NULL;
 	if (a->dialect.trouble != NULL) {
 		free(a->dialect.trouble->bad_first);
 		free(a->dialect.trouble);
@@ -513,12 +515,21 @@ void
 dialect_multiagent_decode(struct agent *a, void *state,
     struct dialect_frame *f, const char *line, size_t len)
 {
-	struct jscan	*js = f->js;
-	int		 rc;
+	static struct jscan_memo	*stdin_memo;
+	struct jscan_memo		**mp;
+	struct jscan			*js = f->js;
+	int				 rc;
 
 	f->line = line;
 	f->len = len;
-	if (jscan_run(js, line, len) != 0) {
+	/*
+	 * Each agent's envelopes, and the input's, begin alike: a memo each,
+	 * made at the first envelope, so that an agent that only shakes
+	 * hands or answers pings (an idle one) holds none.
+	 */
+	mp = a != NULL ? &a->dialect.memo : &stdin_memo;
+	if ((*mp != NULL ? jscan_run_memo(js, line, len, *mp) :
+	    jscan_run(js, line, len)) != 0) {
 		/* A batch for the control plane, which answers -32700. */
 		f->type = dialect_is_batch(line, len) ? DF_BADRPC : DF_GARBAGE;
 		f->err.code = "invalid_json";
@@ -550,6 +561,8 @@ dialect_multiagent_decode(struct agent *a, void *state,
 		return;
 	}
 	f->type = DF_ENVELOPE;
+	if (*mp == NULL)
+		*mp = jscan_memo_create();
 }
 
 /*

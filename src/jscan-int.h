@@ -59,10 +59,16 @@ size_t	 jscan_scan_number(struct jscan *, const unsigned char *, size_t,
 int	 jscan_check_keys(struct jscan *, const char *, struct jscan_key *,
 	    uint32_t);
 int	 jscan_walk_scalar(struct jscan *, const char *, size_t);
+int	 jscan_walk_memo_scalar(struct jscan *, const char *, size_t,
+	    struct jscan_memo *);
 
 /* jscan-sse2.c, jscan-avx2.c: on x86-64 only. */
 int	 jscan_walk_sse2(struct jscan *, const char *, size_t);
+int	 jscan_walk_memo_sse2(struct jscan *, const char *, size_t,
+	    struct jscan_memo *);
 int	 jscan_walk_avx2(struct jscan *, const char *, size_t);
+int	 jscan_walk_memo_avx2(struct jscan *, const char *, size_t,
+	    struct jscan_memo *);
 
 /* Keep the line's last bytes for the finders. */
 static inline void
@@ -140,6 +146,10 @@ struct jscan_w {
 };
 
 /* jscan.c */
+size_t	 jscan_memo_restore(struct jscan_memo *, struct jscan *,
+	    const unsigned char *, size_t, uint32_t *, uint32_t *);
+void	 jscan_memo_store(struct jscan_memo *, const struct jscan *,
+	    const unsigned char *, size_t, uint32_t);
 struct jtok *jscan_grow_tok(struct jscan *, uint32_t);
 struct jscan_key *jscan_grow_keys(struct jscan *, uint32_t);
 int	 jscan_w_dup(struct jscan *, const unsigned char *, const struct jtok *,

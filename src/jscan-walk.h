@@ -307,9 +307,13 @@ JW(open)(struct jscan_w *w, size_t pos, uint32_t depth, uint8_t obj)
 	return f;
 }
 
-/* The walk itself; jscan_w_end writes its counters back. */
+/*
+ * The walk itself; jscan_w_end writes its counters back.  A walk resumed
+ * (resume, not 0) starts at that key of the top-level object, whose frame
+ * and earlier tokens jscan_memo_restore has set as the walk would have.
+ */
 static inline __attribute__((always_inline)) int
-JW(grammar)(struct jscan_w *w)
+JW(grammar)(struct jscan_w *w, size_t resume)
 {
 	const unsigned char	*s = w->s;
 	const size_t		 n = w->n;
@@ -318,6 +322,12 @@ JW(grammar)(struct jscan_w *w)
 	uint32_t		 depth = 0;
 	uint8_t			 esc;
 
+	if (resume != 0) {
+		depth = 1;
+		f = &w->js->frames[0];
+		pos = resume;
+		goto key;
+	}
 	pos = jscan_ws(s, n, 0);
 	if (pos >= n || (s[pos] != '{' && s[pos] != '['))
 		return jscan_fail(w->js, pos, "'{' or '[' expected");
@@ -425,6 +435,39 @@ key:
 }
 
 /*
+ * JW(walk) with memo m: the line's first members, when they are byte for
+ * byte those of the line m keeps, are taken from it instead of scanned
+ * again, and m keeps this line's when they were not.
+ */
+int
+JW(walk_memo)(struct jscan *js, const char *p, size_t n,
+    struct jscan_memo *m)
+{
+	struct jscan_tail	tail;
+	struct jscan_w		w;
+	size_t			resume;
+	uint32_t		hit, ntok;
+	int			rc;
+
+	js->err = NULL;
+	js->err_off = 0;
+	if (n >= UINT32_MAX) {
+		js->ntok = js->nkeys = 0;
+		js->nvals = 0;
+		return jscan_fail(js, 0, "document too large");
+	}
+	jscan_w_start(&w, js, p, n, &tail);
+	/* Not w's address: the walk's counters stay in registers. */
+	if ((resume = jscan_memo_restore(m, js, w.s, n, &ntok, &hit)) != 0)
+		w.ntok = ntok;
+	rc = JW(grammar)(&w, resume);
+	jscan_w_end(&w);
+	if (rc == 0)
+		jscan_memo_store(m, js, w.s, n, hit);
+	return rc;
+}
+
+/*
  * Scan n bytes at p.  Returns 0 and fills the tape when the bytes are one
  * JSON object or array that jansson would accept; otherwise -1 with
  * js->err and js->err_off set.
@@ -444,7 +487,8 @@ JW(walk)(struct jscan *js, const char *p, size_t n)
 		return jscan_fail(js, 0, "document too large");
 	}
 	jscan_w_start(&w, js, p, n, &tail);
-	rc = JW(grammar)(&w);
+	/* Its own copy of the grammar, without a resume's entry. */
+	rc = JW(grammar)(&w, 0);
 	jscan_w_end(&w);
 	return rc;
 }

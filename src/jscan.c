@@ -9,7 +9,10 @@
  * the top of the document.  Values deeper than the tape depth are checked
  * but not recorded, so a huge content.data costs no memory.  Callers walk
  * the tape with json_get and splice the original bytes when they need to
- * change a field; nothing is ever re-serialized.
+ * change a field; nothing is ever re-serialized.  A stream of lines that
+ * begin alike (an agent's envelopes) may keep a memo of its last line's
+ * first members, which the next line's walk takes instead of scanning
+ * them again (jscan_run_memo).
  */
 
 #include <errno.h>
@@ -20,6 +23,10 @@
 
 #include "corral.h"
 #include "jscan-int.h"
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #define JSCAN_POOL	8	/* scanners kept for reuse; more are made */
 #define JSCAN_POOL_LEVEL 4	/* what the pool's scanners record */
@@ -639,18 +646,39 @@ jscan_path_set(enum jscan_path path)
 	return 0;
 }
 
+/* Scan n bytes at p on path with memo m (or NULL). */
+static int
+jscan_walk(struct jscan *js, const char *p, size_t n, struct jscan_memo *m,
+    enum jscan_path path)
+{
+#if defined(__x86_64__)
+	if (path == JSCAN_AVX2)
+		return m != NULL ? jscan_walk_memo_avx2(js, p, n, m) :
+		    jscan_walk_avx2(js, p, n);
+	if (path == JSCAN_SSE2)
+		return m != NULL ? jscan_walk_memo_sse2(js, p, n, m) :
+		    jscan_walk_sse2(js, p, n);
+#endif
+	return m != NULL ? jscan_walk_memo_scalar(js, p, n, m) :
+	    jscan_walk_scalar(js, p, n);
+}
+
+/* The path jscan_run takes. */
+static inline enum jscan_path
+jscan_path_now(void)
+{
+	return jscan_path >= 0 ? (enum jscan_path)jscan_path :
+	    jscan_path_get();
+}
+
 /* Scan n bytes at p on path, as jscan_run does on its own. */
 int
 jscan_run_path(struct jscan *js, const char *p, size_t n,
     enum jscan_path path)
 {
-#if defined(__x86_64__)
-	if (path == JSCAN_AVX2 && jscan_path_has(path))
-		return jscan_walk_avx2(js, p, n);
-	if (path == JSCAN_SSE2)
-		return jscan_walk_sse2(js, p, n);
-#endif
-	return jscan_walk_scalar(js, p, n);
+	if (!jscan_path_has(path))
+		path = JSCAN_SCALAR;
+	return jscan_walk(js, p, n, NULL, path);
 }
 
 /*
@@ -663,16 +691,214 @@ jscan_run_path(struct jscan *js, const char *p, size_t n,
 int
 jscan_run(struct jscan *js, const char *p, size_t n)
 {
-	enum jscan_path	path = jscan_path >= 0 ? (enum jscan_path)jscan_path :
-			    jscan_path_get();
+	return jscan_walk(js, p, n, NULL, jscan_path_now());
+}
 
+/*
+ * jscan_run for a line of a stream whose lines begin alike (an agent's
+ * envelopes: the same protocol, role, agent and, within a second, the
+ * same timestamp), with the stream's memo (jscan_memo_create): the same
+ * verdict, error and tape as jscan_run, the line's first members taken
+ * from the memo when they are byte for byte the last kept line's.
+ */
+int
+jscan_run_memo(struct jscan *js, const char *p, size_t n,
+    struct jscan_memo *m)
+{
+	return jscan_walk(js, p, n, m, jscan_path_now());
+}
+
+/* jscan_run_memo on path. */
+int
+jscan_run_memo_path(struct jscan *js, const char *p, size_t n,
+    struct jscan_memo *m, enum jscan_path path)
+{
+	if (!jscan_path_has(path))
+		path = JSCAN_SCALAR;
+	return jscan_walk(js, p, n, m, path);
+}
+
+/*
+ * The memo of a stream of lines: the first bytes of a line it scanned,
+ * the tokens of its top-level object's first members, and for each of
+ * these members the walk's state at its key (where the key starts, the
+ * tokens before it, the object's key bloom).  A line whose bytes up to
+ * such a key, its quote included, are the kept line's has, there, the
+ * state the walk had: the walk's every step before it read only those
+ * bytes (the last it looks at is the quote, after the ',' and a blank at
+ * most), and each check of the line's length there passes in both lines.
+ * Only members before anything that would make the state hold more are
+ * kept: a key with escapes or whose bloom bit repeats (the object's full
+ * check), a value holding a container below the tape (values counted off
+ * it).  A stream keeps a memo of its own (an agent's in its dialect
+ * part): streams that shared one would take turns, each paying to keep
+ * its line for a next line the other's replaced.
+ */
+#define JSCAN_MEMO_BYTES	192	/* a line's bytes kept */
+#define JSCAN_MEMO_TOKS		32	/* its tokens kept */
+#define JSCAN_MEMO_MEMBERS	12	/* its members a walk may resume at */
+
+struct jscan_memo {
+	uint32_t	nb;		/* bytes kept */
+	uint32_t	nm;		/* members kept */
+	unsigned int	maxlevel;	/* of the scanner that kept them */
+	struct {
+		uint32_t	off;	/* its key's opening quote */
+		uint32_t	ntok;	/* the tokens before its key */
+		uint64_t	bloom;	/* the object's bloom before its key */
+	}		m[JSCAN_MEMO_MEMBERS];
+	struct jtok	tok[JSCAN_MEMO_TOKS];
+	unsigned char	b[JSCAN_MEMO_BYTES];
+};
+
+/* Make an empty memo for a stream of lines (jscan_run_memo). */
+struct jscan_memo *
+jscan_memo_create(void)
+{
+	return xcalloc(1, sizeof(struct jscan_memo));
+}
+
+/* Free a memo. */
+void
+jscan_memo_free(struct jscan_memo *m)
+{
+	free(m);
+}
+
+/* Forget what the memo keeps. */
+void
+jscan_memo_reset(struct jscan_memo *m)
+{
+	m->nm = 0;
+	m->nb = 0;
+}
+
+/* How many of the first n bytes of a and b are equal. */
+static inline size_t
+jscan_memo_same(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	size_t		i = 0;
 #if defined(__x86_64__)
-	if (path == JSCAN_AVX2)
-		return jscan_walk_avx2(js, p, n);
-	if (path == JSCAN_SSE2)
-		return jscan_walk_sse2(js, p, n);
+	unsigned int	eq;
+
+	/* SSE2 is on every x86-64: 16 bytes a step, the last one overlapping. */
+	if (n < 16)
+		goto bytes;
+	for (;; i += 16) {
+		if (i + 16 > n)
+			i = n - 16;
+		eq = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		    _mm_loadu_si128((const __m128i *)(const void *)(a + i)),
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + i))));
+		if (eq != 0xFFFF)
+			return i + (size_t)__builtin_ctz(~eq);
+		if (i + 16 == n)
+			return n;
+	}
+bytes:
+#else
+	uint64_t	x, y;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			break;
+	}
 #endif
-	return jscan_walk_scalar(js, p, n);
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * Set scanner js's tape and top-level frame for line s (n bytes) as a
+ * walk would have them at the last kept member whose key's quote lies in
+ * the bytes the line shares with the memo's, and return that quote's
+ * offset, with the tape's tokens in *ntokp and the member's number in
+ * *hit; 0 (scan from the start) when no member is shared.
+ */
+size_t
+jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
+    const unsigned char *s, size_t n, uint32_t *ntokp, uint32_t *hit)
+{
+	struct jscan_frame	*f = &js->frames[0];
+	size_t			 same, lim;
+	uint32_t		 j, ntok;
+
+	*hit = 0;
+	if (m->nm < 2 || m->maxlevel != js->maxlevel)
+		return 0;
+	/* Past the last kept member's quote, what the lines share is moot. */
+	lim = m->m[m->nm - 1].off + 1;
+	same = jscan_memo_same(m->b, s, lim < n ? lim : n);
+	for (j = m->nm - 1; j > 0 && m->m[j].off >= same; j--)
+		;
+	/* The first member: nothing to take. */
+	if (j == 0)
+		return 0;
+	ntok = m->m[j].ntok;
+	if (ntok > js->tokcap)
+		return 0;
+	memcpy(js->tok, m->tok, ntok * sizeof *js->tok);
+	/* The object open, as JW(open) leaves it. */
+	js->tok[0].len = 0;
+	js->tok[0].next = 1;
+	*ntokp = ntok;
+	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
+	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
+	*hit = j;
+	return m->m[j].off;
+}
+
+/*
+ * Keep line s (n bytes), whose tape js holds, in the memo, unless the
+ * memo served it well (hit: the member its walk resumed at) and may serve
+ * the next line as well.
+ */
+void
+jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
+    const unsigned char *s, size_t n, uint32_t hit)
+{
+	const struct jtok	*k;
+	uint64_t		 bloom = 0, bit;
+	uint32_t		 i, t, end, nm = 0, ntok = 0;
+
+	if (hit > 0 && 2 * hit >= m->nm)
+		return;
+	m->nm = 0;
+	/* The top-level object must be on the tape, and its members. */
+	if (js->maxlevel == 0 || js->ntok == 0 || js->tok[0].type != JT_OBJECT)
+		return;
+	m->nb = n < JSCAN_MEMO_BYTES ? (uint32_t)n : JSCAN_MEMO_BYTES;
+	m->maxlevel = js->maxlevel;
+	end = js->tok[0].next;
+	for (i = 1; i < end && nm < JSCAN_MEMO_MEMBERS; i = js->tok[i + 1].next) {
+		k = &js->tok[i];
+		if (k->off >= m->nb || i > JSCAN_MEMO_TOKS)
+			break;
+		m->m[nm].off = k->off;
+		m->m[nm].ntok = i;
+		m->m[nm].bloom = bloom;
+		nm++;
+		ntok = i;
+		/* What would make the walk's state past this key hold more. */
+		if (k->flags & JT_ESCAPED)
+			break;
+		bit = 1ULL << ((jscan_tag(s, k->off, k->len) * JSCAN_BLOOM_K) >>
+		    26);
+		if (bloom & bit)
+			break;
+		bloom |= bit;
+		for (t = i + 1; t < js->tok[i + 1].next; t++)
+			if (js->tok[t].flags & JT_OPAQUE)
+				break;
+		if (t < js->tok[i + 1].next)
+			break;
+	}
+	memcpy(m->tok, js->tok, ntok * sizeof *m->tok);
+	memcpy(m->b, s, m->nb);
+	m->nm = nm;
 }
 
 /*

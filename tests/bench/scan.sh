@@ -9,7 +9,9 @@
 # jscan_run_path per line on each path this machine has (AVX2, SSE2,
 # portable), for the lines as captured and, when python3 is there, the
 # same lines as Python's json.dumps writes them (a blank after ':' and
-# ','). Builds like run.sh (Release, in $BENCH_BUILD or build-bench/).
+# ','), each line alone and then (memo) each with its stream's memo as
+# corral scans an agent's lines. Builds like run.sh (Release, in
+# $BENCH_BUILD or build-bench/).
 #
 #   OTHER_SRC=DIR OTHER_LIB=FILE   also measure another tree's scanner:
 #                                  its source and its libcorral_core.a
@@ -41,7 +43,10 @@ LIBS="$(pkg-config --libs libbsd-overlay jansson libfyaml libmd) -lev -lpthread 
 
 # scanlines OUT SRCDIR LIB: the line scanner against one tree's scanner.
 scanlines() {
-	cc $CFLAGS -I"$2/src" -I"$2/include" \
+	# A tree from before the scanner's memos builds it without them.
+	nomemo=
+	grep -q jscan_run_memo "$2/src/corral.h" || nomemo=-DSCANLINES_NO_MEMO
+	cc $CFLAGS $nomemo -I"$2/src" -I"$2/include" \
 	    $(pkg-config --cflags libbsd-overlay jansson libfyaml) \
 	    -o "$1" "$SRC/tests/bench/scanlines.c" "$3" $LIBS ||
 	    die "cc scanlines.c against $3 failed"
@@ -93,17 +98,19 @@ for l in sys.stdin: print(json.dumps(json.loads(l)))' <"$W/compact" >"$W/spaced"
 fi
 LINES=$(wc -l <"$W/compact")
 
-# per_line SCANNER SET PATH: jscan_run_path's instructions per line.
+# per_line SCANNER SET PATH [memo]: jscan_run_path's (or
+# jscan_run_memo_path's) instructions per line.
 per_line() {
 	rm -f "$W/cg.out"
 	valgrind --tool=callgrind --callgrind-out-file="$W/cg.out" \
-	    "$1" "$W/$2" "$3" >"$W/run.log" 2>&1 || {
+	    "$1" "$W/$2" "$3" 1 ${4:-} >"$W/run.log" 2>&1 || {
 		echo "  (failed: $(grep -v '^==' "$W/run.log" | tail -n 1))"
 		return
 	}
-	grep -q 'this machine has none' "$W/run.log" && { echo "  -"; return; }
+	grep -q -e 'this machine has none' -e 'keeps no memo' "$W/run.log" &&
+	    { printf "  %6s" -; return; }
 	callgrind_annotate --inclusive=yes "$W/cg.out" 2>/dev/null |
-	    awk -v n="$LINES" '/jscan_run_path/ && !/=>/ { gsub(/,/, "", $1);
+	    awk -v n="$LINES" '/jscan_run_(memo_)?path/ && !/=>/ { gsub(/,/, "", $1);
 		printf "  %6.0f", $1 / n; exit }'
 }
 
@@ -116,6 +123,8 @@ for p in 2 1 0; do
 			printf "  other:%s  this:" "$(per_line "$B/scanlines-other" "$set" $p)"
 		fi
 		per_line "$B/scanlines" "$set" $p
+		printf "  memo:"
+		per_line "$B/scanlines" "$set" $p memo
 		echo
 	done
 done

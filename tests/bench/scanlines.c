@@ -2,9 +2,11 @@
  * Scan each line of a file once with the scanner (jscan_run_path) on one
  * path, for callgrind: tests/bench/scan.sh counts the instructions of
  * jscan_run_path per line.  Prints how many lines it read and how many
- * the scanner refused (a captured bench line is never refused).
+ * the scanner refused (a captured bench line is never refused).  With
+ * "memo", every line is scanned with one memo (jscan_run_memo_path), as
+ * corral scans a stream's: the file holds each stream's lines together.
  *
- *	scanlines FILE PATH [REPEATS]	PATH: 0 portable, 1 SSE2, 2 AVX2
+ *	scanlines FILE PATH [REPEATS [memo]]	PATH: 0 portable, 1 SSE2, 2 AVX2
  */
 
 #include <stdio.h>
@@ -44,6 +46,9 @@ int
 main(int argc, char **argv)
 {
 	struct jscan	*js;
+#ifndef SCANLINES_NO_MEMO
+	struct jscan_memo *memo = NULL;
+#endif
 	enum jscan_path	 path;
 	FILE		*f;
 	char		**lines;
@@ -56,6 +61,16 @@ main(int argc, char **argv)
 	}
 	path = (enum jscan_path)atoi(argv[2]);
 	reps = argc > 3 ? atol(argv[3]) : 1;
+#ifndef SCANLINES_NO_MEMO
+	if (argc > 4 && strcmp(argv[4], "memo") == 0)
+		memo = jscan_memo_create();
+#else
+	if (argc > 4 && strcmp(argv[4], "memo") == 0) {
+		printf("path %s: this scanner keeps no memo\n",
+		    jscan_path_name(path));
+		return 0;
+	}
+#endif
 	if (!jscan_path_has(path)) {
 		printf("path %s: this machine has none\n", jscan_path_name(path));
 		return 0;
@@ -65,8 +80,17 @@ main(int argc, char **argv)
 	/* The pool's depth: what corral records of an envelope. */
 	js = jscan_create(4);
 	for (r = 0; r < reps; r++)
-		for (i = 0; i < n; i++)
-			refused += jscan_run_path(js, lines[i], lens[i], path) != 0;
+		for (i = 0; i < n; i++) {
+#ifndef SCANLINES_NO_MEMO
+			if (memo != NULL) {
+				refused += jscan_run_memo_path(js, lines[i],
+				    lens[i], memo, path) != 0;
+				continue;
+			}
+#endif
+			refused += jscan_run_path(js, lines[i], lens[i],
+			    path) != 0;
+		}
 	printf("path %s: %zu lines, %ld refused\n", jscan_path_name(path), n,
 	    refused);
 	return refused != 0;

@@ -4,6 +4,10 @@
  * on every path this machine has (portable, SSE2, AVX2), and every path
  * must record the same tape and name the same error at the same offset.
  *
+ * An input holding a newline is also two lines of a stream, scanned one
+ * after the other with a memo (jscan_run_memo): the second must be
+ * scanned as it is alone, on every path.
+ *
  * Inputs holding a NUL byte are skipped: jansson 2.14 loses a NUL that
  * follows a character it had to put back (so "[1\0]" loads), while corral
  * never scans such a line at all: the framer rejects any line with a NUL.
@@ -37,10 +41,39 @@ same(const struct jscan *a, int ra, const struct jscan *b, int rb)
 			abort();
 }
 
+/* Scan line a, then b twice, with a fresh memo: b as alone each time. */
+static void
+memo_pair(const char *a, size_t na, const char *b, size_t nb)
+{
+	static struct jscan	*js, *plain;
+	static struct jscan_memo *m;
+	int			 p, r, rm;
+
+	if (js == NULL) {
+		js = jscan_create(4);
+		plain = jscan_create(4);
+		m = jscan_memo_create();
+	}
+	for (p = JSCAN_SCALAR; p <= JSCAN_AVX2; p++) {
+		if (!jscan_path_has((enum jscan_path)p))
+			continue;
+		jscan_memo_reset(m);
+		(void)jscan_run_memo_path(js, a, na, m, (enum jscan_path)p);
+		r = jscan_run_path(plain, b, nb, (enum jscan_path)p);
+		rm = jscan_run_memo_path(js, b, nb, m, (enum jscan_path)p);
+		same(plain, r, js, rm);
+		rm = jscan_run_memo_path(js, b, nb, m, (enum jscan_path)p);
+		same(plain, r, js, rm);
+	}
+	jscan_trim(js);
+	jscan_trim(plain);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct jscan	*js[3];
+	const uint8_t		*nl;
 	json_error_t		 e;
 	json_t			*j;
 	int			 p, rc[3], theirs;
@@ -66,5 +99,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (p = 0; p < 3; p++)
 		jscan_trim(js[p]);
+	if ((nl = memchr(data, '\n', size)) != NULL)
+		memo_pair((const char *)data, (size_t)(nl - data),
+		    (const char *)nl + 1, size - (size_t)(nl - data) - 1);
 	return 0;
 }

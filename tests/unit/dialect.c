@@ -6,6 +6,7 @@
  * the table.
  */
 
+#define CORRAL_WHITEBOX	/* frees a stack agent's memo by hand */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -162,8 +163,45 @@ test_ttls(void **state)
 	assert_int_equal(decode(&a, l, &f), DF_INVALID);
 	assert_string_equal(f.err.path, "outputs.next_actions[0].args.ttl_ms");
 	done(&f);
+	/* The agent's memo of its lines, which dialect_forget would free. */
+	jscan_memo_free(a.dialect.memo);
 	assert_int_equal(decode(NULL, l, &f), DF_ENVELOPE);
 	done(&f);
+}
+
+/*
+ * An agent's memo of its envelopes (912 bytes) is made at its first
+ * envelope: one that only shakes hands, answers pings or writes stray
+ * lines, as an idle agent does, holds none; the envelopes after it read
+ * the same with it.
+ */
+static void
+test_memo_first_envelope(void **state)
+{
+	struct agent		a;
+	struct dialect_frame	f;
+
+	memset(&a, 0, sizeof a);
+	assert_int_equal(decode(&a, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"map/connect\",\"params\":{}}", &f), DF_CONTROL);
+	done(&f);
+	assert_int_equal(decode(&a, "{\"jsonrpc\":\"2.0\",\"id\":\"p\","
+	    "\"result\":{}}", &f), DF_CONTROL);
+	done(&f);
+	assert_int_equal(decode(&a, "hello", &f), DF_GARBAGE);
+	done(&f);
+	assert_int_equal(decode(&a, "{\"protocol\":1}", &f), DF_INVALID);
+	done(&f);
+	assert_null(a.dialect.memo);
+	assert_int_equal(decode(&a, ENVELOPE(""), &f), DF_ENVELOPE);
+	done(&f);
+	assert_non_null(a.dialect.memo);
+	assert_int_equal(decode(&a, ENVELOPE(",\"trace\":{\"id\":\"e-1\"}"),
+	    &f), DF_ENVELOPE);
+	assert_int_equal(f.env.intent, INTENT_ANALYZE);
+	assert_int_not_equal(f.env.trace_id, -1);
+	done(&f);
+	jscan_memo_free(a.dialect.memo);
 }
 
 /*
@@ -213,6 +251,7 @@ main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_envelope),
 		cmocka_unit_test(test_ttls),
+		cmocka_unit_test(test_memo_first_envelope),
 		cmocka_unit_test(test_docs_match_table),
 	};
 	int	rc;

@@ -1756,6 +1756,133 @@ test_trim_after_huge_document(void **state)
 	jscan_free(js);
 }
 
+/*
+ * Scan s with memo m on the path under test (js), and alone (plain):
+ * return 1 unless the verdict, error, offset or tape differ.
+ */
+static int
+memo_agrees(struct jscan *js, struct jscan *plain, struct jscan_memo *m,
+    const char *s, size_t n)
+{
+	int		 rm, rp;
+	uint32_t	 i;
+
+	rm = jscan_run_memo_path(js, s, n, m, test_path);
+	rp = jscan_run_path(plain, s, n, test_path);
+	if (rm != rp || (rm != 0 && (js->err_off != plain->err_off ||
+	    strcmp(js->err, plain->err) != 0)) || (rm == 0 &&
+	    (js->ntok != plain->ntok || js->nvals != plain->nvals)))
+		goto differ;
+	for (i = 0; rm == 0 && i < js->ntok; i++)
+		if (js->tok[i].off != plain->tok[i].off ||
+		    js->tok[i].len != plain->tok[i].len ||
+		    js->tok[i].next != plain->tok[i].next ||
+		    js->tok[i].type != plain->tok[i].type ||
+		    js->tok[i].flags != plain->tok[i].flags)
+			goto differ;
+	return 1;
+differ:
+	print_message("with a memo, the %s path scans %zu bytes otherwise: "
+	    "%d/%d \"%.*s\"\n", jscan_path_name(test_path), n, rm, rp,
+	    (int)(n < 300 ? n : 300), s);
+	return 0;
+}
+
+/*
+ * A stream's memo lets a line's first members be taken from the last
+ * line kept, where the two begin alike: the verdict, the error and its
+ * offset, and the tape are what a scan of the line alone gives, whatever
+ * byte differs (the memo's line's then each of its bytes changed to each
+ * of a few, or dropped, or the line cut there), with keys repeated after
+ * the shared part, escaped keys, containers below the tape, and scanners
+ * of another depth sharing the memo.
+ */
+static void
+test_memo(void **state)
+{
+	static const char *const lines[] = {
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"echo.1\",\"name\":\"echo\",\"model\":\"echo\"},"
+	    "\"timestamp\":\"2026-11-27T11:23:52Z\",\"intent\":\"execute\","
+	    "\"task\":\"echo\",\"content\":{\"type\":\"text\",\"text\":"
+	    "\"#1 a\"},\"confidence\":{\"score\":0.9},\"trace\":{\"id\":\"e\"}}",
+	    "{\"protocol\": \"multiagent-1.0\", \"role\": \"user\", "
+	    "\"n\": -12.5e3, \"t\": true, \"f\" : false, \"z\":null ,\t\"a\": "
+	    "[1, {\"x\": []}, \"\\u00e9\xc3\xa9\"], \"k\": \"v\",\n\"task\": "
+	    "\"a\\\"b\", \"w\": {}, \"content\": {\"type\": \"text\"}}",
+	    "{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":1}}}},\"f\":\"g\",\"h\":[[[[1]]]],"
+	    "\"i\":\"j\",\"k\":\"l\",\"m\":\"n\"}",
+	    "{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\",\"d\":\"4\",\"e\":\"5\"}",
+	    "{\"content\":\"1\",\"x\":\"2\",\"context\":\"3\",\"y\":\"4\","
+	    "\"z\":\"5\",\"w\":\"6\"}",
+	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"e\":\"5\","
+	    "\"f\":\"6\",\"g\":\"7\",\"h\":\"8\",\"i\":\"9\",\"j\":\"10\","
+	    "\"k\":\"11\",\"l\":\"12\",\"m\":\"13\",\"n\":\"14\",\"o\":\"15\","
+	    "\"p\":\"16\",\"q\":\"17\",\"r\":\"18\",\"s\":\"19\"}",
+	    "[\"a\",\"b\",\"c\"]" };
+	/* Repeats of earlier keys, after the part a memo may share. */
+	static const char *const repeated[] = {
+	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"a\":\"5\"}",
+	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"\\u0061\":\"5\"}",
+	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"e\":\"5\","
+	    "\"c\":6}",
+	    "{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\",\"d\":\"4\",\"c\":\"5\"}" };
+	static const char subst[] = { 'x', '"', '\\', ',', ':', '}', ']', '{',
+	    ' ', '0', '\n', '\x01', '\x80' };
+	struct jscan		*js = jscan_create(4), *plain = jscan_create(4);
+	struct jscan		*shallow = jscan_create(1), *plain1 = jscan_create(1);
+	struct jscan_memo	*m = jscan_memo_create();
+	struct buf		 b = { 0 };
+	size_t			 i, k, c, n;
+	int			 failures = 0;
+
+	(void)state;
+	jscan_memo_reset(m);
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		n = strlen(lines[i]);
+		assert_true(jansson_accepts(lines[i], n));
+		for (k = 0; k <= n; k++) {
+			/* The line kept, then the line changed at k. */
+			failures += !memo_agrees(js, plain, m, lines[i], n);
+			failures += !memo_agrees(js, plain, m, lines[i], k);
+			for (c = 0; k < n && c < sizeof subst; c++) {
+				b.n = 0;
+				buf_add(&b, lines[i], n);
+				b.p[k] = subst[c];
+				failures += !memo_agrees(js, plain, m, b.p, b.n);
+				failures += !memo_agrees(js, plain, m, lines[i], n);
+			}
+			if (k < n) {
+				b.n = 0;
+				buf_add(&b, lines[i], k);
+				buf_str(&b, lines[i] + k + 1);
+				failures += !memo_agrees(js, plain, m, b.p, b.n);
+			}
+			/* A scanner of another depth between. */
+			failures += !memo_agrees(shallow, plain1, m, lines[i], n);
+		}
+	}
+	/* Each line kept, then each repeat: still refused. */
+	for (i = 0; i < sizeof repeated / sizeof repeated[0]; i++)
+		for (k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+			failures += !memo_agrees(js, plain, m, lines[k],
+			    strlen(lines[k]));
+			assert_int_not_equal(jscan_run_memo_path(js, repeated[i],
+			    strlen(repeated[i]), m, test_path), 0);
+			failures += !memo_agrees(js, plain, m, lines[k],
+			    strlen(lines[k]));
+			failures += !memo_agrees(js, plain, m, repeated[i],
+			    strlen(repeated[i]));
+		}
+	free(b.p);
+	jscan_memo_free(m);
+	jscan_free(js);
+	jscan_free(plain);
+	jscan_free(shallow);
+	jscan_free(plain1);
+	assert_int_equal(failures, 0);
+}
+
 int
 main(void)
 {
@@ -1779,6 +1906,7 @@ main(void)
 		cmocka_unit_test(test_opaque_beyond_maxlevel),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_trim_after_huge_document),
+		cmocka_unit_test(test_memo),
 	};
 
 	char	name[64];
