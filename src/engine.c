@@ -78,15 +78,18 @@ static struct xpool		 engine_line_pool = { NULL, ENGINE_LINE_BLOCK,
  * is charged to limits.memory as the buffer's capacity (at most twice
  * the line).  Below, a copy costs less than the reference's upkeep.
  */
-#ifndef CORRAL_SANITIZE
 #define ENGINE_LINE_SHARED	(16 * 1024)
+#ifndef CORRAL_SANITIZE
+#define ENGINE_LINE_SHARED_P(len)	((len) >= ENGINE_LINE_SHARED)
 #else
 /*
- * Every input, in the sanitizers' and the fuzzers' builds: the lifetime
- * of a line its agent's queue still holds is what they must see, and
- * their tests and fuzzers send mostly short lines.
+ * In the sanitizers' and the fuzzers' builds, also every input of an odd
+ * length: the lifetime of a line its agent's queue still holds is what
+ * they must see, their tests and fuzzers send mostly short lines, and
+ * the copies (pooled or not) of the even ones stay covered too.
  */
-#define ENGINE_LINE_SHARED	1
+#define ENGINE_LINE_SHARED_P(len)	(((len) & 1) || \
+				    (len) >= ENGINE_LINE_SHARED)
 #endif
 /*
  * Timers of requests.  A request waits (in a queue, or at its agent) for
@@ -745,9 +748,9 @@ engine_job_start(struct jscan *js, const char *line, size_t len,
 		copy = envelope_fill(js, line, len, env, NULL, NULL, &clen);
 	else
 		copy = NULL;	/* nothing is missing: the usual input */
-	if (copy != NULL && clen >= ENGINE_LINE_SHARED)
+	if (copy != NULL && ENGINE_LINE_SHARED_P(clen))
 		lb = ndjson_buf_wrap(copy, clen);	/* shared as it is */
-	else if (copy == NULL && len >= ENGINE_LINE_SHARED) {
+	else if (copy == NULL && ENGINE_LINE_SHARED_P(len)) {
 		/*
 		 * A long line as it came: the reader's buffer if it was read
 		 * in place, shared with its agent's queue, not copied again.
