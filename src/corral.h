@@ -842,12 +842,14 @@ struct budget {
  */
 struct dialect;
 struct dialect_trouble;
+struct dialect_memo;
+#define DIALECT_MEMOS	512	/* scanner's memos kept, the most recent */
 struct agent_dialect {
 	const struct dialect	*d;		/* NULL: its entry's, once used */
 	void			*state;		/* the dialect's own */
 	/* Bad lines, warnings, dropped notices: NULL until the first. */
 	struct dialect_trouble	*trouble;
-	struct jscan_memo	*memo;		/* its lines' (jscan_run_memo) */
+	struct dialect_memo	*memo;		/* its lines' (jscan_run_memo) */
 	unsigned char		 answered;	/* answered a request, or spoke JSON-RPC */
 	unsigned char		 failed_output;	/* failed for non-JSON output */
 	unsigned char		 adapted;	/* a tool's: its lines are its adapter's */
@@ -2547,6 +2549,7 @@ const struct dialect_stats *dialect_stats_get(void);
 int	 dialect_is(struct agent *, const char *);
 int	 dialect_switch(struct agent *, const char *);
 void	 dialect_spawned(struct agent *);
+void	 dialect_memo_free(struct agent *);
 void	 dialect_send(struct agent *, const char *, size_t, enum dialect_kind);
 void	 dialect_notice(struct agent *, const char *, const char *,
 	    const char *, const char *);

@@ -188,13 +188,64 @@ dialect_spawned(struct agent *a)
 	a->dialect.adapted = adapter_attached(a);
 }
 
+/*
+ * The scanner's memos of the streams that sent an envelope most recently,
+ * at most DIALECT_MEMOS (corral.h; 912 bytes each): an agent that has
+ * fallen idle gives its memo up to the next stream that needs one, so a
+ * thousand agents that once worked do not keep a thousand.  A memo holds
+ * nothing of its stream that another's lines could misread: a line
+ * resumes from it only where its bytes are the memo's.
+ */
+struct dialect_memo {
+	struct jscan_memo		*jm;
+	struct dialect_memo		**owner;	/* whose pointer to it */
+	TAILQ_ENTRY(dialect_memo)	 lru;		/* the most recent first */
+};
+static TAILQ_HEAD(dialect_memos_head, dialect_memo) dialect_memos =
+    TAILQ_HEAD_INITIALIZER(dialect_memos);
+static size_t			  dialect_nmemos;
+
+/* Give *mp a memo: a new one, or the one least recently used. */
+static void
+dialect_memo_take(struct dialect_memo **mp)
+{
+	struct dialect_memo	*dm;
+
+	if (dialect_nmemos < DIALECT_MEMOS) {
+		dm = xmalloc(sizeof *dm);
+		dm->jm = jscan_memo_create();
+		dialect_nmemos++;
+	} else {
+		dm = TAILQ_LAST(&dialect_memos, dialect_memos_head);
+		TAILQ_REMOVE(&dialect_memos, dm, lru);
+		*dm->owner = NULL;
+	}
+	dm->owner = mp;
+	TAILQ_INSERT_HEAD(&dialect_memos, dm, lru);
+	*mp = dm;
+}
+
+/* Free agent a's memo, if it has one (it is being freed). */
+void
+dialect_memo_free(struct agent *a)
+{
+	struct dialect_memo	*dm = a->dialect.memo;
+
+	if (dm == NULL)
+		return;
+	TAILQ_REMOVE(&dialect_memos, dm, lru);
+	dialect_nmemos--;
+	jscan_memo_free(dm->jm);
+	free(dm);
+	a->dialect.memo = NULL;
+}
+
 /* An agent is about to be freed: its state and bad line go with it. */
 static void
 dialect_forget(struct agent *a)
 {
 	dialect_detach(a);
-	jscan_memo_free(a->dialect.memo);
-	a->dialect.memo = NULL;
+	dialect_memo_free(a);
 	if (a->dialect.trouble != NULL) {
 		free(a->dialect.trouble->bad_first);
 		free(a->dialect.trouble);
@@ -515,8 +566,8 @@ void
 dialect_multiagent_decode(struct agent *a, void *state,
     struct dialect_frame *f, const char *line, size_t len)
 {
-	static struct jscan_memo	*stdin_memo;
-	struct jscan_memo		**mp;
+	static struct dialect_memo	*stdin_memo;
+	struct dialect_memo		**mp;
 	struct jscan			*js = f->js;
 	int				 rc;
 
@@ -528,7 +579,11 @@ dialect_multiagent_decode(struct agent *a, void *state,
 	 * hands or answers pings (an idle one) holds none.
 	 */
 	mp = a != NULL ? &a->dialect.memo : &stdin_memo;
-	if ((*mp != NULL ? jscan_run_memo(js, line, len, *mp) :
+	if (*mp != NULL && *mp != TAILQ_FIRST(&dialect_memos)) {
+		TAILQ_REMOVE(&dialect_memos, *mp, lru);
+		TAILQ_INSERT_HEAD(&dialect_memos, *mp, lru);
+	}
+	if ((*mp != NULL ? jscan_run_memo(js, line, len, (*mp)->jm) :
 	    jscan_run(js, line, len)) != 0) {
 		/* A batch for the control plane, which answers -32700. */
 		f->type = dialect_is_batch(line, len) ? DF_BADRPC : DF_GARBAGE;
@@ -562,7 +617,7 @@ dialect_multiagent_decode(struct agent *a, void *state,
 	}
 	f->type = DF_ENVELOPE;
 	if (*mp == NULL)
-		*mp = jscan_memo_create();
+		dialect_memo_take(mp);
 }
 
 /*

@@ -164,7 +164,7 @@ test_ttls(void **state)
 	assert_string_equal(f.err.path, "outputs.next_actions[0].args.ttl_ms");
 	done(&f);
 	/* The agent's memo of its lines, which dialect_forget would free. */
-	jscan_memo_free(a.dialect.memo);
+	dialect_memo_free(&a);
 	assert_int_equal(decode(NULL, l, &f), DF_ENVELOPE);
 	done(&f);
 }
@@ -201,7 +201,52 @@ test_memo_first_envelope(void **state)
 	assert_int_equal(f.env.intent, INTENT_ANALYZE);
 	assert_int_not_equal(f.env.trace_id, -1);
 	done(&f);
-	jscan_memo_free(a.dialect.memo);
+	dialect_memo_free(&a);
+}
+
+/*
+ * At most DIALECT_MEMOS memos live: the stream that sent an envelope
+ * least recently gives its memo up to the next that needs one, and every
+ * line still reads the same, memo or not, taken over or not.
+ */
+static void
+test_memo_bound(void **state)
+{
+	struct agent		*a;
+	struct dialect_frame	 f;
+	const char		*l[2] = { ENVELOPE(""),
+	    ENVELOPE(",\"trace\":{\"id\":\"e-1\"}") };
+	size_t			 i, n = DIALECT_MEMOS + 2;
+
+	a = xcalloc(n, sizeof *a);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(decode(&a[i], l[i & 1], &f), DF_ENVELOPE);
+		done(&f);
+		assert_non_null(a[i].dialect.memo);
+	}
+	/* The first two sent theirs least recently: theirs went on. */
+	assert_null(a[0].dialect.memo);
+	assert_null(a[1].dialect.memo);
+	for (i = 2; i < n; i++)
+		assert_non_null(a[i].dialect.memo);
+	/* Agent 2 reads again: it is now the most recent, 3 the least. */
+	assert_int_equal(decode(&a[2], l[1], &f), DF_ENVELOPE);
+	assert_int_not_equal(f.env.trace_id, -1);
+	done(&f);
+	assert_int_equal(decode(&a[0], l[1], &f), DF_ENVELOPE);
+	assert_int_not_equal(f.env.trace_id, -1);
+	done(&f);
+	assert_non_null(a[0].dialect.memo);
+	assert_non_null(a[2].dialect.memo);
+	assert_null(a[3].dialect.memo);
+	/* A line read with another stream's memo reads as alone. */
+	assert_int_equal(decode(&a[0], l[0], &f), DF_ENVELOPE);
+	assert_int_equal(f.env.trace_id, -1);
+	assert_int_equal(f.env.intent, INTENT_ANALYZE);
+	done(&f);
+	for (i = 0; i < n; i++)
+		dialect_memo_free(&a[i]);
+	free(a);
 }
 
 /*
@@ -252,6 +297,7 @@ main(void)
 		cmocka_unit_test(test_envelope),
 		cmocka_unit_test(test_ttls),
 		cmocka_unit_test(test_memo_first_envelope),
+		cmocka_unit_test(test_memo_bound),
 		cmocka_unit_test(test_docs_match_table),
 	};
 	int	rc;
