@@ -155,6 +155,22 @@ struct jscan_key *jscan_grow_keys(struct jscan *, uint32_t);
 int	 jscan_w_dup(struct jscan *, const unsigned char *, const struct jtok *,
 	    uint32_t, const struct jscan_frame *);
 
+/*
+ * Begin a scan of n bytes: no error yet.  Returns -1 (the scan failed)
+ * for a document of 4 GiB or more, whose offsets the tape cannot hold.
+ */
+static inline int
+jscan_w_begin(struct jscan *js, size_t n)
+{
+	js->err = NULL;
+	js->err_off = 0;
+	if (n < UINT32_MAX)
+		return 0;
+	js->ntok = js->nkeys = 0;
+	js->nvals = 0;
+	return jscan_fail(js, 0, "document too large");
+}
+
 /* Start a walk of the n bytes at p, whose last bytes are in tail. */
 static inline void
 jscan_w_start(struct jscan_w *w, struct jscan *js, const char *p, size_t n,

@@ -449,13 +449,8 @@ JW(walk_memo)(struct jscan *js, const char *p, size_t n,
 	uint32_t		hit, ntok;
 	int			rc;
 
-	js->err = NULL;
-	js->err_off = 0;
-	if (n >= UINT32_MAX) {
-		js->ntok = js->nkeys = 0;
-		js->nvals = 0;
-		return jscan_fail(js, 0, "document too large");
-	}
+	if (jscan_w_begin(js, n) != 0)
+		return -1;
 	jscan_w_start(&w, js, p, n, &tail);
 	/* Not w's address: the walk's counters stay in registers. */
 	if ((resume = jscan_memo_restore(m, js, w.s, n, &ntok, &hit)) != 0)
@@ -479,13 +474,8 @@ JW(walk)(struct jscan *js, const char *p, size_t n)
 	struct jscan_w		w;
 	int			rc;
 
-	js->err = NULL;
-	js->err_off = 0;
-	if (n >= UINT32_MAX) {
-		js->ntok = js->nkeys = 0;
-		js->nvals = 0;
-		return jscan_fail(js, 0, "document too large");
-	}
+	if (jscan_w_begin(js, n) != 0)
+		return -1;
 	jscan_w_start(&w, js, p, n, &tail);
 	/* Its own copy of the grammar, without a resume's entry. */
 	rc = JW(grammar)(&w, 0);

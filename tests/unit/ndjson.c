@@ -1132,6 +1132,54 @@ room_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 }
 
 /*
+ * Feed n bytes of data to a new reader in chunks of random size, into
+ * its room when it offers room, cb queueing the lines for the pipe fds
+ * (and writing them when it likes), the pipe drained into got (cap at
+ * most) as it goes.  Returns the bytes read from the pipe.
+ */
+static size_t
+feed_through(const char *data, size_t n, ndjson_line_cb cb, void *arg,
+    int fds[2], char *got, size_t cap)
+{
+	struct ndjson_reader	 r;
+	static char		 chunk[65536];
+	char			*room;
+	size_t			 gn = 0, off, take, roomlen;
+
+	ndjson_reader_init(&r, 1 << 20, 0);
+	for (off = 0; off < n; off += take) {
+		take = 1 + rng(sizeof chunk);
+		if (take > n - off)
+			take = n - off;
+		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
+			take = roomlen;
+			memcpy(room, data + off, take);
+			ndjson_feed_room(&r, take, cb, arg);
+		} else {
+			memcpy(chunk, data + off, take);
+			ndjson_feed(&r, chunk, take, cb, arg);
+		}
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	}
+	ndjson_finish(&r, cb, arg);
+	ndjson_reader_free(&r);
+	return gn;
+}
+
+/* Write queue q to the pipe fds to its end; returns the bytes drained. */
+static size_t
+flush_through(struct ndjson_queue *q, int fds[2], char *got, size_t cap)
+{
+	size_t	gn = 0;
+	int	rc;
+
+	while ((rc = ndjson_queue_flush(q, fds[1])) == 1)
+		gn += drain_pipe(fds[0], got + gn, cap - gn);
+	assert_int_equal(rc, 0);
+	return gn + drain_pipe(fds[0], got + gn, cap - gn);
+}
+
+/*
  * A queue takes over the buffer of a long line read into the reader's
  * room instead of copying it, and gives it back once written: written
  * or dropped while the line is handled, with a "\r\n" ending, with the
@@ -1140,12 +1188,11 @@ room_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 static void
 test_room_queue_takes_line(void **state)
 {
-	struct ndjson_reader	 r;
 	struct room_out		 o;
-	char			*data, *want, *got, *room, chunk[65536];
-	size_t			 n = 0, wn = 0, gn = 0, len, i, k, off, take;
-	size_t			 roomlen, cap = 8 << 20;
-	int			 fds[2], rc;
+	char			*data, *want, *got;
+	size_t			 n = 0, wn = 0, gn, len, i, k;
+	size_t			 cap = 8 << 20;
+	int			 fds[2];
 
 	data = malloc(cap);
 	want = malloc(cap);
@@ -1173,32 +1220,13 @@ test_room_queue_takes_line(void **state)
 	ndjson_queue_init(&o.q, 0, 1 << 30);
 	ndjson_queue_init(&o.q2, 0, 1 << 30);
 	o.fd = fds[1];
-	ndjson_reader_init(&r, 1 << 20, 0);
-	for (off = 0; off < n; off += take) {
-		take = 1 + rng(sizeof chunk);
-		if (take > n - off)
-			take = n - off;
-		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
-			take = roomlen;
-			memcpy(room, data + off, take);
-			ndjson_feed_room(&r, take, room_out_line, &o);
-		} else {
-			memcpy(chunk, data + off, take);
-			ndjson_feed(&r, chunk, take, room_out_line, &o);
-		}
-		gn += drain_pipe(fds[0], got + gn, cap - gn);
-	}
-	ndjson_finish(&r, room_out_line, &o);
-	while ((rc = ndjson_queue_flush(&o.q, fds[1])) == 1)
-		gn += drain_pipe(fds[0], got + gn, cap - gn);
-	assert_int_equal(rc, 0);
-	gn += drain_pipe(fds[0], got + gn, cap - gn);
+	gn = feed_through(data, n, room_out_line, &o, fds, got, cap);
+	gn += flush_through(&o.q, fds, got + gn, cap - gn);
 	assert_int_equal(o.n, 40);
 	assert_int_equal(gn, wn);
 	assert_memory_equal(got, want, wn);
 	ndjson_queue_free(&o.q);
 	ndjson_queue_free(&o.q2);
-	ndjson_reader_free(&r);
 	close(fds[0]);
 	close(fds[1]);
 	free(data);
@@ -1272,12 +1300,11 @@ shared_out_line(void *arg, enum ndjson_kind kind, char *line, size_t len,
 static void
 test_queue_shared_line(void **state)
 {
-	struct ndjson_reader	 r;
 	struct shared_out	 o;
-	char			*data, *want, *got, *room, chunk[65536];
-	size_t			 n = 0, wn = 0, gn = 0, len, i, k, off, take;
-	size_t			 roomlen, cap = 8 << 20;
-	int			 fds[2], rc;
+	char			*data, *want, *got;
+	size_t			 n = 0, wn = 0, gn, len, i, k;
+	size_t			 cap = 8 << 20;
+	int			 fds[2];
 
 	data = malloc(cap);
 	want = malloc(cap);
@@ -1306,36 +1333,18 @@ test_queue_shared_line(void **state)
 	ndjson_queue_init(&o.q, 0, 1 << 30);
 	ndjson_queue_init(&o.q2, 0, 1 << 30);
 	o.fd = fds[1];
-	ndjson_reader_init(&r, 1 << 20, 0);
-	for (off = 0; off < n; off += take) {
-		take = 1 + rng(sizeof chunk);
-		if (take > n - off)
-			take = n - off;
-		if ((room = ndjson_reader_room(&r, take, &roomlen)) != NULL) {
-			take = roomlen;
-			memcpy(room, data + off, take);
-			ndjson_feed_room(&r, take, shared_out_line, &o);
-		} else {
-			memcpy(chunk, data + off, take);
-			ndjson_feed(&r, chunk, take, shared_out_line, &o);
-		}
-		/* A pipe that takes what it takes: newlines written apart. */
-		gn += drain_pipe(fds[0], got + gn, cap - gn);
-	}
-	ndjson_finish(&r, shared_out_line, &o);
+	/* A pipe that takes what it takes: newlines written apart. */
+	gn = feed_through(data, n, shared_out_line, &o, fds, got, cap);
+	/* The owners let go of the lines still kept before they are out. */
 	for (i = 0; i < 4; i++)
 		ndjson_buf_put(o.kept[i]);
-	while ((rc = ndjson_queue_flush(&o.q, fds[1])) == 1)
-		gn += drain_pipe(fds[0], got + gn, cap - gn);
-	assert_int_equal(rc, 0);
-	gn += drain_pipe(fds[0], got + gn, cap - gn);
+	gn += flush_through(&o.q, fds, got + gn, cap - gn);
 	assert_int_equal(o.n, 60);
 	assert_true(o.taken > 0);
 	assert_int_equal(gn, wn);
 	assert_memory_equal(got, want, wn);
 	ndjson_queue_free(&o.q);
 	ndjson_queue_free(&o.q2);
-	ndjson_reader_free(&r);
 	close(fds[0]);
 	close(fds[1]);
 	free(data);
