@@ -202,12 +202,13 @@ auditlog_open(const char *path, const char *wfpath)
 	ev_unref(LOOP);
 	ndjson_writer_init(&audit_w, 0, AUDIT_FLUSH);
 	ndjson_writer_init(&audit_out, 0, AUDIT_FLUSH);
-	if (sem_init(&audit_sem, 0, 0) == -1)
-		fatal("audit log: sem_init");
-	audit_threaded = pthread_create(&audit_thread, NULL, auditlog_thread,
-	    NULL) == 0;
-	if (!audit_threaded)
+	/* Without its semaphore or its thread, the loop writes the log. */
+	audit_threaded = sem_init(&audit_sem, 0, 0) == 0;
+	if (audit_threaded && pthread_create(&audit_thread, NULL,
+	    auditlog_thread, NULL) != 0) {
 		sem_destroy(&audit_sem);
+		audit_threaded = 0;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &audit_t0);
 	util_rfc3339(ts, sizeof ts);
 	auditlog_begin("run_start", 9, NULL, NULL);
