@@ -70,15 +70,26 @@ env_type_name(int type)
 	}
 }
 
-/* Check that token t has the given type. */
-static int
+/* Refuse token t for not having the given type. */
+static int __attribute__((cold, noinline))
+env_want_fail(struct jscan *js, int t, int type, struct env_error *err,
+    const char *path)
+{
+	return env_fail(err, path, "%s must be %s, not %s", path,
+	    env_type_name(type), env_type_name(js->tok[t].type));
+}
+
+/*
+ * Check that token t has the given type: inline, as every member's
+ * value is checked so, and the refusal apart.
+ */
+static inline int
 env_want(struct jscan *js, int t, int type, struct env_error *err,
     const char *path)
 {
-	if (js->tok[t].type == type)
+	if (__builtin_expect(js->tok[t].type == type, 1))
 		return 0;
-	return env_fail(err, path, "%s must be %s, not %s", path,
-	    env_type_name(type), env_type_name(js->tok[t].type));
+	return env_want_fail(js, t, type, err, path);
 }
 
 /*
@@ -887,8 +898,8 @@ env_keep(struct env_memo *rec, uint32_t k, uint32_t lim,
  * each member from the (k + 1)th (k: the members before i) up to the
  * limth in rec.  Inlined twice: without rec, the loop keeps nothing.
  */
-static inline __attribute__((always_inline)) int
-env_walk(struct jscan *js, const char *s, struct env *env,
+static int
+env_walk1(struct jscan *js, const char *s, struct env *env,
     struct env_error *err, uint32_t i, int have, struct env_memo *rec,
     uint32_t k, uint32_t lim)
 {
@@ -1016,7 +1027,7 @@ static int
 env_walk_plain(struct jscan *js, const char *s, struct env *env,
     struct env_error *err, uint32_t i, int have)
 {
-	return env_walk(js, s, env, err, i, have, NULL, 0, 0);
+	return env_walk1(js, s, env, err, i, have, NULL, 0, 0);
 }
 
 /* env_walk keeping its findings in rec (envelope_check_memo). */
@@ -1025,7 +1036,7 @@ env_walk_rec(struct jscan *js, const char *s, struct env *env,
     struct env_error *err, uint32_t i, int have, struct env_memo *rec,
     uint32_t k, uint32_t lim)
 {
-	return env_walk(js, s, env, err, i, have, rec, k, lim);
+	return env_walk1(js, s, env, err, i, have, rec, k, lim);
 }
 
 /*
