@@ -896,7 +896,8 @@ env_keep(struct env_memo *rec, uint32_t k, uint32_t lim,
  * Check the top-level members from key token i on, with the findings
  * and have bits of those before it; with rec, keep the findings before
  * each member from the (k + 1)th (k: the members before i) up to the
- * limth in rec.  Inlined twice: without rec, the loop keeps nothing.
+ * limth in rec.  One function for both: two inlined copies, one keeping
+ * and one not, left the member checks it calls out of line.
  */
 static int
 env_walk1(struct jscan *js, const char *s, struct env *env,
