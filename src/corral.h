@@ -1638,6 +1638,7 @@ int	 protocol_agent_name(const char *);
 int	 protocol_intent(const char *, size_t);
 const char *protocol_intent_check(const char *);
 void	 protocol_set_intents(char **, size_t);
+unsigned int protocol_intents_gen(void);
 size_t	 protocol_intent_count(void);
 void	 protocol_intent_list(char *, size_t);
 const char *protocol_intent_name(int);
@@ -1667,6 +1668,8 @@ struct jscan_memo;
 struct jscan_memo *jscan_memo_create(void);
 void	 jscan_memo_free(struct jscan_memo *);
 void	 jscan_memo_reset(struct jscan_memo *);
+uint32_t jscan_memo_resumed(const struct jscan_memo *, uint64_t *,
+	    uint64_t *);
 int	 jscan_run_memo(struct jscan *, const char *, size_t,
 	    struct jscan_memo *);
 int	 jscan_run_memo_path(struct jscan *, const char *, size_t,
@@ -2181,6 +2184,12 @@ int	 client_status_row(char *, size_t, json_t *);
 /* envelope.c */
 int	 envelope_check(struct jscan *, const char *, size_t, struct env *,
 	    struct env_error *);
+struct env_memo;
+struct env_memo *envelope_memo_create(void);
+void	 envelope_memo_free(struct env_memo *);
+int	 envelope_check_memo(struct jscan *, const char *, size_t,
+	    struct env *, struct env_error *, struct env_memo *,
+	    const struct jscan_memo *);
 int	 envelope_check_ttls(struct jscan *, const char *, const struct env *,
 	    struct env_error *);
 char	*envelope_error(const char *, const char *, const char *,

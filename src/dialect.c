@@ -190,14 +190,17 @@ dialect_spawned(struct agent *a)
 
 /*
  * The scanner's memos of the streams that sent an envelope most recently,
- * at most DIALECT_MEMOS (corral.h; 912 bytes each): an agent that has
- * fallen idle gives its memo up to the next stream that needs one, so a
- * thousand agents that once worked do not keep a thousand.  A memo holds
- * nothing of its stream that another's lines could misread: a line
- * resumes from it only where its bytes are the memo's.
+ * at most DIALECT_MEMOS (corral.h; 912 bytes each, and 976 for
+ * envelope_check's findings beside it): an agent that has fallen idle
+ * gives its memo up to the next stream that needs one, so a thousand
+ * agents that once worked do not keep a thousand.  A memo holds nothing
+ * of its stream that another's lines could misread: a line resumes from
+ * it only where its bytes are the memo's, and the findings kept are
+ * those of the line the scanner's memo keeps.
  */
 struct dialect_memo {
 	struct jscan_memo		*jm;
+	struct env_memo			*em;		/* envelope_check's, beside */
 	struct dialect_memo		**owner;	/* whose pointer to it */
 	TAILQ_ENTRY(dialect_memo)	 lru;		/* the most recent first */
 };
@@ -214,6 +217,7 @@ dialect_memo_take(struct dialect_memo **mp)
 	if (dialect_nmemos < DIALECT_MEMOS) {
 		dm = xmalloc(sizeof *dm);
 		dm->jm = jscan_memo_create();
+		dm->em = envelope_memo_create();
 		dialect_nmemos++;
 	} else {
 		dm = TAILQ_LAST(&dialect_memos, dialect_memos_head);
@@ -236,6 +240,7 @@ dialect_memo_free(struct agent *a)
 	TAILQ_REMOVE(&dialect_memos, dm, lru);
 	dialect_nmemos--;
 	jscan_memo_free(dm->jm);
+	envelope_memo_free(dm->em);
 	free(dm);
 	a->dialect.memo = NULL;
 }
@@ -603,7 +608,9 @@ dialect_multiagent_decode(struct agent *a, void *state,
 	 * or not: envelope_check notes the member on its one pass over the
 	 * keys, and only a line it refuses is searched for it here.
 	 */
-	rc = envelope_check(js, line, len, &f->env, &f->err);
+	rc = *mp != NULL ? envelope_check_memo(js, line, len, &f->env,
+	    &f->err, (*mp)->em, (*mp)->jm) : envelope_check(js, line, len,
+	    &f->env, &f->err);
 	if (rc == 0 ? f->env.jsonrpc :
 	    JSCAN_GET(js, line, 0, "jsonrpc") != -1) {
 		f->type = DF_CONTROL;

@@ -70,15 +70,26 @@ env_type_name(int type)
 	}
 }
 
-/* Check that token t has the given type. */
-static int
+/* Refuse token t for not having the given type. */
+static int __attribute__((cold, noinline))
+env_want_fail(struct jscan *js, int t, int type, struct env_error *err,
+    const char *path)
+{
+	return env_fail(err, path, "%s must be %s, not %s", path,
+	    env_type_name(type), env_type_name(js->tok[t].type));
+}
+
+/*
+ * Check that token t has the given type: inline, as every member's
+ * value is checked so, and the refusal apart.
+ */
+static inline int
 env_want(struct jscan *js, int t, int type, struct env_error *err,
     const char *path)
 {
-	if (js->tok[t].type == type)
+	if (__builtin_expect(js->tok[t].type == type, 1))
 		return 0;
-	return env_fail(err, path, "%s must be %s, not %s", path,
-	    env_type_name(type), env_type_name(js->tok[t].type));
+	return env_want_fail(js, t, type, err, path);
 }
 
 /*
@@ -835,27 +846,75 @@ env_start(struct env *env, struct env_error *err)
 }
 
 /*
- * Validate a scanned line as a multiagent-1.0 envelope and extract what
- * routing needs.  Returns 0, or -1 with err filled.
+ * What envelope_check found before a top-level member of the line a
+ * scanner's memo keeps: its findings and which required members it had
+ * seen, and the member's key token.
  */
-int
-envelope_check(struct jscan *js, const char *s, size_t len,
-    struct env *env, struct env_error *err)
+struct env_snap {
+	struct env	env;
+	uint32_t	tok;
+	int		have;
+};
+
+/*
+ * A stream's memo of envelope_check's findings, beside its scanner's
+ * memo (jscan_memo): s[k - 1] holds them before the top-level member k
+ * (k = 1..n) of the line the scanner's memo kept in generation gen.  A
+ * line the scan resumed at member j from that generation has, bytes and
+ * tokens, that line's members 0..j-1; their checks read nothing else
+ * (duplicate keys are the scan's; the workflow's intents, by number,
+ * are the same while intents is), so their findings are those kept, and
+ * its check starts at member j with them.  Only the first members: an
+ * agent's envelopes begin with protocol, role, agent, timestamp,
+ * intent and task.
+ */
+#define ENV_MEMO_SNAPS	8
+struct env_memo {
+	uint64_t	gen;		/* the scanner memo's generation */
+	uint32_t	n;		/* findings kept: s[0..n-1] */
+	unsigned int	intents;	/* protocol_intents_gen then */
+	struct env_snap	s[ENV_MEMO_SNAPS];
+};
+
+/*
+ * Keep in rec the findings before member k (key token i), from the
+ * second member to the limth, unless rec has them.
+ */
+static inline void
+env_keep(struct env_memo *rec, uint32_t k, uint32_t lim,
+    const struct env *env, uint32_t i, int have)
+{
+	if (k > rec->n && k <= lim) {
+		rec->s[k - 1].env = *env;
+		rec->s[k - 1].tok = i;
+		rec->s[k - 1].have = have;
+		rec->n = k;
+	}
+}
+
+/*
+ * Check the top-level members from key token i on, with the findings
+ * and have bits of those before it; with rec, keep the findings before
+ * each member from the (k + 1)th (k: the members before i) up to the
+ * limth in rec.  One function for both: two inlined copies, one keeping
+ * and one not, left the member checks it calls out of line.
+ */
+static int
+env_walk1(struct jscan *js, const char *s, struct env *env,
+    struct env_error *err, uint32_t i, int have, struct env_memo *rec,
+    uint32_t k, uint32_t lim)
 {
 	const char		*v;
 	char			 keybuf[32];
 	size_t			 vl;
-	uint32_t		 i, end;
-	int			 t, have = 0;
+	uint32_t		 end;
+	int			 t;
 
-	env_start(env, err);
-	(void)len;
-
-	if (js->ntok == 0 || js->tok[0].type != JT_OBJECT)
-		return env_fail(err, "", "an envelope must be a JSON object");
 	end = js->tok[0].next;
-	for (i = 1; i < end; i = js->tok[i + 1].next) {
+	for (; i < end; i = js->tok[i + 1].next) {
 		t = (int)i + 1;
+		if (rec != NULL)
+			env_keep(rec, k++, lim, env, i, have);
 		if ((v = env_key(js, s, i, keybuf, sizeof keybuf, &vl)) == NULL)
 			continue;
 		switch (env_member(v, vl)) {
@@ -962,6 +1021,109 @@ envelope_check(struct jscan *js, const char *s, size_t len,
 	    ENV_HAVE_CONTENT) && env->intent >= 0)
 		return 0;
 	return env_required(env, have, err);
+}
+
+/* env_walk without a memo, for envelope_check. */
+static int
+env_walk_plain(struct jscan *js, const char *s, struct env *env,
+    struct env_error *err, uint32_t i, int have)
+{
+	return env_walk1(js, s, env, err, i, have, NULL, 0, 0);
+}
+
+/* env_walk keeping its findings in rec (envelope_check_memo). */
+static int
+env_walk_rec(struct jscan *js, const char *s, struct env *env,
+    struct env_error *err, uint32_t i, int have, struct env_memo *rec,
+    uint32_t k, uint32_t lim)
+{
+	return env_walk1(js, s, env, err, i, have, rec, k, lim);
+}
+
+/*
+ * Validate a scanned line as a multiagent-1.0 envelope and extract what
+ * routing needs.  Returns 0, or -1 with err filled.
+ */
+int
+envelope_check(struct jscan *js, const char *s, size_t len,
+    struct env *env, struct env_error *err)
+{
+	env_start(env, err);
+	(void)len;
+
+	if (js->ntok == 0 || js->tok[0].type != JT_OBJECT)
+		return env_fail(err, "", "an envelope must be a JSON object");
+	return env_walk_plain(js, s, env, err, 1, 0);
+}
+
+/* Make an empty memo of envelope_check's findings (envelope_check_memo). */
+struct env_memo *
+envelope_memo_create(void)
+{
+	struct env_memo	*em;
+
+	em = xcalloc(1, sizeof *em);
+	em->gen = UINT64_MAX;	/* no scanner memo's */
+	return em;
+}
+
+/* Free a memo of envelope_check's findings. */
+void
+envelope_memo_free(struct env_memo *em)
+{
+	free(em);
+}
+
+/*
+ * envelope_check of a line just scanned with jscan_run_memo and the
+ * scanner's memo jm, with em, the findings kept beside jm: the same
+ * answer, the members the scan took from jm not checked again when em
+ * holds their findings.  em keeps this line's when jm does.
+ */
+int
+envelope_check_memo(struct jscan *js, const char *s, size_t len,
+    struct env *env, struct env_error *err, struct env_memo *em,
+    const struct jscan_memo *jm)
+{
+	const struct env_snap	*sn;
+	uint64_t		 from, now;
+	uint32_t		 hit, k = 0, lim;
+	unsigned int		 intents = protocol_intents_gen();
+
+	(void)len;
+	hit = jscan_memo_resumed(jm, &from, &now);
+	if (hit > 0 && from == em->gen && intents == em->intents &&
+	    em->n > 0) {
+		/* The members before hit are the kept line's. */
+		k = hit < em->n ? hit : em->n;
+		sn = &em->s[k - 1];
+		*env = sn->env;
+		err->code = NULL;
+		err->path[0] = err->msg[0] = '\0';
+		if (now == em->gen)
+			return env_walk_plain(js, s, env, err, sn->tok,
+			    sn->have);
+		/* jm keeps this line now: the rest of its findings too. */
+		em->gen = now;
+		em->n = k;
+		return env_walk_rec(js, s, env, err, sn->tok, sn->have, em, k,
+		    ENV_MEMO_SNAPS);
+	}
+	env_start(env, err);
+	if (js->ntok == 0 || js->tok[0].type != JT_OBJECT)
+		return env_fail(err, "", "an envelope must be a JSON object");
+	if (now == em->gen && intents == em->intents)
+		return env_walk_plain(js, s, env, err, 1, 0);
+	/*
+	 * What em keeps is not jm's line's: keep this line's findings,
+	 * those it shares with jm's line when jm still keeps that one.
+	 */
+	lim = now != from ? ENV_MEMO_SNAPS : hit < ENV_MEMO_SNAPS ? hit :
+	    ENV_MEMO_SNAPS;
+	em->gen = now;
+	em->intents = intents;
+	em->n = 0;
+	return env_walk_rec(js, s, env, err, 1, 0, em, 0, lim);
 }
 
 /*

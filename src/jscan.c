@@ -742,6 +742,9 @@ struct jscan_memo {
 	uint32_t	nb;		/* bytes kept */
 	uint32_t	nm;		/* members kept */
 	unsigned int	maxlevel;	/* of the scanner that kept them */
+	uint32_t	hit;		/* the member the last walk resumed at */
+	uint64_t	gen;		/* bumped whenever what it keeps changes */
+	uint64_t	hitgen;		/* gen when the last walk resumed */
 	struct {
 		uint32_t	off;	/* its key's opening quote */
 		uint32_t	ntok;	/* the tokens before its key */
@@ -771,6 +774,24 @@ jscan_memo_reset(struct jscan_memo *m)
 {
 	m->nm = 0;
 	m->nb = 0;
+	m->hit = 0;
+	m->gen++;
+}
+
+/*
+ * After jscan_run_memo with m returned 0: the top-level member the walk
+ * resumed at (0: it scanned the line from its start), with m's
+ * generation then (*from) and now (*now).  Members before the one it
+ * resumed at are, bytes and tokens, those of the line m kept in
+ * generation *from; m keeps this line (its generation moved) or still
+ * the older one.
+ */
+uint32_t
+jscan_memo_resumed(const struct jscan_memo *m, uint64_t *from, uint64_t *now)
+{
+	*from = m->hitgen;
+	*now = m->gen;
+	return m->hit;
 }
 
 /* How many of the first n bytes of a and b are equal. */
@@ -827,6 +848,8 @@ jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
 	uint32_t		 j, ntok;
 
 	*hit = 0;
+	m->hit = 0;
+	m->hitgen = m->gen;
 	if (m->nm < 2 || m->maxlevel != js->maxlevel)
 		return 0;
 	/* Past the last kept member's quote, what the lines share is moot. */
@@ -847,7 +870,7 @@ jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
 	*ntokp = ntok;
 	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
 	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
-	*hit = j;
+	*hit = m->hit = j;
 	return m->m[j].off;
 }
 
@@ -867,6 +890,7 @@ jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
 	if (hit > 0 && 2 * hit >= m->nm)
 		return;
 	m->nm = 0;
+	m->gen++;
 	/* The top-level object must be on the tape, and its members. */
 	if (js->maxlevel == 0 || js->ntok == 0 || js->tok[0].type != JT_OBJECT)
 		return;

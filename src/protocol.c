@@ -25,6 +25,7 @@ static const char *protocol_prios[PRIO_COUNT] = {
 static char	*protocol_extra[INTENT_EXTRA];
 static uint8_t	 protocol_extra_q[INTENT_EXTRA];	/* jsonw_idq of each */
 static size_t	 protocol_nextra;
+static unsigned int protocol_gen;	/* protocol_set_intents calls */
 
 static char	 protocol_run[16] = "corral";
 static uint64_t	 protocol_seq;
@@ -155,6 +156,7 @@ protocol_set_intents(char **names, size_t n)
 {
 	size_t	i;
 
+	protocol_gen++;
 	for (i = 0; i < protocol_nextra; i++)
 		free(protocol_extra[i]);
 	protocol_nextra = 0;
@@ -163,6 +165,16 @@ protocol_set_intents(char **names, size_t n)
 		    strlen(names[i]));
 		protocol_extra[protocol_nextra++] = xstrdup(names[i]);
 	}
+}
+
+/*
+ * How many times the workflow's intents were set: a check's findings
+ * kept across lines (envelope_check_memo) hold intents by number.
+ */
+unsigned int
+protocol_intents_gen(void)
+{
+	return protocol_gen;
 }
 
 /* How many intents there are: the standard ones and the workflow's. */

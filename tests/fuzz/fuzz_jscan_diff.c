@@ -6,7 +6,10 @@
  *
  * An input holding a newline is also two lines of a stream, scanned one
  * after the other with a memo (jscan_run_memo): the second must be
- * scanned as it is alone, on every path.
+ * scanned as it is alone, on every path, and checked as an envelope
+ * with the memo of envelope_check's findings beside the scanner's
+ * (envelope_check_memo) as it is alone (tests/unit/env-diff.h says what
+ * "the same" is).
  *
  * Inputs holding a NUL byte are skipped: jansson 2.14 loses a NUL that
  * follows a character it had to put back (so "[1\0]" loads), while corral
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "corral.h"
+#include "../unit/env-diff.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -41,29 +45,62 @@ same(const struct jscan *a, int ra, const struct jscan *b, int rb)
 			abort();
 }
 
-/* Scan line a, then b twice, with a fresh memo: b as alone each time. */
+/*
+ * Abort unless line s, which js scanned with memo m (rm) and plain alone
+ * (r), is checked through em as it is alone.
+ */
+static void
+same_check(struct jscan *js, int rm, struct jscan *plain, int r,
+    struct jscan_memo *m, struct env_memo *em, const char *s, size_t n)
+{
+	struct env		 a, b;
+	struct env_error	 ea, eb;
+	int			 ra, rb;
+
+	if (rm != 0 || r != 0)
+		return;
+	ra = envelope_check_memo(js, s, n, &a, &ea, em, m);
+	rb = envelope_check(plain, s, n, &b, &eb);
+	if (env_diff(ra, &a, &ea, rb, &b, &eb) != NULL)
+		abort();
+}
+
+/*
+ * Scan and check line a, then b twice, then a, with fresh memos: b as
+ * alone each time, and a after it.
+ */
 static void
 memo_pair(const char *a, size_t na, const char *b, size_t nb)
 {
 	static struct jscan	*js, *plain;
 	static struct jscan_memo *m;
+	static struct env_memo	*em;
 	int			 p, r, rm;
 
 	if (js == NULL) {
 		js = jscan_create(4);
 		plain = jscan_create(4);
 		m = jscan_memo_create();
+		em = envelope_memo_create();
 	}
 	for (p = JSCAN_SCALAR; p <= JSCAN_AVX2; p++) {
 		if (!jscan_path_has((enum jscan_path)p))
 			continue;
 		jscan_memo_reset(m);
-		(void)jscan_run_memo_path(js, a, na, m, (enum jscan_path)p);
+		rm = jscan_run_memo_path(js, a, na, m, (enum jscan_path)p);
+		r = jscan_run_path(plain, a, na, (enum jscan_path)p);
+		same_check(js, rm, plain, r, m, em, a, na);
 		r = jscan_run_path(plain, b, nb, (enum jscan_path)p);
 		rm = jscan_run_memo_path(js, b, nb, m, (enum jscan_path)p);
 		same(plain, r, js, rm);
+		same_check(js, rm, plain, r, m, em, b, nb);
 		rm = jscan_run_memo_path(js, b, nb, m, (enum jscan_path)p);
 		same(plain, r, js, rm);
+		same_check(js, rm, plain, r, m, em, b, nb);
+		rm = jscan_run_memo_path(js, a, na, m, (enum jscan_path)p);
+		r = jscan_run_path(plain, a, na, (enum jscan_path)p);
+		same(plain, r, js, rm);
+		same_check(js, rm, plain, r, m, em, a, na);
 	}
 	jscan_trim(js);
 	jscan_trim(plain);

@@ -170,7 +170,7 @@ test_ttls(void **state)
 }
 
 /*
- * An agent's memo of its envelopes (912 bytes) is made at its first
+ * An agent's memo of its envelopes (1.9 KiB) is made at its first
  * envelope: one that only shakes hands, answers pings or writes stray
  * lines, as an idle agent does, holds none; the envelopes after it read
  * the same with it.

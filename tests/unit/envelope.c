@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "corral.h"
+#include "env-diff.h"
 
 #define TAPE_LEVEL	4	/* what engine.c gives its scanner */
 
@@ -1603,12 +1604,207 @@ test_workflow_intents(void **state)
 	assert_int_equal(check(sa, strlen(sa), &env, &err), -1);
 }
 
+/*
+ * Scan s with memo jm on js and check it with em beside jm, and scan
+ * and check it alone on plain: return 1 unless the answers differ.
+ */
+static int
+memo_check_agrees(struct jscan *mjs, struct jscan *plain,
+    struct jscan_memo *jm, struct env_memo *em, const char *s, size_t n)
+{
+	struct env		 a, b;
+	struct env_error	 ea, eb;
+	const char		*what;
+	int			 rm, rp, ra = 0, rb = 0;
+
+	rm = jscan_run_memo(mjs, s, n, jm);
+	rp = jscan_run(plain, s, n);
+	if (rm != rp) {
+		what = "scan";
+		goto differ;
+	}
+	if (rm != 0)
+		return 1;
+	ra = envelope_check_memo(mjs, s, n, &a, &ea, em, jm);
+
+	rb = envelope_check(plain, s, n, &b, &eb);
+	if ((what = env_diff(ra, &a, &ea, rb, &b, &eb)) == NULL)
+		return 1;
+differ:
+	print_message("with a memo, %s differs (%s / %s): \"%.*s\"\n", what,
+	    rm == 0 && ra != 0 ? ea.msg : "-", rm == 0 && rb != 0 ? eb.msg :
+	    "-", (int)(n < 300 ? n : 300), s);
+	return 0;
+}
+
+/*
+ * A stream's memo of envelope_check's findings, beside its scanner's:
+ * the members the scan took from the scanner's memo are not checked
+ * again, and the answer (verdict, error, every finding) is what a check
+ * of the line alone gives, whatever byte differs (each line's then each
+ * of its bytes changed to each of a few, or dropped, or the line cut
+ * there), refused lines and members in any order included, with a
+ * scanner of another depth sharing the memos, and the workflow's
+ * intents changed between two lines that begin alike.
+ */
+static void
+test_memo_findings(void **state)
+{
+	static const char *const lines[] = {
+	    /* The bench's input, an echo agent's reply, a reflection's. */
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"user\",\"timestamp\":"
+	    "\"2026-11-22T12:40:00Z\",\"intent\":\"execute\",\"task\":\"bench\","
+	    "\"trace\":{\"id\":\"b-000000000012\"},\"content\":{\"type\":\"text\","
+	    "\"text\":\"#000000000012 1764246232123456 xxxxxxxx\"}}",
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"echo.1\",\"name\":\"echo\",\"model\":\"echo\"},"
+	    "\"timestamp\":\"2026-11-27T11:23:52Z\",\"intent\":\"execute\","
+	    "\"task\":\"echo\",\"content\":{\"type\":\"text\",\"text\":"
+	    "\"#1 a\"},\"confidence\":{\"score\":0.9},\"trace\":{\"parents\":"
+	    "[\"b-1\"],\"id\":\"echo.1-1\"}}",
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"critic\",\"name\":\"echo\",\"model\":\"echo\",\"version\":"
+	    "\"2\"},\"timestamp\":\"2026-11-27T11:23:52.5+01:00\",\"intent\":"
+	    "\"reflect\",\"task\":\"echo\",\"content\":{\"type\":\"json\"},"
+	    "\"confidence\":{\"score\":0.3,\"rationale\":\"r\",\"risks\":[\"x\"]},"
+	    "\"trace\":{\"parents\":[\"e-1\"],\"id\":\"c-1\",\"tags\":[\"t\"]},"
+	    "\"corral\":{\"reflect\":{\"of\":\"e-1\",\"round\":1}}}",
+	    example_protocol_md,
+	    /* Every member that finds something, early. */
+	    "{\"ttl_ms\":5000,\"priority\":\"high\",\"confidence\":{\"score\":1,"
+	    "\"risks\":[]},\"trace\":{\"id\":\"x\",\"parents\":[\"p\"],\"cost\":"
+	    "{\"input_tokens\":1,\"output_tokens\":2,\"usd\":0.5}},\"inputs\":"
+	    "{\"parameters\":{\"ttl_ms\":7000}},\"session\":\"s\",\"corral\":"
+	    "{\"kind\":\"task\"},\"protocol\":\"multiagent-1.0\",\"role\":"
+	    "\"tool\",\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":"
+	    "\"code\",\"text\":\"x\"},\"priority2\":3}",
+	    "{\"priority\":3,\"outputs\":{\"artifacts\":[{\"path\":\"a\","
+	    "\"operation\":\"create\"}],\"next_actions\":[{\"intent\":\"plan\","
+	    "\"task\":\"t\",\"args\":{}}]},\"jsonrpc\":\"2.0\",\"protocol\":"
+	    "\"multiagent-1.0\",\"role\":\"system\",\"intent\":\"route\","
+	    "\"task\":\"t\",\"content\":{\"type\":\"error\"}}",
+	    /* Escapes in values, and in a key. */
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"\\u0075ser\","
+	    "\"timestamp\":\"2026-11-27T11:23:52.123+01:00\",\"intent\":"
+	    "\"ex\\u0065cute\",\"task\":\"a\\\"b\",\"content\":{\"type\":"
+	    "\"text\"}}",
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"\\u0074ask\":"
+	    "\"t\",\"intent\":\"plan\",\"content\":{\"type\":\"tool_result\"}}",
+	    /* Refused: a bad role, members missing, a bad agent. */
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"robot\",\"intent\":"
+	    "\"plan\",\"task\":\"t\",\"content\":{\"type\":\"text\"}}",
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"a\",\"name\":\"n\"},\"timestamp\":\"2026-11-27T11:23:52Z\","
+	    "\"task\":\"t\"}",
+	    "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\",\"agent\":"
+	    "{\"id\":\"a\",\"name\":\"n\",\"model\":1},\"intent\":\"plan\","
+	    "\"task\":\"t\",\"content\":{\"type\":\"text\"}}",
+	    /* Spaced, over lines. */
+	    example_planner };
+	static const char subst[] = { 'x', '"', '\\', ',', ':', '}', ']', '{',
+	    ' ', '0', '1', 'Z', '\x80' };
+	/* Two lines that begin alike, with a workflow's intent. */
+	static const char review[] = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"t\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"1\"}}";
+	static const char review2[] = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"t\","
+	    "\"content\":{\"type\":\"text\",\"text\":\"2\"}}";
+	/*
+	 * The scanner's memo keeps the first (the second resumes at task),
+	 * whose findings past task are not the second's.
+	 */
+	static const char kept[] = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"a\","
+	    "\"content\":{\"type\":\"text\"},\"z\":1}";
+	static const char kept2[] = "{\"protocol\":\"multiagent-1.0\","
+	    "\"role\":\"agent\",\"intent\":\"review\",\"task\":\"b\","
+	    "\"content\":{\"type\":\"code\"},\"z\":1}";
+	char		*names[] = { "review" }, *names2[] = { "x", "review" };
+	struct jscan		*mjs = jscan_create(TAPE_LEVEL);
+	struct jscan		*plain = jscan_create(TAPE_LEVEL);
+	struct jscan		*shallow = jscan_create(1), *plain1 = jscan_create(1);
+	struct jscan_memo	*jm = jscan_memo_create();
+	struct env_memo		*em = envelope_memo_create();
+	char			 b[2048];
+	size_t			 i, k, c, n;
+	int			 failures = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		n = strlen(lines[i]);
+		assert_true(n < sizeof b);
+		for (k = 0; k <= n; k++) {
+			/* The line kept, then the line changed at k. */
+			failures += !memo_check_agrees(mjs, plain, jm, em,
+			    lines[i], n);
+			failures += !memo_check_agrees(mjs, plain, jm, em,
+			    lines[i], k);
+			for (c = 0; k < n && c < sizeof subst; c++) {
+				memcpy(b, lines[i], n);
+				b[k] = subst[c];
+				failures += !memo_check_agrees(mjs, plain, jm,
+				    em, b, n);
+				failures += !memo_check_agrees(mjs, plain, jm,
+				    em, b, n);
+				failures += !memo_check_agrees(mjs, plain, jm,
+				    em, lines[i], n);
+			}
+			if (k < n) {
+				memcpy(b, lines[i], k);
+				memcpy(b + k, lines[i] + k + 1, n - k - 1);
+				failures += !memo_check_agrees(mjs, plain, jm,
+				    em, b, n - 1);
+			}
+			/* A scanner of another depth between. */
+			failures += !memo_check_agrees(shallow, plain1, jm, em,
+			    lines[i], n);
+			/* Another line of another shape between. */
+			if (k % 16 == 0)
+				failures += !memo_check_agrees(mjs, plain, jm,
+				    em, lines[(i + 1) % (sizeof lines /
+				    sizeof lines[0])], strlen(lines[(i + 1) %
+				    (sizeof lines / sizeof lines[0])]));
+		}
+	}
+	/* The workflow's intents set, changed and gone between two lines. */
+	protocol_set_intents(names, 1);
+	failures += !memo_check_agrees(mjs, plain, jm, em, review,
+	    sizeof review - 1);
+	failures += !memo_check_agrees(mjs, plain, jm, em, review2,
+	    sizeof review2 - 1);
+	protocol_set_intents(names2, 2);
+	failures += !memo_check_agrees(mjs, plain, jm, em, review,
+	    sizeof review - 1);
+	protocol_set_intents(NULL, 0);
+	failures += !memo_check_agrees(mjs, plain, jm, em, review2,
+	    sizeof review2 - 1);
+	protocol_set_intents(names, 1);
+	failures += !memo_check_agrees(mjs, plain, jm, em, "{}", 2);
+	failures += !memo_check_agrees(mjs, plain, jm, em, kept,
+	    sizeof kept - 1);
+	protocol_set_intents(names2, 2);
+	failures += !memo_check_agrees(mjs, plain, jm, em, kept2,
+	    sizeof kept2 - 1);
+	failures += !memo_check_agrees(mjs, plain, jm, em, kept,
+	    sizeof kept - 1);
+	protocol_set_intents(NULL, 0);
+	envelope_memo_free(em);
+	jscan_memo_free(jm);
+	jscan_free(mjs);
+	jscan_free(plain);
+	jscan_free(shallow);
+	jscan_free(plain1);
+	assert_int_equal(failures, 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_canonical_examples),
 		cmocka_unit_test(test_workflow_intents),
+		cmocka_unit_test(test_memo_findings),
 		cmocka_unit_test(test_unknown_members_accepted),
 		cmocka_unit_test(test_optional_and_edge_values),
 		cmocka_unit_test(test_escaped_values),
