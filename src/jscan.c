@@ -718,39 +718,6 @@ jscan_run_memo_path(struct jscan *js, const char *p, size_t n,
 	return jscan_walk(js, p, n, m, path);
 }
 
-/*
- * The memo of a stream of lines: the first bytes of a line it scanned,
- * the tokens of its top-level object's first members, and for each of
- * these members the walk's state at its key (where the key starts, the
- * tokens before it, the object's key bloom).  A line whose bytes up to
- * such a key, its quote included, are the kept line's has, there, the
- * state the walk had: the walk's every step before it read only those
- * bytes (the last it looks at is the quote, after the ',' and a blank at
- * most), and each check of the line's length there passes in both lines.
- * Only members before anything that would make the state hold more are
- * kept: a key with escapes or whose bloom bit repeats (the object's full
- * check), a value holding a container below the tape (values counted off
- * it).  A stream keeps a memo of its own (an agent's in its dialect
- * part): streams that shared one would take turns, each paying to keep
- * its line for a next line the other's replaced.
- */
-#define JSCAN_MEMO_BYTES	192	/* a line's bytes kept */
-#define JSCAN_MEMO_TOKS		32	/* its tokens kept */
-#define JSCAN_MEMO_MEMBERS	12	/* its members a walk may resume at */
-
-struct jscan_memo {
-	uint32_t	nb;		/* bytes kept */
-	uint32_t	nm;		/* members kept */
-	unsigned int	maxlevel;	/* of the scanner that kept them */
-	struct {
-		uint32_t	off;	/* its key's opening quote */
-		uint32_t	ntok;	/* the tokens before its key */
-		uint64_t	bloom;	/* the object's bloom before its key */
-	}		m[JSCAN_MEMO_MEMBERS];
-	struct jtok	tok[JSCAN_MEMO_TOKS];
-	unsigned char	b[JSCAN_MEMO_BYTES];
-};
-
 /* Make an empty memo for a stream of lines (jscan_run_memo). */
 struct jscan_memo *
 jscan_memo_create(void)
@@ -773,93 +740,16 @@ jscan_memo_reset(struct jscan_memo *m)
 	m->nb = 0;
 }
 
-/* How many of the first n bytes of a and b are equal. */
-static inline size_t
-jscan_memo_same(const unsigned char *a, const unsigned char *b, size_t n)
-{
-	size_t		i = 0;
-#if defined(__x86_64__)
-	unsigned int	eq;
-
-	/* SSE2 is on every x86-64: 16 bytes a step, the last one overlapping. */
-	if (n < 16)
-		goto bytes;
-	for (;; i += 16) {
-		if (i + 16 > n)
-			i = n - 16;
-		eq = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(
-		    _mm_loadu_si128((const __m128i *)(const void *)(a + i)),
-		    _mm_loadu_si128((const __m128i *)(const void *)(b + i))));
-		if (eq != 0xFFFF)
-			return i + (size_t)__builtin_ctz(~eq);
-		if (i + 16 == n)
-			return n;
-	}
-bytes:
-#else
-	uint64_t	x, y;
-
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&x, a + i, 8);
-		memcpy(&y, b + i, 8);
-		if (x != y)
-			break;
-	}
-#endif
-	while (i < n && a[i] == b[i])
-		i++;
-	return i;
-}
-
-/*
- * Set scanner js's tape and top-level frame for line s (n bytes) as a
- * walk would have them at the last kept member whose key's quote lies in
- * the bytes the line shares with the memo's, and return that quote's
- * offset, with the tape's tokens in *ntokp and the member's number in
- * *hit; 0 (scan from the start) when no member is shared.
- */
-size_t
-jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
-    const unsigned char *s, size_t n, uint32_t *ntokp, uint32_t *hit)
-{
-	struct jscan_frame	*f = &js->frames[0];
-	size_t			 same, lim;
-	uint32_t		 j, ntok;
-
-	*hit = 0;
-	if (m->nm < 2 || m->maxlevel != js->maxlevel)
-		return 0;
-	/* Past the last kept member's quote, what the lines share is moot. */
-	lim = m->m[m->nm - 1].off + 1;
-	same = jscan_memo_same(m->b, s, lim < n ? lim : n);
-	for (j = m->nm - 1; j > 0 && m->m[j].off >= same; j--)
-		;
-	/* The first member: nothing to take. */
-	if (j == 0)
-		return 0;
-	ntok = m->m[j].ntok;
-	if (ntok > js->tokcap)
-		return 0;
-	memcpy(js->tok, m->tok, ntok * sizeof *js->tok);
-	/* The object open, as JW(open) leaves it. */
-	js->tok[0].len = 0;
-	js->tok[0].next = 1;
-	*ntokp = ntok;
-	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
-	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
-	*hit = j;
-	return m->m[j].off;
-}
-
 /*
  * Keep line s (n bytes), whose tape js holds, in the memo, unless the
  * memo served it well (hit: the member its walk resumed at) and may serve
  * the next line as well.
  */
 void
-jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
+jscan_memo_store(struct jscan_memo *m, struct jscan *js,
     const unsigned char *s, size_t n, uint32_t hit)
 {
+	static uint64_t		 stamps;
 	const struct jtok	*k;
 	uint64_t		 bloom = 0, bit;
 	uint32_t		 i, t, end, nm = 0, ntok = 0;
@@ -867,6 +757,12 @@ jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
 	if (hit > 0 && 2 * hit >= m->nm)
 		return;
 	m->nm = 0;
+	/*
+	 * Its tokens change: a stamp no scanner's tape has (one counter for
+	 * all memos, so that a memo freed and another made at its address
+	 * are not taken for each other).
+	 */
+	m->stamp = __atomic_add_fetch(&stamps, 1, __ATOMIC_RELAXED);
 	/* The top-level object must be on the tape, and its members. */
 	if (js->maxlevel == 0 || js->ntok == 0 || js->tok[0].type != JT_OBJECT)
 		return;
@@ -899,6 +795,8 @@ jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
 	memcpy(m->tok, js->tok, ntok * sizeof *m->tok);
 	memcpy(m->b, s, m->nb);
 	m->nm = nm;
+	js->memo_stamp = m->stamp;
+	js->memo_ntok = ntok;
 }
 
 /*
