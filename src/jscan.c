@@ -361,19 +361,57 @@ jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 	return (d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE;
 }
 
+/* A number refused at start: msg, and SIZE_MAX. */
+static __attribute__((noinline, cold)) size_t
+jscan_number_fail(struct jscan *js, size_t start, const char *msg)
+{
+	jscan_fail(js, start, msg);
+	return SIZE_MAX;
+}
+
+/*
+ * An integer of 19 digits or more at start (neg: after its '-'), ending
+ * at pos: jscan_scan_number's answer, SIZE_MAX when out of range.
+ */
+static __attribute__((noinline, cold)) size_t
+jscan_number_big(struct jscan *js, const unsigned char *s, size_t start,
+    size_t pos, int neg)
+{
+	static const char	max[] = "9223372036854775807";
+	static const char	min[] = "9223372036854775808";
+	size_t			digits = pos - start - (size_t)neg;
+
+	if (digits > 19 || (digits == 19 && memcmp(s + start + neg,
+	    neg ? min : max, 19) > 0))
+		return jscan_number_fail(js, start, "integer out of range");
+	return pos << 1 | 1;
+}
+
+/*
+ * A real number from start to pos with an exponent or more than 308
+ * digits: jscan_scan_number's answer, SIZE_MAX when it overflows.
+ */
+static __attribute__((noinline)) size_t
+jscan_number_real(struct jscan *js, const unsigned char *s, size_t start,
+    size_t pos)
+{
+	if (jscan_real_overflows(js, s + start, pos - start))
+		return jscan_number_fail(js, start, "real number overflow");
+	return pos << 1;
+}
+
 /*
  * Scan the number at start: returns the offset after it, shifted left by
  * one, with the low bit set when it has no fraction or exponent; SIZE_MAX
- * when it is invalid.
+ * when it is invalid.  What calls a function here does so last, so that
+ * the usual number (a score, a count) costs no saved registers.
  */
 size_t
 jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
     size_t start)
 {
-	size_t	pos = start, digits;
+	size_t	pos = start;
 	int	neg = 0;
-	static const char	max[] = "9223372036854775807";
-	static const char	min[] = "9223372036854775808";
 
 	if (s[pos] == '-') {
 		neg = 1;
@@ -389,13 +427,9 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
 	}
-	digits = pos - start - (size_t)neg;
 	if (pos >= n || (s[pos] != '.' && s[pos] != 'e' && s[pos] != 'E')) {
-		if (digits > 19 || (digits == 19 && memcmp(s + start + neg,
-		    neg ? min : max, 19) > 0)) {
-			jscan_fail(js, start, "integer out of range");
-			return SIZE_MAX;
-		}
+		if (pos - start - (size_t)neg >= 19)
+			return jscan_number_big(js, s, start, pos, neg);
 		return pos << 1 | 1;
 	}
 	if (s[pos] == '.') {
@@ -416,14 +450,9 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 	} else if (pos - start <= 308)
 		/* No exponent and at most 308 digits: below 1e308. */
 		return pos << 1;
-	if (jscan_real_overflows(js, s + start, pos - start)) {
-		jscan_fail(js, start, "real number overflow");
-		return SIZE_MAX;
-	}
-	return pos << 1;
+	return jscan_number_real(js, s, start, pos);
 invalid:
-	jscan_fail(js, start, "invalid number");
-	return SIZE_MAX;
+	return jscan_number_fail(js, start, "invalid number");
 }
 
 /* Hash the decoded form of a key (FNV-1a over the code units). */
