@@ -272,6 +272,9 @@ struct jscan {
 	size_t			 tmpcap;
 	const char		*err;
 	size_t			 err_off;
+	/* The tape's tokens 1 to memo_ntok are those of the memo so stamped. */
+	uint64_t		 memo_stamp;
+	uint32_t		 memo_ntok;
 };
 
 /* ndjson.c: what the line reader hands to its callback. */

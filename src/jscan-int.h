@@ -127,6 +127,42 @@ jscan_ws(const unsigned char *s, size_t n, size_t pos)
 }
 
 /*
+ * The memo of a stream of lines: the first bytes of a line it scanned,
+ * the tokens of its top-level object's first members, and for each of
+ * these members the walk's state at its key (where the key starts, the
+ * tokens before it, the object's key bloom).  A line whose bytes up to
+ * such a key, its quote included, are the kept line's has, there, the
+ * state the walk had: the walk's every step before it read only those
+ * bytes (the last it looks at is the quote, after the ',' and a blank at
+ * most), and each check of the line's length there passes in both lines.
+ * Only members before anything that would make the state hold more are
+ * kept: a key with escapes or whose bloom bit repeats (the object's full
+ * check), a value holding a container below the tape (values counted off
+ * it).  A stream keeps a memo of its own (an agent's in its dialect
+ * part): streams that shared one would take turns, each paying to keep
+ * its line for a next line the other's replaced.
+ */
+#define JSCAN_MEMO_BYTES	192	/* a line's bytes kept */
+#define JSCAN_MEMO_TOKS		32	/* its tokens kept */
+#define JSCAN_MEMO_MEMBERS	12	/* its members a walk may resume at */
+
+struct jscan_memo {
+	uint64_t	stamp;		/* what it keeps, new at every change */
+	uint64_t	hitstamp;	/* stamp when the last walk resumed */
+	uint32_t	hit;		/* the member the last walk resumed at */
+	uint32_t	nb;		/* bytes kept */
+	uint32_t	nm;		/* members kept */
+	unsigned int	maxlevel;	/* of the scanner that kept them */
+	struct {
+		uint32_t	off;	/* its key's opening quote */
+		uint32_t	ntok;	/* the tokens before its key */
+		uint64_t	bloom;	/* the object's bloom before its key */
+	}		m[JSCAN_MEMO_MEMBERS];
+	struct jtok	tok[JSCAN_MEMO_TOKS];
+	unsigned char	b[JSCAN_MEMO_BYTES];
+};
+
+/*
  * A walk's state (jscan-walk.h): the tape's counters, kept here rather
  * than in the scanner so that the compiler holds them in registers (no
  * function outside the walk gets its address).  What only values below
@@ -146,9 +182,7 @@ struct jscan_w {
 };
 
 /* jscan.c */
-size_t	 jscan_memo_restore(struct jscan_memo *, struct jscan *,
-	    const unsigned char *, size_t, uint32_t *, uint32_t *);
-void	 jscan_memo_store(struct jscan_memo *, const struct jscan *,
+void	 jscan_memo_store(struct jscan_memo *, struct jscan *,
 	    const unsigned char *, size_t, uint32_t);
 struct jtok *jscan_grow_tok(struct jscan *, uint32_t);
 struct jscan_key *jscan_grow_keys(struct jscan *, uint32_t);
@@ -164,6 +198,8 @@ jscan_w_begin(struct jscan *js, size_t n)
 {
 	js->err = NULL;
 	js->err_off = 0;
+	/* The walk writes the tape anew unless it resumes (JW(restore)). */
+	js->memo_ntok = 0;
 	if (n < UINT32_MAX)
 		return 0;
 	js->ntok = js->nkeys = 0;

@@ -310,7 +310,7 @@ JW(open)(struct jscan_w *w, size_t pos, uint32_t depth, uint8_t obj)
 /*
  * The walk itself; jscan_w_end writes its counters back.  A walk resumed
  * (resume, not 0) starts at that key of the top-level object, whose frame
- * and earlier tokens jscan_memo_restore has set as the walk would have.
+ * and earlier tokens JW(restore) has set as the walk would have.
  */
 static inline __attribute__((always_inline)) int
 JW(grammar)(struct jscan_w *w, size_t resume)
@@ -435,6 +435,144 @@ key:
 }
 
 /*
+ * How many of the first n bytes of a and b are equal: 64 at a time where
+ * the file is built for AVX2, 16 on any other x86-64, 8 elsewhere; each
+ * step's last one overlapping the bytes before it.
+ */
+static inline __attribute__((always_inline)) size_t
+JW(same)(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	size_t		i = 0;
+#if defined(__x86_64__)
+	unsigned int	eq;
+
+#if defined(__AVX2__)
+	uint64_t	e;
+
+	/* 64 a step: what an envelope's first members take is two or three. */
+	if (n >= 64) {
+		for (;; i += 64) {
+			if (i + 64 > n)
+				i = n - 64;
+			e = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+			    _mm256_loadu_si256((const __m256i *)(const void *)
+			    (a + i)), _mm256_loadu_si256((const __m256i *)
+			    (const void *)(b + i))));
+			e |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
+			    _mm256_cmpeq_epi8(_mm256_loadu_si256(
+			    (const __m256i *)(const void *)(a + i + 32)),
+			    _mm256_loadu_si256((const __m256i *)(const void *)
+			    (b + i + 32)))) << 32;
+			if (e != UINT64_MAX)
+				return i + (size_t)__builtin_ctzll(~e);
+			if (i + 64 == n)
+				return n;
+		}
+	}
+	if (n >= 32) {
+		for (;; i += 32) {
+			if (i + 32 > n)
+				i = n - 32;
+			eq = (unsigned int)_mm256_movemask_epi8(
+			    _mm256_cmpeq_epi8(_mm256_loadu_si256(
+			    (const __m256i *)(const void *)(a + i)),
+			    _mm256_loadu_si256(
+			    (const __m256i *)(const void *)(b + i))));
+			if (eq != 0xFFFFFFFFu)
+				return i + (size_t)__builtin_ctz(~eq);
+			if (i + 32 == n)
+				return n;
+		}
+	}
+#endif
+	/* SSE2 is on every x86-64. */
+	if (n < 16)
+		goto bytes;
+	for (;; i += 16) {
+		if (i + 16 > n)
+			i = n - 16;
+		eq = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(
+		    _mm_loadu_si128((const __m128i *)(const void *)(a + i)),
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + i))));
+		if (eq != 0xFFFF)
+			return i + (size_t)__builtin_ctz(~eq);
+		if (i + 16 == n)
+			return n;
+	}
+bytes:
+#else
+	uint64_t	x, y;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			break;
+	}
+#endif
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * Set scanner js's tape and top-level frame for line s (n bytes) as a
+ * walk would have them at the last kept member whose key's quote lies in
+ * the bytes the line shares with the memo's, and return that quote's
+ * offset, with the tape's tokens in *ntokp and the member's number in
+ * *hit; 0 (scan from the start) when no member is shared.  The tape's
+ * first have tokens are already the memo's (its last walk on js was with
+ * m).  In the walk's own file, not out of line: its path's comparison,
+ * and no call.
+ */
+static inline __attribute__((always_inline)) size_t
+JW(restore)(struct jscan_memo *m, struct jscan *js, const unsigned char *s,
+    size_t n, uint32_t have, uint32_t *ntokp, uint32_t *hit)
+{
+	struct jscan_frame	*f = &js->frames[0];
+	size_t			 same, lim;
+	uint32_t		 j, ntok;
+
+	*hit = 0;
+	/* For jscan_memo_resumed: where this walk resumed, from what. */
+	m->hit = 0;
+	m->hitstamp = m->stamp;
+	if (m->nm < 2 || m->maxlevel != js->maxlevel)
+		return 0;
+	/* Past the last kept member's quote, what the lines share is moot. */
+	lim = m->m[m->nm - 1].off + 1;
+	same = JW(same)(m->b, s, lim < n ? lim : n);
+	for (j = m->nm - 1; j > 0 && m->m[j].off >= same; j--)
+		;
+	/* The first member: nothing to take. */
+	if (j == 0)
+		return 0;
+	ntok = m->m[j].ntok;
+	/*
+	 * A stream's lines often come one after the other on one scanner:
+	 * its tape still holds them (no walk writes below the member it
+	 * resumed at), all but the object's own token, which its close set.
+	 */
+	if (ntok <= have)
+		js->tok[0] = m->tok[0];
+	else {
+		if (ntok > js->tokcap)
+			return 0;
+		memcpy(js->tok, m->tok, ntok * sizeof *js->tok);
+	}
+	js->memo_stamp = m->stamp;
+	js->memo_ntok = ntok;
+	/* The object open, as JW(open) leaves it. */
+	js->tok[0].len = 0;
+	js->tok[0].next = 1;
+	*ntokp = ntok;
+	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
+	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
+	*hit = m->hit = j;
+	return m->m[j].off;
+}
+
+/*
  * JW(walk) with memo m: the line's first members, when they are byte for
  * byte those of the line m keeps, are taken from it instead of scanned
  * again, and m keeps this line's when they were not.
@@ -446,18 +584,21 @@ JW(walk_memo)(struct jscan *js, const char *p, size_t n,
 	struct jscan_tail	tail;
 	struct jscan_w		w;
 	size_t			resume;
-	uint32_t		hit, ntok;
+	uint32_t		hit, ntok, have;
 	int			rc;
 
+	/* What of the tape the last walk on js left the memo's. */
+	have = js->memo_stamp == m->stamp ? js->memo_ntok : 0;
 	if (jscan_w_begin(js, n) != 0)
 		return -1;
 	jscan_w_start(&w, js, p, n, &tail);
 	/* Not w's address: the walk's counters stay in registers. */
-	if ((resume = jscan_memo_restore(m, js, w.s, n, &ntok, &hit)) != 0)
+	if ((resume = JW(restore)(m, js, w.s, n, have, &ntok, &hit)) != 0)
 		w.ntok = ntok;
 	rc = JW(grammar)(&w, resume);
 	jscan_w_end(&w);
-	if (rc == 0)
+	/* jscan_memo_store's first test here: most lines keep no call. */
+	if (rc == 0 && (hit == 0 || 2 * hit < m->nm))
 		jscan_memo_store(m, js, w.s, n, hit);
 	return rc;
 }

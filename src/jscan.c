@@ -361,19 +361,57 @@ jscan_real_overflows(struct jscan *js, const unsigned char *s, size_t len)
 	return (d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE;
 }
 
+/* A number refused at start: msg, and SIZE_MAX. */
+static __attribute__((noinline, cold)) size_t
+jscan_number_fail(struct jscan *js, size_t start, const char *msg)
+{
+	jscan_fail(js, start, msg);
+	return SIZE_MAX;
+}
+
+/*
+ * An integer of 19 digits or more at start (neg: after its '-'), ending
+ * at pos: jscan_scan_number's answer, SIZE_MAX when out of range.
+ */
+static __attribute__((noinline, cold)) size_t
+jscan_number_big(struct jscan *js, const unsigned char *s, size_t start,
+    size_t pos, int neg)
+{
+	static const char	max[] = "9223372036854775807";
+	static const char	min[] = "9223372036854775808";
+	size_t			digits = pos - start - (size_t)neg;
+
+	if (digits > 19 || (digits == 19 && memcmp(s + start + neg,
+	    neg ? min : max, 19) > 0))
+		return jscan_number_fail(js, start, "integer out of range");
+	return pos << 1 | 1;
+}
+
+/*
+ * A real number from start to pos with an exponent or more than 308
+ * digits: jscan_scan_number's answer, SIZE_MAX when it overflows.
+ */
+static __attribute__((noinline)) size_t
+jscan_number_real(struct jscan *js, const unsigned char *s, size_t start,
+    size_t pos)
+{
+	if (jscan_real_overflows(js, s + start, pos - start))
+		return jscan_number_fail(js, start, "real number overflow");
+	return pos << 1;
+}
+
 /*
  * Scan the number at start: returns the offset after it, shifted left by
  * one, with the low bit set when it has no fraction or exponent; SIZE_MAX
- * when it is invalid.
+ * when it is invalid.  What calls a function here does so last, so that
+ * the usual number (a score, a count) costs no saved registers.
  */
 size_t
 jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
     size_t start)
 {
-	size_t	pos = start, digits;
+	size_t	pos = start;
 	int	neg = 0;
-	static const char	max[] = "9223372036854775807";
-	static const char	min[] = "9223372036854775808";
 
 	if (s[pos] == '-') {
 		neg = 1;
@@ -389,13 +427,9 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 		while (pos < n && s[pos] >= '0' && s[pos] <= '9')
 			pos++;
 	}
-	digits = pos - start - (size_t)neg;
 	if (pos >= n || (s[pos] != '.' && s[pos] != 'e' && s[pos] != 'E')) {
-		if (digits > 19 || (digits == 19 && memcmp(s + start + neg,
-		    neg ? min : max, 19) > 0)) {
-			jscan_fail(js, start, "integer out of range");
-			return SIZE_MAX;
-		}
+		if (pos - start - (size_t)neg >= 19)
+			return jscan_number_big(js, s, start, pos, neg);
 		return pos << 1 | 1;
 	}
 	if (s[pos] == '.') {
@@ -416,14 +450,9 @@ jscan_scan_number(struct jscan *js, const unsigned char *s, size_t n,
 	} else if (pos - start <= 308)
 		/* No exponent and at most 308 digits: below 1e308. */
 		return pos << 1;
-	if (jscan_real_overflows(js, s + start, pos - start)) {
-		jscan_fail(js, start, "real number overflow");
-		return SIZE_MAX;
-	}
-	return pos << 1;
+	return jscan_number_real(js, s, start, pos);
 invalid:
-	jscan_fail(js, start, "invalid number");
-	return SIZE_MAX;
+	return jscan_number_fail(js, start, "invalid number");
 }
 
 /* Hash the decoded form of a key (FNV-1a over the code units). */
@@ -719,46 +748,26 @@ jscan_run_memo_path(struct jscan *js, const char *p, size_t n,
 }
 
 /*
- * The memo of a stream of lines: the first bytes of a line it scanned,
- * the tokens of its top-level object's first members, and for each of
- * these members the walk's state at its key (where the key starts, the
- * tokens before it, the object's key bloom).  A line whose bytes up to
- * such a key, its quote included, are the kept line's has, there, the
- * state the walk had: the walk's every step before it read only those
- * bytes (the last it looks at is the quote, after the ',' and a blank at
- * most), and each check of the line's length there passes in both lines.
- * Only members before anything that would make the state hold more are
- * kept: a key with escapes or whose bloom bit repeats (the object's full
- * check), a value holding a container below the tape (values counted off
- * it).  A stream keeps a memo of its own (an agent's in its dialect
- * part): streams that shared one would take turns, each paying to keep
- * its line for a next line the other's replaced.
+ * A stamp no memo has had: one counter for all memos, so that a memo
+ * freed and another made at its address are not taken for each other
+ * (by a scanner's tape, or by envelope_check's findings).
  */
-#define JSCAN_MEMO_BYTES	192	/* a line's bytes kept */
-#define JSCAN_MEMO_TOKS		32	/* its tokens kept */
-#define JSCAN_MEMO_MEMBERS	12	/* its members a walk may resume at */
+static uint64_t
+jscan_memo_stamp(void)
+{
+	static uint64_t	stamps;
 
-struct jscan_memo {
-	uint32_t	nb;		/* bytes kept */
-	uint32_t	nm;		/* members kept */
-	unsigned int	maxlevel;	/* of the scanner that kept them */
-	uint32_t	hit;		/* the member the last walk resumed at */
-	uint64_t	gen;		/* bumped whenever what it keeps changes */
-	uint64_t	hitgen;		/* gen when the last walk resumed */
-	struct {
-		uint32_t	off;	/* its key's opening quote */
-		uint32_t	ntok;	/* the tokens before its key */
-		uint64_t	bloom;	/* the object's bloom before its key */
-	}		m[JSCAN_MEMO_MEMBERS];
-	struct jtok	tok[JSCAN_MEMO_TOKS];
-	unsigned char	b[JSCAN_MEMO_BYTES];
-};
+	return __atomic_add_fetch(&stamps, 1, __ATOMIC_RELAXED);
+}
 
 /* Make an empty memo for a stream of lines (jscan_run_memo). */
 struct jscan_memo *
 jscan_memo_create(void)
 {
-	return xcalloc(1, sizeof(struct jscan_memo));
+	struct jscan_memo	*m = xcalloc(1, sizeof *m);
+
+	m->stamp = jscan_memo_stamp();
+	return m;
 }
 
 /* Free a memo. */
@@ -775,103 +784,22 @@ jscan_memo_reset(struct jscan_memo *m)
 	m->nm = 0;
 	m->nb = 0;
 	m->hit = 0;
-	m->gen++;
+	m->stamp = jscan_memo_stamp();
 }
 
 /*
  * After jscan_run_memo with m returned 0: the top-level member the walk
- * resumed at (0: it scanned the line from its start), with m's
- * generation then (*from) and now (*now).  Members before the one it
- * resumed at are, bytes and tokens, those of the line m kept in
- * generation *from; m keeps this line (its generation moved) or still
- * the older one.
+ * resumed at (0: it scanned the line from its start), with m's stamp
+ * then (*from) and now (*now).  Members before the one it resumed at
+ * are, bytes and tokens, those of the line m kept under stamp *from; m
+ * keeps this line (its stamp moved) or still the older one.
  */
 uint32_t
 jscan_memo_resumed(const struct jscan_memo *m, uint64_t *from, uint64_t *now)
 {
-	*from = m->hitgen;
-	*now = m->gen;
+	*from = m->hitstamp;
+	*now = m->stamp;
 	return m->hit;
-}
-
-/* How many of the first n bytes of a and b are equal. */
-static inline size_t
-jscan_memo_same(const unsigned char *a, const unsigned char *b, size_t n)
-{
-	size_t		i = 0;
-#if defined(__x86_64__)
-	unsigned int	eq;
-
-	/* SSE2 is on every x86-64: 16 bytes a step, the last one overlapping. */
-	if (n < 16)
-		goto bytes;
-	for (;; i += 16) {
-		if (i + 16 > n)
-			i = n - 16;
-		eq = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(
-		    _mm_loadu_si128((const __m128i *)(const void *)(a + i)),
-		    _mm_loadu_si128((const __m128i *)(const void *)(b + i))));
-		if (eq != 0xFFFF)
-			return i + (size_t)__builtin_ctz(~eq);
-		if (i + 16 == n)
-			return n;
-	}
-bytes:
-#else
-	uint64_t	x, y;
-
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&x, a + i, 8);
-		memcpy(&y, b + i, 8);
-		if (x != y)
-			break;
-	}
-#endif
-	while (i < n && a[i] == b[i])
-		i++;
-	return i;
-}
-
-/*
- * Set scanner js's tape and top-level frame for line s (n bytes) as a
- * walk would have them at the last kept member whose key's quote lies in
- * the bytes the line shares with the memo's, and return that quote's
- * offset, with the tape's tokens in *ntokp and the member's number in
- * *hit; 0 (scan from the start) when no member is shared.
- */
-size_t
-jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
-    const unsigned char *s, size_t n, uint32_t *ntokp, uint32_t *hit)
-{
-	struct jscan_frame	*f = &js->frames[0];
-	size_t			 same, lim;
-	uint32_t		 j, ntok;
-
-	*hit = 0;
-	m->hit = 0;
-	m->hitgen = m->gen;
-	if (m->nm < 2 || m->maxlevel != js->maxlevel)
-		return 0;
-	/* Past the last kept member's quote, what the lines share is moot. */
-	lim = m->m[m->nm - 1].off + 1;
-	same = jscan_memo_same(m->b, s, lim < n ? lim : n);
-	for (j = m->nm - 1; j > 0 && m->m[j].off >= same; j--)
-		;
-	/* The first member: nothing to take. */
-	if (j == 0)
-		return 0;
-	ntok = m->m[j].ntok;
-	if (ntok > js->tokcap)
-		return 0;
-	memcpy(js->tok, m->tok, ntok * sizeof *js->tok);
-	/* The object open, as JW(open) leaves it. */
-	js->tok[0].len = 0;
-	js->tok[0].next = 1;
-	*ntokp = ntok;
-	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
-	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
-	*hit = m->hit = j;
-	return m->m[j].off;
 }
 
 /*
@@ -880,7 +808,7 @@ jscan_memo_restore(struct jscan_memo *m, struct jscan *js,
  * the next line as well.
  */
 void
-jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
+jscan_memo_store(struct jscan_memo *m, struct jscan *js,
     const unsigned char *s, size_t n, uint32_t hit)
 {
 	const struct jtok	*k;
@@ -890,7 +818,8 @@ jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
 	if (hit > 0 && 2 * hit >= m->nm)
 		return;
 	m->nm = 0;
-	m->gen++;
+	/* What it keeps changes: a stamp no scanner's tape has. */
+	m->stamp = jscan_memo_stamp();
 	/* The top-level object must be on the tape, and its members. */
 	if (js->maxlevel == 0 || js->ntok == 0 || js->tok[0].type != JT_OBJECT)
 		return;
@@ -923,6 +852,8 @@ jscan_memo_store(struct jscan_memo *m, const struct jscan *js,
 	memcpy(m->tok, js->tok, ntok * sizeof *m->tok);
 	memcpy(m->b, s, m->nb);
 	m->nm = nm;
+	js->memo_stamp = m->stamp;
+	js->memo_ntok = ntok;
 }
 
 /*

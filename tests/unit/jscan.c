@@ -1883,6 +1883,83 @@ test_memo(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/*
+ * A memo's tokens are copied onto the tape only when the scanner's tape
+ * does not hold them already: the lines of one stream after each other on
+ * one scanner take them from it.  Whatever ran on the scanner between
+ * (a walk without a memo, a walk with another memo, a line that resumed
+ * earlier and wrote its own tokens past that point, a memo freed and
+ * another made, maybe at its address, kept from another scanner) the
+ * tape is what a scan of the line alone gives.
+ */
+static void
+test_memo_tape(void **state)
+{
+#define MT_HEAD	"{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\"," \
+	    "\"agent\":{\"id\":\"echo.1\",\"name\":\"echo\"}," \
+	    "\"timestamp\":\"2026-11-27T11:23:52Z\",\"intent\":\"execute\","
+#define MT_TAIL	"\"content\":{\"type\":\"text\",\"text\":\"#1\"}," \
+	    "\"trace\":{\"id\":\"e\"}}"
+	static const char a[] = MT_HEAD "\"task\":\"echo\"," MT_TAIL;
+	/* Resumes at content. */
+	static const char a2[] = MT_HEAD "\"task\":\"echo\"," "\"content\":"
+	    "{\"type\":\"text\",\"text\":\"#2 b\"},\"trace\":{\"id\":\"f\"}}";
+	/* Resumes at task, its tokens of another length from there. */
+	static const char a3[] = MT_HEAD "\"task\":\"echoes\"," MT_TAIL;
+	/* Fails after the resume. */
+	static const char a4[] = MT_HEAD "\"task\":\"echo\"," "\"content\":"
+	    "{\"type\":\"text\",\"text\":\"#3\"},\"trace\":{\"id\":}}";
+	/* Other lines on the same scanner. */
+	static const char x[] = "{\"w\":[1,2,{\"v\":\"u\"}],\"a\":\"b\","
+	    "\"c\":\"d\",\"e\":\"f\",\"g\":\"h\",\"i\":{\"j\":\"k\"}}";
+	static const char x2[] = "{\"w\":[1,2,{\"v\":\"u\"}],\"a\":\"b\","
+	    "\"c\":\"d\",\"e\":\"f\",\"g\":\"h\",\"i\":{\"j\":\"l\"}}";
+	struct jscan		*js = jscan_create(4), *other = jscan_create(4);
+	struct jscan		*plain = jscan_create(4);
+	struct jscan_memo	*m = jscan_memo_create(), *m2 = jscan_memo_create();
+	int			 failures = 0, round;
+
+	(void)state;
+#define MT(sc, memo, s)	(failures += !memo_agrees((sc), plain, (memo), (s), \
+	    sizeof(s) - 1))
+	for (round = 0; round < 3; round++) {
+		MT(js, m, a);
+		MT(js, m, a2);
+		MT(js, m, a2);
+		/* A walk without a memo wrote the tape. */
+		assert_int_equal(jscan_run_path(js, x, sizeof x - 1, test_path),
+		    0);
+		MT(js, m, a2);
+		/* A walk with another memo. */
+		MT(js, m2, x);
+		MT(js, m2, x2);
+		MT(js, m, a2);
+		/* One that resumed earlier, then one that resumes later. */
+		MT(js, m, a3);
+		MT(js, m, a2);
+		/* One refused after its resume. */
+		MT(js, m, a4);
+		MT(js, m, a2);
+		/* The memo given up, another made, kept from another scanner. */
+		jscan_memo_free(m);
+		m = jscan_memo_create();
+		MT(other, m, x);
+		MT(other, m, x2);
+		MT(js, m, x2);
+		jscan_memo_free(m2);
+		m2 = jscan_memo_create();
+	}
+#undef MT
+#undef MT_HEAD
+#undef MT_TAIL
+	jscan_memo_free(m);
+	jscan_memo_free(m2);
+	jscan_free(js);
+	jscan_free(other);
+	jscan_free(plain);
+	assert_int_equal(failures, 0);
+}
+
 int
 main(void)
 {
@@ -1907,6 +1984,7 @@ main(void)
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_trim_after_huge_document),
 		cmocka_unit_test(test_memo),
+		cmocka_unit_test(test_memo_tape),
 	};
 
 	char	name[64];
