@@ -23,7 +23,6 @@
 #include "corral.h"
 #include "taskreg-int.h"
 
-#define TASKREG_ENDED	4096	/* ended requests of jobs kept */
 #define TASKREG_VALUE	1	/* a record's result: the reply's value */
 #define TASKREG_CONTENT	2	/* its content, whose value is the result */
 
