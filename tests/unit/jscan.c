@@ -1909,6 +1909,17 @@ test_memo_tape(void **state)
 	/* Fails after the resume. */
 	static const char a4[] = MT_HEAD "\"task\":\"echo\"," "\"content\":"
 	    "{\"type\":\"text\",\"text\":\"#3\"},\"trace\":{\"id\":}}";
+	/*
+	 * The memo keeps a new line on another scanner, then comes back to
+	 * a scanner whose tape still holds the older line's tokens (each
+	 * line takes a scanner from the pool, so this happens).
+	 */
+#define MT_ROLE(r, z) "{\"protocol\":\"multiagent-1.0\",\"role\":\"" r "\"," \
+	    "\"intent\":\"plan\",\"task\":\"t\",\"content\":{\"type\":" \
+	    "\"text\"},\"z\":" z "}"
+	static const char b1[] = MT_ROLE("agent", "1");
+	static const char b2[] = MT_ROLE("user", "2");
+	static const char b3[] = MT_ROLE("user", "3");
 	/* Other lines on the same scanner. */
 	static const char x[] = "{\"w\":[1,2,{\"v\":\"u\"}],\"a\":\"b\","
 	    "\"c\":\"d\",\"e\":\"f\",\"g\":\"h\",\"i\":{\"j\":\"k\"}}";
@@ -1917,6 +1928,7 @@ test_memo_tape(void **state)
 	struct jscan		*js = jscan_create(4), *other = jscan_create(4);
 	struct jscan		*plain = jscan_create(4);
 	struct jscan_memo	*m = jscan_memo_create(), *m2 = jscan_memo_create();
+	struct jscan_memo	*m3 = jscan_memo_create();
 	int			 failures = 0, round;
 
 	(void)state;
@@ -1940,6 +1952,12 @@ test_memo_tape(void **state)
 		/* One refused after its resume. */
 		MT(js, m, a4);
 		MT(js, m, a2);
+		/* The memo moves on with another scanner, then comes back. */
+		jscan_memo_free(m3);
+		m3 = jscan_memo_create();
+		MT(js, m3, b1);
+		MT(other, m3, b2);
+		MT(js, m3, b3);
 		/* The memo given up, another made, kept from another scanner. */
 		jscan_memo_free(m);
 		m = jscan_memo_create();
@@ -1952,8 +1970,10 @@ test_memo_tape(void **state)
 #undef MT
 #undef MT_HEAD
 #undef MT_TAIL
+#undef MT_ROLE
 	jscan_memo_free(m);
 	jscan_memo_free(m2);
+	jscan_memo_free(m3);
 	jscan_free(js);
 	jscan_free(other);
 	jscan_free(plain);
