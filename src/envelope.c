@@ -859,8 +859,8 @@ struct env_snap {
 /*
  * A stream's memo of envelope_check's findings, beside its scanner's
  * memo (jscan_memo): s[k - 1] holds them before the top-level member k
- * (k = 1..n) of the line the scanner's memo kept in generation gen.  A
- * line the scan resumed at member j from that generation has, bytes and
+ * (k = 1..n) of the line the scanner's memo kept under stamp gen.  A
+ * line the scan resumed at member j under that stamp has, bytes and
  * tokens, that line's members 0..j-1; their checks read nothing else
  * (duplicate keys are the scan's; the workflow's intents, by number,
  * are the same while intents is), so their findings are those kept, and
@@ -870,7 +870,7 @@ struct env_snap {
  */
 #define ENV_MEMO_SNAPS	8
 struct env_memo {
-	uint64_t	gen;		/* the scanner memo's generation */
+	uint64_t	gen;		/* the scanner memo's stamp */
 	uint32_t	n;		/* findings kept: s[0..n-1] */
 	unsigned int	intents;	/* protocol_intents_gen then */
 	struct env_snap	s[ENV_MEMO_SNAPS];
