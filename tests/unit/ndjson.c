@@ -1180,6 +1180,62 @@ flush_through(struct ndjson_queue *q, int fds[2], char *got, size_t cap)
 }
 
 /*
+ * The long-line tests' lines: what is fed (data, n bytes), what must come
+ * out (want, wn bytes), where it is read back (got), and the nonblocking
+ * pipe between.
+ */
+struct long_io {
+	char	*data, *want, *got;
+	size_t	 n, wn, cap;
+	int	 fds[2];
+};
+
+/* Make a long_io of 8 MiB buffers and its pipe. */
+static void
+long_io_open(struct long_io *io)
+{
+	io->cap = 8 << 20;
+	io->n = io->wn = 0;
+	io->data = malloc(io->cap);
+	io->want = malloc(io->cap);
+	io->got = malloc(io->cap);
+	assert_non_null(io->data);
+	assert_non_null(io->want);
+	assert_non_null(io->got);
+	assert_int_equal(pipe(io->fds), 0);
+	assert_int_equal(util_set_nonblock(io->fds[0], 1), 0);
+	assert_int_equal(util_set_nonblock(io->fds[1], 1), 0);
+}
+
+/* Add a random line of len letters, ended by "\r\n" when cr, else "\n". */
+static void
+long_io_line(struct long_io *io, size_t len, int cr)
+{
+	size_t	k;
+
+	for (k = 0; k < len; k++)
+		io->data[io->n + k] = (char)('a' + rng(26));
+	memcpy(io->want + io->wn, io->data + io->n, len);
+	io->wn += len;
+	io->want[io->wn++] = '\n';
+	io->n += len;
+	if (cr)
+		io->data[io->n++] = '\r';
+	io->data[io->n++] = '\n';
+}
+
+/* Close a long_io's pipe and free its buffers. */
+static void
+long_io_close(struct long_io *io)
+{
+	close(io->fds[0]);
+	close(io->fds[1]);
+	free(io->data);
+	free(io->want);
+	free(io->got);
+}
+
+/*
  * A queue takes over the buffer of a long line read into the reader's
  * room instead of copying it, and gives it back once written: written
  * or dropped while the line is handled, with a "\r\n" ending, with the
@@ -1189,49 +1245,28 @@ static void
 test_room_queue_takes_line(void **state)
 {
 	struct room_out		 o;
-	char			*data, *want, *got;
-	size_t			 n = 0, wn = 0, gn, len, i, k;
-	size_t			 cap = 8 << 20;
-	int			 fds[2];
+	struct long_io		 io;
+	size_t			 gn, len, i;
 
-	data = malloc(cap);
-	want = malloc(cap);
-	got = malloc(cap);
-	assert_non_null(data);
-	assert_non_null(want);
-	assert_non_null(got);
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
-	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	long_io_open(&io);
 	rng_state = 3;
 	for (i = 0; i < 40; i++) {
 		len = i % 4 == 3 ? 1 + rng(100) : 40000 + rng(200000);
-		for (k = 0; k < len; k++)
-			data[n + k] = (char)('a' + rng(26));
-		memcpy(want + wn, data + n, len);
-		wn += len;
-		want[wn++] = '\n';
-		n += len;
-		if (i % 5 == 1)
-			data[n++] = '\r';
-		data[n++] = '\n';
+		long_io_line(&io, len, i % 5 == 1);
 	}
 	memset(&o, 0, sizeof o);
 	ndjson_queue_init(&o.q, 0, 1 << 30);
 	ndjson_queue_init(&o.q2, 0, 1 << 30);
-	o.fd = fds[1];
-	gn = feed_through(data, n, room_out_line, &o, fds, got, cap);
-	gn += flush_through(&o.q, fds, got + gn, cap - gn);
+	o.fd = io.fds[1];
+	gn = feed_through(io.data, io.n, room_out_line, &o, io.fds, io.got,
+	    io.cap);
+	gn += flush_through(&o.q, io.fds, io.got + gn, io.cap - gn);
 	assert_int_equal(o.n, 40);
-	assert_int_equal(gn, wn);
-	assert_memory_equal(got, want, wn);
+	assert_int_equal(gn, io.wn);
+	assert_memory_equal(io.got, io.want, io.wn);
 	ndjson_queue_free(&o.q);
 	ndjson_queue_free(&o.q2);
-	close(fds[0]);
-	close(fds[1]);
-	free(data);
-	free(want);
-	free(got);
+	long_io_close(&io);
 }
 
 /* Where test_queue_shared_line's callback writes its lines. */
@@ -1301,55 +1336,34 @@ static void
 test_queue_shared_line(void **state)
 {
 	struct shared_out	 o;
-	char			*data, *want, *got;
-	size_t			 n = 0, wn = 0, gn, len, i, k;
-	size_t			 cap = 8 << 20;
-	int			 fds[2];
+	struct long_io		 io;
+	size_t			 gn, len, i;
 
-	data = malloc(cap);
-	want = malloc(cap);
-	got = malloc(cap);
-	assert_non_null(data);
-	assert_non_null(want);
-	assert_non_null(got);
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(util_set_nonblock(fds[0], 1), 0);
-	assert_int_equal(util_set_nonblock(fds[1], 1), 0);
+	long_io_open(&io);
 	rng_state = 5;
 	for (i = 0; i < 60; i++) {
 		len = i % 3 == 2 ? 1 + rng(100) : i % 7 == 0 ?
 		    1024 + rng(4000) : 40000 + rng(200000);
-		for (k = 0; k < len; k++)
-			data[n + k] = (char)('a' + rng(26));
-		memcpy(want + wn, data + n, len);
-		wn += len;
-		want[wn++] = '\n';
-		n += len;
-		if (i % 5 == 1)
-			data[n++] = '\r';
-		data[n++] = '\n';
+		long_io_line(&io, len, i % 5 == 1);
 	}
 	memset(&o, 0, sizeof o);
 	ndjson_queue_init(&o.q, 0, 1 << 30);
 	ndjson_queue_init(&o.q2, 0, 1 << 30);
-	o.fd = fds[1];
+	o.fd = io.fds[1];
 	/* A pipe that takes what it takes: newlines written apart. */
-	gn = feed_through(data, n, shared_out_line, &o, fds, got, cap);
+	gn = feed_through(io.data, io.n, shared_out_line, &o, io.fds, io.got,
+	    io.cap);
 	/* The owners let go of the lines still kept before they are out. */
 	for (i = 0; i < 4; i++)
 		ndjson_buf_put(o.kept[i]);
-	gn += flush_through(&o.q, fds, got + gn, cap - gn);
+	gn += flush_through(&o.q, io.fds, io.got + gn, io.cap - gn);
 	assert_int_equal(o.n, 60);
 	assert_true(o.taken > 0);
-	assert_int_equal(gn, wn);
-	assert_memory_equal(got, want, wn);
+	assert_int_equal(gn, io.wn);
+	assert_memory_equal(io.got, io.want, io.wn);
 	ndjson_queue_free(&o.q);
 	ndjson_queue_free(&o.q2);
-	close(fds[0]);
-	close(fds[1]);
-	free(data);
-	free(want);
-	free(got);
+	long_io_close(&io);
 }
 
 /* Forward lines shorter than below to a queue nobody writes. */
