@@ -107,23 +107,49 @@ fcmp() {
 		if (op == ">") exit !(a > b); exit !(a >= b) }'
 }
 
-# wait_for CONDITION TIMEOUT: evaluate the sh CONDITION every 0.05 s until
-# it holds (return 0) or TIMEOUT seconds (times SLOW) pass (return 1).
+# Polls start 0.05 s apart and back off to 0.25 s: on a machine where
+# starting a process costs milliseconds, a test that polled 20 times a
+# second with `sleep` and a grep spent a third of a core on it while it
+# waited.  What a test waits for is an event, so a late look costs it at
+# most a quarter of a second, never a verdict.  poll_sleep N: sleep N
+# ticks of 0.05 s, and set _poll to the next poll's ticks (one for the
+# first second, two for the next two, then five).
+poll_sleep() {
+	case $1 in
+	1) sleep 0.05 ;;
+	2) sleep 0.1 ;;
+	*) sleep 0.25 ;;
+	esac
+	_poll_done=$((_poll_done + $1))
+	if [ "$_poll_done" -ge 60 ]; then
+		_poll=5
+	elif [ "$_poll_done" -ge 20 ]; then
+		_poll=2
+	else
+		_poll=1
+	fi
+}
+
+# wait_for CONDITION TIMEOUT: evaluate the sh CONDITION until it holds
+# (return 0) or TIMEOUT seconds (times SLOW) pass (return 1), polling as
+# poll_sleep says.  The time is counted in the sleeps' ticks, so a busy
+# machine, whose sleeps run long, waits longer, never shorter.
 # CONDITION is eval'd here: $1, $2 in it are wait_for's own arguments, so
 # pass values in ordinary variables instead.
 wait_for() {
 	_n=$(awk -v t="$2" -v s="$SLOW" 'BEGIN { printf "%d", t * s * 20 + 1 }')
-	while [ "$_n" -gt 0 ]; do
+	_poll=1 _poll_done=0
+	while [ "$_poll_done" -lt "$_n" ]; do
 		eval "$1" && return 0
-		sleep 0.05
-		_n=$((_n - 1))
+		poll_sleep "$_poll"
 	done
 	eval "$1"
 }
 
 # wait_steady N TIMEOUT CMD [ARG...]: wait until CMD prints the same value
-# N looks in a row (0.05 s apart, so N / 20 seconds): a count or position
-# that has stopped changing.  The value is left in STEADY.
+# N looks in a row (at least 0.05 s apart, so at least N / 20 seconds): a
+# count or position that has stopped changing.  The value is left in
+# STEADY.
 wait_steady() {
 	_ws_n=$1 _ws_t=$2
 	shift 2
@@ -137,21 +163,24 @@ wait_steady() {
 # seconds (times SLOW).  For work whose length is the machine's speed
 # times its size (10,000 round trips, 200,000 lines): a slow machine takes
 # longer and still passes, a stuck corral fails STALL x SLOW seconds after
-# it stopped.  The last value CMD printed is in PROGRESS (CONDITION may
-# test it).  CONDITION is eval'd here, as wait_for's is.
+# it stopped.  The stall is counted in poll_sleep's ticks since the last
+# change (a busy machine's sleeps run long: it waits longer, never
+# shorter), and the backoff starts again at each change.  The last value
+# CMD printed is in PROGRESS (CONDITION may test it).  CONDITION is
+# eval'd here, as wait_for's is.
 wait_progress() {
 	_wp_cond=$1
-	_wp_stall=$(awk -v t="$2" -v s="$SLOW" 'BEGIN { print t * s }')
+	_wp_stall=$(awk -v t="$2" -v s="$SLOW" 'BEGIN { printf "%d", t * s * 20 }')
 	shift 2
 	PROGRESS=$("$@")
-	_wp_since=$(now)
+	_poll=2 _poll_done=0
 	while ! eval "$_wp_cond"; do
-		sleep 0.1
+		poll_sleep "$_poll"
 		_wp_v=$("$@")
 		if [ "$_wp_v" != "$PROGRESS" ]; then
 			PROGRESS=$_wp_v
-			_wp_since=$(now)
-		elif fcmp "$(elapsed "$_wp_since")" ">=" "$_wp_stall"; then
+			_poll=2 _poll_done=0
+		elif [ "$_poll_done" -ge "$_wp_stall" ]; then
 			eval "$_wp_cond"
 			return
 		fi
