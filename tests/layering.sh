@@ -40,48 +40,51 @@ sed -n '/layers:begin/,/layers:end/p' docs/architecture.md |
     grep . >"$T/order"
 [ -s "$T/order" ] || { echo "FAIL: no layer list in docs/architecture.md"; exit 1; }
 
-# The module a source file belongs to.
-module_of() {
-	_m=$1
-	if ! grep -qx "$_m" "$T/order" && grep -qx "${_m%%-*}" "$T/order"; then
-		_m=${_m%%-*}
-	fi
-	echo "$_m"
-}
+# The module a file belongs to, in awk (a file's name without its
+# directory and suffix: NAME, or NAME-PART when the list names NAME but
+# not NAME-PART); ord[] holds the list.
+modname='function modname(f,   p) {
+	sub(/.*\//, "", f); sub(/\.[ch]$/, "", f)
+	p = f; sub(/-.*/, "", p)
+	return (!(f in ord) && (p in ord)) ? p : f
+}'
 
 bad=0
-for f in src/*.c; do
-	m=$(module_of "$(basename "$f" .c)")
-	grep -qx "$m" "$T/order" || {
-		echo "FAIL: module $m (src/$m.c) is not in the layer list of docs/architecture.md"
-		bad=1
-	}
-done
-while read -r m; do
-	[ -f "src/$m.c" ] || { echo "FAIL: the layer list names $m, which has no src/$m.c"; bad=1; }
-done <"$T/order"
+# Every source file's module is in the list, every name in the list has
+# its source file (one awk over the names: a few processes, not five a
+# file).
+ls src/*.c | awk "$modname"' NR == FNR { ord[$1]; next }
+	{ m = modname($0); if (!(m in ord)) printf "FAIL: module %s (src/%s.c) is not in the layer list of docs/architecture.md\n", m, m }' \
+    "$T/order" - >"$T/unlisted"
+ls src/*.c | sed 's|^src/||; s|\.c$||' | sort >"$T/sources"
+sort "$T/order" | comm -23 - "$T/sources" |
+    sed 's|.*|FAIL: the layer list names &, which has no src/&.c|' >>"$T/unlisted"
+if [ -s "$T/unlisted" ]; then
+	cat "$T/unlisted"
+	bad=1
+fi
 
 # A module's private header (src/NAME-int.h, or src/NAME.h but corral.h)
 # is included by that module's own files only.
-for h in src/*.h; do
-	hn=$(basename "$h")
-	[ "$hn" = corral.h ] && continue
-	hm=$(module_of "$(basename "$hn" .h)")
-	for f in $(grep -l "^#include \"$hn\"" src/*.c src/*.h); do
-		fm=$(module_of "$(basename "$f" | sed 's/\.[ch]$//')")
-		[ "$fm" = "$hm" ] && continue
-		echo "FAIL: $f includes $hn, which is private to module $hm"
-		bad=1
-	done
-done
+ls src/*.h | awk "$modname"' FILENAME == ARGV[1] { ord[$1]; next }
+	FILENAME == "-" { h = $0; sub(/.*\//, "", h); if (h != "corral.h") hdr[h]; next }
+	/^#include "/ {
+		h = $0; sub(/^#include "/, "", h); sub(/".*/, "", h)
+		if ((h in hdr) && modname(FILENAME) != modname(h))
+			printf "FAIL: %s includes %s, which is private to module %s\n", FILENAME, h, modname(h)
+	}' "$T/order" - src/*.c src/*.h >"$T/private"
+if [ -s "$T/private" ]; then
+	cat "$T/private"
+	bad=1
+fi
 
 # Every object: the module it is, what it defines, what it uses (one nm
 # over them all, and awk: a few processes rather than ten an object).
 # An nm -A line is "FILE:VALUE TYPE SYMBOL" or "FILE: U SYMBOL".
-modof='function modof(line,   f, p) {
-	f = line; sub(/:[^:]*$/, "", f); sub(/.*\//, "", f); sub(/\.c\.o$/, "", f)
-	p = f; sub(/-.*/, "", p)
-	return (!(f in ord) && (p in ord)) ? p : f
+modof="$modname"'
+function modof(line,   f) {
+	f = line; sub(/:[^:]*$/, "", f); sub(/\.c\.o$/, "", f)
+	return modname(f)
 }'
 nm -A --defined-only -g "$objs"/*.c.o "$main" |
     awk "$modof"' NR == FNR { ord[$1]; next } NF >= 3 { print $NF, modof($0) }' \
