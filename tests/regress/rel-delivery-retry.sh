@@ -11,6 +11,11 @@
 #     retry.max times, then expires: one TIMEOUT result, one outcome
 # The agents' timeout (600 ms x SLOW) ends only the request that hangs: a
 # crash must be seen as a crash, not outrun by the timeout.
+# Each crash is an exit before the agent's first line, a failed start,
+# and which instance gets each of the four depends on the machine's
+# speed (a busy one gave one instance three, and the third made it
+# FAILED): failed_starts is raised past four, since what an agent that
+# cannot start gets is wf-fail-fast's to check.
 . "$(dirname "$0")/rel-lib.sh"
 
 cat >"$T/wf.yaml" <<YAML
@@ -20,6 +25,7 @@ agents:
     instances: 2
     timeout: $((600 * SLOW))ms
     breaker: {failures: 100}
+    restart: {failed_starts: 10}
 routes:
   "*": c
 retry: {max: 3, initial: 200ms, factor: 2, max_delay: 1s}
