@@ -18,14 +18,20 @@
 #      limit (256 strings) are kept, a 65th subscription is refused
 #      (4000), and events still reach the 64
 # Under the sanitizers the attacks run and their behaviour is checked,
-# but not the RSS.
+# but not the RSS; there the first sends 1,000 messages (60 MB, still
+# almost four times the history's 16 MiB), not 3,000: the 3,000 are for
+# the RSS, which would show a ring that kept every evicted buffer.
 . "$(dirname "$0")/rel-lib.sh"
 
 KI=1024
 MI=1048576
 MEM=$((16 * MI))
 
-[ "$SAN" = 1 ] && note "sanitizers: the attacks run, their peak RSS is not compared"
+SENDS=3000
+if [ "$SAN" = 1 ]; then
+	note "sanitizers: the attacks run, their peak RSS is not compared"
+	SENDS=1000
+fi
 
 # 1. Messages with large payloads, then a replay of them all.
 AUD="$T/msg.aud"
@@ -33,7 +39,7 @@ pad=$(head -c 60000 /dev/zero | tr '\0' x)
 cat >"$T/sender.sh" <<SH
 exec 3<&0
 cat <&3 >"$T/answers" &
-"$RG" flood 3000 '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"sink"},"payload":"$pad"}}' --tag "$T"
+"$RG" flood $SENDS '{"jsonrpc":"2.0","id":1,"method":"map/send","params":{"to":{"agent":"sink"},"payload":"$pad"}}' --tag "$T"
 echo '{"jsonrpc":"2.0","id":"r","method":"map/replay","params":{"fromTimestamp":0,"limit":1000}}'
 touch "$T/msg.done"
 sleep 1000
@@ -74,10 +80,10 @@ wait_progress '[ -e "$T/msg.done" ] && replayed' 20 answered ||
 serve_eof
 corral_wait 30
 expect_rc 0
-[ "$(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers")" -eq 3000 ] ||
-    fail "messages: $(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers") of 3000 sends were answered"
-[ "$(grep -c '"messageId"' "$T/answers")" -ge 500 ] ||
-    fail "messages: only $(grep -c '"messageId"' "$T/answers") of 3000 sends were delivered"
+[ "$(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers")" -eq $SENDS ] ||
+    fail "messages: $(grep -c '^{"jsonrpc":"2.0","id":1,' "$T/answers") of $SENDS sends were answered"
+[ "$(grep -c '"messageId"' "$T/answers")" -ge $((SENDS / 6)) ] ||
+    fail "messages: only $(grep -c '"messageId"' "$T/answers") of $SENDS sends were delivered"
 grep '"id":"r"' "$T/answers" >"$T/replay"
 len=$(wc -c <"$T/replay")
 [ "$len" -le $((MI + 200 * KI)) ] ||
