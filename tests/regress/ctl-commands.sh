@@ -16,6 +16,7 @@ agents:
     role: worker
   slow:
     cmd: [$TA, --hang]
+    timeout: $((600 * SLOW))s
 routes:
   plan: slow
   "*": echo
@@ -28,7 +29,9 @@ follower=$!
 "$CORRAL" events -S "$SOCK" --follow --new --requests --text >"$T/reqs" 2>"$T/reqs.err" &
 reqfollower=$!
 
-# slow gets a request it never answers: busy.
+# slow gets a request it never answers: busy, for as long as the test
+# runs (its timeout is not the default 30 s, which a loaded machine
+# under the sanitizers outlasted before the metrics).
 echo '{"protocol":"multiagent-1.0","role":"user","intent":"plan","task":"t","content":{"type":"text","text":"x"},"trace":{"id":"in-1"}}' >&8
 wait_for '[ "$(map_state slow)" = busy ]' 10 || fail "slow should be busy, is $(map_state slow)"
 
