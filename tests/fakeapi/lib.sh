@@ -13,6 +13,12 @@
 #   FAKEAPI_PID (server) FAKEAPI_CWD (an empty working directory for the agent)
 #   HOME TMPDIR XDG_RUNTIME_DIR PATH, and every variable the three CLIs need (see
 #   docs/cli-notes.md).  Set FAKEAPI_KEEP=1 to keep the scratch dir.
+#
+# A script that runs several of the run-*.sh scripts (selftest.sh) can
+# start the server once: fakeapi_netns and fakeapi_setup itself, then
+# export FAKEAPI_SHARED=1; the scripts it runs are then already in the
+# namespace, and their fakeapi_setup makes its own fresh HOME, TMPDIR and
+# configs but uses that server (FAKEAPI_URL, FAKEAPI_LOG) and leaves it up.
 
 FAKEAPI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
 . "$FAKEAPI_DIR/versions.sh"
@@ -88,23 +94,33 @@ fakeapi_setup() {
 	FAKEAPI_WORK=$(mktemp -d "${FAKEAPI_TMP:-/tmp}/fakeapi.XXXXXX") || return 1
 	local w=$FAKEAPI_WORK
 	mkdir -p "$w/home" "$w/tmp" "$w/cwd" || return 1
-	FAKEAPI_LOG=${FAKEAPI_LOG:-$w/requests.log}
-	: >"$FAKEAPI_LOG"
-	"${FAKEAPI_NODE:-node}" "$FAKEAPI_DIR/server.js" --port 0 --port-file "$w/port" --log "$FAKEAPI_LOG" \
-	    >"$w/server.out" 2>"$w/server.err" &
-	FAKEAPI_PID=$!
-	local i=0
-	while [ ! -s "$w/port" ]; do
-		i=$((i + 1))
-		if [ $i -gt $((100 * SLOW)) ] || ! kill -0 "$FAKEAPI_PID" 2>/dev/null; then
-			echo "fakeapi: server did not start" >&2
-			cat "$w/server.err" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-	FAKEAPI_PORT=$(cat "$w/port")
-	FAKEAPI_URL=http://127.0.0.1:$FAKEAPI_PORT
+	if [ "${FAKEAPI_SHARED:-0}" = 1 ] && [ -n "$FAKEAPI_URL" ] && [ -n "$FAKEAPI_LOG" ]; then
+		# The server a calling script (selftest.sh) started stays up
+		# for each of its runs: this script neither starts nor stops it
+		# (no FAKEAPI_PID), and counts only the requests made from now
+		# on (the log is the caller's, appended to).
+		FAKEAPI_PID=""
+		FAKEAPI_LOG_START=$(grep -c '"api":' "$FAKEAPI_LOG" 2>/dev/null)
+	else
+		FAKEAPI_LOG=${FAKEAPI_LOG:-$w/requests.log}
+		: >"$FAKEAPI_LOG"
+		FAKEAPI_LOG_START=0
+		"${FAKEAPI_NODE:-node}" "$FAKEAPI_DIR/server.js" --port 0 --port-file "$w/port" --log "$FAKEAPI_LOG" \
+		    >"$w/server.out" 2>"$w/server.err" &
+		FAKEAPI_PID=$!
+		local i=0
+		while [ ! -s "$w/port" ]; do
+			i=$((i + 1))
+			if [ $i -gt $((100 * SLOW)) ] || ! kill -0 "$FAKEAPI_PID" 2>/dev/null; then
+				echo "fakeapi: server did not start" >&2
+				cat "$w/server.err" >&2
+				return 1
+			fi
+			sleep 0.1
+		done
+		FAKEAPI_PORT=$(cat "$w/port")
+		FAKEAPI_URL=http://127.0.0.1:$FAKEAPI_PORT
+	fi
 	FAKEAPI_CWD=$w/cwd
 	export FAKEAPI_WORK FAKEAPI_LOG FAKEAPI_PID FAKEAPI_PORT FAKEAPI_URL FAKEAPI_CWD
 
@@ -197,7 +213,8 @@ fakeapi_now() {
 
 # fakeapi_timed NAME SECONDS CMD...: run CMD under `timeout SECONDS` (times
 # SLOW; KILL 5 s later), then print "NAME: exit=RC seconds=T requests=N" on
-# stderr, where N counts the model requests the server saw.  Returns CMD's
+# stderr, where N counts the model requests the server saw (since
+# fakeapi_setup, when the server is shared).  Returns CMD's
 # status.  The timeout is a safety net for a CLI that hangs (the run-*.sh
 # scripts give 180 s): a CLI on a busy 2-core machine takes a minute.
 fakeapi_timed() {
@@ -208,7 +225,8 @@ fakeapi_timed() {
 	rc=$?
 	t1=$(fakeapi_now)
 	n=$(grep -c '"api":' "$FAKEAPI_LOG" 2>/dev/null)
-	echo "$name: exit=$rc seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') requests=${n:-0}" >&2
+	n=$((${n:-0} - ${FAKEAPI_LOG_START:-0}))
+	echo "$name: exit=$rc seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') requests=$n" >&2
 	[ $rc = 124 ] && echo "$name: TIMED OUT after ${secs}s" >&2
 	return $rc
 }

@@ -12,28 +12,76 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 what=${*:-server claude codex gemini mcp}
 pass=0 fail=0 skip=0
-out=$(mktemp -d "${TMPDIR:-/tmp}/fakeapi-selftest.XXXXXX")
-trap 'rm -rf "$out"' EXIT
 
 command -v node >/dev/null 2>&1 || { echo "SKIPPED: node not installed"; exit 77; }
+
+# One network namespace and one fake server for every run: the run-*.sh
+# scripts see FAKEAPI_IN_NETNS and FAKEAPI_SHARED (lib.sh), and each still
+# gets a fresh HOME, TMPDIR and configs.  Missing CLIs are installed
+# before, outside the namespace (where the registry is reachable); the
+# parts below skip the ones still missing.
+if [ -z "$FAKEAPI_IN_NETNS" ]; then
+	for w in $what; do
+		case $w in
+		claude | codex | gemini | mcp) (fakeapi_require "$w" >/dev/null) ;;
+		esac
+	done
+fi
+fakeapi_netns "$0" "$@"
+out=$(mktemp -d "${TMPDIR:-/tmp}/fakeapi-selftest.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+case " $what " in
+*" claude "* | *" codex "* | *" gemini "* | *" mcp "*)
+	fakeapi_setup || exit 1
+	trap 'fakeapi_teardown; rm -rf "$out"' EXIT
+	export FAKEAPI_SHARED=1
+	;;
+esac
 
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 # chk NAME FILE EXPR: EXPR is JavaScript over L (the JSON lines of FILE,
 # others dropped), R (the lines whose type is "result") and T (FILE's text).
+# Queued (in $out/chk.list, NUL-separated) for chk_run, which evaluates
+# every queued check in one node: a node start costs as much as the check.
 chk() {
-	if node -e '
+	printf '%s\0%s\0%s\0' "$1" "$2" "$3" >>"$out/chk.list"
+}
+
+# chk_run: evaluate the queued checks, each over its file read afresh,
+# and count each as passed or failed (with the exception, if one).  A
+# check that node did not report (node itself failed) counts as failed.
+chk_run() {
+	[ -s "$out/chk.list" ] || return 0
+	local line n=0 want
+	want=$(tr -cd '\0' <"$out/chk.list" | wc -c)
+	want=$((want / 3))
+	while IFS= read -r line; do
+		n=$((n + 1))
+		case $line in
+		"ok "*) ok "${line#ok }" ;;
+		*) bad "${line#bad }" ;;
+		esac
+	done < <(node -e '
 		const fs = require("fs");
-		const T = fs.readFileSync(process.argv[1], "utf8");
-		const L = T.split("\n").map((l) => { try { return JSON.parse(l); } catch (e) { return null; } }).filter((x) => x && typeof x === "object");
-		const R = L.filter((x) => x.type === "result");
-		process.exit(eval(process.argv[2]) ? 0 : 1);
-	' "$2" "$3" 2>"$out/chk.err"; then
-		ok "$1"
-	else
-		bad "$1 ($(head -c 300 "$out/chk.err"))"
-	fi
+		const f = fs.readFileSync(process.argv[1], "utf8").split("\0");
+		// One check: T, L and R as its expression expects, nothing shared.
+		function check(file, expr) {
+			const T = fs.readFileSync(file, "utf8");
+			const L = T.split("\n").map((l) => { try { return JSON.parse(l); } catch (e) { return null; } }).filter((x) => x && typeof x === "object");
+			const R = L.filter((x) => x.type === "result");
+			return eval(expr);
+		}
+		for (let i = 0; i + 2 < f.length; i += 3) {
+			let r, err = "";
+			try { r = check(f[i + 1], f[i + 2]); } catch (e) { err = String(e && e.stack || e); }
+			const name = f[i].replace(/\n/g, " ");
+			console.log(r ? "ok " + name : "bad " + name + " (" + err.replace(/\s+/g, " ").slice(0, 300) + ")");
+		}
+	' "$out/chk.list" 2>"$out/chk.err")
+	[ $n -lt $want ] && bad "chk: node evaluated $n of $want checks ($(head -c 300 "$out/chk.err"))"
+	rm -f "$out/chk.list"
 }
 
 # status NAME FILE WANT: the summary line of the run in FILE has exit=WANT.
@@ -142,6 +190,7 @@ for w in $what; do
 		;;
 	*) echo "selftest.sh: unknown part $w" >&2; exit 2 ;;
 	esac
+	chk_run
 done
 
 if [ $skip -gt 0 ]; then
