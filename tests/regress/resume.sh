@@ -26,19 +26,37 @@ cat >"$T/chain.sh" <<'EOF'
 #!/bin/sh
 # One link of a chain: records "recv STEP TRACE_ID REDELIVERY", blocks on
 # the step the gate file names, and proposes the next link (the last one
-# a summarize for the boss).  Each reply reports 100 tokens.
+# a summarize for the boss).  Each reply reports 100 tokens.  The test
+# sends some 500 links through it: it starts no process for one (its
+# fields cut out by parameter expansion, the gate read by read).
 RECV=$1 LAST=$2 GATE=$3
 me=${CORRAL_AGENT_ID:-chain}
-pick() {
-	printf '%s\n' "$1" | sed -nE "s/$2/\\1/p" | head -n 1
+# after TEXT KEY: v is what follows the last KEY in TEXT, up to the next
+# "," or "}" (empty when TEXT has no KEY).
+after() {
+	case $1 in
+	*"$2"*)
+		v=${1##*"$2"}
+		v=${v%%,*}
+		v=${v%%\}*}
+		;;
+	*) v= ;;
+	esac
+}
+# only CHARS: v is emptied unless it is made of CHARS (a bracket
+# expression's inside: 0-9).
+only() {
+	case $v in
+	'' | *[!$1]*) v= ;;
+	esac
 }
 while IFS= read -r line || [ -n "$line" ]; do
 	case $line in
 	*'"jsonrpc"'*)
 		case $line in
 		*'"method":"ping"'*)
-			rid=$(pick "$line" '.*"id":([0-9]+|"[^"]*").*')
-			printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$rid"
+			after "$line" '"id":'
+			printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$v"
 			;;
 		esac
 		continue
@@ -47,13 +65,26 @@ while IFS= read -r line || [ -n "$line" ]; do
 		continue
 		;;
 	esac
-	id=$(pick "$line" '.*"trace":\{[^}]*"id":"([^"]*)".*')
-	step=$(pick "$line" '.*"step":([0-9]+).*')
-	acc=$(pick "$line" '.*"acc":"([0-9.]*)".*')
-	redo=$(pick "$line" '.*"redelivery":([0-9]+).*')
+	# The id in the trace object: what follows "id":" in the text after
+	# the last "trace":{, up to the object's end.
+	id=
+	case $line in
+	*'"trace":{'*)
+		v=${line##*'"trace":{'}
+		v=${v%%\}*}
+		case $v in
+		*'"id":"'*) v=${v##*'"id":"'}; id=${v%%'"'*} ;;
+		esac
+		;;
+	esac
+	after "$line" '"step":'; only 0-9; step=$v
+	after "$line" '"acc":"'; v=${v%%'"'*}; only 0-9.; acc=$v
+	after "$line" '"redelivery":'; only 0-9; redo=$v
 	: "${step:=1}"
 	echo "recv $step $id ${redo:-0}" >>"$RECV"
-	if [ "$step" = "$(cat "$GATE" 2>/dev/null)" ]; then
+	gate=
+	read -r gate 2>/dev/null <"$GATE"
+	if [ "$step" = "$gate" ]; then
 		while :; do sleep 1; done
 	fi
 	acc=$acc$step.
@@ -174,23 +205,47 @@ redelivered() {
 	grep -q "\"ev\":\"redelivery\".*\"id\":\"$1\".*\"redelivery\":$2" "$LOG"
 }
 
+# links_seen K: check $RECV after crash K and its resume: every link
+# reached an agent once, link K twice, the second time with its first
+# trace id and redelivery 1.  Prints link K's first trace id, or
+# "FAIL: " and what is wrong.  One awk reads the file once (a grep for
+# each link was 18 processes a run).
+links_seen() {
+	awk -v k="$1" -v links="$LINKS" '
+	$1 == "recv" {
+		n[$2]++
+		if ($2 == k && n[$2] == 1)
+			first = $3
+		if ($2 == k)
+			again = $3 " " $4
+	}
+	END {
+		for (i = 1; i <= links; i++) {
+			want = i == k ? 2 : 1
+			if (n[i] + 0 != want) {
+				printf "FAIL: link %d reached an agent %d times, not %d\n", i, n[i], want
+				exit
+			}
+		}
+		if (again != first " 1") {
+			printf "FAIL: link %d came again as '\''%s'\'', not '\''%s 1'\'' (its first trace id, redelivery 1)\n", k, again, first
+			exit
+		}
+		print first
+	}' "$RECV"
+}
+
 k=1
 while [ "$k" -le 20 ]; do
 	crash $k
 	resume $k
 	if [ "$k" -le "$LINKS" ]; then
-		# Every link reached an agent; those before k once, k twice.
-		i=1
-		while [ "$i" -le "$LINKS" ]; do
-			n=$(grep -c "^recv $i " "$RECV")
-			want=1
-			[ "$i" = "$k" ] && want=2
-			[ "$n" = "$want" ] || fail "crash $k: link $i reached an agent $n times, not $want: $(cat "$RECV")"
-			i=$((i + 1))
-		done
-		first=$(grep "^recv $k " "$RECV" | head -n 1 | cut -d' ' -f3)
-		again=$(grep "^recv $k " "$RECV" | tail -n 1 | cut -d' ' -f3,4)
-		[ "$again" = "$first 1" ] || fail "crash $k: link $k came again as '$again', not '$first 1' (its first trace id, redelivery 1)"
+		# Every link reached an agent; those before k once, k twice,
+		# the second time with its first trace id and redelivery 1.
+		first=$(links_seen "$k")
+		case $first in
+		'' | FAIL:*) fail "crash $k: ${first#FAIL: }: $(cat "$RECV")" ;;
+		esac
 		redelivered "$first" 1 || fail "crash $k: no redelivery record of $first"
 		[ "$(grep -c '"ev":"redelivery"' "$LOG")" = 1 ] ||
 		    fail "crash $k: $(grep -c '"ev":"redelivery"' "$LOG") redelivery records, not 1"
