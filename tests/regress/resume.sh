@@ -136,6 +136,32 @@ routes() {
 	grep -c '"ev":"route"' "$LOG" 2>/dev/null || true
 }
 
+# corral_fg TIMEOUT ARGS...: corral_run ARGS, but corral runs in the
+# foreground under timeout(1) and this shell waits for it in wait(2):
+# corral_run polls for its end, three processes every 0.05 s of the 27
+# runs.  It fails as corral_run does if corral outlives TIMEOUT x SLOW.
+corral_fg() {
+	_t=$1
+	shift
+	: >"$OUT"
+	: >"$ERR"
+	timeout -k 5 $((_t * SLOW)) "$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR"
+	RC=$?
+	case $RC in
+	124 | 137) fail "corral $1 still running after ${_t}s (x$SLOW)" ;;
+	esac
+}
+
+# reached K: link K reached its agent (a "recv K" line is in $RECV).
+# The shell reads the file itself: waiting for it starts no process.
+reached() {
+	[ -f "$RECV" ] || return 1
+	while read -r _w _k _rest; do
+		[ "$_w $_k" = "recv $1" ] && return 0
+	done <"$RECV"
+	return 1
+}
+
 # result: the text of the result on stdout.
 result() {
 	out_get content.text
@@ -145,7 +171,7 @@ result() {
 # with.
 touch "$T/ga" "$T/gb"
 rm -f "$GATE"
-corral_run 90 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+corral_fg 90 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
 expect_rc 0
 WANT=$(result)
 [ "$WANT" = "all done" ] || fail "the run never killed: result '$WANT'"
@@ -170,7 +196,7 @@ crash() {
 	case $1 in
 	19|20) wait_for '[ "$(routes)" -ge 21 ]' 60 ||
 	    fail "run $1: the workers' tasks were not routed: $(routes) routes" ;;
-	*) wait_for '[ "$(routes)" -ge "$K" ] && grep -q "^recv $K " "$RECV"' 60 ||
+	*) wait_for 'reached "$K" && [ "$(routes)" -ge "$K" ]' 60 ||
 	    fail "run $1: link $1 did not reach its agent" ;;
 	esac
 	[ "$1" = 20 ] && { wait_for 'grep -q "\"ev\":\"child_result\"" "$LOG"' 60 ||
@@ -188,7 +214,7 @@ crash() {
 resume() {
 	rm -f "$GATE"
 	touch "$T/ga" "$T/gb"
-	corral_run 90 resume "$LOG" --no-control
+	corral_fg 90 resume "$LOG" --no-control
 	[ "$RC" = 0 ] || fail "resume after crash $1: exit $RC: $(cat "$ERR")"
 	got=$(result)
 	[ "$got" = "$WANT" ] || fail "resume after crash $1: result '$got', not '$WANT'"
@@ -303,7 +329,7 @@ log_has "the last line is cut short (it has no newline)" ||
 crash 4
 printf '{"seq":9999,"t":100.5,"ev":"note"}\n' >>"$LOG"
 sed 's/^limits:$/limits:\n  deadline: 60s/' "$T/wf.yaml" >"$T/wf-deadline.yaml"
-corral_run 90 resume "$LOG" "$T/wf-deadline.yaml" --no-control
+corral_fg 90 resume "$LOG" "$T/wf-deadline.yaml" --no-control
 expect_rc 1
 [ "$(out_get content.data.code)" = deadline ] ||
     fail "a deadline spent before: not ended by the deadline: $(cat "$OUT")"
@@ -322,14 +348,14 @@ for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
 	[ "$code" = budget ] && code=budget_exceeded
 	sed "s/^  max_steps: 50\$/  $limit/" "$T/wf.yaml" >"$T/wf-limit.yaml"
 	rm -f "$LOG" "$RECV" "$GATE"
-	corral_run 90 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
+	corral_fg 90 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, never killed: not ended by $code: $(cat "$OUT")"
 	want=$(links)
 	CRASH_WF=$T/wf-limit.yaml crash 5
 	rm -f "$GATE"
-	corral_run 90 resume "$LOG" --no-control
+	corral_fg 90 resume "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, resumed: not ended by $code: $(cat "$OUT")"
@@ -341,12 +367,12 @@ for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
 done
 
 # Refused: a run that ended, a file that is not a log.
-corral_run 10 resume "$LOG" --no-control
+corral_fg 10 resume "$LOG" --no-control
 expect_rc 2
 log_has "the last run ended (run_end): there is nothing to resume" ||
     fail "an ended run: $(cat "$ERR")"
 echo 'not json' >"$T/junk"
-corral_run 10 resume "$T/junk" --no-control
+corral_fg 10 resume "$T/junk" --no-control
 expect_rc 2
 log_has "no run_start" || fail "a file that is not a log: $(cat "$ERR")"
 exit 0
