@@ -26,19 +26,37 @@ cat >"$T/chain.sh" <<'EOF'
 #!/bin/sh
 # One link of a chain: records "recv STEP TRACE_ID REDELIVERY", blocks on
 # the step the gate file names, and proposes the next link (the last one
-# a summarize for the boss).  Each reply reports 100 tokens.
+# a summarize for the boss).  Each reply reports 100 tokens.  The test
+# sends some 500 links through it: it starts no process for one (its
+# fields cut out by parameter expansion, the gate read by read).
 RECV=$1 LAST=$2 GATE=$3
 me=${CORRAL_AGENT_ID:-chain}
-pick() {
-	printf '%s\n' "$1" | sed -nE "s/$2/\\1/p" | head -n 1
+# after TEXT KEY: v is what follows the last KEY in TEXT, up to the next
+# "," or "}" (empty when TEXT has no KEY).
+after() {
+	case $1 in
+	*"$2"*)
+		v=${1##*"$2"}
+		v=${v%%,*}
+		v=${v%%\}*}
+		;;
+	*) v= ;;
+	esac
+}
+# only CHARS: v is emptied unless it is made of CHARS (a bracket
+# expression's inside: 0-9).
+only() {
+	case $v in
+	'' | *[!$1]*) v= ;;
+	esac
 }
 while IFS= read -r line || [ -n "$line" ]; do
 	case $line in
 	*'"jsonrpc"'*)
 		case $line in
 		*'"method":"ping"'*)
-			rid=$(pick "$line" '.*"id":([0-9]+|"[^"]*").*')
-			printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$rid"
+			after "$line" '"id":'
+			printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$v"
 			;;
 		esac
 		continue
@@ -47,13 +65,26 @@ while IFS= read -r line || [ -n "$line" ]; do
 		continue
 		;;
 	esac
-	id=$(pick "$line" '.*"trace":\{[^}]*"id":"([^"]*)".*')
-	step=$(pick "$line" '.*"step":([0-9]+).*')
-	acc=$(pick "$line" '.*"acc":"([0-9.]*)".*')
-	redo=$(pick "$line" '.*"redelivery":([0-9]+).*')
+	# The id in the trace object: what follows "id":" in the text after
+	# the last "trace":{, up to the object's end.
+	id=
+	case $line in
+	*'"trace":{'*)
+		v=${line##*'"trace":{'}
+		v=${v%%\}*}
+		case $v in
+		*'"id":"'*) v=${v##*'"id":"'}; id=${v%%'"'*} ;;
+		esac
+		;;
+	esac
+	after "$line" '"step":'; only 0-9; step=$v
+	after "$line" '"acc":"'; v=${v%%'"'*}; only 0-9.; acc=$v
+	after "$line" '"redelivery":'; only 0-9; redo=$v
 	: "${step:=1}"
 	echo "recv $step $id ${redo:-0}" >>"$RECV"
-	if [ "$step" = "$(cat "$GATE" 2>/dev/null)" ]; then
+	gate=
+	read -r gate 2>/dev/null <"$GATE"
+	if [ "$step" = "$gate" ]; then
 		while :; do sleep 1; done
 	fi
 	acc=$acc$step.
@@ -105,6 +136,32 @@ routes() {
 	grep -c '"ev":"route"' "$LOG" 2>/dev/null || true
 }
 
+# corral_fg TIMEOUT ARGS...: corral_run ARGS, but corral runs in the
+# foreground under timeout(1) and this shell waits for it in wait(2):
+# corral_run polls for its end, three processes every 0.05 s of the 27
+# runs.  It fails as corral_run does if corral outlives TIMEOUT x SLOW.
+corral_fg() {
+	_t=$1
+	shift
+	: >"$OUT"
+	: >"$ERR"
+	timeout -k 5 $((_t * SLOW)) "$CORRAL" "$@" </dev/null >"$OUT" 2>"$ERR"
+	RC=$?
+	case $RC in
+	124 | 137) fail "corral $1 still running after ${_t}s (x$SLOW)" ;;
+	esac
+}
+
+# reached K: link K reached its agent (a "recv K" line is in $RECV).
+# The shell reads the file itself: waiting for it starts no process.
+reached() {
+	[ -f "$RECV" ] || return 1
+	while read -r _w _k _rest; do
+		[ "$_w $_k" = "recv $1" ] && return 0
+	done <"$RECV"
+	return 1
+}
+
 # result: the text of the result on stdout.
 result() {
 	out_get content.text
@@ -114,7 +171,7 @@ result() {
 # with.
 touch "$T/ga" "$T/gb"
 rm -f "$GATE"
-corral_run 90 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
+corral_fg 90 run "$T/wf.yaml" --goal go --log "$LOG" --no-control
 expect_rc 0
 WANT=$(result)
 [ "$WANT" = "all done" ] || fail "the run never killed: result '$WANT'"
@@ -139,7 +196,7 @@ crash() {
 	case $1 in
 	19|20) wait_for '[ "$(routes)" -ge 21 ]' 60 ||
 	    fail "run $1: the workers' tasks were not routed: $(routes) routes" ;;
-	*) wait_for '[ "$(routes)" -ge "$K" ] && grep -q "^recv $K " "$RECV"' 60 ||
+	*) wait_for 'reached "$K" && [ "$(routes)" -ge "$K" ]' 60 ||
 	    fail "run $1: link $1 did not reach its agent" ;;
 	esac
 	[ "$1" = 20 ] && { wait_for 'grep -q "\"ev\":\"child_result\"" "$LOG"' 60 ||
@@ -157,7 +214,7 @@ crash() {
 resume() {
 	rm -f "$GATE"
 	touch "$T/ga" "$T/gb"
-	corral_run 90 resume "$LOG" --no-control
+	corral_fg 90 resume "$LOG" --no-control
 	[ "$RC" = 0 ] || fail "resume after crash $1: exit $RC: $(cat "$ERR")"
 	got=$(result)
 	[ "$got" = "$WANT" ] || fail "resume after crash $1: result '$got', not '$WANT'"
@@ -174,23 +231,47 @@ redelivered() {
 	grep -q "\"ev\":\"redelivery\".*\"id\":\"$1\".*\"redelivery\":$2" "$LOG"
 }
 
+# links_seen K: check $RECV after crash K and its resume: every link
+# reached an agent once, link K twice, the second time with its first
+# trace id and redelivery 1.  Prints link K's first trace id, or
+# "FAIL: " and what is wrong.  One awk reads the file once (a grep for
+# each link was 18 processes a run).
+links_seen() {
+	awk -v k="$1" -v links="$LINKS" '
+	$1 == "recv" {
+		n[$2]++
+		if ($2 == k && n[$2] == 1)
+			first = $3
+		if ($2 == k)
+			again = $3 " " $4
+	}
+	END {
+		for (i = 1; i <= links; i++) {
+			want = i == k ? 2 : 1
+			if (n[i] + 0 != want) {
+				printf "FAIL: link %d reached an agent %d times, not %d\n", i, n[i], want
+				exit
+			}
+		}
+		if (again != first " 1") {
+			printf "FAIL: link %d came again as '\''%s'\'', not '\''%s 1'\'' (its first trace id, redelivery 1)\n", k, again, first
+			exit
+		}
+		print first
+	}' "$RECV"
+}
+
 k=1
 while [ "$k" -le 20 ]; do
 	crash $k
 	resume $k
 	if [ "$k" -le "$LINKS" ]; then
-		# Every link reached an agent; those before k once, k twice.
-		i=1
-		while [ "$i" -le "$LINKS" ]; do
-			n=$(grep -c "^recv $i " "$RECV")
-			want=1
-			[ "$i" = "$k" ] && want=2
-			[ "$n" = "$want" ] || fail "crash $k: link $i reached an agent $n times, not $want: $(cat "$RECV")"
-			i=$((i + 1))
-		done
-		first=$(grep "^recv $k " "$RECV" | head -n 1 | cut -d' ' -f3)
-		again=$(grep "^recv $k " "$RECV" | tail -n 1 | cut -d' ' -f3,4)
-		[ "$again" = "$first 1" ] || fail "crash $k: link $k came again as '$again', not '$first 1' (its first trace id, redelivery 1)"
+		# Every link reached an agent; those before k once, k twice,
+		# the second time with its first trace id and redelivery 1.
+		first=$(links_seen "$k")
+		case $first in
+		'' | FAIL:*) fail "crash $k: ${first#FAIL: }: $(cat "$RECV")" ;;
+		esac
 		redelivered "$first" 1 || fail "crash $k: no redelivery record of $first"
 		[ "$(grep -c '"ev":"redelivery"' "$LOG")" = 1 ] ||
 		    fail "crash $k: $(grep -c '"ev":"redelivery"' "$LOG") redelivery records, not 1"
@@ -248,7 +329,7 @@ log_has "the last line is cut short (it has no newline)" ||
 crash 4
 printf '{"seq":9999,"t":100.5,"ev":"note"}\n' >>"$LOG"
 sed 's/^limits:$/limits:\n  deadline: 60s/' "$T/wf.yaml" >"$T/wf-deadline.yaml"
-corral_run 90 resume "$LOG" "$T/wf-deadline.yaml" --no-control
+corral_fg 90 resume "$LOG" "$T/wf-deadline.yaml" --no-control
 expect_rc 1
 [ "$(out_get content.data.code)" = deadline ] ||
     fail "a deadline spent before: not ended by the deadline: $(cat "$OUT")"
@@ -267,14 +348,14 @@ for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
 	[ "$code" = budget ] && code=budget_exceeded
 	sed "s/^  max_steps: 50\$/  $limit/" "$T/wf.yaml" >"$T/wf-limit.yaml"
 	rm -f "$LOG" "$RECV" "$GATE"
-	corral_run 90 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
+	corral_fg 90 run "$T/wf-limit.yaml" --goal go --log "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, never killed: not ended by $code: $(cat "$OUT")"
 	want=$(links)
 	CRASH_WF=$T/wf-limit.yaml crash 5
 	rm -f "$GATE"
-	corral_run 90 resume "$LOG" --no-control
+	corral_fg 90 resume "$LOG" --no-control
 	expect_rc 1
 	[ "$(out_get content.data.code)" = "$code" ] ||
 	    fail "$limit, resumed: not ended by $code: $(cat "$OUT")"
@@ -286,12 +367,12 @@ for limit in "max_steps: 8" "budget: {tokens: 1000}"; do
 done
 
 # Refused: a run that ended, a file that is not a log.
-corral_run 10 resume "$LOG" --no-control
+corral_fg 10 resume "$LOG" --no-control
 expect_rc 2
 log_has "the last run ended (run_end): there is nothing to resume" ||
     fail "an ended run: $(cat "$ERR")"
 echo 'not json' >"$T/junk"
-corral_run 10 resume "$T/junk" --no-control
+corral_fg 10 resume "$T/junk" --no-control
 expect_rc 2
 log_has "no run_start" || fail "a file that is not a log: $(cat "$ERR")"
 exit 0

@@ -13,6 +13,16 @@
 #   - a record answered --abort resumes to exit 1, aborted, with no agent
 . "$(dirname "$0")/steps-lib.sh"
 
+Q="$TOOLS/treeq"
+[ -x "$Q" ] || skip "no treeq at $Q"
+# jv JSON PATH: a value of a JSON text, as field (steps-lib.sh) prints it
+# (strings bare, the rest compact JSON), by a dotted path (.content.text).
+# treeq reads it (one JSON text a line: the record's lines are joined),
+# where field starts a python3: most of this test's time here.
+jv() {
+	printf '%s\n' "$1" | tr -d '\n' | "$Q" -p "${2#.}" -
+}
+
 steps_workflow "writer validator finisher" \
     '  - {name: write, agent: writer, action: create}
   - {name: validate, agent: validator, action: validate, retry: write}
@@ -26,12 +36,12 @@ REC="$T/esc.json"
 run_steps --goal "user login" --on-escalate=exit --record "$REC"
 want "exit status with --on-escalate=exit" "$RC" 3
 [ -f "$REC" ] || fail "no record at $REC"
-want "the result's code" "$(field "$(cat "$OUT")" .content.data.code)" escalated
-want "the result names the record" "$(field "$(cat "$OUT")" .content.data.record)" "$REC"
-want "the record's step" "$(field "$(cat "$REC")" .step)" validate
-want "the record's workflow" "$(field "$(cat "$REC")" .workflow)" "$T/wf.yaml"
-want "the record's counts" "$(field "$(cat "$REC")" .runs)" '{"write":1,"validate":1,"finish":0}'
-want "the record's answer" "$(field "$(cat "$REC")" .answer)" null
+want "the result's code" "$(jv "$(cat "$OUT")" .content.data.code)" escalated
+want "the result names the record" "$(jv "$(cat "$OUT")" .content.data.record)" "$REC"
+want "the record's step" "$(jv "$(cat "$REC")" .step)" validate
+want "the record's workflow" "$(jv "$(cat "$REC")" .workflow)" "$T/wf.yaml"
+want "the record's counts" "$(jv "$(cat "$REC")" .runs)" '{"write":1,"validate":1,"finish":0}'
+want "the record's answer" "$(jv "$(cat "$REC")" .answer)" null
 want "finisher runs" "$(recvs finisher)" 0
 log_has "corral answer $REC validate \"TEXT\", then corral run --resume $REC" ||
     fail "the log does not say how to go on"
@@ -50,7 +60,7 @@ grep -q "a record of version 5, from a newer corral; this corral (.*) reads vers
 
 "$CORRAL" answer "$REC" validate "Use OAuth." >"$T/a.out" 2>&1 ||
     fail "corral answer on the record: $(cat "$T/a.out")"
-want "the record's answer" "$(field "$(cat "$REC")" .answer.text)" "Use OAuth."
+want "the record's answer" "$(jv "$(cat "$REC")" .answer.text)" "Use OAuth."
 "$CORRAL" answer "$REC" write "x" >"$T/a.out" 2>&1 && fail "an answer to another step was taken"
 grep -q "the escalation is at step validate, not write" "$T/a.out" || fail "it says: $(cat "$T/a.out")"
 
@@ -61,15 +71,15 @@ out true proceed "Redrafted" '["OAuth it is"]' \
 rm -f "$T"/*.rec
 timeout $((30 * SLOW)) "$CORRAL" run --resume "$REC" --log "$T/audit2" >"$OUT" 2>"$ERR" </dev/null
 want "exit status of the resumed run" "$?" 0
-want "the result" "$(field "$(cat "$OUT")" .content.text)" Finished
+want "the result" "$(jv "$(cat "$OUT")" .content.text)" Finished
 want "writer runs in the resumed run" "$(recvs writer)" 1
 if [ "$PROTO" = adr-007 ]; then
 	ITER=.context.iteration ANSWER=.task.params.answer
 else
 	ITER=.corral.step.iteration ANSWER=.inputs.parameters.answer
 fi
-want "the writer's iteration" "$(field "$(recv writer 1)" $ITER)" 2
-want "the writer's answer" "$(field "$(recv writer 1)" $ANSWER)" "Use OAuth."
+want "the writer's iteration" "$(jv "$(recv writer 1)" $ITER)" 2
+want "the writer's answer" "$(jv "$(recv writer 1)" $ANSWER)" "Use OAuth."
 [ "$(cat "$W/specs/005-user-auth/spec.md")" = v2 ] || fail "the spec was not updated"
 grep -q '"ev":"resume".*"step":"validate","action":"retry"' "$T/audit2" ||
     fail "no resume line in the resumed run's audit log"
@@ -78,6 +88,6 @@ grep -q '"ev":"resume".*"step":"validate","action":"retry"' "$T/audit2" ||
 rm -f "$T"/*.rec
 "$CORRAL" run --resume "$REC" >"$OUT" 2>"$ERR" </dev/null
 want "exit status of an aborted resume" "$?" 1
-want "its result" "$(field "$(cat "$OUT")" .content.data.code)" aborted
+want "its result" "$(jv "$(cat "$OUT")" .content.data.code)" aborted
 [ -e "$T/writer.rec" ] && fail "an agent started for an aborted resume"
 exit 0
