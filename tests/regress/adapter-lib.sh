@@ -130,13 +130,32 @@ wait_for_cmd() {
 	return 1
 }
 
+# fa_poll: sleep before the next look of a wait below and count the time
+# down in _wn, in ticks of 0.05 s: 0.1 s apart for the first second, then
+# 0.25 s (a look is a process or two: looking ten times a second for a
+# minute cost seconds of CPU on a machine slow to start processes, and a
+# late look costs a wait a quarter of a second, never a verdict).
+# fa_poll_start SECONDS: _wn for SECONDS (x SLOW).
+fa_poll_start() {
+	_wn=$(awk -v t="$1" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 20 }')
+	_wn0=$_wn
+}
+fa_poll() {
+	if [ $((_wn0 - _wn)) -lt 20 ]; then
+		sleep 0.1
+		_wn=$((_wn - 2))
+	else
+		sleep 0.25
+		_wn=$((_wn - 5))
+	fi
+}
+
 # wait_file_has FILE STRING SECONDS: wait for a fixed string in a file.
 wait_file_has() {
-	_wn=$(awk -v t="$3" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	fa_poll_start "$3"
 	while [ "$_wn" -gt 0 ]; do
 		grep -qF -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-		_wn=$((_wn - 1))
+		fa_poll
 	done
 	echo "inner: '$2' not in $1 within $3s (x${SLOW:-1})" >&2
 	return 1
@@ -150,12 +169,11 @@ feed() {
 
 # wait_out N SECONDS: wait until corral printed N result lines (x SLOW).
 wait_out() {
-	_wn=$(awk -v t="$2" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	fa_poll_start "$2"
 	while [ "$_wn" -gt 0 ]; do
 		[ "$(wc -l <"$T/out")" -ge "$1" ] && return 0
 		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-		_wn=$((_wn - 1))
+		fa_poll
 	done
 	[ "$(wc -l <"$T/out")" -ge "$1" ] && return 0
 	echo "inner: expected $1 result lines within $2s (x${SLOW:-1}), have $(wc -l <"$T/out")" >&2
@@ -183,25 +201,23 @@ serve_down() {
 	RC=$?
 }
 
-# wait_until SECONDS CONDITION: evaluate the sh CONDITION every 0.1 s
-# until it holds (return 0) or SECONDS (x SLOW) pass (return 1).
+# wait_until SECONDS CONDITION: evaluate the sh CONDITION as fa_poll
+# paces it until it holds (return 0) or SECONDS (x SLOW) pass (return 1).
 wait_until() {
-	_wn=$(awk -v t="$1" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	fa_poll_start "$1"
 	while [ "$_wn" -gt 0 ]; do
 		eval "$2" && return 0
-		sleep 0.1
-		_wn=$((_wn - 1))
+		fa_poll
 	done
 	eval "$2"
 }
 
 # wait_err STRING SECONDS: wait for a fixed string in corral's stderr.
 wait_err() {
-	_wn=$(awk -v t="$2" -v s="${SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	fa_poll_start "$2"
 	while [ "$_wn" -gt 0 ]; do
 		grep -qF -- "$1" "$T/err" && return 0
-		sleep 0.1
-		_wn=$((_wn - 1))
+		fa_poll
 	done
 	echo "inner: '$1' not in corral's log within $2s (x${SLOW:-1})" >&2
 	return 1
