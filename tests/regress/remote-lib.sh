@@ -150,22 +150,30 @@ net_up() {
 }
 
 # This test's live processes in host NAME's namespace, but its sshd
-# listener: "pid argv" each.
+# listener: "pid argv" each.  One ps reads them all: the waits call this
+# 20 times a second, and two processes a pid (tr and sed) were most of
+# what the remote tests started.
 host_procs() {
+	_hl=
 	for _p in $(ip netns pids "${NS}-$1" 2>/dev/null); do
-		_a=$( (tr '\0' ' ' <"/proc/$_p/cmdline") 2>/dev/null)
-		_s=$(sed -n 's/^[0-9]* (.*) \(.\) .*/\1/p' "/proc/$_p/stat" \
-		    2>/dev/null)
-		case "$_a" in
+		_hl="$_hl,$_p"
+	done
+	[ -n "$_hl" ] || return 0
+	ps -ww -o pid=,stat=,args= -p "${_hl#,}" 2>/dev/null |
+	while read -r _p _s _a; do
+		case $_s in
+		Z*) continue ;;
+		esac
+		case $_a in
 		sshd:*) ;;
-		*"$T"*) [ -n "$_s" ] && [ "$_s" != Z ] && echo "$_p $_a" ;;
+		*"$T"*) echo "$_p $_a" ;;
 		esac
 	done
 }
 
 # How many tree agents (argv[0] $TR) run in host NAME's namespace.
 host_agents() {
-	host_procs "$1" | awk -v tr="$TR" '$2 == tr' | grep -c . || true
+	host_procs "$1" | awk -v tr="$TR" '$2 == tr { n++ } END { print n + 0 }'
 }
 
 # wait_agents NAME N [TIMEOUT]: wait until N tree agents run on NAME.

@@ -19,6 +19,7 @@
 
 CP="$TOOLS/ctlpeer"
 [ -x "$CP" ] || skip "no ctlpeer at $CP"
+command -v python3 >/dev/null 2>&1 || skip "python3 is missing (it drives the terminal)"
 
 steps_workflow "writer validator finisher" \
     '  - {name: write, agent: writer, action: create}

@@ -65,7 +65,8 @@ steps_workflow() {
 
 # recv NAME N: the Nth request agent NAME read (a JSON line).
 recv() {
-	sed -n "s/^recv //p" "$T/$1.rec" 2>/dev/null | sed -n "${2}p"
+	awk -v n="$2" '/^recv / && ++i == n { print substr($0, 6); exit }' \
+	    "$T/$1.rec" 2>/dev/null
 }
 
 # recvs NAME: how many requests agent NAME read.
@@ -75,15 +76,22 @@ recvs() {
 
 # field JSON PATH: a value of a JSON text, by a jq-like path of object
 # keys and array indexes (".context.iteration", ".prior_context[0]"),
-# printed compactly (strings bare).
+# printed compactly (strings bare).  Nothing is printed unless JSON is
+# one JSON text and every key and index of PATH is there: a key that is
+# missing is not taken for a null (jq's own path would be).  jq, not
+# python3, which starts far slower (here, behind a pyenv shim, about 1 s
+# of CPU each).
 field() {
-	printf '%s' "$1" | python3 -c '
-import json, re, sys
-v = json.load(sys.stdin)
-for k in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", sys.argv[1]):
-	v = v[k[0]] if k[0] else v[int(k[1])]
-print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
-' "$2" 2>/dev/null
+	printf '%s' "$1" | jq -s -r -c --arg p "$2" '
+	  if length != 1 then error("not one JSON text") else .[0] end
+	  | reduce ($p | scan("\\.([A-Za-z_][A-Za-z0-9_]*)|\\[([0-9]+)\\]")) as $s (.;
+	      if $s[0] != null then
+	        if type == "object" and has($s[0]) then .[$s[0]]
+	        else error("no \($s[0])") end
+	      else ($s[1] | tonumber) as $i
+	        | if type == "array" and $i < length then .[$i]
+	          else error("no [\($i)]") end
+	      end)' 2>/dev/null
 }
 
 # want WHAT GOT EXPECTED: fail unless GOT is EXPECTED.
@@ -127,4 +135,4 @@ audit_lines() {
 	grep -F "\"ev\":\"$1\"" "$T/audit" 2>/dev/null
 }
 
-command -v python3 >/dev/null 2>&1 || skip "python3 is missing (the scripts read JSON with it)"
+command -v jq >/dev/null 2>&1 || skip "jq is missing (the scripts read JSON with it)"
