@@ -61,6 +61,21 @@ run_tests() {
 	    --timeout $((300 * SLOW))
 }
 
+# python3 as the tests find it on PATH, without a version manager's shim
+# in front of it: pyenv's shim is a bash script that starts some thirty
+# processes before the interpreter (a second of CPU a call on a machine
+# slow to start processes), and the tests start python3 a hundred times.
+# The interpreter is the one the shim chose, linked first on PATH.
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
+if [ -n "$py" ] && [ -x "$py" ] && [ "$py" != "$(command -v python3)" ]; then
+	echo "   python3: $py, linked first on PATH ($(command -v python3) is a shim)"
+	pybin=$(mktemp -d "${TMPDIR:-/tmp}/corral-python.XXXXXX")
+	trap 'rm -rf "$pybin"' EXIT
+	ln -s "$py" "$pybin/python3"
+	PATH=$pybin:$PATH
+	export PATH
+fi
+
 echo "== build (warnings are errors)"
 corral_build build -DCORRAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== tests"
@@ -95,7 +110,7 @@ corral_build build-fuzz -DCORRAL_FUZZ=ON -DCORRAL_SANITIZE=ON \
     -DCORRAL_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang
 top=$(pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/corral-fuzz.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" ${pybin:+"$pybin"}' EXIT
 
 # fuzz_start T: start fuzz target T in the background, in $work/T.run
 # (where libFuzzer writes a failing input), its new inputs in $work/T.
