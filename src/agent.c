@@ -431,6 +431,15 @@ agent_spawn_as(struct agent *a, const struct agent_conf *ac, char **argv,
 	explicit_bzero(token, sizeof token);
 	if (rc != 0)
 		return -1;
+	/*
+	 * The time the process started is the clock's now, not the loop's:
+	 * the loop's is when this iteration began (at the run's start, when
+	 * the configuration was read), and a restart "never sooner than 1 s
+	 * after the previous spawn" counted from it came 0.93 s after the
+	 * process started on a loaded machine.
+	 */
+	ev_now_update(LOOP);
+	p->spawned_at = ev_now(LOOP);
 	a->flags = (a->flags & ~AGENT_SIGSTOPPED) | AGENT_RUNNING;
 	agent_nrunning++;
 
