@@ -190,7 +190,7 @@ dialect_spawned(struct agent *a)
 
 /*
  * The scanner's memos of the streams that sent an envelope most recently,
- * at most DIALECT_MEMOS (corral.h; 928 bytes each, and 976 for
+ * at most DIALECT_MEMOS (corral.h; 1,192 bytes each, and 976 for
  * envelope_check's findings beside it): an agent that has fallen idle
  * gives its memo up to the next stream that needs one, so a thousand
  * agents that once worked do not keep a thousand.  A memo holds nothing

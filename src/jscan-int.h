@@ -129,34 +129,41 @@ jscan_ws(const unsigned char *s, size_t n, size_t pos)
 /*
  * The memo of a stream of lines: the first bytes of a line it scanned,
  * the tokens of its top-level object's first members, and for each of
- * these members the walk's state at its key (where the key starts, the
- * tokens before it, the object's key bloom).  A line whose bytes up to
- * such a key, its quote included, are the kept line's has, there, the
- * state the walk had: the walk's every step before it read only those
- * bytes (the last it looks at is the quote, after the ',' and a blank at
- * most), and each check of the line's length there passes in both lines.
- * Only members before anything that would make the state hold more are
- * kept: a key with escapes or whose bloom bit repeats (the object's full
- * check), a value holding a container below the tape (values counted off
- * it).  A stream keeps a memo of its own (an agent's in its dialect
- * part): streams that shared one would take turns, each paying to keep
- * its line for a next line the other's replaced.
+ * these members, and for each member of an object that is such a
+ * member's value, the walk's state at its key (where the key starts, the
+ * tokens before it, the blooms of the objects open there).  A line whose
+ * bytes up to such a key, its quote included, are the kept line's has,
+ * there, the state the walk had: the walk's every step before it read
+ * only those bytes (the last it looks at is the quote, after the ',' or
+ * the '{' and a blank at most), and each check of the line's length
+ * there passes in both lines.  Only members before anything that would
+ * make the state hold more are kept: a key with escapes or whose bloom
+ * bit repeats (the object's full check), a value holding a container
+ * below the tape (values counted off it); in an object below the top
+ * level, only up to such a member of its own.  A stream keeps a memo of
+ * its own (an agent's in its dialect part): streams that shared one
+ * would take turns, each paying to keep its line for a next line the
+ * other's replaced.
  */
-#define JSCAN_MEMO_BYTES	192	/* a line's bytes kept */
+#define JSCAN_MEMO_BYTES	256	/* a line's bytes kept */
 #define JSCAN_MEMO_TOKS		32	/* its tokens kept */
-#define JSCAN_MEMO_MEMBERS	12	/* its members a walk may resume at */
+#define JSCAN_MEMO_MEMBERS	16	/* its members a walk may resume at */
 
 struct jscan_memo {
 	uint64_t	stamp;		/* what it keeps, new at every change */
 	uint64_t	hitstamp;	/* stamp when the last walk resumed */
-	uint32_t	hit;		/* the member the last walk resumed at */
+	uint32_t	hit;		/* the top-level member it resumed in */
 	uint32_t	nb;		/* bytes kept */
-	uint32_t	nm;		/* members kept */
+	uint32_t	nm;		/* members kept, the objects' included */
+	uint32_t	ntop;		/* of them top-level members */
 	unsigned int	maxlevel;	/* of the scanner that kept them */
 	struct {
 		uint32_t	off;	/* its key's opening quote */
-		uint32_t	ntok;	/* the tokens before its key */
-		uint64_t	bloom;	/* the object's bloom before its key */
+		uint16_t	ntok;	/* the tokens before its key */
+		uint8_t		top;	/* the top-level member it is or is in */
+		uint8_t		obj;	/* its object's token, 0 at the top */
+		uint64_t	bloom;	/* its object's bloom before its key */
+		uint64_t	tbloom;	/* in an object: the top level's then */
 	}		m[JSCAN_MEMO_MEMBERS];
 	struct jtok	tok[JSCAN_MEMO_TOKS];
 	unsigned char	b[JSCAN_MEMO_BYTES];

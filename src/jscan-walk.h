@@ -309,11 +309,12 @@ JW(open)(struct jscan_w *w, size_t pos, uint32_t depth, uint8_t obj)
 
 /*
  * The walk itself; jscan_w_end writes its counters back.  A walk resumed
- * (resume, not 0) starts at that key of the top-level object, whose frame
- * and earlier tokens JW(restore) has set as the walk would have.
+ * (resume, not 0) starts at that key of the innermost of the rdepth
+ * objects open there, whose frames and earlier tokens JW(restore) has
+ * set as the walk would have.
  */
 static inline __attribute__((always_inline)) int
-JW(grammar)(struct jscan_w *w, size_t resume)
+JW(grammar)(struct jscan_w *w, size_t resume, uint32_t rdepth)
 {
 	const unsigned char	*s = w->s;
 	const size_t		 n = w->n;
@@ -323,8 +324,8 @@ JW(grammar)(struct jscan_w *w, size_t resume)
 	uint8_t			 esc;
 
 	if (resume != 0) {
-		depth = 1;
-		f = &w->js->frames[0];
+		depth = rdepth;
+		f = &w->js->frames[rdepth - 1];
 		pos = resume;
 		goto key;
 	}
@@ -516,24 +517,25 @@ bytes:
 }
 
 /*
- * Set scanner js's tape and top-level frame for line s (n bytes) as a
- * walk would have them at the last kept member whose key's quote lies in
- * the bytes the line shares with the memo's, and return that quote's
- * offset, with the tape's tokens in *ntokp and the member's number in
- * *hit; 0 (scan from the start) when no member is shared.  The tape's
- * first have tokens are already the memo's (its last walk on js was with
- * m).  In the walk's own file, not out of line: its path's comparison,
- * and no call.
+ * Set scanner js's tape and frames for line s (n bytes) as a walk would
+ * have them at the last kept member whose key's quote lies in the bytes
+ * the line shares with the memo's, and return that quote's offset, with
+ * the tape's tokens in *ntokp, the objects open there in *depthp (1 at
+ * the top level, 2 in a top-level member's object) and the top-level
+ * member it is or is in in *hit; 0 (scan from the start) when no member
+ * is shared.  The tape's first have tokens are already the memo's (its
+ * last walk on js was with m).  In the walk's own file, not out of line:
+ * its path's comparison, and no call.
  */
 static inline __attribute__((always_inline)) size_t
 JW(restore)(struct jscan_memo *m, struct jscan *js, const unsigned char *s,
-    size_t n, uint32_t have, uint32_t *ntokp, uint32_t *hit)
+    size_t n, uint32_t have, uint32_t *ntokp, uint32_t *depthp, uint32_t *hit)
 {
 	struct jscan_frame	*f = &js->frames[0];
 	size_t			 same, lim;
-	uint32_t		 j, ntok;
+	uint32_t		 j, ntok, obj;
 
-	*hit = 0;
+	*hit = *depthp = 0;
 	/* For jscan_memo_resumed: where this walk resumed, from what. */
 	m->hit = 0;
 	m->hitstamp = m->stamp;
@@ -551,7 +553,8 @@ JW(restore)(struct jscan_memo *m, struct jscan *js, const unsigned char *s,
 	/*
 	 * A stream's lines often come one after the other on one scanner:
 	 * its tape still holds them (no walk writes below the member it
-	 * resumed at), all but the object's own token, which its close set.
+	 * resumed at), all but the open objects' own tokens, which their
+	 * closes set.
 	 */
 	if (ntok <= have)
 		js->tok[0] = m->tok[0];
@@ -562,13 +565,25 @@ JW(restore)(struct jscan_memo *m, struct jscan *js, const unsigned char *s,
 	}
 	js->memo_stamp = m->stamp;
 	js->memo_ntok = ntok;
-	/* The object open, as JW(open) leaves it. */
+	/* The objects open, as JW(open) leaves them. */
 	js->tok[0].len = 0;
 	js->tok[0].next = 1;
 	*ntokp = ntok;
-	*f = (struct jscan_frame){ .tok = 0, .keys = 0,
-	    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
-	*hit = m->hit = j;
+	if ((obj = m->m[j].obj) == 0) {
+		*f = (struct jscan_frame){ .tok = 0, .keys = 0,
+		    .bloom = m->m[j].bloom, .obj = 1, .ontape = 1 };
+		*depthp = 1;
+	} else {
+		js->tok[obj].len = 0;
+		js->tok[obj].next = obj + 1;
+		f[0] = (struct jscan_frame){ .tok = 0, .keys = 0,
+		    .bloom = m->m[j].tbloom, .obj = 1, .ontape = 1 };
+		f[1] = (struct jscan_frame){ .tok = obj, .keys = 0,
+		    .bloom = m->m[j].bloom, .obj = 1,
+		    .ontape = 1 < js->maxlevel };
+		*depthp = 2;
+	}
+	*hit = m->hit = m->m[j].top;
 	return m->m[j].off;
 }
 
@@ -584,7 +599,7 @@ JW(walk_memo)(struct jscan *js, const char *p, size_t n,
 	struct jscan_tail	tail;
 	struct jscan_w		w;
 	size_t			resume;
-	uint32_t		hit, ntok, have;
+	uint32_t		hit, ntok, depth, have;
 	int			rc;
 
 	/* What of the tape the last walk on js left the memo's. */
@@ -593,12 +608,13 @@ JW(walk_memo)(struct jscan *js, const char *p, size_t n,
 		return -1;
 	jscan_w_start(&w, js, p, n, &tail);
 	/* Not w's address: the walk's counters stay in registers. */
-	if ((resume = JW(restore)(m, js, w.s, n, have, &ntok, &hit)) != 0)
+	if ((resume = JW(restore)(m, js, w.s, n, have, &ntok, &depth,
+	    &hit)) != 0)
 		w.ntok = ntok;
-	rc = JW(grammar)(&w, resume);
+	rc = JW(grammar)(&w, resume, depth);
 	jscan_w_end(&w);
 	/* jscan_memo_store's first test here: most lines keep no call. */
-	if (rc == 0 && (hit == 0 || 2 * hit < m->nm))
+	if (rc == 0 && (hit == 0 || 2 * hit < m->ntop))
 		jscan_memo_store(m, js, w.s, n, hit);
 	return rc;
 }
@@ -619,7 +635,7 @@ JW(walk)(struct jscan *js, const char *p, size_t n)
 		return -1;
 	jscan_w_start(&w, js, p, n, &tail);
 	/* Its own copy of the grammar, without a resume's entry. */
-	rc = JW(grammar)(&w, 0);
+	rc = JW(grammar)(&w, 0, 0);
 	jscan_w_end(&w);
 	return rc;
 }

@@ -781,7 +781,7 @@ jscan_memo_free(struct jscan_memo *m)
 void
 jscan_memo_reset(struct jscan_memo *m)
 {
-	m->nm = 0;
+	m->nm = m->ntop = 0;
 	m->nb = 0;
 	m->hit = 0;
 	m->stamp = jscan_memo_stamp();
@@ -789,8 +789,8 @@ jscan_memo_reset(struct jscan_memo *m)
 
 /*
  * After jscan_run_memo with m returned 0: the top-level member the walk
- * resumed at (0: it scanned the line from its start), with m's stamp
- * then (*from) and now (*now).  Members before the one it resumed at
+ * resumed at or in (0: it scanned the line from its start), with m's
+ * stamp then (*from) and now (*now).  Members before the one it resumed at
  * are, bytes and tokens, those of the line m kept under stamp *from; m
  * keeps this line (its stamp moved) or still the older one.
  */
@@ -802,22 +802,42 @@ jscan_memo_resumed(const struct jscan_memo *m, uint64_t *from, uint64_t *now)
 	return m->hit;
 }
 
+/* The bit in its object's bloom of the key at token i of js. */
+static uint64_t
+jscan_memo_bit(const struct jscan *js, const unsigned char *s, uint32_t i)
+{
+	return 1ULL << ((jscan_tag(s, js->tok[i].off, js->tok[i].len) *
+	    JSCAN_BLOOM_K) >> 26);
+}
+
+/* Whether the value at token v of js holds a container below the tape. */
+static int
+jscan_memo_opaque(const struct jscan *js, uint32_t v)
+{
+	uint32_t	t;
+
+	for (t = v; t < js->tok[v].next; t++)
+		if (js->tok[t].flags & JT_OPAQUE)
+			return 1;
+	return 0;
+}
+
 /*
  * Keep line s (n bytes), whose tape js holds, in the memo, unless the
- * memo served it well (hit: the member its walk resumed at) and may serve
- * the next line as well.
+ * memo served it well (hit: the top-level member its walk resumed in)
+ * and may serve the next line as well.
  */
 void
 jscan_memo_store(struct jscan_memo *m, struct jscan *js,
     const unsigned char *s, size_t n, uint32_t hit)
 {
 	const struct jtok	*k;
-	uint64_t		 bloom = 0, bit;
-	uint32_t		 i, t, end, nm = 0, ntok = 0;
+	uint64_t		 bloom = 0, ob, bit;
+	uint32_t		 i, j, v, end, nm = 0, ntop = 0, ntok = 0;
 
-	if (hit > 0 && 2 * hit >= m->nm)
+	if (hit > 0 && 2 * hit >= m->ntop)
 		return;
-	m->nm = 0;
+	m->nm = m->ntop = 0;
 	/* What it keeps changes: a stamp no scanner's tape has. */
 	m->stamp = jscan_memo_stamp();
 	/* The top-level object must be on the tape, and its members. */
@@ -831,27 +851,59 @@ jscan_memo_store(struct jscan_memo *m, struct jscan *js,
 		if (k->off >= m->nb || i > JSCAN_MEMO_TOKS)
 			break;
 		m->m[nm].off = k->off;
-		m->m[nm].ntok = i;
+		m->m[nm].ntok = (uint16_t)i;
+		m->m[nm].top = (uint8_t)ntop;
+		m->m[nm].obj = 0;
 		m->m[nm].bloom = bloom;
+		m->m[nm].tbloom = 0;
 		nm++;
+		ntop++;
 		ntok = i;
 		/* What would make the walk's state past this key hold more. */
 		if (k->flags & JT_ESCAPED)
 			break;
-		bit = 1ULL << ((jscan_tag(s, k->off, k->len) * JSCAN_BLOOM_K) >>
-		    26);
+		bit = jscan_memo_bit(js, s, i);
 		if (bloom & bit)
 			break;
 		bloom |= bit;
-		for (t = i + 1; t < js->tok[i + 1].next; t++)
-			if (js->tok[t].flags & JT_OPAQUE)
-				break;
-		if (t < js->tok[i + 1].next)
+		/*
+		 * An object's members too (none on the tape when the object is
+		 * below it): the walk may resume inside it, the line's first
+		 * difference often in a value there (a reply's content text,
+		 * an input's trace id).
+		 */
+		v = i + 1;
+		if (js->tok[v].type == JT_OBJECT) {
+			ob = 0;
+			for (j = v + 1; j < js->tok[v].next &&
+			    nm < JSCAN_MEMO_MEMBERS; j = js->tok[j + 1].next) {
+				if (js->tok[j].off >= m->nb || j > JSCAN_MEMO_TOKS)
+					break;
+				m->m[nm].off = js->tok[j].off;
+				m->m[nm].ntok = (uint16_t)j;
+				m->m[nm].top = (uint8_t)(ntop - 1);
+				m->m[nm].obj = (uint8_t)v;
+				m->m[nm].bloom = ob;
+				m->m[nm].tbloom = bloom;
+				nm++;
+				ntok = j;
+				if (js->tok[j].flags & JT_ESCAPED)
+					break;
+				bit = jscan_memo_bit(js, s, j);
+				if (ob & bit)
+					break;
+				ob |= bit;
+				if (jscan_memo_opaque(js, j + 1))
+					break;
+			}
+		}
+		if (jscan_memo_opaque(js, v))
 			break;
 	}
 	memcpy(m->tok, js->tok, ntok * sizeof *m->tok);
 	memcpy(m->b, s, m->nb);
 	m->nm = nm;
+	m->ntop = ntop;
 	js->memo_stamp = m->stamp;
 	js->memo_ntok = ntok;
 }

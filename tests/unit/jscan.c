@@ -1819,19 +1819,36 @@ test_memo(void **state)
 	    "\"f\":\"6\",\"g\":\"7\",\"h\":\"8\",\"i\":\"9\",\"j\":\"10\","
 	    "\"k\":\"11\",\"l\":\"12\",\"m\":\"13\",\"n\":\"14\",\"o\":\"15\","
 	    "\"p\":\"16\",\"q\":\"17\",\"r\":\"18\",\"s\":\"19\"}",
-	    "[\"a\",\"b\",\"c\"]" };
+	    "[\"a\",\"b\",\"c\"]",
+	    /* The members of a top-level member's object (a walk resumes there). */
+	    "{\"p\":\"x\",\"o\":{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\","
+	    "\"d\":\"4\",\"e\":\"5\"},\"z\":\"6\"}",
+	    "{\"p\":\"x\",\"o\":{\"content\":\"1\",\"x\":\"2\",\"context\":"
+	    "\"3\",\"y\":\"4\",\"z\":\"5\"},\"q\":{\"a\":\"7\",\"b\":\"8\"}}",
+	    "{\"p\":\"x\",\"o\":{\"a\":{\"b\":{\"c\":{\"d\":1}}},\"e\":\"5\","
+	    "\"f\":\"6\"},\"g\":{\"h\":[1,{\"i\":{\"j\":[2]}}],\"k\":\"l\"}}",
+	    "{\"p\":\"x\",\"o\":{},\"q\":{ \"a\" : \"1\" ,\t\"b\": 2.5, \"c\":"
+	    "[true], \"d\":\"4\"}, \"r\" :{\"s\":\"t\"}}" };
 	/* Repeats of earlier keys, after the part a memo may share. */
 	static const char *const repeated[] = {
 	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"a\":\"5\"}",
 	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"\\u0061\":\"5\"}",
 	    "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"e\":\"5\","
 	    "\"c\":6}",
-	    "{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\",\"d\":\"4\",\"c\":\"5\"}" };
+	    "{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\",\"d\":\"4\",\"c\":\"5\"}",
+	    /* In a top-level member's object. */
+	    "{\"p\":\"x\",\"o\":{\"a\":\"1\",\"b\":\"2\",\"\\u0063\":\"3\","
+	    "\"d\":\"4\",\"c\":\"5\"},\"z\":\"6\"}",
+	    "{\"p\":\"x\",\"o\":{\"content\":\"1\",\"x\":\"2\",\"context\":"
+	    "\"3\",\"y\":\"4\",\"content\":\"5\"},\"q\":{\"a\":\"7\"}}",
+	    "{\"p\":\"x\",\"o\":{\"a\":\"1\",\"b\":\"2\",\"a\":\"3\"}}",
+	    "{\"p\":\"x\",\"o\":{\"a\":\"1\"},\"p\":\"y\"}" };
 	static const char subst[] = { 'x', '"', '\\', ',', ':', '}', ']', '{',
 	    ' ', '0', '\n', '\x01', '\x80' };
 	struct jscan		*js = jscan_create(4), *plain = jscan_create(4);
 	struct jscan		*shallow = jscan_create(1), *plain1 = jscan_create(1);
-	struct jscan_memo	*m = jscan_memo_create();
+	struct jscan		*mid = jscan_create(2), *plain2 = jscan_create(2);
+	struct jscan_memo	*m = jscan_memo_create(), *m2 = jscan_memo_create();
 	struct buf		 b = { 0 };
 	size_t			 i, k, c, n;
 	int			 failures = 0;
@@ -1851,6 +1868,10 @@ test_memo(void **state)
 				b.p[k] = subst[c];
 				failures += !memo_agrees(js, plain, m, b.p, b.n);
 				failures += !memo_agrees(js, plain, m, lines[i], n);
+				/* A depth of 2: an object's members, not below. */
+				failures += !memo_agrees(mid, plain2, m2, lines[i],
+				    n);
+				failures += !memo_agrees(mid, plain2, m2, b.p, b.n);
 			}
 			if (k < n) {
 				b.n = 0;
@@ -1873,13 +1894,20 @@ test_memo(void **state)
 			    strlen(lines[k]));
 			failures += !memo_agrees(js, plain, m, repeated[i],
 			    strlen(repeated[i]));
+			failures += !memo_agrees(mid, plain2, m2, lines[k],
+			    strlen(lines[k]));
+			assert_int_not_equal(jscan_run_memo_path(mid, repeated[i],
+			    strlen(repeated[i]), m2, test_path), 0);
 		}
 	free(b.p);
 	jscan_memo_free(m);
+	jscan_memo_free(m2);
 	jscan_free(js);
 	jscan_free(plain);
 	jscan_free(shallow);
 	jscan_free(plain1);
+	jscan_free(mid);
+	jscan_free(plain2);
 	assert_int_equal(failures, 0);
 }
 
@@ -1980,6 +2008,62 @@ test_memo_tape(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/*
+ * A walk resumes inside a top-level member's object when the line's first
+ * difference is there: at the bench's input's trace id, at its reply's
+ * content text (after their type), its tape and its answer the line's
+ * alone.
+ */
+static void
+test_memo_nested(void **state)
+{
+#define MN_IN(id, text) "{\"protocol\":\"multiagent-1.0\",\"role\":\"user\"," \
+	    "\"timestamp\":\"2026-11-22T12:40:00Z\",\"intent\":\"execute\"," \
+	    "\"task\":\"bench\",\"trace\":{\"id\":\"" id "\"},\"content\":" \
+	    "{\"type\":\"text\",\"text\":\"" text "\"}}"
+#define MN_OUT(text, id) "{\"protocol\":\"multiagent-1.0\",\"role\":\"agent\"," \
+	    "\"agent\":{\"id\":\"echo.1\",\"name\":\"echo\",\"model\":\"echo\"}," \
+	    "\"timestamp\":\"2026-11-27T22:28:52Z\",\"intent\":\"execute\"," \
+	    "\"task\":\"echo\",\"content\":{\"type\":\"text\",\"text\":\"" \
+	    text "\"},\"confidence\":{\"score\":0.9},\"trace\":{\"parents\":" \
+	    "[\"b-0\"],\"id\":\"" id "\"}}"
+	static const char *const lines[] = {
+	    MN_IN("b-0000000000", "#0 xxxx"), MN_IN("b-0000000001", "#1 xxxx"),
+	    MN_IN("b-0000000002", "#2 xxxx"),
+	    MN_OUT("#0 xxxx", "echo.1-1"), MN_OUT("#4 xxxx", "echo.1-2"),
+	    MN_OUT("#8 xxxx", "echo.1-3") };
+	struct jscan		*js = jscan_create(4), *plain = jscan_create(4);
+	struct jscan_memo	*m = jscan_memo_create();
+	uint64_t		 from, now;
+	size_t			 i, n;
+	int			 t, key, failures = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		n = strlen(lines[i]);
+		failures += !memo_agrees(js, plain, m, lines[i], n);
+		if (i == 0 || i == 3)
+			continue;
+		/* The key of the first member that differs, in its object. */
+		if (i < 3) {
+			t = jscan_get(js, lines[i], 0, "trace");
+			key = jscan_get(js, lines[i], t, "id") - 1;
+		} else {
+			t = jscan_get(js, lines[i], 0, "content");
+			key = jscan_get(js, lines[i], t, "text") - 1;
+		}
+		assert_int_equal(js->memo_ntok, key);
+		/* The top-level member it is in, for envelope_check_memo. */
+		assert_int_equal(jscan_memo_resumed(m, &from, &now), i < 3 ? 5 : 6);
+	}
+#undef MN_IN
+#undef MN_OUT
+	jscan_memo_free(m);
+	jscan_free(js);
+	jscan_free(plain);
+	assert_int_equal(failures, 0);
+}
+
 int
 main(void)
 {
@@ -2005,6 +2089,7 @@ main(void)
 		cmocka_unit_test(test_trim_after_huge_document),
 		cmocka_unit_test(test_memo),
 		cmocka_unit_test(test_memo_tape),
+		cmocka_unit_test(test_memo_nested),
 	};
 
 	char	name[64];
