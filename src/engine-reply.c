@@ -218,8 +218,8 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
-	free(filled);
-	free(unforged);
+	xfree(filled);
+	xfree(unforged);
 	route_kick(a);
 }
 

@@ -430,7 +430,7 @@ engine_msg_free(struct msg *m)
 	engine_msg_disarm(m);
 	engine_stats.bytes -= engine_line_cost(m) + m->weaklen + sizeof *m;
 	engine_line_free(m);
-	free(m->weak);
+	xfree(m->weak);
 	json_decref(m->reports);
 	xpool_put(&engine_msg_pool, m);
 	engine_stats.live_msgs--;
@@ -842,7 +842,7 @@ engine_input(struct peer *from, struct dialect_frame *f)
 		engine_hooks.pause(STDIN_P_JOBS, 1);
 	if (m != NULL)
 		engine_start(m);
-	free(stripped);
+	xfree(stripped);
 }
 
 /*
