@@ -76,8 +76,12 @@ engine_job_release(struct job *j)
 	json_decref(j->reports);
 	xfree(j->session);
 	xpool_put(&engine_job_pool, j);
-	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
+	/* Only a pause the engine asked for is lifted: not a call a job. */
+	if (engine_jobs_held && engine_njobs < engine_wf->max_inflight &&
+	    engine_hooks.pause) {
+		engine_jobs_held = 0;
 		engine_hooks.pause(STDIN_P_JOBS, 0);
+	}
 	if (engine_hooks.idle != NULL)
 		engine_hooks.idle();
 }

@@ -48,6 +48,8 @@ struct engine_jobq		 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 struct msgq			 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
 unsigned int			 engine_njobs;
+/* The engine asked to pause stdin at max_inflight jobs, not since resumed. */
+int				 engine_jobs_held;
 int				 engine_join_then = -1;
 struct engine_stats		 engine_stats;
 int				 engine_stopping;
@@ -159,6 +161,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	memset(&engine_step, 0, sizeof engine_step);
 	memset(&engine_stats, 0, sizeof engine_stats);
 	engine_njobs = 0;
+	engine_jobs_held = 0;
 	engine_stopping = 0;
 	lifecycle_init();
 	route_init(wf, &rh);
@@ -838,8 +841,10 @@ engine_input(struct peer *from, struct dialect_frame *f)
 		return;
 	}
 	m = engine_job_start(js, line, len, &f->env, JOB_SERVE);
-	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
+	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause) {
+		engine_jobs_held = 1;
 		engine_hooks.pause(STDIN_P_JOBS, 1);
+	}
 	if (m != NULL)
 		engine_start(m);
 	xfree(stripped);
