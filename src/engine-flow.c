@@ -39,7 +39,8 @@ engine_reflection(struct msg *req, struct agent *a, struct jscan *js,
 	rl = envelope_reflect(js, line, len, env, id, reply_id,
 	    protocol_intent_name(env->intent), req->round + 1, &rlen);
 	m = engine_msg_create(req->job, rl, rlen, MSG_REFLECT, INTENT_REFLECT);
-	strlcpy(m->id, id, sizeof m->id);
+	/* protocol_new_id made it: it fits, copied by its length. */
+	memcpy(m->id, id, strlen(id) + 1);
 	engine_title(m, js, line, env->task);
 	m->round = req->round + 1;
 	m->depth = req->depth;

@@ -22,6 +22,7 @@ extern struct msgq		 engine_retrying;
 struct work_busy *engine_busy(struct agent *);
 struct msgq	*engine_queue(struct agent *);
 extern unsigned int		 engine_njobs;
+extern int			 engine_jobs_held;
 extern int			 engine_join_then;
 extern struct engine_stats	 engine_stats;
 extern int			 engine_stopping;

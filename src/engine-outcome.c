@@ -72,12 +72,16 @@ engine_job_release(struct job *j)
 		engine_stats.bytes -= j->ends[i].len;
 		free(j->ends[i].line);
 	}
-	free(j->ends);
+	xfree(j->ends);
 	json_decref(j->reports);
-	free(j->session);
+	xfree(j->session);
 	xpool_put(&engine_job_pool, j);
-	if (engine_njobs < engine_wf->max_inflight && engine_hooks.pause)
+	/* Only a pause the engine asked for is lifted: not a call a job. */
+	if (engine_jobs_held && engine_njobs < engine_wf->max_inflight &&
+	    engine_hooks.pause) {
+		engine_jobs_held = 0;
 		engine_hooks.pause(STDIN_P_JOBS, 0);
+	}
 	if (engine_hooks.idle != NULL)
 		engine_hooks.idle();
 }
@@ -152,7 +156,7 @@ engine_job_finish(struct job *j, const char *line, size_t len, int is_error,
 		free(relinked);
 	} else
 		engine_out(line, len);
-	free(marked);
+	xfree(marked);
 }
 
 /* The run's or a job's deadline passed. */
@@ -358,7 +362,7 @@ engine_request_end_tape(struct msg *m, const char *line, size_t len,
 			engine_join(j);
 	}
 	engine_job_release(j);
-	free(marked);
+	xfree(marked);
 }
 
 /* A request ended with line, which ends its branch. */

@@ -218,9 +218,40 @@ engine_reply(struct agent *a, struct msg *req, struct jscan *js,
 		(void)workspace_artifacts(a->id, reply_id, js, line);
 
 	engine_follow(req, a, js, line, len, env, reply_id, 1);
-	free(filled);
-	free(unforged);
+	xfree(filled);
+	xfree(unforged);
 	route_kick(a);
+}
+
+/*
+ * Return nonzero if a reply's trace.parents names request m: what
+ * envelope_has_parent says, without measuring the id.  A plain string
+ * of n bytes names m when m's id, an array of CORRAL_ID_MAX bytes, has
+ * its NUL at n and the n bytes before it: a string holds no NUL byte.
+ */
+static int
+engine_names(struct jscan *js, const char *line, const struct env *env,
+    const struct msg *m)
+{
+	const struct jtok	*k;
+	size_t			 n;
+	int			 e;
+
+	for (e = jscan_first(js, env->parents); e != -1;
+	    e = jscan_next(js, env->parents, e)) {
+		k = &js->tok[e];
+		if (k->flags & JT_ESCAPED) {
+			if (jscan_str_equal(js, line + k->off, k->len, 1, m->id,
+			    strlen(m->id)))
+				return 1;
+			continue;
+		}
+		n = k->len - 2;
+		if (n < sizeof m->id && m->id[n] == '\0' &&
+		    memcmp(line + k->off + 1, m->id, n) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 /*
@@ -235,7 +266,7 @@ engine_match(struct agent *a, struct jscan *js, const char *line,
 
 	if (env->parents != -1) {
 		TAILQ_FOREACH(m, engine_queue(a), entry)
-			if (envelope_has_parent(js, line, env, m->id))
+			if (engine_names(js, line, env, m))
 				return m;
 		return NULL;
 	}

@@ -48,6 +48,8 @@ struct engine_jobq		 engine_jobs = TAILQ_HEAD_INITIALIZER(engine_jobs);
 struct msgq			 engine_retrying =
 				    TAILQ_HEAD_INITIALIZER(engine_retrying);
 unsigned int			 engine_njobs;
+/* The engine asked to pause stdin at max_inflight jobs, not since resumed. */
+int				 engine_jobs_held;
 int				 engine_join_then = -1;
 struct engine_stats		 engine_stats;
 int				 engine_stopping;
@@ -159,6 +161,7 @@ engine_init(const struct workflow *wf, const struct engine_hooks *hooks)
 	memset(&engine_step, 0, sizeof engine_step);
 	memset(&engine_stats, 0, sizeof engine_stats);
 	engine_njobs = 0;
+	engine_jobs_held = 0;
 	engine_stopping = 0;
 	lifecycle_init();
 	route_init(wf, &rh);
@@ -430,7 +433,7 @@ engine_msg_free(struct msg *m)
 	engine_msg_disarm(m);
 	engine_stats.bytes -= engine_line_cost(m) + m->weaklen + sizeof *m;
 	engine_line_free(m);
-	free(m->weak);
+	xfree(m->weak);
 	json_decref(m->reports);
 	xpool_put(&engine_msg_pool, m);
 	engine_stats.live_msgs--;
@@ -838,11 +841,13 @@ engine_input(struct peer *from, struct dialect_frame *f)
 		return;
 	}
 	m = engine_job_start(js, line, len, &f->env, JOB_SERVE);
-	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause)
+	if (engine_njobs >= engine_wf->max_inflight && engine_hooks.pause) {
+		engine_jobs_held = 1;
 		engine_hooks.pause(STDIN_P_JOBS, 1);
+	}
 	if (m != NULL)
 		engine_start(m);
-	free(stripped);
+	xfree(stripped);
 }
 
 /*

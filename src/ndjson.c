@@ -123,31 +123,40 @@ ndjson_stop_mem(const char *p, const char *end)
 }
 
 #if defined(__x86_64__)
-/* 0xff in each byte of the 32 at p that is a newline or a NUL byte. */
+/*
+ * Each byte of the 32 at p, or 0 where it is a newline or a NUL byte:
+ * the smaller of the byte and the byte xor '\n', which is 0 only for
+ * those two.  Such vectors are combined by their minimum, one test for
+ * all of them, where a comparison for each byte sought would take two
+ * comparisons and an or for each vector.
+ */
 __attribute__((target("avx2"))) static inline __m256i
 ndjson_stopv(const char *p)
 {
 	__m256i	v = _mm256_loadu_si256((const __m256i *)(const void *)p);
 
-	return _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
-	    _mm256_cmpeq_epi8(v, _mm256_setzero_si256()));
+	return _mm256_min_epu8(v, _mm256_xor_si256(v, _mm256_set1_epi8('\n')));
 }
 
-/* Where 32 bytes at p hold a newline or a NUL byte: a bit for each. */
+/* Where a vector of ndjson_stopv holds a 0: a bit for each. */
 __attribute__((target("avx2"))) static inline uint32_t
-ndjson_stop32(const char *p)
+ndjson_stopm(__m256i v)
 {
-	return (uint32_t)_mm256_movemask_epi8(ndjson_stopv(p));
+	return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v,
+	    _mm256_setzero_si256()));
 }
 
 /*
  * The same in one pass, 128 bytes at a time: a line is searched once
- * for its end and for a NUL byte, instead of once for each.
+ * for its end and for a NUL byte, instead of once for each.  The block
+ * that holds one is not searched again: its four vectors give where.
  */
 __attribute__((target("avx2"))) static const char *
 ndjson_stop_avx2(const char *p, const char *end)
 {
-	uint32_t	m;
+	const char	*last;
+	__m256i		 a, b, c, d;
+	uint64_t	 m;
 
 	if (end - p < 32) {
 		for (; p < end; p++)
@@ -155,22 +164,32 @@ ndjson_stop_avx2(const char *p, const char *end)
 				return p;
 		return end;
 	}
-	while (end - p >= 128) {
-		if (_mm256_movemask_epi8(_mm256_or_si256(
-		    _mm256_or_si256(ndjson_stopv(p), ndjson_stopv(p + 32)),
-		    _mm256_or_si256(ndjson_stopv(p + 64),
-		    ndjson_stopv(p + 96)))) != 0)
-			break;	/* in these 128: found by the loop below */
-		p += 128;
+	if (end - p >= 128) {
+		last = end - 128;
+		do {
+			a = ndjson_stopv(p);
+			b = ndjson_stopv(p + 32);
+			c = ndjson_stopv(p + 64);
+			d = ndjson_stopv(p + 96);
+			if (ndjson_stopm(_mm256_min_epu8(_mm256_min_epu8(a, b),
+			    _mm256_min_epu8(c, d))) != 0) {
+				m = ndjson_stopm(a) |
+				    (uint64_t)ndjson_stopm(b) << 32;
+				if (m != 0)
+					return p + __builtin_ctzll(m);
+				m = ndjson_stopm(c) |
+				    (uint64_t)ndjson_stopm(d) << 32;
+				return p + 64 + __builtin_ctzll(m);
+			}
+			p += 128;
+		} while (p <= last);
 	}
-	while (end - p >= 32) {
-		if ((m = ndjson_stop32(p)) != 0)
-			return p + __builtin_ctz(m);
-		p += 32;
-	}
+	for (; end - p >= 32; p += 32)
+		if ((m = ndjson_stopm(ndjson_stopv(p))) != 0)
+			return p + __builtin_ctzll(m);
 	/* The last 32 bytes: those before p were searched already. */
-	if (p < end && (m = ndjson_stop32(end - 32)) != 0)
-		return end - 32 + __builtin_ctz(m);
+	if (p < end && (m = ndjson_stopm(ndjson_stopv(end - 32))) != 0)
+		return end - 32 + __builtin_ctzll(m);
 	return end;
 }
 #endif
@@ -193,9 +212,10 @@ ndjson_stop(const char *p, const char *end)
 /*
  * Hand one complete line (without its newline) to the callback.  nul is
  * where its first NUL byte is when the caller searched the line for one
- * (scanned), else the line is searched here.
+ * (scanned), else the line is searched here.  Inlined: every line goes
+ * through it, and its tests cost less than the call and its arguments.
  */
-static void
+static inline __attribute__((always_inline)) void
 ndjson_emit(struct ndjson_reader *r, char *line, size_t len,
     ndjson_line_cb cb, void *arg, int scanned, char *nul)
 {

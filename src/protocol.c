@@ -28,6 +28,7 @@ static size_t	 protocol_nextra;
 static unsigned int protocol_gen;	/* protocol_set_intents calls */
 
 static char	 protocol_run[16] = "corral";
+static size_t	 protocol_runlen = 6;	/* its length */
 static uint64_t	 protocol_seq;
 
 /* Is the name s, of a length already known to match, the literal? */
@@ -222,6 +223,7 @@ void
 protocol_set_run(const char *run)
 {
 	strlcpy(protocol_run, run, sizeof protocol_run);
+	protocol_runlen = strlen(protocol_run);
 	protocol_seq = 0;
 }
 
@@ -237,12 +239,23 @@ const char *
 protocol_new_id(char *buf, size_t len)
 {
 	char	num[24];
-	size_t	n;
+	size_t	n, k;
 
-	/* Formatted by hand: one for every reflection and next action. */
-	n = strlcpy(buf, protocol_run, len);
+	/*
+	 * Formatted by hand: one for every reflection and next action.  The
+	 * parts are copied by their lengths (strlcpy copies a byte at a
+	 * time), unless buf is too short for them.
+	 */
 	num[0] = '-';
-	num[util_u64(num + 1, ++protocol_seq) + 1] = '\0';
+	k = util_u64(num + 1, ++protocol_seq) + 1;
+	if (protocol_runlen + k < len) {
+		memcpy(buf, protocol_run, protocol_runlen);
+		memcpy(buf + protocol_runlen, num, k);
+		buf[protocol_runlen + k] = '\0';
+		return buf;
+	}
+	num[k] = '\0';
+	n = strlcpy(buf, protocol_run, len);
 	if (n < len)
 		strlcpy(buf + n, num, len - n);
 	return buf;

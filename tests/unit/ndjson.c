@@ -562,6 +562,62 @@ test_nul_every_offset(void **state)
 	events_free(&e);
 }
 
+/*
+ * Only a newline and a NUL byte stop a line: every other byte value, at
+ * every place of the 32, 64 and 128 bytes searched at once, is part of
+ * it (the search takes a byte's minimum with the byte xor '\n', 0 only
+ * for those two; bytes such as 0x8a, 0x80 or 0x0b must not pass for
+ * them).  Lines of every length up to 300, each in two alignments, with
+ * a NUL byte in the line that follows, in the same block or the next.
+ */
+static void
+test_stop_every_byte(void **state)
+{
+	struct ndjson_reader	r;
+	struct events		e = { 0 };
+	char			buf[700], want[300];
+	size_t			len, n, i, shift, phase, nulat;
+	unsigned char		b;
+
+	for (len = 1; len <= 300; len++) {
+		for (shift = 0; shift < 2; shift++) {
+			phase = (len * 7 + shift * 101) % 254;
+			n = 0;
+			if (shift)
+				buf[n++] = ' ';	/* a line of one space first */
+			buf[n++] = '\n';
+			for (i = 0; i < len; i++) {
+				/* 1..255 without '\n', from a phase of its own. */
+				b = (unsigned char)(1 + (phase + i) % 254);
+				if (b >= '\n')
+					b++;
+				if (b == '\r' && i == len - 1)
+					b = 'z';	/* a "\r\n" ending */
+				want[i] = (char)b;
+				buf[n++] = (char)b;
+			}
+			buf[n++] = '\n';
+			nulat = len % 70;
+			memset(buf + n, 'y', 80);
+			buf[n + nulat] = '\0';
+			n += 80;
+			buf[n++] = '\n';
+			ndjson_reader_init(&r, 1000, 0);
+			ndjson_feed(&r, buf, n, record, &e);
+			assert_int_equal(e.n, shift ? 3 : 2);
+			if (shift)
+				assert_line(&e, 0, " ", 1);
+			assert_line(&e, shift, want, len);
+			assert_int_equal(e.ev[shift + 1].kind, NDJSON_NUL);
+			assert_int_equal(e.ev[shift + 1].len, 80);
+			assert_int_equal(e.ev[shift + 1].arg, nulat);
+			events_clear(&e);
+			ndjson_reader_free(&r);
+		}
+	}
+	events_free(&e);
+}
+
 /* At end of stream, a last line without newline is delivered. */
 static void
 test_finish_delivers_last_line(void **state)
@@ -1541,6 +1597,7 @@ main(void)
 		cmocka_unit_test(test_over_max_size_excludes_cr),
 		cmocka_unit_test(test_nul_byte_reported),
 		cmocka_unit_test(test_nul_every_offset),
+		cmocka_unit_test(test_stop_every_byte),
 		cmocka_unit_test(test_finish_delivers_last_line),
 		cmocka_unit_test(test_head_only_while_dropping),
 		cmocka_unit_test(test_finish_reports_long_last_line),

@@ -479,6 +479,34 @@ test_vis(void **state)
 	json_decref(j);
 }
 
+/*
+ * protocol_new_id: "<run>-<n>", n counting from 1 after protocol_set_run,
+ * cut to the buffer it is given as a string of that size would be, for
+ * runs of every length it keeps (15 bytes) and buffers of 1 to 40 bytes.
+ */
+static void
+test_new_id(void **state)
+{
+	char		 run[20], want[64], buf[64];
+	size_t		 rl, len;
+	unsigned int	 n;
+
+	for (rl = 0; rl <= 17; rl++) {
+		memset(run, 'a' + (int)rl, rl);
+		run[rl] = '\0';
+		protocol_set_run(run);
+		n = 0;
+		for (len = 1; len <= 40; len++) {
+			n++;
+			snprintf(want, len, "%.15s-%u", run, n);
+			memset(buf, 'x', sizeof buf);
+			assert_ptr_equal(protocol_new_id(buf, len), buf);
+			assert_string_equal(buf, want);
+		}
+	}
+	protocol_set_run("corral");
+}
+
 int
 main(void)
 {
@@ -495,6 +523,7 @@ main(void)
 		cmocka_unit_test(test_rfc3339_same_verdicts),
 		cmocka_unit_test(test_u64_digits),
 		cmocka_unit_test(test_vis),
+		cmocka_unit_test(test_new_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
